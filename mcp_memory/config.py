@@ -1,0 +1,60 @@
+"""Every knob of the server, read once from the environment (prefix ``MCP_MEMORY_``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import platformdirs
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("mcp-memory", appauthor=False))
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MCP_MEMORY_", extra="ignore")
+
+    # Storage
+    database_url: str | None = Field(
+        default=None,
+        description="PostgreSQL URL; unset means the embedded server under data_dir.",
+    )
+    data_dir: Path = Field(default_factory=default_data_dir)
+    pool_min_size: int = Field(default=1, ge=0)
+    pool_max_size: int = Field(default=10, ge=1)
+    db_start_timeout_s: float = Field(default=60.0, gt=0)
+
+    # Local (stdio) identity; HTTP sessions take theirs from the credential.
+    user: str | None = Field(default=None, description="Defaults to the OS user.")
+    agent: str | None = Field(default=None, description="Defaults to the MCP client's name.")
+    project: str | None = Field(
+        default=None,
+        description="Defaults to the client's root or the working directory's git repository; "
+        "'none' disables the project namespace.",
+    )
+
+    # Limits
+    max_content_chars: int = Field(default=32_000, ge=1)
+    max_title_chars: int = Field(default=200, ge=1)
+    max_tags: int = Field(default=32, ge=0)
+    max_tag_chars: int = Field(default=64, ge=1)
+    snippet_chars: int = Field(default=400, ge=40)
+    resource_page_size: int = Field(default=50, ge=1, le=500)
+
+    # Retrieval
+    search_candidates: int = Field(default=100, ge=10, le=2000)
+    rrf_k: int = Field(default=60, ge=1)
+    weight_fulltext: float = Field(default=1.0, ge=0)
+    weight_trigram: float = Field(default=0.5, ge=0)
+    trigram_threshold: float = Field(default=0.3, gt=0, le=1)
+
+    # Retention: how long a forgotten memory stays restorable.
+    purge_after_days: int = Field(default=30, ge=1)
+
+    log_level: str = Field(default="INFO")
+
+    @property
+    def embedded(self) -> bool:
+        return not self.database_url

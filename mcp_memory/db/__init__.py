@@ -1,0 +1,102 @@
+"""Database bootstrap: the embedded server or a given URL, migrations, and the asyncpg pool."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import json
+from datetime import date, datetime
+from uuid import UUID
+
+import anyio
+import asyncpg
+from pgvector.asyncpg import register_vector
+
+from ..config import Settings
+from .embedded import EmbeddedPostgres
+from .migrate import migrate
+
+log = logging.getLogger(__name__)
+
+EMBEDDED_DATABASE = "mcp_memory"
+
+
+@dataclass
+class Database:
+    pool: asyncpg.Pool
+    dsn: str
+    embedded: EmbeddedPostgres | None = None
+    applied: list[str] = field(default_factory=list)
+
+    async def close(self) -> None:
+        await self.pool.close()
+        if self.embedded is not None:
+            await anyio.to_thread.run_sync(self.embedded.stop)
+
+
+def _json_default(value: object) -> str:
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, UUID):
+        return str(value)
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, default=_json_default)
+
+
+async def _init_connection(conn: asyncpg.Connection) -> None:
+    await register_vector(conn)
+    await conn.set_type_codec("jsonb", encoder=_dumps, decoder=json.loads, schema="pg_catalog")
+
+
+async def _ensure_database(maintenance_dsn: str, name: str) -> None:
+    conn = await asyncpg.connect(maintenance_dsn)
+    try:
+        if not await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name):
+            try:
+                await conn.execute(f'CREATE DATABASE "{name}"')
+            except asyncpg.DuplicateDatabaseError:
+                pass  # another process won the race
+    finally:
+        await conn.close()
+
+
+async def locate(settings: Settings) -> tuple[str, EmbeddedPostgres | None]:
+    """The DSN to use, starting (or joining) the embedded server when no URL is set.
+    The caller owns the returned embedded handle and must stop() it."""
+    if settings.database_url:
+        return settings.database_url, None
+    embedded = EmbeddedPostgres(settings.data_dir)
+    maintenance = await anyio.to_thread.run_sync(embedded.start)
+    try:
+        await _ensure_database(maintenance, EMBEDDED_DATABASE)
+    except BaseException:
+        await anyio.to_thread.run_sync(embedded.stop)
+        raise
+    return embedded.dsn(EMBEDDED_DATABASE), embedded
+
+
+async def open_database(settings: Settings) -> Database:
+    """Connect (starting the embedded server when no URL is set), migrate, and open the pool."""
+    dsn, embedded = await locate(settings)
+    try:
+        conn = await asyncpg.connect(dsn)
+        try:
+            applied = await migrate(conn)
+        finally:
+            await conn.close()
+        # register_vector needs the extension, which the first migration creates.
+        pool = await asyncpg.create_pool(
+            dsn,
+            min_size=settings.pool_min_size,
+            max_size=settings.pool_max_size,
+            init=_init_connection,
+        )
+    except BaseException:
+        if embedded is not None:
+            await anyio.to_thread.run_sync(embedded.stop)
+        raise
+    return Database(pool=pool, dsn=dsn, embedded=embedded, applied=applied)

@@ -1,0 +1,79 @@
+"""`mcp-memory doctor`: read-only checks of everything the server needs, each with its fix."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import anyio
+import asyncpg
+
+from .. import __version__
+from ..config import Settings
+from . import locate
+from .migrate import pending_migrations
+
+MIN_PGVECTOR = (0, 7)
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None = None
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(".")[:2] if part.isdigit())
+
+
+async def diagnose(settings: Settings) -> list[Check]:
+    checks = [Check("mcp-memory", True, f"version {__version__}")]
+    where = settings.database_url and "MCP_MEMORY_DATABASE_URL" or f"embedded server in {settings.data_dir / 'pg'}"
+    try:
+        dsn, embedded = await locate(settings)
+    except Exception as exc:
+        fix = ("check MCP_MEMORY_DATABASE_URL (host, port, user, password, database)" if settings.database_url
+               else f"check that {settings.data_dir} is writable; its log is {settings.data_dir / 'pg' / 'log'}")
+        return [*checks, Check("database", False, f"{where}: {exc}", fix)]
+    try:
+        conn = await asyncpg.connect(dsn)
+        try:
+            checks.append(Check("database", True, f"{where}: {await conn.fetchval('SHOW server_version')}"))
+            checks += await _extensions(conn)
+            pending = await pending_migrations(conn)
+            checks.append(Check(
+                "schema", True,
+                "up to date" if not pending else f"{len(pending)} migration(s) to apply "
+                f"({', '.join(m.name for m in pending)}): the server applies them on start, "
+                "or run `mcp-memory migrate`"))
+        finally:
+            await conn.close()
+    except Exception as exc:
+        checks.append(Check("database", False, f"{where}: {exc}", "check the URL's credentials and database"))
+    finally:
+        if embedded is not None:
+            await anyio.to_thread.run_sync(embedded.stop)
+    checks.append(Check("embeddings", True,
+                        "no embedding provider configured: search ranks by full text and trigram"))
+    return checks
+
+
+async def _extensions(conn: asyncpg.Connection) -> list[Check]:
+    rows = {r["name"]: r for r in await conn.fetch(
+        "SELECT name, default_version, installed_version FROM pg_available_extensions "
+        "WHERE name IN ('vector', 'pg_trgm')")}
+    out = []
+    for name, need in (("vector", MIN_PGVECTOR), ("pg_trgm", None)):
+        row = rows.get(name)
+        if row is None:
+            out.append(Check(f"extension {name}", False, "not available on this server",
+                             "install pgvector ≥ 0.7 (https://github.com/pgvector/pgvector#installation)"
+                             if name == "vector" else "install the PostgreSQL contrib package"))
+            continue
+        version = row["installed_version"] or row["default_version"]
+        ok = need is None or _version_tuple(version) >= need
+        state = "installed" if row["installed_version"] else "available, not yet created"
+        out.append(Check(f"extension {name}", ok, f"{version} ({state})",
+                         None if ok else f"upgrade {name} to ≥ {'.'.join(map(str, need or ()))}"))
+    return out

@@ -1,0 +1,356 @@
+"""The only module that writes memory SQL. Every method takes the caller's Principal and sees
+only what that principal may see; every mutation writes its history row in the same transaction."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Any
+from uuid import UUID, uuid4
+
+import asyncpg
+
+from .errors import Conflict, NotFound, PermissionDenied
+from .models import (
+    HistoryEntry,
+    ListOrder,
+    Memory,
+    MemoryFilter,
+    NewMemory,
+    Principal,
+    ScopeInfo,
+    Stats,
+    human_age,
+    memory_uri,
+)
+
+# Fields whose old and new values the history keeps.
+TRACKED = ("kind", "title", "content", "tags", "metadata", "importance", "confidence", "pinned",
+           "priority", "source", "occurred_at", "agent_id", "project_id")
+
+
+class Sql:
+    """Collects positional arguments so fragments can be composed without counting `$n`."""
+
+    def __init__(self) -> None:
+        self.args: list[Any] = []
+
+    def arg(self, value: Any) -> str:
+        self.args.append(value)
+        return f"${len(self.args)}"
+
+
+def visible(q: Sql, p: Principal, alias: str = "m") -> str:
+    """The scope rule of DESIGN.md: NULL agent / project means shared with the whole user."""
+    a = alias
+    return (f"{a}.user_id = {q.arg(p.user_id)}"
+            f" AND ({a}.agent_id IS NULL OR {a}.agent_id = {q.arg(p.agent_id)})"
+            f" AND ({a}.project_id IS NULL OR {a}.project_id = {q.arg(p.project_id)})")
+
+
+_LEVELS = {
+    "user": "{a}.agent_id IS NULL AND {a}.project_id IS NULL",
+    "project": "{a}.agent_id IS NULL AND {a}.project_id IS NOT NULL",
+    "agent": "{a}.agent_id IS NOT NULL AND {a}.project_id IS NULL",
+    "agent_project": "{a}.agent_id IS NOT NULL AND {a}.project_id IS NOT NULL",
+}
+
+
+def filtered(q: Sql, f: MemoryFilter | None, alias: str = "m") -> list[str]:
+    if f is None:
+        return []
+    a = alias
+    where = []
+    if f.kinds:
+        where.append(f"{a}.kind = ANY({q.arg(list(f.kinds))}::text[])")
+    if f.tags:
+        where.append(f"{a}.tags @> {q.arg(list(f.tags))}::text[]")
+    if f.since is not None:
+        where.append(f"{a}.occurred_at >= {q.arg(f.since)}")
+    if f.until is not None:
+        where.append(f"{a}.occurred_at < {q.arg(f.until)}")
+    if f.scope is not None:
+        where.append(_LEVELS[f.scope].format(a=a))
+    return where
+
+
+def to_memory(row: asyncpg.Record, now: datetime | None = None) -> Memory:
+    return Memory(
+        id=row["id"],
+        uri=memory_uri(row["id"]),
+        kind=row["kind"],
+        title=row["title"],
+        content=row["content"],
+        tags=list(row["tags"]),
+        metadata=row["metadata"],
+        importance=round(row["importance"], 4),
+        confidence=round(row["confidence"], 4),
+        pinned=row["pinned"],
+        priority=row["priority"],
+        source=row["source"],
+        scope=ScopeInfo.of(row["agent_id"], row["project_id"]),
+        occurred_at=row["occurred_at"],
+        age=human_age(row["occurred_at"], now),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        version=row["version"],
+        access_count=row["access_count"],
+        last_accessed=row["last_accessed"],
+        deleted_at=row["deleted_at"],
+        deleted_reason=row["deleted_reason"],
+    )
+
+
+def _snapshot(row: asyncpg.Record | dict[str, Any], fields: Iterable[str] = TRACKED) -> dict[str, Any]:
+    return {k: row[k] for k in fields}
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float | int):
+        return math.isclose(a, b, abs_tol=1e-6)  # real columns round-trip inexactly
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return list(a) == list(b)
+    return a == b
+
+
+def _ids_text(ids: Iterable[UUID]) -> str:
+    return ", ".join(str(i) for i in ids)
+
+
+_INSERT_COLUMNS = ("id", "user_id", "agent_id", "project_id", "kind", "title", "content", "content_hash",
+                   "tags", "metadata", "importance", "confidence", "pinned", "priority", "source")
+
+
+class MemoryRepository:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+
+    @asynccontextmanager
+    async def transaction(self, p: Principal, **gucs: str) -> AsyncIterator[asyncpg.Connection]:
+        """One short transaction tagged with the caller's user (row-level security keys on it);
+        `gucs` are further transaction-local settings, set in the same round trip."""
+        q = Sql()
+        sets = [f"set_config('mcp_memory.user_id', {q.arg(p.user_id)}, true)"]
+        sets += [f"set_config({q.arg(name.replace('__', '.'))}, {q.arg(value)}, true)"
+                 for name, value in gucs.items()]
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute(f"SELECT {', '.join(sets)}", *q.args)
+            yield conn
+
+    async def _history(self, conn: asyncpg.Connection, p: Principal, rows: Sequence[tuple[UUID, str, Any, Any]],
+                       reason: str | None, request_id: str | None) -> None:
+        await conn.executemany(
+            """INSERT INTO memory_history (user_id, memory_id, event, old, new, actor, client, request_id, reason)
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)""",
+            [(p.user_id, mid, event, old, new, p.actor, p.client, request_id, reason)
+             for mid, event, old, new in rows],
+        )
+
+    # --- writes -------------------------------------------------------------------------------
+
+    async def insert(self, p: Principal, new: NewMemory, *, idempotency_key: str | None = None,
+                     request_id: str | None = None) -> tuple[Memory, bool]:
+        """Store a memory; returns (memory, created). An identical live text in the same scope,
+        or an idempotency key seen before, returns the existing memory instead."""
+        new_id = uuid4()
+        async with self.transaction(p) as conn:
+            if idempotency_key is not None:
+                claimed = await conn.fetchval(
+                    """INSERT INTO idempotency_keys (user_id, key, memory_id) VALUES ($1, $2, $3)
+                       ON CONFLICT DO NOTHING RETURNING memory_id""",
+                    p.user_id, idempotency_key, new_id)
+                if claimed is None:
+                    earlier = await conn.fetchval(
+                        "SELECT memory_id FROM idempotency_keys WHERE user_id = $1 AND key = $2",
+                        p.user_id, idempotency_key)
+                    row = await self._fetch(conn, p, [earlier], deleted=None)
+                    if not row:
+                        raise Conflict("idempotency_key was already used for a memory outside this "
+                                       "session's scope; use a new key")
+                    return to_memory(row[0]), False
+            values = {"id": new_id, "user_id": p.user_id, **new.model_dump(exclude={"occurred_at"})}
+            q = Sql()
+            cols = list(_INSERT_COLUMNS)
+            placeholders = [q.arg(values[c]) for c in cols]
+            cols.append("occurred_at")
+            placeholders.append(f"coalesce({q.arg(new.occurred_at)}::timestamptz, now())")
+            row = await conn.fetchrow(
+                f"""INSERT INTO memories ({", ".join(cols)}) VALUES ({", ".join(placeholders)})
+                    ON CONFLICT (user_id, coalesce(agent_id, ''), coalesce(project_id, ''), content_hash)
+                    WHERE deleted_at IS NULL DO NOTHING RETURNING *""",
+                *q.args)
+            if row is None:
+                row = await conn.fetchrow(
+                    """SELECT * FROM memories WHERE user_id = $1 AND agent_id IS NOT DISTINCT FROM $2
+                       AND project_id IS NOT DISTINCT FROM $3 AND content_hash = $4 AND deleted_at IS NULL""",
+                    p.user_id, new.agent_id, new.project_id, new.content_hash)
+                if idempotency_key is not None:
+                    await conn.execute(
+                        "UPDATE idempotency_keys SET memory_id = $3 WHERE user_id = $1 AND key = $2",
+                        p.user_id, idempotency_key, row["id"])
+                return to_memory(row), False
+            await self._history(conn, p, [(row["id"], "ADD", None, _snapshot(row))], None, request_id)
+            return to_memory(row), True
+
+    async def update(self, p: Principal, memory_id: UUID, changes: dict[str, Any], *, reason: str | None,
+                     if_version: int | None, may_override_pin: bool,
+                     request_id: str | None = None) -> tuple[Memory, bool]:
+        """Apply the fields that differ; returns (memory, changed)."""
+        async with self.transaction(p) as conn:
+            rows = await self._fetch(conn, p, [memory_id], deleted=False, lock=True)
+            if not rows:
+                raise NotFound(f"no memory {memory_id} in this session's scope")
+            row = rows[0]
+            if if_version is not None and row["version"] != if_version:
+                raise Conflict(f"memory {memory_id} is at version {row['version']}, not {if_version}: "
+                               "someone changed it since you read it; re-read and retry")
+            diff = {k: v for k, v in changes.items() if not _same(row[k], v)}
+            if not diff:
+                return to_memory(row), False
+            guarded = {"content", "title"} & diff.keys() or diff.get("pinned") is False
+            if row["pinned"] and guarded and not may_override_pin:
+                raise PermissionDenied(f"memory {memory_id} is pinned: changing its text or unpinning it "
+                                       "needs force=true from an admin")
+            q = Sql()
+            sets = [f"{col} = {q.arg(val)}" for col, val in diff.items()]
+            where = f"user_id = {q.arg(p.user_id)} AND id = {q.arg(memory_id)}"
+            try:
+                updated = await conn.fetchrow(
+                    f"""UPDATE memories SET {", ".join(sets)}, version = version + 1, updated_at = now()
+                        WHERE {where} RETURNING *""", *q.args)
+            except asyncpg.UniqueViolationError:
+                raise Conflict("another live memory in this scope already has this content; "
+                               "update or forget that one instead") from None
+            tracked = [k for k in diff if k in TRACKED]
+            event = "UPDATE"
+            if tracked == ["pinned"]:
+                event = "PIN" if diff["pinned"] else "UNPIN"
+            await self._history(conn, p, [(memory_id, event, _snapshot(row, tracked), _snapshot(updated, tracked))],
+                                reason, request_id)
+            return to_memory(updated), True
+
+    async def soft_delete(self, p: Principal, ids: Sequence[UUID], *, reason: str | None,
+                          may_override_pin: bool, request_id: str | None = None) -> list[Memory]:
+        """All or nothing: every id must be live and visible, else nothing changes."""
+        async with self.transaction(p) as conn:
+            rows = await self._fetch(conn, p, ids, deleted=False, lock=True)
+            missing = set(ids) - {r["id"] for r in rows}
+            if missing:
+                raise NotFound(f"no live memory with id {_ids_text(sorted(missing))} in this session's scope "
+                               "(already forgotten? see memory_restore); nothing was forgotten")
+            pinned = [r["id"] for r in rows if r["pinned"]]
+            if pinned and not may_override_pin:
+                raise PermissionDenied(f"memory {_ids_text(pinned)} is pinned: forgetting it needs force=true "
+                                       "from an admin; nothing was forgotten")
+            deleted = await conn.fetch(
+                """UPDATE memories SET deleted_at = now(), deleted_reason = $3
+                   WHERE user_id = $1 AND id = ANY($2::uuid[]) RETURNING *""",
+                p.user_id, list(ids), reason)
+            await self._history(conn, p, [(r["id"], "DELETE", None, {"deleted_at": r["deleted_at"]})
+                                          for r in deleted], reason, request_id)
+            return [to_memory(r) for r in deleted]
+
+    async def restore(self, p: Principal, ids: Sequence[UUID], *, reason: str | None,
+                      request_id: str | None = None) -> list[Memory]:
+        async with self.transaction(p) as conn:
+            rows = await self._fetch(conn, p, ids, deleted=True, lock=True)
+            missing = set(ids) - {r["id"] for r in rows}
+            if missing:
+                raise NotFound(f"no forgotten memory with id {_ids_text(sorted(missing))} in this session's "
+                               "scope; nothing was restored")
+            try:
+                restored = await conn.fetch(
+                    """UPDATE memories SET deleted_at = NULL, deleted_reason = NULL
+                       WHERE user_id = $1 AND id = ANY($2::uuid[]) RETURNING *""",
+                    p.user_id, list(ids))
+            except asyncpg.UniqueViolationError:
+                raise Conflict("an identical memory was written since this one was forgotten, so restoring "
+                               "it would duplicate it; nothing was restored") from None
+            old = {r["id"]: r["deleted_at"] for r in rows}
+            await self._history(conn, p, [(r["id"], "RESTORE", {"deleted_at": old[r["id"]]}, {"deleted_at": None})
+                                          for r in restored], reason, request_id)
+            return [to_memory(r) for r in restored]
+
+    # --- reads --------------------------------------------------------------------------------
+
+    async def _fetch(self, conn: asyncpg.Connection, p: Principal, ids: Sequence[UUID], *,
+                     deleted: bool | None, lock: bool = False) -> list[asyncpg.Record]:
+        q = Sql()
+        where = [visible(q, p), f"m.id = ANY({q.arg(list(ids))}::uuid[])"]
+        if deleted is not None:
+            where.append("m.deleted_at IS NOT NULL" if deleted else "m.deleted_at IS NULL")
+        sql = f"SELECT * FROM memories m WHERE {' AND '.join(where)} ORDER BY m.id"
+        return await conn.fetch(sql + (" FOR UPDATE" if lock else ""), *q.args)
+
+    async def get(self, p: Principal, memory_id: UUID) -> Memory | None:
+        async with self.transaction(p) as conn:
+            rows = await self._fetch(conn, p, [memory_id], deleted=False)
+        return to_memory(rows[0]) if rows else None
+
+    async def get_many(self, p: Principal, ids: Sequence[UUID]) -> list[Memory]:
+        """Live, visible memories among `ids`, counting the access (bookkeeping, never ranking)."""
+        q = Sql()
+        where = [visible(q, p), "m.deleted_at IS NULL", f"m.id = ANY({q.arg(list(ids))}::uuid[])"]
+        async with self.transaction(p) as conn:
+            rows = await conn.fetch(
+                f"""UPDATE memories m SET access_count = access_count + 1, last_accessed = now()
+                    WHERE {' AND '.join(where)} RETURNING *""", *q.args)
+        by_id = {r["id"]: r for r in rows}
+        return [to_memory(by_id[i]) for i in ids if i in by_id]
+
+    async def list(self, p: Principal, f: MemoryFilter | None, order: ListOrder, limit: int,
+                   after: Sequence[Any] | None = None) -> tuple[list[Memory], list[Any] | None]:
+        """One page in keyset order; returns it with the sort key to pass as `after` for the next
+        page (None on the last page)."""
+        q = Sql()
+        where = [visible(q, p), "m.deleted_at IS NULL", *filtered(q, f)]
+        keys = ["occurred_at", "id"] if order != "importance" else ["importance", "occurred_at", "id"]
+        direction = "ASC" if order == "oldest" else "DESC"
+        if after is not None:
+            op = ">" if order == "oldest" else "<"
+            # Compare in the column's own types: a real importance read back as a double
+            # must find exactly itself again.
+            casts = {"importance": "::real", "occurred_at": "::timestamptz", "id": "::uuid"}
+            bounds = ", ".join(f"{q.arg(v)}{casts[k]}" for k, v in zip(keys, after, strict=True))
+            where.append(f"({', '.join(f'm.{k}' for k in keys)}) {op} ({bounds})")
+        sql = (f"SELECT * FROM memories m WHERE {' AND '.join(where)} "
+               f"ORDER BY {', '.join(f'm.{k} {direction}' for k in keys)} LIMIT {q.arg(limit + 1)}")
+        async with self.transaction(p) as conn:
+            rows = await conn.fetch(sql, *q.args)
+        next_key = [rows[limit - 1][k] for k in keys] if len(rows) > limit else None
+        return [to_memory(r) for r in rows[:limit]], next_key
+
+    async def history(self, p: Principal, memory_id: UUID, limit: int) -> list[HistoryEntry]:
+        async with self.transaction(p) as conn:
+            if not await self._fetch(conn, p, [memory_id], deleted=None):
+                raise NotFound(f"no memory {memory_id} in this session's scope")
+            rows = await conn.fetch(
+                """SELECT * FROM memory_history WHERE user_id = $1 AND memory_id = $2
+                   ORDER BY seq LIMIT $3""", p.user_id, memory_id, limit)
+        return [HistoryEntry(seq=r["seq"], event=r["event"], actor=r["actor"], client=r["client"],
+                             reason=r["reason"], old=r["old"], new=r["new"], created_at=r["created_at"])
+                for r in rows]
+
+    async def stats(self, p: Principal) -> Stats:
+        q = Sql()
+        where = visible(q, p)
+        async with self.transaction(p) as conn:
+            totals = await conn.fetchrow(
+                f"""SELECT count(*) FILTER (WHERE deleted_at IS NULL) AS active,
+                           count(*) FILTER (WHERE deleted_at IS NOT NULL) AS forgotten,
+                           count(*) FILTER (WHERE deleted_at IS NULL AND pinned) AS pinned,
+                           min(occurred_at) FILTER (WHERE deleted_at IS NULL) AS oldest,
+                           max(occurred_at) FILTER (WHERE deleted_at IS NULL) AS newest
+                    FROM memories m WHERE {where}""", *q.args)
+            kinds = await conn.fetch(
+                f"SELECT kind, count(*) AS n FROM memories m WHERE {where} AND deleted_at IS NULL GROUP BY kind",
+                *q.args)
+            scopes = await conn.fetch(
+                f"""SELECT agent_id IS NOT NULL AS a, project_id IS NOT NULL AS pr, count(*) AS n
+                    FROM memories m WHERE {where} AND deleted_at IS NULL GROUP BY 1, 2""", *q.args)
+        by_scope = {ScopeInfo.of("x" if r["a"] else None, "x" if r["pr"] else None).level: r["n"] for r in scopes}
+        return Stats(active=totals["active"], forgotten=totals["forgotten"], pinned=totals["pinned"],
+                     by_kind={r["kind"]: r["n"] for r in kinds}, by_scope=by_scope,
+                     newest=totals["newest"], oldest=totals["oldest"])

@@ -1,0 +1,282 @@
+"""Business rules between the transports and the repository: validation and normalization,
+permissions, write scope, cursors. Knows nothing of MCP."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import unicodedata
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from .config import Settings
+from .errors import InvalidInput, NotFound, PermissionDenied
+from .models import (
+    ForgetResult,
+    ForgottenItem,
+    GetResult,
+    HistoryResult,
+    Kind,
+    ListOrder,
+    Memory,
+    MemoryFilter,
+    MemoryPage,
+    NewMemory,
+    Principal,
+    RestoreResult,
+    ScopeLevel,
+    SearchResult,
+    Stats,
+    UpdateResult,
+    WriteResult,
+)
+from .repository import MemoryRepository
+from .search import search as hybrid_search
+
+_SPACE = re.compile(r"\s+")
+MAX_METADATA_BYTES = 16_384
+
+
+def content_hash(content: str) -> str:
+    """Same text up to case, Unicode form and whitespace is the same memory."""
+    normalized = _SPACE.sub(" ", unicodedata.normalize("NFKC", content)).strip().casefold()
+    return hashlib.sha256(normalized.encode()).hexdigest()
+
+
+def as_utc(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+
+
+class MemoryService:
+    def __init__(self, repo: MemoryRepository, settings: Settings) -> None:
+        self.repo = repo
+        self.settings = settings
+
+    # --- validation -----------------------------------------------------------------------
+
+    def _content(self, content: str) -> str:
+        content = content.strip()
+        if not content:
+            raise InvalidInput("content is empty: write the fact, preference or event to remember")
+        if len(content) > self.settings.max_content_chars:
+            raise InvalidInput(f"content has {len(content)} characters, more than the limit of "
+                               f"{self.settings.max_content_chars}; split it into smaller memories")
+        return content
+
+    def _title(self, title: str | None) -> str | None:
+        if title is None or not title.strip():
+            return None
+        title = _SPACE.sub(" ", title).strip()
+        if len(title) > self.settings.max_title_chars:
+            raise InvalidInput(f"title has {len(title)} characters, more than {self.settings.max_title_chars}")
+        return title
+
+    def _tags(self, tags: list[str] | None) -> list[str]:
+        out: list[str] = []
+        for tag in tags or []:
+            tag = _SPACE.sub("-", tag.strip().lower())
+            if not tag:
+                raise InvalidInput("tags must not be empty strings")
+            if len(tag) > self.settings.max_tag_chars:
+                raise InvalidInput(f"tag {tag[:20]!r}… is longer than {self.settings.max_tag_chars} characters")
+            if tag not in out:
+                out.append(tag)
+        if len(out) > self.settings.max_tags:
+            raise InvalidInput(f"{len(out)} tags given; at most {self.settings.max_tags} are allowed")
+        return out
+
+    @staticmethod
+    def _metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
+        metadata = metadata or {}
+        size = len(json.dumps(metadata, default=str))
+        if size > MAX_METADATA_BYTES:
+            raise InvalidInput(f"metadata is {size} bytes of JSON; the limit is {MAX_METADATA_BYTES}")
+        return metadata
+
+    def _filter(self, f: MemoryFilter | None) -> MemoryFilter | None:
+        if f is None:
+            return None
+        since, until = as_utc(f.since), as_utc(f.until)
+        if since and until and since >= until:
+            raise InvalidInput("since must be earlier than until")
+        return f.model_copy(update={"since": since, "until": until, "tags": self._tags(f.tags) or None})
+
+    @staticmethod
+    def _require(p: Principal, permission: str) -> None:
+        if not p.can(permission):
+            raise PermissionDenied(f"this session's credential lacks the '{permission}' permission")
+
+    @staticmethod
+    def _may_override_pin(p: Principal, force: bool) -> bool:
+        if force and not p.can("admin"):
+            raise PermissionDenied("force=true needs the 'admin' permission")
+        return force
+
+    @staticmethod
+    def write_scope(p: Principal, scope: ScopeLevel | None) -> tuple[str | None, str | None]:
+        """(agent_id, project_id) for a new memory: always inside the session's own namespace."""
+        if scope is None:
+            scope = "project" if p.project_id else "user"
+        if scope in ("project", "agent_project") and not p.project_id:
+            raise InvalidInput(f"scope '{scope}' needs a project, and this session has none "
+                               "(set --project or MCP_MEMORY_PROJECT, or open a git repository)")
+        if scope in ("agent", "agent_project") and not p.agent_id:
+            raise InvalidInput(f"scope '{scope}' needs an agent, and this session has none "
+                               "(set --agent or MCP_MEMORY_AGENT)")
+        return {
+            "user": (None, None),
+            "project": (None, p.project_id),
+            "agent": (p.agent_id, None),
+            "agent_project": (p.agent_id, p.project_id),
+        }[scope]
+
+    # --- operations -----------------------------------------------------------------------
+
+    async def write(self, p: Principal, content: str, *, title: str | None = None, kind: Kind = "note",
+                    tags: list[str] | None = None, metadata: dict[str, Any] | None = None,
+                    importance: float = 0.5, confidence: float = 1.0, pinned: bool = False, priority: int = 0,
+                    scope: ScopeLevel | None = None, occurred_at: datetime | None = None,
+                    source: str | None = None, idempotency_key: str | None = None,
+                    request_id: str | None = None) -> WriteResult:
+        self._require(p, "write")
+        content = self._content(content)
+        agent_id, project_id = self.write_scope(p, scope)
+        new = NewMemory(
+            agent_id=agent_id, project_id=project_id, kind=kind, title=self._title(title), content=content,
+            content_hash=content_hash(content), tags=self._tags(tags), metadata=self._metadata(metadata),
+            importance=importance, confidence=confidence, pinned=pinned, priority=priority,
+            source=source or p.client, occurred_at=as_utc(occurred_at),
+        )
+        memory, created = await self.repo.insert(p, new, idempotency_key=idempotency_key, request_id=request_id)
+        return WriteResult(status="created" if created else "duplicate", memory=memory)
+
+    async def get(self, p: Principal, ids: list[UUID]) -> GetResult:
+        self._require(p, "read")
+        ids = list(dict.fromkeys(ids))
+        found = await self.repo.get_many(p, ids)
+        if not found:
+            raise NotFound(f"no memory with id {', '.join(map(str, ids))} in this session's scope")
+        seen = {m.id for m in found}
+        return GetResult(memories=found, not_found=[i for i in ids if i not in seen])
+
+    async def get_one(self, p: Principal, memory_id: UUID) -> Memory:
+        self._require(p, "read")
+        memory = await self.repo.get(p, memory_id)
+        if memory is None:
+            raise NotFound(f"no memory {memory_id} in this session's scope")
+        return memory
+
+    async def search(self, p: Principal, query: str, f: MemoryFilter | None = None, *, limit: int = 10,
+                     explain: bool = False) -> SearchResult:
+        self._require(p, "read")
+        query = query.strip()
+        if not query:
+            raise InvalidInput("query is empty: say what to look for")
+        hits = await hybrid_search(self.repo, p, query, self._filter(f), limit=limit,
+                                   settings=self.settings, explain=explain)
+        return SearchResult(query=query, hits=hits)
+
+    async def list(self, p: Principal, f: MemoryFilter | None = None, *, order: ListOrder = "recent",
+                   limit: int = 20, cursor: str | None = None) -> MemoryPage:
+        self._require(p, "read")
+        f = self._filter(f)
+        fingerprint = hashlib.sha256(f"{order}|{f.model_dump_json() if f else ''}".encode()).hexdigest()[:12]
+        after = _decode_cursor(cursor, fingerprint, order) if cursor else None
+        memories, next_key = await self.repo.list(p, f, order, limit, after)
+        return MemoryPage(memories=memories,
+                          next_cursor=_encode_cursor(fingerprint, next_key) if next_key else None)
+
+    async def update(self, p: Principal, memory_id: UUID, *, content: str | None = None,
+                     title: str | None = None, kind: Kind | None = None, tags: list[str] | None = None,
+                     metadata: dict[str, Any] | None = None, importance: float | None = None,
+                     pinned: bool | None = None, priority: int | None = None,
+                     occurred_at: datetime | None = None, reason: str | None = None,
+                     if_version: int | None = None, force: bool = False,
+                     request_id: str | None = None) -> UpdateResult:
+        self._require(p, "write")
+        changes: dict[str, Any] = {}
+        if content is not None:
+            changes["content"] = self._content(content)
+            changes["content_hash"] = content_hash(changes["content"])
+            # A new text invalidates its vector; the embedder fills it in again.
+            changes["embedding"] = None
+            changes["embedding_model"] = None
+        if title is not None:
+            changes["title"] = self._title(title)
+        if kind is not None:
+            changes["kind"] = kind
+        if tags is not None:
+            changes["tags"] = self._tags(tags)
+        if metadata is not None:
+            changes["metadata"] = self._metadata(metadata)
+        if importance is not None:
+            changes["importance"] = importance
+        if pinned is not None:
+            changes["pinned"] = pinned
+        if priority is not None:
+            changes["priority"] = priority
+        if occurred_at is not None:
+            changes["occurred_at"] = as_utc(occurred_at)
+        if not changes:
+            raise InvalidInput("nothing to update: pass at least one field to change")
+        memory, changed = await self.repo.update(
+            p, memory_id, changes, reason=reason, if_version=if_version,
+            may_override_pin=self._may_override_pin(p, force), request_id=request_id)
+        return UpdateResult(status="updated" if changed else "unchanged", memory=memory)
+
+    async def forget(self, p: Principal, ids: list[UUID], *, reason: str | None = None, force: bool = False,
+                     request_id: str | None = None) -> ForgetResult:
+        self._require(p, "forget")
+        ids = list(dict.fromkeys(ids))
+        gone = await self.repo.soft_delete(p, ids, reason=reason,
+                                           may_override_pin=self._may_override_pin(p, force),
+                                           request_id=request_id)
+        chars = self.settings.snippet_chars
+        deleted_at = min(m.deleted_at for m in gone if m.deleted_at)
+        return ForgetResult(
+            forgotten=[ForgottenItem(id=m.id, title=m.title, snippet=m.content[:chars]) for m in gone],
+            restorable_until=deleted_at + timedelta(days=self.settings.purge_after_days),
+        )
+
+    async def restore(self, p: Principal, ids: list[UUID], *, reason: str | None = None,
+                      request_id: str | None = None) -> RestoreResult:
+        self._require(p, "write")
+        ids = list(dict.fromkeys(ids))
+        return RestoreResult(restored=await self.repo.restore(p, ids, reason=reason, request_id=request_id))
+
+    async def history(self, p: Principal, memory_id: UUID, *, limit: int = 100) -> HistoryResult:
+        self._require(p, "read")
+        return HistoryResult(memory_id=memory_id, entries=await self.repo.history(p, memory_id, limit))
+
+    async def stats(self, p: Principal) -> Stats:
+        self._require(p, "read")
+        return await self.repo.stats(p)
+
+
+def _encode_cursor(fingerprint: str, key: list[Any]) -> str:
+    plain = [v.isoformat() if isinstance(v, datetime) else str(v) if isinstance(v, UUID) else v for v in key]
+    raw = json.dumps({"f": fingerprint, "k": plain}, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str, fingerprint: str, order: ListOrder) -> list[Any]:
+    try:
+        raw = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        key = list(raw["k"])
+        if raw["f"] != fingerprint:
+            raise InvalidInput("this cursor belongs to a listing with other filters or order; "
+                               "start again without a cursor")
+        parsed: list[Any] = [float(key[0])] if order == "importance" else []
+        parsed += [datetime.fromisoformat(key[-2]), UUID(key[-1])]
+        if len(parsed) != len(key):
+            raise ValueError("cursor length")
+        return parsed
+    except InvalidInput:
+        raise
+    except (ValueError, KeyError, TypeError, IndexError, json.JSONDecodeError):
+        raise InvalidInput("cursor is not one this server issued; start again without a cursor") from None

@@ -1,0 +1,98 @@
+"""One embedded PostgreSQL per test session; a fresh database per test, cloned from a
+migrated template (CREATE DATABASE … TEMPLATE), so tests are isolated and fast."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from mcp_memory.config import Settings
+from mcp_memory.db import Database, open_database
+from mcp_memory.db.embedded import EmbeddedPostgres
+from mcp_memory.db.migrate import migrate
+from mcp_memory.models import ALL_PERMISSIONS, Principal
+from mcp_memory.repository import MemoryRepository
+from mcp_memory.service import MemoryService
+
+TEMPLATE = "mcp_memory_template"
+
+
+@pytest.fixture(scope="session")
+def pg(tmp_path_factory: pytest.TempPathFactory) -> EmbeddedPostgres:
+    server = EmbeddedPostgres(tmp_path_factory.mktemp("pgsession"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+async def template_db(pg: EmbeddedPostgres) -> str:
+    admin = await asyncpg.connect(pg.dsn("postgres"))
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{TEMPLATE}"')
+        await admin.execute(f'CREATE DATABASE "{TEMPLATE}"')
+    finally:
+        await admin.close()
+    conn = await asyncpg.connect(pg.dsn(TEMPLATE))
+    try:
+        await migrate(conn)
+    finally:
+        await conn.close()
+    return TEMPLATE
+
+
+@pytest.fixture
+async def make_db(pg: EmbeddedPostgres, template_db: str) -> AsyncIterator[Callable[[], asyncio.Future]]:
+    """Factory of fresh migrated databases; each is dropped after the test."""
+    made: list[str] = []
+    admin = await asyncpg.connect(pg.dsn("postgres"))
+
+    async def make() -> str:
+        name = f"t_{uuid.uuid4().hex[:12]}"
+        await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
+        made.append(name)
+        return pg.dsn(name)
+
+    yield make
+    for name in made:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    await admin.close()
+
+
+@pytest.fixture
+async def db_url(make_db) -> str:
+    return await make_db()
+
+
+@pytest.fixture
+def settings(db_url: str, tmp_path: Path) -> Settings:
+    return Settings(database_url=db_url, data_dir=tmp_path / "unused", user="alice", agent="agent-a",
+                    project="proj-x")
+
+
+@pytest.fixture
+async def database(settings: Settings) -> AsyncIterator[Database]:
+    db = await open_database(settings)
+    yield db
+    await db.close()
+
+
+@pytest.fixture
+def service(database: Database, settings: Settings) -> MemoryService:
+    return MemoryService(MemoryRepository(database.pool), settings)
+
+
+def principal(user: str = "alice", agent: str | None = "agent-a", project: str | None = "proj-x",
+              permissions: frozenset[str] = ALL_PERMISSIONS) -> Principal:
+    return Principal(user_id=user, agent_id=agent, project_id=project, permissions=permissions,
+                     actor=f"test:{user}", client="pytest")
+
+
+@pytest.fixture
+def alice() -> Principal:
+    return principal()

@@ -1,0 +1,257 @@
+"""Write, update, forget, restore and history through the service, on a real database."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from uuid import uuid4
+
+import pytest
+
+from mcp_memory.db import Database
+from mcp_memory.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from mcp_memory.models import Principal
+from mcp_memory.service import MemoryService
+
+from .conftest import principal
+
+
+async def table_counts(db: Database) -> tuple[int, int]:
+    async with db.pool.acquire() as conn:
+        return (await conn.fetchval("SELECT count(*) FROM memories"),
+                await conn.fetchval("SELECT count(*) FROM memory_history"))
+
+
+async def test_write_then_get_search_list(service: MemoryService, alice: Principal) -> None:
+    written = await service.write(alice, "  The deploy key lives in 1Password under 'infra'  ",
+                                  title="Deploy key", kind="fact", tags=["Infra", "secrets", "infra"])
+    assert written.status == "created"
+    m = written.memory
+    assert m.content == "The deploy key lives in 1Password under 'infra'"
+    assert m.tags == ["infra", "secrets"]
+    assert m.scope.level == "project" and m.scope.project_id == "proj-x" and m.scope.agent_id is None
+    assert m.version == 1 and m.source == "pytest"
+
+    got = await service.get(alice, [m.id])
+    assert [g.id for g in got.memories] == [m.id] and got.memories[0].access_count == 1
+
+    hits = (await service.search(alice, "where is the deploy key?")).hits
+    assert hits and hits[0].id == m.id
+
+    page = await service.list(alice)
+    assert [x.id for x in page.memories] == [m.id] and page.next_cursor is None
+
+
+async def test_exact_duplicate_returns_existing(service: MemoryService, alice: Principal,
+                                                database: Database) -> None:
+    first = await service.write(alice, "Prefers tabs over spaces")
+    again = await service.write(alice, "  prefers TABS   over spaces ")
+    assert again.status == "duplicate" and again.memory.id == first.memory.id
+    # The same text in another scope is another memory.
+    other = await service.write(alice, "Prefers tabs over spaces", scope="user")
+    assert other.status == "created" and other.memory.id != first.memory.id
+    assert (await table_counts(database))[0] == 2
+
+
+async def test_concurrent_duplicate_writes_make_one_row(service: MemoryService, alice: Principal,
+                                                        database: Database) -> None:
+    results = await asyncio.gather(*[service.write(alice, "Racing text") for _ in range(8)])
+    assert sorted(r.status for r in results) == ["created"] + ["duplicate"] * 7
+    assert len({r.memory.id for r in results}) == 1
+    assert await table_counts(database) == (1, 1)
+
+
+async def test_idempotency_key_makes_retries_safe(service: MemoryService, alice: Principal,
+                                                  database: Database) -> None:
+    first = await service.write(alice, "Retry me", idempotency_key="req-1")
+    retry = await service.write(alice, "Retry me, changed by a confused client", idempotency_key="req-1")
+    assert retry.status == "duplicate" and retry.memory.id == first.memory.id
+    assert await table_counts(database) == (1, 1)
+
+
+async def test_update_records_old_and_new(service: MemoryService, alice: Principal) -> None:
+    m = (await service.write(alice, "Lives in Lisbon", kind="fact")).memory
+    updated = await service.update(alice, m.id, content="Lives in Oslo", tags=["home"], reason="moved")
+    assert updated.status == "updated"
+    assert updated.memory.version == 2 and updated.memory.content == "Lives in Oslo"
+    same = await service.update(alice, m.id, content="Lives in Oslo")
+    assert same.status == "unchanged" and same.memory.version == 2
+    history = (await service.history(alice, m.id)).entries
+    assert [e.event for e in history] == ["ADD", "UPDATE"]
+    assert history[1].old == {"content": "Lives in Lisbon", "tags": []}
+    assert history[1].new == {"content": "Lives in Oslo", "tags": ["home"]}
+    assert history[1].reason == "moved" and history[1].actor == "test:alice" and history[1].client == "pytest"
+    # Full text follows the new content (the generated column is recomputed).
+    assert [h.id for h in (await service.search(alice, "Oslo")).hits] == [m.id]
+    assert (await service.search(alice, "Lisbon")).hits == []
+
+
+async def test_if_version_refuses_stale_writer(service: MemoryService, alice: Principal) -> None:
+    m = (await service.write(alice, "Version me")).memory
+    await service.update(alice, m.id, title="first", if_version=1)
+    with pytest.raises(Conflict, match="at version 2, not 1"):
+        await service.update(alice, m.id, title="second", if_version=1)
+    assert (await service.get_one(alice, m.id)).title == "first"
+
+
+async def test_update_to_existing_text_is_a_conflict(service: MemoryService, alice: Principal) -> None:
+    a = (await service.write(alice, "Text A")).memory
+    await service.write(alice, "Text B")
+    with pytest.raises(Conflict, match="already has this content"):
+        await service.update(alice, a.id, content="text b")
+    assert (await service.get_one(alice, a.id)).content == "Text A"
+
+
+async def test_forget_restore_round_trip(service: MemoryService, alice: Principal) -> None:
+    m = (await service.write(alice, "Temporary secret plan")).memory
+    before = datetime.now(UTC)
+    result = await service.forget(alice, [m.id], reason="obsolete")
+    assert [f.id for f in result.forgotten] == [m.id]
+    assert result.restorable_until - before >= timedelta(days=29, hours=23)
+
+    assert (await service.search(alice, "secret plan")).hits == []
+    assert (await service.list(alice)).memories == []
+    with pytest.raises(NotFound):
+        await service.get(alice, [m.id])
+    with pytest.raises(NotFound):
+        await service.get_one(alice, m.id)
+    with pytest.raises(NotFound):
+        await service.update(alice, m.id, title="x")
+    with pytest.raises(NotFound, match="already forgotten"):
+        await service.forget(alice, [m.id])
+
+    restored = await service.restore(alice, [m.id], reason="still needed")
+    assert [r.id for r in restored.restored] == [m.id] and restored.restored[0].deleted_at is None
+    assert [h.id for h in (await service.search(alice, "secret plan")).hits] == [m.id]
+    with pytest.raises(NotFound):
+        await service.restore(alice, [m.id])
+
+    history = (await service.history(alice, m.id)).entries
+    assert [(e.event, e.reason) for e in history] == [("ADD", None), ("DELETE", "obsolete"),
+                                                       ("RESTORE", "still needed")]
+    assert all(e.actor == "test:alice" for e in history)
+
+
+async def test_forget_is_all_or_nothing(service: MemoryService, alice: Principal, database: Database) -> None:
+    m = (await service.write(alice, "Keep me")).memory
+    before = await table_counts(database)
+    with pytest.raises(NotFound, match="nothing was forgotten"):
+        await service.forget(alice, [m.id, uuid4()])
+    assert await table_counts(database) == before
+    assert (await service.get_one(alice, m.id)).deleted_at is None
+
+
+async def test_restore_refuses_when_duplicate_was_rewritten(service: MemoryService, alice: Principal) -> None:
+    m = (await service.write(alice, "Twice")).memory
+    await service.forget(alice, [m.id])
+    await service.write(alice, "Twice")
+    with pytest.raises(Conflict, match="identical memory"):
+        await service.restore(alice, [m.id])
+
+
+async def test_pinned_needs_force_and_admin(service: MemoryService, alice: Principal) -> None:
+    m = (await service.write(alice, "I am Ada, a careful agent", kind="identity", pinned=True, priority=10)).memory
+    with pytest.raises(PermissionDenied, match="pinned"):
+        await service.forget(alice, [m.id])
+    with pytest.raises(PermissionDenied, match="pinned"):
+        await service.update(alice, m.id, content="I am someone else")
+    with pytest.raises(PermissionDenied, match="pinned"):
+        await service.update(alice, m.id, pinned=False)
+    # Metadata-level edits are allowed without force.
+    assert (await service.update(alice, m.id, tags=["core"])).status == "updated"
+    writer = principal(permissions=frozenset({"read", "write", "forget"}))
+    with pytest.raises(PermissionDenied, match="admin"):
+        await service.forget(writer, [m.id], force=True)
+    unpinned = await service.update(alice, m.id, pinned=False, force=True, reason="retire")
+    assert not unpinned.memory.pinned
+    assert (await service.history(alice, m.id)).entries[-1].event == "UNPIN"
+
+
+async def test_permissions_are_enforced(service: MemoryService, alice: Principal) -> None:
+    m = (await service.write(alice, "Shared fact")).memory
+    reader = principal(permissions=frozenset({"read"}))
+    assert (await service.get(reader, [m.id])).memories
+    with pytest.raises(PermissionDenied, match="'write'"):
+        await service.write(reader, "nope")
+    with pytest.raises(PermissionDenied, match="'forget'"):
+        await service.forget(reader, [m.id])
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"content": "   "}, "content is empty"),
+    ({"content": "x" * 32_001}, "more than the limit"),
+    ({"content": "ok", "title": "t" * 201}, "title has 201"),
+    ({"content": "ok", "tags": [" "]}, "empty strings"),
+    ({"content": "ok", "tags": [f"t{i}" for i in range(33)]}, "at most 32"),
+    ({"content": "ok", "metadata": {"blob": "x" * 20_000}}, "metadata is"),
+])
+async def test_bad_write_changes_nothing(service: MemoryService, alice: Principal, database: Database,
+                                         kwargs: dict, message: str) -> None:
+    with pytest.raises(InvalidInput, match=message):
+        await service.write(alice, **kwargs)
+    assert await table_counts(database) == (0, 0)
+
+
+async def test_write_scope_needs_the_namespace(service: MemoryService) -> None:
+    loner = principal(agent=None, project=None)
+    with pytest.raises(InvalidInput, match="needs a project"):
+        await service.write(loner, "x", scope="project")
+    with pytest.raises(InvalidInput, match="needs an agent"):
+        await service.write(loner, "x", scope="agent")
+    assert (await service.write(loner, "x")).memory.scope.level == "user"
+
+
+async def test_list_paginates_in_every_order(service: MemoryService, alice: Principal) -> None:
+    base = datetime(2024, 1, 1, tzinfo=UTC)
+    for i in range(7):
+        await service.write(alice, f"memory {i}", importance=[0.7, 0.1, 0.7, 0.3, 0.7, 0.9, 0.123457][i],
+                            occurred_at=base + timedelta(days=i % 3))
+    for order in ("recent", "oldest", "importance"):
+        seen, cursor = [], None
+        while True:
+            page = await service.list(alice, order=order, limit=3, cursor=cursor)
+            seen += page.memories
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        assert len(seen) == 7 and len({m.id for m in seen}) == 7, order
+        full = (await service.list(alice, order=order, limit=100)).memories
+        assert [m.id for m in seen] == [m.id for m in full], order
+    importance = [m.importance for m in full]
+    assert importance == sorted(importance, reverse=True)
+
+
+async def test_cursor_is_checked(service: MemoryService, alice: Principal) -> None:
+    for i in range(3):
+        await service.write(alice, f"m{i}")
+    cursor = (await service.list(alice, limit=1)).next_cursor
+    with pytest.raises(InvalidInput, match="other filters or order"):
+        await service.list(alice, order="oldest", limit=1, cursor=cursor)
+    with pytest.raises(InvalidInput, match="not one this server issued"):
+        await service.list(alice, cursor="garbage!")
+
+
+async def test_filters(service: MemoryService, alice: Principal) -> None:
+    old = datetime(2020, 5, 1, tzinfo=UTC)
+    await service.write(alice, "Old decision about databases", kind="decision", tags=["db"], occurred_at=old)
+    await service.write(alice, "New preference about databases", kind="preference", tags=["db", "ui"])
+    await service.write(alice, "User-level note about databases", scope="user")
+    hits = (await service.search(alice, "databases")).hits
+    assert len(hits) == 3
+    from mcp_memory.models import MemoryFilter
+    assert [h.kind for h in (await service.search(alice, "databases", MemoryFilter(kinds=["decision"]))).hits] \
+        == ["decision"]
+    assert len((await service.search(alice, "databases", MemoryFilter(tags=["DB", "ui"]))).hits) == 1
+    assert len((await service.search(alice, "databases", MemoryFilter(until=datetime(2021, 1, 1)))).hits) == 1
+    assert len((await service.search(alice, "databases", MemoryFilter(since=datetime(2021, 1, 1)))).hits) == 2
+    assert [h.scope.level for h in (await service.search(alice, "databases", MemoryFilter(scope="user"))).hits] \
+        == ["user"]
+    with pytest.raises(InvalidInput, match="since must be earlier"):
+        await service.search(alice, "x", MemoryFilter(since=old, until=old))
+
+
+async def test_history_is_append_only(service: MemoryService, alice: Principal, database: Database) -> None:
+    await service.write(alice, "audited")
+    async with database.pool.acquire() as conn:
+        with pytest.raises(Exception, match="append-only"):
+            await conn.execute("UPDATE memory_history SET actor = 'mallory'")
