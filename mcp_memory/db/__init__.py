@@ -58,7 +58,7 @@ async def _ensure_database(maintenance_dsn: str, name: str) -> None:
         if not await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name):
             try:
                 await conn.execute(f'CREATE DATABASE "{name}"')
-            except asyncpg.DuplicateDatabaseError:
+            except (asyncpg.DuplicateDatabaseError, asyncpg.UniqueViolationError):
                 pass  # another process won the race
     finally:
         await conn.close()

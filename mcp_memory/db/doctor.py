@@ -49,8 +49,12 @@ async def diagnose(settings: Settings) -> list[Check]:
                 "or run `mcp-memory migrate`"))
         finally:
             await conn.close()
+    except OSError as exc:
+        checks.append(Check("database", False, f"{where}: {exc}",
+                            "nothing answers there: start PostgreSQL, or check MCP_MEMORY_DATABASE_URL's host and port"))
     except Exception as exc:
-        checks.append(Check("database", False, f"{where}: {exc}", "check the URL's credentials and database"))
+        checks.append(Check("database", False, f"{where}: {exc}",
+                            "check MCP_MEMORY_DATABASE_URL's user, password and database name"))
     finally:
         if embedded is not None:
             await anyio.to_thread.run_sync(embedded.stop)

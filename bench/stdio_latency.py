@@ -1,0 +1,145 @@
+"""Stdio latency of `mcp-memory serve` on the embedded database.
+
+Measures, over real subprocesses:
+  * cold start to the `initialize` reply: first run (empty data directory) and later runs
+    (database created, postmaster stopped), plus the first tool call on each (database ready);
+  * `memory_write` and `memory_search` latency for N memories, through the SDK's stdio client.
+
+Usage: python bench/stdio_latency.py [--memories 1000] [--searches 300] [--out bench/results/stdio_latency.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from mcp import Client, StdioServerParameters
+
+SERVE = str(Path(sys.executable).with_name("mcp-memory"))
+SUBJECTS = ["Alice", "The team", "Our CI", "The staging cluster", "Bob", "The billing service", "Carol",
+            "The mobile app", "Dana", "The data pipeline"]
+VERBS = ["prefers", "depends on", "moved to", "stopped using", "is migrating to", "documents", "owns",
+         "deploys with", "was blocked by", "decided on"]
+OBJECTS = ["PostgreSQL 16", "weekly releases", "the Oslo office", "Terraform modules", "green tea",
+           "feature flags", "the Lisbon data centre", "pnpm workspaces", "Grafana dashboards",
+           "a four-day week", "OAuth device flow", "Rust for the parser", "nightly backups", "Kafka topics"]
+QUERIES = ["what does Alice prefer", "which office did the team move to", "how does CI deploy",
+           "what is the billing service migrating to", "who owns the Grafana dashboards",
+           "what blocked the data pipeline", "backups schedule", "Terraform", "release cadence",
+           "what did Carol decide"]
+
+
+def env_for(data_dir: Path) -> dict[str, str]:
+    return {"MCP_MEMORY_DATA_DIR": str(data_dir), "MCP_MEMORY_USER": "bench", "MCP_MEMORY_PROJECT": "bench",
+            "MCP_MEMORY_LOG_LEVEL": "WARNING"}
+
+
+def rpc(proc: subprocess.Popen, message: dict) -> dict:
+    proc.stdin.write(json.dumps(message) + "\n")
+    proc.stdin.flush()
+    while True:
+        reply = json.loads(proc.stdout.readline())
+        if reply.get("id") == message["id"]:
+            return reply
+
+
+def cold_start(data_dir: Path) -> tuple[float, float]:
+    """Seconds from spawn to the initialize reply, and to the first completed tool call."""
+    started = time.perf_counter()
+    proc = subprocess.Popen([SERVE, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, env={**os.environ, **env_for(data_dir)})
+    try:
+        rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}})
+        initialized = time.perf_counter() - started
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+        reply = rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                           "params": {"name": "memory_list", "arguments": {"limit": 1}}})
+        assert not reply["result"]["isError"], reply
+        ready = time.perf_counter() - started
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    return initialized, ready
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {"n": len(values), "p50_ms": statistics.median(values) * 1000, "p95_ms": percentile(values, 95) * 1000,
+            "max_ms": max(values) * 1000}
+
+
+async def tool_latency(data_dir: Path, memories: int, searches: int) -> dict[str, dict[str, float]]:
+    rng = random.Random(7)
+    params = StdioServerParameters(command=SERVE, args=["serve"], env=env_for(data_dir))
+    writes, reads = [], []
+    async with Client(params, mode="legacy") as client:
+        await client.call_tool("memory_list", {"limit": 1})  # wait for the database
+        for i in range(memories):
+            text = f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} (note {i})"
+            t = time.perf_counter()
+            result = await client.call_tool("memory_write", {"content": text, "tags": ["bench"]})
+            writes.append(time.perf_counter() - t)
+            assert not result.is_error, result.content
+        for i in range(searches):
+            t = time.perf_counter()
+            result = await client.call_tool("memory_search", {"query": QUERIES[i % len(QUERIES)], "limit": 10})
+            reads.append(time.perf_counter() - t)
+            assert not result.is_error and result.structured_content["hits"], result.content
+    return {"memory_write": summary(writes), "memory_search": summary(reads)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--memories", type=int, default=1000)
+    parser.add_argument("--searches", type=int, default=300)
+    parser.add_argument("--restarts", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=Path("bench/results/stdio_latency.json"))
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="mcp-memory-bench-") as tmp:
+        data_dir = Path(tmp)
+        first = cold_start(data_dir)
+        later = [cold_start(data_dir) for _ in range(args.restarts)]
+        tools = asyncio.run(tool_latency(data_dir, args.memories, args.searches))
+
+    results = {
+        "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
+        "cold_start": {
+            "first_run": {"initialize_ms": first[0] * 1000, "first_tool_call_ms": first[1] * 1000},
+            "existing_database": {"initialize_ms": summary([x[0] for x in later]),
+                                  "first_tool_call_ms": summary([x[1] for x in later])},
+        },
+        "tools": tools,
+        "memories": args.memories,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2))
+
+    print(f"{'measure':<44}{'p50 ms':>10}{'p95 ms':>10}{'n':>6}")
+    print(f"{'initialize reply, first run (empty data dir)':<44}{first[0] * 1000:>10.0f}{'':>10}{1:>6}")
+    print(f"{'first tool call, first run (initdb+migrate)':<44}{first[1] * 1000:>10.0f}{'':>10}{1:>6}")
+    for label, key in (("initialize reply, existing database", "initialize_ms"),
+                       ("first tool call, existing database", "first_tool_call_ms")):
+        s = results["cold_start"]["existing_database"][key]
+        print(f"{label:<44}{s['p50_ms']:>10.0f}{s['p95_ms']:>10.0f}{s['n']:>6}")
+    for name, s in tools.items():
+        print(f"{name + f' ({args.memories} memories)':<44}{s['p50_ms']:>10.2f}{s['p95_ms']:>10.2f}{s['n']:>6}")
+    print(f"\nwrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

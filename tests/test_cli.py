@@ -1,0 +1,79 @@
+"""The command line against a real database: migrate, search, stats, doctor."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcp_memory.cli import main
+
+CLI = str(Path(sys.executable).with_name("mcp-memory"))
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    import os
+    return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})})
+
+
+@pytest.fixture
+def cli_env(db_url: str) -> dict[str, str]:
+    return {"MCP_MEMORY_DATABASE_URL": db_url, "MCP_MEMORY_USER": "carol", "MCP_MEMORY_PROJECT": "none"}
+
+
+async def test_search_and_stats(cli_env: dict[str, str], db_url: str) -> None:
+    from mcp_memory.config import Settings
+    from mcp_memory.db import open_database
+    from mcp_memory.repository import MemoryRepository
+    from mcp_memory.service import MemoryService
+    from mcp_memory.auth import local_principal
+
+    settings = Settings(database_url=db_url, user="carol", project="none")
+    db = await open_database(settings)
+    try:
+        service = MemoryService(MemoryRepository(db.pool), settings)
+        p = local_principal(settings)
+        await service.write(p, "Carol's dentist is Dr. Okafor on Elm Street", kind="fact")
+        await service.write(p, "Carol prefers window seats", kind="preference")
+    finally:
+        await db.close()
+
+    out = run("search", "who is the dentist", env=cli_env)
+    assert out.returncode == 0, out.stderr
+    assert "Dr. Okafor" in out.stdout and "memory://memories/" in out.stdout
+    as_json = json.loads(run("search", "window", "--json", env=cli_env).stdout)
+    assert [h["snippet"] for h in as_json["hits"]] == ["Carol prefers window seats"]
+
+    stats = run("stats", "--json", env=cli_env)
+    assert json.loads(stats.stdout)["by_kind"] == {"fact": 1, "preference": 1}
+    assert "2 live" in run("stats", env=cli_env).stdout
+    # Another user sees none of it.
+    assert "no memories match" in run("search", "dentist", env={**cli_env, "MCP_MEMORY_USER": "dave"}).stdout
+
+
+def test_migrate_and_doctor_on_embedded(tmp_path: Path) -> None:
+    env = {"MCP_MEMORY_DATA_DIR": str(tmp_path)}
+    doctor = run("doctor", env=env)
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    assert "[ok  ] extension vector" in doctor.stdout and "to apply" in doctor.stdout
+    assert run("migrate", env=env).stdout.strip() == "applied: 001_init.sql"
+    assert run("migrate", env=env).stdout.strip() == "schema is up to date"
+    assert "[ok  ] schema: up to date" in run("doctor", env=env).stdout
+
+
+def test_doctor_explains_an_unreachable_database(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["doctor", "--database-url", "postgresql://nobody@127.0.0.1:1/none"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "[FAIL] database" in out and "start PostgreSQL, or check MCP_MEMORY_DATABASE_URL" in out
+
+
+def test_bad_arguments_exit_nonzero(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["search", "x", "--limit", "500"])
+    assert exit_info.value.code == 2
+    assert main(["serve", "--transport", "http"]) == 2
