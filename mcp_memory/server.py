@@ -387,8 +387,8 @@ def build_server(settings: Settings | None = None) -> MCPServer:
 
     server = MCPServer("mcp-memory", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan,
                        log_level=settings.log_level)
-    for fn, annotations in _TOOLS:
-        server.add_tool(fn, annotations=annotations, structured_output=True)
+    for fn, hints in _TOOLS:
+        server.add_tool(fn, annotations=hints, structured_output=True)
     server.resource("memory://memories{?cursor}", name="memories", title="Memories",
                     mime_type="application/json")(memories_page)
     server.resource("memory://memories/{id}", name="memory", title="Memory",

@@ -26,11 +26,11 @@ def cli_env(db_url: str) -> dict[str, str]:
 
 
 async def test_search_and_stats(cli_env: dict[str, str], db_url: str) -> None:
+    from mcp_memory.auth import local_principal
     from mcp_memory.config import Settings
     from mcp_memory.db import open_database
     from mcp_memory.repository import MemoryRepository
     from mcp_memory.service import MemoryService
-    from mcp_memory.auth import local_principal
 
     settings = Settings(database_url=db_url, user="carol", project="none")
     db = await open_database(settings)

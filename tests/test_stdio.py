@@ -33,8 +33,8 @@ def postmaster_running(data_dir: Path) -> bool:
     return psutil.pid_exists(int(pid_file.read_text().split()[0]))
 
 
-async def wait_until(predicate, timeout: float = 10) -> bool:
-    deadline = time.monotonic() + timeout
+async def wait_until(predicate, seconds: float = 10) -> bool:
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if predicate():
             return True

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field
-
-import json
 from datetime import date, datetime
 from uuid import UUID
 

@@ -51,7 +51,8 @@ async def diagnose(settings: Settings) -> list[Check]:
             await conn.close()
     except OSError as exc:
         checks.append(Check("database", False, f"{where}: {exc}",
-                            "nothing answers there: start PostgreSQL, or check MCP_MEMORY_DATABASE_URL's host and port"))
+                            "nothing answers there: start PostgreSQL, "
+                            "or check MCP_MEMORY_DATABASE_URL's host and port"))
     except Exception as exc:
         checks.append(Check("database", False, f"{where}: {exc}",
                             "check MCP_MEMORY_DATABASE_URL's user, password and database name"))

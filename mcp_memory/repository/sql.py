@@ -1,0 +1,52 @@
+"""Composable SQL fragments: positional arguments and the scope rule every query applies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..models import MemoryFilter, Principal
+
+
+class Sql:
+    """Collects positional arguments so fragments can be composed without counting `$n`."""
+
+    def __init__(self) -> None:
+        self.args: list[Any] = []
+
+    def arg(self, value: Any) -> str:
+        self.args.append(value)
+        return f"${len(self.args)}"
+
+
+def visible(q: Sql, p: Principal, alias: str = "m") -> str:
+    """The scope rule of DESIGN.md: NULL agent / project means shared with the whole user."""
+    a = alias
+    return (f"{a}.user_id = {q.arg(p.user_id)}"
+            f" AND ({a}.agent_id IS NULL OR {a}.agent_id = {q.arg(p.agent_id)})"
+            f" AND ({a}.project_id IS NULL OR {a}.project_id = {q.arg(p.project_id)})")
+
+
+_LEVELS = {
+    "user": "{a}.agent_id IS NULL AND {a}.project_id IS NULL",
+    "project": "{a}.agent_id IS NULL AND {a}.project_id IS NOT NULL",
+    "agent": "{a}.agent_id IS NOT NULL AND {a}.project_id IS NULL",
+    "agent_project": "{a}.agent_id IS NOT NULL AND {a}.project_id IS NOT NULL",
+}
+
+
+def filtered(q: Sql, f: MemoryFilter | None, alias: str = "m") -> list[str]:
+    if f is None:
+        return []
+    a = alias
+    where = []
+    if f.kinds:
+        where.append(f"{a}.kind = ANY({q.arg(list(f.kinds))}::text[])")
+    if f.tags:
+        where.append(f"{a}.tags @> {q.arg(list(f.tags))}::text[]")
+    if f.since is not None:
+        where.append(f"{a}.occurred_at >= {q.arg(f.since)}")
+    if f.until is not None:
+        where.append(f"{a}.occurred_at < {q.arg(f.until)}")
+    if f.scope is not None:
+        where.append(_LEVELS[f.scope].format(a=a))
+    return where
