@@ -1,4 +1,4 @@
-"""`mcp-memory` command line: serve, migrate, search, stats, doctor."""
+"""`mcp-memory` command line: serve, migrate, search, stats, purge, import, export, doctor."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -108,6 +109,47 @@ async def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+async def cmd_purge(args: argparse.Namespace, settings: Settings) -> int:
+    from .retention import sweep
+
+    async with _opened(settings) as (db, _, _):
+        report = await sweep(db.pool, settings, dry_run=args.dry_run)
+    verb = "would remove" if report.dry_run else "removed"
+    print(f"{verb}: {report.tombstones} forgotten memories past {settings.purge_after_days} days, "
+          f"{report.history} history rows past {settings.history_days} days, {report.forget_tokens} forget tokens, "
+          f"{report.idempotency_keys} idempotency keys; {report.stale_forgotten} stale memories "
+          f"{'would be ' if report.dry_run else ''}forgotten ({report.seconds:.2f}s)")
+    return 0
+
+
+async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    from .importers import import_paths
+    from .repository.maintenance import MaintenanceRepository
+
+    async with _opened(settings) as (db, service, p):
+        report = await import_paths(service, MaintenanceRepository(db.pool), p, args.paths, scope=args.scope,
+                                    progress=not args.quiet)
+    print(f"imported {report.created} new memories from {report.files} file(s); "
+          f"{report.unchanged} were already there")
+    return 0
+
+
+async def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    from .importers import export_user
+    from .repository.maintenance import MaintenanceRepository
+
+    async with _opened(settings) as (db, _, p):
+        maintenance = MaintenanceRepository(db.pool)
+        if args.output in (None, "-"):
+            count = await export_user(maintenance, p.user_id, sys.stdout, include_forgotten=not args.live_only)
+        else:
+            # A one-shot command: nothing else runs on this loop while the file is written.
+            with open(args.output, "w", encoding="utf-8") as out:  # noqa: ASYNC230
+                count = await export_user(maintenance, p.user_id, out, include_forgotten=not args.live_only)
+    print(f"exported {count} memories of user {p.user_id}", file=sys.stderr)
+    return 0
+
+
 async def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
     from .db.doctor import diagnose
 
@@ -150,6 +192,23 @@ def _parser() -> argparse.ArgumentParser:
     stats = sub.add_parser("stats", parents=[common], help="counts by kind and scope")
     stats.add_argument("--json", action="store_true")
     stats.set_defaults(run=cmd_stats)
+
+    purge = sub.add_parser("purge", parents=[common], help="run the retention sweep now")
+    purge.add_argument("--dry-run", action="store_true", help="count what would go, delete nothing")
+    purge.set_defaults(run=cmd_purge)
+
+    imp = sub.add_parser("import", parents=[common],
+                         help="import MEMORY.md / SOUL.md / IDENTITY.md, an export, or a memory.json")
+    imp.add_argument("paths", nargs="+", type=Path, help="files or folders (searched for .md, .json, .jsonl)")
+    imp.add_argument("--scope", choices=["user", "project", "agent", "agent_project"],
+                     help="where imported memories go (default: project, else user)")
+    imp.add_argument("--quiet", action="store_true", help="no progress bar")
+    imp.set_defaults(run=cmd_import)
+
+    exp = sub.add_parser("export", parents=[common], help="export the user's memories with history as JSONL")
+    exp.add_argument("--output", "-o", help="file to write (default: stdout)")
+    exp.add_argument("--live-only", action="store_true", help="leave forgotten memories out")
+    exp.set_defaults(run=cmd_export)
 
     doctor = sub.add_parser("doctor", parents=[common], help="check the database and say what to fix")
     doctor.set_defaults(run=cmd_doctor)

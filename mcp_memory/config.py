@@ -50,8 +50,21 @@ class Settings(BaseSettings):
     weight_trigram: float = Field(default=0.5, ge=0)
     trigram_threshold: float = Field(default=0.3, gt=0, le=1)
 
-    # Retention: how long a forgotten memory stays restorable.
-    purge_after_days: int = Field(default=30, ge=1)
+    superseded_penalty: float = Field(default=0.5, gt=0, le=1,
+                                      description="Score factor for a memory another one supersedes.")
+
+    # Forgetting by query: preview -> execute.
+    forget_token_ttl_s: int = Field(default=600, ge=10)
+    forget_max_batch: int = Field(default=25, ge=1, description="Largest preview a non-admin may ask for.")
+
+    # Retention: only time removes data.
+    purge_after_days: int = Field(default=30, ge=1, description="How long a forgotten memory stays restorable.")
+    history_days: int = Field(default=180, ge=1)
+    idempotency_days: int = Field(default=30, ge=1)
+    stale_after_days: int | None = Field(
+        default=None, ge=1, description="Forget (softly) unpinned memories never accessed in this many days; "
+        "unset disables it.")
+    retention_interval_hours: float = Field(default=6, ge=0, description="0 sweeps only at start-up.")
 
     log_level: str = Field(default="INFO")
 

@@ -96,6 +96,7 @@ class Memory(BaseModel):
     last_accessed: datetime | None
     deleted_at: datetime | None = None
     deleted_reason: str | None = None
+    superseded_by: UUID | None = Field(default=None, description="The newer memory that replaces this one.")
 
 
 class SearchHit(BaseModel):
@@ -110,6 +111,7 @@ class SearchHit(BaseModel):
     occurred_at: datetime
     age: str
     score: float
+    superseded_by: UUID | None = None
     ranks: dict[str, int | None] | None = Field(
         default=None, description="Rank in each candidate list (explain=true only)."
     )
@@ -146,9 +148,37 @@ class ForgottenItem(BaseModel):
     snippet: str
 
 
+class ForgetCandidate(BaseModel):
+    id: UUID
+    title: str | None
+    snippet: str
+    score: float | None
+    scope: ScopeInfo
+    age: str
+
+
 class ForgetResult(BaseModel):
-    forgotten: list[ForgottenItem]
-    restorable_until: datetime = Field(description="memory_restore can undo this until then.")
+    """A preview (candidates + token) or an execution (what was forgotten)."""
+
+    mode: Literal["preview", "executed"]
+    candidates: list[ForgetCandidate] = Field(default_factory=list)
+    token: str | None = Field(default=None, description=(
+        "Pass with mode='execute' (optionally with a subset of the candidates' ids) to forget them."))
+    expires_at: datetime | None = None
+    skipped_pinned: int = Field(default=0, description="Pinned matches left out (they need force from an admin).")
+    more: bool = Field(default=False, description="More memories match than the preview shows.")
+    forgotten: list[ForgottenItem] = Field(default_factory=list)
+    restorable_until: datetime | None = Field(default=None, description="memory_restore can undo it until then.")
+
+
+class PurgeReport(BaseModel):
+    dry_run: bool
+    stale_forgotten: int = Field(description="Never-accessed memories forgotten (softly) as stale.")
+    tombstones: int = Field(description="Forgotten memories past the restore window, deleted for good.")
+    history: int
+    forget_tokens: int
+    idempotency_keys: int
+    seconds: float
 
 
 class RestoreResult(BaseModel):

@@ -27,6 +27,7 @@ def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool) -> SearchHit:
         occurred_at=row["occurred_at"],
         age=human_age(row["occurred_at"]),
         score=round(row["score"], 6),
+        superseded_by=row["superseded_by"],
         ranks={"fulltext": row["fts_rank"], "trigram": row["trgm_rank"]} if explain else None,
     )
 
@@ -64,11 +65,26 @@ async def search(repo: MemoryRepository, p: Principal, query: str, f: MemoryFilt
               SELECT id, {q.arg(settings.weight_trigram)}::float8 / ({k} + r), NULL, r FROM trgm) u
         GROUP BY id
     )
-    SELECT m.*, f.score, f.fts_rank, f.trgm_rank
+    SELECT m.*, f.score * CASE WHEN m.superseded_by IS NULL THEN 1 ELSE {q.arg(settings.superseded_penalty)}::float8
+                          END AS score,
+           f.fts_rank, f.trgm_rank
     FROM fused f JOIN memories m ON m.user_id = {q.arg(p.user_id)} AND m.id = f.id
-    ORDER BY f.score DESC, m.occurred_at DESC, m.id
+    ORDER BY score DESC, m.occurred_at DESC, m.id
     LIMIT {q.arg(limit)}
     """
     async with repo.transaction(p, pg_trgm__word_similarity_threshold=str(settings.trigram_threshold)) as conn:
         rows = await conn.fetch(sql, *q.args)
-    return [_hit(r, settings.snippet_chars, explain) for r in rows]
+    return successors_first([_hit(r, settings.snippet_chars, explain) for r in rows])
+
+
+def successors_first(hits: list[SearchHit]) -> list[SearchHit]:
+    """A superseded memory never ranks above the memory that replaced it."""
+    ordered = list(hits)
+    position = {h.id: i for i, h in enumerate(ordered)}
+    for hit in hits:
+        successor = hit.superseded_by
+        if successor in position and position[successor] > position[hit.id]:
+            ordered.remove(hit)
+            ordered.insert(ordered.index(next(h for h in ordered if h.id == successor)) + 1, hit)
+            position = {h.id: i for i, h in enumerate(ordered)}
+    return ordered

@@ -10,18 +10,19 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 from urllib.parse import unquote, urlparse
 from uuid import UUID
 
 import anyio
+import anyio.abc
 from mcp.server import MCPServer
-from mcp.server.mcpserver import Context
+from mcp.server.mcpserver import AcceptedElicitation, Context, Elicit, ElicitationResult, Resolve
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp_types import ListResourcesResult, PaginatedRequestParams, Resource, ToolAnnotations
-from pydantic import Field
+from pydantic import BaseModel, Field
 
-from . import __version__
+from . import __version__, retention
 from .auth import local_principal
 from .config import Settings
 from .db import Database, open_database
@@ -65,11 +66,13 @@ class AppState:
         self._ready = anyio.Event()
         self._principals: weakref.WeakKeyDictionary[Any, Principal] = weakref.WeakKeyDictionary()
 
-    async def open(self) -> None:
+    async def open(self, tg: anyio.abc.TaskGroup | None = None) -> None:
         try:
             self.db = await open_database(self.settings)
             self._service = MemoryService(MemoryRepository(self.db.pool), self.settings)
             log.info("database ready%s", f" (applied {', '.join(self.db.applied)})" if self.db.applied else "")
+            if tg is not None:
+                tg.start_soon(retention.run_forever, self.db.pool, self.settings)
         except Exception as exc:  # reported to every call until fixed; the server stays up
             log.exception("database unavailable")
             self._error = exc
@@ -264,11 +267,63 @@ async def memory_update(
                                 request_id=ctx.request_id)
 
 
+class ForgetConfirmation(BaseModel):
+    confirm: bool = Field(description="Forget these memories?")
+
+
 @_tool_errors
-async def memory_forget(ids: Ids, ctx: Context, reason: Reason = None, force: Force = False) -> ForgetResult:
-    """Forget memories by id: all of them or none. Forgetting is soft; memory_restore undoes it
-    until restorable_until. Pinned memories need force from an admin."""
+async def _confirm_forget(ctx: Context, token: str | None) -> ForgetConfirmation | Elicit[ForgetConfirmation]:
+    """Executing a forget token asks the human too, when the client can ask (form elicitation);
+    otherwise the token from the preview is the confirmation."""
+    caps = ctx.client_capabilities
+    elicitation = caps.elicitation if caps is not None else None
+    if token is None or elicitation is None or (elicitation.form is None and elicitation.url is not None):
+        return ForgetConfirmation(confirm=True)
     service, p = await _bind(ctx)
+    summary = await service.describe_forget(p, token)
+    if summary is None:  # unknown, used or expired: execute explains which
+        return ForgetConfirmation(confirm=True)
+    return Elicit(summary, ForgetConfirmation)
+
+
+@_tool_errors
+async def memory_forget(
+    ctx: Context,
+    confirmation: Annotated[ElicitationResult[ForgetConfirmation], Resolve(_confirm_forget)],
+    ids: Annotated[list[UUID] | None, Field(max_length=200, description=(
+        "Without a token: forget these now (or preview them with mode='preview'). "
+        "With a token: the subset of its preview to forget."))] = None,
+    query: Annotated[str | None, Field(max_length=2000, description="Preview the memories matching this.")] = None,
+    kinds: Kinds = None, tags: Tags = None, since: Since = None, until: Until = None,
+    scope: ScopeFilter = None,
+    mode: Annotated[Literal["preview", "execute"] | None, Field(description=(
+        "preview (the default for a query or filters) lists candidates and returns a token; "
+        "execute with that token forgets exactly them."))] = None,
+    token: Annotated[str | None, Field(max_length=200, description="The token from a preview.")] = None,
+    limit: Annotated[int, Field(ge=1, le=200, description="Most candidates a preview returns.")] = 10,
+    reason: Reason = None,
+    force: Force = False,
+) -> ForgetResult:
+    """Forget memories, softly: memory_restore undoes it until restorable_until.
+    By ids: forgotten at once, all or none. By query or filters: first a preview (candidates and a
+    single-use token), then mode='execute' with the token forgets exactly those. Pinned memories
+    need force from an admin."""
+    service, p = await _bind(ctx)
+    if token is not None:
+        if mode == "preview":
+            raise ToolError("a token is for mode='execute'; to preview again, leave the token out")
+        if not isinstance(confirmation, AcceptedElicitation) or not confirmation.data.confirm:
+            raise ToolError("the user did not confirm; nothing was forgotten")
+        return await service.forget_execute(p, token, ids=ids, reason=reason, request_id=ctx.request_id)
+    filters = _filter(kinds, tags, since, until, scope)
+    narrowed = query is not None or bool(filters.model_dump(exclude_none=True))
+    if mode == "execute" and narrowed:
+        raise ToolError("forgetting by query or filters needs the token from a preview: "
+                        "call memory_forget with mode='preview' first")
+    if mode == "preview" or (narrowed and mode is None):
+        return await service.forget_preview(p, query=query, f=filters, ids=ids, limit=limit, force=force)
+    if not ids:
+        raise ToolError("say what to forget: ids, or a query / filters to preview")
     return await service.forget(p, ids, reason=reason, force=force, request_id=ctx.request_id)
 
 
@@ -376,7 +431,7 @@ def build_server(settings: Settings | None = None) -> MCPServer:
         state = AppState(settings)
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(state.open)
+                tg.start_soon(state.open, tg)
                 try:
                     yield state
                 finally:

@@ -7,6 +7,7 @@ import base64
 import hashlib
 import json
 import re
+import secrets
 import unicodedata
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -15,6 +16,7 @@ from uuid import UUID
 from .config import Settings
 from .errors import InvalidInput, NotFound, PermissionDenied
 from .models import (
+    ForgetCandidate,
     ForgetResult,
     ForgottenItem,
     GetResult,
@@ -34,6 +36,7 @@ from .models import (
     WriteResult,
 )
 from .repository import MemoryRepository
+from .repository.forget_tokens import ForgetTokenRepository
 from .search import search as hybrid_search
 
 _SPACE = re.compile(r"\s+")
@@ -46,6 +49,10 @@ def content_hash(content: str) -> str:
     return hashlib.sha256(normalized.encode()).hexdigest()
 
 
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
 def as_utc(value: datetime | None) -> datetime | None:
     if value is None:
         return None
@@ -55,6 +62,7 @@ def as_utc(value: datetime | None) -> datetime | None:
 class MemoryService:
     def __init__(self, repo: MemoryRepository, settings: Settings) -> None:
         self.repo = repo
+        self.tokens = ForgetTokenRepository(repo)
         self.settings = settings
 
     # --- validation -----------------------------------------------------------------------
@@ -142,7 +150,7 @@ class MemoryService:
                     importance: float = 0.5, confidence: float = 1.0, pinned: bool = False, priority: int = 0,
                     scope: ScopeLevel | None = None, occurred_at: datetime | None = None,
                     source: str | None = None, idempotency_key: str | None = None,
-                    request_id: str | None = None) -> WriteResult:
+                    supersedes: list[UUID] | None = None, request_id: str | None = None) -> WriteResult:
         self._require(p, "write")
         content = self._content(content)
         agent_id, project_id = self.write_scope(p, scope)
@@ -152,7 +160,8 @@ class MemoryService:
             importance=importance, confidence=confidence, pinned=pinned, priority=priority,
             source=source or p.client, occurred_at=as_utc(occurred_at),
         )
-        memory, created = await self.repo.insert(p, new, idempotency_key=idempotency_key, request_id=request_id)
+        memory, created = await self.repo.insert(p, new, idempotency_key=idempotency_key,
+                                                 supersedes=supersedes or (), request_id=request_id)
         return WriteResult(status="created" if created else "duplicate", memory=memory)
 
     async def get(self, p: Principal, ids: list[UUID]) -> GetResult:
@@ -166,10 +175,10 @@ class MemoryService:
 
     async def get_one(self, p: Principal, memory_id: UUID) -> Memory:
         self._require(p, "read")
-        memory = await self.repo.get(p, memory_id)
-        if memory is None:
+        found = await self.repo.peek_many(p, [memory_id])
+        if not found:
             raise NotFound(f"no memory {memory_id} in this session's scope")
-        return memory
+        return found[0]
 
     async def search(self, p: Principal, query: str, f: MemoryFilter | None = None, *, limit: int = 10,
                      explain: bool = False) -> SearchResult:
@@ -231,17 +240,81 @@ class MemoryService:
 
     async def forget(self, p: Principal, ids: list[UUID], *, reason: str | None = None, force: bool = False,
                      request_id: str | None = None) -> ForgetResult:
+        """Forget these ids now (softly), all or none."""
         self._require(p, "forget")
-        ids = list(dict.fromkeys(ids))
-        gone = await self.repo.soft_delete(p, ids, reason=reason,
+        gone = await self.repo.soft_delete(p, list(dict.fromkeys(ids)), reason=reason,
                                            may_override_pin=self._may_override_pin(p, force),
                                            request_id=request_id)
+        return self._forgotten(gone)
+
+    def _forgotten(self, gone: list[Memory]) -> ForgetResult:
         chars = self.settings.snippet_chars
         deleted_at = min(m.deleted_at for m in gone if m.deleted_at)
         return ForgetResult(
+            mode="executed",
             forgotten=[ForgottenItem(id=m.id, title=m.title, snippet=m.content[:chars]) for m in gone],
             restorable_until=deleted_at + timedelta(days=self.settings.purge_after_days),
         )
+
+    async def forget_preview(self, p: Principal, *, query: str | None = None, f: MemoryFilter | None = None,
+                             ids: list[UUID] | None = None, limit: int = 10,
+                             force: bool = False) -> ForgetResult:
+        """What a forget would remove, and a single-use token bound to this principal and exactly
+        those memories at their current versions."""
+        self._require(p, "forget")
+        force = self._may_override_pin(p, force)
+        if limit > self.settings.forget_max_batch and not p.can("admin"):
+            raise PermissionDenied(f"a preview may cover at most {self.settings.forget_max_batch} memories; "
+                                   "narrow the query or filters, or ask an admin")
+        f = self._filter(f)
+        query = query.strip() if query else None
+        if ids:
+            matches = await self.repo.peek_many(p, list(dict.fromkeys(ids)))
+            scores: dict[UUID, float | None] = {}
+        elif query:
+            hits = await hybrid_search(self.repo, p, query, f, limit=limit + 1, settings=self.settings)
+            matches = await self.repo.peek_many(p, [h.id for h in hits])
+            scores = {h.id: h.score for h in hits}
+        elif f is not None and f.model_dump(exclude_none=True):
+            matches, _ = await self.repo.list(p, f, "recent", limit + 1)
+            scores = {}
+        else:
+            raise InvalidInput("say what to forget: ids, a query, or filters (kinds, tags, since, until, scope)")
+        skipped = [m for m in matches if m.pinned and not force]
+        chosen = [m for m in matches if not (m.pinned and not force)]
+        more = len(chosen) > limit
+        chosen = chosen[:limit]
+        if not chosen:
+            return ForgetResult(mode="preview", skipped_pinned=len(skipped))
+        token = "fgt_" + secrets.token_urlsafe(24)
+        expires_at = await self.tokens.issue(
+            p, token_hash(token), {m.id: m.version for m in chosen}, query=query,
+            filters=f.model_dump(mode="json", exclude_none=True) if f else None, force=force,
+            ttl_s=self.settings.forget_token_ttl_s)
+        chars = self.settings.snippet_chars
+        return ForgetResult(
+            mode="preview", token=token, expires_at=expires_at, skipped_pinned=len(skipped), more=more,
+            candidates=[ForgetCandidate(id=m.id, title=m.title, snippet=m.content[:chars], score=scores.get(m.id),
+                                        scope=m.scope, age=m.age) for m in chosen])
+
+    async def forget_execute(self, p: Principal, token: str, *, ids: list[UUID] | None = None,
+                             reason: str | None = None, request_id: str | None = None) -> ForgetResult:
+        """Forget exactly the previewed memories (or a subset), consuming the token."""
+        self._require(p, "forget")
+        gone = await self.tokens.execute(p, token_hash(token.strip()), ids, reason=reason,
+                                         may_override_pin=p.can("admin"), request_id=request_id)
+        return self._forgotten(gone)
+
+    async def describe_forget(self, p: Principal, token: str, limit: int = 5) -> str | None:
+        """A human summary of what executing `token` would forget; None if it cannot be executed."""
+        rows = await self.tokens.describe(p, token_hash(token.strip()))
+        if not rows:
+            return None
+        lines = [f"- {(title + ': ') if title else ''}{content[:80]}" for _, title, content in rows[:limit]]
+        if len(rows) > limit:
+            lines.append(f"- … and {len(rows) - limit} more")
+        return f"Forget {len(rows)} memor{'y' if len(rows) == 1 else 'ies'}? They stay restorable for " \
+               f"{self.settings.purge_after_days} days.\n" + "\n".join(lines)
 
     async def restore(self, p: Principal, ids: list[UUID], *, reason: str | None = None,
                       request_id: str | None = None) -> RestoreResult:

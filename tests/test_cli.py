@@ -60,7 +60,7 @@ def test_migrate_and_doctor_on_embedded(tmp_path: Path) -> None:
     doctor = run("doctor", env=env)
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
     assert "[ok  ] extension vector" in doctor.stdout and "to apply" in doctor.stdout
-    assert run("migrate", env=env).stdout.strip() == "applied: 001_init.sql"
+    assert run("migrate", env=env).stdout.strip() == "applied: 001_init.sql, 002_lifecycle.sql"
     assert run("migrate", env=env).stdout.strip() == "schema is up to date"
     assert "[ok  ] schema: up to date" in run("doctor", env=env).stdout
 
@@ -77,3 +77,27 @@ def test_bad_arguments_exit_nonzero(capsys: pytest.CaptureFixture[str]) -> None:
         main(["search", "x", "--limit", "500"])
     assert exit_info.value.code == 2
     assert main(["serve", "--transport", "http"]) == 2
+
+
+def test_import_export_purge_commands(cli_env: dict[str, str], tmp_path: Path) -> None:
+    notes = tmp_path / "MEMORY.md"
+    notes.write_text("# Notes\n- The VPN config is in ~/vpn\n- Standups are async on Fridays\n")
+    first = run("import", str(notes), env=cli_env)
+    assert first.returncode == 0, first.stderr
+    assert "imported 2 new memories from 1 file(s); 0 were already there" in first.stdout
+    assert "MEMORY.md" in first.stderr  # the progress bar goes to stderr
+    assert "imported 0 new memories" in run("import", str(notes), "--quiet", env=cli_env).stdout
+
+    dump = tmp_path / "all.jsonl"
+    exported = run("export", "-o", str(dump), env=cli_env)
+    assert exported.returncode == 0 and "exported 2 memories of user carol" in exported.stderr
+    lines = dump.read_text().splitlines()
+    assert json.loads(lines[0])["format"] == "mcp-memory-export" and len(lines) == 3
+    assert json.loads(lines[1])["history"][0]["event"] == "ADD"
+
+    dry = run("purge", "--dry-run", env=cli_env)
+    assert dry.returncode == 0 and dry.stdout.startswith("would remove: 0 forgotten memories past 30 days")
+    assert "removed: 0 forgotten" in run("purge", env=cli_env).stdout
+
+    missing = run("import", str(tmp_path / "nope.md"), env=cli_env)
+    assert missing.returncode == 1 and "no such file" in missing.stderr

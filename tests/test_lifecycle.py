@@ -255,3 +255,37 @@ async def test_history_is_append_only(service: MemoryService, alice: Principal, 
     async with database.pool.acquire() as conn:
         with pytest.raises(Exception, match="append-only"):
             await conn.execute("UPDATE memory_history SET actor = 'mallory'")
+
+
+async def test_if_version_under_concurrency_one_writer_wins(service: MemoryService, alice: Principal) -> None:
+    m = (await service.write(alice, "Contended memory")).memory
+    results = await asyncio.gather(*[service.update(alice, m.id, title=f"writer {i}", if_version=1)
+                                     for i in range(6)], return_exceptions=True)
+    wins = [r for r in results if not isinstance(r, BaseException)]
+    assert len(wins) == 1
+    assert all(isinstance(r, Conflict) and "at version 2" in str(r) for r in results if r not in wins)
+    final = await service.get_one(alice, m.id)
+    assert final.version == 2 and final.title == wins[0].memory.title
+
+
+async def test_supersedes_ranks_successor_first(service: MemoryService, alice: Principal) -> None:
+    base = datetime(2024, 1, 1, tzinfo=UTC)
+    old = (await service.write(alice, "Maya lives in Lisbon, Portugal; Maya's home city is Lisbon",
+                               occurred_at=base)).memory
+    new = (await service.write(alice, "Maya moved to Oslo", supersedes=[old.id],
+                               occurred_at=base + timedelta(days=90))).memory
+    hits = (await service.search(alice, "Maya lives in Lisbon home city")).hits
+    assert [h.id for h in hits] == [new.id, old.id]
+    assert hits[1].superseded_by == new.id
+    replaced = await service.get_one(alice, old.id)
+    assert replaced.superseded_by == new.id and replaced.version == 2
+    last = (await service.history(alice, old.id)).entries[-1]
+    assert (last.event, last.old, last.new) == ("UPDATE", {"superseded_by": None}, {"superseded_by": str(new.id)})
+    assert last.reason == f"superseded by {new.id}"
+
+
+async def test_supersedes_unknown_id_writes_nothing(service: MemoryService, alice: Principal,
+                                                    database: Database) -> None:
+    with pytest.raises(NotFound, match="nothing was written"):
+        await service.write(alice, "successor", supersedes=[uuid4()])
+    assert await table_counts(database) == (0, 0)

@@ -30,7 +30,7 @@ from .sql import Sql, filtered, visible
 
 # Fields whose old and new values the history keeps.
 TRACKED = ("kind", "title", "content", "tags", "metadata", "importance", "confidence", "pinned",
-           "priority", "source", "occurred_at", "agent_id", "project_id")
+           "priority", "source", "occurred_at", "agent_id", "project_id", "superseded_by")
 
 
 def to_memory(row: asyncpg.Record, now: datetime | None = None) -> Memory:
@@ -57,6 +57,7 @@ def to_memory(row: asyncpg.Record, now: datetime | None = None) -> Memory:
         last_accessed=row["last_accessed"],
         deleted_at=row["deleted_at"],
         deleted_reason=row["deleted_reason"],
+        superseded_by=row["superseded_by"],
     )
 
 
@@ -108,9 +109,10 @@ class MemoryRepository:
     # --- writes -------------------------------------------------------------------------------
 
     async def insert(self, p: Principal, new: NewMemory, *, idempotency_key: str | None = None,
-                     request_id: str | None = None) -> tuple[Memory, bool]:
+                     supersedes: Sequence[UUID] = (), request_id: str | None = None) -> tuple[Memory, bool]:
         """Store a memory; returns (memory, created). An identical live text in the same scope,
-        or an idempotency key seen before, returns the existing memory instead."""
+        or an idempotency key seen before, returns the existing memory instead. `supersedes`
+        marks older memories as replaced by this one, in the same transaction."""
         new_id = uuid4()
         async with self.transaction(p) as conn:
             if idempotency_key is not None:
@@ -147,9 +149,29 @@ class MemoryRepository:
                     await conn.execute(
                         "UPDATE idempotency_keys SET memory_id = $3 WHERE user_id = $1 AND key = $2",
                         p.user_id, idempotency_key, row["id"])
+                await self._supersede(conn, p, row["id"], supersedes, request_id)
                 return to_memory(row), False
             await self._history(conn, p, [(row["id"], "ADD", None, _snapshot(row))], None, request_id)
+            await self._supersede(conn, p, row["id"], supersedes, request_id)
             return to_memory(row), True
+
+    async def _supersede(self, conn: asyncpg.Connection, p: Principal, successor: UUID,
+                         older: Sequence[UUID], request_id: str | None) -> None:
+        older = [i for i in dict.fromkeys(older)]
+        if not older:
+            return
+        if successor in older:
+            raise Conflict("a memory cannot supersede itself")
+        rows = await self._fetch(conn, p, older, deleted=False, lock=True)
+        missing = set(older) - {r["id"] for r in rows}
+        if missing:
+            raise NotFound(f"supersedes names no live memory {_ids_text(sorted(missing))} in this session's "
+                           "scope; nothing was written")
+        await conn.execute("UPDATE memories SET superseded_by = $3, updated_at = now(), version = version + 1 "
+                           "WHERE user_id = $1 AND id = ANY($2::uuid[])", p.user_id, older, successor)
+        await self._history(conn, p, [(r["id"], "UPDATE", {"superseded_by": r["superseded_by"]},
+                                       {"superseded_by": successor}) for r in rows],
+                            f"superseded by {successor}", request_id)
 
     async def update(self, p: Principal, memory_id: UUID, changes: dict[str, Any], *, reason: str | None,
                      if_version: int | None, may_override_pin: bool,
@@ -192,22 +214,35 @@ class MemoryRepository:
                           may_override_pin: bool, request_id: str | None = None) -> list[Memory]:
         """All or nothing: every id must be live and visible, else nothing changes."""
         async with self.transaction(p) as conn:
-            rows = await self._fetch(conn, p, ids, deleted=False, lock=True)
-            missing = set(ids) - {r["id"] for r in rows}
-            if missing:
-                raise NotFound(f"no live memory with id {_ids_text(sorted(missing))} in this session's scope "
-                               "(already forgotten? see memory_restore); nothing was forgotten")
-            pinned = [r["id"] for r in rows if r["pinned"]]
-            if pinned and not may_override_pin:
-                raise PermissionDenied(f"memory {_ids_text(pinned)} is pinned: forgetting it needs force=true "
-                                       "from an admin; nothing was forgotten")
-            deleted = await conn.fetch(
-                """UPDATE memories SET deleted_at = now(), deleted_reason = $3
-                   WHERE user_id = $1 AND id = ANY($2::uuid[]) RETURNING *""",
-                p.user_id, list(ids), reason)
-            await self._history(conn, p, [(r["id"], "DELETE", None, {"deleted_at": r["deleted_at"]})
-                                          for r in deleted], reason, request_id)
-            return [to_memory(r) for r in deleted]
+            return await self.soft_delete_in(conn, p, ids, reason=reason, may_override_pin=may_override_pin,
+                                             request_id=request_id)
+
+    async def soft_delete_in(self, conn: asyncpg.Connection, p: Principal, ids: Sequence[UUID], *,
+                             reason: str | None, may_override_pin: bool, request_id: str | None,
+                             versions: dict[UUID, int] | None = None) -> list[Memory]:
+        """soft_delete inside the caller's transaction. With `versions`, every memory must still
+        be at the version the caller saw."""
+        rows = await self._fetch(conn, p, ids, deleted=False, lock=True)
+        missing = set(ids) - {r["id"] for r in rows}
+        if missing:
+            raise NotFound(f"no live memory with id {_ids_text(sorted(missing))} in this session's scope "
+                           "(already forgotten? see memory_restore); nothing was forgotten")
+        if versions is not None:
+            changed = [r["id"] for r in rows if r["version"] != versions[r["id"]]]
+            if changed:
+                raise Conflict(f"memory {_ids_text(changed)} changed since the preview; preview again. "
+                               "Nothing was forgotten")
+        pinned = [r["id"] for r in rows if r["pinned"]]
+        if pinned and not may_override_pin:
+            raise PermissionDenied(f"memory {_ids_text(pinned)} is pinned: forgetting it needs force=true "
+                                   "from an admin; nothing was forgotten")
+        deleted = await conn.fetch(
+            """UPDATE memories SET deleted_at = now(), deleted_reason = $3
+               WHERE user_id = $1 AND id = ANY($2::uuid[]) RETURNING *""",
+            p.user_id, list(ids), reason)
+        await self._history(conn, p, [(r["id"], "DELETE", None, {"deleted_at": r["deleted_at"]})
+                                      for r in deleted], reason, request_id)
+        return [to_memory(r) for r in deleted]
 
     async def restore(self, p: Principal, ids: Sequence[UUID], *, reason: str | None,
                       request_id: str | None = None) -> list[Memory]:
@@ -241,10 +276,11 @@ class MemoryRepository:
         sql = f"SELECT * FROM memories m WHERE {' AND '.join(where)} ORDER BY m.id"
         return await conn.fetch(sql + (" FOR UPDATE" if lock else ""), *q.args)
 
-    async def get(self, p: Principal, memory_id: UUID) -> Memory | None:
+    async def peek_many(self, p: Principal, ids: Sequence[UUID]) -> list[Memory]:
+        """Live, visible memories among `ids`, in the order given; no access is counted."""
         async with self.transaction(p) as conn:
-            rows = await self._fetch(conn, p, [memory_id], deleted=False)
-        return to_memory(rows[0]) if rows else None
+            rows = {r["id"]: r for r in await self._fetch(conn, p, ids, deleted=False)}
+        return [to_memory(rows[i]) for i in ids if i in rows]
 
     async def get_many(self, p: Principal, ids: Sequence[UUID]) -> list[Memory]:
         """Live, visible memories among `ids`, counting the access (bookkeeping, never ranking)."""

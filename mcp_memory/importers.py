@@ -1,0 +1,249 @@
+"""Import and export: markdown memory files (MEMORY.md, SOUL.md, IDENTITY.md), our JSONL export,
+and the official MCP memory server's knowledge graph (memory.json). Importing twice adds nothing."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import AsyncIterator, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal, TextIO
+from uuid import UUID
+
+from pydantic import BaseModel
+from tqdm import tqdm
+
+from .errors import InvalidInput
+from .models import Kind, Principal, ScopeLevel
+from .repository.maintenance import EXPORT_COLUMNS, MaintenanceRepository
+from .service import MemoryService, content_hash
+
+Format = Literal["markdown", "export", "knowledge-graph"]
+EXPORT_FORMAT = "mcp-memory-export"
+IDENTITY_FILES = {"soul.md", "identity.md"}
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_BULLET = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+(.*)$")
+
+
+@dataclass
+class Draft:
+    """A memory parsed from a file, written through the normal write path."""
+
+    content: str
+    title: str | None = None
+    kind: Kind = "note"
+    tags: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    pinned: bool = False
+    priority: int = 0
+
+
+class ImportReport(BaseModel):
+    files: int = 0
+    created: int = 0
+    unchanged: int = 0
+
+
+# --- parsing ---------------------------------------------------------------------------------------
+
+def detect_format(path: Path) -> Format:
+    if path.suffix.lower() in (".md", ".markdown"):
+        return "markdown"
+    with path.open(encoding="utf-8") as fh:
+        first = fh.readline().strip()
+    try:
+        head = json.loads(first) if first else {}
+    except json.JSONDecodeError:
+        head = {}
+    if isinstance(head, dict) and head.get("format") == EXPORT_FORMAT:
+        return "export"
+    if path.suffix.lower() in (".json", ".jsonl"):
+        return "knowledge-graph"
+    raise InvalidInput(f"{path}: not a markdown file, an mcp-memory export or a memory.json knowledge graph")
+
+
+def parse_markdown(text: str, filename: str) -> list[Draft]:
+    """One memory per bullet; a section's prose (outside bullets) is one memory. Identity files
+    (SOUL.md, IDENTITY.md) become pinned core memories, earlier items with higher priority."""
+    identity = filename.lower() in IDENTITY_FILES
+    tag = Path(filename).stem.lower()
+    lines = text.splitlines()
+    if lines and lines[0].strip() == "---":  # front matter
+        end = next((i for i, line in enumerate(lines[1:], 1) if line.strip() == "---"), 0)
+        lines = lines[end + 1:]
+    headings: list[tuple[int, str]] = []
+    items: list[tuple[str | None, str]] = []
+    prose: list[str] = []
+    bullet: list[str] | None = None
+
+    def title() -> str | None:
+        return " › ".join(h for _, h in headings) or None
+
+    def flush_bullet() -> None:
+        nonlocal bullet
+        if bullet:
+            items.append((title(), " ".join(part.strip() for part in bullet).strip()))
+        bullet = None
+
+    def flush_prose() -> None:
+        body = "\n".join(prose).strip()
+        if body:
+            items.append((title(), body))
+        prose.clear()
+
+    in_fence = False
+    for line in lines:
+        if line.strip().startswith("```"):
+            in_fence = not in_fence
+        heading = None if in_fence else _HEADING.match(line)
+        if heading:
+            flush_bullet()
+            flush_prose()
+            level = len(heading.group(1))
+            headings = [h for h in headings if h[0] < level] + [(level, heading.group(2))]
+            continue
+        match = None if in_fence else _BULLET.match(line)
+        if match:
+            flush_bullet()
+            bullet = [match.group(2)]
+        elif bullet is not None and line.strip() and line.startswith((" ", "\t")):
+            bullet.append(line)
+        else:
+            flush_bullet()
+            prose.append(line)
+    flush_bullet()
+    flush_prose()
+    drafts = []
+    for index, (heading_path, content) in enumerate(items):
+        drafts.append(Draft(
+            content=content, title=heading_path, kind="identity" if identity else "note", tags=[tag],
+            metadata={"imported_from": filename}, pinned=identity,
+            priority=max(1000 - index, 1) if identity else 0))
+    return drafts
+
+
+def parse_knowledge_graph(text: str) -> list[Draft]:
+    """The official MCP memory server's store: JSON lines of entities and relations (or one
+    object with `entities` and `relations`, as older versions wrote)."""
+    stripped = text.strip()
+    try:
+        whole = json.loads(stripped)
+    except json.JSONDecodeError:  # JSON lines
+        whole = None
+    if isinstance(whole, dict) and ("entities" in whole or "relations" in whole):
+        records = [{"type": "entity", **e} for e in whole.get("entities", [])] + \
+                  [{"type": "relation", **r} for r in whole.get("relations", [])]
+    elif isinstance(whole, dict):
+        records = [whole]
+    else:
+        try:
+            records = [json.loads(line) for line in stripped.splitlines() if line.strip()]
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"not a memory.json knowledge graph: {exc}") from None
+    drafts = []
+    for record in records:
+        if record.get("type") == "entity":
+            name, etype = record["name"], record.get("entityType") or "entity"
+            for observation in record.get("observations", []):
+                drafts.append(Draft(content=f"{name}: {observation}", title=name, kind="fact",
+                                    tags=[str(etype).lower()], metadata={"entity": name, "entity_type": etype}))
+        elif record.get("type") == "relation":
+            verb = str(record["relationType"]).replace("_", " ")
+            drafts.append(Draft(content=f"{record['from']} {verb} {record['to']}", kind="fact", tags=["relation"],
+                                metadata={"from": record["from"], "to": record["to"],
+                                          "relation": record["relationType"]}))
+    return drafts
+
+
+def _typed(memory: dict[str, Any]) -> dict[str, Any]:
+    out = {c: memory.get(c) for c in EXPORT_COLUMNS}
+    for key in ("id", "superseded_by"):
+        out[key] = UUID(out[key]) if out[key] else None
+    for key in ("occurred_at", "valid_until", "created_at", "updated_at", "last_accessed", "deleted_at"):
+        out[key] = datetime.fromisoformat(out[key]) if out[key] else None
+    out["tags"] = list(out["tags"] or [])
+    out["metadata"] = out["metadata"] or {}
+    out["content_hash"] = content_hash(out["content"])  # never trust a hash from a file
+    return out
+
+
+def read_export(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        record = json.loads(line)
+        if record.get("type") == "header":
+            if record.get("version") != 1:
+                raise InvalidInput(f"line {number}: export format version {record.get('version')} is not supported")
+            continue
+        history = [{**h, "memory_id": UUID(h["memory_id"]), "created_at": datetime.fromisoformat(h["created_at"])}
+                   for h in record.get("history", [])]
+        yield {"memory": _typed(record["memory"]), "history": history}
+
+
+# --- running ---------------------------------------------------------------------------------------
+
+def files_under(paths: Iterable[Path]) -> list[Path]:
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found += sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in
+                            (".md", ".markdown", ".json", ".jsonl"))
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise InvalidInput(f"{path}: no such file or directory")
+    return found
+
+
+async def import_paths(service: MemoryService, maintenance: MaintenanceRepository, p: Principal,
+                       paths: Iterable[Path], *, scope: ScopeLevel | None = None,
+                       progress: bool = True) -> ImportReport:
+    files = files_under(paths)
+    report = ImportReport(files=len(files))
+    for path in files:
+        fmt = detect_format(path)
+        text = path.read_text(encoding="utf-8")
+        if fmt == "export":
+            records = list(read_export(text.splitlines()))
+            bar = tqdm(total=len(records), desc=path.name, unit="memory", file=sys.stderr, disable=not progress)
+            for start in range(0, len(records), 500):
+                chunk = records[start:start + 500]
+                created = await maintenance.import_records(p.user_id, chunk)
+                report.created += created
+                report.unchanged += len(chunk) - created
+                bar.update(len(chunk))
+            bar.close()
+            continue
+        drafts = parse_markdown(text, path.name) if fmt == "markdown" else parse_knowledge_graph(text)
+        for draft in tqdm(drafts, desc=path.name, unit="memory", file=sys.stderr, disable=not progress):
+            result = await service.write(
+                p, draft.content, title=draft.title, kind=draft.kind, tags=draft.tags, metadata=draft.metadata,
+                pinned=draft.pinned, priority=draft.priority, scope=scope, source=f"import:{path.name}")
+            if result.status == "created":
+                report.created += 1
+            else:
+                report.unchanged += 1
+    return report
+
+
+async def export_user(maintenance: MaintenanceRepository, user_id: str, out: TextIO, *,
+                      include_forgotten: bool = True) -> int:
+    """Write every memory of the user with its history as JSON lines; returns the count."""
+    from . import __version__
+
+    def dumps(value: Any) -> str:
+        return json.dumps(value, default=lambda v: v.isoformat() if isinstance(v, datetime) else str(v),
+                          ensure_ascii=False)
+
+    out.write(dumps({"type": "header", "format": EXPORT_FORMAT, "version": 1, "user_id": user_id,
+                     "exported_by": f"mcp-memory {__version__}"}) + "\n")
+    count = 0
+    records: AsyncIterator[dict[str, Any]] = maintenance.export(user_id, include_forgotten=include_forgotten)
+    async for record in records:
+        out.write(dumps({"type": "memory", **record}) + "\n")
+        count += 1
+    return count

@@ -1,0 +1,135 @@
+"""Whole-database work outside any one session: the retention purge, export and verbatim import.
+These run as the operator (CLI or the server's own sweep), never from a tool."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+
+from ..models import PurgeReport
+
+RETENTION_ACTOR = "system:retention"
+_BATCH = 5000
+# Columns an export carries; the vector and the generated full-text column are rebuilt.
+EXPORT_COLUMNS = ("id", "agent_id", "project_id", "kind", "title", "content", "tags", "metadata", "importance",
+                  "confidence", "pinned", "priority", "source", "content_hash", "occurred_at", "valid_until",
+                  "created_at", "updated_at", "version", "access_count", "last_accessed", "deleted_at",
+                  "deleted_reason", "superseded_by", "contradicted")
+HISTORY_COLUMNS = ("memory_id", "event", "old", "new", "actor", "client", "request_id", "reason", "created_at")
+
+
+class MaintenanceRepository:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+
+    # --- retention --------------------------------------------------------------------------
+
+    async def purge(self, now: datetime, *, purge_after_days: int, history_days: int, idempotency_days: int,
+                    stale_after_days: int | None, dry_run: bool) -> PurgeReport:
+        """Hard-delete what time has released. Batched so no transaction holds locks for long."""
+        started = time.perf_counter()
+        tombstone_cutoff = now - timedelta(days=purge_after_days)
+        counts: dict[str, int] = {}
+        async with self.pool.acquire() as conn:
+            if stale_after_days is None:
+                counts["stale"] = 0
+            else:
+                counts["stale"] = await self._forget_stale(conn, now, now - timedelta(days=stale_after_days),
+                                                           dry_run)
+            counts["tombstones"] = await self._purge_tombstones(conn, tombstone_cutoff, dry_run)
+            for name, sql in (
+                ("history", "FROM memory_history WHERE created_at < $1"),
+                ("tokens", "FROM forget_tokens WHERE used_at IS NOT NULL OR expires_at < $1"),
+                ("idempotency", "FROM idempotency_keys WHERE created_at < $1"),
+            ):
+                cutoff = {"history": now - timedelta(days=history_days), "tokens": now,
+                          "idempotency": now - timedelta(days=idempotency_days)}[name]
+                if dry_run:
+                    counts[name] = await conn.fetchval(f"SELECT count(*) {sql}", cutoff)
+                else:
+                    counts[name] = int((await conn.execute(f"DELETE {sql}", cutoff)).split()[-1])
+        return PurgeReport(dry_run=dry_run, stale_forgotten=counts["stale"], tombstones=counts["tombstones"],
+                           history=counts["history"], forget_tokens=counts["tokens"],
+                           idempotency_keys=counts["idempotency"], seconds=round(time.perf_counter() - started, 3))
+
+    async def _purge_tombstones(self, conn: asyncpg.Connection, cutoff: datetime, dry_run: bool) -> int:
+        if dry_run:
+            return await conn.fetchval("SELECT count(*) FROM memories WHERE deleted_at < $1", cutoff)
+        total = 0
+        while True:
+            async with conn.transaction():
+                purged = await conn.fetch(
+                    """WITH doomed AS (
+                           SELECT user_id, id FROM memories WHERE deleted_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)
+                       DELETE FROM memories m USING doomed d WHERE m.user_id = d.user_id AND m.id = d.id
+                       RETURNING m.user_id, m.id, m.deleted_at""", cutoff, _BATCH)
+                await conn.executemany(
+                    """INSERT INTO memory_history (user_id, memory_id, event, old, actor, reason)
+                       VALUES ($1, $2, 'PURGE', $3, $4, 'restore window over')""",
+                    [(r["user_id"], r["id"], {"deleted_at": r["deleted_at"]}, RETENTION_ACTOR) for r in purged])
+            total += len(purged)
+            if len(purged) < _BATCH:
+                return total
+
+    async def _forget_stale(self, conn: asyncpg.Connection, now: datetime, cutoff: datetime, dry_run: bool) -> int:
+        where = ("deleted_at IS NULL AND NOT pinned AND access_count = 0 "
+                 "AND created_at < $1 AND updated_at < $1")
+        if dry_run:
+            return await conn.fetchval(f"SELECT count(*) FROM memories WHERE {where}", cutoff)
+        async with conn.transaction():
+            rows = await conn.fetch(
+                f"""UPDATE memories SET deleted_at = $2, deleted_reason = 'stale: never accessed'
+                    WHERE {where} RETURNING user_id, id, deleted_at""", cutoff, now)
+            await conn.executemany(
+                """INSERT INTO memory_history (user_id, memory_id, event, new, actor, reason)
+                   VALUES ($1, $2, 'DELETE', $3, $4, 'stale: never accessed')""",
+                [(r["user_id"], r["id"], {"deleted_at": r["deleted_at"]}, RETENTION_ACTOR) for r in rows])
+        return len(rows)
+
+    # --- export / import --------------------------------------------------------------------
+
+    async def export(self, user_id: str, *, include_forgotten: bool) -> AsyncIterator[dict[str, Any]]:
+        """Every memory of the user (all agents and projects) with its history, oldest first."""
+        where = "user_id = $1" + ("" if include_forgotten else " AND deleted_at IS NULL")
+        async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+            await conn.execute("SELECT set_config('mcp_memory.user_id', $1, true)", user_id)
+            history: dict[UUID, list[dict[str, Any]]] = {}
+            for h in await conn.fetch(
+                    f"""SELECT {", ".join(HISTORY_COLUMNS)} FROM memory_history
+                        WHERE user_id = $1 AND memory_id IN (SELECT id FROM memories WHERE {where})
+                        ORDER BY seq""", user_id):
+                history.setdefault(h["memory_id"], []).append(dict(h))
+            async for row in conn.cursor(
+                    f"SELECT {', '.join(EXPORT_COLUMNS)} FROM memories WHERE {where} ORDER BY created_at, id",
+                    user_id):
+                record = dict(row)
+                yield {"memory": record, "history": history.get(record["id"], [])}
+
+    async def import_records(self, user_id: str, records: Sequence[dict[str, Any]]) -> int:
+        """Insert exported memories verbatim (ids, times, versions, history) under `user_id`.
+        A memory whose id, or whose live text in its scope, is already there is skipped, so
+        importing twice adds nothing. Returns how many were inserted."""
+        cols = ("user_id", *EXPORT_COLUMNS)
+        placeholders = ", ".join(f"${i}" for i in range(1, len(cols) + 1))
+        inserted = 0
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute("SELECT set_config('mcp_memory.user_id', $1, true)", user_id)
+            for record in records:
+                memory = record["memory"]
+                new_id = await conn.fetchval(
+                    f"INSERT INTO memories ({', '.join(cols)}) VALUES ({placeholders}) "
+                    "ON CONFLICT DO NOTHING RETURNING id",
+                    user_id, *(memory[c] for c in EXPORT_COLUMNS))
+                if new_id is None:
+                    continue
+                inserted += 1
+                await conn.executemany(
+                    f"""INSERT INTO memory_history (user_id, {", ".join(HISTORY_COLUMNS)})
+                        VALUES ($1, {", ".join(f"${i}" for i in range(2, len(HISTORY_COLUMNS) + 2))})""",
+                    [(user_id, *(h[c] for c in HISTORY_COLUMNS)) for h in record["history"]])
+        return inserted

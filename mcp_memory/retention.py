@@ -1,0 +1,40 @@
+"""The retention sweep: on start, every few hours, and from `mcp-memory purge`. Only time
+removes data; no tool can hard-delete."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+
+import anyio
+import asyncpg
+
+from .config import Settings
+from .models import PurgeReport
+from .repository.maintenance import MaintenanceRepository
+
+log = logging.getLogger(__name__)
+
+
+async def sweep(pool: asyncpg.Pool, settings: Settings, *, now: datetime | None = None,
+                dry_run: bool = False) -> PurgeReport:
+    report = await MaintenanceRepository(pool).purge(
+        now or datetime.now(UTC), purge_after_days=settings.purge_after_days, history_days=settings.history_days,
+        idempotency_days=settings.idempotency_days, stale_after_days=settings.stale_after_days, dry_run=dry_run)
+    log.info("retention%s: %d stale forgotten, %d tombstones purged, %d history rows, %d forget tokens, "
+             "%d idempotency keys (%.2fs)", " (dry run)" if dry_run else "", report.stale_forgotten,
+             report.tombstones, report.history, report.forget_tokens, report.idempotency_keys, report.seconds)
+    return report
+
+
+async def run_forever(pool: asyncpg.Pool, settings: Settings) -> None:
+    """Sweep now, then every `retention_interval_hours` (0: only now). Failures are logged and
+    retried at the next interval; they never take the server down."""
+    while True:
+        try:
+            await sweep(pool, settings)
+        except Exception:
+            log.exception("retention sweep failed")
+        if settings.retention_interval_hours <= 0:
+            return
+        await anyio.sleep(settings.retention_interval_hours * 3600)

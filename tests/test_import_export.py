@@ -1,0 +1,129 @@
+"""Import (markdown, export JSONL, the MCP memory server's memory.json) and export round trips."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from mcp_memory.db import Database, open_database
+from mcp_memory.importers import export_user, import_paths, parse_markdown
+from mcp_memory.models import Principal
+from mcp_memory.repository import MemoryRepository
+from mcp_memory.repository.maintenance import MaintenanceRepository
+from mcp_memory.service import MemoryService
+
+MEMORY_MD = """---
+updated: 2026-01-01
+---
+# Project memory
+
+The API is written in Go and deployed on Fly.io.
+
+## Conventions
+- Use conventional commits
+- Tests live next to the code,
+  in `_test.go` files
+1. Never push to main
+
+## Build
+```
+# not a heading
+make build
+```
+"""
+
+SOUL_MD = """# Soul
+- I am Ada, a careful engineering agent.
+- I ask before deleting anything.
+"""
+
+KNOWLEDGE_GRAPH = "\n".join(json.dumps(r) for r in [
+    {"type": "entity", "name": "John_Smith", "entityType": "person",
+     "observations": ["Speaks fluent Spanish", "Graduated in 2019"]},
+    {"type": "entity", "name": "Anthropic", "entityType": "organization", "observations": []},
+    {"type": "relation", "from": "John_Smith", "to": "Anthropic", "relationType": "works_at"},
+])
+
+
+def test_markdown_parsing() -> None:
+    drafts = parse_markdown(MEMORY_MD, "MEMORY.md")
+    assert [(d.title, d.content) for d in drafts] == [
+        ("Project memory", "The API is written in Go and deployed on Fly.io."),
+        ("Project memory › Conventions", "Use conventional commits"),
+        ("Project memory › Conventions", "Tests live next to the code, in `_test.go` files"),
+        ("Project memory › Conventions", "Never push to main"),
+        ("Project memory › Build", "```\n# not a heading\nmake build\n```"),
+    ]
+    assert all(d.kind == "note" and not d.pinned and d.tags == ["memory"] for d in drafts)
+    soul = parse_markdown(SOUL_MD, "SOUL.md")
+    assert [(d.kind, d.pinned, d.priority) for d in soul] == [("identity", True, 1000), ("identity", True, 999)]
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "memories"
+    (root / "nested").mkdir(parents=True)
+    (root / "MEMORY.md").write_text(MEMORY_MD)
+    (root / "nested" / "SOUL.md").write_text(SOUL_MD)
+    (root / "memory.json").write_text(KNOWLEDGE_GRAPH)
+    (root / "ignored.txt").write_text("not imported")
+    return root
+
+
+async def test_import_tree_twice_adds_nothing(service: MemoryService, database: Database, alice: Principal,
+                                              tree: Path) -> None:
+    maintenance = MaintenanceRepository(database.pool)
+    first = await import_paths(service, maintenance, alice, [tree], progress=False)
+    assert (first.files, first.created, first.unchanged) == (3, 10, 0)
+    second = await import_paths(service, maintenance, alice, [tree], progress=False)
+    assert (second.created, second.unchanged) == (0, 10)
+
+    core = (await service.list(alice, order="importance", limit=100)).memories
+    identity = [m for m in core if m.kind == "identity"]
+    assert [m.content for m in sorted(identity, key=lambda m: -m.priority)] == [
+        "I am Ada, a careful engineering agent.", "I ask before deleting anything."]
+    assert all(m.pinned and m.source == "import:SOUL.md" for m in identity)
+    hits = (await service.search(alice, "who works at Anthropic")).hits
+    assert hits[0].snippet == "John_Smith works at Anthropic"
+    assert (await service.search(alice, "Spanish speaker")).hits[0].snippet == "John_Smith: Speaks fluent Spanish"
+
+
+async def test_export_import_round_trip(service: MemoryService, database: Database, alice: Principal,
+                                        make_db, settings, tmp_path: Path) -> None:
+    a = (await service.write(alice, "Round trip fact", tags=["x"], kind="fact")).memory
+    await service.update(alice, a.id, content="Round trip fact, edited", reason="typo")
+    b = (await service.write(alice, "Forgotten but restorable", scope="user")).memory
+    await service.forget(alice, [b.id], reason="test")
+    await service.write(alice, "Agent scoped", scope="agent_project")
+
+    out = io.StringIO()
+    assert await export_user(MaintenanceRepository(database.pool), alice.user_id, out) == 3
+    dump = tmp_path / "export.jsonl"
+    dump.write_text(out.getvalue())
+
+    empty = await open_database(settings.model_copy(update={"database_url": await make_db()}))
+    try:
+        target = MemoryService(MemoryRepository(empty.pool), settings)
+        maintenance = MaintenanceRepository(empty.pool)
+        report = await import_paths(target, maintenance, alice, [dump], progress=False)
+        assert report.created == 3
+        assert (await import_paths(target, maintenance, alice, [dump], progress=False)).created == 0
+
+        async def snapshot(db: Database) -> tuple[list, list]:
+            async with db.pool.acquire() as conn:
+                memories = [dict(r) for r in await conn.fetch(
+                    "SELECT id, user_id, agent_id, project_id, kind, content, content_hash, tags, version, "
+                    "created_at, updated_at, deleted_at, deleted_reason, fts FROM memories ORDER BY id")]
+                history = [dict(r) for r in await conn.fetch(
+                    "SELECT memory_id, event, old, new, actor, client, reason, created_at "
+                    "FROM memory_history ORDER BY memory_id, seq")]
+            return memories, history
+
+        assert await snapshot(empty) == await snapshot(database)
+        restored = await target.restore(alice, [b.id])
+        assert restored.restored[0].content == "Forgotten but restorable"
+    finally:
+        await empty.close()

@@ -1,0 +1,69 @@
+"""Retention with a clock we control: only time removes data, and only past its window."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from mcp_memory.config import Settings
+from mcp_memory.db import Database
+from mcp_memory.models import Principal
+from mcp_memory.retention import sweep
+from mcp_memory.service import MemoryService
+
+
+async def rows(db: Database, sql: str) -> int:
+    async with db.pool.acquire() as conn:
+        return await conn.fetchval(sql)
+
+
+async def test_tombstones_go_only_after_the_window(service: MemoryService, alice: Principal,
+                                                   database: Database, settings: Settings) -> None:
+    gone = (await service.write(alice, "forget me")).memory
+    kept = (await service.write(alice, "keep me")).memory
+    await service.forget(alice, [gone.id])
+    now = datetime.now(UTC)
+
+    early = await sweep(database.pool, settings, now=now + timedelta(days=29))
+    assert early.tombstones == 0
+    assert (await service.restore(alice, [gone.id])).restored  # still restorable on day 29
+    await service.forget(alice, [gone.id])
+
+    dry = await sweep(database.pool, settings, now=now + timedelta(days=31), dry_run=True)
+    assert dry.tombstones == 1 and dry.dry_run
+    assert await rows(database, "SELECT count(*) FROM memories") == 2
+
+    report = await sweep(database.pool, settings, now=now + timedelta(days=31))
+    assert report.tombstones == 1 and not report.dry_run
+    assert await rows(database, "SELECT count(*) FROM memories") == 1
+    assert (await service.get_one(alice, kept.id)).content == "keep me"
+    assert await rows(database, f"SELECT count(*) FROM memory_history WHERE memory_id = '{gone.id}' "
+                                "AND event = 'PURGE' AND actor = 'system:retention'") == 1
+
+
+async def test_history_tokens_and_keys_expire(service: MemoryService, alice: Principal, database: Database,
+                                              settings: Settings) -> None:
+    await service.write(alice, "tokened", idempotency_key="k1")
+    await service.forget_preview(alice, query="tokened")
+    now = datetime.now(UTC)
+    soon = await sweep(database.pool, settings, now=now)
+    assert (soon.history, soon.forget_tokens, soon.idempotency_keys) == (0, 0, 0)
+    later = await sweep(database.pool, settings, now=now + timedelta(days=181))
+    assert later.history == 1 and later.forget_tokens == 1 and later.idempotency_keys == 1
+    assert await rows(database, "SELECT count(*) FROM memories") == 1  # live memories are never purged
+
+
+async def test_stale_purge_is_off_by_default_and_soft(service: MemoryService, alice: Principal,
+                                                      database: Database, settings: Settings) -> None:
+    never = (await service.write(alice, "never read")).memory
+    read = (await service.write(alice, "read once")).memory
+    pinned = (await service.write(alice, "pinned, never read", pinned=True)).memory
+    await service.get(alice, [read.id])
+    future = datetime.now(UTC) + timedelta(days=400)
+    assert (await sweep(database.pool, settings, now=future)).stale_forgotten == 0
+
+    stale = settings.model_copy(update={"stale_after_days": 365})
+    report = await sweep(database.pool, stale, now=future)
+    assert report.stale_forgotten == 1
+    live = {m.id for m in (await service.list(alice)).memories}
+    assert live == {read.id, pinned.id}
+    assert (await service.restore(alice, [never.id])).restored  # soft: restorable
