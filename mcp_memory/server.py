@@ -231,6 +231,8 @@ async def memory_write(
     occurred_at: OccurredAt = None,
     idempotency_key: Annotated[str | None, Field(min_length=1, max_length=200, description=(
         "Retrying with the same key returns the first result instead of writing again."))] = None,
+    supersedes: Annotated[list[UUID] | None, Field(max_length=50, description=(
+        "Older memories this one replaces: they stay retrievable but rank below it."))] = None,
 ) -> WriteResult:
     """Remember something. Identical text already stored in the same scope returns the existing
     memory with status 'duplicate' instead of a second copy."""
@@ -238,7 +240,7 @@ async def memory_write(
     return await service.write(p, content, title=title, kind=kind, tags=tags, metadata=metadata,
                                importance=importance, pinned=pinned, priority=priority, scope=scope,
                                occurred_at=occurred_at, idempotency_key=idempotency_key,
-                               request_id=ctx.request_id)
+                               supersedes=supersedes, request_id=ctx.request_id)
 
 
 @_tool_errors

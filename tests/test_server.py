@@ -80,9 +80,14 @@ async def test_every_tool_end_to_end(settings: Settings, mode: str) -> None:
         listed = await call(client, "memory_list", {"kinds": ["fact"], "limit": 5})
         assert [m["id"] for m in listed["memories"]] == [mid]
 
+        newer = await call(client, "memory_write", {"content": "Staging moved to port 7000", "supersedes": [mid]})
+        assert (await call(client, "memory_get", {"ids": [mid]}))["memories"][0]["superseded_by"] == \
+            newer["memory"]["id"]
+        await call(client, "memory_forget", {"ids": [newer["memory"]["id"]]})
+
         up = await call(client, "memory_update", {"id": mid, "content": "The staging database runs on port 6544",
-                                                  "reason": "port changed", "if_version": 1})
-        assert up["status"] == "updated" and up["memory"]["version"] == 2
+                                                  "reason": "port changed", "if_version": 2})
+        assert up["status"] == "updated" and up["memory"]["version"] == 3
 
         gone = await call(client, "memory_forget", {"ids": [mid], "reason": "decommissioned"})
         assert gone["forgotten"][0]["id"] == mid
@@ -93,9 +98,10 @@ async def test_every_tool_end_to_end(settings: Settings, mode: str) -> None:
 
         history = (await call(client, "memory_history", {"id": mid}))["entries"]
         assert [(e["event"], e["reason"]) for e in history] == [
-            ("ADD", None), ("UPDATE", "port changed"), ("DELETE", "decommissioned"), ("RESTORE", "back in use")]
+            ("ADD", None), ("UPDATE", f"superseded by {newer['memory']['id']}"), ("UPDATE", "port changed"),
+            ("DELETE", "decommissioned"), ("RESTORE", "back in use")]
         assert {e["actor"] for e in history} == {"local:alice"}
-        assert history[1]["old"] == {"content": "The staging database runs on port 6543"}
+        assert history[2]["old"] == {"content": "The staging database runs on port 6543"}
 
 
 @pytest.mark.parametrize(("tool", "args", "says"), [
