@@ -53,12 +53,12 @@ async def run(rounds: int, tombstones: int, data_dir: Path) -> dict:
             await service.restore(admin, [f.id for f in done.forgotten], reason="bench")
             restore_t.append(time.perf_counter() - t)
 
-        async with db.pool.acquire() as conn:  # bulk fixture: 100k already-forgotten memories
+        async with db.admin.acquire() as conn:  # bulk fixture: 100k already-forgotten memories
             await conn.execute(
                 """INSERT INTO memories (user_id, project_id, content, content_hash, deleted_at, deleted_reason)
                    SELECT 'bench', 'bench', 'tombstone ' || g, md5('tombstone ' || g), now(), 'bench'
                    FROM generate_series(1, $1) g""", tombstones)
-        report = await sweep(db.pool, settings, now=datetime.now(UTC) + timedelta(days=31))
+        report = await sweep(db.admin, settings, now=datetime.now(UTC) + timedelta(days=31))
         assert report.tombstones == tombstones, report
     finally:
         await db.close()

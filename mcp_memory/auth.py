@@ -1,14 +1,22 @@
 """Who a session is. stdio is local and trusted: identity comes from flags / env, with
-defaults from the OS user, the MCP client's name and the workspace's git repository."""
+defaults from the OS user, the MCP client's name and the workspace's git repository. HTTP
+sessions are whoever their API key or OAuth token says, within its grants."""
 
 from __future__ import annotations
 
+import base64
 import getpass
+import hashlib
 import re
+import secrets
 from pathlib import Path
+from typing import Any
+
+import jwt
+from pydantic import BaseModel, ConfigDict
 
 from .config import Settings
-from .errors import InvalidInput
+from .errors import InvalidInput, PermissionDenied
 from .models import ALL_PERMISSIONS, Principal
 
 _ID = re.compile(r"^[^\x00-\x1f\x7f]{1,128}$")
@@ -70,4 +78,112 @@ def local_principal(settings: Settings, *, client_name: str | None = None,
         permissions=ALL_PERMISSIONS,  # the local owner of the data may do everything
         actor=f"local:{user}",
         client=client_name,
+    )
+
+
+# --- remote (HTTP) identity ----------------------------------------------------------------------
+
+KEY_PREFIX = "mcpm_"
+
+
+class Credential(BaseModel):
+    """What a verified API key or token grants: one user, optionally only some agents and
+    projects (None means any), and a set of permissions."""
+
+    model_config = ConfigDict(frozen=True)
+
+    user_id: str
+    agents: tuple[str, ...] | None = None
+    projects: tuple[str, ...] | None = None
+    permissions: frozenset[str]
+    actor: str
+    client_id: str
+
+
+def new_api_key(user_id: str) -> str:
+    """`mcpm_<user, base64url>.<secret>`: the user travels in the key so the lookup stays on one
+    user's rows (the key table is keyed by user like every other)."""
+    encoded = base64.urlsafe_b64encode(user_id.encode()).decode().rstrip("=")
+    return f"{KEY_PREFIX}{encoded}.{secrets.token_urlsafe(32)}"
+
+
+def parse_api_key(key: str) -> tuple[str, str] | None:
+    """(user_id, sha256 of the key), or None if it is not shaped like one of our keys."""
+    if not key.startswith(KEY_PREFIX) or "." not in key:
+        return None
+    encoded = key[len(KEY_PREFIX):].split(".", 1)[0]
+    try:
+        user_id = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return user_id, hashlib.sha256(key.encode()).hexdigest()
+
+
+def parse_permissions(text: str) -> frozenset[str]:
+    perms = frozenset(p.strip() for p in text.split(",") if p.strip())
+    unknown = perms - ALL_PERMISSIONS
+    if unknown or not perms:
+        raise InvalidInput(f"permissions must be a comma-separated subset of "
+                           f"{', '.join(sorted(ALL_PERMISSIONS))}; got {text!r}")
+    return perms
+
+
+class JwtVerifier:
+    """OAuth 2.1 bearer JWTs: signature (shared secret or the issuer's JWKS), issuer, audience,
+    expiry. The subject is the user; claims may narrow agents and projects; `memory:*` scopes
+    grant permissions."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._jwks = jwt.PyJWKClient(settings.jwt_jwks_url) if settings.jwt_jwks_url else None
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.settings.jwt_secret or self._jwks)
+
+    def verify(self, token: str) -> Credential | None:
+        s = self.settings
+        try:
+            key: Any = s.jwt_secret if s.jwt_secret else self._jwks.get_signing_key_from_jwt(token).key  # type: ignore[union-attr]
+            claims = jwt.decode(token, key, algorithms=s.jwt_algorithms, audience=s.jwt_audience,
+                                issuer=s.jwt_issuer, options={"require": ["exp", "sub"]}, leeway=30)
+        except (jwt.PyJWTError, ValueError):
+            return None
+        scopes = str(claims.get("scope", "")).split() + list(claims.get("scp", []) or [])
+        granted = frozenset(x.split(":", 1)[1] for x in scopes if x.startswith("memory:")) & ALL_PERMISSIONS
+        permissions = granted or parse_permissions(s.jwt_default_permissions)
+        agents, projects = claims.get(s.jwt_agents_claim), claims.get(s.jwt_projects_claim)
+        try:
+            user = check_identifier("user", str(claims["sub"]))
+        except InvalidInput:
+            return None
+        return Credential(user_id=user, agents=tuple(agents) if isinstance(agents, list) else None,
+                          projects=tuple(projects) if isinstance(projects, list) else None,
+                          permissions=permissions, actor=f"jwt:{user}",
+                          client_id=str(claims.get("client_id") or claims.get("azp") or "jwt"))
+
+
+def remote_principal(credential: Credential, *, agent: str | None, project: str | None,
+                     client_name: str | None) -> Principal:
+    """The session's namespace inside the credential's grants. A request may narrow (pick one
+    of the granted agents / projects), never widen: asking for anything else is refused."""
+
+    def pick(kind: str, asked: str | None, granted: tuple[str, ...] | None, default: str | None) -> str | None:
+        if asked is not None:
+            asked = check_identifier(kind, asked)
+            if granted is not None and asked not in granted:
+                raise PermissionDenied(f"this credential may not act as {kind} {asked!r}")
+            return asked
+        if granted is not None:
+            return granted[0] if granted else None
+        return default
+
+    return Principal(
+        user_id=credential.user_id,
+        agent_id=pick("agent", agent, credential.agents, client_name),
+        project_id=pick("project", project, credential.projects, None),
+        permissions=credential.permissions,
+        actor=credential.actor,
+        client=client_name or credential.client_id,
+        rate_limited=True,
     )

@@ -1,9 +1,10 @@
-"""`mcp-memory` command line: serve, migrate, search, stats, purge, import, export, doctor."""
+"""`mcp-memory` command line: serve, keys, migrate, search, stats, purge, import, export, doctor."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import signal
 import sys
@@ -43,6 +44,7 @@ def _settings(args: argparse.Namespace) -> Settings:
     overrides = {k: v for k, v in {
         "database_url": args.database_url, "data_dir": args.data_dir, "user": args.user,
         "agent": args.agent, "project": args.project, "log_level": args.log_level,
+        **{name: getattr(args, name, None) for name in ("host", "port", "public_url", "allowed_hosts", "no_auth")},
     }.items() if v is not None}
     return Settings(**overrides)
 
@@ -63,13 +65,66 @@ def _print_json(model: Any) -> None:
 # --- commands ---------------------------------------------------------------------------------
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
-    if args.transport != "stdio":
-        print(f"transport '{args.transport}' is not available yet; use --transport stdio", file=sys.stderr)
-        return 2
-    from .server import build_server  # the MCP stack is only needed here
+    if args.transport == "stdio":
+        from .server import build_server  # the MCP stack is only needed here
 
-    _exit_on_sigterm()
-    build_server(settings).run("stdio")
+        _exit_on_sigterm()
+        build_server(settings).run("stdio")
+        return 0
+    from .server.http import is_loopback, serve_http
+
+    if settings.no_auth and not is_loopback(settings.host):
+        print(f"refusing to serve without authentication on {settings.host}: --no-auth is for loopback "
+              "addresses only", file=sys.stderr)
+        return 2
+    serve_http(settings, ("http", "sse") if args.transport == "http" else ("sse",))
+    return 0
+
+
+def _names(text: str | None) -> list[str] | None:
+    from .auth import check_identifier
+
+    return [check_identifier("name", x) for x in text.split(",") if x.strip()] if text else None
+
+
+async def cmd_keys(args: argparse.Namespace, settings: Settings) -> int:
+    from datetime import UTC, datetime, timedelta
+    from uuid import UUID
+
+    from .auth import new_api_key, parse_api_key, parse_permissions
+    from .repository.api_keys import ApiKeyRepository
+
+    async with _opened(settings) as (db, _, local):
+        keys = ApiKeyRepository(db.admin, db.pool)
+        if args.keys_command == "create":
+            key = new_api_key(local.user_id)
+            _, key_hash = parse_api_key(key)  # type: ignore[misc]
+            expires = datetime.now(UTC) + timedelta(days=args.expires_days) if args.expires_days else None
+            info = await keys.create(local.user_id, args.name or "default", key_hash, agents=_names(args.agents),
+                                     projects=_names(args.projects), permissions=sorted(parse_permissions(args.perms)),
+                                     expires_at=expires)
+            print(key)
+            print(f"key {info.id} for user {info.user_id} ({', '.join(info.permissions)}): shown once, store it now",
+                  file=sys.stderr)
+        elif args.keys_command == "list":
+            listed = await keys.list(settings.user)
+            if args.json:
+                print(json.dumps([k.model_dump(mode="json") for k in listed], indent=2))
+                return 0
+            for k in listed:
+                grants = (f"agents={','.join(k.agents) if k.agents is not None else '*'} "
+                          f"projects={','.join(k.projects) if k.projects is not None else '*'}")
+                used = f"{k.last_used_at:%Y-%m-%d %H:%M}" if k.last_used_at else "never"
+                print(f"{k.id}  {k.user_id:<12} {k.name:<12} {','.join(k.permissions):<24} {grants}  "
+                      f"{'revoked' if k.revoked_at else 'active'}, last used {used}")
+        else:
+            try:
+                key_id = UUID(args.id)
+            except ValueError:
+                print(f"error: {args.id!r} is not a key id (see `mcp-memory keys list`)", file=sys.stderr)
+                return 2
+            info = await keys.revoke(key_id)
+            print(f"revoked key {info.id} ({info.name}) of user {info.user_id}")
     return 0
 
 
@@ -113,7 +168,7 @@ async def cmd_purge(args: argparse.Namespace, settings: Settings) -> int:
     from .retention import sweep
 
     async with _opened(settings) as (db, _, _):
-        report = await sweep(db.pool, settings, dry_run=args.dry_run)
+        report = await sweep(db.admin, settings, dry_run=args.dry_run)
     verb = "would remove" if report.dry_run else "removed"
     print(f"{verb}: {report.tombstones} forgotten memories past {settings.purge_after_days} days, "
           f"{report.history} history rows past {settings.history_days} days, {report.forget_tokens} forget tokens, "
@@ -127,7 +182,7 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     from .repository.maintenance import MaintenanceRepository
 
     async with _opened(settings) as (db, service, p):
-        report = await import_paths(service, MaintenanceRepository(db.pool), p, args.paths, scope=args.scope,
+        report = await import_paths(service, MaintenanceRepository(db.admin), p, args.paths, scope=args.scope,
                                     progress=not args.quiet)
     print(f"imported {report.created} new memories from {report.files} file(s); "
           f"{report.unchanged} were already there")
@@ -139,7 +194,7 @@ async def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     from .repository.maintenance import MaintenanceRepository
 
     async with _opened(settings) as (db, _, p):
-        maintenance = MaintenanceRepository(db.pool)
+        maintenance = MaintenanceRepository(db.admin)
         if args.output in (None, "-"):
             count = await export_user(maintenance, p.user_id, sys.stdout, include_forgotten=not args.live_only)
         else:
@@ -177,9 +232,31 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"mcp-memory {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    serve = sub.add_parser("serve", parents=[common], help="run the MCP server (stdio)")
-    serve.add_argument("--transport", default="stdio", choices=["stdio", "http", "sse"])
+    serve = sub.add_parser("serve", parents=[common], help="run the MCP server")
+    serve.add_argument("--transport", default="stdio", choices=["stdio", "http", "sse"],
+                       help="stdio (default); http: streamable HTTP at /mcp and SSE at /sse; sse: SSE only")
+    serve.add_argument("--host", help="HTTP bind address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="HTTP port (default 8765)")
+    serve.add_argument("--public-url", help="the URL clients use (default http://host:port)")
+    serve.add_argument("--allowed-host", action="append", dest="allowed_hosts",
+                       help="accept this Host header too (repeatable)")
+    serve.add_argument("--no-auth", action="store_true", default=None,
+                       help="serve HTTP without authentication (loopback only)")
     serve.set_defaults(run=cmd_serve)
+
+    keys = sub.add_parser("keys", parents=[common], help="manage API keys for HTTP clients")
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True)
+    create = keys_sub.add_parser("create", parents=[common], help="create a key (printed once)")
+    create.add_argument("--name", help="a label, recorded as the actor in history")
+    create.add_argument("--agents", help="comma-separated agents the key may act as (default: any)")
+    create.add_argument("--projects", help="comma-separated projects the key may act in (default: any)")
+    create.add_argument("--perms", default="read,write,forget", help="subset of read,write,forget,admin")
+    create.add_argument("--expires-days", type=int, help="expire after this many days")
+    listing = keys_sub.add_parser("list", parents=[common], help="list keys (never the keys themselves)")
+    listing.add_argument("--json", action="store_true")
+    revoke = keys_sub.add_parser("revoke", parents=[common], help="revoke a key by id")
+    revoke.add_argument("id")
+    keys.set_defaults(run=cmd_keys)
 
     sub.add_parser("migrate", parents=[common], help="create or upgrade the schema").set_defaults(run=cmd_migrate)
 

@@ -66,6 +66,34 @@ class Settings(BaseSettings):
         "unset disables it.")
     retention_interval_hours: float = Field(default=6, ge=0, description="0 sweeps only at start-up.")
 
+    # HTTP transports
+    host: str = Field(default="127.0.0.1")
+    port: int = Field(default=8765, ge=0, le=65535)
+    public_url: str | None = Field(default=None, description="The URL clients use, e.g. https://mem.example.com; "
+                                   "default http://host:port.")
+    allowed_hosts: list[str] = Field(default_factory=list, description="Extra Host header values to accept "
+                                     "(DNS-rebinding protection), e.g. mem.example.com.")
+    no_auth: bool = Field(default=False, description="Serve HTTP without authentication (loopback only).")
+    graceful_shutdown_s: float = Field(default=30, ge=0)
+
+    # OAuth / JWT bearer tokens (API keys need no settings)
+    jwt_issuer: str | None = None
+    jwt_audience: str | None = None
+    jwt_jwks_url: str | None = None
+    jwt_secret: str | None = Field(default=None, description="Shared HS256 secret instead of a JWKS.")
+    jwt_algorithms: list[str] = Field(default_factory=lambda: ["RS256", "ES256", "HS256"])
+    jwt_agents_claim: str = "mcp_memory_agents"
+    jwt_projects_claim: str = "mcp_memory_projects"
+    jwt_default_permissions: str = Field(default="read,write,forget",
+                                         description="Granted when a token carries no memory:* scope.")
+
+    # Rate limits for remote principals, per minute (0 disables)
+    write_rate_per_minute: int = Field(default=300, ge=0)
+    forget_rate_per_minute: int = Field(default=60, ge=0)
+
+    # Row-level security: application queries run as this role ('' to skip).
+    db_app_role: str = "mcp_memory_app"
+
     log_level: str = Field(default="INFO")
 
     @property

@@ -23,3 +23,7 @@ class PermissionDenied(MemoryServiceError):
 
 class Unavailable(MemoryServiceError):
     """The database is not reachable (yet); the call changed nothing."""
+
+
+class RateLimited(MemoryServiceError):
+    """Too many calls of one kind in the current window; the call changed nothing."""

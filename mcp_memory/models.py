@@ -30,6 +30,7 @@ class Principal(BaseModel):
     permissions: frozenset[str] = ALL_PERMISSIONS
     actor: str = Field(description="Name recorded in history, e.g. 'local:alice' or 'key:ci-bot'.")
     client: str | None = Field(default=None, description="The MCP client's name, for history.")
+    rate_limited: bool = Field(default=False, description="Remote callers are; the local owner is not.")
 
     def can(self, permission: str) -> bool:
         return permission in self.permissions

@@ -35,7 +35,7 @@ from .models import (
     UpdateResult,
     WriteResult,
 )
-from .repository import MemoryRepository
+from .repository import MemoryRepository, rate_limits
 from .repository.forget_tokens import ForgetTokenRepository
 from .search import search as hybrid_search
 
@@ -119,6 +119,13 @@ class MemoryService:
         if not p.can(permission):
             raise PermissionDenied(f"this session's credential lacks the '{permission}' permission")
 
+    async def _limit(self, p: Principal, action: str) -> None:
+        """Rate limits bind remote principals; the local owner is trusted."""
+        per_minute = {"write": self.settings.write_rate_per_minute,
+                      "forget": self.settings.forget_rate_per_minute}[action]
+        if p.rate_limited and per_minute > 0:
+            await rate_limits.take(self.repo, p, action, per_minute)
+
     @staticmethod
     def _may_override_pin(p: Principal, force: bool) -> bool:
         if force and not p.can("admin"):
@@ -154,6 +161,7 @@ class MemoryService:
         self._require(p, "write")
         content = self._content(content)
         agent_id, project_id = self.write_scope(p, scope)
+        await self._limit(p, "write")
         new = NewMemory(
             agent_id=agent_id, project_id=project_id, kind=kind, title=self._title(title), content=content,
             content_hash=content_hash(content), tags=self._tags(tags), metadata=self._metadata(metadata),
@@ -233,6 +241,7 @@ class MemoryService:
             changes["occurred_at"] = as_utc(occurred_at)
         if not changes:
             raise InvalidInput("nothing to update: pass at least one field to change")
+        await self._limit(p, "write")
         memory, changed = await self.repo.update(
             p, memory_id, changes, reason=reason, if_version=if_version,
             may_override_pin=self._may_override_pin(p, force), request_id=request_id)
@@ -242,6 +251,7 @@ class MemoryService:
                      request_id: str | None = None) -> ForgetResult:
         """Forget these ids now (softly), all or none."""
         self._require(p, "forget")
+        await self._limit(p, "forget")
         gone = await self.repo.soft_delete(p, list(dict.fromkeys(ids)), reason=reason,
                                            may_override_pin=self._may_override_pin(p, force),
                                            request_id=request_id)
@@ -301,6 +311,7 @@ class MemoryService:
                              reason: str | None = None, request_id: str | None = None) -> ForgetResult:
         """Forget exactly the previewed memories (or a subset), consuming the token."""
         self._require(p, "forget")
+        await self._limit(p, "forget")
         gone = await self.tokens.execute(p, token_hash(token.strip()), ids, reason=reason,
                                          may_override_pin=p.can("admin"), request_id=request_id)
         return self._forgotten(gone)
@@ -319,6 +330,7 @@ class MemoryService:
     async def restore(self, p: Principal, ids: list[UUID], *, reason: str | None = None,
                       request_id: str | None = None) -> RestoreResult:
         self._require(p, "write")
+        await self._limit(p, "write")
         ids = list(dict.fromkeys(ids))
         return RestoreResult(restored=await self.repo.restore(p, ids, reason=reason, request_id=request_id))
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from mcp_memory.cli import main
+from mcp_memory.db.migrate import available_migrations
 
 CLI = str(Path(sys.executable).with_name("mcp-memory"))
 
@@ -60,7 +61,8 @@ def test_migrate_and_doctor_on_embedded(tmp_path: Path) -> None:
     doctor = run("doctor", env=env)
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
     assert "[ok  ] extension vector" in doctor.stdout and "to apply" in doctor.stdout
-    assert run("migrate", env=env).stdout.strip() == "applied: 001_init.sql, 002_lifecycle.sql"
+    names = ", ".join(m.name for m in available_migrations())
+    assert run("migrate", env=env).stdout.strip() == f"applied: {names}"
     assert run("migrate", env=env).stdout.strip() == "schema is up to date"
     assert "[ok  ] schema: up to date" in run("doctor", env=env).stdout
 
@@ -76,7 +78,8 @@ def test_bad_arguments_exit_nonzero(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["search", "x", "--limit", "500"])
     assert exit_info.value.code == 2
-    assert main(["serve", "--transport", "http"]) == 2
+    assert main(["serve", "--transport", "http", "--no-auth", "--host", "0.0.0.0"]) == 2
+    assert "loopback addresses only" in capsys.readouterr().err
 
 
 def test_import_export_purge_commands(cli_env: dict[str, str], tmp_path: Path) -> None:

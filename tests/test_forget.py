@@ -79,7 +79,7 @@ async def test_token_misuse_is_refused_and_changes_nothing(service: MemoryServic
         await service.forget_execute(alice, fresh.token, ids=[ids[2]])
 
     expiring = await service.forget_preview(alice, query="standup notes")
-    async with database.pool.acquire() as conn:
+    async with database.admin.acquire() as conn:
         await conn.execute("UPDATE forget_tokens SET expires_at = now() - interval '1 second'")
     with pytest.raises(Conflict, match="expired"):
         await service.forget_execute(alice, expiring.token)

@@ -75,7 +75,7 @@ def tree(tmp_path: Path) -> Path:
 
 async def test_import_tree_twice_adds_nothing(service: MemoryService, database: Database, alice: Principal,
                                               tree: Path) -> None:
-    maintenance = MaintenanceRepository(database.pool)
+    maintenance = MaintenanceRepository(database.admin)
     first = await import_paths(service, maintenance, alice, [tree], progress=False)
     assert (first.files, first.created, first.unchanged) == (3, 10, 0)
     second = await import_paths(service, maintenance, alice, [tree], progress=False)
@@ -100,20 +100,20 @@ async def test_export_import_round_trip(service: MemoryService, database: Databa
     await service.write(alice, "Agent scoped", scope="agent_project")
 
     out = io.StringIO()
-    assert await export_user(MaintenanceRepository(database.pool), alice.user_id, out) == 3
+    assert await export_user(MaintenanceRepository(database.admin), alice.user_id, out) == 3
     dump = tmp_path / "export.jsonl"
     dump.write_text(out.getvalue())
 
     empty = await open_database(settings.model_copy(update={"database_url": await make_db()}))
     try:
         target = MemoryService(MemoryRepository(empty.pool), settings)
-        maintenance = MaintenanceRepository(empty.pool)
+        maintenance = MaintenanceRepository(empty.admin)
         report = await import_paths(target, maintenance, alice, [dump], progress=False)
         assert report.created == 3
         assert (await import_paths(target, maintenance, alice, [dump], progress=False)).created == 0
 
         async def snapshot(db: Database) -> tuple[list, list]:
-            async with db.pool.acquire() as conn:
+            async with db.admin.acquire() as conn:
                 memories = [dict(r) for r in await conn.fetch(
                     "SELECT id, user_id, agent_id, project_id, kind, content, content_hash, tags, version, "
                     "created_at, updated_at, deleted_at, deleted_reason, fts FROM memories ORDER BY id")]

@@ -17,7 +17,7 @@ from .conftest import principal
 
 
 async def table_counts(db: Database) -> tuple[int, int]:
-    async with db.pool.acquire() as conn:
+    async with db.admin.acquire() as conn:
         return (await conn.fetchval("SELECT count(*) FROM memories"),
                 await conn.fetchval("SELECT count(*) FROM memory_history"))
 
@@ -252,7 +252,7 @@ async def test_filters(service: MemoryService, alice: Principal) -> None:
 
 async def test_history_is_append_only(service: MemoryService, alice: Principal, database: Database) -> None:
     await service.write(alice, "audited")
-    async with database.pool.acquire() as conn:
+    async with database.admin.acquire() as conn:
         with pytest.raises(Exception, match="append-only"):
             await conn.execute("UPDATE memory_history SET actor = 'mallory'")
 
@@ -289,3 +289,22 @@ async def test_supersedes_unknown_id_writes_nothing(service: MemoryService, alic
     with pytest.raises(NotFound, match="nothing was written"):
         await service.write(alice, "successor", supersedes=[uuid4()])
     assert await table_counts(database) == (0, 0)
+
+
+async def test_rate_limits_bind_remote_principals(service: MemoryService, alice: Principal,
+                                                  database: Database) -> None:
+    from mcp_memory.errors import RateLimited
+
+    service.settings = service.settings.model_copy(update={"write_rate_per_minute": 3, "forget_rate_per_minute": 1})
+    remote = alice.model_copy(update={"rate_limited": True})
+    written = [(await service.write(remote, f"remote {i}")).memory.id for i in range(3)]
+    with pytest.raises(RateLimited, match=r"at most 3 writes per minute for this credential; retry in \d+ s"):
+        await service.write(remote, "one too many")
+    await service.forget(remote, [written[0]])
+    with pytest.raises(RateLimited, match="forgets"):
+        await service.forget(remote, [written[1]])
+    assert {m.id for m in (await service.list(alice)).memories} == set(written[1:])
+    for i in range(5):  # the local owner is not limited
+        await service.write(alice, f"local {i}")
+    other = principal("bob").model_copy(update={"rate_limited": True})  # limits are per principal
+    await service.write(other, "bob is not alice")

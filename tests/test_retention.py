@@ -12,7 +12,7 @@ from mcp_memory.service import MemoryService
 
 
 async def rows(db: Database, sql: str) -> int:
-    async with db.pool.acquire() as conn:
+    async with db.admin.acquire() as conn:
         return await conn.fetchval(sql)
 
 
@@ -23,16 +23,16 @@ async def test_tombstones_go_only_after_the_window(service: MemoryService, alice
     await service.forget(alice, [gone.id])
     now = datetime.now(UTC)
 
-    early = await sweep(database.pool, settings, now=now + timedelta(days=29))
+    early = await sweep(database.admin, settings, now=now + timedelta(days=29))
     assert early.tombstones == 0
     assert (await service.restore(alice, [gone.id])).restored  # still restorable on day 29
     await service.forget(alice, [gone.id])
 
-    dry = await sweep(database.pool, settings, now=now + timedelta(days=31), dry_run=True)
+    dry = await sweep(database.admin, settings, now=now + timedelta(days=31), dry_run=True)
     assert dry.tombstones == 1 and dry.dry_run
     assert await rows(database, "SELECT count(*) FROM memories") == 2
 
-    report = await sweep(database.pool, settings, now=now + timedelta(days=31))
+    report = await sweep(database.admin, settings, now=now + timedelta(days=31))
     assert report.tombstones == 1 and not report.dry_run
     assert await rows(database, "SELECT count(*) FROM memories") == 1
     assert (await service.get_one(alice, kept.id)).content == "keep me"
@@ -45,9 +45,9 @@ async def test_history_tokens_and_keys_expire(service: MemoryService, alice: Pri
     await service.write(alice, "tokened", idempotency_key="k1")
     await service.forget_preview(alice, query="tokened")
     now = datetime.now(UTC)
-    soon = await sweep(database.pool, settings, now=now)
+    soon = await sweep(database.admin, settings, now=now)
     assert (soon.history, soon.forget_tokens, soon.idempotency_keys) == (0, 0, 0)
-    later = await sweep(database.pool, settings, now=now + timedelta(days=181))
+    later = await sweep(database.admin, settings, now=now + timedelta(days=181))
     assert later.history == 1 and later.forget_tokens == 1 and later.idempotency_keys == 1
     assert await rows(database, "SELECT count(*) FROM memories") == 1  # live memories are never purged
 
@@ -59,10 +59,10 @@ async def test_stale_purge_is_off_by_default_and_soft(service: MemoryService, al
     pinned = (await service.write(alice, "pinned, never read", pinned=True)).memory
     await service.get(alice, [read.id])
     future = datetime.now(UTC) + timedelta(days=400)
-    assert (await sweep(database.pool, settings, now=future)).stale_forgotten == 0
+    assert (await sweep(database.admin, settings, now=future)).stale_forgotten == 0
 
     stale = settings.model_copy(update={"stale_after_days": 365})
-    report = await sweep(database.pool, stale, now=future)
+    report = await sweep(database.admin, stale, now=future)
     assert report.stale_forgotten == 1
     live = {m.id for m in (await service.list(alice)).memories}
     assert live == {read.id, pinned.id}

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -90,6 +91,9 @@ def test_stdout_carries_only_protocol(tmp_path: Path) -> None:
     env = {**os.environ, **server_params(tmp_path).env, "MCP_MEMORY_LOG_LEVEL": "DEBUG"}
     proc = subprocess.Popen([SERVE, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
+    logs: list[str] = []
+    reader = threading.Thread(target=lambda: logs.extend(proc.stderr), daemon=True)
+    reader.start()
     try:
         started = time.perf_counter()
         init = _rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -102,11 +106,15 @@ def test_stdout_carries_only_protocol(tmp_path: Path) -> None:
             "name": "memory_write", "arguments": {"content": "raw protocol write", "scope": "agent"}}})
         assert reply["result"]["isError"] is False
         assert reply["result"]["structuredContent"]["memory"]["scope"]["agent_id"] == "raw-test"
+        deadline = time.monotonic() + 20  # the start-up retention sweep runs in the background
+        while not any("retention:" in line for line in logs) and time.monotonic() < deadline:
+            time.sleep(0.05)
     finally:
         proc.stdin.close()
         proc.wait(timeout=20)
+    reader.join(timeout=5)
     assert proc.returncode == 0
     assert proc.stdout.read() == ""
-    logs = proc.stderr.read()
-    assert "database ready" in logs  # logs went to stderr
-    assert "retention: 0 stale forgotten, 0 tombstones purged" in logs  # the sweep runs at start
+    text = "".join(logs)
+    assert "database ready" in text  # logs went to stderr
+    assert "retention: 0 stale forgotten, 0 tombstones purged" in text  # the sweep runs at start

@@ -23,13 +23,19 @@ EMBEDDED_DATABASE = "mcp_memory"
 
 @dataclass
 class Database:
+    """`pool` runs as the row-level-security application role (when the deployment has it);
+    `admin` runs as the connecting owner, for cross-user maintenance only."""
+
     pool: asyncpg.Pool
+    admin: asyncpg.Pool
     dsn: str
     embedded: EmbeddedPostgres | None = None
     applied: list[str] = field(default_factory=list)
+    app_role: str | None = None
 
     async def close(self) -> None:
         await self.pool.close()
+        await self.admin.close()
         if self.embedded is not None:
             await anyio.to_thread.run_sync(self.embedded.stop)
 
@@ -81,21 +87,35 @@ async def locate(settings: Settings) -> tuple[str, EmbeddedPostgres | None]:
 async def open_database(settings: Settings) -> Database:
     """Connect (starting the embedded server when no URL is set), migrate, and open the pool."""
     dsn, embedded = await locate(settings)
+    pools: list[asyncpg.Pool] = []
     try:
         conn = await asyncpg.connect(dsn)
         try:
             applied = await migrate(conn)
+            role = await _usable_role(conn, settings.db_app_role)
         finally:
             await conn.close()
         # register_vector needs the extension, which the first migration creates.
-        pool = await asyncpg.create_pool(
-            dsn,
-            min_size=settings.pool_min_size,
-            max_size=settings.pool_max_size,
-            init=_init_connection,
-        )
+        pools.append(await asyncpg.create_pool(
+            dsn, min_size=settings.pool_min_size, max_size=settings.pool_max_size, init=_init_connection,
+            server_settings={"role": role} if role else None))
+        pools.append(await asyncpg.create_pool(dsn, min_size=0, max_size=2, init=_init_connection))
     except BaseException:
+        for pool in pools:
+            await pool.close()
         if embedded is not None:
             await anyio.to_thread.run_sync(embedded.stop)
         raise
-    return Database(pool=pool, dsn=dsn, embedded=embedded, applied=applied)
+    return Database(pool=pools[0], admin=pools[1], dsn=dsn, embedded=embedded, applied=applied, app_role=role)
+
+
+async def _usable_role(conn: asyncpg.Connection, role: str) -> str | None:
+    if not role:
+        return None
+    usable = await conn.fetchval(
+        "SELECT pg_has_role(current_user, oid, 'MEMBER') FROM pg_roles WHERE rolname = $1", role)
+    if not usable:
+        log.warning("role %s is missing or not granted to %s: row-level security is not enforced for this "
+                    "server (see the README, 'External PostgreSQL')", role, await conn.fetchval("SELECT current_user"))
+        return None
+    return role

@@ -47,6 +47,8 @@ async def diagnose(settings: Settings) -> list[Check]:
                 "up to date" if not pending else f"{len(pending)} migration(s) to apply "
                 f"({', '.join(m.name for m in pending)}): the server applies them on start, "
                 "or run `mcp-memory migrate`"))
+            if not pending:
+                checks.append(await _row_level_security(conn, settings.db_app_role))
         finally:
             await conn.close()
     except OSError as exc:
@@ -62,6 +64,18 @@ async def diagnose(settings: Settings) -> list[Check]:
     checks.append(Check("embeddings", True,
                         "no embedding provider configured: search ranks by full text and trigram"))
     return checks
+
+
+async def _row_level_security(conn: asyncpg.Connection, role: str) -> Check:
+    if not role:
+        return Check("row-level security", False, "off (MCP_MEMORY_DB_APP_ROLE is empty)",
+                     "unset MCP_MEMORY_DB_APP_ROLE to run queries as mcp_memory_app")
+    usable = await conn.fetchval(
+        "SELECT pg_has_role(current_user, oid, 'MEMBER') FROM pg_roles WHERE rolname = $1", role)
+    if usable:
+        return Check("row-level security", True, f"active: queries run as {role}")
+    return Check("row-level security", False, f"role {role} is missing or not granted to the connecting user",
+                 "let the owner create roles (ALTER ROLE <owner> CREATEROLE) and run `mcp-memory migrate` again")
 
 
 async def _extensions(conn: asyncpg.Connection) -> list[Check]:

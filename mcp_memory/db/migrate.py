@@ -15,6 +15,8 @@ log = logging.getLogger(__name__)
 # Any fixed number: every process migrating the same database must agree on it.
 _LOCK_KEY = 0x6D63706D656D  # "mcpmem"
 _NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
+# Idempotent scripts applied after the numbered migrations on every run.
+REPEATABLE = ("rls.sql",)
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,9 @@ async def migrate(conn: asyncpg.Connection) -> list[str]:
                 )
             log.info("applied migration %s", migration.name)
             applied.append(migration.name)
+        for name in REPEATABLE:
+            async with conn.transaction():
+                await conn.execute(resources.files("mcp_memory.sql").joinpath(name).read_text(encoding="utf-8"))
         return applied
     finally:
         await conn.execute("SELECT pg_advisory_unlock($1)", _LOCK_KEY)

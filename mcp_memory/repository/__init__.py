@@ -1,7 +1,8 @@
 """The only package that writes SQL for tenant data (with search.py). Every query is filtered by
 the caller's scope; every mutation writes its history in the same transaction."""
 
+from . import rate_limits
 from .memories import TRACKED, MemoryRepository, to_memory
 from .sql import Sql, filtered, visible
 
-__all__ = ["TRACKED", "MemoryRepository", "Sql", "filtered", "to_memory", "visible"]
+__all__ = ["rate_limits", "TRACKED", "MemoryRepository", "Sql", "filtered", "to_memory", "visible"]

@@ -24,6 +24,9 @@ HISTORY_COLUMNS = ("memory_id", "event", "old", "new", "actor", "client", "reque
 
 
 class MaintenanceRepository:
+    """Takes the owner's pool (Database.admin): this work spans users, so row-level security
+    must not narrow it."""
+
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
 
@@ -46,9 +49,11 @@ class MaintenanceRepository:
                 ("history", "FROM memory_history WHERE created_at < $1"),
                 ("tokens", "FROM forget_tokens WHERE used_at IS NOT NULL OR expires_at < $1"),
                 ("idempotency", "FROM idempotency_keys WHERE created_at < $1"),
+                ("rate_limits", "FROM rate_limits WHERE window_start < $1"),
             ):
                 cutoff = {"history": now - timedelta(days=history_days), "tokens": now,
-                          "idempotency": now - timedelta(days=idempotency_days)}[name]
+                          "idempotency": now - timedelta(days=idempotency_days),
+                          "rate_limits": now - timedelta(hours=1)}[name]
                 if dry_run:
                     counts[name] = await conn.fetchval(f"SELECT count(*) {sql}", cutoff)
                 else:
@@ -97,7 +102,6 @@ class MaintenanceRepository:
         """Every memory of the user (all agents and projects) with its history, oldest first."""
         where = "user_id = $1" + ("" if include_forgotten else " AND deleted_at IS NULL")
         async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
-            await conn.execute("SELECT set_config('mcp_memory.user_id', $1, true)", user_id)
             history: dict[UUID, list[dict[str, Any]]] = {}
             for h in await conn.fetch(
                     f"""SELECT {", ".join(HISTORY_COLUMNS)} FROM memory_history
@@ -118,7 +122,6 @@ class MaintenanceRepository:
         placeholders = ", ".join(f"${i}" for i in range(1, len(cols) + 1))
         inserted = 0
         async with self.pool.acquire() as conn, conn.transaction():
-            await conn.execute("SELECT set_config('mcp_memory.user_id', $1, true)", user_id)
             for record in records:
                 memory = record["memory"]
                 new_id = await conn.fetchval(

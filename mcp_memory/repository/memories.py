@@ -90,7 +90,8 @@ class MemoryRepository:
         """One short transaction tagged with the caller's user (row-level security keys on it);
         `gucs` are further transaction-local settings, set in the same round trip."""
         q = Sql()
-        sets = [f"set_config('mcp_memory.user_id', {q.arg(p.user_id)}, true)"]
+        sets = [f"set_config('mcp_memory.{name}', {q.arg(value or '')}, true)"
+                for name, value in (("user_id", p.user_id), ("agent_id", p.agent_id), ("project_id", p.project_id))]
         sets += [f"set_config({q.arg(name.replace('__', '.'))}, {q.arg(value)}, true)"
                  for name, value in gucs.items()]
         async with self.pool.acquire() as conn, conn.transaction():

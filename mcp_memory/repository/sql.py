@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ..models import MemoryFilter, Principal
@@ -18,8 +19,15 @@ class Sql:
         return f"${len(self.args)}"
 
 
+# Test switch: with it set, queries carry no scope filter of their own, to prove that
+# row-level security alone keeps users, agents and projects apart. Never set it in production.
+SCOPE_FILTER = os.environ.get("MCP_MEMORY_TEST_WITHOUT_SCOPE_FILTER") != "1"
+
+
 def visible(q: Sql, p: Principal, alias: str = "m") -> str:
     """The scope rule of DESIGN.md: NULL agent / project means shared with the whole user."""
+    if not SCOPE_FILTER:
+        return "TRUE"
     a = alias
     return (f"{a}.user_id = {q.arg(p.user_id)}"
             f" AND ({a}.agent_id IS NULL OR {a}.agent_id = {q.arg(p.agent_id)})"

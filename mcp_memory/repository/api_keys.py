@@ -1,0 +1,64 @@
+"""API keys: created, listed and revoked by the operator (owner pool); looked up per request
+under the key's own user (application pool, row-level security)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from uuid import UUID
+
+import asyncpg
+from pydantic import BaseModel
+
+from ..errors import NotFound
+
+
+class ApiKeyInfo(BaseModel):
+    id: UUID
+    user_id: str
+    name: str
+    agents: list[str] | None
+    projects: list[str] | None
+    permissions: list[str]
+    created_at: datetime
+    expires_at: datetime | None
+    last_used_at: datetime | None
+    revoked_at: datetime | None
+
+
+class ApiKeyRepository:
+    def __init__(self, admin: asyncpg.Pool, app: asyncpg.Pool | None = None) -> None:
+        self.admin = admin
+        self.app = app or admin
+
+    async def create(self, user_id: str, name: str, key_hash: str, *, agents: list[str] | None,
+                     projects: list[str] | None, permissions: list[str], expires_at: datetime | None) -> ApiKeyInfo:
+        row = await self.admin.fetchrow(
+            """INSERT INTO api_keys (user_id, name, key_hash, agents, projects, permissions, expires_at)
+               VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *""",
+            user_id, name, key_hash, agents, projects, permissions, expires_at)
+        return ApiKeyInfo(**{k: row[k] for k in ApiKeyInfo.model_fields})
+
+    async def list(self, user_id: str | None = None) -> list[ApiKeyInfo]:
+        rows = await self.admin.fetch(
+            "SELECT * FROM api_keys WHERE $1::text IS NULL OR user_id = $1 ORDER BY user_id, created_at", user_id)
+        return [ApiKeyInfo(**{k: r[k] for k in ApiKeyInfo.model_fields}) for r in rows]
+
+    async def revoke(self, key_id: UUID) -> ApiKeyInfo:
+        row = await self.admin.fetchrow(
+            "UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING *", key_id)
+        if row is None:
+            raise NotFound(f"no API key {key_id}")
+        return ApiKeyInfo(**{k: row[k] for k in ApiKeyInfo.model_fields})
+
+    async def lookup(self, user_id: str, key_hash: str) -> ApiKeyInfo | None:
+        """The live key with this hash, recording its use (at most once a minute)."""
+        async with self.app.acquire() as conn, conn.transaction():
+            await conn.execute("SELECT set_config('mcp_memory.user_id', $1, true)", user_id)
+            row = await conn.fetchrow(
+                """UPDATE api_keys SET last_used_at = CASE
+                       WHEN last_used_at IS NULL OR last_used_at < now() - interval '1 minute' THEN now()
+                       ELSE last_used_at END
+                   WHERE user_id = $1 AND key_hash = $2 AND revoked_at IS NULL
+                     AND (expires_at IS NULL OR expires_at > now())
+                   RETURNING *""", user_id, key_hash)
+        return ApiKeyInfo(**{k: row[k] for k in ApiKeyInfo.model_fields}) if row else None

@@ -1,0 +1,159 @@
+"""Remote transports: streamable HTTP (/mcp) and SSE (/sse, /messages/) in one app, bearer
+authentication (API keys and OAuth JWTs), DNS-rebinding protection, a health endpoint, and
+graceful shutdown."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Literal
+from urllib.parse import urlparse
+
+import anyio
+import uvicorn
+from mcp.server.auth.provider import AccessToken, TokenVerifier
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute
+
+from .. import __version__
+from ..auth import Credential, JwtVerifier, parse_api_key
+from ..config import Settings
+from ..errors import MemoryServiceError
+from ..repository.api_keys import ApiKeyRepository
+from .app import build_server
+from .state import StateHolder
+
+log = logging.getLogger(__name__)
+
+Transport = Literal["http", "sse"]
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def public_url(settings: Settings) -> str:
+    if settings.public_url:
+        return settings.public_url.rstrip("/")
+    host = settings.host if settings.host not in ("0.0.0.0", "::") else "127.0.0.1"
+    return f"http://{host}:{settings.port}"
+
+
+class MemoryTokenVerifier(TokenVerifier):
+    """Bearer credentials: our API keys (looked up by hash under their user) or, when
+    configured, OAuth JWTs. Anything else is refused (401)."""
+
+    def __init__(self, holder: StateHolder, settings: Settings) -> None:
+        self.holder = holder
+        self.jwt = JwtVerifier(settings)
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        credential = await self._credential(token)
+        if credential is None:
+            return None
+        return AccessToken(token=token, client_id=credential.client_id, scopes=sorted(credential.permissions),
+                           subject=credential.user_id, claims={"mcp_memory": credential.model_dump(mode="json")})
+
+    async def _credential(self, token: str) -> Credential | None:
+        parsed = parse_api_key(token)
+        if parsed is not None:
+            state = self.holder.current
+            if state is None:
+                return None
+            try:
+                await state.service()
+            except MemoryServiceError:
+                return None
+            assert state.db is not None
+            key = await ApiKeyRepository(state.db.admin, state.db.pool).lookup(*parsed)
+            if key is None:
+                return None
+            return Credential(user_id=key.user_id, agents=tuple(key.agents) if key.agents is not None else None,
+                              projects=tuple(key.projects) if key.projects is not None else None,
+                              permissions=frozenset(key.permissions), actor=f"key:{key.name}",
+                              client_id=f"key:{key.id}")
+        if self.jwt.enabled:
+            # A JWKS fetch is blocking I/O: keep it off the event loop.
+            return await anyio.to_thread.run_sync(self.jwt.verify, token)
+        return None
+
+
+def _transport_security(settings: Settings) -> TransportSecuritySettings:
+    hosts = ["127.0.0.1", "localhost", "[::1]", *settings.allowed_hosts]
+    public = urlparse(public_url(settings)).hostname
+    if public:
+        hosts.append(public)
+    allowed_hosts = sorted({h for host in hosts for h in (host, f"{host}:*")})
+    origins = sorted({f"{scheme}://{h}" for scheme in ("http", "https") for h in allowed_hosts})
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=allowed_hosts,
+                                     allowed_origins=origins)
+
+
+def build_http_app(settings: Settings, transports: tuple[Transport, ...] = ("http", "sse")) -> Starlette:
+    if settings.no_auth and not is_loopback(settings.host):
+        raise ValueError(f"refusing to serve without authentication on {settings.host}: "
+                         "--no-auth is for loopback addresses only")
+    holder = StateHolder(settings, authenticated=not settings.no_auth)
+    auth = verifier = None
+    if not settings.no_auth:
+        base = public_url(settings)
+        # Strings, not AnyHttpUrl: the settings keep a path-less issuer exactly as given, and
+        # OAuth clients compare issuers as exact strings.
+        auth = AuthSettings.model_validate({"issuer_url": settings.jwt_issuer or base,
+                                            "resource_server_url": f"{base}/mcp", "validate_token_resource": False})
+        verifier = MemoryTokenVerifier(holder, settings)
+    server = build_server(settings, holder=holder, token_verifier=verifier, auth=auth)
+
+    @server.custom_route("/health", methods=["GET"])
+    async def health(_: Request) -> JSONResponse:
+        state = holder.current
+        database = "starting"
+        if state is not None and state.db is not None:
+            try:
+                await state.db.pool.fetchval("SELECT 1")
+                database = "ok"
+            except Exception as exc:  # the point of a health check is to say so
+                database = f"error: {exc}"
+        status = 200 if database == "ok" else 503
+        return JSONResponse({"status": "ok" if status == 200 else "unavailable", "database": database,
+                             "version": __version__, "auth": not settings.no_auth}, status_code=status)
+
+    security = _transport_security(settings)
+    streamable = server.streamable_http_app(streamable_http_path="/mcp", transport_security=security,
+                                            host=settings.host)
+    routes: list[BaseRoute] = [r for r in streamable.routes if "http" in transports or
+                               getattr(r, "path", "") != "/mcp"]
+    if "sse" in transports:
+        sse = server.sse_app(transport_security=security, host=settings.host)
+        taken = {getattr(r, "path", None) for r in routes}
+        routes += [r for r in sse.routes if getattr(r, "path", None) not in taken]
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        # Hold the state for the app's whole life, so SSE connections (each of which enters
+        # the MCP lifespan) share one pool instead of opening their own.
+        async with holder.hold(), server.session_manager.run():
+            yield
+
+    return Starlette(routes=routes, middleware=streamable.user_middleware, lifespan=lifespan)
+
+
+def serve_http(settings: Settings, transports: tuple[Transport, ...]) -> None:
+    app = build_http_app(settings, transports)
+    endpoints = ", ".join(e for t, e in (("http", "/mcp (streamable HTTP)"), ("sse", "/sse (SSE)")) if t in transports)
+    log.info("serving %s on %s%s", endpoints, public_url(settings),
+             " WITHOUT authentication" if settings.no_auth else "")
+    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
+                            timeout_graceful_shutdown=int(settings.graceful_shutdown_s), lifespan="on")
+    uvicorn.Server(config).run()

@@ -1,0 +1,144 @@
+"""Server state: the database, opened in the background so the MCP handshake never waits for
+Postgres or migrations, and who each session is."""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import anyio
+import anyio.abc
+from mcp.server.auth.middleware.auth_context import get_access_token
+
+from .. import retention
+from ..auth import Credential, local_principal, remote_principal
+from ..config import Settings
+from ..db import Database, open_database
+from ..errors import PermissionDenied, Unavailable
+from ..models import Principal
+from ..repository import MemoryRepository
+from ..service import MemoryService
+
+log = logging.getLogger(__name__)
+
+AGENT_HEADER = "x-mcp-memory-agent"
+PROJECT_HEADER = "x-mcp-memory-project"
+
+
+class AppState:
+    """What the lifespan holds: the database opens in the background so the MCP handshake
+    never waits for Postgres to start or for migrations to run."""
+
+    def __init__(self, settings: Settings, *, authenticated: bool = False) -> None:
+        self.settings = settings
+        self.authenticated = authenticated
+        self.db: Database | None = None
+        self._service: MemoryService | None = None
+        self._error: BaseException | None = None
+        self._ready = anyio.Event()
+        self._principals: weakref.WeakKeyDictionary[Any, Principal] = weakref.WeakKeyDictionary()
+
+    async def open(self, tg: anyio.abc.TaskGroup | None = None) -> None:
+        try:
+            self.db = await open_database(self.settings)
+            self._service = MemoryService(MemoryRepository(self.db.pool), self.settings)
+            log.info("database ready%s", f" (applied {', '.join(self.db.applied)})" if self.db.applied else "")
+            if tg is not None:
+                tg.start_soon(retention.run_forever, self.db.admin, self.settings)
+        except Exception as exc:  # reported to every call until fixed; the server stays up
+            log.exception("database unavailable")
+            self._error = exc
+        finally:
+            self._ready.set()
+
+    async def close(self) -> None:
+        if self.db is not None:
+            await self.db.close()
+
+    async def service(self) -> MemoryService:
+        with anyio.move_on_after(self.settings.db_start_timeout_s):
+            await self._ready.wait()
+        if self._service is None:
+            why = f": {self._error}" if self._error else " yet"
+            raise Unavailable(f"the memory database is not available{why}. Run `mcp-memory doctor` for the fix.")
+        return self._service
+
+    async def principal(self, session: Any, protocol_version: str | None,
+                        headers: Mapping[str, str] | None = None) -> Principal:
+        """Who is calling. Over authenticated HTTP: the verified credential, narrowed by the
+        request's agent / project headers. Otherwise the local identity, once per connection."""
+        params = getattr(session, "client_params", None)
+        client = params.client_info.name if params is not None and params.client_info else None
+        token = get_access_token()
+        if token is not None:
+            credential = Credential.model_validate(token.claims["mcp_memory"])
+            headers = headers or {}
+            return remote_principal(credential, agent=headers.get(AGENT_HEADER),
+                                    project=headers.get(PROJECT_HEADER), client_name=client)
+        if self.authenticated:
+            raise PermissionDenied("authentication required")
+        try:
+            cached = self._principals.get(session)
+        except TypeError:
+            cached = None
+        if cached is not None:
+            return cached
+        roots = await _client_roots(session, protocol_version) if self.settings.project is None else []
+        principal = local_principal(self.settings, client_name=client, roots=roots)
+        try:
+            self._principals[session] = principal
+        except TypeError:
+            pass
+        return principal
+
+
+async def _client_roots(session: Any, protocol_version: str | None) -> list[Path]:
+    """The client's workspace folders (legacy-era clients that declare `roots`), best effort."""
+    caps = getattr(session, "client_capabilities", None)
+    if caps is None or caps.roots is None or (protocol_version or "") >= "2026":
+        return []
+    with anyio.move_on_after(2):
+        try:
+            result = await session.list_roots()
+        except Exception:
+            log.info("client declared roots but list_roots failed", exc_info=True)
+            return []
+        return [Path(unquote(urlparse(str(r.uri)).path)) for r in result.roots if str(r.uri).startswith("file:")]
+    return []
+
+
+
+
+class StateHolder:
+    """One AppState per server process. The MCP lifespan can be entered many times (once per
+    SSE connection, once by the streamable-HTTP manager); only the first entry, or an outer
+    `hold()` around the whole HTTP app, opens the database; the rest share it."""
+
+    def __init__(self, settings: Settings, *, authenticated: bool = False) -> None:
+        self.settings = settings
+        self.authenticated = authenticated
+        self.current: AppState | None = None
+
+    @asynccontextmanager
+    async def hold(self) -> AsyncIterator[AppState]:
+        if self.current is not None:
+            yield self.current
+            return
+        state = AppState(self.settings, authenticated=self.authenticated)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(state.open, tg)
+                self.current = state
+                try:
+                    yield state
+                finally:
+                    self.current = None
+                    tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await state.close()

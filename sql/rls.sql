@@ -1,0 +1,53 @@
+-- Applied after the numbered migrations on every `migrate`, so a deployment that gains
+-- CREATEROLE later gets row-level security by running `mcp-memory migrate` again. It changes
+-- only what is missing: no table lock is taken when everything is in place.
+-- Row-level security. Application connections run as mcp_memory_app, which sees only the rows
+-- of the transaction's user (and of its agent / project, for memories), so a query that forgot
+-- its filter still returns nothing of anyone else. The migrating owner keeps full access for
+-- cross-user maintenance (retention, export, key administration).
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'mcp_memory_app') THEN
+        CREATE ROLE mcp_memory_app NOLOGIN;
+    END IF;
+    EXECUTE format('GRANT mcp_memory_app TO %I', current_user);
+EXCEPTION WHEN insufficient_privilege THEN
+    RAISE NOTICE 'cannot create role mcp_memory_app (needs CREATEROLE); row-level security is not active';
+END $$;
+
+CREATE OR REPLACE FUNCTION mcp_memory_setting(name text) RETURNS text LANGUAGE sql STABLE AS $$
+    SELECT nullif(current_setting('mcp_memory.' || name, true), '')
+$$;
+
+DO $$
+DECLARE
+    t text;
+    tenant_rule text;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'mcp_memory_app') THEN
+        RETURN;
+    END IF;
+    GRANT USAGE ON SCHEMA public TO mcp_memory_app;
+    GRANT SELECT ON meta, schema_migrations TO mcp_memory_app;
+    GRANT EXECUTE ON FUNCTION mcp_memory_setting(text) TO mcp_memory_app;
+    FOREACH t IN ARRAY ARRAY['memories', 'memory_history', 'forget_tokens', 'idempotency_keys', 'api_keys',
+                             'rate_limits'] LOOP
+        EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON %I TO mcp_memory_app', t);
+        IF NOT (SELECT relrowsecurity AND relforcerowsecurity FROM pg_class WHERE oid = t::regclass) THEN
+            EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
+            EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', t);
+        END IF;
+        IF NOT EXISTS (SELECT 1 FROM pg_policies WHERE tablename = t AND policyname = 'owner_all') THEN
+            EXECUTE format('CREATE POLICY owner_all ON %I TO %I USING (true) WITH CHECK (true)', t, current_user);
+        END IF;
+        IF NOT EXISTS (SELECT 1 FROM pg_policies WHERE tablename = t AND policyname = 'tenant') THEN
+            tenant_rule := CASE WHEN t = 'memories' THEN
+                'user_id = mcp_memory_setting(''user_id'')'
+                ' AND (agent_id IS NULL OR agent_id = mcp_memory_setting(''agent_id''))'
+                ' AND (project_id IS NULL OR project_id = mcp_memory_setting(''project_id''))'
+            ELSE 'user_id = mcp_memory_setting(''user_id'')' END;
+            EXECUTE format('CREATE POLICY tenant ON %I TO mcp_memory_app USING (%s) WITH CHECK (%s)',
+                           t, tenant_rule, tenant_rule);
+        END IF;
+    END LOOP;
+END $$;

@@ -1,0 +1,64 @@
+"""Run `mcp-memory serve --transport http` as a real subprocess for tests."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+SERVE = str(Path(sys.executable).with_name("mcp-memory"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def http_server(db_url: str, *args: str, env: dict[str, str] | None = None,
+                port: int | None = None) -> Iterator[str]:
+    """Start a server on a free loopback port; yields its base URL once /health says ok."""
+    port = port or free_port()
+    proc = subprocess.Popen(
+        [SERVE, "serve", "--transport", "http", "--port", str(port), *args],
+        env={**os.environ, "MCP_MEMORY_DATABASE_URL": db_url, "MCP_MEMORY_LOG_LEVEL": "WARNING", **(env or {})},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"server exited: {proc.stderr.read()}")
+            try:
+                if httpx2.get(f"{base}/health", timeout=1).status_code == 200:
+                    break
+            except httpx2.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError("server did not become healthy")
+            time.sleep(0.1)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@asynccontextmanager
+async def http_client(base: str, key: str, mode: str = "legacy", **headers: str):
+    """An SDK client over streamable HTTP with a bearer credential and extra headers."""
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}", **headers}, timeout=30) as http:
+        async with Client(streamable_http_client(f"{base}/mcp", http_client=http), mode=mode) as client:
+            yield client

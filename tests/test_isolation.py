@@ -1,0 +1,167 @@
+"""The isolation suite, over real HTTP with real keys: users, agents and projects with
+overlapping content try every tool and resource on what they must not see, by id, by guessed
+id, by query and through resources, with injection and smuggling attempts in every string.
+They get 'not found', never 'forbidden'. It runs twice: with the repository's own scope filter,
+and with that filter switched off, so row-level security alone must hold the line."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from mcp_memory.db import Database
+from mcp_memory.models import MemoryFilter
+
+from .conftest import principal
+from .http_server import http_client, http_server
+from .test_http import make_key
+from .test_server import call
+
+NASTY = ["' OR 1=1 --", "x'); DELETE FROM memories; --", "alice", "%' OR user_id LIKE '%", "*",
+         "\\\\x00", "../../etc/passwd", "memory://memories/../", "${MCP_MEMORY_USER}", "🙂" * 3]
+
+
+async def tool(client: Client, name: str, args: dict) -> tuple[bool, str, dict | None]:
+    result = await client.call_tool(name, args)
+    return result.is_error, result.content[0].text if result.content else "", result.structured_content
+
+
+async def seed(base: str, key: str) -> dict[str, str]:
+    """alice's planner agent in project shop writes one memory at every level."""
+    ids = {}
+    async with http_client(base, key) as client:
+        for level in ("user", "project", "agent", "agent_project"):
+            w = await call(client, "memory_write", {"content": f"zebra secret at the {level} level",
+                                                    "scope": level, "tags": ["zebra"]})
+            ids[level] = w["memory"]["id"]
+        gone = await call(client, "memory_write", {"content": "zebra secret, forgotten", "scope": "agent_project"})
+        await call(client, "memory_forget", {"ids": [gone["memory"]["id"]]})
+        ids["forgotten"] = gone["memory"]["id"]
+    return ids
+
+
+async def assert_cannot_reach(client: Client, targets: list[str]) -> None:
+    leaked = set(targets)
+    hits = (await call(client, "memory_search", {"query": "zebra secret", "limit": 50}))["hits"]
+    assert not leaked & {h["id"] for h in hits}
+    listed = (await call(client, "memory_list", {"limit": 100}))["memories"]
+    assert not leaked & {m["id"] for m in listed}
+    page = json.loads((await client.read_resource("memory://memories")).contents[0].text)
+    assert not leaked & {m["id"] for m in page["memories"]}
+    uris = {r.uri for r in (await client.list_resources()).resources}
+    assert not {f"memory://memories/{t}" for t in leaked} & uris
+    preview = await call(client, "memory_forget", {"query": "zebra secret", "limit": 25})
+    assert not leaked & {c["id"] for c in preview["candidates"]}
+    by_tag = await call(client, "memory_forget", {"tags": ["zebra"], "limit": 25})
+    assert not leaked & {c["id"] for c in by_tag["candidates"]}
+
+    for target in [*targets, str(uuid.uuid4())]:  # the real ids, and a guessed one
+        attempts = [
+            ("memory_get", {"ids": [target]}),
+            ("memory_update", {"id": target, "content": "pwned"}),
+            ("memory_update", {"id": target, "pinned": True}),
+            ("memory_forget", {"ids": [target]}),
+            ("memory_restore", {"ids": [target]}),
+            ("memory_history", {"id": target}),
+            ("memory_write", {"content": f"successor {uuid.uuid4()}", "supersedes": [target]}),
+        ]
+        for name, args in attempts:
+            is_error, text, _ = await tool(client, name, args)
+            assert is_error, (name, target, text)
+            assert "no " in text and "memory" in text, (name, text)
+            assert "forbidden" not in text.lower() and "permission" not in text.lower(), (name, text)
+        preview = await call(client, "memory_forget", {"ids": [target], "mode": "preview"})
+        assert preview["candidates"] == [] and preview["token"] is None
+        with pytest.raises(MCPError, match="no memory"):
+            await client.read_resource(f"memory://memories/{target}")
+
+
+async def assert_strings_are_only_data(client: Client) -> None:
+    """Every string parameter takes hostile text without effect beyond its own session.
+    (Idempotency keys are per user, so each session salts its own.)"""
+    salt = uuid.uuid4().hex
+    for text in NASTY:
+        await tool(client, "memory_search", {"query": text, "tags": [text]})
+        await tool(client, "memory_list", {"tags": [text], "cursor": text})
+        await tool(client, "memory_forget", {"query": text})
+        await tool(client, "memory_forget", {"mode": "execute", "token": text})
+        w = await tool(client, "memory_write", {"content": text, "title": text, "tags": [text],
+                                                "metadata": {text: text}, "idempotency_key": text + salt})
+        assert not w[0], w[1]
+        await tool(client, "memory_update", {"id": w[2]["memory"]["id"], "title": text, "reason": text})
+        await tool(client, "memory_forget", {"ids": [w[2]["memory"]["id"]], "reason": text})
+        with pytest.raises(MCPError):
+            await client.read_resource(f"memory://memories/{text}")
+
+
+@pytest.mark.parametrize("scope_filter", ["repository filter + RLS", "RLS alone"])
+async def test_isolation(database: Database, db_url: str, scope_filter: str) -> None:
+    env = {"MCP_MEMORY_WRITE_RATE_PER_MINUTE": "0", "MCP_MEMORY_FORGET_RATE_PER_MINUTE": "0"}  # probes galore
+    if scope_filter == "RLS alone":
+        env["MCP_MEMORY_TEST_WITHOUT_SCOPE_FILTER"] = "1"
+    owner = await make_key(database, "alice", agents=["planner"], projects=["shop"], perms=("read", "write", "forget"))
+    keys = {
+        "bob, same agent and project names": await make_key(database, "bob", agents=["planner"], projects=["shop"]),
+        "alice's other agent": await make_key(database, "alice", agents=["coder"], projects=["shop"]),
+        "alice's other project": await make_key(database, "alice", agents=["planner"], projects=["blog"]),
+        "alice without agent or project grants": await make_key(database, "alice", agents=[], projects=[]),
+    }
+    with http_server(db_url, env=env) as base:
+        ids = await seed(base, owner)
+        forbidden = {
+            "bob, same agent and project names": list(ids.values()),
+            "alice's other agent": [ids["agent"], ids["agent_project"], ids["forgotten"]],
+            "alice's other project": [ids["project"], ids["agent_project"], ids["forgotten"]],
+            "alice without agent or project grants": [ids["project"], ids["agent"], ids["agent_project"],
+                                                      ids["forgotten"]],
+        }
+        visible = {
+            "bob, same agent and project names": set(),
+            "alice's other agent": {ids["user"], ids["project"]},
+            "alice's other project": {ids["user"], ids["agent"]},
+            "alice without agent or project grants": {ids["user"]},
+        }
+        for who, key in keys.items():
+            for mode in ("legacy", "auto"):
+                async with http_client(base, key, mode=mode) as client:
+                    hits = (await call(client, "memory_search", {"query": "zebra secret level", "limit": 50}))["hits"]
+                    assert {h["id"] for h in hits} == visible[who], who
+                    await assert_cannot_reach(client, forbidden[who])
+            async with http_client(base, key) as client:
+                await assert_strings_are_only_data(client)
+            # Asking for a namespace the key does not grant is refused outright.
+            async with http_client(base, key, **{"X-MCP-Memory-Agent": "planner' OR '1'='1",
+                                                 "X-MCP-Memory-Project": "shop"}) as client:
+                is_error, text, _ = await tool(client, "memory_list", {})
+                assert is_error and "may not act as" in text
+
+        async with http_client(base, owner) as client:  # the owner's memories are untouched
+            mine = {m["id"]: m for m in (await call(client, "memory_list", {"limit": 100}))["memories"]}
+            for level in ("user", "project", "agent", "agent_project"):
+                assert mine[ids[level]]["version"] == 1 and mine[ids[level]]["superseded_by"] is None
+                assert "pwned" not in mine[ids[level]]["content"]
+            history = await call(client, "memory_history", {"id": ids["forgotten"]})
+            assert [e["event"] for e in history["entries"]] == ["ADD", "DELETE"]
+
+
+# --- the same guarantee in process, at the service layer -------------------------------------------
+
+async def test_row_level_security_alone_at_the_service_layer(service, monkeypatch, database: Database) -> None:
+    from mcp_memory.repository import sql
+
+    alice, bob = principal("alice"), principal("bob")
+    mine = (await service.write(alice, "alice's diary entry")).memory
+    monkeypatch.setattr(sql, "SCOPE_FILTER", False)
+    assert (await service.search(bob, "diary entry")).hits == []
+    assert (await service.list(bob, MemoryFilter())).memories == []
+    assert (await service.stats(bob)).active == 0
+    assert [h.id for h in (await service.search(alice, "diary entry")).hits] == [mine.id]
+    async with database.pool.acquire() as conn:
+        assert await conn.fetchval("SELECT current_user") == "mcp_memory_app"
+        assert await conn.fetchval("SELECT count(*) FROM memories") == 0  # no user set: no rows
+    async with database.admin.acquire() as conn:
+        assert await conn.fetchval("SELECT count(*) FROM memories") == 1
