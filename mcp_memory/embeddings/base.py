@@ -1,0 +1,72 @@
+"""What every embedding provider offers, and the error callers fail open on.
+
+An :class:`Embedder` turns memory text into vectors for pgvector. Documents (memories) and queries
+go through different calls because some models embed them differently (e5's ``passage:`` /
+``query:`` prefixes, Voyage's ``input_type``). Vectors come back L2-normalised, so cosine
+similarity, inner product and Euclidean distance rank alike.
+
+Nothing here loads a model: local providers load on their first call, in a worker thread, so
+importing this package or constructing an embedder never delays the MCP handshake.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from mcp_memory.errors import Unavailable
+
+
+class EmbeddingError(Unavailable):
+    """The embedder could not produce vectors (model missing, service down, bad answer).
+
+    A subclass of :class:`~mcp_memory.errors.Unavailable`: a write stores the memory without an
+    embedding and a search falls back to full text and trigram, instead of failing the call.
+    """
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """A text embedding model.
+
+    ``model`` names the vectors' space (what the database records next to them); ``dimension``
+    is their length. A provider whose dimension is discovered from the service's first answer
+    (``openai-compatible`` or an unknown Voyage model, when none is configured) reports 0 until
+    then: :func:`resolve_dimension` asks it.
+    """
+
+    model: str
+    dimension: int
+
+    async def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """One unit vector per text, in order; batched internally."""
+        ...
+
+    async def embed_query(self, text: str) -> list[float]:
+        """The unit vector of a search query."""
+        ...
+
+
+async def resolve_dimension(embedder: Embedder) -> int:
+    """The embedder's dimension, embedding one probe query if it is not known yet."""
+    if embedder.dimension:
+        return embedder.dimension
+    vector = await embedder.embed_query("dimension probe")
+    return embedder.dimension or len(vector)
+
+
+def batched(items: Sequence[str], size: int) -> list[Sequence[str]]:
+    """Consecutive slices of at most ``size`` items."""
+    if size < 1:
+        raise ValueError("batch size must be at least 1")
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def normalize_rows(vectors: list[list[float]]) -> list[list[float]]:
+    """L2-normalise each vector (a zero vector stays zero)."""
+    out: list[list[float]] = []
+    for vector in vectors:
+        norm = math.sqrt(math.fsum(x * x for x in vector))
+        out.append([x / norm for x in vector] if norm > 0 else list(vector))
+    return out

