@@ -1,0 +1,230 @@
+"""Knowledge-update benchmark: does search put the newest version of a changed fact first?
+
+Loads bench/knowledge_update/dataset.jsonl (see generate.py there) through `MemoryService.write`
+into one scope: every version and distractor is a memory with its `occurred_at`. For each entity's
+question it runs `MemoryService.search` and reports, per variant (the table in bench/locomo.py):
+  newest-first  the newest version ranks above every stale version of that entity (a stale version
+                missing from the hits counts as below); the chance level of a ranking blind to
+                time is the mean of 1 / number of versions;
+  newest@1      the newest version is the top hit;
+  MRR           reciprocal rank of the newest version (0 if not within the limit);
+  found@10      the newest version is in the top 10;
+and search latency. It also checks lexical parity: the share of entities whose every version
+contains every word of the question (full text), so the ranking cannot be decided by wording.
+
+Dates are shifted so that the dataset's `as_of` is now (`--dates rebased`, the default): a
+recency factor relative to now then sees the ages the set was built with.
+
+Each copy of the set is loaded for its own user (own ids, own insertion order) and the results of
+`--repeat` copies are pooled, because stale and newest versions tie lexically by design and ties
+fall to random ids.
+
+Usage: python bench/knowledge_update.py [DATASET] [--variants a,b] [--set key=value ...] [--limit 50] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import statistics
+import sys
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from locomo import (
+    REPO,
+    VARIANTS,
+    Bench,
+    bench_database,
+    bench_principal,
+    choose_variants,
+    latency,
+    machine,
+    resolve_variants,
+    table,
+)
+
+DEFAULT_DATASET = REPO / "bench" / "knowledge_update" / "dataset.jsonl"
+
+
+def parse_time(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def load(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+async def lexical_parity(bench: Bench, user: str, records: list[dict[str, Any]],
+                         ids: dict[str, Any]) -> dict[str, float]:
+    """Share of records whose versions all contain every query word (websearch AND), and whose
+    versions all match at least one query word."""
+    all_words = any_word = 0
+    async with bench.admin.acquire() as conn:
+        for r in records:
+            keys = [ids[v["key"]] for v in r["versions"]]
+            row = await conn.fetchrow(
+                """SELECT bool_and(m.fts @@ websearch_to_tsquery('english', $2)) AS all_words,
+                          bool_and(m.fts @@ regexp_replace(websearch_to_tsquery('english', $2)::text,
+                                                           ' & ', ' | ', 'g')::tsquery) AS any_word
+                   FROM memories m WHERE m.user_id = $1 AND m.id = ANY($3::uuid[])""",
+                user, r["query"], keys)
+            all_words += bool(row["all_words"])
+            any_word += bool(row["any_word"])
+    return {"all_query_words_in_every_version": round(all_words / len(records), 4),
+            "some_query_word_in_every_version": round(any_word / len(records), 4)}
+
+
+def judge(r: dict[str, Any], ranked: list[Any], ids: dict[str, Any]) -> dict[str, Any]:
+    position = {mid: i + 1 for i, mid in reversed(list(enumerate(ranked)))}
+    newest = position.get(ids[r["newest"]])
+    stale = [position.get(ids[v["key"]]) for v in r["versions"] if v["key"] != r["newest"]]
+    best_stale = min((s for s in stale if s is not None), default=None)
+    return {
+        "id": r["id"], "type": r["type"], "versions": len(r["versions"]), "newest_rank": newest,
+        "best_stale_rank": best_stale,
+        "newest_first": newest is not None and (best_stale is None or newest < best_stale),
+        "newest_at_1": newest == 1,
+        "rr": 0.0 if newest is None else 1 / newest,
+        "found_at_10": newest is not None and newest <= 10,
+    }
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    if not rows:
+        return {"n": 0}
+    ranks = [r["newest_rank"] for r in rows if r["newest_rank"] is not None]
+    return {
+        "n": len(rows),
+        "newest_first": round(statistics.fmean(r["newest_first"] for r in rows), 4),
+        "newest_at_1": round(statistics.fmean(r["newest_at_1"] for r in rows), 4),
+        "mrr": round(statistics.fmean(r["rr"] for r in rows), 4),
+        "found_at_10": round(statistics.fmean(r["found_at_10"] for r in rows), 4),
+        "median_rank": statistics.median(ranks) if ranks else None,
+        "not_found": len(rows) - len(ranks),
+        "chance_newest_first": round(statistics.fmean(1 / r["versions"] for r in rows), 4),
+    }
+
+
+async def load_copy(bench: Bench, user: str, records: list[dict[str, Any]], shift: timedelta, seed: int,
+                    write_times: list[float]) -> dict[str, Any]:
+    """Write every version and distractor for one user, in a shuffled order (insertion order
+    says nothing about age); returns key -> memory id."""
+    memories = [(r["id"], m) for r in records for m in (*r["versions"], *r["distractors"])]
+    random.Random(seed).shuffle(memories)
+    p, loader, ids = bench_principal(user), bench.service(), {}
+    for rid, m in memories:
+        t = time.perf_counter()
+        result = await loader.write(p, m["content"], kind="fact", occurred_at=parse_time(m["occurred_at"]) + shift,
+                                    metadata={"key": m["key"], "record": rid}, source="knowledge-update")
+        write_times.append(time.perf_counter() - t)
+        if result.status != "created":
+            raise SystemExit(f"{m['key']} duplicates another memory's text; regenerate the dataset")
+        ids[m["key"]] = result.memory.id
+    return ids
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    records = load(args.dataset)
+    chosen = choose_variants(args.variants, args.set)
+    as_of = parse_time(records[0]["as_of"])
+    shift = timedelta(days=(datetime.now(UTC) - as_of).days) if args.dates == "rebased" else timedelta(0)
+    n_memories = sum(len(r["versions"]) + len(r["distractors"]) for r in records)
+    run = "" if not args.database_url else f"-{uuid.uuid4().hex[:8]}"
+    users = [f"knowledge-update{run}-{i}" for i in range(args.repeat)]
+
+    async with bench_database(args.database_url, "ku") as bench:
+        base = bench.settings
+        variants, skipped = resolve_variants(chosen, base)
+        # Stale and newest versions often tie lexically, and ties fall to random ids: each copy
+        # is loaded separately (own ids, own insertion order) and the copies' results pooled.
+        write_times: list[float] = []
+        copies = [(bench_principal(u), await load_copy(bench, u, records, shift, args.seed + i, write_times))
+                  for i, u in enumerate(users)]
+        await bench.analyze()
+        parity = await lexical_parity(bench, users[0], records, copies[0][1])
+        print(f"loaded {args.repeat} x {n_memories} memories ({len(records)} entities); lexical parity {parity}",
+              file=sys.stderr)
+        loader = bench.service()
+        for r in records[:20]:  # warm-up, untimed
+            await loader.search(copies[0][0], r["query"], limit=args.limit)
+
+        results: dict[str, Any] = {}
+        details: dict[str, list[dict[str, Any]]] = {}
+        for v, s in variants:
+            service = bench.service(s)
+            rows, times = [], []
+            for p, ids in copies:
+                for r in records:
+                    t = time.perf_counter()
+                    found = await service.search(p, r["query"], limit=args.limit)
+                    times.append(time.perf_counter() - t)
+                    rows.append(judge(r, [h.id for h in found.hits], ids))
+            details[v.name] = rows
+            by_versions = {str(n): summarize([x for x in rows if x["versions"] == n]) for n in (2, 3, 4)}
+            by_type = {k: summarize([x for x in rows if x["type"] == k]) for k in ("person", "team", "service")}
+            results[v.name] = {"about": v.about, "settings": v.effective(base), "overall": summarize(rows),
+                               "by_versions": by_versions, "by_type": by_type, "latency": latency(times)}
+        if args.database_url:
+            await bench.drop_users(users)
+
+    report = {
+        "benchmark": "knowledge-update", "dataset": str(args.dataset), "entities": len(records),
+        "memories": n_memories, "copies": args.repeat, "limit": args.limit, "dates": args.dates,
+        "shift_days": shift.days,
+        "lexical_parity": parity, "write_latency": latency(write_times), "variants": results,
+        "skipped_variants": skipped, "machine": machine(),
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    if args.details:
+        report["per_entity"] = details
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2, default=str))
+
+    chance = next(iter(results.values()))["overall"]["chance_newest_first"] if results else None
+    print(f"\nKnowledge update, {len(records)} entities x {args.repeat} copies, {n_memories} memories per copy, "
+          f"limit {args.limit}, dates {args.dates} (chance newest-first {chance})")
+    cols = ["newest_first", "newest_at_1", "mrr", "found_at_10", "median_rank", "not_found"]
+    rows = [[name, *(r["overall"][c] for c in cols), r["latency"]["p50_ms"], r["latency"]["p95_ms"]]
+            for name, r in results.items()]
+    print(table(["variant", "newest-first", "newest@1", "MRR", "found@10", "median rank", "not found",
+                 "p50 ms", "p95 ms"], rows))
+    print("\nnewest-first by number of versions (chance) and by entity type")
+    header = ["variant", *(f"{n} versions" for n in (2, 3, 4)), "person", "team", "service"]
+    rows = [[name, *(r["by_versions"][str(n)]["newest_first"] for n in (2, 3, 4)),
+             *(r["by_type"][k]["newest_first"] for k in ("person", "team", "service"))]
+            for name, r in results.items()]
+    if results:
+        first = next(iter(results.values()))
+        rows.append(["(chance)", *(first["by_versions"][str(n)]["chance_newest_first"] for n in (2, 3, 4)),
+                     *(first["by_type"][k]["chance_newest_first"] for k in ("person", "team", "service"))])
+    print(table(header, rows))
+    for name, reason in skipped.items():
+        print(f"skipped {name}: {reason}")
+    print(f"\nlexical parity: {parity}; wrote {args.out}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dataset", nargs="?", type=Path, default=DEFAULT_DATASET)
+    parser.add_argument("--variants", help=f"comma-separated subset of: {', '.join(v.name for v in VARIANTS)}")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="an extra 'custom' variant with these settings (alone unless --variants is given)")
+    parser.add_argument("--limit", type=int, default=50, help="search limit; ranks beyond it count as not found")
+    parser.add_argument("--dates", choices=("original", "rebased"), default="rebased",
+                        help="rebased (default) shifts every date so the dataset's as_of is today")
+    parser.add_argument("--repeat", type=int, default=3, help="independently loaded copies whose results are pooled")
+    parser.add_argument("--seed", type=int, default=7, help="insertion order shuffle (copy i uses seed + i)")
+    parser.add_argument("--database-url", help="use this PostgreSQL instead of a temporary embedded one")
+    parser.add_argument("--details", action="store_true", help="keep per-entity ranks in the JSON")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "knowledge_update.json")
+    asyncio.run(main_async(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,445 @@
+"""LoCoMo retrieval benchmark through the project's own write and search path.
+
+Protocol (shared/datasets/locomo/README.md): one memory per dialog turn ("Speaker: text", plus
+" [shares <caption>]" for an image), written with `MemoryService.write` (`occurred_at` = the
+session's date), one scope (user) per conversation; for every question of categories 1-4,
+`MemoryService.search` over that conversation and score Recall@5, Recall@10 (fraction of the
+evidence turns in the top k), nDCG@10 (binary relevance), MRR (first relevant hit within the
+search limit) and the latency of the `search` call, overall and per category.
+
+Variants change Settings (`VARIANTS` below) and run over the same loaded database; a variant
+whose settings do not exist yet is skipped with a note. This module also holds what
+`bench/knowledge_update.py` shares with it (variants, database, tables).
+
+Usage:
+  python bench/locomo.py [DATASET] [--variants a,b] [--set key=value ...] [--limit-conversations N]
+                         [--limit 10] [--dates original|rebased] [--database-url URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from mcp_memory.config import Settings
+from mcp_memory.db import open_database
+from mcp_memory.models import Principal
+from mcp_memory.repository import MemoryRepository
+from mcp_memory.service import MemoryService
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_DATASET = REPO.parent / "shared" / "datasets" / "locomo" / "locomo10-dev.json"
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+METRICS = ("R@5", "R@10", "nDCG@10", "MRR")
+
+
+# --- variants (shared with knowledge_update.py) ------------------------------------------------
+
+# Settings that switch a retrieval feature off, applied only where the setting exists so that a
+# variant about one list is not disturbed by features added later.
+NO_VECTOR = {"weight_vector": 0.0}
+NO_RECENCY = {"recency_floor": 1.0}
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    about: str
+    set: dict[str, Any] = field(default_factory=dict)   # required: skip the variant if a key is unknown
+    off: dict[str, Any] = field(default_factory=dict)   # applied only if the setting exists
+    requires: tuple[str, ...] = ()                       # further settings that must exist
+
+    def settings(self, base: Settings) -> Settings | str:
+        """Settings for this variant, or why it is skipped."""
+        known = Settings.model_fields
+        missing = [k for k in (*self.set, *self.requires) if k not in known]
+        if missing:
+            return f"Settings has no {', '.join(missing)} yet"
+        update = {k: v for k, v in self.off.items() if k in known and k not in self.set}
+        update.update(self.set)
+        copy = base.model_copy(update=update)
+        try:  # model_copy does not validate; check the values against the fields' constraints
+            Settings(**copy.model_dump())
+        except ValidationError as e:
+            return f"invalid settings: {e.errors()[0]['loc']} {e.errors()[0]['msg']}"
+        return copy
+
+    def effective(self, base: Settings) -> dict[str, Any]:
+        """The retrieval settings this variant runs with (for the JSON report)."""
+        s = self.settings(base)
+        assert isinstance(s, Settings)
+        keys = ("search_candidates", "rrf_k", "trigram_threshold")
+        retrieval = {k: v for k, v in s.model_dump().items()
+                     if k.startswith(("weight_", "recency_")) or k in keys or k in self.set}
+        return retrieval
+
+
+VARIANTS: list[Variant] = [
+    Variant("default", "the shipped defaults, whatever they are"),
+    Variant("fulltext", "full text only", set={"weight_fulltext": 1.0, "weight_trigram": 0.0},
+            off={**NO_VECTOR, **NO_RECENCY}),
+    Variant("trigram", "trigram only", set={"weight_fulltext": 0.0, "weight_trigram": 1.0},
+            off={**NO_VECTOR, **NO_RECENCY}),
+    Variant("lexical", "full text 1 + trigram 0.5, no vector, no recency",
+            set={"weight_fulltext": 1.0, "weight_trigram": 0.5}, off={**NO_VECTOR, **NO_RECENCY}),
+    Variant("lexical-eq", "full text 1 + trigram 1",
+            set={"weight_fulltext": 1.0, "weight_trigram": 1.0}, off={**NO_VECTOR, **NO_RECENCY}),
+    Variant("lexical-t.25", "full text 1 + trigram 0.25",
+            set={"weight_fulltext": 1.0, "weight_trigram": 0.25}, off={**NO_VECTOR, **NO_RECENCY}),
+    # Added once the settings exist (skipped until then).
+    Variant("vector", "vector only",
+            set={"weight_vector": 1.0, "weight_fulltext": 0.0, "weight_trigram": 0.0}, off=NO_RECENCY),
+    Variant("hybrid", "default weights with the vector list, no recency",
+            requires=("weight_vector",), off=NO_RECENCY),
+    Variant("hybrid+recency", "default weights and default recency",
+            requires=("weight_vector", "recency_floor", "recency_half_life_days")),
+]
+
+
+def parse_sets(pairs: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"--set takes key=value, not {pair!r}")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
+
+
+def choose_variants(names: str | None, sets: list[str]) -> list[Variant]:
+    by_name = {v.name: v for v in VARIANTS}
+    chosen = list(VARIANTS)
+    if names:
+        wanted = [n.strip() for n in names.split(",") if n.strip()]
+        unknown = [n for n in wanted if n not in by_name]
+        if unknown:
+            raise SystemExit(f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(by_name)}")
+        chosen = [by_name[n] for n in wanted]
+    if sets:
+        update = parse_sets(sets)
+        chosen.append(Variant("custom", " ".join(sets), set=update))
+        if not names:
+            chosen = [chosen[-1]]
+    return chosen
+
+
+def resolve_variants(chosen: list[Variant], base: Settings) -> tuple[list[tuple[Variant, Settings]], dict[str, str]]:
+    runnable, skipped = [], {}
+    for v in chosen:
+        s = v.settings(base)
+        if isinstance(s, str):
+            skipped[v.name] = s
+            print(f"skipping variant {v.name!r}: {s}", file=sys.stderr)
+        else:
+            runnable.append((v, s))
+    return runnable, skipped
+
+
+# --- database ------------------------------------------------------------------------------------
+
+@dataclass
+class Bench:
+    """The database a benchmark runs on: the repository the service uses, the base settings,
+    and the owner's pool for maintenance (ANALYZE, clean-up, checks across row-level security)."""
+
+    repo: MemoryRepository
+    settings: Settings
+    admin: Any
+
+    def service(self, settings: Settings | None = None) -> MemoryService:
+        return MemoryService(self.repo, settings or self.settings)
+
+    async def analyze(self) -> None:
+        """Planner statistics as autovacuum would have them in steady state (right after a bulk
+        load they are missing and plans differ)."""
+        async with self.admin.acquire() as conn:
+            await conn.execute("ANALYZE memories")
+
+    async def drop_users(self, user_ids: list[str]) -> None:
+        """Remove this run's rows from a database we did not create (best effort)."""
+        try:
+            async with self.admin.acquire() as conn, conn.transaction():
+                for table in ("memories", "memory_history", "idempotency_keys"):
+                    await conn.execute(f"DELETE FROM {table} WHERE user_id = ANY($1::text[])", user_ids)
+        except Exception as e:  # noqa: BLE001
+            print(f"warning: could not remove benchmark rows ({e}); users {user_ids}", file=sys.stderr)
+
+
+@asynccontextmanager
+async def bench_database(database_url: str | None, prefix: str) -> AsyncIterator[Bench]:
+    """A fresh embedded server in a temp dir, or the given URL."""
+    with tempfile.TemporaryDirectory(prefix=f"mcp-memory-{prefix}-") as tmp:
+        base = Settings(database_url=database_url, data_dir=Path(tmp), log_level="WARNING",
+                        pool_min_size=1, pool_max_size=4)
+        db = await open_database(base)
+        try:
+            yield Bench(MemoryRepository(db.pool), base, getattr(db, "admin", db.pool))
+        finally:
+            await db.close()
+
+
+def bench_principal(user: str) -> Principal:
+    return Principal(user_id=user, agent_id=None, project_id=None, actor=f"bench:{user}", client="bench")
+
+
+# --- numbers and tables ------------------------------------------------------------------------
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def latency(seconds: list[float]) -> dict[str, float]:
+    ms = [s * 1000 for s in seconds]
+    return {"n": len(ms), "p50_ms": round(statistics.median(ms), 2), "p95_ms": round(percentile(ms, 95), 2),
+            "p99_ms": round(percentile(ms, 99), 2), "max_ms": round(max(ms), 2),
+            "mean_ms": round(statistics.fmean(ms), 2)}
+
+
+def table(header: list[str], rows: list[list[Any]], first_width: int = 16) -> str:
+    def cell(v: Any) -> str:
+        if isinstance(v, float):
+            return f"{v:.3f}" if abs(v) < 10 else f"{v:.1f}"
+        return str(v)
+    widths = [max(len(h), *(len(cell(r[i])) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    widths[0] = max(widths[0], first_width)
+    lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w)
+                       for i, (h, w) in enumerate(zip(header, widths, strict=True)))]
+    lines.append("  ".join("-" * w for w in widths))
+    for r in rows:
+        lines.append("  ".join(cell(v).ljust(w) if i == 0 else cell(v).rjust(w)
+                               for i, (v, w) in enumerate(zip(r, widths, strict=True))))
+    return "\n".join(lines)
+
+
+def machine() -> dict[str, Any]:
+    return {"cpus": os.cpu_count(), "python": sys.version.split()[0]}
+
+
+# --- LoCoMo --------------------------------------------------------------------------------------
+
+_SESSION = re.compile(r"session_(\d+)$")
+_DIA = re.compile(r"D:?(\d+):0*(\d+)$")
+
+
+def parse_when(text: str) -> datetime:
+    """'1:56 pm on 8 May, 2023' -> 2023-05-08 13:56 UTC."""
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+
+
+def turn_text(turn: dict[str, Any]) -> str:
+    text = f"{turn['speaker']}: {turn['text']}"
+    if turn.get("blip_caption"):
+        text += f" [shares {turn['blip_caption']}]"
+    return text
+
+
+def evidence_ids(raw: list[str]) -> list[str]:
+    """Normalise the dataset's few malformed ids ('D8:6; D9:17', 'D:11:26', 'D30:05')."""
+    out = []
+    for item in raw:
+        for part in re.split(r"[;,\s]+", item):
+            m = _DIA.match(part.strip())
+            if m:
+                out.append(f"D{int(m[1])}:{int(m[2])}")
+    return list(dict.fromkeys(out))
+
+
+@dataclass
+class Conversation:
+    sample_id: str
+    sessions: list[tuple[int, datetime, list[dict[str, Any]]]]
+    questions: list[dict[str, Any]]
+
+
+def load_dataset(path: Path, limit: int | None) -> list[Conversation]:
+    data = json.loads(path.read_text())
+    out = []
+    for item in data[:limit] if limit else data:
+        conv = item["conversation"]
+        sessions = sorted(
+            (int(m[1]), parse_when(conv[f"{k}_date_time"]), conv[k])
+            for k in conv if (m := _SESSION.match(k)))
+        questions = [q for q in item["qa"] if q.get("category") in CATEGORIES]
+        out.append(Conversation(item.get("sample_id", f"conv-{len(out)}"), sessions, questions))
+    return out
+
+
+async def load_conversation(service: MemoryService, p: Principal, conv: Conversation,
+                            shift: timedelta, write_times: list[float]) -> tuple[dict[str, Any], int]:
+    """Write every turn; returns dia_id -> memory id and how many writes were duplicates."""
+    ids: dict[str, Any] = {}
+    duplicates = 0
+    for number, when, turns in conv.sessions:
+        for turn in turns:
+            t = time.perf_counter()
+            result = await service.write(
+                p, turn_text(turn), kind="episode", occurred_at=when + shift, source="locomo",
+                metadata={"dia_id": turn["dia_id"], "conversation": conv.sample_id, "session": number})
+            write_times.append(time.perf_counter() - t)
+            ids[turn["dia_id"]] = result.memory.id
+            duplicates += result.status == "duplicate"
+    return ids, duplicates
+
+
+def score(ranked: list[Any], evidence: list[Any]) -> dict[str, float]:
+    """Metrics for one question: `evidence` holds the memory id of each evidence turn."""
+    relevant = set(evidence)
+    position = {mid: i for i, mid in reversed(list(enumerate(ranked)))}
+    def recall(k: int) -> float:
+        return sum(position.get(mid, k) < k for mid in evidence) / len(evidence)
+    dcg = sum(1 / math.log2(i + 2) for i, mid in enumerate(ranked[:10]) if mid in relevant)
+    idcg = sum(1 / math.log2(i + 2) for i in range(min(len(relevant), 10)))
+    first = min((position[mid] for mid in relevant if mid in position), default=None)
+    return {"R@5": recall(5), "R@10": recall(10), "nDCG@10": dcg / idcg,
+            "MRR": 0.0 if first is None else 1 / (first + 1)}
+
+
+def mean_metrics(rows: list[dict[str, float]]) -> dict[str, float]:
+    if not rows:
+        return {"n": 0}
+    return {"n": len(rows), **{m: round(statistics.fmean(r[m] for r in rows), 4) for m in METRICS}}
+
+
+async def run_variant(service: MemoryService, jobs: list[tuple[Principal, dict[str, Any], list[Any]]],
+                      limit: int) -> tuple[list[dict[str, float]], list[float]]:
+    scores, times = [], []
+    for p, q, evidence in jobs:
+        t = time.perf_counter()
+        result = await service.search(p, q["question"], limit=limit)
+        times.append(time.perf_counter() - t)
+        scores.append({**score([h.id for h in result.hits], evidence), "category": q["category"],
+                       "hits": len(result.hits), "ms": round(times[-1] * 1000, 2), "question": q["question"]})
+    return scores, times
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    convs = load_dataset(args.dataset, args.limit_conversations)
+    chosen = choose_variants(args.variants, args.set)
+    run_id = uuid.uuid4().hex[:8]
+    async with bench_database(args.database_url, "locomo") as bench:
+        base = bench.settings
+        variants, skipped = resolve_variants(chosen, base)
+        if args.dates == "original" and any(getattr(s, "recency_floor", 1.0) < 1 for _, s in variants):
+            print("note: --dates original puts every memory years in the past, where a bounded recency "
+                  "factor is near its floor for all of them; --dates rebased shows what recency costs",
+                  file=sys.stderr)
+        loader = bench.service()
+        jobs: list[tuple[Principal, dict[str, Any], list[Any]]] = []
+        write_times: list[float] = []
+        users: list[str] = []
+        dropped = {"no_evidence": 0, "unknown_evidence_ids": 0, "duplicates": 0}
+        started = time.perf_counter()
+        for conv in convs:
+            user = f"locomo-{conv.sample_id}" if not args.database_url else f"locomo-{run_id}-{conv.sample_id}"
+            users.append(user)
+            p = bench_principal(user)
+            shift = (datetime.now(UTC) - conv.sessions[-1][1]) if args.dates == "rebased" else timedelta(0)
+            ids, dups = await load_conversation(loader, p, conv, shift, write_times)
+            dropped["duplicates"] += dups
+            for q in conv.questions:
+                wanted = evidence_ids(q.get("evidence", []))
+                known = [ids[d] for d in wanted if d in ids]
+                dropped["unknown_evidence_ids"] += len(wanted) - len(known)
+                if not known:
+                    dropped["no_evidence"] += 1
+                    continue
+                jobs.append((p, q, known))
+        load_s = time.perf_counter() - started
+        await bench.analyze()
+        n_memories = len(write_times)
+        print(f"loaded {n_memories} memories from {len(convs)} conversations in {load_s:.1f} s "
+              f"({n_memories / load_s:.0f}/s); {len(jobs)} questions scored, {dropped['no_evidence']} without "
+              f"usable evidence skipped, {dropped['unknown_evidence_ids']} unknown evidence ids, "
+              f"{dropped['duplicates']} duplicate turns", file=sys.stderr)
+
+        # Warm up caches and plans once, untimed.
+        for p, q, _ in jobs[:30]:
+            await loader.search(p, q["question"], limit=args.limit)
+
+        results: dict[str, Any] = {}
+        per_question: dict[str, list[dict[str, float]]] = {}
+        for v, s in variants:
+            service = bench.service(s)
+            t = time.perf_counter()
+            scores, times = await run_variant(service, jobs, args.limit)
+            print(f"variant {v.name}: {len(jobs)} searches in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+            per_question[v.name] = scores
+            by_cat = {str(c): mean_metrics([r for r in scores if r["category"] == c]) for c in CATEGORIES}
+            results[v.name] = {
+                "about": v.about, "settings": v.effective(base),
+                "overall": mean_metrics(scores), "by_category": by_cat, "latency": latency(times),
+                "empty_results": sum(r["hits"] == 0 for r in scores),
+            }
+        if args.database_url:
+            await bench.drop_users(users)
+
+    report = {
+        "benchmark": "locomo-retrieval", "dataset": str(args.dataset), "conversations": [c.sample_id for c in convs],
+        "questions": len(jobs), "memories": n_memories, "limit": args.limit, "dates": args.dates,
+        "load": {"seconds": round(load_s, 2), "write_latency": latency(write_times), **dropped},
+        "categories": CATEGORIES, "variants": results, "skipped_variants": skipped,
+        "machine": machine(), "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    if args.details:
+        report["per_question"] = per_question
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2, default=str))
+
+    print(f"\nLoCoMo retrieval, {len(jobs)} questions, {n_memories} memories, limit {args.limit}, "
+          f"dates {args.dates}")
+    rows = [[name, r["overall"]["n"], *(r["overall"][m] for m in METRICS), r["latency"]["p50_ms"],
+             r["latency"]["p95_ms"], r["latency"]["max_ms"]] for name, r in results.items()]
+    print(table(["variant", "n", *METRICS, "p50 ms", "p95 ms", "max ms"], rows))
+    for c, label in CATEGORIES.items():
+        rows = [[name, r["by_category"][str(c)]["n"], *(r["by_category"][str(c)].get(m, 0.0) for m in METRICS)]
+                for name, r in results.items()]
+        print(f"\ncategory {c} ({label})")
+        print(table(["variant", "n", *METRICS], rows))
+    for name, reason in skipped.items():
+        print(f"skipped {name}: {reason}")
+    print(f"\nwrite latency p50 {report['load']['write_latency']['p50_ms']} ms, "
+          f"p95 {report['load']['write_latency']['p95_ms']} ms; wrote {args.out}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dataset", nargs="?", type=Path, default=DEFAULT_DATASET)
+    parser.add_argument("--variants", help=f"comma-separated subset of: {', '.join(v.name for v in VARIANTS)}")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="an extra 'custom' variant with these settings (alone unless --variants is given)")
+    parser.add_argument("--limit-conversations", type=int)
+    parser.add_argument("--limit", type=int, default=10, help="search limit; MRR counts hits within it")
+    parser.add_argument("--dates", choices=("original", "rebased"), default="original",
+                        help="rebased shifts each conversation so its last session is now")
+    parser.add_argument("--database-url", help="use this PostgreSQL instead of a temporary embedded one")
+    parser.add_argument("--details", action="store_true", help="keep per-question scores in the JSON")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "locomo.json")
+    args = parser.parse_args()
+    if args.limit < 10:
+        parser.error("--limit must be at least 10 (R@10, nDCG@10)")
+    asyncio.run(main_async(args))
+
+
+if __name__ == "__main__":
+    main()
