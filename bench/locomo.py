@@ -42,7 +42,9 @@ from mcp_memory.config import Settings
 from mcp_memory.db import open_database
 from mcp_memory.models import Principal
 from mcp_memory.repository import MemoryRepository
+from mcp_memory.repository.embeddings import EmbeddingRepository
 from mcp_memory.service import MemoryService
+from mcp_memory.vectors import Vectors, embedder_from
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATASET = REPO.parent / "shared" / "datasets" / "locomo" / "locomo10-dev.json"
@@ -165,9 +167,10 @@ class Bench:
     repo: MemoryRepository
     settings: Settings
     admin: Any
+    vectors: Vectors | None = None
 
     def service(self, settings: Settings | None = None) -> MemoryService:
-        return MemoryService(self.repo, settings or self.settings)
+        return MemoryService(self.repo, settings or self.settings, self.vectors)
 
     async def analyze(self) -> None:
         """Planner statistics as autovacuum would have them in steady state (right after a bulk
@@ -193,7 +196,9 @@ async def bench_database(database_url: str | None, prefix: str) -> AsyncIterator
                         pool_min_size=1, pool_max_size=4)
         db = await open_database(base)
         try:
-            yield Bench(MemoryRepository(db.pool), base, getattr(db, "admin", db.pool))
+            vectors = Vectors(embedder_from(base), EmbeddingRepository(db.pool, db.admin), base)
+            await vectors.prepare()
+            yield Bench(MemoryRepository(db.pool), base, db.admin, vectors)
         finally:
             await db.close()
 

@@ -113,8 +113,8 @@ def parse_api_key(key: str) -> tuple[str, str] | None:
         return None
     encoded = key[len(KEY_PREFIX):].split(".", 1)[0]
     try:
-        user_id = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
-    except (ValueError, UnicodeDecodeError):
+        user_id = check_identifier("user", base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode())
+    except (ValueError, UnicodeDecodeError, InvalidInput):
         return None
     return user_id, hashlib.sha256(key.encode()).hexdigest()
 
@@ -128,39 +128,64 @@ def parse_permissions(text: str) -> frozenset[str]:
     return perms
 
 
+def _words(value: Any) -> list[str]:
+    """A scope-like claim as a list: providers send a space-separated string or a list."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return value.split()
+    if isinstance(value, list | tuple):
+        return [str(v) for v in value]
+    raise ValueError("scope claim is neither a string nor a list")
+
+
+def _names_claim(value: Any, kind: str) -> tuple[str, ...] | None:
+    """A namespace-limiting claim: absent means no limit; anything present must parse."""
+    if value is None:
+        return None
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list | tuple):
+        raise ValueError(f"{kind} claim is neither a string nor a list")
+    return tuple(check_identifier(kind, str(n)) for n in names)
+
+
 class JwtVerifier:
     """OAuth 2.1 bearer JWTs: signature (shared secret or the issuer's JWKS), issuer, audience,
-    expiry. The subject is the user; claims may narrow agents and projects; `memory:*` scopes
-    grant permissions."""
+    expiry, subject, all required. The subject is the user; claims may narrow agents and
+    projects; `memory:*` scopes grant permissions."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._jwks = jwt.PyJWKClient(settings.jwt_jwks_url) if settings.jwt_jwks_url else None
+        if self.enabled and not (settings.jwt_issuer and settings.jwt_audience):
+            raise InvalidInput("OAuth tokens need MCP_MEMORY_JWT_ISSUER and MCP_MEMORY_JWT_AUDIENCE: without them a "
+                               "token issued for any other service or tenant would be accepted")
+        # A public JWKS must never be usable as an HMAC secret: HS* only with a shared secret.
+        self._algorithms = [a for a in settings.jwt_algorithms if settings.jwt_secret or not a.startswith("HS")]
 
     @property
     def enabled(self) -> bool:
         return bool(self.settings.jwt_secret or self._jwks)
 
     def verify(self, token: str) -> Credential | None:
+        """The token's credential, or None for any token that does not fully check out."""
         s = self.settings
         try:
             key: Any = s.jwt_secret if s.jwt_secret else self._jwks.get_signing_key_from_jwt(token).key  # type: ignore[union-attr]
-            claims = jwt.decode(token, key, algorithms=s.jwt_algorithms, audience=s.jwt_audience,
-                                issuer=s.jwt_issuer, options={"require": ["exp", "sub"]}, leeway=30)
-        except (jwt.PyJWTError, ValueError):
-            return None
-        scopes = str(claims.get("scope", "")).split() + list(claims.get("scp", []) or [])
-        granted = frozenset(x.split(":", 1)[1] for x in scopes if x.startswith("memory:")) & ALL_PERMISSIONS
-        permissions = granted or parse_permissions(s.jwt_default_permissions)
-        agents, projects = claims.get(s.jwt_agents_claim), claims.get(s.jwt_projects_claim)
-        try:
+            claims = jwt.decode(token, key, algorithms=self._algorithms, audience=s.jwt_audience,
+                                issuer=s.jwt_issuer, options={"require": ["exp", "sub", "iss", "aud"]}, leeway=30)
+            scopes = _words(claims.get("scope")) + _words(claims.get("scp"))
+            memory_scopes = {x.split(":", 1)[1] for x in scopes if x.startswith("memory:")}
+            if memory_scopes - ALL_PERMISSIONS:
+                return None  # a scope we do not know is a token we do not understand
+            permissions = frozenset(memory_scopes) or parse_permissions(s.jwt_default_permissions)
             user = check_identifier("user", str(claims["sub"]))
-        except InvalidInput:
+            return Credential(user_id=user, agents=_names_claim(claims.get(s.jwt_agents_claim), "agent"),
+                              projects=_names_claim(claims.get(s.jwt_projects_claim), "project"),
+                              permissions=permissions, actor=f"jwt:{user}",
+                              client_id=str(claims.get("client_id") or claims.get("azp") or "jwt"))
+        except Exception:  # noqa: BLE001 - whatever is wrong with a token, the answer is 401
             return None
-        return Credential(user_id=user, agents=tuple(agents) if isinstance(agents, list) else None,
-                          projects=tuple(projects) if isinstance(projects, list) else None,
-                          permissions=permissions, actor=f"jwt:{user}",
-                          client_id=str(claims.get("client_id") or claims.get("azp") or "jwt"))
 
 
 def remote_principal(credential: Credential, *, agent: str | None, project: str | None,
@@ -186,4 +211,6 @@ def remote_principal(credential: Credential, *, agent: str | None, project: str 
         actor=credential.actor,
         client=client_name or credential.client_id,
         rate_limited=True,
+        agent_confined=credential.agents is not None,
+        project_confined=credential.projects is not None,
     )

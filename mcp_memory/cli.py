@@ -1,11 +1,14 @@
-"""`mcp-memory` command line: serve, keys, migrate, search, stats, purge, import, export, doctor."""
+"""`mcp-memory` command line: serve, keys, migrate, search, stats, purge, import, export, backfill,
+doctor."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import json
 import logging
+import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
@@ -22,7 +25,9 @@ from .db import Database, open_database
 from .errors import MemoryServiceError
 from .models import Principal
 from .repository import MemoryRepository
+from .repository.embeddings import EmbeddingRepository
 from .service import MemoryService
+from .vectors import Vectors, embedder_from
 
 log = logging.getLogger("mcp_memory")
 
@@ -35,9 +40,15 @@ def _configure_logging(level: str) -> None:
 
 
 def _exit_on_sigterm() -> None:
-    """Harnesses stop stdio servers with SIGTERM; make it a normal exit so the embedded
-    database handle is released and the last process out stops the postmaster."""
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    """Harnesses stop stdio servers with SIGTERM. Release the embedded database handle (the
+    last process out stops the postmaster) and leave at once: a normal exit would wait for the
+    thread blocked reading stdin."""
+
+    def stop(*_: object) -> None:
+        atexit._run_exitfuncs()
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -50,10 +61,14 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 @asynccontextmanager
-async def _opened(settings: Settings) -> AsyncIterator[tuple[Database, MemoryService, Principal]]:
+async def _opened(settings: Settings, *, check_model: bool = True
+                  ) -> AsyncIterator[tuple[Database, MemoryService, Principal]]:
     db = await open_database(settings)
     try:
-        yield db, MemoryService(MemoryRepository(db.pool), settings), local_principal(settings)
+        vectors = Vectors(embedder_from(settings), EmbeddingRepository(db.pool, db.admin), settings)
+        if check_model:
+            await vectors.prepare()
+        yield db, MemoryService(MemoryRepository(db.pool), settings, vectors), local_principal(settings)
     finally:
         await db.close()
 
@@ -205,6 +220,15 @@ async def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+async def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
+    async with _opened(settings, check_model=not args.reembed) as (_, service, _):
+        assert service.vectors is not None
+        done = await service.vectors.backfill(reembed=args.reembed, batch_size=args.batch_size,
+                                              progress=not args.quiet)
+    print(f"embedded {done} memories with {service.vectors.model}")
+    return 0
+
+
 async def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
     from .db.doctor import diagnose
 
@@ -286,6 +310,14 @@ def _parser() -> argparse.ArgumentParser:
     exp.add_argument("--output", "-o", help="file to write (default: stdout)")
     exp.add_argument("--live-only", action="store_true", help="leave forgotten memories out")
     exp.set_defaults(run=cmd_export)
+
+    backfill = sub.add_parser("backfill", parents=[common],
+                              help="embed memories stored without a vector (--reembed: switch models)")
+    backfill.add_argument("--reembed", action="store_true",
+                          help="re-embed every memory with the configured model (after changing models)")
+    backfill.add_argument("--batch-size", type=int, default=64)
+    backfill.add_argument("--quiet", action="store_true", help="no progress bar")
+    backfill.set_defaults(run=cmd_backfill)
 
     doctor = sub.add_parser("doctor", parents=[common], help="check the database and say what to fix")
     doctor.set_defaults(run=cmd_doctor)

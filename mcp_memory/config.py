@@ -43,12 +43,25 @@ class Settings(BaseSettings):
     snippet_chars: int = Field(default=400, ge=40)
     resource_page_size: int = Field(default=50, ge=1, le=500)
 
+    # Embeddings
+    embedding_provider: str = Field(default="local", description="local, openai, openai-compatible, voyage, none")
+    embedding_model: str | None = Field(default=None, description="Default: the provider's own.")
+    embedding_dimension: int | None = Field(default=None, ge=1)
+    embedding_api_key: str | None = Field(default=None, description="Default: OPENAI_API_KEY / VOYAGE_API_KEY.")
+    embedding_base_url: str | None = None
+    embedding_timeout_s: float = Field(default=10, gt=0, description="A write stores no vector past this.")
+
     # Retrieval
     search_candidates: int = Field(default=100, ge=10, le=2000)
     rrf_k: int = Field(default=60, ge=1)
+    weight_vector: float = Field(default=0.3, ge=0)
     weight_fulltext: float = Field(default=1.0, ge=0)
     weight_trigram: float = Field(default=0.5, ge=0)
     trigram_threshold: float = Field(default=0.3, gt=0, le=1)
+    trigram_max_words: int = Field(default=4, ge=0, description="Longer queries skip the trigram list.")
+    recency_floor: float = Field(default=0.85, ge=0, le=1, description="1 turns recency off.")
+    recency_half_life_days: float = Field(default=30, gt=0)
+    hnsw_ef_search: int = Field(default=100, ge=10, le=1000)
 
     superseded_penalty: float = Field(default=0.5, gt=0, le=1,
                                       description="Score factor for a memory another one supersedes.")
@@ -56,14 +69,16 @@ class Settings(BaseSettings):
     # Forgetting by query: preview -> execute.
     forget_token_ttl_s: int = Field(default=600, ge=10)
     forget_max_batch: int = Field(default=25, ge=1, description="Largest preview a non-admin may ask for.")
+    forget_min_similarity: float = Field(default=0.6, ge=0, le=1, description=(
+        "A forget preview by query lists a memory with no word in common only this close (cosine)."))
 
     # Retention: only time removes data.
     purge_after_days: int = Field(default=30, ge=1, description="How long a forgotten memory stays restorable.")
     history_days: int = Field(default=180, ge=1)
     idempotency_days: int = Field(default=30, ge=1)
     stale_after_days: int | None = Field(
-        default=None, ge=1, description="Forget (softly) unpinned memories never accessed in this many days; "
-        "unset disables it.")
+        default=None, ge=1, description="Forget (softly) unpinned memories not read (memory_get) or changed "
+        "in this many days; unset disables it.")
     retention_interval_hours: float = Field(default=6, ge=0, description="0 sweeps only at start-up.")
 
     # HTTP transports

@@ -140,7 +140,7 @@ def parse_knowledge_graph(text: str) -> list[Draft]:
         records = [whole]
     else:
         try:
-            records = [json.loads(line) for line in stripped.splitlines() if line.strip()]
+            records = [json.loads(line) for line in stripped.split("\n") if line.strip()]
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"not a memory.json knowledge graph: {exc}") from None
     drafts = []
@@ -208,7 +208,9 @@ async def import_paths(service: MemoryService, maintenance: MaintenanceRepositor
         fmt = detect_format(path)
         text = path.read_text(encoding="utf-8")
         if fmt == "export":
-            records = list(read_export(text.splitlines()))
+            # Split on newlines only: exported text may hold U+2028 and friends, which
+            # str.splitlines() would treat as line breaks.
+            records = list(read_export(text.split("\n")))
             bar = tqdm(total=len(records), desc=path.name, unit="memory", file=sys.stderr, disable=not progress)
             for start in range(0, len(records), 500):
                 chunk = records[start:start + 500]

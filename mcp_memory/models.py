@@ -31,6 +31,9 @@ class Principal(BaseModel):
     actor: str = Field(description="Name recorded in history, e.g. 'local:alice' or 'key:ci-bot'.")
     client: str | None = Field(default=None, description="The MCP client's name, for history.")
     rate_limited: bool = Field(default=False, description="Remote callers are; the local owner is not.")
+    agent_confined: bool = Field(default=False, description=(
+        "The credential names its agents: it may read shared memories but change only its agents' own."))
+    project_confined: bool = Field(default=False, description="Likewise for projects.")
 
     def can(self, permission: str) -> bool:
         return permission in self.permissions
@@ -113,9 +116,9 @@ class SearchHit(BaseModel):
     age: str
     score: float
     superseded_by: UUID | None = None
-    ranks: dict[str, int | None] | None = Field(
-        default=None, description="Rank in each candidate list (explain=true only)."
-    )
+    explain: dict[str, float | None] | None = Field(
+        default=None, description="explain=true: rank in each candidate list (null: not a candidate there), "
+        "the fused score before recency, and the recency factor.")
 
 
 class SearchResult(BaseModel):
@@ -174,7 +177,7 @@ class ForgetResult(BaseModel):
 
 class PurgeReport(BaseModel):
     dry_run: bool
-    stale_forgotten: int = Field(description="Never-accessed memories forgotten (softly) as stale.")
+    stale_forgotten: int = Field(description="Memories not read or changed in a long time, forgotten (softly).")
     tombstones: int = Field(description="Forgotten memories past the restore window, deleted for good.")
     history: int
     forget_tokens: int
@@ -220,6 +223,8 @@ class MemoryFilter(BaseModel):
     since: datetime | None = None
     until: datetime | None = None
     scope: ScopeLevel | None = None
+    as_of: datetime | None = Field(default=None, description=(
+        "Search as the store stood then: only memories created by that time, recency measured from it."))
 
 
 class NewMemory(BaseModel):
@@ -239,3 +244,5 @@ class NewMemory(BaseModel):
     priority: int
     source: str | None
     occurred_at: datetime | None
+    embedding: list[float] | None = None
+    embedding_model: str | None = None

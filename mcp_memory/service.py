@@ -30,6 +30,7 @@ from .models import (
     Principal,
     RestoreResult,
     ScopeLevel,
+    SearchHit,
     SearchResult,
     Stats,
     UpdateResult,
@@ -38,6 +39,8 @@ from .models import (
 from .repository import MemoryRepository, rate_limits
 from .repository.forget_tokens import ForgetTokenRepository
 from .search import search as hybrid_search
+from .search import split_query
+from .vectors import Vectors
 
 _SPACE = re.compile(r"\s+")
 MAX_METADATA_BYTES = 16_384
@@ -60,10 +63,11 @@ def as_utc(value: datetime | None) -> datetime | None:
 
 
 class MemoryService:
-    def __init__(self, repo: MemoryRepository, settings: Settings) -> None:
+    def __init__(self, repo: MemoryRepository, settings: Settings, vectors: Vectors | None = None) -> None:
         self.repo = repo
         self.tokens = ForgetTokenRepository(repo)
         self.settings = settings
+        self.vectors = vectors
 
     # --- validation -----------------------------------------------------------------------
 
@@ -112,7 +116,8 @@ class MemoryService:
         since, until = as_utc(f.since), as_utc(f.until)
         if since and until and since >= until:
             raise InvalidInput("since must be earlier than until")
-        return f.model_copy(update={"since": since, "until": until, "tags": self._tags(f.tags) or None})
+        return f.model_copy(update={"since": since, "until": until, "as_of": as_utc(f.as_of),
+                                    "tags": self._tags(f.tags) or None})
 
     @staticmethod
     def _require(p: Principal, permission: str) -> None:
@@ -134,21 +139,30 @@ class MemoryService:
 
     @staticmethod
     def write_scope(p: Principal, scope: ScopeLevel | None) -> tuple[str | None, str | None]:
-        """(agent_id, project_id) for a new memory: always inside the session's own namespace."""
+        """(agent_id, project_id) for a new memory: always inside the session's own namespace,
+        and for a credential limited to some agents / projects, inside those."""
+        if p.agent_confined and not p.agent_id or p.project_confined and not p.project_id:
+            raise PermissionDenied("this credential grants no agent or project to write as, so it may only read")
         if scope is None:
             scope = "project" if p.project_id else "user"
+            if p.agent_confined:
+                scope = "agent_project" if p.project_id else "agent"
         if scope in ("project", "agent_project") and not p.project_id:
             raise InvalidInput(f"scope '{scope}' needs a project, and this session has none "
                                "(set --project or MCP_MEMORY_PROJECT, or open a git repository)")
         if scope in ("agent", "agent_project") and not p.agent_id:
             raise InvalidInput(f"scope '{scope}' needs an agent, and this session has none "
                                "(set --agent or MCP_MEMORY_AGENT)")
-        return {
+        agent_id, project_id = {
             "user": (None, None),
             "project": (None, p.project_id),
             "agent": (p.agent_id, None),
             "agent_project": (p.agent_id, p.project_id),
         }[scope]
+        if p.agent_confined and agent_id is None or p.project_confined and project_id is None:
+            raise PermissionDenied(f"this credential is limited to its own agents and projects, so it cannot "
+                                   f"write at scope '{scope}', which they share with others")
+        return agent_id, project_id
 
     # --- operations -----------------------------------------------------------------------
 
@@ -162,11 +176,13 @@ class MemoryService:
         content = self._content(content)
         agent_id, project_id = self.write_scope(p, scope)
         await self._limit(p, "write")
+        vector = await self.vectors.document(content) if self.vectors else None
         new = NewMemory(
             agent_id=agent_id, project_id=project_id, kind=kind, title=self._title(title), content=content,
             content_hash=content_hash(content), tags=self._tags(tags), metadata=self._metadata(metadata),
             importance=importance, confidence=confidence, pinned=pinned, priority=priority,
-            source=source or p.client, occurred_at=as_utc(occurred_at),
+            source=source or p.client, occurred_at=as_utc(occurred_at), embedding=vector,
+            embedding_model=self.vectors.model if vector is not None and self.vectors else None,
         )
         memory, created = await self.repo.insert(p, new, idempotency_key=idempotency_key,
                                                  supersedes=supersedes or (), request_id=request_id)
@@ -194,9 +210,17 @@ class MemoryService:
         query = query.strip()
         if not query:
             raise InvalidInput("query is empty: say what to look for")
-        hits = await hybrid_search(self.repo, p, query, self._filter(f), limit=limit,
-                                   settings=self.settings, explain=explain)
+        hits = await self._search(p, query, self._filter(f), limit=limit, explain=explain)
         return SearchResult(query=query, hits=hits)
+
+    async def _search(self, p: Principal, query: str, f: MemoryFilter | None, *, limit: int,
+                      explain: bool = False, min_similarity: float | None = None) -> list[SearchHit]:
+        wanted, _ = split_query(query)
+        vector = await self.vectors.query(wanted) if self.vectors and wanted else None
+        return await hybrid_search(self.repo, p, query, f, limit=limit, settings=self.settings, explain=explain,
+                                   vector=vector, model=self.vectors.model if self.vectors else None,
+                                   dimension=self.vectors.dimension if self.vectors else 0,
+                                   min_similarity=min_similarity)
 
     async def list(self, p: Principal, f: MemoryFilter | None = None, *, order: ListOrder = "recent",
                    limit: int = 20, cursor: str | None = None) -> MemoryPage:
@@ -220,9 +244,10 @@ class MemoryService:
         if content is not None:
             changes["content"] = self._content(content)
             changes["content_hash"] = content_hash(changes["content"])
-            # A new text invalidates its vector; the embedder fills it in again.
-            changes["embedding"] = None
-            changes["embedding_model"] = None
+            # A new text needs a new vector (none if the embedder is down: the backfill adds it).
+            vector = await self.vectors.document(changes["content"]) if self.vectors else None
+            changes["embedding"] = vector
+            changes["embedding_model"] = self.vectors.model if vector is not None and self.vectors else None
         if title is not None:
             changes["title"] = self._title(title)
         if kind is not None:
@@ -282,7 +307,9 @@ class MemoryService:
             matches = await self.repo.peek_many(p, list(dict.fromkeys(ids)))
             scores: dict[UUID, float | None] = {}
         elif query:
-            hits = await hybrid_search(self.repo, p, query, f, limit=limit + 1, settings=self.settings)
+            # Only what matches: words in common, or a vector close enough, never mere neighbours.
+            hits = await self._search(p, query, f, limit=limit + 1,
+                                      min_similarity=self.settings.forget_min_similarity)
             matches = await self.repo.peek_many(p, [h.id for h in hits])
             scores = {h.id: h.score for h in hits}
         elif f is not None and f.model_dump(exclude_none=True):
@@ -332,7 +359,8 @@ class MemoryService:
         self._require(p, "write")
         await self._limit(p, "write")
         ids = list(dict.fromkeys(ids))
-        return RestoreResult(restored=await self.repo.restore(p, ids, reason=reason, request_id=request_id))
+        return RestoreResult(restored=await self.repo.restore(p, ids, reason=reason, request_id=request_id,
+                                                              may_restore_others=p.can("admin")))
 
     async def history(self, p: Principal, memory_id: UUID, *, limit: int = 100) -> HistoryResult:
         self._require(p, "read")

@@ -67,6 +67,11 @@ async def test_credentials_are_checked(database: Database, db_url: str) -> None:
             "other audience": token(aud="someone-else"), "other issuer": token(iss="https://evil.test"),
             "no subject": jwt.encode({"aud": "mcp-memory", "iss": "https://idp.test", "exp": int(time.time()) + 60},
                                      SECRET, algorithm="HS256"),
+            "no audience": jwt.encode({"sub": "alice", "iss": "https://idp.test", "exp": int(time.time()) + 60},
+                                      SECRET, algorithm="HS256"),
+            "unknown memory scope": token(scope="memory:read memory:root"),
+            "malformed agents claim": token(mcp_memory_agents={"not": "a list"}),
+            "key with a control character for a user": "mcpm_AA.x",
         }
         for why, credential in refused.items():
             response = status(base, credential)
@@ -90,6 +95,13 @@ async def test_tokens_and_keys_carry_identity_and_permissions(database: Database
             assert "lacks the 'write' permission" in await call_error(client, "memory_write", {"content": "x"})
         async with http_client(base, token("bob")) as client:
             assert (await call(client, "memory_search", {"query": "jwt-written"}))["hits"] == []
+        # Providers spell scopes as a string or a list, under `scope` or `scp`: all narrow alike.
+        for claims in ({"scp": "memory:read"}, {"scope": ["memory:read"]}, {"scp": ["memory:read"]}):
+            async with http_client(base, token("alice", **claims)) as client:
+                assert "lacks the 'write' permission" in await call_error(client, "memory_write", {"content": "x"})
+        async with http_client(base, token("alice", mcp_memory_agents="ci-bot"),
+                               **{"X-MCP-Memory-Agent": "other"}) as client:
+            assert "may not act as agent 'other'" in await call_error(client, "memory_list", {})
 
 
 async def test_sse_and_both_protocol_eras(database: Database, db_url: str) -> None:
@@ -98,7 +110,7 @@ async def test_sse_and_both_protocol_eras(database: Database, db_url: str) -> No
         for mode in ("auto", "legacy"):
             async with http_client(base, key, mode=mode) as client:
                 w = await call(client, "memory_write", {"content": f"written over {mode}"})
-                assert w["memory"]["scope"] == {"level": "project", "agent_id": None, "project_id": "shop"}
+                assert w["memory"]["scope"] == {"level": "agent_project", "agent_id": "planner", "project_id": "shop"}
         async with Client(sse_client(f"{base}/sse", headers={"Authorization": f"Bearer {key}"})) as client:
             hits = (await call(client, "memory_search", {"query": "written over"}))["hits"]
             assert len(hits) == 2

@@ -93,6 +93,7 @@ async def test_import_tree_twice_adds_nothing(service: MemoryService, database: 
 
 async def test_export_import_round_trip(service: MemoryService, database: Database, alice: Principal,
                                         make_db, settings, tmp_path: Path) -> None:
+    await service.write(alice, "Line\u2028separators\u2029and\x85next-line survive a round trip")
     a = (await service.write(alice, "Round trip fact", tags=["x"], kind="fact")).memory
     await service.update(alice, a.id, content="Round trip fact, edited", reason="typo")
     b = (await service.write(alice, "Forgotten but restorable", scope="user")).memory
@@ -100,7 +101,7 @@ async def test_export_import_round_trip(service: MemoryService, database: Databa
     await service.write(alice, "Agent scoped", scope="agent_project")
 
     out = io.StringIO()
-    assert await export_user(MaintenanceRepository(database.admin), alice.user_id, out) == 3
+    assert await export_user(MaintenanceRepository(database.admin), alice.user_id, out) == 4
     dump = tmp_path / "export.jsonl"
     dump.write_text(out.getvalue())
 
@@ -109,7 +110,7 @@ async def test_export_import_round_trip(service: MemoryService, database: Databa
         target = MemoryService(MemoryRepository(empty.pool), settings)
         maintenance = MaintenanceRepository(empty.admin)
         report = await import_paths(target, maintenance, alice, [dump], progress=False)
-        assert report.created == 3
+        assert report.created == 4
         assert (await import_paths(target, maintenance, alice, [dump], progress=False)).created == 0
 
         async def snapshot(db: Database) -> tuple[list, list]:

@@ -82,8 +82,8 @@ async def test_update_records_old_and_new(service: MemoryService, alice: Princip
     assert history[1].new == {"content": "Lives in Oslo", "tags": ["home"]}
     assert history[1].reason == "moved" and history[1].actor == "test:alice" and history[1].client == "pytest"
     # Full text follows the new content (the generated column is recomputed).
-    assert [h.id for h in (await service.search(alice, "Oslo")).hits] == [m.id]
-    assert (await service.search(alice, "Lisbon")).hits == []
+    assert (await service.search(alice, "Oslo", explain=True)).hits[0].explain["fulltext"] == 1
+    assert (await service.search(alice, "Lisbon", explain=True)).hits[0].explain["fulltext"] is None
 
 
 async def test_if_version_refuses_stale_writer(service: MemoryService, alice: Principal) -> None:
@@ -308,3 +308,45 @@ async def test_rate_limits_bind_remote_principals(service: MemoryService, alice:
         await service.write(alice, f"local {i}")
     other = principal("bob").model_copy(update={"rate_limited": True})  # limits are per principal
     await service.write(other, "bob is not alice")
+
+
+async def test_confined_credentials_change_only_their_own(service: MemoryService, alice: Principal) -> None:
+    shared = (await service.write(alice, "Team-wide convention", scope="user")).memory
+    bot = principal(agent="bot", project="sandbox").model_copy(update={"agent_confined": True,
+                                                                         "project_confined": True})
+    mine = (await service.write(bot, "bot's own note")).memory
+    assert mine.scope.level == "agent_project"
+    assert shared.id in {m.id for m in (await service.list(bot)).memories}  # it may read what is shared
+    with pytest.raises(PermissionDenied, match="cannot write at scope 'user'"):
+        await service.write(bot, "poisoning the shared well", scope="user")
+    with pytest.raises(PermissionDenied, match="shared beyond this credential"):
+        await service.update(bot, shared.id, content="rewritten by a bot")
+    with pytest.raises(PermissionDenied, match="shared beyond this credential"):
+        await service.forget(bot, [shared.id])
+    with pytest.raises(PermissionDenied, match="shared beyond this credential"):
+        await service.write(bot, "bot's successor", supersedes=[shared.id])
+    assert (await service.get_one(alice, shared.id)).version == 1
+
+
+async def test_restoring_someone_elses_forget_needs_admin(service: MemoryService, alice: Principal) -> None:
+    m = (await service.write(alice, "forgotten by the owner")).memory
+    await service.forget(alice, [m.id])
+    other_key = principal(permissions=frozenset({"read", "write", "forget"})).model_copy(update={"actor": "key:b#2"})
+    with pytest.raises(PermissionDenied, match="forgotten by another principal"):
+        await service.restore(other_key, [m.id])
+    own = (await service.write(other_key, "forgotten by the key itself")).memory
+    await service.forget(other_key, [own.id])
+    assert (await service.restore(other_key, [own.id])).restored
+    assert (await service.restore(alice, [m.id])).restored  # the admin may
+
+
+async def test_application_role_cannot_destroy(database: Database, service: MemoryService,
+                                               alice: Principal) -> None:
+    import asyncpg
+
+    await service.write(alice, "indelible")
+    for sql in ("DELETE FROM memories", "DELETE FROM memory_history", "UPDATE memory_history SET reason = 'x'",
+                "UPDATE api_keys SET permissions = '{admin}'"):
+        async with database.pool.acquire() as conn:
+            with pytest.raises(asyncpg.InsufficientPrivilegeError):
+                await conn.execute(sql)

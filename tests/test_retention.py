@@ -55,15 +55,17 @@ async def test_history_tokens_and_keys_expire(service: MemoryService, alice: Pri
 async def test_stale_purge_is_off_by_default_and_soft(service: MemoryService, alice: Principal,
                                                       database: Database, settings: Settings) -> None:
     never = (await service.write(alice, "never read")).memory
-    read = (await service.write(alice, "read once")).memory
+    read = (await service.write(alice, "read lately")).memory
     pinned = (await service.write(alice, "pinned, never read", pinned=True)).memory
-    await service.get(alice, [read.id])
-    future = datetime.now(UTC) + timedelta(days=400)
-    assert (await sweep(database.admin, settings, now=future)).stale_forgotten == 0
+    async with database.admin.acquire() as conn:  # all three were written 400 days ago
+        await conn.execute("UPDATE memories SET created_at = now() - interval '400 days', "
+                           "updated_at = now() - interval '400 days'")
+    await service.get(alice, [read.id])  # ... and one was read today
+    assert (await sweep(database.admin, settings)).stale_forgotten == 0  # off by default
 
     stale = settings.model_copy(update={"stale_after_days": 365})
-    report = await sweep(database.admin, stale, now=future)
+    report = await sweep(database.admin, stale)
     assert report.stale_forgotten == 1
     live = {m.id for m in (await service.list(alice)).memories}
     assert live == {read.id, pinned.id}
-    assert (await service.restore(alice, [never.id])).restored  # soft: restorable
+    assert (await service.restore(alice, [never.id])).restored  # soft: restorable (by the admin)

@@ -72,7 +72,8 @@ async def test_every_tool_end_to_end(settings: Settings, mode: str) -> None:
         assert w["memory"]["uri"] == f"memory://memories/{mid}"
 
         hits = (await call(client, "memory_search", {"query": "which port does staging use", "explain": True}))["hits"]
-        assert hits[0]["id"] == mid and hits[0]["age"] == "just now" and hits[0]["ranks"]["fulltext"] == 1
+        assert hits[0]["id"] == mid and hits[0]["age"] == "just now" and hits[0]["explain"]["fulltext"] == 1
+        assert hits[0]["explain"]["vector"] == 1 and 0 < hits[0]["explain"]["recency"] <= 1
 
         got = await call(client, "memory_get", {"ids": [mid]})
         assert got["memories"][0]["content"] == "The staging database runs on port 6543"

@@ -118,3 +118,26 @@ def test_stdout_carries_only_protocol(tmp_path: Path) -> None:
     text = "".join(logs)
     assert "database ready" in text  # logs went to stderr
     assert "retention: 0 stale forgotten, 0 tombstones purged" in text  # the sweep runs at start
+
+
+def test_sigterm_stops_the_server_and_its_database(tmp_path: Path) -> None:
+    """Harnesses stop servers with SIGTERM while stdin is still open."""
+    env = {**os.environ, **server_params(tmp_path).env}
+    proc = subprocess.Popen([SERVE, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, env=env)
+    try:
+        _rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+        _rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                    "params": {"name": "memory_list", "arguments": {}}})
+        assert postmaster_running(tmp_path)
+        proc.terminate()
+        assert proc.wait(timeout=15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    deadline = time.monotonic() + 10
+    while postmaster_running(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not postmaster_running(tmp_path)

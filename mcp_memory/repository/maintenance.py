@@ -82,17 +82,17 @@ class MaintenanceRepository:
                 return total
 
     async def _forget_stale(self, conn: asyncpg.Connection, now: datetime, cutoff: datetime, dry_run: bool) -> int:
-        where = ("deleted_at IS NULL AND NOT pinned AND access_count = 0 "
-                 "AND created_at < $1 AND updated_at < $1")
+        where = ("deleted_at IS NULL AND NOT pinned "
+                 "AND coalesce(last_accessed, created_at) < $1 AND updated_at < $1")
         if dry_run:
             return await conn.fetchval(f"SELECT count(*) FROM memories WHERE {where}", cutoff)
         async with conn.transaction():
             rows = await conn.fetch(
-                f"""UPDATE memories SET deleted_at = $2, deleted_reason = 'stale: never accessed'
+                f"""UPDATE memories SET deleted_at = $2, deleted_reason = 'stale: not read or changed'
                     WHERE {where} RETURNING user_id, id, deleted_at""", cutoff, now)
             await conn.executemany(
                 """INSERT INTO memory_history (user_id, memory_id, event, new, actor, reason)
-                   VALUES ($1, $2, 'DELETE', $3, $4, 'stale: never accessed')""",
+                   VALUES ($1, $2, 'DELETE', $3, $4, 'stale: not read or changed')""",
                 [(r["user_id"], r["id"], {"deleted_at": r["deleted_at"]}, RETENTION_ACTOR) for r in rows])
         return len(rows)
 

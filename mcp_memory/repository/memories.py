@@ -12,6 +12,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 import asyncpg
+import numpy as np
 
 from ..errors import Conflict, NotFound, PermissionDenied
 from ..models import (
@@ -77,8 +78,20 @@ def _ids_text(ids: Iterable[UUID]) -> str:
     return ", ".join(str(i) for i in ids)
 
 
+def _own(p: Principal, rows: Iterable[asyncpg.Record], verb: str) -> None:
+    """A credential limited to some agents / projects reads what they share with others but
+    changes only what is theirs."""
+    shared = [r["id"] for r in rows if (p.agent_confined and r["agent_id"] is None)
+              or (p.project_confined and r["project_id"] is None)]
+    if shared:
+        raise PermissionDenied(f"memory {_ids_text(shared)} is shared beyond this credential's agents and "
+                               f"projects; it cannot {verb} it. Nothing was changed")
+
+
 _INSERT_COLUMNS = ("id", "user_id", "agent_id", "project_id", "kind", "title", "content", "content_hash",
-                   "tags", "metadata", "importance", "confidence", "pinned", "priority", "source")
+                   "tags", "metadata", "importance", "confidence", "pinned", "priority", "source", "embedding",
+                   "embedding_model")
+_DERIVED = ("embedding", "embedding_model")  # follow the content; never compared, never in history
 
 
 class MemoryRepository:
@@ -131,21 +144,32 @@ class MemoryRepository:
                                        "session's scope; use a new key")
                     return to_memory(row[0]), False
             values = {"id": new_id, "user_id": p.user_id, **new.model_dump(exclude={"occurred_at"})}
+            if new.embedding is not None:
+                values["embedding"] = np.asarray(new.embedding, dtype=np.float32)
             q = Sql()
             cols = list(_INSERT_COLUMNS)
             placeholders = [q.arg(values[c]) for c in cols]
             cols.append("occurred_at")
             placeholders.append(f"coalesce({q.arg(new.occurred_at)}::timestamptz, now())")
-            row = await conn.fetchrow(
-                f"""INSERT INTO memories ({", ".join(cols)}) VALUES ({", ".join(placeholders)})
-                    ON CONFLICT (user_id, coalesce(agent_id, ''), coalesce(project_id, ''), content_hash)
-                    WHERE deleted_at IS NULL DO NOTHING RETURNING *""",
-                *q.args)
-            if row is None:
+            existing = None
+            for _ in range(3):  # the twin we collided with may be forgotten before we read it: try again
                 row = await conn.fetchrow(
+                    f"""INSERT INTO memories ({", ".join(cols)}) VALUES ({", ".join(placeholders)})
+                        ON CONFLICT (user_id, coalesce(agent_id, ''), coalesce(project_id, ''), content_hash)
+                        WHERE deleted_at IS NULL DO NOTHING RETURNING *""",
+                    *q.args)
+                if row is not None:
+                    break
+                existing = await conn.fetchrow(
                     """SELECT * FROM memories WHERE user_id = $1 AND agent_id IS NOT DISTINCT FROM $2
                        AND project_id IS NOT DISTINCT FROM $3 AND content_hash = $4 AND deleted_at IS NULL""",
                     p.user_id, new.agent_id, new.project_id, new.content_hash)
+                if existing is not None:
+                    break
+            if row is None:
+                if existing is None:
+                    raise Conflict("an identical memory was being written and forgotten at the same time; retry")
+                row = existing
                 if idempotency_key is not None:
                     await conn.execute(
                         "UPDATE idempotency_keys SET memory_id = $3 WHERE user_id = $1 AND key = $2",
@@ -168,6 +192,7 @@ class MemoryRepository:
         if missing:
             raise NotFound(f"supersedes names no live memory {_ids_text(sorted(missing))} in this session's "
                            "scope; nothing was written")
+        _own(p, rows, "supersede")
         await conn.execute("UPDATE memories SET superseded_by = $3, updated_at = now(), version = version + 1 "
                            "WHERE user_id = $1 AND id = ANY($2::uuid[])", p.user_id, older, successor)
         await self._history(conn, p, [(r["id"], "UPDATE", {"superseded_by": r["superseded_by"]},
@@ -183,12 +208,17 @@ class MemoryRepository:
             if not rows:
                 raise NotFound(f"no memory {memory_id} in this session's scope")
             row = rows[0]
+            _own(p, rows, "update")
             if if_version is not None and row["version"] != if_version:
                 raise Conflict(f"memory {memory_id} is at version {row['version']}, not {if_version}: "
                                "someone changed it since you read it; re-read and retry")
-            diff = {k: v for k, v in changes.items() if not _same(row[k], v)}
+            diff = {k: v for k, v in changes.items() if k not in _DERIVED and not _same(row[k], v)}
             if not diff:
                 return to_memory(row), False
+            if "content" in diff:
+                diff.update({k: changes.get(k) for k in _DERIVED})
+                if diff["embedding"] is not None:
+                    diff["embedding"] = np.asarray(diff["embedding"], dtype=np.float32)
             guarded = {"content", "title"} & diff.keys() or diff.get("pinned") is False
             if row["pinned"] and guarded and not may_override_pin:
                 raise PermissionDenied(f"memory {memory_id} is pinned: changing its text or unpinning it "
@@ -228,6 +258,7 @@ class MemoryRepository:
         if missing:
             raise NotFound(f"no live memory with id {_ids_text(sorted(missing))} in this session's scope "
                            "(already forgotten? see memory_restore); nothing was forgotten")
+        _own(p, rows, "forget")
         if versions is not None:
             changed = [r["id"] for r in rows if r["version"] != versions[r["id"]]]
             if changed:
@@ -246,13 +277,25 @@ class MemoryRepository:
         return [to_memory(r) for r in deleted]
 
     async def restore(self, p: Principal, ids: Sequence[UUID], *, reason: str | None,
-                      request_id: str | None = None) -> list[Memory]:
+                      may_restore_others: bool, request_id: str | None = None) -> list[Memory]:
+        """All or nothing. Undoing someone else's forget (another key, the retention sweep) is an
+        admin's call."""
         async with self.transaction(p) as conn:
             rows = await self._fetch(conn, p, ids, deleted=True, lock=True)
             missing = set(ids) - {r["id"] for r in rows}
             if missing:
                 raise NotFound(f"no forgotten memory with id {_ids_text(sorted(missing))} in this session's "
                                "scope; nothing was restored")
+            _own(p, rows, "restore")
+            if not may_restore_others:
+                by = await conn.fetch(
+                    """SELECT DISTINCT ON (memory_id) memory_id, actor FROM memory_history
+                       WHERE user_id = $1 AND memory_id = ANY($2::uuid[]) AND event = 'DELETE'
+                       ORDER BY memory_id, seq DESC""", p.user_id, list(ids))
+                others = sorted(r["memory_id"] for r in by if r["actor"] != p.actor)
+                if others:
+                    raise PermissionDenied(f"memory {_ids_text(others)} was forgotten by another principal; "
+                                           "restoring it needs the 'admin' permission; nothing was restored")
             try:
                 restored = await conn.fetch(
                     """UPDATE memories SET deleted_at = NULL, deleted_reason = NULL

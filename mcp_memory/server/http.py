@@ -81,7 +81,7 @@ class MemoryTokenVerifier(TokenVerifier):
                 return None
             return Credential(user_id=key.user_id, agents=tuple(key.agents) if key.agents is not None else None,
                               projects=tuple(key.projects) if key.projects is not None else None,
-                              permissions=frozenset(key.permissions), actor=f"key:{key.name}",
+                              permissions=frozenset(key.permissions), actor=f"key:{key.name}#{key.id}",
                               client_id=f"key:{key.id}")
         if self.jwt.enabled:
             # A JWKS fetch is blocking I/O: keep it off the event loop.

@@ -22,7 +22,9 @@ from ..db import Database, open_database
 from ..errors import PermissionDenied, Unavailable
 from ..models import Principal
 from ..repository import MemoryRepository
+from ..repository.embeddings import EmbeddingRepository
 from ..service import MemoryService
+from ..vectors import Vectors, embedder_from
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +48,14 @@ class AppState:
     async def open(self, tg: anyio.abc.TaskGroup | None = None) -> None:
         try:
             self.db = await open_database(self.settings)
-            self._service = MemoryService(MemoryRepository(self.db.pool), self.settings)
+            vectors = Vectors(embedder_from(self.settings), EmbeddingRepository(self.db.pool, self.db.admin),
+                              self.settings)
+            await vectors.prepare()
+            self._service = MemoryService(MemoryRepository(self.db.pool), self.settings, vectors)
             log.info("database ready%s", f" (applied {', '.join(self.db.applied)})" if self.db.applied else "")
             if tg is not None:
                 tg.start_soon(retention.run_forever, self.db.admin, self.settings)
+                tg.start_soon(vectors.query, "warm up")  # load the model now, not on the first search
         except Exception as exc:  # reported to every call until fixed; the server stays up
             log.exception("database unavailable")
             self._error = exc

@@ -92,11 +92,16 @@ async def memory_search(
     limit: Annotated[int, Field(ge=1, le=50)] = 10,
     kinds: Kinds = None, tags: Tags = None, since: Since = None, until: Until = None,
     scope: ScopeFilter = None,
-    explain: Annotated[bool, Field(description="Include each candidate list's rank per hit.")] = False,
+    as_of: Annotated[datetime | None, Field(description=(
+        "Search the store as it stood then (ISO 8601): later memories left out, recency measured from it."))] = None,
+    explain: Annotated[bool, Field(description="Include each candidate list's rank and the recency factor.")] = False,
 ) -> SearchResult:
-    """Find memories relevant to a query, best first, in every scope this session can see."""
+    """Find memories relevant to a query, best first, in every scope this session can see:
+    meaning (vectors), words (full text) and spelling (trigram, short queries) fused, newer first
+    among equals."""
     service, p = await bind(ctx)
-    return await service.search(p, query, _filter(kinds, tags, since, until, scope), limit=limit, explain=explain)
+    f = _filter(kinds, tags, since, until, scope).model_copy(update={"as_of": as_of})
+    return await service.search(p, query, f, limit=limit, explain=explain)
 
 
 @tool_errors

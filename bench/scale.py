@@ -1,0 +1,141 @@
+"""Search latency at scale: 100,000 memories in one scope, with and without filters.
+
+The memories are generated: a few thousand distinct sentences are embedded with the configured
+model, and each memory is one of them with its own suffix and a slightly perturbed copy of its
+vector, bulk-loaded with COPY (embedding 100,000 texts one by one would take longer than the
+benchmark). Query embeddings are computed once before timing, so the figures are the search
+itself (one SQL statement); the query embedding is timed separately.
+
+Usage: python bench/scale.py [--memories 100000] [--queries 200] [--out bench/results/scale.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+
+from mcp_memory.config import Settings
+from mcp_memory.db import open_database
+from mcp_memory.models import ALL_PERMISSIONS, MemoryFilter, Principal
+from mcp_memory.repository import MemoryRepository
+from mcp_memory.repository.embeddings import EmbeddingRepository
+from mcp_memory.service import MemoryService, content_hash
+from mcp_memory.vectors import Vectors, embedder_from
+
+sys.path.insert(0, str(Path(__file__).parent))
+from stdio_latency import OBJECTS, QUERIES, SUBJECTS, VERBS  # noqa: E402
+
+KINDS = ["fact", "preference", "decision", "episode", "note"]
+PLACES = ["Lisbon", "Oslo", "Berlin", "Nairobi", "Lima", "Osaka", "Toronto", "Auckland", "Seville", "Tartu"]
+EXTRA_QUERIES = ["who moved to Oslo", "Kafka", "nightly backups failing", "what did the team decide about Rust",
+                 "feature flags in the mobile app", "Tartu", "PostgreSQL upgrade plan", "green tea"]
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    return {"n": len(values), "p50_ms": statistics.median(values) * 1000,
+            "p95_ms": ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))] * 1000}
+
+
+async def run(n: int, queries: int, data_dir: Path) -> dict:
+    settings = Settings(data_dir=data_dir, retention_interval_hours=0, log_level="WARNING")
+    db = await open_database(settings)
+    vectors = Vectors(embedder_from(settings), EmbeddingRepository(db.pool, db.admin), settings)
+    await vectors.prepare()
+    service = MemoryService(MemoryRepository(db.pool), settings, vectors)
+    p = Principal(user_id="scale", project_id="big", permissions=ALL_PERMISSIONS, actor="bench")
+    rng = random.Random(3)
+    try:
+        bases = sorted({f"{s} {v} {o} in {rng.choice(PLACES)}" for s in SUBJECTS for v in VERBS for o in OBJECTS})
+        rng.shuffle(bases)
+        bases = bases[:3000]
+        started = time.perf_counter()
+        base_vectors = np.asarray(await vectors.embedder.embed_documents(bases), dtype=np.float32)
+        embed_s = time.perf_counter() - started
+        now = datetime.now(UTC)
+        records = []
+        for i in range(n):
+            j = rng.randrange(len(bases))
+            v = base_vectors[j] + np.random.default_rng(i).normal(0, 0.02, base_vectors.shape[1]).astype(np.float32)
+            v /= np.linalg.norm(v)
+            text = f"{bases[j]} (record {i}, batch {i % 97})"
+            records.append((p.user_id, uuid.uuid4(), None, p.project_id, rng.choice(KINDS), text, content_hash(text),
+                            [f"t{i % 20}"], v, vectors.model, now - timedelta(days=rng.uniform(0, 720))))
+        async with db.admin.acquire() as conn:
+            started = time.perf_counter()
+            await conn.copy_records_to_table(
+                "memories", records=records,
+                columns=["user_id", "id", "agent_id", "project_id", "kind", "content", "content_hash", "tags",
+                         "embedding", "embedding_model", "occurred_at"])
+            load_s = time.perf_counter() - started
+            await conn.execute("ANALYZE memories")
+        started = time.perf_counter()
+        await vectors.repo.ensure_index(vectors.model, vectors.dimension)  # rebuilt below, timed
+        async with db.admin.acquire() as conn:
+            await conn.execute("REINDEX TABLE memories")
+        index_s = time.perf_counter() - started
+
+        qs = [QUERIES[i % len(QUERIES)] if i % 2 else EXTRA_QUERIES[i % len(EXTRA_QUERIES)] for i in range(queries)]
+        embed_t = []
+        for q in set(qs):  # embed once; later searches hit the query cache
+            t = time.perf_counter()
+            await vectors.embedder.embed_query(q)
+            embed_t.append(time.perf_counter() - t)
+            await vectors.query(q)
+        filters = {
+            "no filter": None,
+            "kind = decision": MemoryFilter(kinds=["decision"]),
+            "tag t7 (5%)": MemoryFilter(tags=["t7"]),
+            "last 30 days": MemoryFilter(since=now - timedelta(days=30)),
+        }
+        results = {}
+        for label, f in filters.items():
+            times, found = [], 0
+            for q in qs:
+                t = time.perf_counter()
+                hits = (await service.search(p, q, f, limit=10)).hits
+                times.append(time.perf_counter() - t)
+                found += bool(hits)
+            results[label] = {**summary(times), "queries_with_hits": found}
+    finally:
+        await db.close()
+    return {"memories": n, "distinct_texts": len(bases), "embed_distinct_s": round(embed_s, 1),
+            "copy_s": round(load_s, 1), "index_build_s": round(index_s, 1),
+            "query_embedding": summary(embed_t), "search": results}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--memories", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--out", type=Path, default=Path("bench/results/scale.json"))
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="mcp-memory-scale-") as tmp:
+        results = asyncio.run(run(args.memories, args.queries, Path(tmp)))
+    results["machine"] = {"cpus": os.cpu_count(), "python": sys.version.split()[0]}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2))
+    print(f"{results['memories']:,} memories in one scope (COPY {results['copy_s']} s, "
+          f"index build {results['index_build_s']} s)")
+    print(f"{'search (excluding query embedding)':<40}{'p50 ms':>10}{'p95 ms':>10}{'n':>6}")
+    for label, s in results["search"].items():
+        print(f"{label:<40}{s['p50_ms']:>10.1f}{s['p95_ms']:>10.1f}{s['n']:>6}")
+    e = results["query_embedding"]
+    print(f"{'query embedding':<40}{e['p50_ms']:>10.1f}{e['p95_ms']:>10.1f}{e['n']:>6}")
+    print(f"\nwrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

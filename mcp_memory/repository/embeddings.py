@@ -1,0 +1,94 @@
+"""Vectors: the embedding cache, the model the database was built with, the HNSW index for a
+model, and the backfill that fills in missing vectors."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+import numpy as np
+
+META_KEY = "embedding"
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def vector_cast(dimension: int) -> str:
+    """The expression the HNSW index is built on; queries must use the very same one."""
+    return f"(m.embedding::vector({int(dimension)}))"
+
+
+def model_literal(model: str) -> str:
+    """The model as an SQL literal: partial-index predicates need a constant, not a parameter,
+    for the planner to prove a query may use the index. Models come from configuration."""
+    return "'" + model.replace("'", "''") + "'"
+
+
+def index_name(model: str, dimension: int) -> str:
+    return f"memories_hnsw_{int(dimension)}_{hashlib.sha256(model.encode()).hexdigest()[:10]}"
+
+
+class EmbeddingRepository:
+    def __init__(self, app: asyncpg.Pool, admin: asyncpg.Pool | None = None) -> None:
+        self.app = app
+        self.admin = admin or app
+
+    async def cached(self, model: str, hashes: Sequence[str]) -> dict[str, list[float]]:
+        rows = await self.app.fetch(
+            "SELECT text_hash, embedding FROM embedding_cache WHERE model = $1 AND text_hash = ANY($2::text[])",
+            model, list(hashes))
+        return {r["text_hash"]: r["embedding"].to_list() for r in rows}
+
+    async def remember(self, model: str, vectors: dict[str, list[float]]) -> None:
+        await self.app.executemany(
+            "INSERT INTO embedding_cache (model, text_hash, embedding) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+            [(model, h, np.asarray(v, dtype=np.float32)) for h, v in vectors.items()])
+
+    # --- what the database was built with ----------------------------------------------------
+
+    async def built_with(self) -> dict[str, Any] | None:
+        return await self.admin.fetchval("SELECT value FROM meta WHERE key = $1", META_KEY)
+
+    async def record_model(self, model: str, dimension: int) -> None:
+        await self.admin.execute(
+            """INSERT INTO meta (key, value) VALUES ($1, $2)
+               ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = now()""",
+            META_KEY, {"model": model, "dimension": dimension})
+
+    async def rows_with_other_models(self, model: str) -> int:
+        return await self.admin.fetchval(
+            "SELECT count(*) FROM memories WHERE embedding IS NOT NULL AND embedding_model <> $1", model)
+
+    async def ensure_index(self, model: str, dimension: int) -> None:
+        await self.admin.execute(
+            f"""CREATE INDEX IF NOT EXISTS {index_name(model, dimension)} ON memories
+                USING hnsw ((embedding::vector({int(dimension)})) vector_cosine_ops)
+                WHERE embedding_model = {model_literal(model)}""")
+
+    # --- backfill (operator work across users) ------------------------------------------------
+
+    async def pending(self, model: str, reembed: bool) -> int:
+        return await self.admin.fetchval(
+            f"SELECT count(*) FROM memories WHERE deleted_at IS NULL AND {self._todo(reembed)}", model)
+
+    @staticmethod
+    def _todo(reembed: bool) -> str:
+        return "(embedding IS NULL OR embedding_model IS DISTINCT FROM $1)" if reembed else \
+            "embedding IS NULL AND $1::text IS NOT NULL"
+
+    async def next_batch(self, model: str, reembed: bool, after: UUID | None, size: int) -> list[asyncpg.Record]:
+        return await self.admin.fetch(
+            f"""SELECT user_id, id, content FROM memories
+                WHERE deleted_at IS NULL AND {self._todo(reembed)} AND ($2::uuid IS NULL OR id > $2)
+                ORDER BY id LIMIT $3""", model, after, size)
+
+    async def store(self, model: str, rows: Sequence[tuple[str, UUID, list[float]]]) -> None:
+        """Attach vectors (derived data: no version bump, no history row)."""
+        await self.admin.executemany(
+            "UPDATE memories SET embedding = $3, embedding_model = $4 WHERE user_id = $1 AND id = $2",
+            [(user, mid, np.asarray(v, dtype=np.float32), model) for user, mid, v in rows])

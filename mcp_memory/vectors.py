@@ -1,0 +1,141 @@
+"""Turning memory text into vectors for the service: the embedding cache, failing open, the
+start-up check of the model the database was built with, and the backfill."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import anyio
+from tqdm import tqdm
+
+from .config import Settings
+from .embeddings import Embedder, make_embedder, resolve_dimension
+from .errors import Unavailable
+from .repository.embeddings import EmbeddingRepository, text_hash
+
+log = logging.getLogger(__name__)
+
+
+_EMBEDDERS: dict[tuple, Embedder | None] = {}
+
+
+def embedder_from(settings: Settings) -> Embedder | None:
+    """The configured embedder, one per configuration per process (a local model loads once).
+    A provider that cannot be set up (package or key missing) is logged and left out: memories
+    are then stored without vectors and found by full text until it is fixed and backfilled."""
+    key = (settings.embedding_provider, settings.embedding_model, settings.embedding_dimension,
+           settings.embedding_api_key, settings.embedding_base_url)
+    if key not in _EMBEDDERS:
+        try:
+            _EMBEDDERS[key] = make_embedder(settings.embedding_provider, settings.embedding_model,
+                                            dimension=settings.embedding_dimension,
+                                            api_key=settings.embedding_api_key, base_url=settings.embedding_base_url)
+        except Unavailable as exc:
+            log.error("embeddings are off: %s (run `mcp-memory doctor`)", exc)
+            return None
+    return _EMBEDDERS[key]
+
+
+class Vectors:
+    """The embedder behind a cache, failing open: with the model down a memory is stored
+    without a vector (found by full text until the backfill embeds it) and a search runs
+    without its vector list."""
+
+    def __init__(self, embedder: Embedder | None, repo: EmbeddingRepository, settings: Settings) -> None:
+        self.embedder = embedder
+        self.repo = repo
+        self.settings = settings
+        self._queries: OrderedDict[str, list[float]] = OrderedDict()
+
+    @property
+    def model(self) -> str | None:
+        return self.embedder.model if self.embedder else None
+
+    @property
+    def dimension(self) -> int:
+        return self.embedder.dimension if self.embedder else 0
+
+    async def documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """Vectors for texts, from the cache where it has them. Raises on embedder failure."""
+        assert self.embedder is not None
+        hashes = [text_hash(t) for t in texts]
+        known = await self.repo.cached(self.embedder.model, hashes)
+        missing = {h: t for h, t in zip(hashes, texts, strict=True) if h not in known}
+        if missing:
+            fresh = await self.embedder.embed_documents(list(missing.values()))
+            new = dict(zip(missing, fresh, strict=True))
+            await self.repo.remember(self.embedder.model, new)
+            known.update(new)
+        return [known[h] for h in hashes]
+
+    async def document(self, text: str) -> list[float] | None:
+        """One memory's vector, or None if the embedder is off, down or slow (fail open)."""
+        if self.embedder is None:
+            return None
+        try:
+            with anyio.fail_after(self.settings.embedding_timeout_s):
+                return (await self.documents([text]))[0]
+        except (Unavailable, TimeoutError, OSError) as exc:
+            log.warning("storing without a vector (the backfill will add it): %s", exc)
+            return None
+
+    async def query(self, text: str) -> list[float] | None:
+        if self.embedder is None:
+            return None
+        if text in self._queries:
+            self._queries.move_to_end(text)
+            return self._queries[text]
+        try:
+            with anyio.fail_after(self.settings.embedding_timeout_s):
+                vector = await self.embedder.embed_query(text)
+        except (Unavailable, TimeoutError, OSError) as exc:
+            log.warning("searching without the vector list: %s", exc)
+            return None
+        self._queries[text] = vector
+        if len(self._queries) > 256:
+            self._queries.popitem(last=False)
+        return vector
+
+    async def prepare(self) -> None:
+        """At start-up: refuse a model the database was not built with, make sure the model's
+        index exists, and load the model so the first call does not pay for it."""
+        if self.embedder is None:
+            return
+        dimension = await resolve_dimension(self.embedder)
+        built = await self.repo.built_with()
+        if built and (built["model"], built["dimension"]) != (self.embedder.model, dimension):
+            if await self.repo.rows_with_other_models(self.embedder.model):
+                raise Unavailable(
+                    f"the database was built with embedding model {built['model']} ({built['dimension']} "
+                    f"dimensions) but {self.embedder.model} ({dimension}) is configured. Run "
+                    f"`mcp-memory backfill --reembed` to switch, or set MCP_MEMORY_EMBEDDING_MODEL="
+                    f"{built['model']}")
+        if built != {"model": self.embedder.model, "dimension": dimension}:
+            await self.repo.record_model(self.embedder.model, dimension)
+        await self.repo.ensure_index(self.embedder.model, dimension)
+
+    async def backfill(self, *, reembed: bool, batch_size: int = 64, progress: bool = True) -> int:
+        """Embed every live memory that has no vector (or, with `reembed`, one from another
+        model), batch by batch: each batch commits, so it can stop and resume, and search keeps
+        working throughout. Returns how many memories it embedded."""
+        if self.embedder is None:
+            raise Unavailable("no embedding provider is configured (MCP_MEMORY_EMBEDDING_PROVIDER=none)")
+        model = self.embedder.model
+        dimension = await resolve_dimension(self.embedder)
+        if reembed:
+            await self.repo.record_model(model, dimension)
+        await self.repo.ensure_index(model, dimension)
+        total = await self.repo.pending(model, reembed)
+        done, after = 0, None
+        with tqdm(total=total, desc=f"embedding with {model}", unit="memory", file=sys.stderr,
+                  disable=not progress) as bar:
+            while rows := await self.repo.next_batch(model, reembed, after, batch_size):
+                vectors = await self.documents([r["content"] for r in rows])
+                await self.repo.store(model, [(r["user_id"], r["id"], v) for r, v in zip(rows, vectors, strict=True)])
+                after = rows[-1]["id"]
+                done += len(rows)
+                bar.update(len(rows))
+        return done

@@ -1,0 +1,139 @@
+"""Hybrid retrieval on a real database with the default local embedder: the vector list,
+fail-open writes and the backfill, the model check, recency, as_of, explain."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from mcp_memory.config import Settings
+from mcp_memory.db import Database
+from mcp_memory.errors import Unavailable
+from mcp_memory.models import MemoryFilter, Principal
+from mcp_memory.repository import MemoryRepository
+from mcp_memory.repository.embeddings import EmbeddingRepository
+from mcp_memory.service import MemoryService
+from mcp_memory.vectors import Vectors, embedder_from
+
+
+class Broken:
+    """An embedder whose service is down."""
+
+    model, dimension = "all-MiniLM-L6-v2-int8", 384
+
+    async def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        raise Unavailable("embedding service down")
+
+    async def embed_query(self, text: str) -> list[float]:
+        raise Unavailable("embedding service down")
+
+
+class Counting:
+    def __init__(self, inner) -> None:
+        self.inner, self.model, self.dimension, self.calls = inner, inner.model, inner.dimension, 0
+
+    async def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.calls += len(texts)
+        return await self.inner.embed_documents(texts)
+
+    async def embed_query(self, text: str) -> list[float]:
+        return await self.inner.embed_query(text)
+
+
+def service_with(database: Database, settings: Settings, embedder) -> MemoryService:
+    vectors = Vectors(embedder, EmbeddingRepository(database.pool, database.admin), settings)
+    return MemoryService(MemoryRepository(database.pool), settings, vectors)
+
+
+async def test_vectors_find_meaning_without_shared_words(service: MemoryService, alice: Principal) -> None:
+    pet = (await service.write(alice, "Our golden retriever Biscuit turns four in May")).memory
+    await service.write(alice, "The quarterly tax filing is due on the 15th")
+    hits = (await service.search(alice, "how old is my dog", explain=True)).hits
+    assert hits[0].id == pet.id
+    assert hits[0].explain["vector"] == 1 and hits[0].explain["fulltext"] is None
+
+
+async def test_short_queries_use_trigram_for_typos(service: MemoryService, alice: Principal) -> None:
+    target = (await service.write(alice, "Deploy with kubectl rollout restart")).memory
+    await service.write(alice, "Lunch is at noon")
+    hits = (await service.search(alice, "kubctl rollout", explain=True)).hits
+    assert hits[0].id == target.id and hits[0].explain["trigram"] == 1
+    long = (await service.search(alice, "what is the command we use to deploy a new release", explain=True)).hits
+    assert all(h.explain["trigram"] is None for h in long)  # long questions skip the trigram list
+
+
+async def test_fail_open_write_then_backfill(database: Database, settings: Settings, alice: Principal) -> None:
+    down = service_with(database, settings, Broken())
+    written = (await down.write(alice, "Pancakes need two eggs and a cup of milk")).memory
+    hits = (await down.search(alice, "pancakes recipe eggs", explain=True)).hits
+    assert hits[0].id == written.id and hits[0].explain["vector"] is None  # found by full text
+    async with database.admin.acquire() as conn:
+        assert await conn.fetchval("SELECT embedding IS NULL FROM memories") is True
+
+    up = service_with(database, settings, embedder_from(settings))
+    assert await up.vectors.backfill(reembed=False, progress=False) == 1
+    assert await up.vectors.backfill(reembed=False, progress=False) == 0  # resumable: nothing left
+    hits = (await up.search(alice, "breakfast batter ingredients", explain=True)).hits
+    assert hits[0].id == written.id and hits[0].explain["vector"] == 1
+
+
+async def test_cache_spares_the_embedder(database: Database, settings: Settings, alice: Principal) -> None:
+    counting = Counting(embedder_from(settings))
+    service = service_with(database, settings, counting)
+    first = (await service.write(alice, "Cached sentence")).memory
+    await service.forget(alice, [first.id])
+    await service.write(alice, "Cached sentence")
+    assert counting.calls == 1
+
+
+async def test_a_new_model_needs_a_reembed(database: Database, settings: Settings, alice: Principal,
+                                           service: MemoryService) -> None:
+    await service.write(alice, "Built with MiniLM")
+    other = settings.model_copy(update={"embedding_model": "static-10k-64d-int8"})
+    switched = service_with(database, other, embedder_from(other))
+    with pytest.raises(Unavailable, match=r"built with embedding model all-MiniLM-L6-v2-int8 \(384.*--reembed"):
+        await switched.vectors.prepare()
+    assert await switched.vectors.backfill(reembed=True, progress=False) == 1
+    await switched.vectors.prepare()  # now consistent
+    hits = (await switched.search(alice, "MiniLM", explain=True)).hits
+    assert hits[0].explain["vector"] == 1
+
+
+async def test_recency_puts_the_newest_fact_first(service: MemoryService, alice: Principal,
+                                                  settings: Settings) -> None:
+    now = datetime.now(UTC)
+    old = (await service.write(alice, "Maya lives in Lisbon, her home is in Lisbon",
+                               occurred_at=now - timedelta(days=200))).memory
+    new = (await service.write(alice, "Maya lives in Oslo now", occurred_at=now - timedelta(days=2))).memory
+    hits = (await service.search(alice, "where does Maya live", explain=True)).hits
+    assert [h.id for h in hits[:2]] == [new.id, old.id]
+    assert hits[0].explain["recency"] > hits[1].explain["recency"] >= settings.recency_floor
+
+    # as_of is the store as it stood: nothing had been written 100 days ago.
+    assert (await service.search(alice, "where does Maya live", MemoryFilter(as_of=now - timedelta(days=100)))).hits \
+        == []
+    between = datetime.now(UTC)
+    written_later = (await service.write(alice, "Maya adopted a cat")).memory
+    assert written_later.id in {h.id for h in (await service.search(alice, "Maya cat")).hits}
+    before = (await service.search(alice, "Maya cat", MemoryFilter(as_of=between))).hits
+    assert {h.id for h in before} == {old.id, new.id}
+
+
+async def test_excluded_words_exclude_everywhere(service: MemoryService, alice: Principal) -> None:
+    apple = (await service.write(alice, "apple pie with cinnamon")).memory
+    banana = (await service.write(alice, "apple and banana smoothie")).memory
+    assert banana.id in {h.id for h in (await service.search(alice, "apple")).hits}
+    for query in ("apple -banana", "apple cinnamon -banana", "smoothie -banana"):
+        ids = {h.id for h in (await service.search(alice, query)).hits}
+        assert banana.id not in ids, query
+    assert apple.id in {h.id for h in (await service.search(alice, "apple -banana")).hits}
+
+
+async def test_penalty_only_while_the_successor_lives(service: MemoryService, alice: Principal) -> None:
+    old = (await service.write(alice, "The build runs on Jenkins")).memory
+    new = (await service.write(alice, "The build moved to GitHub Actions", supersedes=[old.id])).memory
+    penalised = {h.id: h.score for h in (await service.search(alice, "where does the build run")).hits}
+    await service.forget(alice, [new.id])
+    restored = {h.id: h.score for h in (await service.search(alice, "where does the build run")).hits}
+    assert restored[old.id] > penalised[old.id] * 1.5
