@@ -30,7 +30,7 @@ from mcp_memory.config import Settings
 from mcp_memory.db import open_database
 from mcp_memory.models import ALL_PERMISSIONS, MemoryFilter, Principal
 from mcp_memory.repository import MemoryRepository
-from mcp_memory.repository.embeddings import EmbeddingRepository
+from mcp_memory.repository.embeddings import EmbeddingRepository, index_name
 from mcp_memory.service import MemoryService, content_hash
 from mcp_memory.vectors import Vectors, embedder_from
 
@@ -74,6 +74,8 @@ async def run(n: int, queries: int, data_dir: Path) -> dict:
             records.append((p.user_id, uuid.uuid4(), None, p.project_id, rng.choice(KINDS), text, content_hash(text),
                             [f"t{i % 20}"], v, vectors.model, now - timedelta(days=rng.uniform(0, 720))))
         async with db.admin.acquire() as conn:
+            # Bulk load first, index after: building HNSW once beats inserting 100k rows into it.
+            await conn.execute(f"DROP INDEX IF EXISTS {index_name(vectors.model, vectors.dimension)}")
             started = time.perf_counter()
             await conn.copy_records_to_table(
                 "memories", records=records,
@@ -82,9 +84,7 @@ async def run(n: int, queries: int, data_dir: Path) -> dict:
             load_s = time.perf_counter() - started
             await conn.execute("ANALYZE memories")
         started = time.perf_counter()
-        await vectors.repo.ensure_index(vectors.model, vectors.dimension)  # rebuilt below, timed
-        async with db.admin.acquire() as conn:
-            await conn.execute("REINDEX TABLE memories")
+        await vectors.repo.ensure_index(vectors.model, vectors.dimension)
         index_s = time.perf_counter() - started
 
         qs = [QUERIES[i % len(QUERIES)] if i % 2 else EXTRA_QUERIES[i % len(EXTRA_QUERIES)] for i in range(queries)]

@@ -4,6 +4,7 @@ text, trigram) fused by weighted reciprocal rank, times a bounded recency factor
 from __future__ import annotations
 
 import asyncpg
+import numpy as np
 
 from .config import Settings
 from .models import MemoryFilter, Principal, ScopeInfo, SearchHit, human_age, memory_uri
@@ -68,12 +69,21 @@ async def search(repo: MemoryRepository, p: Principal, query: str, f: MemoryFilt
     if settings.weight_fulltext > 0 and query:
         # websearch syntax ANDs every word; a question rarely shares all its words with the
         # answer, so conjunctions become disjunctions (negations and phrases keep their meaning).
-        tsq = (f"regexp_replace(websearch_to_tsquery('english', {q.arg(query)})::text, ' & (?!!)', ' | ', 'g')"
-               "::tsquery")
+        # Ranking scores every match, and a common word matches a whole large scope: rank at most
+        # `fulltext_scan` rows that hold every word plus as many that hold any, never all of them.
+        words = q.arg(query)
+        any_word = f"regexp_replace(websearch_to_tsquery('english', {words})::text, ' & (?!!)', ' | ', 'g')::tsquery"
+        scan = q.arg(settings.fulltext_scan)
         lists["fts"] = (settings.weight_fulltext, f"""
-            SELECT m.id, ts_rank(m.fts, pq.tsq) AS key FROM memories m, (SELECT {tsq} AS tsq) pq
-            WHERE {_where(q, p, f, excluded)} AND m.fts @@ pq.tsq
-            ORDER BY key DESC, m.id LIMIT {cap}""", "DESC")
+            SELECT c.id, ts_rank(c.fts, pq.tsq) AS key
+            FROM (SELECT {any_word} AS tsq, websearch_to_tsquery('english', {words}) AS every) pq,
+                 LATERAL (SELECT DISTINCT ON (id) id, fts FROM (
+                     (SELECT m.id, m.fts FROM memories m WHERE {_where(q, p, f, excluded)} AND m.fts @@ pq.every
+                      LIMIT {scan})
+                     UNION ALL
+                     (SELECT m.id, m.fts FROM memories m WHERE {_where(q, p, f, excluded)} AND m.fts @@ pq.tsq
+                      LIMIT {scan})) both_) c
+            ORDER BY key DESC, c.id LIMIT {cap}""", "DESC")
     if settings.weight_trigram > 0 and query and len(query.split()) <= settings.trigram_max_words:
         # Names, identifiers and typos in short queries; a long question's trigrams match
         # everything a little and cost a similarity per row.
@@ -97,9 +107,7 @@ async def search(repo: MemoryRepository, p: Principal, query: str, f: MemoryFilt
     floor = q.arg(settings.recency_floor)
     half_life = q.arg(settings.recency_half_life_days)
     # A superseded memory ranks below its live successor (penalised, and re-ordered below).
-    penalty = (f"""CASE WHEN EXISTS (SELECT 1 FROM memories s WHERE s.user_id = m.user_id
-                                      AND s.id = m.superseded_by AND s.deleted_at IS NULL)
-                        THEN {q.arg(settings.superseded_penalty)}::float8 ELSE 1 END"""
+    penalty = (f"CASE WHEN s.id IS NULL THEN 1 ELSE {q.arg(settings.superseded_penalty)}::float8 END"
                if as_of is None else "1")
     sql = f"""
     WITH {ctes},
@@ -112,12 +120,15 @@ async def search(repo: MemoryRepository, p: Principal, query: str, f: MemoryFilt
     ),
     scored AS (
         SELECT m.user_id, m.id, m.title, m.content, m.kind, m.tags, m.agent_id, m.project_id, m.occurred_at,
+               m.embedding,
                m.superseded_by, f.fused, f.vec_rank, f.fts_rank, f.trgm_rank,
                {floor}::float8 + (1 - {floor}::float8) * power(2::float8, -greatest(0::float8,
                    extract(epoch FROM ({reference} - m.occurred_at)) / 86400.0) / {half_life}::float8) AS recency
         FROM fused f JOIN memories m ON m.user_id = {q.arg(p.user_id)} AND m.id = f.id
     )
-    SELECT m.*, fused * recency * {penalty} AS score FROM scored m
+    SELECT m.*, fused * recency * {penalty} AS score
+    FROM scored m LEFT JOIN memories s
+        ON s.user_id = m.user_id AND s.id = m.superseded_by AND s.deleted_at IS NULL
     ORDER BY score DESC, length(m.content), m.id
     LIMIT {q.arg(limit)}
     """
@@ -125,7 +136,45 @@ async def search(repo: MemoryRepository, p: Principal, query: str, f: MemoryFilt
             "hnsw__ef_search": str(settings.hnsw_ef_search), "hnsw__iterative_scan": "relaxed_order"}
     async with repo.transaction(p, **gucs) as conn:
         rows = await conn.fetch(sql, *q.args)
+    rows = newest_of_conflicts(rows, settings.conflict_similarity)
     return successors_first([_hit(r, settings.snippet_chars, explain) for r in rows])
+
+
+def newest_of_conflicts(rows: list[asyncpg.Record], threshold: float) -> list[asyncpg.Record]:
+    """Memories that say nearly the same thing (cosine ≥ threshold: "lives in Lisbon", "moved to
+    Oslo") are versions of one fact: among the places they hold in the ranking, the newest takes
+    the best. Unrelated results keep their order, so this costs nothing where age means nothing."""
+    if threshold >= 1 or len(rows) < 2:
+        return rows
+    vectors = {i: r["embedding"].to_numpy() for i, r in enumerate(rows) if r["embedding"] is not None}
+    if not vectors:
+        return rows
+    width = len(next(iter(vectors.values())))  # mid-reembed, two models' vectors do not compare
+    with_vectors = [i for i, v in vectors.items() if len(v) == width]
+    if len(with_vectors) < 2:
+        return rows
+    matrix = np.stack([vectors[i] for i in with_vectors])
+    similar = matrix @ matrix.T >= threshold
+    group = list(range(len(with_vectors)))
+
+    def root(i: int) -> int:
+        while group[i] != i:
+            group[i] = group[group[i]]
+            i = group[i]
+        return i
+
+    for a, b in zip(*np.nonzero(np.triu(similar, 1)), strict=True):
+        group[root(int(a))] = root(int(b))
+    members: dict[int, list[int]] = {}
+    for k, i in enumerate(with_vectors):
+        members.setdefault(root(k), []).append(i)
+    ordered = list(rows)
+    for positions in members.values():
+        if len(positions) > 1:
+            newest_first = sorted((rows[i] for i in positions), key=lambda r: r["occurred_at"], reverse=True)
+            for position, row in zip(positions, newest_first, strict=True):
+                ordered[position] = row
+    return ordered
 
 
 def successors_first(hits: list[SearchHit]) -> list[SearchHit]:

@@ -303,6 +303,8 @@ class MemoryService:
                                    "narrow the query or filters, or ask an admin")
         f = self._filter(f)
         query = query.strip() if query else None
+        if ids and (query or (f is not None and f.model_dump(exclude_none=True))):
+            raise InvalidInput("preview either ids or a query / filters, not both")
         if ids:
             matches = await self.repo.peek_many(p, list(dict.fromkeys(ids)))
             scores: dict[UUID, float | None] = {}

@@ -168,3 +168,10 @@ async def test_execute_asks_the_human_when_the_client_can(settings: Settings, mo
         else:
             assert result.is_error and "nothing was forgotten" in result.content[0].text
             assert len(listed["memories"]) == 1
+
+
+async def test_preview_takes_ids_or_a_query_not_both(service: MemoryService, alice: Principal) -> None:
+    ids = await seed(service, alice, n=1)
+    with pytest.raises(InvalidInput, match="not both"):
+        await service.forget_preview(alice, ids=ids[:1], query="standup")
+    assert [c.id for c in (await service.forget_preview(alice, ids=ids[:1])).candidates] == ids[:1]

@@ -137,3 +137,22 @@ async def test_penalty_only_while_the_successor_lives(service: MemoryService, al
     await service.forget(alice, [new.id])
     restored = {h.id: h.score for h in (await service.search(alice, "where does the build run")).hits}
     assert restored[old.id] > penalised[old.id] * 1.5
+
+
+def test_newest_of_conflicting_versions_ranks_first() -> None:
+    import numpy as np
+    from pgvector import Vector
+
+    from mcp_memory.search import newest_of_conflicts
+
+    def row(name: str, vector: list[float], days_ago: int) -> dict:
+        v = np.asarray(vector, dtype=np.float32)
+        return {"name": name, "embedding": Vector(v / np.linalg.norm(v)),
+                "occurred_at": datetime(2025, 1, 1, tzinfo=UTC) - timedelta(days=days_ago)}
+
+    rows = [row("lisbon (old)", [1, 0.1, 0], 300), row("unrelated", [0, 0, 1], 1),
+            row("oslo (new)", [1, 0.15, 0], 3), row("no vector", [1, 0, 0], 0)]
+    rows[3]["embedding"] = None
+    assert [r["name"] for r in newest_of_conflicts(rows, 0.9)] == ["oslo (new)", "unrelated", "lisbon (old)",
+                                                                    "no vector"]
+    assert newest_of_conflicts(rows, 1.0) == rows  # off
