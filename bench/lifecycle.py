@@ -10,7 +10,6 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -24,11 +23,8 @@ from mcp_memory.repository import MemoryRepository
 from mcp_memory.retention import sweep
 from mcp_memory.service import MemoryService
 
-
-def summary(values: list[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    return {"n": len(values), "p50_ms": statistics.median(values) * 1000,
-            "p95_ms": ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))] * 1000}
+sys.path.insert(0, str(Path(__file__).parent))
+from stats import summary  # noqa: E402
 
 
 async def run(rounds: int, tombstones: int, data_dir: Path) -> dict:

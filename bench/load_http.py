@@ -29,6 +29,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 sys.path.insert(0, str(Path(__file__).parent))
+from stats import percentile  # noqa: E402
 from stdio_latency import OBJECTS, QUERIES, SUBJECTS, VERBS  # noqa: E402
 
 SERVE = str(Path(sys.executable).with_name("mcp-memory"))
@@ -40,9 +41,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))] if ordered else float("nan")
+
 
 
 def wait_healthy(base: str, proc: subprocess.Popen) -> None:

@@ -16,7 +16,6 @@ import asyncio
 import json
 import os
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -35,6 +34,7 @@ from mcp_memory.service import MemoryService, content_hash
 from mcp_memory.vectors import Vectors, embedder_from
 
 sys.path.insert(0, str(Path(__file__).parent))
+from stats import summary  # noqa: E402
 from stdio_latency import OBJECTS, QUERIES, SUBJECTS, VERBS  # noqa: E402
 
 KINDS = ["fact", "preference", "decision", "episode", "note"]
@@ -43,10 +43,7 @@ EXTRA_QUERIES = ["who moved to Oslo", "Kafka", "nightly backups failing", "what 
                  "feature flags in the mobile app", "Tartu", "PostgreSQL upgrade plan", "green tea"]
 
 
-def summary(values: list[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    return {"n": len(values), "p50_ms": statistics.median(values) * 1000,
-            "p95_ms": ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))] * 1000}
+
 
 
 async def run(n: int, queries: int, data_dir: Path) -> dict:

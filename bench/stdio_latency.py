@@ -15,7 +15,6 @@ import asyncio
 import json
 import os
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,9 @@ import time
 from pathlib import Path
 
 from mcp import Client, StdioServerParameters
+
+sys.path.insert(0, str(Path(__file__).parent))
+from stats import summary  # noqa: E402
 
 SERVE = str(Path(sys.executable).with_name("mcp-memory"))
 SUBJECTS = ["Alice", "The team", "Our CI", "The staging cluster", "Bob", "The billing service", "Carol",
@@ -72,14 +74,10 @@ def cold_start(data_dir: Path) -> tuple[float, float]:
     return initialized, ready
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
-def summary(values: list[float]) -> dict[str, float]:
-    return {"n": len(values), "p50_ms": statistics.median(values) * 1000, "p95_ms": percentile(values, 95) * 1000,
-            "max_ms": max(values) * 1000}
+
+
 
 
 async def tool_latency(data_dir: Path, memories: int, searches: int) -> dict[str, dict[str, float]]:
