@@ -120,7 +120,7 @@ async def search(repo: MemoryRepository, p: Principal, query: str, f: MemoryFilt
     ),
     scored AS (
         SELECT m.user_id, m.id, m.title, m.content, m.kind, m.tags, m.agent_id, m.project_id, m.occurred_at,
-               m.embedding,
+               {"m.embedding" if settings.conflict_similarity < 1 else "NULL::vector AS embedding"},
                m.superseded_by, f.fused, f.vec_rank, f.fts_rank, f.trgm_rank,
                {floor}::float8 + (1 - {floor}::float8) * power(2::float8, -greatest(0::float8,
                    extract(epoch FROM ({reference} - m.occurred_at)) / 86400.0) / {half_life}::float8) AS recency
