@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from mcp_memory.errors import Unavailable
 
@@ -70,3 +70,21 @@ def normalize_rows(vectors: list[list[float]]) -> list[list[float]]:
         norm = math.sqrt(math.fsum(x * x for x in vector))
         out.append([x / norm for x in vector] if norm > 0 else list(vector))
     return out
+
+
+def accept_vectors(owner: Any, vectors: list[list[float]], count: int, source: str) -> list[list[float]]:
+    """A remote service's answer, checked and normalised: one vector per text, all of one length,
+    and that length the embedder's dimension (learned from the first answer when none was
+    configured; `owner` is the embedder, whose `dimension` this may set)."""
+    if len(vectors) != count:
+        raise EmbeddingError(f"{source}: {len(vectors)} vectors for {count} texts")
+    lengths = {len(v) for v in vectors}
+    if len(lengths) != 1 or 0 in lengths:
+        raise EmbeddingError(f"{source}: vectors of lengths {sorted(lengths)}")
+    (length,) = lengths
+    if not owner.dimension:
+        owner.dimension = length
+    elif length != owner.dimension:
+        how = "configured" if owner._dimension_configured else "first seen"
+        raise EmbeddingError(f"{source}: model {owner.model} returned {length} dimensions, {how} {owner.dimension}")
+    return normalize_rows(vectors)

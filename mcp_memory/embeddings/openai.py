@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from mcp_memory.embeddings.base import EmbeddingError, batched, normalize_rows
+from mcp_memory.embeddings.base import EmbeddingError, accept_vectors, batched
 
 #: model -> (native dimension, accepts ``dimensions``)
 OPENAI_MODELS: dict[str, tuple[int, bool]] = {
@@ -126,29 +126,8 @@ class OpenAIEmbedder:
         except openai.OpenAIError as exc:
             raise EmbeddingError(f"{self.provider} embeddings failed: {exc}") from exc
         data = sorted(response.data, key=lambda item: item.index)
-        if len(data) != len(texts):
-            raise EmbeddingError(
-                f"{self.provider} embeddings: {len(data)} vectors for {len(texts)} texts from {self._where()}"
-            )
-        vectors = [list(item.embedding) for item in data]
-        self._check_dimension(vectors)
-        return normalize_rows(vectors)
-
-    def _check_dimension(self, vectors: list[list[float]]) -> None:
-        lengths = {len(v) for v in vectors}
-        if len(lengths) != 1 or 0 in lengths:
-            raise EmbeddingError(
-                f"{self.provider} embeddings: vectors of lengths {sorted(lengths)} from {self._where()}"
-            )
-        (length,) = lengths
-        if not self.dimension:
-            self.dimension = length
-        elif length != self.dimension:
-            how = "configured" if self._dimension_configured else "first seen"
-            raise EmbeddingError(
-                f"{self.provider} model {self.model} returned {length} dimensions, "
-                f"{how} {self.dimension}"
-            )
+        return accept_vectors(self, [list(item.embedding) for item in data], len(texts),
+                              f"{self.provider} embeddings from {self._where()}")
 
     def _where(self) -> str:
         return self._base_url or "api.openai.com"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from mcp_memory.embeddings.base import EmbeddingError, batched, normalize_rows
+from mcp_memory.embeddings.base import EmbeddingError, accept_vectors, batched
 
 #: model -> (default dimension, accepted output_dimension values or None for fixed)
 VOYAGE_MODELS: dict[str, tuple[int, tuple[int, ...] | None]] = {
@@ -122,19 +122,8 @@ class VoyageEmbedder:
             raise EmbeddingError(f"voyage embeddings failed: {detail}: {getattr(exc, 'user_message', exc)}") from exc
         except Exception as exc:  # noqa: BLE001 - transport errors the SDK does not wrap
             raise EmbeddingError(f"voyage embeddings failed: {type(exc).__name__}: {exc}") from exc
-        vectors = [list(v) for v in result.embeddings]
-        if len(vectors) != len(texts):
-            raise EmbeddingError(f"voyage embeddings: {len(vectors)} vectors for {len(texts)} texts")
-        lengths = {len(v) for v in vectors}
-        if len(lengths) != 1 or 0 in lengths:
-            raise EmbeddingError(f"voyage embeddings: vectors of lengths {sorted(lengths)}")
-        (length,) = lengths
-        if not self.dimension:
-            self.dimension = length
-        elif length != self.dimension:
-            how = "configured" if self._dimension_configured else "first seen"
-            raise EmbeddingError(f"voyage model {self.model} returned {length} dimensions, {how} {self.dimension}")
-        return normalize_rows(vectors)
+        return accept_vectors(self, [list(v) for v in result.embeddings], len(texts),
+                              f"voyage embeddings from {self._base_url or 'the Voyage API'}")
 
     async def embed_documents(self, texts: list[str]) -> list[list[float]]:
         out: list[list[float]] = []
