@@ -42,9 +42,8 @@ from mcp_memory.config import Settings
 from mcp_memory.db import open_database
 from mcp_memory.models import Principal
 from mcp_memory.repository import MemoryRepository
-from mcp_memory.repository.embeddings import EmbeddingRepository
 from mcp_memory.service import MemoryService
-from mcp_memory.vectors import Vectors, embedder_from
+from mcp_memory.vectors import Vectors
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATASET = REPO.parent / "shared" / "datasets" / "locomo" / "locomo10-dev.json"
@@ -196,9 +195,8 @@ async def bench_database(database_url: str | None, prefix: str) -> AsyncIterator
                         pool_min_size=1, pool_max_size=4)
         db = await open_database(base)
         try:
-            vectors = Vectors(embedder_from(base), EmbeddingRepository(db.pool, db.admin), base)
-            await vectors.prepare()
-            yield Bench(MemoryRepository(db.pool), base, db.admin, vectors)
+            service = await MemoryService.open(db, base)
+            yield Bench(service.repo, base, db.admin, service.vectors)
         finally:
             await db.close()
 

@@ -28,10 +28,8 @@ import numpy as np
 from mcp_memory.config import Settings
 from mcp_memory.db import open_database
 from mcp_memory.models import ALL_PERMISSIONS, MemoryFilter, Principal
-from mcp_memory.repository import MemoryRepository
-from mcp_memory.repository.embeddings import EmbeddingRepository, index_name
+from mcp_memory.repository.embeddings import index_name
 from mcp_memory.service import MemoryService, content_hash
-from mcp_memory.vectors import Vectors, embedder_from
 
 sys.path.insert(0, str(Path(__file__).parent))
 from stats import summary  # noqa: E402
@@ -49,9 +47,8 @@ EXTRA_QUERIES = ["who moved to Oslo", "Kafka", "nightly backups failing", "what 
 async def run(n: int, queries: int, data_dir: Path) -> dict:
     settings = Settings(data_dir=data_dir, retention_interval_hours=0, log_level="WARNING")
     db = await open_database(settings)
-    vectors = Vectors(embedder_from(settings), EmbeddingRepository(db.pool, db.admin), settings)
-    await vectors.prepare()
-    service = MemoryService(MemoryRepository(db.pool), settings, vectors)
+    service = await MemoryService.open(db, settings)
+    vectors = service.vectors
     p = Principal(user_id="scale", project_id="big", permissions=ALL_PERMISSIONS, actor="bench")
     rng = random.Random(3)
     try:

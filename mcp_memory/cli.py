@@ -24,10 +24,7 @@ from .config import Settings
 from .db import Database, open_database
 from .errors import MemoryServiceError
 from .models import Principal
-from .repository import MemoryRepository
-from .repository.embeddings import EmbeddingRepository
 from .service import MemoryService
-from .vectors import Vectors, embedder_from
 
 log = logging.getLogger("mcp_memory")
 
@@ -65,10 +62,7 @@ async def _opened(settings: Settings, *, check_model: bool = True
                   ) -> AsyncIterator[tuple[Database, MemoryService, Principal]]:
     db = await open_database(settings)
     try:
-        vectors = Vectors(embedder_from(settings), EmbeddingRepository(db.pool, db.admin), settings)
-        if check_model:
-            await vectors.prepare()
-        yield db, MemoryService(MemoryRepository(db.pool), settings, vectors), local_principal(settings)
+        yield db, await MemoryService.open(db, settings, check_model=check_model), local_principal(settings)
     finally:
         await db.close()
 

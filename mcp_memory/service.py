@@ -10,7 +10,7 @@ import re
 import secrets
 import unicodedata
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from .config import Settings
@@ -37,10 +37,14 @@ from .models import (
     WriteResult,
 )
 from .repository import MemoryRepository, rate_limits
+from .repository.embeddings import EmbeddingRepository
 from .repository.forget_tokens import ForgetTokenRepository
 from .search import search as hybrid_search
 from .search import split_query
-from .vectors import Vectors
+from .vectors import Vectors, embedder_from
+
+if TYPE_CHECKING:
+    from .db import Database
 
 _SPACE = re.compile(r"\s+")
 MAX_METADATA_BYTES = 16_384
@@ -68,6 +72,15 @@ class MemoryService:
         self.tokens = ForgetTokenRepository(repo)
         self.settings = settings
         self.vectors = vectors
+
+    @classmethod
+    async def open(cls, db: Database, settings: Settings, *, check_model: bool = True) -> MemoryService:
+        """The service over a database with the configured embedder; `check_model` refuses a model
+        the database was not built with (a re-embedding backfill skips it)."""
+        vectors = Vectors(embedder_from(settings), EmbeddingRepository(db.pool, db.admin), settings)
+        if check_model:
+            await vectors.prepare()
+        return cls(MemoryRepository(db.pool), settings, vectors)
 
     # --- validation -----------------------------------------------------------------------
 

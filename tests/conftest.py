@@ -16,10 +16,7 @@ from mcp_memory.db import Database, open_database
 from mcp_memory.db.embedded import EmbeddedPostgres
 from mcp_memory.db.migrate import migrate
 from mcp_memory.models import ALL_PERMISSIONS, Principal
-from mcp_memory.repository import MemoryRepository
-from mcp_memory.repository.embeddings import EmbeddingRepository
 from mcp_memory.service import MemoryService
-from mcp_memory.vectors import Vectors, embedder_from
 
 TEMPLATE = "mcp_memory_template"
 
@@ -87,9 +84,7 @@ async def database(settings: Settings) -> AsyncIterator[Database]:
 @pytest.fixture
 async def service(database: Database, settings: Settings) -> MemoryService:
     """The service as the server builds it, with the default local embedder (loaded once)."""
-    vectors = Vectors(embedder_from(settings), EmbeddingRepository(database.pool, database.admin), settings)
-    await vectors.prepare()
-    return MemoryService(MemoryRepository(database.pool), settings, vectors)
+    return await MemoryService.open(database, settings)
 
 
 def principal(user: str = "alice", agent: str | None = "agent-a", project: str | None = "proj-x",

@@ -25,6 +25,10 @@ class ApiKeyInfo(BaseModel):
     revoked_at: datetime | None
 
 
+def _info(row: asyncpg.Record) -> ApiKeyInfo:
+    return ApiKeyInfo(**{k: row[k] for k in ApiKeyInfo.model_fields})
+
+
 class ApiKeyRepository:
     def __init__(self, admin: asyncpg.Pool, app: asyncpg.Pool | None = None) -> None:
         self.admin = admin
@@ -36,19 +40,19 @@ class ApiKeyRepository:
             """INSERT INTO api_keys (user_id, name, key_hash, agents, projects, permissions, expires_at)
                VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *""",
             user_id, name, key_hash, agents, projects, permissions, expires_at)
-        return ApiKeyInfo(**{k: row[k] for k in ApiKeyInfo.model_fields})
+        return _info(row)
 
     async def list(self, user_id: str | None = None) -> list[ApiKeyInfo]:
         rows = await self.admin.fetch(
             "SELECT * FROM api_keys WHERE $1::text IS NULL OR user_id = $1 ORDER BY user_id, created_at", user_id)
-        return [ApiKeyInfo(**{k: r[k] for k in ApiKeyInfo.model_fields}) for r in rows]
+        return [_info(r) for r in rows]
 
     async def revoke(self, key_id: UUID) -> ApiKeyInfo:
         row = await self.admin.fetchrow(
             "UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING *", key_id)
         if row is None:
             raise NotFound(f"no API key {key_id}")
-        return ApiKeyInfo(**{k: row[k] for k in ApiKeyInfo.model_fields})
+        return _info(row)
 
     async def lookup(self, user_id: str, key_hash: str) -> ApiKeyInfo | None:
         """The live key with this hash, recording its use (at most once a minute)."""
@@ -61,4 +65,4 @@ class ApiKeyRepository:
                    WHERE user_id = $1 AND key_hash = $2 AND revoked_at IS NULL
                      AND (expires_at IS NULL OR expires_at > now())
                    RETURNING *""", user_id, key_hash)
-        return ApiKeyInfo(**{k: row[k] for k in ApiKeyInfo.model_fields}) if row else None
+        return _info(row) if row else None

@@ -21,10 +21,7 @@ from ..config import Settings
 from ..db import Database, open_database
 from ..errors import PermissionDenied, Unavailable
 from ..models import Principal
-from ..repository import MemoryRepository
-from ..repository.embeddings import EmbeddingRepository
 from ..service import MemoryService
-from ..vectors import Vectors, embedder_from
 
 log = logging.getLogger(__name__)
 
@@ -48,14 +45,13 @@ class AppState:
     async def open(self, tg: anyio.abc.TaskGroup | None = None) -> None:
         try:
             self.db = await open_database(self.settings)
-            vectors = Vectors(embedder_from(self.settings), EmbeddingRepository(self.db.pool, self.db.admin),
-                              self.settings)
-            await vectors.prepare()
-            self._service = MemoryService(MemoryRepository(self.db.pool), self.settings, vectors)
+            self._service = await MemoryService.open(self.db, self.settings)
             log.info("database ready%s", f" (applied {', '.join(self.db.applied)})" if self.db.applied else "")
             if tg is not None:
                 tg.start_soon(retention.run_forever, self.db.admin, self.settings)
-                tg.start_soon(vectors.query, "warm up")  # load the model now, not on the first search
+                assert self._service.vectors is not None
+                # load the model now, not on the first search
+                tg.start_soon(self._service.vectors.query, "warm up")
         except Exception as exc:  # reported to every call until fixed; the server stays up
             log.exception("database unavailable")
             self._error = exc
