@@ -160,7 +160,7 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     async with _opened(settings) as (_, service, p):
-        stats = await service.stats(p)
+        stats = await service.overview.stats(p)
     if args.json:
         _print_json(stats)
         return 0
@@ -168,6 +168,8 @@ async def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     print(f"memories   {stats.active} live, {stats.forgotten} forgotten (restorable), {stats.pinned} pinned")
     print(f"by kind    {', '.join(f'{k} {n}' for k, n in sorted(stats.by_kind.items())) or '-'}")
     print(f"by scope   {', '.join(f'{k} {n}' for k, n in sorted(stats.by_scope.items())) or '-'}")
+    print(f"top tags   {', '.join(f'{k} {n}' for k, n in stats.top_tags.items()) or '-'}")
+    print(f"vectors    {stats.embedding_model or 'none'}; {stats.without_vector} not embedded yet")
     if stats.oldest:
         print(f"time span  {stats.oldest:%Y-%m-%d} … {stats.newest:%Y-%m-%d}")
     return 0

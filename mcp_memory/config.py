@@ -41,7 +41,16 @@ class Settings(BaseSettings):
     max_tags: int = Field(default=32, ge=0)
     max_tag_chars: int = Field(default=64, ge=1)
     snippet_chars: int = Field(default=400, ge=40)
-    resource_page_size: int = Field(default=50, ge=1, le=500)
+    resource_page_size: int = Field(default=50, ge=1, le=500, description="Memories per resource page.")
+    resource_page_chars: int = Field(default=24_000, ge=1000, description=(
+        "A resource page stops before this many characters of JSON (memories are listed by their start; "
+        "read a memory's URI for all of it)."))
+
+    # Core memories (startup hydration): pinned memories, highest priority first, cut at whole memories.
+    core_budget_chars: int = Field(default=4000, ge=0, description="Characters of core memories by default.")
+    core_budgets: dict[str, int] = Field(default_factory=dict, description=(
+        'Budget per model name pattern, JSON: {"opus": 6000, "8b": 1500}; a glob or a case-insensitive '
+        "substring, the longest matching pattern wins."))
 
     # Embeddings
     embedding_provider: str = Field(default="local", description="local, openai, openai-compatible, voyage, none")

@@ -3,7 +3,6 @@ permissions, write scope, cursors. Knows nothing of MCP."""
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import re
@@ -13,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from . import cursors
 from .config import Settings
 from .errors import InvalidInput, NotFound, PermissionDenied
 from .models import (
@@ -32,10 +32,10 @@ from .models import (
     ScopeLevel,
     SearchHit,
     SearchResult,
-    Stats,
     UpdateResult,
     WriteResult,
 )
+from .overview import Overview
 from .repository import MemoryRepository, rate_limits
 from .repository.embeddings import EmbeddingRepository
 from .repository.forget_tokens import ForgetTokenRepository
@@ -72,6 +72,7 @@ class MemoryService:
         self.tokens = ForgetTokenRepository(repo)
         self.settings = settings
         self.vectors = vectors
+        self.overview = Overview(self)
 
     @classmethod
     async def open(cls, db: Database, settings: Settings, *, check_model: bool = True) -> MemoryService:
@@ -123,7 +124,7 @@ class MemoryService:
             raise InvalidInput(f"metadata is {size} bytes of JSON; the limit is {MAX_METADATA_BYTES}")
         return metadata
 
-    def _filter(self, f: MemoryFilter | None) -> MemoryFilter | None:
+    def normalized(self, f: MemoryFilter | None) -> MemoryFilter | None:
         if f is None:
             return None
         since, until = as_utc(f.since), as_utc(f.until)
@@ -133,7 +134,7 @@ class MemoryService:
                                     "tags": self._tags(f.tags) or None})
 
     @staticmethod
-    def _require(p: Principal, permission: str) -> None:
+    def require(p: Principal, permission: str) -> None:
         if not p.can(permission):
             raise PermissionDenied(f"this session's credential lacks the '{permission}' permission")
 
@@ -185,7 +186,7 @@ class MemoryService:
                     scope: ScopeLevel | None = None, occurred_at: datetime | None = None,
                     source: str | None = None, idempotency_key: str | None = None,
                     supersedes: list[UUID] | None = None, request_id: str | None = None) -> WriteResult:
-        self._require(p, "write")
+        self.require(p, "write")
         content = self._content(content)
         agent_id, project_id = self.write_scope(p, scope)
         await self._limit(p, "write")
@@ -202,7 +203,7 @@ class MemoryService:
         return WriteResult(status="created" if created else "duplicate", memory=memory)
 
     async def get(self, p: Principal, ids: list[UUID]) -> GetResult:
-        self._require(p, "read")
+        self.require(p, "read")
         ids = list(dict.fromkeys(ids))
         found = await self.repo.get_many(p, ids)
         if not found:
@@ -211,7 +212,7 @@ class MemoryService:
         return GetResult(memories=found, not_found=[i for i in ids if i not in seen])
 
     async def get_one(self, p: Principal, memory_id: UUID) -> Memory:
-        self._require(p, "read")
+        self.require(p, "read")
         found = await self.repo.peek_many(p, [memory_id])
         if not found:
             raise NotFound(f"no memory {memory_id} in this session's scope")
@@ -219,11 +220,11 @@ class MemoryService:
 
     async def search(self, p: Principal, query: str, f: MemoryFilter | None = None, *, limit: int = 10,
                      explain: bool = False) -> SearchResult:
-        self._require(p, "read")
+        self.require(p, "read")
         query = query.strip()
         if not query:
             raise InvalidInput("query is empty: say what to look for")
-        hits = await self._search(p, query, self._filter(f), limit=limit, explain=explain)
+        hits = await self._search(p, query, self.normalized(f), limit=limit, explain=explain)
         return SearchResult(query=query, hits=hits)
 
     async def _search(self, p: Principal, query: str, f: MemoryFilter | None, *, limit: int,
@@ -237,13 +238,11 @@ class MemoryService:
 
     async def list(self, p: Principal, f: MemoryFilter | None = None, *, order: ListOrder = "recent",
                    limit: int = 20, cursor: str | None = None) -> MemoryPage:
-        self._require(p, "read")
-        f = self._filter(f)
-        fingerprint = hashlib.sha256(f"{order}|{f.model_dump_json() if f else ''}".encode()).hexdigest()[:12]
-        after = _decode_cursor(cursor, fingerprint, order) if cursor else None
+        self.require(p, "read")
+        f = self.normalized(f)
+        after = cursors.decode(cursor, order, f) if cursor else None
         memories, next_key = await self.repo.list(p, f, order, limit, after)
-        return MemoryPage(memories=memories,
-                          next_cursor=_encode_cursor(fingerprint, next_key) if next_key else None)
+        return MemoryPage(memories=memories, next_cursor=cursors.encode(order, f, next_key) if next_key else None)
 
     async def update(self, p: Principal, memory_id: UUID, *, content: str | None = None,
                      title: str | None = None, kind: Kind | None = None, tags: list[str] | None = None,
@@ -252,7 +251,7 @@ class MemoryService:
                      occurred_at: datetime | None = None, reason: str | None = None,
                      if_version: int | None = None, force: bool = False,
                      request_id: str | None = None) -> UpdateResult:
-        self._require(p, "write")
+        self.require(p, "write")
         changes: dict[str, Any] = {}
         if content is not None:
             changes["content"] = self._content(content)
@@ -288,7 +287,7 @@ class MemoryService:
     async def forget(self, p: Principal, ids: list[UUID], *, reason: str | None = None, force: bool = False,
                      request_id: str | None = None) -> ForgetResult:
         """Forget these ids now (softly), all or none."""
-        self._require(p, "forget")
+        self.require(p, "forget")
         await self._limit(p, "forget")
         gone = await self.repo.soft_delete(p, list(dict.fromkeys(ids)), reason=reason,
                                            may_override_pin=self._may_override_pin(p, force),
@@ -309,12 +308,12 @@ class MemoryService:
                              force: bool = False) -> ForgetResult:
         """What a forget would remove, and a single-use token bound to this principal and exactly
         those memories at their current versions."""
-        self._require(p, "forget")
+        self.require(p, "forget")
         force = self._may_override_pin(p, force)
         if limit > self.settings.forget_max_batch and not p.can("admin"):
             raise PermissionDenied(f"a preview may cover at most {self.settings.forget_max_batch} memories; "
                                    "narrow the query or filters, or ask an admin")
-        f = self._filter(f)
+        f = self.normalized(f)
         query = query.strip() if query else None
         if ids and (query or (f is not None and f.model_dump(exclude_none=True))):
             raise InvalidInput("preview either ids or a query / filters, not both")
@@ -352,7 +351,7 @@ class MemoryService:
     async def forget_execute(self, p: Principal, token: str, *, ids: list[UUID] | None = None,
                              reason: str | None = None, request_id: str | None = None) -> ForgetResult:
         """Forget exactly the previewed memories (or a subset), consuming the token."""
-        self._require(p, "forget")
+        self.require(p, "forget")
         await self._limit(p, "forget")
         gone = await self.tokens.execute(p, token_hash(token.strip()), ids, reason=reason,
                                          may_override_pin=p.can("admin"), request_id=request_id)
@@ -371,40 +370,12 @@ class MemoryService:
 
     async def restore(self, p: Principal, ids: list[UUID], *, reason: str | None = None,
                       request_id: str | None = None) -> RestoreResult:
-        self._require(p, "write")
+        self.require(p, "write")
         await self._limit(p, "write")
         ids = list(dict.fromkeys(ids))
         return RestoreResult(restored=await self.repo.restore(p, ids, reason=reason, request_id=request_id,
                                                               may_restore_others=p.can("admin")))
 
     async def history(self, p: Principal, memory_id: UUID, *, limit: int = 100) -> HistoryResult:
-        self._require(p, "read")
+        self.require(p, "read")
         return HistoryResult(memory_id=memory_id, entries=await self.repo.history(p, memory_id, limit))
-
-    async def stats(self, p: Principal) -> Stats:
-        self._require(p, "read")
-        return await self.repo.stats(p)
-
-
-def _encode_cursor(fingerprint: str, key: list[Any]) -> str:
-    plain = [v.isoformat() if isinstance(v, datetime) else str(v) if isinstance(v, UUID) else v for v in key]
-    raw = json.dumps({"f": fingerprint, "k": plain}, separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str, fingerprint: str, order: ListOrder) -> list[Any]:
-    try:
-        raw = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        key = list(raw["k"])
-        if raw["f"] != fingerprint:
-            raise InvalidInput("this cursor belongs to a listing with other filters or order; "
-                               "start again without a cursor")
-        parsed: list[Any] = [float(key[0])] if order == "importance" else []
-        parsed += [datetime.fromisoformat(key[-2]), UUID(key[-1])]
-        if len(parsed) != len(key):
-            raise ValueError("cursor length")
-        return parsed
-    except InvalidInput:
-        raise
-    except (ValueError, KeyError, TypeError, IndexError, json.JSONDecodeError):
-        raise InvalidInput("cursor is not one this server issued; start again without a cursor") from None

@@ -12,6 +12,7 @@ import uuid
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
+from mcp_types import ResourceTemplateReference
 
 from mcp_memory.db import Database
 from mcp_memory.models import MemoryFilter
@@ -40,7 +41,7 @@ async def seed(base: str, key: str) -> dict[str, str]:
     async with http_client(base, key, **OWNER_HEADERS) as client:
         for level in ("user", "project", "agent", "agent_project"):
             w = await call(client, "memory_write", {"content": f"zebra secret at the {level} level",
-                                                    "scope": level, "tags": ["zebra"]})
+                                                    "scope": level, "tags": ["zebra"], "pinned": True})
             ids[level] = w["memory"]["id"]
         gone = await call(client, "memory_write", {"content": "zebra secret, forgotten", "scope": "agent_project"})
         await call(client, "memory_forget", {"ids": [gone["memory"]["id"]]})
@@ -58,6 +59,11 @@ async def assert_cannot_reach(client: Client, targets: list[str]) -> None:
     assert not leaked & {m["id"] for m in page["memories"]}
     uris = {r.uri for r in (await client.list_resources()).resources}
     assert not {f"memory://memories/{t}" for t in leaked} & uris
+    by_tag_page = json.loads((await client.read_resource("memory://tags/zebra")).contents[0].text)
+    assert not leaked & {m["id"] for m in by_tag_page["memories"]}
+    core = (await client.read_resource("memory://core")).contents[0].text
+    recall = (await client.get_prompt("recall", {"query": "zebra secret", "limit": "50"})).messages[0].content.text
+    assert not any(t in core or t in recall for t in leaked)
     preview = await call(client, "memory_forget", {"query": "zebra secret", "limit": 25})
     assert not leaked & {c["id"] for c in preview["candidates"]}
     by_tag = await call(client, "memory_forget", {"tags": ["zebra"], "limit": 25})
@@ -82,6 +88,9 @@ async def assert_cannot_reach(client: Client, targets: list[str]) -> None:
         assert preview["candidates"] == [] and preview["token"] is None
         with pytest.raises(MCPError, match="no memory"):
             await client.read_resource(f"memory://memories/{target}")
+        completed = await client.complete(ResourceTemplateReference(uri="memory://memories/{id}"),
+                                          {"name": "id", "value": target[:6]})
+        assert target not in completed.completion.values
 
 
 async def assert_strings_are_only_data(client: Client) -> None:
@@ -93,6 +102,13 @@ async def assert_strings_are_only_data(client: Client) -> None:
         await tool(client, "memory_list", {"tags": [text], "cursor": text})
         await tool(client, "memory_forget", {"query": text})
         await tool(client, "memory_forget", {"mode": "execute", "token": text})
+        for uri in (f"memory://tags/{text}", f"memory://core?model={text}", f"memory://memories?cursor={text}"):
+            try:
+                await client.read_resource(uri)
+            except MCPError as exc:
+                assert "cursor" in str(exc) or "Unknown resource" in str(exc) or "not" in str(exc), (uri, exc)
+        await client.complete(ResourceTemplateReference(uri="memory://tags/{tag}{?cursor}"),
+                              {"name": "tag", "value": text})
         w = await tool(client, "memory_write", {"content": text, "title": text, "tags": [text],
                                                 "metadata": {text: text}, "idempotency_key": text + salt})
         if w[0]:  # a key that grants no agent or project may only read
@@ -164,7 +180,7 @@ async def test_row_level_security_alone_at_the_service_layer(service, monkeypatc
     monkeypatch.setattr(sql, "SCOPE_FILTER", False)
     assert (await service.search(bob, "diary entry")).hits == []
     assert (await service.list(bob, MemoryFilter())).memories == []
-    assert (await service.stats(bob)).active == 0
+    assert (await service.overview.stats(bob)).active == 0
     assert [h.id for h in (await service.search(alice, "diary entry")).hits] == [mine.id]
     async with database.pool.acquire() as conn:
         assert await conn.fetchval("SELECT current_user") == "mcp_memory_app"

@@ -90,9 +90,9 @@ async def test_partial_get_reports_invisible_as_not_found(service: MemoryService
 
 
 async def test_stats_count_only_visible(service: MemoryService, seeded: dict) -> None:
-    assert (await service.stats(ALICE_A_X)).active == 4
-    assert (await service.stats(ALICE_NONE)).active == 1
-    stats = await service.stats(BOB_A_X)
+    assert (await service.overview.stats(ALICE_A_X)).active == 4
+    assert (await service.overview.stats(ALICE_NONE)).active == 1
+    stats = await service.overview.stats(BOB_A_X)
     assert stats.active == 1 and stats.by_scope == {"project": 1}
 
 
@@ -103,4 +103,4 @@ async def test_scope_smuggling_strings_are_just_data(service: MemoryService, see
         hits = (await service.search(BOB_A_X, f"launch codes {text}")).hits
         assert {h.id for h in hits} == {seeded["bob"]}
         assert (await service.search(BOB_A_X, "launch", MemoryFilter(tags=[text]))).hits == []
-    assert (await service.stats(ALICE_A_X)).active == 4
+    assert (await service.overview.stats(ALICE_A_X)).active == 4

@@ -23,7 +23,6 @@ from ..models import (
     NewMemory,
     Principal,
     ScopeInfo,
-    Stats,
     human_age,
     memory_uri,
 )
@@ -369,25 +368,3 @@ class MemoryRepository:
         return [HistoryEntry(seq=r["seq"], event=r["event"], actor=r["actor"], client=r["client"],
                              reason=r["reason"], old=r["old"], new=r["new"], created_at=r["created_at"])
                 for r in rows]
-
-    async def stats(self, p: Principal) -> Stats:
-        q = Sql()
-        where = visible(q, p)
-        async with self.transaction(p) as conn:
-            totals = await conn.fetchrow(
-                f"""SELECT count(*) FILTER (WHERE deleted_at IS NULL) AS active,
-                           count(*) FILTER (WHERE deleted_at IS NOT NULL) AS forgotten,
-                           count(*) FILTER (WHERE deleted_at IS NULL AND pinned) AS pinned,
-                           min(occurred_at) FILTER (WHERE deleted_at IS NULL) AS oldest,
-                           max(occurred_at) FILTER (WHERE deleted_at IS NULL) AS newest
-                    FROM memories m WHERE {where}""", *q.args)
-            kinds = await conn.fetch(
-                f"SELECT kind, count(*) AS n FROM memories m WHERE {where} AND deleted_at IS NULL GROUP BY kind",
-                *q.args)
-            scopes = await conn.fetch(
-                f"""SELECT agent_id IS NOT NULL AS a, project_id IS NOT NULL AS pr, count(*) AS n
-                    FROM memories m WHERE {where} AND deleted_at IS NULL GROUP BY 1, 2""", *q.args)
-        by_scope = {ScopeInfo.of("x" if r["a"] else None, "x" if r["pr"] else None).level: r["n"] for r in scopes}
-        return Stats(active=totals["active"], forgotten=totals["forgotten"], pinned=totals["pinned"],
-                     by_kind={r["kind"]: r["n"] for r in kinds}, by_scope=by_scope,
-                     newest=totals["newest"], oldest=totals["oldest"])

@@ -1,5 +1,5 @@
-"""Memories as MCP resources: a paginated list, one memory per URI, and a resources/list that
-pages through the session's memories so resource pickers can browse them."""
+"""Memories as MCP resources: browsable lists (all, by tag, by kind) capped in size, one memory
+per URI, the pinned core, counts, and a resources/list that pages through the memories."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp_types import ListResourcesResult, PaginatedRequestParams, Resource
 
+from .. import context
 from ..errors import MemoryServiceError, NotFound
-from ..models import Principal
+from ..models import KINDS, MemoryFilter, Principal
 from ..service import MemoryService
 from .state import AppState
 from .tools import bind
@@ -32,13 +33,27 @@ async def _resource_call(ctx: Context, op: Callable[[MemoryService, Principal], 
         raise ResourceError(str(exc)) from None
 
 
-async def memories_page(ctx: Context, cursor: str | None = None) -> str:
-    """The session's memories, newest first, one page at a time (follow next_cursor)."""
+async def _browse(ctx: Context, f: MemoryFilter | None, cursor: str | None) -> str:
     async def op(service: MemoryService, p: Principal) -> str:
-        state: AppState = ctx.request_context.lifespan_context
-        page = await service.list(p, None, order="recent", limit=state.settings.resource_page_size, cursor=cursor)
-        return page.model_dump_json(indent=1)
+        return (await service.overview.browse(p, f, cursor)).model_dump_json(indent=1)
     return await _resource_call(ctx, op)
+
+
+async def memories_page(ctx: Context, cursor: str | None = None) -> str:
+    """This session's memories, newest first, by their start; follow next_cursor for more."""
+    return await _browse(ctx, None, cursor)
+
+
+async def memories_by_tag(tag: str, ctx: Context, cursor: str | None = None) -> str:
+    """Memories carrying this tag, newest first (paginated)."""
+    return await _browse(ctx, MemoryFilter(tags=[tag]), cursor)
+
+
+async def memories_by_kind(kind: str, ctx: Context, cursor: str | None = None) -> str:
+    """Memories of one kind, newest first (paginated)."""
+    if kind not in KINDS:
+        raise ResourceNotFoundError(f"{kind!r} is not a kind; one of: {', '.join(KINDS)}")
+    return await _browse(ctx, MemoryFilter(kinds=[kind]), cursor)  # type: ignore[list-item]
 
 
 async def memory_resource(id: str, ctx: Context) -> str:
@@ -53,30 +68,62 @@ async def memory_resource(id: str, ctx: Context) -> str:
     return await _resource_call(ctx, op)
 
 
-def list_resources_handler(server: MCPServer) -> Callable[..., Awaitable[ListResourcesResult]]:
+async def core_resource(ctx: Context, model: str | None = None) -> str:
+    """Pinned core memories, highest priority first, cut at whole memories to the budget for the
+    model named (`?model=claude-opus-4`), as context ready to read."""
+    async def op(service: MemoryService, p: Principal) -> str:
+        return context.render_core(await service.overview.core(p, model))
+    return await _resource_call(ctx, op)
+
+
+async def stats_resource(ctx: Context, top: int = 10) -> str:
+    """Counts of this session's memories: live, forgotten, pinned, by kind, scope and tag (`top` tags)."""
+    async def op(service: MemoryService, p: Principal) -> str:
+        stats = await service.overview.stats(p)
+        stats.top_tags = dict(list(stats.top_tags.items())[:max(top, 0)])
+        return stats.model_dump_json(indent=1)
+    return await _resource_call(ctx, op)
+
+
+def register(server: MCPServer) -> None:
+    json_type = "application/json"
+    server.resource("memory://memories{?cursor}", name="memories", title="Memories",
+                    mime_type=json_type)(memories_page)
+    server.resource("memory://memories/{id}", name="memory", title="Memory", mime_type=json_type)(memory_resource)
+    server.resource("memory://tags/{tag}{?cursor}", name="memories-by-tag", title="Memories by tag",
+                    mime_type=json_type)(memories_by_tag)
+    server.resource("memory://kinds/{kind}{?cursor}", name="memories-by-kind", title="Memories by kind",
+                    mime_type=json_type)(memories_by_kind)
+    server.resource("memory://core{?model}", name="core", title="Core memories", mime_type="text/plain")(core_resource)
+    server.resource("memory://stats{?top}", name="stats", title="Memory statistics",
+                    mime_type=json_type)(stats_resource)
+    # MCPServer lists resources in one page with no cursor; memories need real pagination.
+    server._lowlevel_server.add_request_handler("resources/list", PaginatedRequestParams, _list_resources)
+
+
+FIXED = [
+    Resource(uri="memory://memories", name="memories", title="Memories", mime_type="application/json",
+             description="This session's memories, newest first (paginated JSON; each memory by its start)."),
+    Resource(uri="memory://core", name="core", title="Core memories", mime_type="text/plain",
+             description="Pinned memories in priority order, within a character budget: read at session start."),
+    Resource(uri="memory://stats", name="stats", title="Memory statistics", mime_type="application/json",
+             description="Counts by kind, scope and tag; forgotten and not-yet-embedded memories."),
+]
+
+
+async def _list_resources(ctx: Any, params: PaginatedRequestParams | None) -> ListResourcesResult:
     """resources/list: the fixed entry points, then the session's memories themselves, paginated,
     so a client's resource picker can browse them."""
-
-    async def handler(ctx: Any, params: PaginatedRequestParams) -> ListResourcesResult:
-        fixed = await server.list_resources()
-        fixed.insert(0, Resource(uri="memory://memories", name="memories", title="Memories",
-                                 description="This session's memories, newest first (paginated JSON).",
-                                 mime_type="application/json"))
-        state: AppState = ctx.lifespan_context
-        try:
-            service = await state.service()
-            request = getattr(ctx, "request", None)
-            p = await state.principal(ctx.session, ctx.protocol_version,
-                                      request.headers if request is not None else None)
-            page = await service.list(p, None, order="recent", limit=state.settings.resource_page_size,
-                                      cursor=params.cursor if params else None)
-        except MemoryServiceError as exc:
-            log.info("resources/list without memories: %s", exc)
-            return ListResourcesResult(resources=fixed)
-        listed = [Resource(uri=m.uri, name=str(m.id), title=m.title or m.content[:60],
-                           description=f"{m.kind}, {m.scope.level}, {m.age}", mime_type="application/json")
-                  for m in page.memories]
-        first = not (params and params.cursor)
-        return ListResourcesResult(resources=(fixed if first else []) + listed, next_cursor=page.next_cursor)
-
-    return handler
+    state: AppState = ctx.lifespan_context
+    cursor = params.cursor if params else None
+    fixed = [] if cursor else FIXED
+    try:
+        service, p = await state.bind_request(ctx)
+        page = await service.overview.browse(p, None, cursor)
+    except MemoryServiceError as exc:
+        log.info("resources/list without memories: %s", exc)
+        return ListResourcesResult(resources=fixed)
+    listed = [Resource(uri=m.uri, name=str(m.id), title=m.title or m.snippet[:60], mime_type="application/json",
+                       description=f"{m.kind}, {m.scope.level}, {m.age}")
+              for m in page.memories]
+    return ListResourcesResult(resources=fixed + listed, next_cursor=page.next_cursor)

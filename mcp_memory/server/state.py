@@ -70,6 +70,14 @@ class AppState:
             raise Unavailable(f"the memory database is not available{why}. Run `mcp-memory doctor` for the fix.")
         return self._service
 
+    async def bind_request(self, ctx: Any) -> tuple[MemoryService, Principal]:
+        """Service and caller for a low-level request context (handlers registered on the
+        low-level server, where MCPServer's Context is not built)."""
+        request = getattr(ctx, "request", None)
+        principal = await self.principal(ctx.session, ctx.protocol_version,
+                                         request.headers if request is not None else None)
+        return await self.service(), principal
+
     async def principal(self, session: Any, protocol_version: str | None,
                         headers: Mapping[str, str] | None = None) -> Principal:
         """Who is calling. Over authenticated HTTP: the verified credential, narrowed by the

@@ -1,0 +1,62 @@
+"""Read-only views of a session's memories for resources and prompts: counts, the pinned core
+under a budget, browse pages under a size cap, and completion values. Knows nothing of MCP."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+from . import context, cursors
+from .models import BriefPage, CoreMemories, MemoryBrief, MemoryFilter, Principal, Stats
+from .repository.overview import OverviewRepository
+
+if TYPE_CHECKING:
+    from .service import MemoryService
+
+CORE_SCAN = 200  # pinned memories considered; more than any budget holds
+
+
+class Overview:
+    def __init__(self, service: MemoryService) -> None:
+        self.service = service
+        self.repo = OverviewRepository(service.repo)
+        self.settings = service.settings
+
+    async def stats(self, p: Principal) -> Stats:
+        self.service.require(p, "read")
+        stats = await self.repo.stats(p)
+        stats.embedding_model = self.service.vectors.model if self.service.vectors else None
+        return stats
+
+    async def core(self, p: Principal, model: str | None = None) -> CoreMemories:
+        """Pinned memories in priority order, cut at whole memories to the model's budget."""
+        self.service.require(p, "read")
+        budget = context.budget_for(model, self.settings.core_budget_chars, self.settings.core_budgets)
+        pinned = await self.repo.pinned(p, CORE_SCAN)
+        kept, used = context.fit(pinned, budget)
+        return CoreMemories(model=model, budget_chars=budget, used_chars=used, memories=kept,
+                            omitted=len(pinned) - len(kept))
+
+    async def browse(self, p: Principal, f: MemoryFilter | None = None, cursor: str | None = None) -> BriefPage:
+        """A page of briefs, newest first: at most resource_page_size of them and no more than
+        resource_page_chars of JSON (at least one, so paging always moves on)."""
+        page = await self.service.list(p, f, order="recent", limit=self.settings.resource_page_size, cursor=cursor)
+        briefs: list[MemoryBrief] = []
+        size = 0
+        for m in page.memories:
+            brief = MemoryBrief.of(m, self.settings.snippet_chars)
+            size += len(brief.model_dump_json())
+            if briefs and size > self.settings.resource_page_chars:
+                last = page.memories[len(briefs) - 1]
+                return BriefPage(memories=briefs, next_cursor=cursors.encode(
+                    "recent", self.service.normalized(f), cursors.sort_key("recent", last)))
+            briefs.append(brief)
+        return BriefPage(memories=briefs, next_cursor=page.next_cursor)
+
+    async def tags(self, p: Principal, prefix: str, limit: int = 20) -> list[str]:
+        self.service.require(p, "read")
+        return [tag for tag, _ in await self.repo.tags(p, prefix, limit)]
+
+    async def ids(self, p: Principal, prefix: str, limit: int = 20) -> list[UUID]:
+        self.service.require(p, "read")
+        return await self.repo.ids(p, prefix, limit)
