@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import platformdirs
 import pytest
 from mcp import Client, StdioServerParameters
 
@@ -42,12 +43,13 @@ def on_port(url: str, base: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def inspector(request: pytest.FixtureRequest) -> Path:
-    """The MCP Inspector CLI, installed once into pytest's cache (npm registry only)."""
+def inspector() -> Path:
+    """The MCP Inspector CLI, installed once into the user's cache directory (npm registry only)."""
     npm = shutil.which("npm")
     if npm is None:
         pytest.skip("Node.js/npm is not installed: the Inspector CLI tests need it")
-    root = Path(request.config.cache.mkdir(f"inspector-{INSPECTOR_VERSION}"))
+    root = Path(platformdirs.user_cache_dir("mcp-memory")) / f"inspector-{INSPECTOR_VERSION}"
+    root.mkdir(parents=True, exist_ok=True)
     binary = root / "node_modules" / ".bin" / "mcp-inspector"
     if not binary.exists():
         subprocess.run([npm, "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(root),
