@@ -6,7 +6,12 @@ temporary data directory, creates an API key with the CLI, seeds memories, then 
 from this process over loopback.
 
 Usage: python bench/load_http.py [--clients 32] [--seconds 60] [--servers 2] [--write-ratio 0.2]
-                                 [--out bench/results/load_http.json]
+                                 [--think-ms 0] [--out bench/results/load_http.json]
+
+With --think-ms 0 (the default) every client sends its next call the moment the last one
+returns: a stress test whose latency is set by throughput (Little's law: clients / requests per
+second). With --think-ms T each client pauses a random time (exponential, mean T) between calls,
+as an agent does between tool calls: latency at that offered load.
 """
 
 from __future__ import annotations
@@ -58,13 +63,15 @@ def wait_healthy(base: str, proc: subprocess.Popen) -> None:
     raise TimeoutError(base)
 
 
-async def client_loop(base: str, key: str, deadline: float, write_ratio: float, seed: int,
+async def client_loop(base: str, key: str, deadline: float, write_ratio: float, think_s: float, seed: int,
                       samples: dict[str, list[float]], errors: list[str]) -> None:
     rng = random.Random(seed)
     async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=30) as http:
         async with Client(streamable_http_client(f"{base}/mcp", http_client=http), mode="legacy") as client:
             n = 0
             while time.monotonic() < deadline:
+                if think_s:
+                    await asyncio.sleep(rng.expovariate(1 / think_s))
                 n += 1
                 if rng.random() < write_ratio:
                     op, args = "memory_write", {"content": f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} "
@@ -83,17 +90,19 @@ async def client_loop(base: str, key: str, deadline: float, write_ratio: float, 
                 samples[op].append(time.perf_counter() - started)
 
 
-async def drive(bases: list[str], key: str, clients: int, seconds: float, write_ratio: float) -> dict:
+async def drive(bases: list[str], key: str, clients: int, seconds: float, write_ratio: float,
+                think_s: float) -> dict:
     samples: dict[str, list[float]] = {"memory_search": [], "memory_write": []}
     errors: list[str] = []
     deadline = time.monotonic() + seconds
     started = time.monotonic()
-    await asyncio.gather(*(client_loop(bases[i % len(bases)], key, deadline, write_ratio, i, samples, errors)
-                           for i in range(clients)))
+    await asyncio.gather(*(client_loop(bases[i % len(bases)], key, deadline, write_ratio, think_s, i, samples,
+                                       errors) for i in range(clients)))
     elapsed = time.monotonic() - started
     total = sum(len(v) for v in samples.values())
     return {
         "clients": clients, "servers": len(bases), "seconds": round(elapsed, 1), "write_ratio": write_ratio,
+        "think_ms": think_s * 1000,
         "requests": total, "requests_per_s": round(total / elapsed, 1), "errors": len(errors),
         "error_samples": sorted(set(errors))[:10],
         "latency_ms": {op: {"n": len(v), "p50": statistics.median(v) * 1000 if v else None,
@@ -109,6 +118,7 @@ def main() -> None:
     parser.add_argument("--servers", type=int, default=2)
     parser.add_argument("--write-ratio", type=float, default=0.2)
     parser.add_argument("--seed-memories", type=int, default=1000)
+    parser.add_argument("--think-ms", type=float, default=0, help="mean pause between a client's calls")
     parser.add_argument("--out", type=Path, default=Path("bench/results/load_http.json"))
     args = parser.parse_args()
 
@@ -128,7 +138,8 @@ def main() -> None:
             for base, proc in zip(bases, procs, strict=True):
                 wait_healthy(base, proc)
             seed_rate = asyncio.run(seed(bases[0], key, args.seed_memories))
-            results = asyncio.run(drive(bases, key, args.clients, args.seconds, args.write_ratio))
+            results = asyncio.run(drive(bases, key, args.clients, args.seconds, args.write_ratio,
+                                        args.think_ms / 1000))
         finally:
             for proc in procs:
                 proc.terminate()
@@ -141,7 +152,7 @@ def main() -> None:
     args.out.write_text(json.dumps(results, indent=2))
 
     print(f"{args.clients} clients, {args.servers} servers, {results['seconds']} s, "
-          f"{int(args.write_ratio * 100)}% writes: {results['requests_per_s']} requests/s, "
+          f"{int(args.write_ratio * 100)}% writes, think {args.think_ms:g} ms: {results['requests_per_s']} requests/s, "
           f"{results['errors']} errors")
     print(f"{'operation':<16}{'n':>8}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}")
     for op, s in results["latency_ms"].items():

@@ -229,6 +229,8 @@ async def import_paths(service: MemoryService, maintenance: MaintenanceRepositor
                 report.created += 1
             else:
                 report.unchanged += 1
+    if report.created:
+        await maintenance.analyze()  # searches right after a big import plan with real statistics
     return report
 
 

@@ -187,3 +187,22 @@ async def test_row_level_security_alone_at_the_service_layer(service, monkeypatc
         assert await conn.fetchval("SELECT count(*) FROM memories") == 0  # no user set: no rows
     async with database.admin.acquire() as conn:
         assert await conn.fetchval("SELECT count(*) FROM memories") == 1
+
+
+async def test_pooled_connections_carry_no_identity_between_transactions(service) -> None:
+    """Settings are transaction-local and an error's open transaction is rolled back before the
+    connection is reused, so the next caller never runs under the previous caller's identity.
+    A user id full of quotes is a literal, not SQL."""
+    odd = principal("o'brien'); SELECT set_config('mcp_memory.user_id', 'alice', false); --")
+    written = await service.write(odd, "quoted identity")
+    assert [m.id for m in (await service.list(odd)).memories] == [written.memory.id]
+    assert (await service.list(principal("alice"))).memories == []
+    pool = service.repo.pool
+    with pytest.raises(ZeroDivisionError):
+        async with service.repo.transaction(odd) as conn:
+            await conn.execute("SELECT 1")
+            raise ZeroDivisionError
+    for _ in range(pool.get_size()):   # whichever connection comes next
+        async with pool.acquire() as conn:
+            assert not conn.is_in_transaction()
+            assert await conn.fetchval("SELECT coalesce(current_setting('mcp_memory.user_id', true), '')") == ""

@@ -3,13 +3,14 @@ under the key's own user (application pool, row-level security)."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 import asyncpg
 from pydantic import BaseModel
 
 from ..errors import NotFound
+from .sql import local_transaction
 
 
 class ApiKeyInfo(BaseModel):
@@ -56,13 +57,12 @@ class ApiKeyRepository:
 
     async def lookup(self, user_id: str, key_hash: str) -> ApiKeyInfo | None:
         """The live key with this hash, recording its use (at most once a minute)."""
-        async with self.app.acquire() as conn, conn.transaction():
-            await conn.execute("SELECT set_config('mcp_memory.user_id', $1, true)", user_id)
+        async with local_transaction(self.app, {"mcp_memory.user_id": user_id}) as conn:
             row = await conn.fetchrow(
-                """UPDATE api_keys SET last_used_at = CASE
-                       WHEN last_used_at IS NULL OR last_used_at < now() - interval '1 minute' THEN now()
-                       ELSE last_used_at END
-                   WHERE user_id = $1 AND key_hash = $2 AND revoked_at IS NULL
-                     AND (expires_at IS NULL OR expires_at > now())
-                   RETURNING *""", user_id, key_hash)
+                """SELECT * FROM api_keys WHERE user_id = $1 AND key_hash = $2 AND revoked_at IS NULL
+                     AND (expires_at IS NULL OR expires_at > now())""", user_id, key_hash)
+            if row is not None and (row["last_used_at"] is None or
+                                    row["last_used_at"] < datetime.now(UTC) - timedelta(minutes=1)):
+                await conn.execute("UPDATE api_keys SET last_used_at = now() WHERE user_id = $1 AND id = $2",
+                                   user_id, row["id"])
         return _info(row) if row else None

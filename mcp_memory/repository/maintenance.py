@@ -30,6 +30,9 @@ class MaintenanceRepository:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
 
+    async def analyze(self) -> None:
+        await self.pool.execute("ANALYZE memories")
+
     # --- retention --------------------------------------------------------------------------
 
     async def purge(self, now: datetime, *, purge_after_days: int, history_days: int, idempotency_days: int,

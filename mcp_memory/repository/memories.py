@@ -26,7 +26,7 @@ from ..models import (
     human_age,
     memory_uri,
 )
-from .sql import Sql, filtered, visible
+from .sql import Sql, filtered, local_transaction, visible
 
 # Fields whose old and new values the history keeps.
 TRACKED = ("kind", "title", "content", "tags", "metadata", "importance", "confidence", "pinned",
@@ -100,14 +100,11 @@ class MemoryRepository:
     @asynccontextmanager
     async def transaction(self, p: Principal, **gucs: str) -> AsyncIterator[asyncpg.Connection]:
         """One short transaction tagged with the caller's user (row-level security keys on it);
-        `gucs` are further transaction-local settings, set in the same round trip."""
-        q = Sql()
-        sets = [f"set_config('mcp_memory.{name}', {q.arg(value or '')}, true)"
-                for name, value in (("user_id", p.user_id), ("agent_id", p.agent_id), ("project_id", p.project_id))]
-        sets += [f"set_config({q.arg(name.replace('__', '.'))}, {q.arg(value)}, true)"
-                 for name, value in gucs.items()]
-        async with self.pool.acquire() as conn, conn.transaction():
-            await conn.execute(f"SELECT {', '.join(sets)}", *q.args)
+        `gucs` are further transaction-local settings (`hnsw__ef_search` sets hnsw.ef_search)."""
+        settings = {f"mcp_memory.{name}": value or "" for name, value in
+                    (("user_id", p.user_id), ("agent_id", p.agent_id), ("project_id", p.project_id))}
+        settings |= {name.replace("__", "."): value for name, value in gucs.items()}
+        async with local_transaction(self.pool, settings) as conn:
             yield conn
 
     async def _history(self, conn: asyncpg.Connection, p: Principal, rows: Sequence[tuple[UUID, str, Any, Any]],

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from typing import Any
+
+import asyncpg
 
 from ..models import MemoryFilter, Principal
 
@@ -17,6 +21,24 @@ class Sql:
     def arg(self, value: Any) -> str:
         self.args.append(value)
         return f"${len(self.args)}"
+
+
+def literal(value: str) -> str:
+    """A SQL string literal (the pools run with standard_conforming_strings on, so only quotes
+    need doubling; PostgreSQL text cannot hold NUL)."""
+    return "'" + value.replace("\x00", "").replace("'", "''") + "'"
+
+
+@asynccontextmanager
+async def local_transaction(pool: asyncpg.Pool, settings: Mapping[str, str]) -> AsyncIterator[asyncpg.Connection]:
+    """A transaction whose first round trip also sets its transaction-local settings (row-level
+    security keys on them): BEGIN and set_config go as one simple query. On an error the pool's
+    reset rolls back (see db.reset_connection); on success it commits."""
+    sets = ", ".join(f"set_config({literal(name)}, {literal(value)}, true)" for name, value in settings.items())
+    async with pool.acquire() as conn:
+        await conn.execute(f"BEGIN; SELECT {sets}")
+        yield conn
+        await conn.execute("COMMIT")
 
 
 # Test switch: with it set, queries carry no scope filter of their own, to prove that
