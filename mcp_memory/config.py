@@ -69,6 +69,8 @@ class Settings(BaseSettings):
     fulltext_scan: int = Field(default=1000, ge=100, description=(
         "At most this many rows holding every query word, and as many holding any, are ranked by full text."))
     trigram_threshold: float = Field(default=0.3, gt=0, le=1)
+    trigram_scan: int = Field(default=300, ge=10, description=(
+        "At most this many rows that pass the trigram threshold are scored by similarity."))
     trigram_max_words: int = Field(default=2, ge=0, description=(
         "Longer queries skip the trigram list (it compares every candidate: 200 ms at 20,000 memories for 4 words)."))
     recency_floor: float = Field(default=0.85, ge=0, le=1, description="1 turns recency off.")

@@ -63,9 +63,9 @@ BEGIN
 END $$;
 
 -- Under row-level security the planner may use an index for a query's own condition only if
--- the condition's function is leakproof; the text-search, trigram and vector operators are not
--- marked so, which turns every search of a large scope into a sequential scan (over 1 s at
--- 100,000 memories). They reveal nothing of rows beyond whether they match, so a superuser
+-- the condition's function is leakproof; the text-search, trigram, vector and array-containment
+-- (tag filter) operators are not marked so, which turns every search of a large scope into a
+-- sequential scan (over 1 s at 100,000 memories). They reveal nothing of rows beyond whether they match, so a superuser
 -- (the embedded database always) marks them; elsewhere the README says how.
 DO $$
 BEGIN
@@ -73,5 +73,6 @@ BEGIN
         ALTER FUNCTION ts_match_vq(tsvector, tsquery) LEAKPROOF;
         ALTER FUNCTION word_similarity_op(text, text) LEAKPROOF;
         ALTER FUNCTION cosine_distance(vector, vector) LEAKPROOF;
+        ALTER FUNCTION arraycontains(anyarray, anyarray) LEAKPROOF;
     END IF;
 END $$;
