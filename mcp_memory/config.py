@@ -62,12 +62,13 @@ class Settings(BaseSettings):
 
     # Retrieval
     search_candidates: int = Field(default=100, ge=10, le=2000)
-    rrf_k: int = Field(default=60, ge=1)
-    weight_vector: float = Field(default=0.3, ge=0)
+    rrf_k: int = Field(default=20, ge=1)
+    weight_vector: float = Field(default=0.6, ge=0)
     weight_fulltext: float = Field(default=1.0, ge=0)
     weight_trigram: float = Field(default=0.5, ge=0)
     fulltext_scan: int = Field(default=1000, ge=100, description=(
         "At most this many rows holding every query word, and as many holding any, are ranked by full text."))
+    fulltext_idf: bool = Field(default=True, description="Weight query words by their rarity in the scope.")
     trigram_threshold: float = Field(default=0.3, gt=0, le=1)
     trigram_scan: int = Field(default=300, ge=10, description=(
         "At most this many rows that pass the trigram threshold are scored by similarity."))
@@ -75,10 +76,9 @@ class Settings(BaseSettings):
         "Longer queries skip the trigram list (it compares every candidate: 200 ms at 20,000 memories for 4 words)."))
     recency_floor: float = Field(default=0.85, ge=0, le=1, description="1 turns recency off.")
     recency_half_life_days: float = Field(default=30, gt=0)
-    conflict_similarity: float = Field(default=1.0, ge=0, le=1, description=(
-        "Results this similar (cosine) are versions of one fact: the newest ranks first among them. 1: off "
-        "(the default: near-twins that are different facts, 'order 7 shipped' / 'order 5 shipped', get "
-        "reordered too)."))
+    conflict_similarity: float = Field(default=0.8, ge=0, le=1, description=(
+        "Results this similar (cosine) are versions of one fact: among those the query's words match "
+        "equally well, the newest ranks first. 1 turns it off."))
     hnsw_ef_search: int = Field(default=100, ge=10, le=1000)
 
     superseded_penalty: float = Field(default=0.5, gt=0, le=1,

@@ -74,21 +74,35 @@ async def search(repo: MemoryRepository, p: Principal, query: str, f: MemoryFilt
         words = q.arg(query)
         any_word = f"regexp_replace(websearch_to_tsquery('english', {words})::text, ' & (?!!)', ' | ', 'g')::tsquery"
         scan = q.arg(settings.fulltext_scan)
+        key = "ts_rank(c.fts, c.tsq)"
+        if settings.fulltext_idf:
+            # ts_rank counts every query word alike, so a word in half the scope (a speaker's
+            # name) outweighs the rare one the question is about. Weight each word by its rarity
+            # among the candidates (BM25's idf; they are every memory holding a query word when
+            # there are fewer than `fulltext_scan`, a sample otherwise: no extra index scan) and
+            # let ts_rank break ties.
+            key = "coalesce((SELECT sum(w.idf) FROM idf w WHERE c.fts @@ w.q), 0) + 0.1 * ts_rank(c.fts, c.tsq)"
         lists["fts"] = (settings.weight_fulltext, f"""
-            SELECT c.id, ts_rank(c.fts, pq.tsq) AS key
-            FROM (SELECT {any_word} AS tsq, websearch_to_tsquery('english', {words}) AS every) pq,
-                 LATERAL (SELECT DISTINCT ON (id) id, fts FROM (
-                     (SELECT m.id, m.fts FROM memories m WHERE {_where(q, p, f, excluded)} AND m.fts @@ pq.every
-                      LIMIT {scan})
-                     UNION ALL
-                     (SELECT m.id, m.fts FROM memories m WHERE {_where(q, p, f, excluded)} AND m.fts @@ pq.tsq
-                      LIMIT {scan})) both_) c
+            WITH c AS (
+                SELECT DISTINCT ON (id) id, fts, pq.tsq
+                FROM (SELECT {any_word} AS tsq, websearch_to_tsquery('english', {words}) AS every) pq,
+                     LATERAL ((SELECT m.id, m.fts FROM memories m
+                               WHERE {_where(q, p, f, excluded)} AND m.fts @@ pq.every LIMIT {scan})
+                              UNION ALL
+                              (SELECT m.id, m.fts FROM memories m
+                               WHERE {_where(q, p, f, excluded)} AND m.fts @@ pq.tsq LIMIT {scan})) both_),
+            idf AS MATERIALIZED (SELECT t.q, ln(1 + (SELECT count(*) FROM c)::float8
+                                      / (0.5 + count(*) FILTER (WHERE c.fts @@ t.q))) AS idf
+                    FROM (SELECT DISTINCT quote_literal(lexeme)::tsquery AS q
+                          FROM unnest(tsvector_to_array(to_tsvector('english', {words}))) lexeme) t, c
+                    GROUP BY t.q)
+            SELECT c.id, {key} AS key FROM c
             ORDER BY key DESC, c.id LIMIT {cap}""", "DESC")
     if settings.weight_trigram > 0 and query and len(query.split()) <= settings.trigram_max_words:
         # Names, identifiers and typos in short queries; a long question's trigrams match
-        # everything a little and cost a similarity per row.
-        # A word most memories share ("Terraform" in 7% of 100,000) would have every one of them
-        # scored; those are full text's to rank, so only the first `trigram_scan` are.
+        # everything a little and cost a similarity per row. A word most memories share
+        # ("Terraform" in 7% of 100,000) would have every one of them scored; those are full
+        # text's to rank, so only the first `trigram_scan` are.
         text = q.arg(query)
         lists["trgm"] = (settings.weight_trigram, f"""
             SELECT c.id, word_similarity({text}, c.content) AS key FROM (
@@ -100,10 +114,11 @@ async def search(repo: MemoryRepository, p: Principal, query: str, f: MemoryFilt
 
     k = q.arg(float(settings.rrf_k))
     ctes = ",\n".join(
-        f"{name} AS MATERIALIZED (SELECT id, row_number() OVER (ORDER BY key {order}, id) AS r FROM ({sql}) c)"
+        f"{name} AS MATERIALIZED (SELECT id, key::float8 AS key, row_number() OVER (ORDER BY key {order}, id) AS r "
+        f"FROM ({sql}) c)"
         for name, (_, sql, order) in lists.items())
     union = "\nUNION ALL\n".join(
-        f"SELECT id, {q.arg(weight)}::float8 / ({k} + r) AS s, '{name}' AS list, r FROM {name}"
+        f"SELECT id, {q.arg(weight)}::float8 / ({k} + r) AS s, '{name}' AS list, r, key FROM {name}"
         for name, (weight, _, _) in lists.items())
     as_of = f.as_of if f is not None else None
     reference = q.arg(as_of) + "::timestamptz" if as_of is not None else "now()"
@@ -118,13 +133,14 @@ async def search(repo: MemoryRepository, p: Principal, query: str, f: MemoryFilt
         SELECT id, sum(s) AS fused,
                min(r) FILTER (WHERE list = 'vec') AS vec_rank,
                min(r) FILTER (WHERE list = 'fts') AS fts_rank,
-               min(r) FILTER (WHERE list = 'trgm') AS trgm_rank
+               min(r) FILTER (WHERE list = 'trgm') AS trgm_rank,
+               max(key) FILTER (WHERE list = 'fts') AS fts_key
         FROM ({union}) u GROUP BY id
     ),
     scored AS (
         SELECT m.user_id, m.id, m.title, m.content, m.kind, m.tags, m.agent_id, m.project_id, m.occurred_at,
                {"m.embedding" if settings.conflict_similarity < 1 else "NULL::vector AS embedding"},
-               m.superseded_by, f.fused, f.vec_rank, f.fts_rank, f.trgm_rank,
+               m.superseded_by, f.fused, f.vec_rank, f.fts_rank, f.trgm_rank, f.fts_key,
                {floor}::float8 + (1 - {floor}::float8) * power(2::float8, -greatest(0::float8,
                    extract(epoch FROM ({reference} - m.occurred_at)) / 86400.0) / {half_life}::float8) AS recency
         FROM fused f JOIN memories m ON m.user_id = {q.arg(p.user_id)} AND m.id = f.id
@@ -141,6 +157,10 @@ async def search(repo: MemoryRepository, p: Principal, query: str, f: MemoryFilt
         rows = await conn.fetch(sql, *q.args)
     rows = newest_of_conflicts(rows, settings.conflict_similarity)
     return successors_first([_hit(r, settings.snippet_chars, explain) for r in rows])
+
+
+# Full-text keys closer than this hold the same query words (the rest is ts_rank's tie-break).
+LEXICAL_TIE = 0.05
 
 
 def newest_of_conflicts(rows: list[asyncpg.Record], threshold: float) -> list[asyncpg.Record]:
@@ -173,9 +193,13 @@ def newest_of_conflicts(rows: list[asyncpg.Record], threshold: float) -> list[as
         members.setdefault(root(k), []).append(i)
     ordered = list(rows)
     for positions in members.values():
-        if len(positions) > 1:
-            newest_first = sorted((rows[i] for i in positions), key=lambda r: r["occurred_at"], reverse=True)
-            for position, row in zip(positions, newest_first, strict=True):
+        # Only versions the query's words match as well as the best one's trade places: "when
+        # did order 5 ship" keeps "order 5 shipped" above the newer "order 7 shipped".
+        words = {i: rows[i].get("fts_key") or 0.0 for i in positions}
+        leaders = [i for i in positions if words[i] >= max(words.values()) - LEXICAL_TIE]
+        if len(leaders) > 1:
+            newest_first = sorted((rows[i] for i in leaders), key=lambda r: r["occurred_at"], reverse=True)
+            for position, row in zip(leaders, newest_first, strict=True):
                 ordered[position] = row
     return ordered
 

@@ -156,3 +156,11 @@ def test_newest_of_conflicting_versions_ranks_first() -> None:
     assert [r["name"] for r in newest_of_conflicts(rows, 0.9)] == ["oslo (new)", "unrelated", "lisbon (old)",
                                                                     "no vector"]
     assert newest_of_conflicts(rows, 1.0) == rows  # off
+
+    # The query's words decide first: "when did order 5 ship" keeps the older "order 5 shipped"
+    # above "order 7 shipped", however alike their vectors; equal word matches go newest first.
+    order5, order7 = row("order 5 shipped", [1, 0.1, 0], 30), row("order 7 shipped", [1, 0.12, 0], 2)
+    order5["fts_key"], order7["fts_key"] = 9.1, 4.3
+    assert [r["name"] for r in newest_of_conflicts([order5, order7], 0.9)] == ["order 5 shipped", "order 7 shipped"]
+    order7["fts_key"] = 9.1 + 0.01
+    assert [r["name"] for r in newest_of_conflicts([order5, order7], 0.9)] == ["order 7 shipped", "order 5 shipped"]
