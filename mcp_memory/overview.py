@@ -22,9 +22,9 @@ class Overview:
         self.repo = OverviewRepository(service.repo)
         self.settings = service.settings
 
-    async def stats(self, p: Principal) -> Stats:
+    async def stats(self, p: Principal, top_tags: int = 10) -> Stats:
         self.service.require(p, "read")
-        stats = await self.repo.stats(p)
+        stats = await self.repo.stats(p, max(top_tags, 0))
         stats.embedding_model = self.service.vectors.model if self.service.vectors else None
         return stats
 

@@ -74,7 +74,7 @@ async def search(repo: MemoryRepository, p: Principal, query: str, f: MemoryFilt
         words = q.arg(query)
         any_word = f"regexp_replace(websearch_to_tsquery('english', {words})::text, ' & (?!!)', ' | ', 'g')::tsquery"
         scan = q.arg(settings.fulltext_scan)
-        key = "ts_rank(c.fts, c.tsq)"
+        key, idf = "ts_rank(c.fts, c.tsq)", ""
         if settings.fulltext_idf:
             # ts_rank counts every query word alike, so a word in half the scope (a speaker's
             # name) outweighs the rare one the question is about. Weight each word by its rarity
@@ -82,6 +82,12 @@ async def search(repo: MemoryRepository, p: Principal, query: str, f: MemoryFilt
             # there are fewer than `fulltext_scan`, a sample otherwise: no extra index scan) and
             # let ts_rank break ties.
             key = "coalesce((SELECT sum(w.idf) FROM idf w WHERE c.fts @@ w.q), 0) + 0.1 * ts_rank(c.fts, c.tsq)"
+            idf = f""",
+            idf AS MATERIALIZED (SELECT t.q, ln(1 + (SELECT count(*) FROM c)::float8
+                                      / (0.5 + count(*) FILTER (WHERE c.fts @@ t.q))) AS idf
+                    FROM (SELECT DISTINCT quote_literal(lexeme)::tsquery AS q
+                          FROM unnest(tsvector_to_array(to_tsvector('english', {words}))) lexeme) t, c
+                    GROUP BY t.q)"""
         lists["fts"] = (settings.weight_fulltext, f"""
             WITH c AS (
                 SELECT DISTINCT ON (id) id, fts, pq.tsq
@@ -90,12 +96,7 @@ async def search(repo: MemoryRepository, p: Principal, query: str, f: MemoryFilt
                                WHERE {_where(q, p, f, excluded)} AND m.fts @@ pq.every LIMIT {scan})
                               UNION ALL
                               (SELECT m.id, m.fts FROM memories m
-                               WHERE {_where(q, p, f, excluded)} AND m.fts @@ pq.tsq LIMIT {scan})) both_),
-            idf AS MATERIALIZED (SELECT t.q, ln(1 + (SELECT count(*) FROM c)::float8
-                                      / (0.5 + count(*) FILTER (WHERE c.fts @@ t.q))) AS idf
-                    FROM (SELECT DISTINCT quote_literal(lexeme)::tsquery AS q
-                          FROM unnest(tsvector_to_array(to_tsvector('english', {words}))) lexeme) t, c
-                    GROUP BY t.q)
+                               WHERE {_where(q, p, f, excluded)} AND m.fts @@ pq.tsq LIMIT {scan})) both_){idf}
             SELECT c.id, {key} AS key FROM c
             ORDER BY key DESC, c.id LIMIT {cap}""", "DESC")
     if settings.weight_trigram > 0 and query and len(query.split()) <= settings.trigram_max_words:

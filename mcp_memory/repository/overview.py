@@ -14,7 +14,7 @@ class OverviewRepository:
     def __init__(self, memories: MemoryRepository) -> None:
         self.memories = memories
 
-    async def stats(self, p: Principal) -> Stats:
+    async def stats(self, p: Principal, top_tags: int) -> Stats:
         q = Sql()
         where = visible(q, p)
         async with self.memories.transaction(p) as conn:
@@ -35,7 +35,7 @@ class OverviewRepository:
         by_scope = {ScopeInfo.of("x" if r["a"] else None, "x" if r["pr"] else None).level: r["n"] for r in scopes}
         return Stats(active=totals["active"], forgotten=totals["forgotten"], pinned=totals["pinned"],
                      by_kind={r["kind"]: r["n"] for r in kinds}, by_scope=by_scope,
-                     top_tags=dict(await self.tags(p, "", 10)), without_vector=totals["without_vector"],
+                     top_tags=dict(await self.tags(p, "", top_tags)), without_vector=totals["without_vector"],
                      newest=totals["newest"], oldest=totals["oldest"])
 
     async def pinned(self, p: Principal, limit: int) -> list[Memory]:

@@ -79,9 +79,7 @@ async def core_resource(ctx: Context, model: str | None = None) -> str:
 async def stats_resource(ctx: Context, top: int = 10) -> str:
     """Counts of this session's memories: live, forgotten, pinned, by kind, scope and tag (`top` tags)."""
     async def op(service: MemoryService, p: Principal) -> str:
-        stats = await service.overview.stats(p)
-        stats.top_tags = dict(list(stats.top_tags.items())[:max(top, 0)])
-        return stats.model_dump_json(indent=1)
+        return (await service.overview.stats(p, top)).model_dump_json(indent=1)
     return await _resource_call(ctx, op)
 
 

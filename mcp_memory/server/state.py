@@ -71,12 +71,11 @@ class AppState:
         return self._service
 
     async def bind_request(self, ctx: Any) -> tuple[MemoryService, Principal]:
-        """Service and caller for a low-level request context (handlers registered on the
-        low-level server, where MCPServer's Context is not built)."""
+        """Service and caller for a request context (MCPServer's `Context.request_context`, or
+        the context low-level handlers receive)."""
+        service = await self.service()
         request = getattr(ctx, "request", None)
-        principal = await self.principal(ctx.session, ctx.protocol_version,
-                                         request.headers if request is not None else None)
-        return await self.service(), principal
+        return service, await self.principal(ctx.session, ctx.protocol_version, getattr(request, "headers", None))
 
     async def principal(self, session: Any, protocol_version: str | None,
                         headers: Mapping[str, str] | None = None) -> Principal:

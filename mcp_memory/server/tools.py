@@ -36,8 +36,7 @@ from .state import AppState
 
 async def bind(ctx: Context) -> tuple[MemoryService, Principal]:
     state: AppState = ctx.request_context.lifespan_context
-    service = await state.service()
-    return service, await state.principal(ctx.session, ctx.protocol_version, ctx.headers)
+    return await state.bind_request(ctx.request_context)
 
 
 P = ParamSpec("P")
