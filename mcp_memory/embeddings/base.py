@@ -72,19 +72,51 @@ def normalize_rows(vectors: list[list[float]]) -> list[list[float]]:
     return out
 
 
-def accept_vectors(owner: Any, vectors: list[list[float]], count: int, source: str) -> list[list[float]]:
-    """A remote service's answer, checked and normalised: one vector per text, all of one length,
-    and that length the embedder's dimension (learned from the first answer when none was
-    configured; `owner` is the embedder, whose `dimension` this may set)."""
-    if len(vectors) != count:
-        raise EmbeddingError(f"{source}: {len(vectors)} vectors for {count} texts")
-    lengths = {len(v) for v in vectors}
-    if len(lengths) != 1 or 0 in lengths:
-        raise EmbeddingError(f"{source}: vectors of lengths {sorted(lengths)}")
-    (length,) = lengths
-    if not owner.dimension:
-        owner.dimension = length
-    elif length != owner.dimension:
-        how = "configured" if owner._dimension_configured else "first seen"
-        raise EmbeddingError(f"{source}: model {owner.model} returned {length} dimensions, {how} {owner.dimension}")
-    return normalize_rows(vectors)
+class RemoteEmbedder:
+    """What the API-backed embedders (OpenAI and compatible servers, Voyage) share: connection
+    settings, a client created on first use, batching, and the check of every answer."""
+
+    model: str
+    dimension: int
+
+    def _configure(self, model: str, dimension: int | None, *, api_key: str | None, base_url: str | None,
+                   batch_size: int, timeout: float, max_retries: int) -> None:
+        self.model = model
+        self.dimension = dimension or 0
+        self.batch_size = batch_size
+        self._dimension_configured = dimension is not None
+        self._api_key = api_key
+        self._base_url = base_url
+        self._timeout = timeout
+        self._max_retries = max_retries
+        self._client: Any = None
+
+    async def _embed(self, texts: list[str], input_type: str) -> list[list[float]]:
+        """One batch; `input_type` is "document" or "query"."""
+        raise NotImplementedError
+
+    async def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        out: list[list[float]] = []
+        for batch in batched(texts, self.batch_size):
+            out.extend(await self._embed(list(batch), "document"))
+        return out
+
+    async def embed_query(self, text: str) -> list[float]:
+        return (await self._embed([text], "query"))[0]
+
+    def _accept(self, vectors: list[list[float]], count: int, source: str) -> list[list[float]]:
+        """A service's answer, checked and normalised: one vector per text, all of one length,
+        and that length the embedder's dimension (learned from the first answer when none was
+        configured)."""
+        if len(vectors) != count:
+            raise EmbeddingError(f"{source}: {len(vectors)} vectors for {count} texts")
+        lengths = {len(v) for v in vectors}
+        if len(lengths) != 1 or 0 in lengths:
+            raise EmbeddingError(f"{source}: vectors of lengths {sorted(lengths)}")
+        (length,) = lengths
+        if not self.dimension:
+            self.dimension = length
+        elif length != self.dimension:
+            how = "configured" if self._dimension_configured else "first seen"
+            raise EmbeddingError(f"{source}: model {self.model} returned {length} dimensions, {how} {self.dimension}")
+        return normalize_rows(vectors)

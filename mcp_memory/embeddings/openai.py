@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from mcp_memory.embeddings.base import EmbeddingError, accept_vectors, batched
+from mcp_memory.embeddings.base import EmbeddingError, RemoteEmbedder
 
 #: model -> (native dimension, accepts ``dimensions``)
 OPENAI_MODELS: dict[str, tuple[int, bool]] = {
@@ -31,7 +31,7 @@ OPENAI_MODELS: dict[str, tuple[int, bool]] = {
 DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
 
 
-class OpenAIEmbedder:
+class OpenAIEmbedder(RemoteEmbedder):
     """Embeddings over the OpenAI API or an OpenAI-compatible server."""
 
     def __init__(
@@ -71,15 +71,8 @@ class OpenAIEmbedder:
                 raise ValueError(f"{model} always returns {native} dimensions, not {dimension}")
             elif native is None or dimension != native:
                 self._send_dimensions = True
-        self.model = model
-        self.dimension: int = dimension or 0
-        self.batch_size = batch_size
-        self._dimension_configured = dimension is not None
-        self._api_key = api_key
-        self._base_url = base_url
-        self._timeout = timeout
-        self._max_retries = max_retries
-        self._client: Any = None
+        self._configure(model, dimension, api_key=api_key, base_url=base_url, batch_size=batch_size,
+                        timeout=timeout, max_retries=max_retries)
 
     def __repr__(self) -> str:
         return f"OpenAIEmbedder(provider={self.provider!r}, model={self.model!r}, dimension={self.dimension})"
@@ -104,8 +97,8 @@ class OpenAIEmbedder:
             await self._client.close()
             self._client = None
 
-    async def _embed(self, texts: list[str]) -> list[list[float]]:
-        import openai
+    async def _embed(self, texts: list[str], input_type: str) -> list[list[float]]:
+        import openai  # the API embeds documents and queries alike: input_type is not sent
 
         client = self._get_client()
         params: dict[str, Any] = {"model": self.model, "input": texts}
@@ -126,20 +119,11 @@ class OpenAIEmbedder:
         except openai.OpenAIError as exc:
             raise EmbeddingError(f"{self.provider} embeddings failed: {exc}") from exc
         data = sorted(response.data, key=lambda item: item.index)
-        return accept_vectors(self, [list(item.embedding) for item in data], len(texts),
-                              f"{self.provider} embeddings from {self._where()}")
+        return self._accept([list(item.embedding) for item in data], len(texts),
+                            f"{self.provider} embeddings from {self._where()}")
 
     def _where(self) -> str:
         return self._base_url or "api.openai.com"
-
-    async def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        out: list[list[float]] = []
-        for batch in batched(texts, self.batch_size):
-            out.extend(await self._embed(list(batch)))
-        return out
-
-    async def embed_query(self, text: str) -> list[float]:
-        return (await self._embed([text]))[0]
 
 
 def _api_message(exc: Any) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from mcp_memory.embeddings.base import EmbeddingError, accept_vectors, batched
+from mcp_memory.embeddings.base import EmbeddingError, RemoteEmbedder
 
 #: model -> (default dimension, accepted output_dimension values or None for fixed)
 VOYAGE_MODELS: dict[str, tuple[int, tuple[int, ...] | None]] = {
@@ -35,7 +35,7 @@ DEFAULT_VOYAGE_MODEL = "voyage-3.5"
 _SDK_LOCAL_MODELS = ("voyage-4-nano",)
 
 
-class VoyageEmbedder:
+class VoyageEmbedder(RemoteEmbedder):
     """Embeddings over the Voyage AI API."""
 
     provider = "voyage"
@@ -75,15 +75,8 @@ class VoyageEmbedder:
                 self._send_dimension = True
         elif dimension is not None:
             self._send_dimension = True
-        self.model = model
-        self.dimension: int = dimension or 0
-        self.batch_size = batch_size
-        self._dimension_configured = dimension is not None
-        self._api_key = api_key
-        self._base_url = base_url
-        self._timeout = timeout
-        self._max_retries = max_retries
-        self._client: Any = None
+        self._configure(model, dimension, api_key=api_key, base_url=base_url, batch_size=batch_size,
+                        timeout=timeout, max_retries=max_retries)
 
     def __repr__(self) -> str:
         return f"VoyageEmbedder(model={self.model!r}, dimension={self.dimension})"
@@ -122,14 +115,6 @@ class VoyageEmbedder:
             raise EmbeddingError(f"voyage embeddings failed: {detail}: {getattr(exc, 'user_message', exc)}") from exc
         except Exception as exc:  # noqa: BLE001 - transport errors the SDK does not wrap
             raise EmbeddingError(f"voyage embeddings failed: {type(exc).__name__}: {exc}") from exc
-        return accept_vectors(self, [list(v) for v in result.embeddings], len(texts),
-                              f"voyage embeddings from {self._base_url or 'the Voyage API'}")
+        return self._accept([list(v) for v in result.embeddings], len(texts),
+                            f"voyage embeddings from {self._base_url or 'the Voyage API'}")
 
-    async def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        out: list[list[float]] = []
-        for batch in batched(texts, self.batch_size):
-            out.extend(await self._embed(list(batch), "document"))
-        return out
-
-    async def embed_query(self, text: str) -> list[float]:
-        return (await self._embed([text], "query"))[0]
