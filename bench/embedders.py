@@ -25,11 +25,8 @@ import argparse
 import asyncio
 import importlib.metadata
 import json
-import math
 import os
 import platform
-import re
-import statistics
 import subprocess
 import sys
 import time
@@ -41,11 +38,19 @@ import psutil
 
 from mcp_memory.embeddings import LOCAL_EMBEDDERS, make_embedder
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_DATASET = REPO.parent / "shared" / "datasets" / "locomo" / "locomo10-dev.json"
+sys.path.insert(0, str(Path(__file__).parent))
+from locomo_data import (  # noqa: E402
+    CATEGORIES,
+    DEFAULT_DATASET,
+    REPO,
+    SESSION,
+    evidence_ids,
+    mean_metrics,
+    score,
+    turn_text,
+)
+
 DEFAULT_OUT = REPO / "bench" / "results" / "embedders.json"
-CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-METRICS = ("R@5", "R@10", "nDCG@10", "MRR")
 
 #: model -> (its own distributions, the runtime distributions it needs beyond numpy)
 PACKAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -58,27 +63,7 @@ PACKAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                                                ("onnxruntime", "flatbuffers", "protobuf", "tokenizers")),
 }
 
-_DIA = re.compile(r"D:?(\d+):0*(\d+)$")
-
-
 # --- dataset -----------------------------------------------------------------------------------
-
-def turn_text(turn: dict[str, Any]) -> str:
-    text = f"{turn['speaker']}: {turn['text']}"
-    if turn.get("blip_caption"):
-        text += f" [shares {turn['blip_caption']}]"
-    return text
-
-
-def evidence_ids(raw: list[str]) -> list[str]:
-    out = []
-    for item in raw:
-        for part in re.split(r"[;,\s]+", str(item)):
-            m = _DIA.match(part.strip())
-            if m:
-                out.append(f"D{int(m[1])}:{int(m[2])}")
-    return list(dict.fromkeys(out))
-
 
 def load_dataset(path: Path, limit: int | None) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Conversations as {id, texts, questions: [(question, category, [turn index])]}."""
@@ -86,7 +71,7 @@ def load_dataset(path: Path, limit: int | None) -> tuple[list[dict[str, Any]], d
     convs, dropped = [], {"no_evidence": 0, "unknown_evidence_ids": 0}
     for item in data[:limit] if limit else data:
         conv = item["conversation"]
-        sessions = sorted((int(m[1]), conv[k]) for k in conv if (m := re.match(r"session_(\d+)$", k)))
+        sessions = sorted((int(m[1]), conv[k]) for k in conv if (m := SESSION.match(k)))
         texts, index = [], {}
         for _, turns in sessions:
             for turn in turns:
@@ -108,24 +93,6 @@ def load_dataset(path: Path, limit: int | None) -> tuple[list[dict[str, Any]], d
 
 
 # --- metrics -----------------------------------------------------------------------------------
-
-def score(ranked: list[int], evidence: list[int]) -> dict[str, float]:
-    relevant = set(evidence)
-    position = {doc: i for i, doc in enumerate(ranked)}
-    def recall(k: int) -> float:
-        return sum(position.get(doc, k) < k for doc in evidence) / len(evidence)
-    dcg = sum(1 / math.log2(i + 2) for i, doc in enumerate(ranked[:10]) if doc in relevant)
-    idcg = sum(1 / math.log2(i + 2) for i in range(min(len(relevant), 10)))
-    first = min((position[doc] for doc in relevant if position.get(doc, 10) < 10), default=None)
-    return {"R@5": recall(5), "R@10": recall(10), "nDCG@10": dcg / idcg,
-            "MRR": 0.0 if first is None else 1 / (first + 1)}
-
-
-def mean_metrics(rows: list[dict[str, float]]) -> dict[str, float]:
-    if not rows:
-        return {"n": 0}
-    return {"n": len(rows), **{m: round(statistics.fmean(r[m] for r in rows), 4) for m in METRICS}}
-
 
 def percentile(values: list[float], p: float) -> float:
     return float(np.percentile(np.asarray(values), p)) if values else float("nan")

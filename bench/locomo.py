@@ -22,9 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import os
-import re
 import statistics
 import sys
 import tempfile
@@ -46,11 +44,19 @@ from mcp_memory.repository import MemoryRepository
 from mcp_memory.service import MemoryService
 from mcp_memory.vectors import Vectors
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_DATASET = REPO.parent / "shared" / "datasets" / "locomo" / "locomo10-dev.json"
-CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-METRICS = ("R@5", "R@10", "nDCG@10", "MRR")
-
+sys.path.insert(0, str(Path(__file__).parent))
+from locomo_data import (  # noqa: E402
+    CATEGORIES,
+    DEFAULT_DATASET,
+    METRICS,
+    REPO,
+    SESSION,
+    evidence_ids,
+    mean_metrics,
+    score,
+    turn_text,
+)
+from stats import percentile  # noqa: E402
 
 # --- variants (shared with knowledge_update.py) ------------------------------------------------
 
@@ -208,11 +214,6 @@ def bench_principal(user: str) -> Principal:
 
 # --- numbers and tables ------------------------------------------------------------------------
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
-
-
 def latency(seconds: list[float]) -> dict[str, float]:
     ms = [s * 1000 for s in seconds]
     return {"n": len(ms), "p50_ms": round(statistics.median(ms), 2), "p95_ms": round(percentile(ms, 95), 2),
@@ -242,31 +243,9 @@ def machine() -> dict[str, Any]:
 
 # --- LoCoMo --------------------------------------------------------------------------------------
 
-_SESSION = re.compile(r"session_(\d+)$")
-_DIA = re.compile(r"D:?(\d+):0*(\d+)$")
-
-
 def parse_when(text: str) -> datetime:
     """'1:56 pm on 8 May, 2023' -> 2023-05-08 13:56 UTC."""
     return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
-
-
-def turn_text(turn: dict[str, Any]) -> str:
-    text = f"{turn['speaker']}: {turn['text']}"
-    if turn.get("blip_caption"):
-        text += f" [shares {turn['blip_caption']}]"
-    return text
-
-
-def evidence_ids(raw: list[str]) -> list[str]:
-    """Normalise the dataset's few malformed ids ('D8:6; D9:17', 'D:11:26', 'D30:05')."""
-    out = []
-    for item in raw:
-        for part in re.split(r"[;,\s]+", item):
-            m = _DIA.match(part.strip())
-            if m:
-                out.append(f"D{int(m[1])}:{int(m[2])}")
-    return list(dict.fromkeys(out))
 
 
 @dataclass
@@ -283,7 +262,7 @@ def load_dataset(path: Path, limit: int | None) -> list[Conversation]:
         conv = item["conversation"]
         sessions = sorted(
             (int(m[1]), parse_when(conv[f"{k}_date_time"]), conv[k])
-            for k in conv if (m := _SESSION.match(k)))
+            for k in conv if (m := SESSION.match(k)))
         questions = [q for q in item["qa"] if q.get("category") in CATEGORIES]
         out.append(Conversation(item.get("sample_id", f"conv-{len(out)}"), sessions, questions))
     return out
@@ -304,25 +283,6 @@ async def load_conversation(service: MemoryService, p: Principal, conv: Conversa
             ids[turn["dia_id"]] = result.memory.id
             duplicates += result.status == "duplicate"
     return ids, duplicates
-
-
-def score(ranked: list[Any], evidence: list[Any]) -> dict[str, float]:
-    """Metrics for one question: `evidence` holds the memory id of each evidence turn."""
-    relevant = set(evidence)
-    position = {mid: i for i, mid in reversed(list(enumerate(ranked)))}
-    def recall(k: int) -> float:
-        return sum(position.get(mid, k) < k for mid in evidence) / len(evidence)
-    dcg = sum(1 / math.log2(i + 2) for i, mid in enumerate(ranked[:10]) if mid in relevant)
-    idcg = sum(1 / math.log2(i + 2) for i in range(min(len(relevant), 10)))
-    first = min((position[mid] for mid in relevant if mid in position), default=None)
-    return {"R@5": recall(5), "R@10": recall(10), "nDCG@10": dcg / idcg,
-            "MRR": 0.0 if first is None else 1 / (first + 1)}
-
-
-def mean_metrics(rows: list[dict[str, float]]) -> dict[str, float]:
-    if not rows:
-        return {"n": 0}
-    return {"n": len(rows), **{m: round(statistics.fmean(r[m] for r in rows), 4) for m in METRICS}}
 
 
 async def run_variant(service: MemoryService, jobs: list[tuple[Principal, dict[str, Any], list[Any]]],
