@@ -38,8 +38,8 @@ from typing import Any
 
 from locomo import (
     REPO,
-    VARIANTS,
     Bench,
+    add_variant_arguments,
     bench_database,
     bench_principal,
     choose_variants,
@@ -211,10 +211,7 @@ async def main_async(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("dataset", nargs="?", type=Path, default=DEFAULT_DATASET)
-    parser.add_argument("--variants", help=f"comma-separated subset of: {', '.join(v.name for v in VARIANTS)}")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="an extra 'custom' variant with these settings (alone unless --variants is given)")
+    add_variant_arguments(parser, DEFAULT_DATASET)
     parser.add_argument("--limit", type=int, default=50, help="search limit; ranks beyond it count as not found")
     parser.add_argument("--dates", choices=("original", "rebased"), default="rebased",
                         help="rebased (default) shifts every date so the dataset's as_of is today")

@@ -134,6 +134,15 @@ def parse_sets(pairs: list[str]) -> dict[str, Any]:
     return out
 
 
+def add_variant_arguments(parser: argparse.ArgumentParser, dataset: Path) -> None:
+    """The dataset (default `dataset`) and the variant choice, as every benchmark built on this
+    module takes them."""
+    parser.add_argument("dataset", nargs="?", type=Path, default=dataset)
+    parser.add_argument("--variants", help=f"comma-separated subset of: {', '.join(v.name for v in VARIANTS)}")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="an extra 'custom' variant with these settings (alone unless --variants is given)")
+
+
 def choose_variants(names: str | None, sets: list[str]) -> list[Variant]:
     by_name = {v.name: v for v in VARIANTS}
     chosen = list(VARIANTS)
@@ -392,10 +401,7 @@ async def main_async(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("dataset", nargs="?", type=Path, default=DEFAULT_DATASET)
-    parser.add_argument("--variants", help=f"comma-separated subset of: {', '.join(v.name for v in VARIANTS)}")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="an extra 'custom' variant with these settings (alone unless --variants is given)")
+    add_variant_arguments(parser, DEFAULT_DATASET)
     parser.add_argument("--limit-conversations", type=int)
     parser.add_argument("--limit", type=int, default=10, help="search limit; MRR counts hits within it")
     parser.add_argument("--dates", choices=("original", "rebased"), default="original",
