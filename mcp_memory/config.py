@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import platformdirs
 from pydantic import Field
@@ -62,7 +63,10 @@ class Settings(BaseSettings):
 
     # Retrieval
     search_candidates: int = Field(default=100, ge=10, le=2000)
-    rrf_k: int = Field(default=20, ge=1)
+    fusion: Literal["relative", "rrf"] = Field(default="relative", description=(
+        "relative: weight x each list's score scaled to 0..1 between its best and worst candidate; "
+        "rrf: weight / (k + rank)."))
+    rrf_k: int = Field(default=20, ge=1, description="Only with fusion rrf.")
     weight_vector: float = Field(default=0.6, ge=0)
     weight_fulltext: float = Field(default=1.0, ge=0)
     weight_trigram: float = Field(default=0.5, ge=0)

