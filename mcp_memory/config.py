@@ -78,8 +78,8 @@ class Settings(BaseSettings):
         "At most this many rows that pass the trigram threshold are scored by similarity."))
     trigram_max_words: int = Field(default=2, ge=0, description=(
         "Longer queries skip the trigram list (it compares every candidate: 200 ms at 20,000 memories for 4 words)."))
-    recency_floor: float = Field(default=0.85, ge=0, le=1, description="1 turns recency off.")
-    recency_half_life_days: float = Field(default=30, gt=0)
+    recency_floor: float = Field(default=0.7, ge=0, le=1, description="1 turns recency off.")
+    recency_half_life_days: float = Field(default=180, gt=0)
     conflict_similarity: float | None = Field(default=None, ge=0, le=1, description=(
         "Results this similar (cosine) are versions of one fact: among those the query's words match "
         "equally well, the newest ranks first. Default: set per local model (MiniLM 0.65, e5 0.88, "
