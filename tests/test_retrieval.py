@@ -151,11 +151,17 @@ async def test_versions_of_a_fact_are_grouped_at_the_models_threshold(service: M
     await service.write(alice, "Felix Byrne's birthday is on 3 March.")
 
     assert conflict_similarity(service.vectors.model) == 0.65
-    without = MemoryService(service.repo, settings.model_copy(update={"conflict_similarity": 0.8}), service.vectors)
-    hits = [h.id for h in (await without.search(alice, "Where does Felix Byrne live?")).hits]
-    assert hits.index(old.id) < hits.index(new.id)  # the wording favours the stale version
-    hits = [h.id for h in (await service.search(alice, "Where does Felix Byrne live?")).hits]
-    assert hits.index(new.id) < hits.index(old.id)
+
+    async def ranked(**update: object) -> list:
+        # Recency off: the rule alone must decide.
+        s = settings.model_copy(update={"recency_floor": 1.0, **update})
+        found = await MemoryService(service.repo, s, service.vectors).search(alice, "Where does Felix Byrne live?")
+        return [h.id for h in found.hits]
+
+    old_threshold = await ranked(conflict_similarity=0.8)
+    assert old_threshold.index(old.id) < old_threshold.index(new.id)  # the wording favours the stale version
+    models_own = await ranked()
+    assert models_own.index(new.id) < models_own.index(old.id)
 
 
 def test_newest_of_conflicting_versions_ranks_first() -> None:
