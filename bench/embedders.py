@@ -27,6 +27,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import time
@@ -49,6 +50,7 @@ from locomo_data import (  # noqa: E402
     score,
     turn_text,
 )
+from stats import percentile  # noqa: E402
 
 DEFAULT_OUT = REPO / "bench" / "results" / "embedders.json"
 
@@ -90,12 +92,6 @@ def load_dataset(path: Path, limit: int | None) -> tuple[list[dict[str, Any]], d
             questions.append((q["question"], q["category"], known))
         convs.append({"id": item.get("sample_id", f"conv-{len(convs)}"), "texts": texts, "questions": questions})
     return convs, dropped
-
-
-# --- metrics -----------------------------------------------------------------------------------
-
-def percentile(values: list[float], p: float) -> float:
-    return float(np.percentile(np.asarray(values), p)) if values else float("nan")
 
 
 # --- weight ------------------------------------------------------------------------------------
@@ -227,7 +223,7 @@ async def bench_model(name: str, convs: list[dict[str, Any]]) -> dict[str, Any]:
         "docs_per_s": round(n_docs / doc_time, 1),
         # CPU time of this process (all threads): unlike wall time, barely moved by other load.
         "docs_per_cpu_s": round(n_docs / doc_cpu, 1),
-        "query_ms": {"p50": round(percentile(query_times, 50) * 1000, 2),
+        "query_ms": {"p50": round(statistics.median(query_times) * 1000, 2),
                      "p95": round(percentile(query_times, 95) * 1000, 2),
                      "cpu_mean": round(query_cpu / max(len(query_times), 1) * 1000, 2),
                      "n": len(query_times)},
