@@ -85,6 +85,11 @@ class Settings(BaseSettings):
         "equally well, the newest ranks first. Default: set per local model (MiniLM 0.65, e5 0.88, "
         "static 0.75), 0.8 for others. 1 turns it off."))
     hnsw_ef_search: int = Field(default=100, ge=10, le=1000)
+    reply_weight: float = Field(default=0.5, ge=0, le=1, description=(
+        "An episode that asks a question passes this share of its score to the episode written next in "
+        "its scope, the reply; 0 turns it off."))
+    reply_gap_minutes: float = Field(default=30, ge=0, description=(
+        "A later episode is no reply when it occurred more than this after the question."))
 
     superseded_penalty: float = Field(default=0.5, gt=0, le=1,
                                       description="Score factor for a memory another one supersedes.")

@@ -118,7 +118,8 @@ class SearchHit(BaseModel):
     superseded_by: UUID | None = None
     explain: dict[str, float | None] | None = Field(
         default=None, description="explain=true: rank in each candidate list (null: not a candidate there), "
-        "the fused score before recency, and the recency factor.")
+        "the fused score before recency, the part of it passed on from the question this episode replied to "
+        "(reply), and the recency factor.")
 
 
 class SearchResult(BaseModel):

@@ -209,3 +209,41 @@ async def test_fusion_shares(service: MemoryService, alice: Principal, settings:
     if fusion == "relative":  # the plants are last by meaning and match no word
         plants = next(h for h in hits if "plants" in h.snippet)
         assert plants.explain["fulltext"] is None and plants.explain["fused"] == pytest.approx(0, abs=1e-6)
+
+
+async def test_a_question_passes_its_score_to_its_reply(service: MemoryService, alice: Principal,
+                                                        settings: Settings) -> None:
+    """The answer shares no word with the search; the question written just before it does."""
+    start = datetime.now(UTC) - timedelta(days=3)
+
+    async def say(minute: int, text: str, kind: str = "episode"):
+        return (await service.write(alice, text, kind=kind, occurred_at=start + timedelta(minutes=minute))).memory
+
+    question = await say(0, "Sam: What are you researching these days, Jo?")
+    reply = await say(1, "Jo: Adoption agencies, mostly the ones near Boston.")
+    await say(2, "Jo: I walked the dog along the river this morning.")
+    await say(3, "Sam: The bakery on Elm Street closed for good.")
+    late_question = await say(100, "Sam: Is your research going well, Jo?")
+    too_late = await say(140, "Jo: We plant the garden next spring.")  # 40 minutes on: no reply
+    fact_question = await say(200, "Sam: Where does the research take you, Jo?")
+    fact = await say(201, "Jo works for a charity in Boston.", kind="fact")  # facts stand alone
+
+    async def search(weight: float) -> dict:
+        s = settings.model_copy(update={"reply_weight": weight, "recency_floor": 1.0})
+        hits = (await MemoryService(service.repo, s, service.vectors).search(
+            alice, "What is Jo researching?", limit=20, explain=True)).hits
+        return {h.id: (i, h.explain) for i, h in enumerate(hits)}
+
+    on, off = await search(settings.reply_weight), await search(0.0)
+    assert on[reply.id][1]["reply"] == pytest.approx(settings.reply_weight * on[question.id][1]["fused"], abs=1e-5)
+    # Above everything but the three questions, which share the search's words; last but two without.
+    assert on[reply.id][0] == 3 and off[reply.id][0] > 3
+    assert off[reply.id][1]["reply"] == 0
+    for stranger in (too_late, fact):
+        assert on[stranger.id][1]["reply"] == 0
+    assert on[late_question.id][1]["reply"] == on[fact_question.id][1]["reply"] == 0
+
+    # A forget preview lists what matches the words or the meaning, never what merely answered it.
+    preview = await service.forget_preview(alice, query="researching")
+    assert reply.id not in {c.id for c in preview.candidates}
+    assert question.id in {c.id for c in preview.candidates}

@@ -93,11 +93,13 @@ async def memory_search(
     scope: ScopeFilter = None,
     as_of: Annotated[datetime | None, Field(description=(
         "Search the store as it stood then (ISO 8601): later memories left out, recency measured from it."))] = None,
-    explain: Annotated[bool, Field(description="Include each candidate list's rank and the recency factor.")] = False,
+    explain: Annotated[bool, Field(description=(
+        "Include each candidate list's rank, the share taken from the question a hit replied to, "
+        "and the recency factor."))] = False,
 ) -> SearchResult:
     """Find memories relevant to a query, best first, in every scope this session can see:
     meaning (vectors), words (full text) and spelling (trigram, short queries) fused, newer first
-    among equals."""
+    among equals; an episode that answered a matching question ranks with it."""
     service, p = await bind(ctx)
     f = _filter(kinds, tags, since, until, scope).model_copy(update={"as_of": as_of})
     return await service.search(p, query, f, limit=limit, explain=explain)
@@ -133,7 +135,9 @@ async def memory_write(
     content: Content,
     ctx: Context,
     title: Title = None,
-    kind: Kind = "note",
+    kind: Annotated[Kind, Field(description=(
+        "episode: something said or done, in order (a conversation turn: a search that matches a question "
+        "also lifts the episode written next, its reply); the other kinds stand alone."))] = "note",
     tags: Annotated[list[str] | None, Field(max_length=32)] = None,
     metadata: Metadata = None,
     importance: Importance = 0.5,
