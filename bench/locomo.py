@@ -118,6 +118,8 @@ VARIANTS: list[Variant] = [
             requires=("weight_vector",), off=NO_RECENCY),
     Variant("hybrid+recency", "default weights and default recency",
             requires=("weight_vector", "recency_floor", "recency_half_life_days")),
+    Variant("no-replies", "the defaults without passing scores from questions to replies",
+            set={"reply_weight": 0.0}),
 ]
 
 
@@ -351,7 +353,7 @@ async def main_async(args: argparse.Namespace) -> None:
               f"{dropped['duplicates']} duplicate turns", file=sys.stderr)
 
         # Warm up caches and plans once, untimed.
-        for p, q, _ in jobs[:30]:
+        for p, q, _ in jobs[:200]:
             await loader.search(p, q["question"], limit=args.limit)
 
         results: dict[str, Any] = {}

@@ -71,6 +71,8 @@ async def run(n: int, queries: int, data_dir: Path) -> dict:
             v = base_vectors[j] + np.random.default_rng(i).normal(0, 0.02, base_vectors.shape[1]).astype(np.float32)
             v /= np.linalg.norm(v)
             text = f"{bases[j]} (record {i}, batch {i % 97})"
+            if i % 5 == 0:  # questions pass their score to the next episode: measure that path too
+                text = f"Is it true that {text}?"
             records.append((p.user_id, uuid.uuid4(), None, p.project_id, rng.choice(KINDS), text, content_hash(text),
                             [f"t{i % 20}"], v, vectors.model, now - timedelta(days=rng.uniform(0, 720))))
         async with db.admin.acquire() as conn:
