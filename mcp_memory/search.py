@@ -166,12 +166,17 @@ async def search(repo: MemoryRepository, p: Principal, query: str, f: MemoryFilt
         # Names, identifiers and typos in short queries; a long question's trigrams match
         # everything a little and cost a similarity per row. A word most memories share
         # ("Terraform" in 7% of 100,000) would have every one of them scored; those are full
-        # text's to rank, so only the first `trigram_scan` are.
+        # text's to rank, so only the first `trigram_scan` are, and none once full text has
+        # filled its list: the trigram list would be an arbitrary few hundred of thousands, at
+        # the price of reading the trigram index for all of them (100,000 memories, p95 of
+        # a search in the last 30 days 50 -> 46 ms, with no filter 26 -> 19 ms).
         text = q.arg(query)
+        rescue = f"AND (SELECT count(*) FROM fts) < {cap}" if "fts" in lists else ""
         lists["trgm"] = (settings.weight_trigram, f"""
             SELECT c.id, word_similarity({text}, c.content) AS key FROM (
                 SELECT m.id, m.content FROM memories m
-                WHERE {_where(q, p, f, excluded)} AND {text} <% m.content LIMIT {q.arg(settings.trigram_scan)}) c
+                WHERE {_where(q, p, f, excluded)} AND {text} <% m.content {rescue}
+                LIMIT {q.arg(settings.trigram_scan)}) c
             ORDER BY key DESC, c.id LIMIT {cap}""", "DESC")
     if not lists:
         return []

@@ -64,6 +64,21 @@ async def test_short_queries_use_trigram_for_typos(service: MemoryService, alice
     assert all(h.explain["trigram"] is None for h in long)  # long questions skip the trigram list
 
 
+async def test_trigram_only_rescues_what_full_text_cannot_fill(settings: Settings, service: MemoryService,
+                                                               alice: Principal) -> None:
+    s = settings.model_copy(update={"search_candidates": 10})
+    svc = MemoryService(service.repo, s, service.vectors)
+    for i in range(12):
+        await svc.write(alice, f"Kafka topic orders-{i} keeps seven days of events")
+    full = (await svc.search(alice, "Kafka", limit=12, explain=True)).hits
+    # Full text filled its list of 10: no trigram list (it would be an arbitrary sample at scale).
+    assert sum(h.explain["fulltext"] is not None for h in full) == 10
+    assert all(h.explain["trigram"] is None for h in full)
+    typo = (await svc.search(alice, "Kafak", limit=12, explain=True)).hits
+    assert typo and all(h.explain["fulltext"] is None for h in typo)
+    assert any(h.explain["trigram"] is not None for h in typo)
+
+
 async def test_fail_open_write_then_backfill(database: Database, settings: Settings, alice: Principal) -> None:
     down = service_with(database, settings, Broken())
     written = (await down.write(alice, "Pancakes need two eggs and a cup of milk")).memory
