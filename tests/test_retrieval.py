@@ -231,8 +231,9 @@ async def test_a_question_passes_its_score_to_its_reply(service: MemoryService, 
     """The answer shares no word with the search; the question written just before it does."""
     start = datetime.now(UTC) - timedelta(days=3)
 
-    async def say(minute: int, text: str, kind: str = "episode"):
-        return (await service.write(alice, text, kind=kind, occurred_at=start + timedelta(minutes=minute))).memory
+    async def say(minute: int, text: str, kind: str = "episode", scope: str | None = None):
+        return (await service.write(alice, text, kind=kind, scope=scope,
+                                    occurred_at=start + timedelta(minutes=minute))).memory
 
     question = await say(0, "Sam: What are you researching these days, Jo?")
     reply = await say(1, "Jo: Adoption agencies, mostly the ones near Boston.")
@@ -242,6 +243,8 @@ async def test_a_question_passes_its_score_to_its_reply(service: MemoryService, 
     too_late = await say(140, "Jo: We plant the garden next spring.")  # 40 minutes on: no reply
     fact_question = await say(200, "Sam: Where does the research take you, Jo?")
     fact = await say(201, "Jo works for a charity in Boston.", kind="fact")  # facts stand alone
+    await say(300, "Sam: Which research do you read, Jo?")
+    elsewhere = await say(301, "Jo: Mostly old maps.", scope="user")  # another scope: no reply
 
     async def search(weight: float) -> dict:
         s = settings.model_copy(update={"reply_weight": weight, "recency_floor": 1.0})
@@ -251,10 +254,10 @@ async def test_a_question_passes_its_score_to_its_reply(service: MemoryService, 
 
     on, off = await search(settings.reply_weight), await search(0.0)
     assert on[reply.id][1]["reply"] == pytest.approx(settings.reply_weight * on[question.id][1]["fused"], abs=1e-5)
-    # Above everything but the three questions, which share the search's words; last but two without.
-    assert on[reply.id][0] == 3 and off[reply.id][0] > 3
+    # Above everything but the four questions, which share the search's words; lower without.
+    assert on[reply.id][0] == 4 and off[reply.id][0] > 4
     assert off[reply.id][1]["reply"] == 0
-    for stranger in (too_late, fact):
+    for stranger in (too_late, fact, elsewhere):
         assert on[stranger.id][1]["reply"] == 0
     assert on[late_question.id][1]["reply"] == on[fact_question.id][1]["reply"] == 0
 
