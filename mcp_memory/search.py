@@ -71,7 +71,7 @@ REPLY_SOURCES = 20
 QUESTION = "[?\uff1f\u061f]"
 
 
-def _replies(q: Sql, p: Principal, f: MemoryFilter | None, excluded: list[str], settings: Settings) -> str:
+def _replies(q: Sql, p: Principal, where: str, settings: Settings) -> str:
     """CTEs that add to `listed` the replies to the best-matching questions.
 
     A question shares the words of a later search ("What are you researching?"), its answer
@@ -92,7 +92,7 @@ def _replies(q: Sql, p: Principal, f: MemoryFilter | None, excluded: list[str], 
     replies AS (
         SELECT n.id, {q.arg(settings.reply_weight)}::float8 * s.fused AS s FROM sources s CROSS JOIN LATERAL (
             SELECT m.id FROM memories m
-            WHERE s.asks AND m.user_id = s.user_id AND m.kind = 'episode' AND {_where(q, p, f, excluded)}
+            WHERE s.asks AND m.user_id = s.user_id AND m.kind = 'episode' AND {where}
               AND m.agent_id IS NOT DISTINCT FROM s.agent_id AND m.project_id IS NOT DISTINCT FROM s.project_id
               AND (m.occurred_at, m.created_at, m.id) > (s.occurred_at, s.created_at, s.id)
               AND m.occurred_at <= s.occurred_at + {q.arg(settings.reply_gap_minutes)}::float8 * interval '1 minute'
@@ -120,13 +120,15 @@ async def search(repo: MemoryRepository, p: Principal, query: str, f: MemoryFilt
     if conflict is None:
         conflict = conflict_similarity(model)
     query, excluded = split_query(query)
+    # Every list, and the replies, read the same visible rows: one clause, its values bound once.
+    where = _where(q, p, f, excluded)
     # name -> (weight, candidates query selecting id and key, order of key)
     lists: dict[str, tuple[float, str, str]] = {}
     if vector is not None and model and dimension and settings.weight_vector > 0:
         distance = f"{vector_cast(dimension)} <=> {q.arg(vector)}::vector({int(dimension)})"
         lists["vec"] = (settings.weight_vector, f"""
             SELECT m.id, {distance} AS key FROM memories m
-            WHERE {_where(q, p, f, excluded)} AND m.embedding_model = {model_literal(model)}
+            WHERE {where} AND m.embedding_model = {model_literal(model)}
               {f"AND {distance} <= {q.arg(1 - min_similarity)}" if min_similarity is not None else ""}
             ORDER BY {distance} LIMIT {cap}""", "ASC")
     if settings.weight_fulltext > 0 and query:
@@ -156,10 +158,10 @@ async def search(repo: MemoryRepository, p: Principal, query: str, f: MemoryFilt
                 SELECT DISTINCT ON (id) id, fts, pq.tsq
                 FROM (SELECT {any_word} AS tsq, websearch_to_tsquery('english', {words}) AS every) pq,
                      LATERAL ((SELECT m.id, m.fts FROM memories m
-                               WHERE {_where(q, p, f, excluded)} AND m.fts @@ pq.every LIMIT {scan})
+                               WHERE {where} AND m.fts @@ pq.every LIMIT {scan})
                               UNION ALL
                               (SELECT m.id, m.fts FROM memories m
-                               WHERE {_where(q, p, f, excluded)} AND m.fts @@ pq.tsq LIMIT {scan})) both_){idf}
+                               WHERE {where} AND m.fts @@ pq.tsq LIMIT {scan})) both_){idf}
             SELECT c.id, {key} AS key FROM c
             ORDER BY key DESC, c.id LIMIT {cap}""", "DESC")
     if settings.weight_trigram > 0 and query and len(query.split()) <= settings.trigram_max_words:
@@ -175,7 +177,7 @@ async def search(repo: MemoryRepository, p: Principal, query: str, f: MemoryFilt
         lists["trgm"] = (settings.weight_trigram, f"""
             SELECT c.id, word_similarity({text}, c.content) AS key FROM (
                 SELECT m.id, m.content FROM memories m
-                WHERE {_where(q, p, f, excluded)} AND {text} <% m.content {rescue}
+                WHERE {where} AND {text} <% m.content {rescue}
                 LIMIT {q.arg(settings.trigram_scan)}) c
             ORDER BY key DESC, c.id LIMIT {cap}""", "DESC")
     if not lists:
@@ -196,7 +198,7 @@ async def search(repo: MemoryRepository, p: Principal, query: str, f: MemoryFilt
     penalty = (f"CASE WHEN s.id IS NULL THEN 1 ELSE {q.arg(settings.superseded_penalty)}::float8 END"
                if as_of is None else "1")
     # A forget preview (min_similarity) lists what matches, never what merely answered it.
-    replies = _replies(q, p, f, excluded, settings) if min_similarity is None else ""
+    replies = _replies(q, p, where, settings) if min_similarity is None else ""
     sql = f"""
     WITH {ctes},
     listed AS (
