@@ -122,9 +122,20 @@ class SearchHit(BaseModel):
         "(reply), and the recency factor.")
 
 
+class QueryIntent(BaseModel):
+    """What the query said about time (explain=true): the words are left out of the match."""
+
+    tense: Literal["present", "past"] | None = Field(description=(
+        "present: the newest version of a fact ranks first; past: older versions are not pushed down."))
+    phrases: list[str] = Field(description="The words about time found in the query.")
+    year: int | None = None
+    matched: str = Field(description="What the candidate lists matched, time words taken out.")
+
+
 class SearchResult(BaseModel):
     query: str
     hits: list[SearchHit]
+    intent: QueryIntent | None = Field(default=None, description="explain=true: the query's temporal intent.")
 
 
 class WriteResult(BaseModel):

@@ -28,6 +28,7 @@ from .models import (
     MemoryPage,
     NewMemory,
     Principal,
+    QueryIntent,
     RestoreResult,
     ScopeLevel,
     SearchHit,
@@ -39,8 +40,8 @@ from .overview import Overview
 from .repository import MemoryRepository, rate_limits
 from .repository.embeddings import EmbeddingRepository
 from .repository.forget_tokens import ForgetTokenRepository
-from .search import search as hybrid_search
-from .search import split_query
+from .retrieval import ParsedQuery, parse_query
+from .retrieval import search as hybrid_search
 from .vectors import Vectors, embedder_from
 
 if TYPE_CHECKING:
@@ -224,14 +225,19 @@ class MemoryService:
         query = query.strip()
         if not query:
             raise InvalidInput("query is empty: say what to look for")
-        hits = await self._search(p, query, self.normalized(f), limit=limit, explain=explain)
-        return SearchResult(query=query, hits=hits)
+        parsed = parse_query(query)
+        hits = await self._search(p, parsed, self.normalized(f), limit=limit, explain=explain)
+        intent = None
+        if explain and (parsed.tense or parsed.year):
+            intent = QueryIntent(tense=parsed.tense, phrases=list(parsed.phrases), year=parsed.year,
+                                 matched=parsed.text)
+        return SearchResult(query=query, hits=hits, intent=intent)
 
-    async def _search(self, p: Principal, query: str, f: MemoryFilter | None, *, limit: int,
+    async def _search(self, p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, limit: int,
                       explain: bool = False, min_similarity: float | None = None) -> list[SearchHit]:
-        wanted, _ = split_query(query)
-        vector = await self.vectors.query(wanted) if self.vectors and wanted else None
-        return await hybrid_search(self.repo, p, query, f, limit=limit, settings=self.settings, explain=explain,
+        # Words about time steer the ranking; the meaning searched for is the rest.
+        vector = await self.vectors.query(parsed.text) if self.vectors and parsed.text else None
+        return await hybrid_search(self.repo, p, parsed, f, limit=limit, settings=self.settings, explain=explain,
                                    vector=vector, model=self.vectors.model if self.vectors else None,
                                    dimension=self.vectors.dimension if self.vectors else 0,
                                    min_similarity=min_similarity)
@@ -322,7 +328,7 @@ class MemoryService:
             scores: dict[UUID, float | None] = {}
         elif query:
             # Only what matches: words in common, or a vector close enough, never mere neighbours.
-            hits = await self._search(p, query, f, limit=limit + 1,
+            hits = await self._search(p, parse_query(query), f, limit=limit + 1,
                                       min_similarity=self.settings.forget_min_similarity)
             matches = await self.repo.peek_many(p, [h.id for h in hits])
             scores = {h.id: h.score for h in hits}

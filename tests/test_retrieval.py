@@ -183,7 +183,7 @@ def test_newest_of_conflicting_versions_ranks_first() -> None:
     import numpy as np
     from pgvector import Vector
 
-    from mcp_memory.search import newest_of_conflicts
+    from mcp_memory.retrieval.versions import newest_of_conflicts
 
     def row(name: str, vector: list[float], days_ago: int) -> dict:
         v = np.asarray(vector, dtype=np.float32)
@@ -265,3 +265,46 @@ async def test_a_question_passes_its_score_to_its_reply(service: MemoryService, 
     preview = await service.forget_preview(alice, query="researching")
     assert reply.id not in {c.id for c in preview.candidates}
     assert question.id in {c.id for c in preview.candidates}
+
+
+async def test_time_words_steer_instead_of_matching(service: MemoryService, alice: Principal) -> None:
+    """'these days' is no content word: it must not lift another person's memory that says it."""
+    now = datetime.now(UTC)
+    ana = (await service.write(alice, "Ana Ferreira rents a flat in Ghent",
+                               occurred_at=now - timedelta(days=90))).memory
+    decoy = (await service.write(alice, "Leo Brandt does yoga every morning these days",
+                                 occurred_at=now - timedelta(days=1))).memory
+    result = await service.search(alice, "Which city is Ana Ferreira based in these days?", explain=True)
+    ranked = [h.id for h in result.hits]
+    assert ranked.index(ana.id) < ranked.index(decoy.id) if decoy.id in ranked else ranked[0] == ana.id
+    assert result.intent is not None and result.intent.tense == "present"
+    assert result.intent.phrases == ["these days"] and "these days" not in result.intent.matched
+    assert (await service.search(alice, "Ana Ferreira flat", explain=True)).intent is None
+
+
+async def test_a_question_about_the_past_does_not_push_old_versions_down(service: MemoryService,
+                                                                         alice: Principal) -> None:
+    old = (await service.write(alice, "The build runs on Jenkins",
+                               occurred_at=datetime.now(UTC) - timedelta(days=400))).memory
+    await service.write(alice, "The build moved to GitHub Actions", supersedes=[old.id])
+    present = {h.id: h for h in (await service.search(alice, "where does the build run", explain=True)).hits}
+    past = {h.id: h for h in (await service.search(alice, "where did the build run previously",
+                                                   explain=True)).hits}
+    assert present[old.id].explain["recency"] < 1 and past[old.id].explain["recency"] == 1
+    # Neither superseded nor old counts against it: its score is its fused score.
+    assert past[old.id].score == pytest.approx(past[old.id].explain["fused"], rel=1e-4)
+    assert present[old.id].score < present[old.id].explain["fused"] * 0.6
+
+
+@pytest.mark.parametrize("when", ["1215-06-15 00:00:00+00", "0001-01-01 00:00:00+00", "9999-12-31 00:00:00+00"])
+async def test_any_stored_date_leaves_search_working(service: MemoryService, database: Database, alice: Principal,
+                                                     when: str) -> None:
+    """The recency factor once underflowed for a memory dated centuries ago, failing every search
+    in its namespace."""
+    odd = (await service.write(alice, "Magna Carta was sealed at Runnymede")).memory
+    fresh = (await service.write(alice, "Runnymede meadow walk on Sunday")).memory
+    async with database.admin.acquire() as conn:
+        await conn.execute("UPDATE memories SET occurred_at = $1::text::timestamptz WHERE id = $2", when, odd.id)
+    hits = {h.id: h for h in (await service.search(alice, "Runnymede", explain=True)).hits}
+    assert {odd.id, fresh.id} <= hits.keys()
+    assert 0.7 <= hits[odd.id].explain["recency"] <= 1

@@ -5,20 +5,14 @@ questions they answer, times a bounded recency factor."""
 from __future__ import annotations
 
 import asyncpg
-import numpy as np
 
-from .config import Settings
-from .embeddings import conflict_similarity
-from .models import MemoryFilter, Principal, ScopeInfo, SearchHit, human_age, memory_uri
-from .repository import MemoryRepository, Sql, filtered, visible
-from .repository.embeddings import model_literal, vector_cast
-
-
-def split_query(query: str) -> tuple[str, list[str]]:
-    """('what to find', ['excluded', 'words']): a leading '-' excludes a word everywhere."""
-    words = query.split()
-    excluded = [w[1:] for w in words if w.startswith("-") and len(w) > 1]
-    return " ".join(w for w in words if not (w.startswith("-") and len(w) > 1)), excluded
+from ..config import Settings
+from ..embeddings import conflict_similarity
+from ..models import MemoryFilter, Principal, ScopeInfo, SearchHit, human_age, memory_uri
+from ..repository import MemoryRepository, Sql, filtered, visible
+from ..repository.embeddings import model_literal, vector_cast
+from .query import ParsedQuery
+from .versions import newest_of_conflicts, successors_first
 
 
 def _where(q: Sql, p: Principal, f: MemoryFilter | None, excluded: list[str]) -> str:
@@ -49,6 +43,19 @@ def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool) -> SearchHit:
                  "fused": round(row["fused"], 6), "reply": round(row["reply"], 6),
                  "recency": round(row["recency"], 4)} if explain else None,
     )
+
+
+# Past this many half-lives the recency factor is its floor (2^-60 is 1e-18); the cap keeps
+# power() from underflowing for a memory dated centuries ago, which would fail every search.
+MAX_HALVINGS = 60
+
+
+def _halvings(reference: str, half_life: str) -> str:
+    """Half-lives between a memory and the reference time, 0 for the future, capped, and defined
+    for every storable timestamp (±infinity included)."""
+    age_days = f"extract(epoch FROM ({reference} - m.occurred_at)) / 86400.0"
+    return (f"(CASE WHEN NOT isfinite(m.occurred_at) THEN {MAX_HALVINGS}::float8 "
+            f"ELSE least({MAX_HALVINGS}::float8, greatest(0::float8, {age_days}) / {half_life}::float8) END)")
 
 
 def _share(settings: Settings, order: str) -> str:
@@ -108,7 +115,7 @@ def _replies(q: Sql, p: Principal, where: str, settings: Settings) -> str:
     ),"""
 
 
-async def search(repo: MemoryRepository, p: Principal, query: str, f: MemoryFilter | None, *,
+async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *,
                  limit: int, settings: Settings, explain: bool = False, vector: list[float] | None = None,
                  model: str | None = None, dimension: int = 0,
                  min_similarity: float | None = None) -> list[SearchHit]:
@@ -119,7 +126,10 @@ async def search(repo: MemoryRepository, p: Principal, query: str, f: MemoryFilt
     conflict = settings.conflict_similarity
     if conflict is None:
         conflict = conflict_similarity(model)
-    query, excluded = split_query(query)
+    query, excluded = parsed.text, parsed.excluded
+    # A question about the past wants older versions as they ranked: no recency, no penalty for
+    # being superseded, no newest-first among versions.
+    past = parsed.tense == "past"
     # Every list, and the replies, read the same visible rows: one clause, its values bound once.
     where = _where(q, p, f, excluded)
     # name -> (weight, candidates query selecting id and key, order of key)
@@ -192,11 +202,11 @@ async def search(repo: MemoryRepository, p: Principal, query: str, f: MemoryFilt
         for name, (weight, _, order) in lists.items())
     as_of = f.as_of if f is not None else None
     reference = q.arg(as_of) + "::timestamptz" if as_of is not None else "now()"
-    floor = q.arg(settings.recency_floor)
+    floor = q.arg(1.0 if past else settings.recency_floor)
     half_life = q.arg(settings.recency_half_life_days)
     # A superseded memory ranks below its live successor (penalised, and re-ordered below).
     penalty = (f"CASE WHEN s.id IS NULL THEN 1 ELSE {q.arg(settings.superseded_penalty)}::float8 END"
-               if as_of is None else "1")
+               if as_of is None and not past else "1")
     # A forget preview (min_similarity) lists what matches, never what merely answered it.
     replies = _replies(q, p, where, settings) if min_similarity is None else ""
     sql = f"""
@@ -214,8 +224,7 @@ async def search(repo: MemoryRepository, p: Principal, query: str, f: MemoryFilt
         SELECT m.user_id, m.id, m.title, m.content, m.kind, m.tags, m.agent_id, m.project_id, m.occurred_at,
                {"m.embedding" if conflict < 1 else "NULL::vector AS embedding"},
                m.superseded_by, f.fused, f.vec_rank, f.fts_rank, f.trgm_rank, f.fts_key, f.reply,
-               {floor}::float8 + (1 - {floor}::float8) * power(2::float8, -greatest(0::float8,
-                   extract(epoch FROM ({reference} - m.occurred_at)) / 86400.0) / {half_life}::float8) AS recency
+               {floor}::float8 + (1 - {floor}::float8) * power(2::float8, -{_halvings(reference, half_life)}) AS recency
         FROM fused f JOIN memories m ON m.user_id = {q.arg(p.user_id)} AND m.id = f.id
     )
     SELECT m.*, fused * recency * {penalty} AS score
@@ -228,63 +237,6 @@ async def search(repo: MemoryRepository, p: Principal, query: str, f: MemoryFilt
             "hnsw__ef_search": str(settings.hnsw_ef_search), "hnsw__iterative_scan": "relaxed_order"}
     async with repo.transaction(p, **gucs) as conn:
         rows = await conn.fetch(sql, *q.args)
-    rows = newest_of_conflicts(rows, conflict)
+    if not past:
+        rows = newest_of_conflicts(rows, conflict)
     return successors_first([_hit(r, settings.snippet_chars, explain) for r in rows])
-
-
-# Full-text keys closer than this hold the same query words (the rest is ts_rank's tie-break).
-LEXICAL_TIE = 0.05
-
-
-def newest_of_conflicts(rows: list[asyncpg.Record], threshold: float) -> list[asyncpg.Record]:
-    """Memories that say nearly the same thing (cosine ≥ threshold: "lives in Lisbon", "moved to
-    Oslo") are versions of one fact: among the places they hold in the ranking, the newest takes
-    the best. Unrelated results keep their order, so this costs nothing where age means nothing."""
-    if threshold >= 1 or len(rows) < 2:
-        return rows
-    vectors = {i: r["embedding"].to_numpy() for i, r in enumerate(rows) if r["embedding"] is not None}
-    if not vectors:
-        return rows
-    width = len(next(iter(vectors.values())))  # mid-reembed, two models' vectors do not compare
-    with_vectors = [i for i, v in vectors.items() if len(v) == width]
-    if len(with_vectors) < 2:
-        return rows
-    matrix = np.stack([vectors[i] for i in with_vectors])
-    similar = matrix @ matrix.T >= threshold
-    group = list(range(len(with_vectors)))
-
-    def root(i: int) -> int:
-        while group[i] != i:
-            group[i] = group[group[i]]
-            i = group[i]
-        return i
-
-    for a, b in zip(*np.nonzero(np.triu(similar, 1)), strict=True):
-        group[root(int(a))] = root(int(b))
-    members: dict[int, list[int]] = {}
-    for k, i in enumerate(with_vectors):
-        members.setdefault(root(k), []).append(i)
-    ordered = list(rows)
-    for positions in members.values():
-        # Only versions the query's words match as well as the best one's trade places: "when
-        # did order 5 ship" keeps "order 5 shipped" above the newer "order 7 shipped".
-        words = {i: rows[i].get("fts_key") or 0.0 for i in positions}
-        leaders = [i for i in positions if words[i] >= max(words.values()) - LEXICAL_TIE]
-        if len(leaders) > 1:
-            newest_first = sorted((rows[i] for i in leaders), key=lambda r: r["occurred_at"], reverse=True)
-            for position, row in zip(leaders, newest_first, strict=True):
-                ordered[position] = row
-    return ordered
-
-
-def successors_first(hits: list[SearchHit]) -> list[SearchHit]:
-    """A superseded memory never ranks above the memory that replaced it."""
-    ordered = list(hits)
-    position = {h.id: i for i, h in enumerate(ordered)}
-    for hit in hits:
-        successor = hit.superseded_by
-        if successor in position and position[successor] > position[hit.id]:
-            ordered.remove(hit)
-            ordered.insert(ordered.index(next(h for h in ordered if h.id == successor)) + 1, hit)
-            position = {h.id: i for i, h in enumerate(ordered)}
-    return ordered

@@ -1,0 +1,88 @@
+"""What a query asks for, before any list is built: the words to match, the words to exclude, and
+its temporal intent.
+
+Questions carry words about time, not content ("Which city is Ana based in *these days*?").
+As full-text terms they match unrelated memories ("Leo uses Vim every day *now*") and outrank
+the right subject, so they are taken out of what the lists match and steer the ranking instead:
+a question about the present wants the newest version of a fact first, a question about the
+past must not see older versions pushed down, and a year narrows the search to that year."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+Tense = Literal["present", "past"]
+
+# The one table of phrases that say which time a question is about. Lower case; a phrase matches
+# as whole words, case-insensitively. Add a language by adding its phrases.
+TEMPORAL_PHRASES: dict[Tense, tuple[str, ...]] = {
+    "present": (
+        # English
+        "now", "right now", "currently", "current", "these days", "at the moment", "nowadays", "at present",
+        "presently", "latest", "most recent", "still", "anymore", "any more", "as of today", "today",
+        "up to date", "so far",
+    ),
+    "past": (
+        # English
+        "used to", "before", "previously", "originally", "formerly", "in the past", "back then", "at first",
+        "at the time", "in those days", "last year", "years ago", "earlier", "initially", "prior",
+    ),
+}
+
+# A four-digit year from 1900 to 2199 names the time it asks about.
+_YEAR = re.compile(r"(?<![\w-])(19\d\d|2[01]\d\d)(?![\w-])")
+_SPACE = re.compile(r"\s+")
+_DANGLING = re.compile(r"\s+([?!.,;:])")
+
+
+def _pattern(phrases: tuple[str, ...]) -> re.Pattern[str]:
+    # Longest first, so "right now" is taken whole before "now".
+    alternatives = sorted(phrases, key=len, reverse=True)
+    words = "|".join(r"\s+".join(map(re.escape, p.split())) for p in alternatives)
+    return re.compile(rf"(?<![\w'-])(?:{words})(?![\w'-])", re.IGNORECASE)
+
+
+_PATTERNS: dict[Tense, re.Pattern[str]] = {tense: _pattern(p) for tense, p in TEMPORAL_PHRASES.items()}
+
+
+@dataclass(frozen=True)
+class ParsedQuery:
+    text: str  # what the candidate lists match: time words and exclusions removed
+    excluded: list[str]
+    tense: Tense | None = None
+    phrases: tuple[str, ...] = ()
+    year: int | None = None
+
+
+def split_query(query: str) -> tuple[str, list[str]]:
+    """('what to find', ['excluded', 'words']): a leading '-' excludes a word everywhere."""
+    words = query.split()
+    excluded = [w[1:] for w in words if w.startswith("-") and len(w) > 1]
+    return " ".join(w for w in words if not (w.startswith("-") and len(w) > 1)), excluded
+
+
+def parse_query(query: str, now: datetime | None = None) -> ParsedQuery:
+    wanted, excluded = split_query(query)
+    found: dict[Tense, list[str]] = {}
+    text = wanted
+    for tense, pattern in _PATTERNS.items():
+        matches = [m.group(0).lower() for m in pattern.finditer(text)]
+        if matches:
+            found[tense] = matches
+            text = pattern.sub(" ", text)
+    year = None
+    years = _YEAR.findall(wanted)
+    if len(set(years)) == 1:
+        year = int(years[0])
+        if year < (now or datetime.now(UTC)).year and "present" not in found:
+            found.setdefault("past", []).append(years[0])
+    # A query about both times ("used to … and now?") states no single intent.
+    tense: Tense | None = next(iter(found)) if len(found) == 1 else None
+    text = _DANGLING.sub(r"\1", _SPACE.sub(" ", text)).strip()
+    if not any(ch.isalnum() for ch in text):
+        text = wanted  # nothing but time words: they are what it is about
+    phrases = tuple(p for ps in found.values() for p in ps)
+    return ParsedQuery(text=text, excluded=excluded, tense=tense, phrases=phrases, year=year)

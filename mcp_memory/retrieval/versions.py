@@ -1,0 +1,66 @@
+"""The Python stage after the SQL: versions of one fact and superseded memories re-ordered among
+the places the ranking gave them."""
+
+from __future__ import annotations
+
+import asyncpg
+import numpy as np
+
+from ..models import SearchHit
+
+# Full-text keys closer than this hold the same query words (the rest is ts_rank's tie-break).
+LEXICAL_TIE = 0.05
+
+
+def newest_of_conflicts(rows: list[asyncpg.Record], threshold: float) -> list[asyncpg.Record]:
+    """Memories that say nearly the same thing (cosine ≥ threshold: "lives in Lisbon", "moved to
+    Oslo") are versions of one fact: among the places they hold in the ranking, the newest takes
+    the best. Unrelated results keep their order, so this costs nothing where age means nothing."""
+    if threshold >= 1 or len(rows) < 2:
+        return rows
+    vectors = {i: r["embedding"].to_numpy() for i, r in enumerate(rows) if r["embedding"] is not None}
+    if not vectors:
+        return rows
+    width = len(next(iter(vectors.values())))  # mid-reembed, two models' vectors do not compare
+    with_vectors = [i for i, v in vectors.items() if len(v) == width]
+    if len(with_vectors) < 2:
+        return rows
+    matrix = np.stack([vectors[i] for i in with_vectors])
+    similar = matrix @ matrix.T >= threshold
+    group = list(range(len(with_vectors)))
+
+    def root(i: int) -> int:
+        while group[i] != i:
+            group[i] = group[group[i]]
+            i = group[i]
+        return i
+
+    for a, b in zip(*np.nonzero(np.triu(similar, 1)), strict=True):
+        group[root(int(a))] = root(int(b))
+    members: dict[int, list[int]] = {}
+    for k, i in enumerate(with_vectors):
+        members.setdefault(root(k), []).append(i)
+    ordered = list(rows)
+    for positions in members.values():
+        # Only versions the query's words match as well as the best one's trade places: "when
+        # did order 5 ship" keeps "order 5 shipped" above the newer "order 7 shipped".
+        words = {i: rows[i].get("fts_key") or 0.0 for i in positions}
+        leaders = [i for i in positions if words[i] >= max(words.values()) - LEXICAL_TIE]
+        if len(leaders) > 1:
+            newest_first = sorted((rows[i] for i in leaders), key=lambda r: r["occurred_at"], reverse=True)
+            for position, row in zip(leaders, newest_first, strict=True):
+                ordered[position] = row
+    return ordered
+
+
+def successors_first(hits: list[SearchHit]) -> list[SearchHit]:
+    """A superseded memory never ranks above the memory that replaced it."""
+    ordered = list(hits)
+    position = {h.id: i for i, h in enumerate(ordered)}
+    for hit in hits:
+        successor = hit.superseded_by
+        if successor in position and position[successor] > position[hit.id]:
+            ordered.remove(hit)
+            ordered.insert(ordered.index(next(h for h in ordered if h.id == successor)) + 1, hit)
+            position = {h.id: i for i, h in enumerate(ordered)}
+    return ordered
