@@ -131,6 +131,26 @@ async def load_copy(bench: Bench, user: str, records: list[dict[str, Any]], shif
     return ids
 
 
+async def related_quality(bench: Bench, user: str, records: list[dict[str, Any]], shift: timedelta) -> dict[str, Any]:
+    """Write every memory in the order it happened and judge `related` on each later version: does
+    it list an earlier version of the same fact, and how many others does it list?"""
+    memories = sorted(((r, m) for r in records for m in (*r["versions"], *r["distractors"])),
+                      key=lambda rm: rm[1]["occurred_at"])
+    p, service, ids = bench_principal(user), bench.service(), {}
+    found = judged = unrelated = 0
+    for r, m in memories:
+        result = await service.write(p, m["content"], kind="fact", occurred_at=parse_time(m["occurred_at"]) + shift)
+        ids[result.memory.id] = m["key"]
+        earlier = {v["key"] for v in r["versions"] if v["occurred_at"] < m["occurred_at"]}
+        if m in r["versions"] and earlier:
+            listed = {ids.get(x.id) for x in result.related}
+            judged += 1
+            found += bool(listed & earlier)
+            unrelated += len(listed - {v["key"] for v in r["versions"]})
+    return {"updates": judged, "earlier_version_listed": round(found / max(judged, 1), 4),
+            "unrelated_per_update": round(unrelated / max(judged, 1), 3)}
+
+
 async def main_async(args: argparse.Namespace) -> None:
     records = load(args.dataset)
     # A record of type "stable" has one version, written long ago: it must stay near the top.
@@ -176,14 +196,15 @@ async def main_async(args: argparse.Namespace) -> None:
             results[v.name] = {"about": v.about, "settings": v.effective(base),
                                "overall": summarize([x for x in rows if x["type"] != "stable"]),
                                "by_versions": by_versions, "by_type": by_type, "latency": latency(times)}
+        related = await related_quality(bench, users[0] + "-related", records, shift)
         if args.database_url:
-            await bench.drop_users(users)
+            await bench.drop_users([*users, users[0] + "-related"])
 
     report = {
         "benchmark": "knowledge-update", "dataset": str(args.dataset), "entities": len(records),
         "memories": n_memories, "copies": args.repeat, "limit": args.limit, "dates": args.dates,
         "shift_days": shift.days,
-        "lexical_parity": parity, "write_latency": latency(write_times), "variants": results,
+        "lexical_parity": parity, "write_latency": latency(write_times), "variants": results, "related": related,
         "skipped_variants": skipped, "machine": machine(),
         "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
@@ -218,7 +239,8 @@ async def main_async(args: argparse.Namespace) -> None:
     print(table(header, rows))
     for name, reason in skipped.items():
         print(f"skipped {name}: {reason}")
-    print(f"\nlexical parity: {parity}; wrote {args.out}")
+    print(f"\nrelated on write (default settings): {related}")
+    print(f"lexical parity: {parity}; wrote {args.out}")
 
 
 def main() -> None:

@@ -30,7 +30,8 @@ from mcp_memory.config import Settings
 from mcp_memory.db import open_database
 from mcp_memory.models import ALL_PERMISSIONS, MemoryFilter, Principal
 from mcp_memory.repository.embeddings import index_name
-from mcp_memory.service import MemoryService, content_hash
+from mcp_memory.service import MemoryService
+from mcp_memory.validation import content_hash
 
 sys.path.insert(0, str(Path(__file__).parent))
 from stats import summary  # noqa: E402

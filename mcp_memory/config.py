@@ -85,6 +85,10 @@ class Settings(BaseSettings):
         "equally well, the newest ranks first. Default: set per local model (MiniLM 0.65, e5 0.88, "
         "static 0.75), 0.8 for others. 1 turns it off."))
     hnsw_ef_search: int = Field(default=100, ge=10, le=1000)
+    related_limit: int = Field(default=5, ge=0, le=20, description=(
+        "memory_write / memory_update return up to this many close memories (`related`); 0 turns it off."))
+    related_similarity: float | None = Field(default=None, ge=0, le=1, description=(
+        "Least cosine for `related`. Default: the model's conflict threshold minus 0.25 (MiniLM 0.40)."))
     reply_weight: float = Field(default=0.5, ge=0, le=1, description=(
         "An episode that asks a question passes this share of its score to the episode written next in "
         "its scope, the reply; 0 turns it off."))

@@ -19,7 +19,8 @@ from tqdm import tqdm
 from .errors import InvalidInput
 from .models import Kind, Principal, ScopeLevel
 from .repository.maintenance import EXPORT_COLUMNS, MaintenanceRepository
-from .service import MemoryService, content_hash
+from .service import MemoryService
+from .validation import content_hash
 
 Format = Literal["markdown", "export", "knowledge-graph"]
 EXPORT_FORMAT = "mcp-memory-export"

@@ -49,7 +49,7 @@ class Overview:
             if briefs and size > self.settings.resource_page_chars:
                 last = page.memories[len(briefs) - 1]
                 return BriefPage(memories=briefs, next_cursor=cursors.encode(
-                    "recent", self.service.normalized(f), cursors.sort_key("recent", last)))
+                    "recent", self.service.check.filter(f), cursors.sort_key("recent", last)))
             briefs.append(brief)
         return BriefPage(memories=briefs, next_cursor=page.next_cursor)
 

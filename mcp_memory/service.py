@@ -3,17 +3,14 @@ permissions, write scope, cursors. Knows nothing of MCP."""
 
 from __future__ import annotations
 
-import hashlib
-import json
-import re
 import secrets
-import unicodedata
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from . import cursors
 from .config import Settings
+from .embeddings import conflict_similarity
 from .errors import InvalidInput, NotFound, PermissionDenied
 from .models import (
     ForgetCandidate,
@@ -29,43 +26,27 @@ from .models import (
     NewMemory,
     Principal,
     QueryIntent,
+    RelatedMemory,
     RestoreResult,
     ScopeLevel,
     SearchHit,
     SearchResult,
     UpdateResult,
     WriteResult,
+    human_age,
 )
 from .overview import Overview
 from .repository import MemoryRepository, rate_limits
 from .repository.embeddings import EmbeddingRepository
 from .repository.forget_tokens import ForgetTokenRepository
+from .repository.related import nearest
 from .retrieval import ParsedQuery, parse_query
 from .retrieval import search as hybrid_search
+from .validation import Validator, as_utc, content_hash, token_hash
 from .vectors import Vectors, embedder_from
 
 if TYPE_CHECKING:
     from .db import Database
-
-_SPACE = re.compile(r"\s+")
-MAX_METADATA_BYTES = 16_384
-
-
-def content_hash(content: str) -> str:
-    """Same text up to case, Unicode form and whitespace is the same memory."""
-    normalized = _SPACE.sub(" ", unicodedata.normalize("NFKC", content)).strip().casefold()
-    return hashlib.sha256(normalized.encode()).hexdigest()
-
-
-def token_hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
-def as_utc(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
-
 
 class MemoryService:
     def __init__(self, repo: MemoryRepository, settings: Settings, vectors: Vectors | None = None) -> None:
@@ -73,6 +54,7 @@ class MemoryService:
         self.tokens = ForgetTokenRepository(repo)
         self.settings = settings
         self.vectors = vectors
+        self.check = Validator(settings)
         self.overview = Overview(self)
 
     @classmethod
@@ -83,56 +65,6 @@ class MemoryService:
         if check_model:
             await vectors.prepare()
         return cls(MemoryRepository(db.pool), settings, vectors)
-
-    # --- validation -----------------------------------------------------------------------
-
-    def _content(self, content: str) -> str:
-        content = content.strip()
-        if not content:
-            raise InvalidInput("content is empty: write the fact, preference or event to remember")
-        if len(content) > self.settings.max_content_chars:
-            raise InvalidInput(f"content has {len(content)} characters, more than the limit of "
-                               f"{self.settings.max_content_chars}; split it into smaller memories")
-        return content
-
-    def _title(self, title: str | None) -> str | None:
-        if title is None or not title.strip():
-            return None
-        title = _SPACE.sub(" ", title).strip()
-        if len(title) > self.settings.max_title_chars:
-            raise InvalidInput(f"title has {len(title)} characters, more than {self.settings.max_title_chars}")
-        return title
-
-    def _tags(self, tags: list[str] | None) -> list[str]:
-        out: list[str] = []
-        for tag in tags or []:
-            tag = _SPACE.sub("-", tag.strip().lower())
-            if not tag:
-                raise InvalidInput("tags must not be empty strings")
-            if len(tag) > self.settings.max_tag_chars:
-                raise InvalidInput(f"tag {tag[:20]!r}… is longer than {self.settings.max_tag_chars} characters")
-            if tag not in out:
-                out.append(tag)
-        if len(out) > self.settings.max_tags:
-            raise InvalidInput(f"{len(out)} tags given; at most {self.settings.max_tags} are allowed")
-        return out
-
-    @staticmethod
-    def _metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
-        metadata = metadata or {}
-        size = len(json.dumps(metadata, default=str))
-        if size > MAX_METADATA_BYTES:
-            raise InvalidInput(f"metadata is {size} bytes of JSON; the limit is {MAX_METADATA_BYTES}")
-        return metadata
-
-    def normalized(self, f: MemoryFilter | None) -> MemoryFilter | None:
-        if f is None:
-            return None
-        since, until = as_utc(f.since), as_utc(f.until)
-        if since and until and since >= until:
-            raise InvalidInput("since must be earlier than until")
-        return f.model_copy(update={"since": since, "until": until, "as_of": as_utc(f.as_of),
-                                    "tags": self._tags(f.tags) or None})
 
     @staticmethod
     def require(p: Principal, permission: str) -> None:
@@ -188,20 +120,43 @@ class MemoryService:
                     source: str | None = None, idempotency_key: str | None = None,
                     supersedes: list[UUID] | None = None, request_id: str | None = None) -> WriteResult:
         self.require(p, "write")
-        content = self._content(content)
+        content = self.check.content(content)
         agent_id, project_id = self.write_scope(p, scope)
         await self._limit(p, "write")
         vector = await self.vectors.document(content) if self.vectors else None
         new = NewMemory(
-            agent_id=agent_id, project_id=project_id, kind=kind, title=self._title(title), content=content,
-            content_hash=content_hash(content), tags=self._tags(tags), metadata=self._metadata(metadata),
+            agent_id=agent_id, project_id=project_id, kind=kind, title=self.check.title(title), content=content,
+            content_hash=content_hash(content), tags=self.check.tags(tags), metadata=self.check.metadata(metadata),
             importance=importance, confidence=confidence, pinned=pinned, priority=priority,
             source=source or p.client, occurred_at=as_utc(occurred_at), embedding=vector,
             embedding_model=self.vectors.model if vector is not None and self.vectors else None,
         )
         memory, created = await self.repo.insert(p, new, idempotency_key=idempotency_key,
                                                  supersedes=supersedes or (), request_id=request_id)
-        return WriteResult(status="created" if created else "duplicate", memory=memory)
+        # What the new memory touches, for the agent to decide on (supersedes); a duplicate is the
+        # old memory itself, and what it touched was said when it was written.
+        related = await self.related(p, memory.id, vector, skip=set(supersedes or ())) if created else []
+        return WriteResult(status="created" if created else "duplicate", memory=memory, related=related)
+
+    async def related(self, p: Principal, memory_id: UUID, vector: list[float] | None, *,
+                      skip: frozenset[UUID] | set[UUID] = frozenset()) -> list[RelatedMemory]:
+        """Visible live memories close to `vector` (the memory `memory_id` was written with): likely
+        earlier versions of the same fact or near-duplicates, closest first. Those in `skip` (already
+        superseded by it) and those already superseded by another are left out."""
+        if vector is None or self.vectors is None or self.settings.related_limit == 0:
+            return []
+        threshold = self.settings.related_similarity
+        if threshold is None:
+            threshold = max(0.0, conflict_similarity(self.vectors.model) - 0.25)
+        rows = await nearest(self.repo, p, vector, model=self.vectors.model, dimension=self.vectors.dimension,
+                             exclude=memory_id, limit=self.settings.related_limit + len(skip),
+                             min_similarity=threshold)
+        chars = self.settings.snippet_chars
+        found = [RelatedMemory(id=r["id"], snippet=r["content"][:chars], kind=r["kind"],
+                               age=human_age(r["occurred_at"]), similarity=round(similarity, 4),
+                               superseded_by=r["superseded_by"])
+                 for r, similarity in rows if r["id"] not in skip]
+        return found[: self.settings.related_limit]
 
     async def get(self, p: Principal, ids: list[UUID]) -> GetResult:
         self.require(p, "read")
@@ -226,7 +181,7 @@ class MemoryService:
         if not query:
             raise InvalidInput("query is empty: say what to look for")
         parsed = parse_query(query)
-        hits = await self._search(p, parsed, self.normalized(f), limit=limit, explain=explain)
+        hits = await self._search(p, parsed, self.check.filter(f), limit=limit, explain=explain)
         intent = None
         if explain and (parsed.tense or parsed.year):
             intent = QueryIntent(tense=parsed.tense, phrases=list(parsed.phrases), year=parsed.year,
@@ -245,7 +200,7 @@ class MemoryService:
     async def list(self, p: Principal, f: MemoryFilter | None = None, *, order: ListOrder = "recent",
                    limit: int = 20, cursor: str | None = None) -> MemoryPage:
         self.require(p, "read")
-        f = self.normalized(f)
+        f = self.check.filter(f)
         after = cursors.decode(cursor, order, f) if cursor else None
         memories, next_key = await self.repo.list(p, f, order, limit, after)
         return MemoryPage(memories=memories, next_cursor=cursors.encode(order, f, next_key) if next_key else None)
@@ -260,20 +215,20 @@ class MemoryService:
         self.require(p, "write")
         changes: dict[str, Any] = {}
         if content is not None:
-            changes["content"] = self._content(content)
+            changes["content"] = self.check.content(content)
             changes["content_hash"] = content_hash(changes["content"])
             # A new text needs a new vector (none if the embedder is down: the backfill adds it).
             vector = await self.vectors.document(changes["content"]) if self.vectors else None
             changes["embedding"] = vector
             changes["embedding_model"] = self.vectors.model if vector is not None and self.vectors else None
         if title is not None:
-            changes["title"] = self._title(title)
+            changes["title"] = self.check.title(title)
         if kind is not None:
             changes["kind"] = kind
         if tags is not None:
-            changes["tags"] = self._tags(tags)
+            changes["tags"] = self.check.tags(tags)
         if metadata is not None:
-            changes["metadata"] = self._metadata(metadata)
+            changes["metadata"] = self.check.metadata(metadata)
         if importance is not None:
             changes["importance"] = importance
         if pinned is not None:
@@ -288,7 +243,8 @@ class MemoryService:
         memory, changed = await self.repo.update(
             p, memory_id, changes, reason=reason, if_version=if_version,
             may_override_pin=self._may_override_pin(p, force), request_id=request_id)
-        return UpdateResult(status="updated" if changed else "unchanged", memory=memory)
+        related = await self.related(p, memory.id, changes["embedding"]) if changed and "content" in changes else []
+        return UpdateResult(status="updated" if changed else "unchanged", memory=memory, related=related)
 
     async def forget(self, p: Principal, ids: list[UUID], *, reason: str | None = None, force: bool = False,
                      request_id: str | None = None) -> ForgetResult:
@@ -319,7 +275,7 @@ class MemoryService:
         if limit > self.settings.forget_max_batch and not p.can("admin"):
             raise PermissionDenied(f"a preview may cover at most {self.settings.forget_max_batch} memories; "
                                    "narrow the query or filters, or ask an admin")
-        f = self.normalized(f)
+        f = self.check.filter(f)
         query = query.strip() if query else None
         if ids and (query or (f is not None and f.model_dump(exclude_none=True))):
             raise InvalidInput("preview either ids or a query / filters, not both")

@@ -308,3 +308,20 @@ async def test_any_stored_date_leaves_search_working(service: MemoryService, dat
     hits = {h.id: h for h in (await service.search(alice, "Runnymede", explain=True)).hits}
     assert {odd.id, fresh.id} <= hits.keys()
     assert 0.7 <= hits[odd.id].explain["recency"] <= 1
+
+
+async def test_a_write_says_what_it_touches(service: MemoryService, alice: Principal) -> None:
+    lisbon = (await service.write(alice, "Maya Okafor lives in Lisbon")).memory
+    jenkins = (await service.write(alice, "The build runs on Jenkins")).memory
+    moved = await service.write(alice, "Maya Okafor moved to Oslo last month")
+    related = {r.id: r for r in moved.related}
+    assert lisbon.id in related and jenkins.id not in related
+    assert moved.memory.id not in related and 0 < related[lisbon.id].similarity <= 1
+    assert moved.memory.superseded_by is None and (await service.get_one(alice, lisbon.id)).superseded_by is None
+    # Named in supersedes: already handled, so not listed again; a duplicate lists nothing.
+    again = await service.write(alice, "Maya Okafor's new apartment is in Berlin", supersedes=[moved.memory.id])
+    assert moved.memory.id not in {r.id for r in again.related} and lisbon.id in {r.id for r in again.related}
+    assert (await service.write(alice, "Maya Okafor lives in Lisbon")).related == []
+    # An update of the content says it too.
+    updated = await service.update(alice, jenkins.id, content="Maya Okafor lives in Porto now")
+    assert lisbon.id in {r.id for r in updated.related}

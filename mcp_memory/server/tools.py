@@ -152,7 +152,10 @@ async def memory_write(
         "Older memories this one replaces: they stay retrievable but rank below it."))] = None,
 ) -> WriteResult:
     """Remember something. Identical text already stored in the same scope returns the existing
-    memory with status 'duplicate' instead of a second copy."""
+    memory with status 'duplicate' instead of a second copy. `related` lists memories close to the
+    new one: when one is an earlier version of the same fact (an old address, a former manager),
+    write again with its id in `supersedes`, or call memory_update on it, so the newer one ranks
+    first; nothing is changed automatically."""
     service, p = await bind(ctx)
     return await service.write(p, content, title=title, kind=kind, tags=tags, metadata=metadata,
                                importance=importance, pinned=pinned, priority=priority, scope=scope,
