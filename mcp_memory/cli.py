@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 from pydantic import ValidationError
 
 from . import __version__
@@ -76,9 +77,10 @@ def _print_json(model: Any) -> None:
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     if args.transport == "stdio":
         from .server import build_server  # the MCP stack is only needed here
+        from .server.stdio import serve_stdio
 
         _exit_on_sigterm()
-        build_server(settings).run("stdio")
+        anyio.run(serve_stdio, build_server(settings))
         return 0
     from .server.http import is_loopback, serve_http
 

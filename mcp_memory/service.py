@@ -42,7 +42,7 @@ from .repository.forget_tokens import ForgetTokenRepository
 from .repository.related import nearest
 from .retrieval import ParsedQuery, parse_query
 from .retrieval import search as hybrid_search
-from .validation import Validator, as_utc, content_hash, token_hash
+from .validation import Validator, content_hash, moment, request_fingerprint, text, token_hash
 from .vectors import Vectors, embedder_from
 
 if TYPE_CHECKING:
@@ -121,6 +121,8 @@ class MemoryService:
                     supersedes: list[UUID] | None = None, request_id: str | None = None) -> WriteResult:
         self.require(p, "write")
         content = self.check.content(content)
+        if idempotency_key is not None:
+            text("idempotency_key", idempotency_key)
         agent_id, project_id = self.write_scope(p, scope)
         await self._limit(p, "write")
         vector = await self.vectors.document(content) if self.vectors else None
@@ -128,11 +130,13 @@ class MemoryService:
             agent_id=agent_id, project_id=project_id, kind=kind, title=self.check.title(title), content=content,
             content_hash=content_hash(content), tags=self.check.tags(tags), metadata=self.check.metadata(metadata),
             importance=importance, confidence=confidence, pinned=pinned, priority=priority,
-            source=source or p.client, occurred_at=as_utc(occurred_at), embedding=vector,
+            source=source or p.client, occurred_at=moment("occurred_at", occurred_at), embedding=vector,
             embedding_model=self.vectors.model if vector is not None and self.vectors else None,
         )
-        memory, created = await self.repo.insert(p, new, idempotency_key=idempotency_key,
-                                                 supersedes=supersedes or (), request_id=request_id)
+        memory, created = await self.repo.insert(
+            p, new, idempotency_key=idempotency_key,
+            request_hash=request_fingerprint(new, supersedes) if idempotency_key is not None else None,
+            supersedes=supersedes or (), request_id=request_id)
         # What the new memory touches, for the agent to decide on (supersedes); a duplicate is the
         # old memory itself, and what it touched was said when it was written.
         related = await self.related(p, memory.id, vector, skip=set(supersedes or ())) if created else []
@@ -177,7 +181,7 @@ class MemoryService:
     async def search(self, p: Principal, query: str, f: MemoryFilter | None = None, *, limit: int = 10,
                      explain: bool = False) -> SearchResult:
         self.require(p, "read")
-        query = query.strip()
+        query = text("query", query).strip()
         if not query:
             raise InvalidInput("query is empty: say what to look for")
         parsed = parse_query(query)
@@ -213,6 +217,7 @@ class MemoryService:
                      if_version: int | None = None, force: bool = False,
                      request_id: str | None = None) -> UpdateResult:
         self.require(p, "write")
+        reason = text("reason", reason) if reason is not None else None
         changes: dict[str, Any] = {}
         if content is not None:
             changes["content"] = self.check.content(content)
@@ -236,7 +241,7 @@ class MemoryService:
         if priority is not None:
             changes["priority"] = priority
         if occurred_at is not None:
-            changes["occurred_at"] = as_utc(occurred_at)
+            changes["occurred_at"] = moment("occurred_at", occurred_at)
         if not changes:
             raise InvalidInput("nothing to update: pass at least one field to change")
         await self._limit(p, "write")
@@ -250,6 +255,7 @@ class MemoryService:
                      request_id: str | None = None) -> ForgetResult:
         """Forget these ids now (softly), all or none."""
         self.require(p, "forget")
+        reason = text("reason", reason) if reason is not None else None
         await self._limit(p, "forget")
         gone = await self.repo.soft_delete(p, list(dict.fromkeys(ids)), reason=reason,
                                            may_override_pin=self._may_override_pin(p, force),
@@ -276,7 +282,7 @@ class MemoryService:
             raise PermissionDenied(f"a preview may cover at most {self.settings.forget_max_batch} memories; "
                                    "narrow the query or filters, or ask an admin")
         f = self.check.filter(f)
-        query = query.strip() if query else None
+        query = text("query", query).strip() if query else None
         if ids and (query or (f is not None and f.model_dump(exclude_none=True))):
             raise InvalidInput("preview either ids or a query / filters, not both")
         if ids:
@@ -314,14 +320,15 @@ class MemoryService:
                              reason: str | None = None, request_id: str | None = None) -> ForgetResult:
         """Forget exactly the previewed memories (or a subset), consuming the token."""
         self.require(p, "forget")
+        reason = text("reason", reason) if reason is not None else None
         await self._limit(p, "forget")
-        gone = await self.tokens.execute(p, token_hash(token.strip()), ids, reason=reason,
+        gone = await self.tokens.execute(p, token_hash(text("token", token).strip()), ids, reason=reason,
                                          may_override_pin=p.can("admin"), request_id=request_id)
         return self._forgotten(gone)
 
     async def describe_forget(self, p: Principal, token: str, limit: int = 5) -> str | None:
         """A human summary of what executing `token` would forget; None if it cannot be executed."""
-        rows = await self.tokens.describe(p, token_hash(token.strip()))
+        rows = await self.tokens.describe(p, token_hash(text("token", token).strip()))
         if not rows:
             return None
         lines = [f"- {(title + ': ') if title else ''}{content[:80]}" for _, title, content in rows[:limit]]
@@ -333,6 +340,7 @@ class MemoryService:
     async def restore(self, p: Principal, ids: list[UUID], *, reason: str | None = None,
                       request_id: str | None = None) -> RestoreResult:
         self.require(p, "write")
+        reason = text("reason", reason) if reason is not None else None
         await self._limit(p, "write")
         ids = list(dict.fromkeys(ids))
         return RestoreResult(restored=await self.repo.restore(p, ids, reason=reason, request_id=request_id,

@@ -63,10 +63,26 @@ async def test_concurrent_duplicate_writes_make_one_row(service: MemoryService, 
 
 async def test_idempotency_key_makes_retries_safe(service: MemoryService, alice: Principal,
                                                   database: Database) -> None:
-    first = await service.write(alice, "Retry me", idempotency_key="req-1")
-    retry = await service.write(alice, "Retry me, changed by a confused client", idempotency_key="req-1")
+    first = await service.write(alice, "Retry me", tags=["a"], idempotency_key="req-1")
+    retry = await service.write(alice, "retry   ME", tags=["a"], idempotency_key="req-1")  # the same request
     assert retry.status == "duplicate" and retry.memory.id == first.memory.id
     assert await table_counts(database) == (1, 1)
+
+
+@pytest.mark.parametrize("change", [{"content": "Retry me, changed by a confused client"}, {"tags": ["b"]},
+                                    {"kind": "fact"}, {"scope": "user"}, {"importance": 0.9}])
+async def test_an_idempotency_key_reused_for_another_request_is_refused(
+        service: MemoryService, alice: Principal, database: Database, change: dict) -> None:
+    first = await service.write(alice, "Retry me", tags=["a"], idempotency_key="req-1")
+    request = {"content": "Retry me", "tags": ["a"], **change}
+    with pytest.raises(Conflict, match="idempotency_key was already used for a different request"):
+        await service.write(alice, idempotency_key="req-1", **request)
+    await service.forget(alice, [first.memory.id])  # also once the first memory is forgotten
+    with pytest.raises(Conflict, match="different request"):
+        await service.write(alice, idempotency_key="req-1", **request)
+    assert await table_counts(database) == (1, 2)
+    same = await service.write(alice, "Retry me", tags=["a"], idempotency_key="req-1")
+    assert same.status == "duplicate" and same.memory.id == first.memory.id and same.memory.deleted_at is not None
 
 
 async def test_update_records_old_and_new(service: MemoryService, alice: Principal) -> None:

@@ -119,22 +119,27 @@ class MemoryRepository:
     # --- writes -------------------------------------------------------------------------------
 
     async def insert(self, p: Principal, new: NewMemory, *, idempotency_key: str | None = None,
-                     supersedes: Sequence[UUID] = (), request_id: str | None = None) -> tuple[Memory, bool]:
+                     request_hash: str | None = None, supersedes: Sequence[UUID] = (),
+                     request_id: str | None = None) -> tuple[Memory, bool]:
         """Store a memory; returns (memory, created). An identical live text in the same scope,
-        or an idempotency key seen before, returns the existing memory instead. `supersedes`
-        marks older memories as replaced by this one, in the same transaction."""
+        or an idempotency key seen before with the same request (`request_hash`), returns the
+        existing memory instead; the key with another request is a conflict. `supersedes` marks
+        older memories as replaced by this one, in the same transaction."""
         new_id = uuid4()
         async with self.transaction(p) as conn:
             if idempotency_key is not None:
                 claimed = await conn.fetchval(
-                    """INSERT INTO idempotency_keys (user_id, key, memory_id) VALUES ($1, $2, $3)
+                    """INSERT INTO idempotency_keys (user_id, key, memory_id, request_hash) VALUES ($1, $2, $3, $4)
                        ON CONFLICT DO NOTHING RETURNING memory_id""",
-                    p.user_id, idempotency_key, new_id)
+                    p.user_id, idempotency_key, new_id, request_hash)
                 if claimed is None:
-                    earlier = await conn.fetchval(
-                        "SELECT memory_id FROM idempotency_keys WHERE user_id = $1 AND key = $2",
+                    earlier = await conn.fetchrow(
+                        "SELECT memory_id, request_hash FROM idempotency_keys WHERE user_id = $1 AND key = $2",
                         p.user_id, idempotency_key)
-                    row = await self._fetch(conn, p, [earlier], deleted=None)
+                    if earlier["request_hash"] is not None and earlier["request_hash"] != request_hash:
+                        raise Conflict("idempotency_key was already used for a different request (other content or "
+                                       "fields); a key names one request, so use a new key. Nothing was written")
+                    row = await self._fetch(conn, p, [earlier["memory_id"]], deleted=None)
                     if not row:
                         raise Conflict("idempotency_key was already used for a memory outside this "
                                        "session's scope; use a new key")

@@ -4,14 +4,13 @@ its temporal intent.
 Questions carry words about time, not content ("Which city is Ana based in *these days*?").
 As full-text terms they match unrelated memories ("Leo uses Vim every day *now*") and outrank
 the right subject, so they are taken out of what the lists match and steer the ranking instead:
-a question about the present wants the newest version of a fact first, a question about the
-past must not see older versions pushed down, and a year narrows the search to that year."""
+a question about the present wants the newest version of a fact first, and a question about
+the past must not see older versions pushed down."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Literal
 
 Tense = Literal["present", "past"]
@@ -21,7 +20,7 @@ Tense = Literal["present", "past"]
 TEMPORAL_PHRASES: dict[Tense, tuple[str, ...]] = {
     "present": (
         # English
-        "now", "right now", "currently", "current", "these days", "at the moment", "nowadays", "at present",
+        "now", "right now", "currently", "these days", "at the moment", "nowadays", "at present",
         "presently", "latest", "most recent", "still", "anymore", "any more", "as of today", "today",
         "up to date", "so far",
     ),
@@ -32,7 +31,7 @@ TEMPORAL_PHRASES: dict[Tense, tuple[str, ...]] = {
     ),
 }
 
-# A four-digit year from 1900 to 2199 names the time it asks about.
+# A four-digit year from 1900 to 2199.
 _YEAR = re.compile(r"(?<![\w-])(19\d\d|2[01]\d\d)(?![\w-])")
 _SPACE = re.compile(r"\s+")
 _DANGLING = re.compile(r"\s+([?!.,;:])")
@@ -64,7 +63,7 @@ def split_query(query: str) -> tuple[str, list[str]]:
     return " ".join(w for w in words if not (w.startswith("-") and len(w) > 1)), excluded
 
 
-def parse_query(query: str, now: datetime | None = None) -> ParsedQuery:
+def parse_query(query: str) -> ParsedQuery:
     wanted, excluded = split_query(query)
     found: dict[Tense, list[str]] = {}
     text = wanted
@@ -73,12 +72,10 @@ def parse_query(query: str, now: datetime | None = None) -> ParsedQuery:
         if matches:
             found[tense] = matches
             text = pattern.sub(" ", text)
-    year = None
-    years = _YEAR.findall(wanted)
-    if len(set(years)) == 1:
-        year = int(years[0])
-        if year < (now or datetime.now(UTC)).year and "present" not in found:
-            found.setdefault("past", []).append(years[0])
+    # A year is recorded, not taken as a tense: "what did we ship in 2023" may be answered by a
+    # memory written at any time (LoCoMo R@10 lost 4 questions when a past year turned recency off).
+    years = set(_YEAR.findall(wanted))
+    year = int(years.pop()) if len(years) == 1 else None
     # A query about both times ("used to … and now?") states no single intent.
     tense: Tense | None = next(iter(found)) if len(found) == 1 else None
     text = _DANGLING.sub(r"\1", _SPACE.sub(" ", text)).strip()

@@ -10,6 +10,7 @@ from mcp.server.auth.settings import AuthSettings
 from .. import __version__
 from ..config import Settings
 from . import completions, prompts, resources
+from .errors import strict_arguments
 from .state import StateHolder
 from .tools import TOOLS
 
@@ -30,6 +31,7 @@ def build_server(settings: Settings | None = None, *, holder: StateHolder | None
                        token_verifier=token_verifier, auth=auth)
     for fn, hints in TOOLS:
         server.add_tool(fn, annotations=hints, structured_output=True)
+    strict_arguments(server)
     resources.register(server)
     prompts.register(server)
     completions.register(server)

@@ -3,10 +3,9 @@ return types are the output schemas."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Any, Literal, ParamSpec, TypeVar
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from mcp.server.mcpserver import AcceptedElicitation, Context, Elicit, ElicitationResult, Resolve
@@ -14,7 +13,6 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field
 
-from ..errors import MemoryServiceError
 from ..models import (
     ForgetResult,
     GetResult,
@@ -31,29 +29,13 @@ from ..models import (
     WriteResult,
 )
 from ..service import MemoryService
+from .errors import tool_errors
 from .state import AppState
 
 
 async def bind(ctx: Context) -> tuple[MemoryService, Principal]:
     state: AppState = ctx.request_context.lifespan_context
     return await state.bind_request(ctx.request_context)
-
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
-    """Anticipated failures reach the model with their message; nothing else leaks."""
-
-    @functools.wraps(fn)
-    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return await fn(*args, **kwargs)
-        except MemoryServiceError as exc:
-            raise ToolError(str(exc)) from None
-
-    return wrapper
 
 
 # --- parameter types shared by several tools (they become the JSON schema) -------------------

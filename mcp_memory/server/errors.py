@@ -1,0 +1,81 @@
+"""What a caller sees when a tool call fails: its own mistake named, an outage said plainly, and
+a server bug as an error id the operator can find in the log. Never a bare "Error executing
+tool"."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from typing import ParamSpec, TypeVar
+
+import asyncpg
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
+
+from ..errors import MemoryServiceError
+
+log = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+UNAVAILABLE = ("the memory database is not available right now; nothing was changed. Retry in a few seconds "
+               "(the operator can run `mcp-memory doctor`)")
+
+# Failures that mean the database cannot be reached, not that the call was wrong.
+_OUTAGES = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, asyncpg.CannotConnectNowError,
+            asyncpg.TooManyConnectionsError, asyncpg.AdminShutdownError)
+
+
+class _OutageLog:
+    """One line per outage, not a traceback per call."""
+
+    def __init__(self, every_s: float = 30.0) -> None:
+        self.every_s, self.last = every_s, 0.0
+
+    def report(self, exc: BaseException) -> None:
+        now = time.monotonic()
+        if now - self.last >= self.every_s:
+            self.last = now
+            log.warning("database unavailable: %s: %s", type(exc).__name__, exc)
+
+
+_outage_log = _OutageLog()
+
+
+def tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+    """Anticipated failures reach the model with their message; a database outage says so; any
+    other exception is logged with a traceback under an id, and the caller gets that id."""
+
+    @functools.wraps(fn)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await fn(*args, **kwargs)
+        except MemoryServiceError as exc:
+            raise ToolError(str(exc)) from None
+        except (ToolError, MCPError):
+            raise
+        except _OUTAGES as exc:
+            _outage_log.report(exc)
+            raise ToolError(UNAVAILABLE) from None
+        except Exception:
+            error_id = secrets.token_hex(6)
+            log.exception("internal error %s in %s", error_id, fn.__name__)
+            raise ToolError(f"internal error {error_id}: the server failed on this call and rolled it back; "
+                            "retry, and if it fails again report this id to the operator") from None
+
+    return wrapper
+
+
+def strict_arguments(server: MCPServer) -> None:
+    """Refuse arguments a tool does not take, naming them: a misspelt `limt` silently ignored
+    would be a trap. The published input schemas say so too (additionalProperties: false)."""
+    for tool in server._tool_manager.list_tools():  # the SDK has no public hook for this
+        loose = tool.fn_metadata.arg_model
+        tool.fn_metadata.arg_model = type(loose.__name__, (loose,), {
+            "__module__": loose.__module__, "model_config": {**loose.model_config, "extra": "forbid"}})
+        tool.parameters["additionalProperties"] = False
