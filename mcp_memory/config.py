@@ -95,6 +95,12 @@ class Settings(BaseSettings):
     reply_gap_minutes: float = Field(default=30, ge=0, description=(
         "A later episode is no reply when it occurred more than this after the question."))
 
+    # Planner statistics after bursts of writes (statistics.py), on any PostgreSQL.
+    analyze_min_writes: int = Field(default=50, ge=1, description=(
+        "ANALYZE memories in the background once this many writes, or analyze_fraction of the table if more, "
+        "landed since the last one."))
+    analyze_fraction: float = Field(default=0.1, gt=0, le=1)
+
     superseded_penalty: float = Field(default=0.5, gt=0, le=1,
                                       description="Score factor for a memory another one supersedes.")
 

@@ -39,9 +39,11 @@ from .overview import Overview
 from .repository import MemoryRepository, rate_limits
 from .repository.embeddings import EmbeddingRepository
 from .repository.forget_tokens import ForgetTokenRepository
+from .repository.maintenance import MaintenanceRepository
 from .repository.related import nearest
 from .retrieval import ParsedQuery, parse_query
 from .retrieval import search as hybrid_search
+from .statistics import Statistics
 from .validation import Validator, content_hash, moment, request_fingerprint, text, token_hash
 from .vectors import Vectors, embedder_from
 
@@ -49,13 +51,17 @@ if TYPE_CHECKING:
     from .db import Database
 
 class MemoryService:
-    def __init__(self, repo: MemoryRepository, settings: Settings, vectors: Vectors | None = None) -> None:
+    def __init__(self, repo: MemoryRepository, settings: Settings, vectors: Vectors | None = None,
+                 statistics: Statistics | None = None) -> None:
         self.repo = repo
         self.tokens = ForgetTokenRepository(repo)
         self.settings = settings
         self.vectors = vectors
         self.check = Validator(settings)
         self.overview = Overview(self)
+        # Counts committed changes so planner statistics follow bursts (statistics.py); the
+        # server runs its loop. None: nobody keeps them (a one-off command analyzes itself).
+        self.statistics = statistics
 
     @classmethod
     async def open(cls, db: Database, settings: Settings, *, check_model: bool = True) -> MemoryService:
@@ -64,7 +70,14 @@ class MemoryService:
         vectors = Vectors(embedder_from(settings), EmbeddingRepository(db.pool, db.admin), settings)
         if check_model:
             await vectors.prepare()
-        return cls(MemoryRepository(db.pool), settings, vectors)
+        maintenance = MaintenanceRepository(db.admin)
+        statistics = Statistics(maintenance.analyze_once, maintenance.planner_rows,
+                                min_writes=settings.analyze_min_writes, fraction=settings.analyze_fraction)
+        return cls(MemoryRepository(db.pool), settings, vectors, statistics)
+
+    def _changed(self, n: int) -> None:
+        if self.statistics is not None and n:
+            self.statistics.wrote(n)
 
     @staticmethod
     def require(p: Principal, permission: str) -> None:
@@ -139,6 +152,7 @@ class MemoryService:
             supersedes=supersedes or (), request_id=request_id)
         # What the new memory touches, for the agent to decide on (supersedes); a duplicate is the
         # old memory itself, and what it touched was said when it was written.
+        self._changed(int(created) + len(supersedes or ()))
         related = await self.related(p, memory.id, vector, skip=set(supersedes or ())) if created else []
         return WriteResult(status="created" if created else "duplicate", memory=memory, related=related)
 
@@ -248,6 +262,7 @@ class MemoryService:
         memory, changed = await self.repo.update(
             p, memory_id, changes, reason=reason, if_version=if_version,
             may_override_pin=self._may_override_pin(p, force), request_id=request_id)
+        self._changed(int(changed))
         related = await self.related(p, memory.id, changes["embedding"]) if changed and "content" in changes else []
         return UpdateResult(status="updated" if changed else "unchanged", memory=memory, related=related)
 
@@ -260,6 +275,7 @@ class MemoryService:
         gone = await self.repo.soft_delete(p, list(dict.fromkeys(ids)), reason=reason,
                                            may_override_pin=self._may_override_pin(p, force),
                                            request_id=request_id)
+        self._changed(len(gone))
         return self._forgotten(gone)
 
     def _forgotten(self, gone: list[Memory]) -> ForgetResult:
@@ -324,6 +340,7 @@ class MemoryService:
         await self._limit(p, "forget")
         gone = await self.tokens.execute(p, token_hash(text("token", token).strip()), ids, reason=reason,
                                          may_override_pin=p.can("admin"), request_id=request_id)
+        self._changed(len(gone))
         return self._forgotten(gone)
 
     async def describe_forget(self, p: Principal, token: str, limit: int = 5) -> str | None:
@@ -343,8 +360,10 @@ class MemoryService:
         reason = text("reason", reason) if reason is not None else None
         await self._limit(p, "write")
         ids = list(dict.fromkeys(ids))
-        return RestoreResult(restored=await self.repo.restore(p, ids, reason=reason, request_id=request_id,
-                                                              may_restore_others=p.can("admin")))
+        restored = await self.repo.restore(p, ids, reason=reason, request_id=request_id,
+                                           may_restore_others=p.can("admin"))
+        self._changed(len(restored))
+        return RestoreResult(restored=restored)
 
     async def history(self, p: Principal, memory_id: UUID, *, limit: int = 100) -> HistoryResult:
         self.require(p, "read")

@@ -14,6 +14,8 @@ import asyncpg
 from ..models import PurgeReport
 
 RETENTION_ACTOR = "system:retention"
+# Any fixed number: replicas on one database agree on it, so one of them analyzes at a time.
+_ANALYZE_LOCK = 0x6D63706D616E  # "mcpman"
 _BATCH = 5000
 # Columns an export carries; the vector and the generated full-text column are rebuilt.
 EXPORT_COLUMNS = ("id", "agent_id", "project_id", "kind", "title", "content", "tags", "metadata", "importance",
@@ -32,6 +34,27 @@ class MaintenanceRepository:
 
     async def analyze(self) -> None:
         await self.pool.execute("ANALYZE memories")
+
+    async def analyze_once(self) -> float | None:
+        """ANALYZE memories unless another process (a replica) is already doing it; returns the
+        planner's row estimate afterwards, or None when it was someone else's turn."""
+        async with self.pool.acquire() as conn:
+            if not await conn.fetchval("SELECT pg_try_advisory_lock($1)", _ANALYZE_LOCK):
+                return None
+            try:
+                await conn.execute("ANALYZE memories")
+                return await self._rows(conn)
+            finally:
+                await conn.execute("SELECT pg_advisory_unlock($1)", _ANALYZE_LOCK)
+
+    async def planner_rows(self) -> float:
+        """The planner's estimate of rows in memories; -1 when it was never analyzed."""
+        async with self.pool.acquire() as conn:
+            return await self._rows(conn)
+
+    @staticmethod
+    async def _rows(conn: asyncpg.Connection) -> float:
+        return float(await conn.fetchval("SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass"))
 
     # --- retention --------------------------------------------------------------------------
 
