@@ -60,4 +60,4 @@ class Statistics:
             return
         if rows is not None:
             self.rows, self.analyzed = rows, self.analyzed + 1
-            log.info("analyzed memories after %d writes (%.0f rows)", writes, rows)
+            log.debug("analyzed memories after %d writes (%.0f rows)", writes, rows)

@@ -11,6 +11,7 @@ from .. import __version__
 from ..config import Settings
 from . import completions, prompts, resources
 from .errors import strict_arguments
+from .results import lean
 from .state import StateHolder
 from .tools import TOOLS
 
@@ -30,7 +31,7 @@ def build_server(settings: Settings | None = None, *, holder: StateHolder | None
                        lifespan=lambda _: holder.hold(), log_level=settings.log_level,
                        token_verifier=token_verifier, auth=auth)
     for fn, hints in TOOLS:
-        server.add_tool(fn, annotations=hints, structured_output=True)
+        server.add_tool(lean(fn), annotations=hints, structured_output=True)
     strict_arguments(server)
     resources.register(server)
     prompts.register(server)
