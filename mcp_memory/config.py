@@ -41,6 +41,7 @@ class Settings(BaseSettings):
     max_title_chars: int = Field(default=200, ge=1)
     max_tags: int = Field(default=32, ge=0)
     max_tag_chars: int = Field(default=64, ge=1)
+    max_batch: int = Field(default=500, ge=1, le=5000, description="Most memories one memory_write_many call takes.")
     snippet_chars: int = Field(default=400, ge=40)
     resource_page_size: int = Field(default=50, ge=1, le=500, description="Memories per resource page.")
     resource_page_chars: int = Field(default=24_000, ge=1000, description=(

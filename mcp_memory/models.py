@@ -160,6 +160,32 @@ class WriteResult(BaseModel):
         "Up to 5 memories close to this one (likely earlier versions or near-duplicates). " + RELATED_HINT))
 
 
+class WriteItem(BaseModel):
+    """One memory of a memory_write_many call (the fields of memory_write that suit a batch)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(min_length=1, description="The memory: one self-contained statement.")
+    title: str | None = Field(default=None, max_length=200)
+    kind: Kind = "note"
+    tags: list[str] | None = Field(default=None, max_length=32)
+    metadata: dict[str, Any] | None = None
+    importance: float = Field(default=0.5, ge=0, le=1)
+    scope: ScopeLevel | None = None
+    occurred_at: datetime | None = Field(default=None, description="When it became true (ISO 8601); default now.")
+
+
+class WrittenItem(BaseModel):
+    id: UUID
+    status: Literal["created", "duplicate"]
+
+
+class WriteManyResult(BaseModel):
+    created: int
+    duplicates: int = Field(description="Items whose text was already stored in their scope (or earlier in the batch).")
+    memories: list[WrittenItem] = Field(description="One per item, in order.")
+
+
 class UpdateResult(BaseModel):
     status: Literal["updated", "unchanged"]
     memory: Memory

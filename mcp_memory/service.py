@@ -32,7 +32,10 @@ from .models import (
     SearchHit,
     SearchResult,
     UpdateResult,
+    WriteItem,
+    WriteManyResult,
     WriteResult,
+    WrittenItem,
     human_age,
 )
 from .overview import Overview
@@ -126,6 +129,24 @@ class MemoryService:
 
     # --- operations -----------------------------------------------------------------------
 
+    def _new(self, p: Principal, content: str, *, title: str | None = None, kind: Kind = "note",
+             tags: list[str] | None = None, metadata: dict[str, Any] | None = None, importance: float = 0.5,
+             confidence: float = 1.0, pinned: bool = False, priority: int = 0, scope: ScopeLevel | None = None,
+             occurred_at: datetime | None = None, source: str | None = None) -> NewMemory:
+        """A memory checked and normalized, every field, before anything is embedded or stored."""
+        content = self.check.content(content)
+        agent_id, project_id = self.write_scope(p, scope)
+        return NewMemory(
+            agent_id=agent_id, project_id=project_id, kind=kind, title=self.check.title(title), content=content,
+            content_hash=content_hash(content), tags=self.check.tags(tags), metadata=self.check.metadata(metadata),
+            importance=importance, confidence=confidence, pinned=pinned, priority=priority,
+            source=text("source", source) if source else p.client, occurred_at=moment("occurred_at", occurred_at))
+
+    def _embedded(self, new: NewMemory, vector: list[float] | None) -> NewMemory:
+        if vector is None or self.vectors is None:
+            return new
+        return new.model_copy(update={"embedding": vector, "embedding_model": self.vectors.model})
+
     async def write(self, p: Principal, content: str, *, title: str | None = None, kind: Kind = "note",
                     tags: list[str] | None = None, metadata: dict[str, Any] | None = None,
                     importance: float = 0.5, confidence: float = 1.0, pinned: bool = False, priority: int = 0,
@@ -133,19 +154,14 @@ class MemoryService:
                     source: str | None = None, idempotency_key: str | None = None,
                     supersedes: list[UUID] | None = None, request_id: str | None = None) -> WriteResult:
         self.require(p, "write")
-        content = self.check.content(content)
+        new = self._new(p, content, title=title, kind=kind, tags=tags, metadata=metadata, importance=importance,
+                        confidence=confidence, pinned=pinned, priority=priority, scope=scope,
+                        occurred_at=occurred_at, source=source)
         if idempotency_key is not None:
             text("idempotency_key", idempotency_key)
-        agent_id, project_id = self.write_scope(p, scope)
         await self._limit(p, "write")
-        vector = await self.vectors.document(content) if self.vectors else None
-        new = NewMemory(
-            agent_id=agent_id, project_id=project_id, kind=kind, title=self.check.title(title), content=content,
-            content_hash=content_hash(content), tags=self.check.tags(tags), metadata=self.check.metadata(metadata),
-            importance=importance, confidence=confidence, pinned=pinned, priority=priority,
-            source=source or p.client, occurred_at=moment("occurred_at", occurred_at), embedding=vector,
-            embedding_model=self.vectors.model if vector is not None and self.vectors else None,
-        )
+        vector = await self.vectors.document(new.content) if self.vectors else None
+        new = self._embedded(new, vector)
         memory, created = await self.repo.insert(
             p, new, idempotency_key=idempotency_key,
             request_hash=request_fingerprint(new, supersedes) if idempotency_key is not None else None,
@@ -155,6 +171,33 @@ class MemoryService:
         self._changed(int(created) + len(supersedes or ()))
         related = await self.related(p, memory.id, vector, skip=set(supersedes or ())) if created else []
         return WriteResult(status="created" if created else "duplicate", memory=memory, related=related)
+
+    async def write_many(self, p: Principal, items: list[WriteItem], *, source: str | None = None,
+                         request_id: str | None = None) -> WriteManyResult:
+        """Many memories in one call: every item checked first (a bad one names its index and
+        nothing is written), embedded in batches, inserted in one transaction, each deduplicated
+        in its scope and audited. Fails open like `write`: without vectors if the embedder is down."""
+        self.require(p, "write")
+        if not items:
+            raise InvalidInput("items is empty: pass at least one memory")
+        if len(items) > self.settings.max_batch:
+            raise InvalidInput(f"items has {len(items)} memories; at most {self.settings.max_batch} per call")
+        news = []
+        for i, item in enumerate(items):
+            try:
+                news.append(self._new(p, **item.model_dump(), source=source))
+            except (InvalidInput, PermissionDenied) as exc:
+                raise type(exc)(f"items[{i}]: {exc}; nothing was written") from None
+        await self._limit(p, "write")
+        vectors = await self.vectors.documents_or_none([n.content for n in news]) if self.vectors else None
+        if vectors is not None:
+            news = [self._embedded(n, v) for n, v in zip(news, vectors, strict=True)]
+        written = await self.repo.insert_many(p, news, request_id=request_id)
+        created = sum(c for _, c in written)
+        self._changed(created)
+        return WriteManyResult(created=created, duplicates=len(written) - created,
+                               memories=[WrittenItem(id=m.id, status="created" if c else "duplicate")
+                                         for m, c in written])
 
     async def related(self, p: Principal, memory_id: UUID, vector: list[float] | None, *,
                       skip: frozenset[UUID] | set[UUID] = frozenset()) -> list[RelatedMemory]:

@@ -82,6 +82,21 @@ class Vectors:
             log.warning("storing without a vector (the backfill will add it): %s", exc)
             return None
 
+    async def documents_or_none(self, texts: Sequence[str], batch: int = 32) -> list[list[float]] | None:
+        """Vectors for many texts in batches, or None if the embedder is off, down or slow (fail
+        open: the backfill adds them)."""
+        if self.embedder is None:
+            return None
+        out: list[list[float]] = []
+        try:
+            for start in range(0, len(texts), batch):
+                with anyio.fail_after(self.settings.embedding_timeout_s):
+                    out.extend(await self.documents(texts[start:start + batch]))
+        except (Unavailable, TimeoutError, OSError) as exc:
+            log.warning("storing %d memories without vectors (the backfill will add them): %s", len(texts), exc)
+            return None
+        return out
+
     async def query(self, text: str) -> list[float] | None:
         if self.embedder is None:
             return None

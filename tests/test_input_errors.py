@@ -32,6 +32,8 @@ def not_bare(tool: str, message: str) -> str:
     ("memory_write", {"content": "ok", "metadata": {NUL: 1}}, "metadata key"),
     ("memory_write", {"content": "ok", "idempotency_key": NUL}, "idempotency_key"),
     ("memory_search", {"query": NUL}, "query"),
+    ("memory_write_many", {"items": [{"content": "fine"}, {"content": NUL}]}, "items[1]"),
+    ("memory_write_many", {"items": [{"content": "fine", "occurred_at": "0001-01-01T00:00:00Z"}]}, "items[0]"),
     ("memory_forget", {"query": NUL}, "query"),
     ("memory_forget", {"ids": ["00000000-0000-0000-0000-000000000001"], "reason": NUL}, "reason"),
     ("memory_forget", {"token": NUL, "mode": "execute"}, "token"),
@@ -46,7 +48,7 @@ async def test_bad_values_are_named_and_change_nothing(settings: Settings, tool:
                                                        argument: str) -> None:
     async with connect(settings) as client:
         message = not_bare(tool, await call_error(client, tool, args))
-        assert re.search(rf"\b{re.escape(argument)}\b", message), message
+        assert re.search(rf"\b{re.escape(argument)}(?!\w)", message), message
         assert (await call(client, "memory_list", {}))["memories"] == []
 
 

@@ -366,3 +366,27 @@ async def test_application_role_cannot_destroy(database: Database, service: Memo
         async with database.pool.acquire() as conn:
             with pytest.raises(asyncpg.InsufficientPrivilegeError):
                 await conn.execute(sql)
+
+
+async def test_write_many_is_checked_first_then_stored_in_one_go(service: MemoryService, alice: Principal,
+                                                                 database: Database) -> None:
+    from mcp_memory.models import WriteItem
+
+    await service.write(alice, "Already known")
+    bad = [WriteItem(content="fine"), WriteItem(content="also fine", tags=["x" * 100])]
+    with pytest.raises(InvalidInput, match=r"items\[1\]: tag .* nothing was written"):
+        await service.write_many(alice, bad)
+    assert await table_counts(database) == (1, 1)
+
+    items = [WriteItem(content=f"batch memory {i}", kind="episode", tags=["batch"]) for i in range(5)]
+    items += [WriteItem(content="Already known"), WriteItem(content="batch memory 0"),
+              WriteItem(content="user-wide one", scope="user")]
+    result = await service.write_many(alice, items)
+    assert (result.created, result.duplicates) == (6, 2)
+    assert [m.status for m in result.memories] == ["created"] * 5 + ["duplicate", "duplicate", "created"]
+    assert result.memories[6].id == result.memories[0].id  # a repeat inside the batch is the same memory
+    assert await table_counts(database) == (7, 7)  # one history row per memory created
+    stored = await service.get(alice, [m.id for m in result.memories[:5]])
+    assert all(m.scope.project_id == "proj-x" and m.tags == ["batch"] for m in stored.memories)
+    hits = (await service.search(alice, "batch memory 3", explain=True)).hits
+    assert hits[0].id == result.memories[3].id and hits[0].explain["vector"] is not None  # embedded

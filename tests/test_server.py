@@ -14,8 +14,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_memory.config import Settings
 from mcp_memory.server import build_server
 
-TOOLS = {"memory_search", "memory_get", "memory_list", "memory_write", "memory_update", "memory_forget",
-         "memory_restore", "memory_history"}
+TOOLS = {"memory_search", "memory_get", "memory_list", "memory_write", "memory_write_many", "memory_update",
+         "memory_forget", "memory_restore", "memory_history"}
 
 
 async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -201,6 +201,6 @@ async def test_unreachable_database_fails_calls_not_the_handshake(tmp_path: Path
     started = time.perf_counter()
     async with Client(build_server(settings), mode="legacy") as client:
         assert time.perf_counter() - started < 2
-        assert len((await client.list_tools()).tools) == 8
+        assert len((await client.list_tools()).tools) == len(TOOLS)
         message = await call_error(client, "memory_search", {"query": "anything"})
         assert "not available" in message and "mcp-memory doctor" in message

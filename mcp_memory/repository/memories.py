@@ -144,29 +144,7 @@ class MemoryRepository:
                         raise Conflict("idempotency_key was already used for a memory outside this "
                                        "session's scope; use a new key")
                     return to_memory(row[0]), False
-            values = {"id": new_id, "user_id": p.user_id, **new.model_dump(exclude={"occurred_at"})}
-            if new.embedding is not None:
-                values["embedding"] = np.asarray(new.embedding, dtype=np.float32)
-            q = Sql()
-            cols = list(_INSERT_COLUMNS)
-            placeholders = [q.arg(values[c]) for c in cols]
-            cols.append("occurred_at")
-            placeholders.append(f"coalesce({q.arg(new.occurred_at)}::timestamptz, now())")
-            existing = None
-            for _ in range(3):  # the twin we collided with may be forgotten before we read it: try again
-                row = await conn.fetchrow(
-                    f"""INSERT INTO memories ({", ".join(cols)}) VALUES ({", ".join(placeholders)})
-                        ON CONFLICT (user_id, coalesce(agent_id, ''), coalesce(project_id, ''), content_hash)
-                        WHERE deleted_at IS NULL DO NOTHING RETURNING *""",
-                    *q.args)
-                if row is not None:
-                    break
-                existing = await conn.fetchrow(
-                    """SELECT * FROM memories WHERE user_id = $1 AND agent_id IS NOT DISTINCT FROM $2
-                       AND project_id IS NOT DISTINCT FROM $3 AND content_hash = $4 AND deleted_at IS NULL""",
-                    p.user_id, new.agent_id, new.project_id, new.content_hash)
-                if existing is not None:
-                    break
+            row, existing = await self._insert_row(conn, p, new, new_id)
             if row is None:
                 if existing is None:
                     raise Conflict("an identical memory was being written and forgotten at the same time; retry")
@@ -180,6 +158,49 @@ class MemoryRepository:
             await self._history(conn, p, [(row["id"], "ADD", None, _snapshot(row))], None, request_id)
             await self._supersede(conn, p, row["id"], supersedes, request_id)
             return to_memory(row), True
+
+    async def _insert_row(self, conn: asyncpg.Connection, p: Principal, new: NewMemory,
+                          new_id: UUID) -> tuple[asyncpg.Record | None, asyncpg.Record | None]:
+        """(the inserted row, None), or (None, the live twin with the same text in the scope)."""
+        values = {"id": new_id, "user_id": p.user_id, **new.model_dump(exclude={"occurred_at"})}
+        if new.embedding is not None:
+            values["embedding"] = np.asarray(new.embedding, dtype=np.float32)
+        q = Sql()
+        cols = list(_INSERT_COLUMNS)
+        placeholders = [q.arg(values[c]) for c in cols]
+        cols.append("occurred_at")
+        placeholders.append(f"coalesce({q.arg(new.occurred_at)}::timestamptz, now())")
+        existing = None
+        for _ in range(3):  # the twin we collided with may be forgotten before we read it: try again
+            row = await conn.fetchrow(
+                f"""INSERT INTO memories ({", ".join(cols)}) VALUES ({", ".join(placeholders)})
+                    ON CONFLICT (user_id, coalesce(agent_id, ''), coalesce(project_id, ''), content_hash)
+                    WHERE deleted_at IS NULL DO NOTHING RETURNING *""",
+                *q.args)
+            if row is not None:
+                break
+            existing = await conn.fetchrow(
+                """SELECT * FROM memories WHERE user_id = $1 AND agent_id IS NOT DISTINCT FROM $2
+                   AND project_id IS NOT DISTINCT FROM $3 AND content_hash = $4 AND deleted_at IS NULL""",
+                p.user_id, new.agent_id, new.project_id, new.content_hash)
+            if existing is not None:
+                break
+        return row, existing
+
+    async def insert_many(self, p: Principal, news: Sequence[NewMemory],
+                          request_id: str | None = None) -> list[tuple[Memory, bool]]:
+        """Store memories in one transaction, all or none: (memory, created) for each, in order; a
+        text already live in its scope (or earlier in the batch) returns that memory."""
+        rows: list[tuple[asyncpg.Record, bool]] = []
+        async with self.transaction(p) as conn:
+            for new in news:
+                row, existing = await self._insert_row(conn, p, new, uuid4())
+                if row is None and existing is None:
+                    raise Conflict("an identical memory was being written and forgotten at the same time; retry")
+                rows.append((row, True) if row is not None else (existing, False))
+            await self._history(conn, p, [(r["id"], "ADD", None, _snapshot(r)) for r, created in rows if created],
+                                None, request_id)
+        return [(to_memory(r), created) for r, created in rows]
 
     async def _supersede(self, conn: asyncpg.Connection, p: Principal, successor: UUID,
                          older: Sequence[UUID], request_id: str | None) -> None:

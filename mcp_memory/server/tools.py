@@ -26,6 +26,8 @@ from ..models import (
     ScopeLevel,
     SearchResult,
     UpdateResult,
+    WriteItem,
+    WriteManyResult,
     WriteResult,
 )
 from ..service import MemoryService
@@ -146,6 +148,19 @@ async def memory_write(
 
 
 @tool_errors
+async def memory_write_many(
+    items: Annotated[list[WriteItem], Field(min_length=1, max_length=500, description=(
+        "The memories, each with the fields of memory_write that suit a batch."))],
+    ctx: Context,
+) -> WriteManyResult:
+    """Remember many things in one call (a transcript, an import): all are checked first, and a
+    bad item names its index and writes nothing; then they are embedded in batches and stored in
+    one transaction, each deduplicated in its scope (status 'duplicate') and audited."""
+    service, p = await bind(ctx)
+    return await service.write_many(p, items, request_id=ctx.request_id)
+
+
+@tool_errors
 async def memory_update(
     id: Annotated[UUID, Field(description="The memory to change.")],
     ctx: Context,
@@ -255,6 +270,8 @@ TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = [
     (memory_list, READ_ONLY),
     (memory_write, ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
                                    open_world_hint=False)),
+    (memory_write_many, ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                                        open_world_hint=False)),
     (memory_update, ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                                     open_world_hint=False)),
     (memory_forget, ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
