@@ -87,11 +87,15 @@ class Vectors:
         open: the backfill adds them)."""
         if self.embedder is None:
             return None
-        out: list[list[float]] = []
+        # Batches of texts of like length: a batch is padded to its longest text.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out: list[list[float]] = [[] for _ in texts]
         try:
-            for start in range(0, len(texts), batch):
+            for start in range(0, len(order), batch):
+                chunk = order[start:start + batch]
                 with anyio.fail_after(self.settings.embedding_timeout_s):
-                    out.extend(await self.documents(texts[start:start + batch]))
+                    for i, vector in zip(chunk, await self.documents([texts[i] for i in chunk]), strict=True):
+                        out[i] = vector
         except (Unavailable, TimeoutError, OSError) as exc:
             log.warning("storing %d memories without vectors (the backfill will add them): %s", len(texts), exc)
             return None
