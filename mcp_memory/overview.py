@@ -48,7 +48,7 @@ class Overview:
             size += len(brief.model_dump_json())
             if briefs and size > self.settings.resource_page_chars:
                 last = page.memories[len(briefs) - 1]
-                return BriefPage(memories=briefs, next_cursor=cursors.encode(
+                return BriefPage(memories=briefs, next_cursor=self.service.cursors.encode(
                     "recent", self.service.check.filter(f), cursors.sort_key("recent", last)))
             briefs.append(brief)
         return BriefPage(memories=briefs, next_cursor=page.next_cursor)

@@ -8,8 +8,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from . import cursors
 from .config import Settings
+from .cursors import Cursors
 from .embeddings import conflict_similarity
 from .errors import InvalidInput, NotFound, PermissionDenied
 from .models import (
@@ -44,6 +44,7 @@ from .repository.embeddings import EmbeddingRepository
 from .repository.forget_tokens import ForgetTokenRepository
 from .repository.maintenance import MaintenanceRepository
 from .repository.related import nearest
+from .repository.secrets import cursor_secret
 from .retrieval import ParsedQuery, parse_query
 from .retrieval import search as hybrid_search
 from .statistics import Statistics
@@ -55,12 +56,15 @@ if TYPE_CHECKING:
 
 class MemoryService:
     def __init__(self, repo: MemoryRepository, settings: Settings, vectors: Vectors | None = None,
-                 statistics: Statistics | None = None) -> None:
+                 statistics: Statistics | None = None, cursors: Cursors | None = None) -> None:
         self.repo = repo
         self.tokens = ForgetTokenRepository(repo)
         self.settings = settings
         self.vectors = vectors
         self.check = Validator(settings)
+        # Without the database's secret (a service built by hand in a benchmark), cursors still
+        # work within this process but are not honoured by other replicas.
+        self.cursors = cursors or Cursors(secrets.token_bytes(32))
         self.overview = Overview(self)
         # Counts committed changes so planner statistics follow bursts (statistics.py); the
         # server runs its loop. None: nobody keeps them (a one-off command analyzes itself).
@@ -76,7 +80,7 @@ class MemoryService:
         maintenance = MaintenanceRepository(db.admin)
         statistics = Statistics(maintenance.analyze_once, maintenance.planner_rows,
                                 min_writes=settings.analyze_min_writes, fraction=settings.analyze_fraction)
-        return cls(MemoryRepository(db.pool), settings, vectors, statistics)
+        return cls(MemoryRepository(db.pool), settings, vectors, statistics, Cursors(await cursor_secret(db.admin)))
 
     def _changed(self, n: int) -> None:
         if self.statistics is not None and n:
@@ -262,9 +266,9 @@ class MemoryService:
                    limit: int = 20, cursor: str | None = None) -> MemoryPage:
         self.require(p, "read")
         f = self.check.filter(f)
-        after = cursors.decode(cursor, order, f) if cursor else None
+        after = self.cursors.decode(cursor, order, f) if cursor else None
         memories, next_key = await self.repo.list(p, f, order, limit, after)
-        return MemoryPage(memories=memories, next_cursor=cursors.encode(order, f, next_key) if next_key else None)
+        return MemoryPage(memories=memories, next_cursor=self.cursors.encode(order, f, next_key) if next_key else None)
 
     async def update(self, p: Principal, memory_id: UUID, *, content: str | None = None,
                      title: str | None = None, kind: Kind | None = None, tags: list[str] | None = None,

@@ -111,3 +111,25 @@ async def test_migration_repairs_infinite_dates(make_db) -> None:
         assert sorted((h["actor"], h["event"]) for h in history) == [("migration:008", "UPDATE")] * 2
     finally:
         await conn.close()
+
+
+@pytest.mark.parametrize("key", [[1e308 * 10, "2024-01-01T00:00:00+00:00", "00000000-0000-0000-0000-000000000001"],
+                                 [0.5, "0001-01-01T00:00:00+14:00", "00000000-0000-0000-0000-000000000001"],
+                                 [0.5, "2024-01-01T00:00:00+00:00", "00000000-0000-0000-0000-000000000001"]])
+async def test_a_rewritten_cursor_is_refused_as_a_bad_argument(service: MemoryService, alice, key: list) -> None:
+    import base64
+    import json as json_
+
+    from mcp_memory.errors import InvalidInput
+
+    for i in range(3):
+        await service.write(alice, f"memory {i}", importance=0.1 * i)
+    page = await service.list(alice, order="importance", limit=1)
+    assert page.next_cursor and len((await service.list(alice, order="importance", limit=1,
+                                                        cursor=page.next_cursor)).memories) == 1
+    outer = json_.loads(base64.urlsafe_b64decode(page.next_cursor + "=" * (-len(page.next_cursor) % 4)))
+    body = json_.loads(outer["b"])
+    body["k"] = key  # the sort key rewritten, the signature kept
+    forged = base64.urlsafe_b64encode(json_.dumps({"b": json_.dumps(body), "s": outer["s"]}).encode()).decode()
+    with pytest.raises(InvalidInput, match="cursor is not one this server issued"):
+        await service.list(alice, order="importance", limit=1, cursor=forged)
