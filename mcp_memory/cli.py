@@ -77,10 +77,11 @@ def _print_json(model: Any) -> None:
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     if args.transport == "stdio":
         from .server import build_server  # the MCP stack is only needed here
+        from .server.state import StateHolder
         from .server.stdio import serve_stdio
 
         _exit_on_sigterm()
-        anyio.run(serve_stdio, build_server(settings))
+        anyio.run(serve_stdio, build_server(settings, holder=StateHolder(settings, exit_on_fatal=True)))
         return 0
     from .server.http import is_loopback, serve_http
 

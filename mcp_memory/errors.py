@@ -25,5 +25,10 @@ class Unavailable(MemoryServiceError):
     """The database is not reachable (yet); the call changed nothing."""
 
 
+class ModelMismatch(Unavailable):
+    """The database was built with another embedding model: the server cannot start until it is
+    re-embedded or the model is set back."""
+
+
 class RateLimited(MemoryServiceError):
     """Too many calls of one kind in the current window; the call changed nothing."""

@@ -13,7 +13,7 @@ from tqdm import tqdm
 
 from .config import Settings
 from .embeddings import Embedder, make_embedder, resolve_dimension
-from .errors import Unavailable
+from .errors import ModelMismatch, Unavailable
 from .repository.embeddings import EmbeddingRepository, text_hash
 
 log = logging.getLogger(__name__)
@@ -127,7 +127,7 @@ class Vectors:
         built = await self.repo.built_with()
         if built and (built["model"], built["dimension"]) != (self.embedder.model, dimension):
             if await self.repo.rows_with_other_models(self.embedder.model):
-                raise Unavailable(
+                raise ModelMismatch(
                     f"the database was built with embedding model {built['model']} ({built['dimension']} "
                     f"dimensions) but {self.embedder.model} ({dimension}) is configured. Run "
                     f"`mcp-memory backfill --reembed` to switch, or set MCP_MEMORY_EMBEDDING_MODEL="

@@ -21,6 +21,20 @@ def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
                           env={**os.environ, **(env or {})})
 
 
+def serve_until_exit(env: dict[str, str], timeout: float = 60) -> tuple[int, str, str]:
+    """`mcp-memory serve` over stdio with stdin held open, as a harness runs it."""
+    import os
+    proc = subprocess.Popen([CLI, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, **env})
+    try:
+        proc.wait(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    out, err = proc.communicate()
+    return proc.returncode, out, err
+
+
 @pytest.fixture
 def cli_env(db_url: str) -> dict[str, str]:
     return {"MCP_MEMORY_DATABASE_URL": db_url, "MCP_MEMORY_USER": "carol", "MCP_MEMORY_PROJECT": "none"}
@@ -64,7 +78,39 @@ def test_migrate_and_doctor_on_embedded(tmp_path: Path) -> None:
     names = ", ".join(m.name for m in available_migrations())
     assert run("migrate", env=env).stdout.strip() == f"applied: {names}"
     assert run("migrate", env=env).stdout.strip() == "schema is up to date"
-    assert "[ok  ] schema: up to date" in run("doctor", env=env).stdout
+    doctor = run("doctor", env=env).stdout
+    assert "[ok  ] schema: up to date" in doctor
+    assert "[ok  ] embeddings: provider local, model all-MiniLM-L6-v2-int8 (384 dimensions); " \
+           "0 of 0 live memories embedded" in doctor
+
+
+async def test_doctor_and_serve_refuse_a_model_the_database_was_not_built_with(cli_env: dict[str, str],
+                                                                              db_url: str) -> None:
+    from mcp_memory.auth import local_principal
+    from mcp_memory.config import Settings
+    from mcp_memory.db import open_database
+    from mcp_memory.service import MemoryService
+
+    settings = Settings(database_url=db_url, user="carol", project="none")
+    db = await open_database(settings)
+    try:
+        service = await MemoryService.open(db, settings)
+        await service.write(local_principal(settings), "Built with MiniLM")
+        async with db.admin.acquire() as conn:  # one memory the embedder never saw (it was down)
+            await conn.execute("INSERT INTO memories (id, user_id, kind, content, content_hash) "
+                               "VALUES (gen_random_uuid(), 'carol', 'note', 'no vector', 'h')")
+    finally:
+        await db.close()
+    gap = run("doctor", env=cli_env)
+    assert gap.returncode == 1
+    assert "[FAIL] embeddings: provider local, model all-MiniLM-L6-v2-int8 (384 dimensions); 1 of 2" in gap.stdout
+    assert "mcp-memory backfill" in gap.stdout
+    other = {**cli_env, "MCP_MEMORY_EMBEDDING_MODEL": "static-10k-64d-int8"}
+    doctor = run("doctor", env=other)
+    assert doctor.returncode == 1 and "but the database was built with all-MiniLM-L6-v2-int8" in doctor.stdout
+    code, out, err = serve_until_exit(other)
+    assert code == 2, err
+    assert "mcp-memory backfill --reembed" in err and out == ""
 
 
 def test_doctor_explains_an_unreachable_database(capsys: pytest.CaptureFixture[str]) -> None:

@@ -52,7 +52,7 @@ def _dumps(value: object) -> str:
     return json.dumps(value, default=_json_default)
 
 
-async def _init_connection(conn: asyncpg.Connection) -> None:
+async def init_connection(conn: asyncpg.Connection) -> None:
     await register_vector(conn)
     await conn.set_type_codec("jsonb", encoder=_dumps, decoder=json.loads, schema="pg_catalog")
 
@@ -112,9 +112,9 @@ async def open_database(settings: Settings) -> Database:
         server_settings = {"plan_cache_mode": "force_custom_plan", "jit": "off",
                            "standard_conforming_strings": "on", **({"role": role} if role else {})}
         pools.append(await asyncpg.create_pool(
-            dsn, min_size=settings.pool_min_size, max_size=settings.pool_max_size, init=_init_connection,
+            dsn, min_size=settings.pool_min_size, max_size=settings.pool_max_size, init=init_connection,
             reset=reset_connection, server_settings=server_settings))
-        pools.append(await asyncpg.create_pool(dsn, min_size=0, max_size=2, init=_init_connection))
+        pools.append(await asyncpg.create_pool(dsn, min_size=0, max_size=2, init=init_connection))
     except BaseException:
         for pool in pools:
             await pool.close()

@@ -49,6 +49,7 @@ async def diagnose(settings: Settings) -> list[Check]:
                 "or run `mcp-memory migrate`"))
             if not pending:
                 checks.append(await _row_level_security(conn, settings.db_app_role))
+                checks += await _embeddings(conn, settings)
         finally:
             await conn.close()
     except OSError as exc:
@@ -61,9 +62,39 @@ async def diagnose(settings: Settings) -> list[Check]:
     finally:
         if embedded is not None:
             await anyio.to_thread.run_sync(embedded.stop)
-    checks.append(Check("embeddings", True,
-                        "no embedding provider configured: search ranks by full text and trigram"))
     return checks
+
+
+async def _embeddings(conn: asyncpg.Connection, settings: Settings) -> list[Check]:
+    """The configured provider and model against what the database was built with, and how many
+    live memories have a vector from it."""
+    from ..embeddings import resolve_dimension
+    from ..repository.embeddings import EmbeddingRepository
+    from ..vectors import embedder_from
+    from . import init_connection
+
+    embedder = embedder_from(settings)
+    if embedder is None:
+        return [Check("embeddings", True, "provider none: search ranks by full text and trigram only")]
+    try:
+        dimension = await resolve_dimension(embedder)
+    except Exception as exc:
+        return [Check("embeddings", False, f"{settings.embedding_provider} model {embedder.model}: {exc}",
+                      "check the provider's key, URL and model (MCP_MEMORY_EMBEDDING_*)")]
+    await init_connection(conn)  # the JSON and vector codecs the server's pools have
+    repo = EmbeddingRepository(conn, conn)
+    built = await repo.built_with()
+    configured = f"provider {settings.embedding_provider}, model {embedder.model} ({dimension} dimensions)"
+    if built and (built["model"], built["dimension"]) != (embedder.model, dimension):
+        return [Check("embeddings", False, f"{configured}, but the database was built with {built['model']} "
+                      f"({built['dimension']} dimensions)",
+                      f"run `mcp-memory backfill --reembed`, or set MCP_MEMORY_EMBEDDING_MODEL={built['model']}")]
+    embedded, live = await repo.coverage(embedder.model)
+    coverage = f"{embedded} of {live} live memories embedded"
+    if embedded < live:
+        return [Check("embeddings", False, f"{configured}; {coverage}",
+                      "run `mcp-memory backfill` (the server also embeds them when the embedder is back)")]
+    return [Check("embeddings", True, f"{configured}; {coverage}")]
 
 
 async def _row_level_security(conn: asyncpg.Connection, role: str) -> Check:

@@ -60,6 +60,13 @@ class EmbeddingRepository:
                ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = now()""",
             META_KEY, {"model": model, "dimension": dimension})
 
+    async def coverage(self, model: str) -> tuple[int, int]:
+        """(live memories embedded with `model`, live memories)."""
+        row = await self.admin.fetchrow(
+            "SELECT count(*) FILTER (WHERE embedding IS NOT NULL AND embedding_model = $1) AS embedded, "
+            "count(*) AS live FROM memories WHERE deleted_at IS NULL", model)
+        return row["embedded"], row["live"]
+
     async def rows_with_other_models(self, model: str) -> int:
         return await self.admin.fetchval(
             "SELECT count(*) FROM memories WHERE embedding IS NOT NULL AND embedding_model <> $1", model)

@@ -100,11 +100,12 @@ def _transport_security(settings: Settings) -> TransportSecuritySettings:
                                      allowed_origins=origins)
 
 
-def build_http_app(settings: Settings, transports: tuple[Transport, ...] = ("http", "sse")) -> Starlette:
+def build_http_app(settings: Settings, transports: tuple[Transport, ...] = ("http", "sse"), *,
+                   exit_on_fatal: bool = False) -> Starlette:
     if settings.no_auth and not is_loopback(settings.host):
         raise ValueError(f"refusing to serve without authentication on {settings.host}: "
                          "--no-auth is for loopback addresses only")
-    holder = StateHolder(settings, authenticated=not settings.no_auth)
+    holder = StateHolder(settings, authenticated=not settings.no_auth, exit_on_fatal=exit_on_fatal)
     auth = verifier = None
     if not settings.no_auth:
         base = public_url(settings)
@@ -150,7 +151,7 @@ def build_http_app(settings: Settings, transports: tuple[Transport, ...] = ("htt
 
 
 def serve_http(settings: Settings, transports: tuple[Transport, ...]) -> None:
-    app = build_http_app(settings, transports)
+    app = build_http_app(settings, transports, exit_on_fatal=True)
     endpoints = ", ".join(e for t, e in (("http", "/mcp (streamable HTTP)"), ("sse", "/sse (SSE)")) if t in transports)
     log.info("serving %s on %s%s", endpoints, public_url(settings),
              " WITHOUT authentication" if settings.no_auth else "")

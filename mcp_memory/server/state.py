@@ -3,7 +3,10 @@ Postgres or migrations, and who each session is."""
 
 from __future__ import annotations
 
+import atexit
 import logging
+import os
+import sys
 import weakref
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -19,7 +22,7 @@ from .. import retention
 from ..auth import Credential, local_principal, remote_principal
 from ..config import Settings
 from ..db import Database, open_database
-from ..errors import PermissionDenied, Unavailable
+from ..errors import ModelMismatch, PermissionDenied, Unavailable
 from ..models import Principal
 from ..service import MemoryService
 
@@ -33,9 +36,10 @@ class AppState:
     """What the lifespan holds: the database opens in the background so the MCP handshake
     never waits for Postgres to start or for migrations to run."""
 
-    def __init__(self, settings: Settings, *, authenticated: bool = False) -> None:
+    def __init__(self, settings: Settings, *, authenticated: bool = False, exit_on_fatal: bool = False) -> None:
         self.settings = settings
         self.authenticated = authenticated
+        self.exit_on_fatal = exit_on_fatal
         self.db: Database | None = None
         self._service: MemoryService | None = None
         self._error: BaseException | None = None
@@ -54,6 +58,11 @@ class AppState:
                 assert self._service.vectors is not None
                 # load the model now, not on the first search
                 tg.start_soon(self._service.vectors.query, "warm up")
+        except ModelMismatch as exc:
+            if self.exit_on_fatal:  # `mcp-memory serve`: no call could succeed, so start-up stops
+                log.error("%s", exc)
+                _exit(2)
+            self._error = exc
         except Exception as exc:  # reported to every call until fixed; the server stays up
             log.exception("database unavailable")
             self._error = exc
@@ -125,14 +134,23 @@ async def _client_roots(session: Any, protocol_version: str | None) -> list[Path
 
 
 
+def _exit(code: int) -> None:
+    """Leave at once, releasing the embedded database handle (the stdin reader thread would keep
+    a normal exit waiting)."""
+    sys.stderr.flush()
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
 class StateHolder:
     """One AppState per server process. The MCP lifespan can be entered many times (once per
     SSE connection, once by the streamable-HTTP manager); only the first entry, or an outer
     `hold()` around the whole HTTP app, opens the database; the rest share it."""
 
-    def __init__(self, settings: Settings, *, authenticated: bool = False) -> None:
+    def __init__(self, settings: Settings, *, authenticated: bool = False, exit_on_fatal: bool = False) -> None:
         self.settings = settings
         self.authenticated = authenticated
+        self.exit_on_fatal = exit_on_fatal
         self.current: AppState | None = None
 
     @asynccontextmanager
@@ -140,7 +158,7 @@ class StateHolder:
         if self.current is not None:
             yield self.current
             return
-        state = AppState(self.settings, authenticated=self.authenticated)
+        state = AppState(self.settings, authenticated=self.authenticated, exit_on_fatal=self.exit_on_fatal)
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(state.open, tg)
