@@ -75,7 +75,8 @@ def local_principal(settings: Settings, *, client_name: str | None = None,
         user_id=user,
         agent_id=check_identifier("agent", agent) if agent else None,
         project_id=check_identifier("project", project) if project else None,
-        permissions=ALL_PERMISSIONS,  # the local owner of the data may do everything
+        # The local owner may do everything, unless the harness was set up read-only or without forget.
+        permissions=parse_permissions(settings.local_permissions),
         actor=f"local:{user}",
         client=client_name,
     )

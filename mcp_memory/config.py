@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -30,6 +30,9 @@ class Settings(BaseSettings):
     # Local (stdio) identity; HTTP sessions take theirs from the credential.
     user: str | None = Field(default=None, description="Defaults to the OS user.")
     agent: str | None = Field(default=None, description="Defaults to the MCP client's name.")
+    local_permissions: str = Field(default="read,write,forget,admin", description=(
+        "What a stdio session may do, comma-separated: read, write, forget, admin. 'read' makes a harness "
+        "read-only; 'read,write' lets it remember but not forget."))
     project: str | None = Field(
         default=None,
         description="Defaults to the client's root or the working directory's git repository; "
@@ -149,6 +152,15 @@ class Settings(BaseSettings):
     db_app_role: str = "mcp_memory_app"
 
     log_level: str = Field(default="INFO")
+
+    @field_validator("local_permissions")
+    @classmethod
+    def _known_permissions(cls, value: str) -> str:
+        names = {p.strip() for p in value.split(",") if p.strip()}
+        if not names or names - {"read", "write", "forget", "admin"}:
+            raise ValueError(f"MCP_MEMORY_LOCAL_PERMISSIONS must be a comma-separated subset of read, write, "
+                             f"forget, admin; got {value!r}")
+        return value
 
     @property
     def embedded(self) -> bool:

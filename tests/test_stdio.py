@@ -14,7 +14,7 @@ import anyio
 import psutil
 from mcp import Client, StdioServerParameters
 
-from .test_server import call
+from .test_server import call, call_error
 
 SERVE = str(Path(sys.executable).with_name("mcp-memory"))
 
@@ -141,3 +141,14 @@ def test_sigterm_stops_the_server_and_its_database(tmp_path: Path) -> None:
     while postmaster_running(tmp_path) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not postmaster_running(tmp_path)
+
+
+async def test_a_harness_can_be_made_read_only(tmp_path: Path) -> None:
+    async with Client(server_params(tmp_path, MCP_MEMORY_LOCAL_PERMISSIONS="read,write"), mode="legacy") as client:
+        written = await call(client, "memory_write", {"content": "written before going read-only"})
+        message = await call_error(client, "memory_forget", {"ids": [written["memory"]["id"]]})
+        assert "lacks the 'forget' permission" in message
+    async with Client(server_params(tmp_path, MCP_MEMORY_LOCAL_PERMISSIONS="read"), mode="legacy") as client:
+        assert (await call(client, "memory_search", {"query": "read-only"}))["hits"]
+        message = await call_error(client, "memory_write", {"content": "not allowed"})
+        assert "lacks the 'write' permission" in message
