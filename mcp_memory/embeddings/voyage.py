@@ -85,7 +85,10 @@ class VoyageEmbedder(RemoteEmbedder):
         if self._client is None:
             try:
                 import voyageai
-
+            except ImportError:
+                raise EmbeddingError("the voyage provider needs the voyageai package: "
+                                     "pip install 'mcp-memory[voyage]'") from None
+            try:
                 self._client = voyageai.AsyncClient(
                     api_key=self._api_key,
                     max_retries=self._max_retries,
