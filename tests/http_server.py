@@ -24,13 +24,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# A server whose repository adds no scope filter of its own, so row-level security alone keeps
+# tenants apart: only tests can build it (production code has no switch for it).
+WITHOUT_SCOPE_FILTER = [sys.executable, "-c", "import sys; from mcp_memory.repository import sql; "
+                        "sql.SCOPE_FILTER = False; from mcp_memory.cli import main; sys.exit(main(sys.argv[1:]))"]
+
+
 @contextmanager
 def http_server(db_url: str, *args: str, env: dict[str, str] | None = None,
-                port: int | None = None) -> Iterator[str]:
+                port: int | None = None, scope_filter: bool = True) -> Iterator[str]:
     """Start a server on a free loopback port; yields its base URL once /health says ok."""
     port = port or free_port()
     proc = subprocess.Popen(
-        [SERVE, "serve", "--transport", "http", "--port", str(port), *args],
+        [*([SERVE] if scope_filter else WITHOUT_SCOPE_FILTER), "serve", "--transport", "http", "--port", str(port),
+         *args],
         env={**os.environ, "MCP_MEMORY_DATABASE_URL": db_url, "MCP_MEMORY_LOG_LEVEL": "WARNING", **(env or {})},
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"

@@ -123,8 +123,6 @@ async def assert_strings_are_only_data(client: Client) -> None:
 @pytest.mark.parametrize("scope_filter", ["repository filter + RLS", "RLS alone"])
 async def test_isolation(database: Database, db_url: str, scope_filter: str) -> None:
     env = {"MCP_MEMORY_WRITE_RATE_PER_MINUTE": "0", "MCP_MEMORY_FORGET_RATE_PER_MINUTE": "0"}  # probes galore
-    if scope_filter == "RLS alone":
-        env["MCP_MEMORY_TEST_WITHOUT_SCOPE_FILTER"] = "1"
     owner = await make_key(database, "alice", perms=("read", "write", "forget"))
     keys = {
         "bob, same agent and project names": await make_key(database, "bob", agents=["planner"], projects=["shop"]),
@@ -132,7 +130,7 @@ async def test_isolation(database: Database, db_url: str, scope_filter: str) -> 
         "alice's other project": await make_key(database, "alice", agents=["planner"], projects=["blog"]),
         "alice without agent or project grants": await make_key(database, "alice", agents=[], projects=[]),
     }
-    with http_server(db_url, env=env) as base:
+    with http_server(db_url, env=env, scope_filter=scope_filter != "RLS alone") as base:
         ids = await seed(base, owner)
         forbidden = {
             "bob, same agent and project names": list(ids.values()),
@@ -206,3 +204,15 @@ async def test_pooled_connections_carry_no_identity_between_transactions(service
         async with pool.acquire() as conn:
             assert not conn.is_in_transaction()
             assert await conn.fetchval("SELECT coalesce(current_setting('mcp_memory.user_id', true), '')") == ""
+
+
+async def test_no_server_runs_with_isolation_off(settings, monkeypatch) -> None:
+    """Neither the scope filter nor row-level security: the database does not open."""
+    from mcp_memory.db import open_database
+    from mcp_memory.repository import sql
+
+    monkeypatch.setattr(sql, "SCOPE_FILTER", False)
+    with pytest.raises(RuntimeError, match="refusing to run with tenant isolation off"):
+        await open_database(settings.model_copy(update={"db_app_role": ""}))
+    db = await open_database(settings)  # with RLS in force it may (the isolation tests run so)
+    await db.close()

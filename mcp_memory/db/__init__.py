@@ -13,6 +13,7 @@ import asyncpg
 from pgvector.asyncpg import register_vector
 
 from ..config import Settings
+from ..repository import sql
 from .embedded import EmbeddedPostgres
 from .migrate import migrate
 
@@ -101,6 +102,9 @@ async def open_database(settings: Settings) -> Database:
         try:
             applied = await migrate(conn)
             role = await _usable_role(conn, settings.db_app_role)
+            if role is None and not sql.SCOPE_FILTER:
+                raise RuntimeError("refusing to run with tenant isolation off: the scope filter is disabled and "
+                                   "row-level security is not in force (no usable app role)")
             if embedded is not None:
                 await _tune_embedded(conn)
         finally:

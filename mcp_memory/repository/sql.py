@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -41,9 +40,11 @@ async def local_transaction(pool: asyncpg.Pool, settings: Mapping[str, str]) -> 
         await conn.execute("COMMIT")
 
 
-# Test switch: with it set, queries carry no scope filter of their own, to prove that
-# row-level security alone keeps users, agents and projects apart. Never set it in production.
-SCOPE_FILTER = os.environ.get("MCP_MEMORY_TEST_WITHOUT_SCOPE_FILTER") != "1"
+# Every query carries the scope filter below as well as row-level security. Only the isolation
+# tests turn it off (by setting this in their own process) to prove that RLS alone keeps users,
+# agents and projects apart; no setting or environment variable reaches it, and a server with
+# neither the filter nor RLS refuses to start (db.open_database).
+SCOPE_FILTER = True
 
 
 def visible(q: Sql, p: Principal, alias: str = "m") -> str:
