@@ -52,9 +52,15 @@ def inspector() -> Path:
     root.mkdir(parents=True, exist_ok=True)
     binary = root / "node_modules" / ".bin" / "mcp-inspector"
     if not binary.exists():
-        subprocess.run([npm, "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(root),
-                        f"@modelcontextprotocol/inspector@{INSPECTOR_VERSION}"], check=True, timeout=300,
-                       capture_output=True)
+        try:
+            subprocess.run([npm, "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(root),
+                            f"@modelcontextprotocol/inspector@{INSPECTOR_VERSION}"], check=True, timeout=300,
+                           capture_output=True)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+            # No registry (offline machine): these tests need the real Inspector, not a stand-in.
+            detail = getattr(exc, "stderr", b"") or b""
+            pytest.skip(f"the MCP Inspector could not be installed from the npm registry: "
+                        f"{detail.decode(errors='replace').strip()[-300:] or exc}")
     return binary
 
 

@@ -449,7 +449,8 @@ async def test_local_inference_does_not_block_the_event_loop():
         await emb.embed_documents([f"a fairly ordinary sentence about topic {i}" for i in range(64)])
         elapsed = time.perf_counter() - started
         done.set()
-    assert ticks >= 0.2 * elapsed / 0.005, (ticks, elapsed)  # a blocked loop ticks once
+    # The loop kept running while the model worked: a blocked loop ticks once, before and after.
+    assert ticks >= 3, (ticks, elapsed)
 
 
 async def test_local_missing_package_is_embedding_error(monkeypatch):

@@ -30,12 +30,6 @@ async def call_error(client: Client, tool: str, args: dict[str, Any]) -> str:
     return result.content[0].text
 
 
-async def row_counts(client: Client) -> tuple[int, int]:
-    stats = await client.read_resource("memory://memories")
-    page = json.loads(stats.contents[0].text)
-    return len(page["memories"]), page["next_cursor"] is not None
-
-
 @pytest.fixture(params=["auto", "legacy"])
 def mode(request: pytest.FixtureRequest) -> str:
     """Both protocol eras: 2026-07-28 (auto) and the initialize handshake hosts still use."""
