@@ -47,6 +47,14 @@ class _OutageLog:
 _outage_log = _OutageLog()
 
 
+def is_outage(exc: BaseException) -> bool:
+    return isinstance(exc, _OUTAGES)
+
+
+def report_outage(exc: BaseException) -> None:
+    _outage_log.report(exc)
+
+
 def tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     """Anticipated failures reach the model with their message; a database outage says so; any
     other exception is logged with a traceback under an id, and the caller gets that id."""
@@ -60,7 +68,7 @@ def tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         except (ToolError, MCPError):
             raise
         except _OUTAGES as exc:
-            _outage_log.report(exc)
+            report_outage(exc)
             raise ToolError(UNAVAILABLE) from None
         except Exception:
             error_id = secrets.token_hex(6)

@@ -17,9 +17,11 @@ from mcp.server.auth.provider import AccessToken, TokenVerifier
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
 from ..auth import Credential, JwtVerifier, parse_api_key
@@ -27,6 +29,7 @@ from ..config import Settings
 from ..errors import MemoryServiceError
 from ..repository.api_keys import ApiKeyRepository
 from .app import build_server
+from .errors import UNAVAILABLE, is_outage, report_outage
 from .state import StateHolder
 
 log = logging.getLogger(__name__)
@@ -89,6 +92,35 @@ class MemoryTokenVerifier(TokenVerifier):
         return None
 
 
+class OutageMiddleware:
+    """While PostgreSQL cannot be reached, a request that needs it (the API-key check, a call)
+    gets 503 with Retry-After and the log one line per outage, not a traceback per request."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking)
+        except Exception as exc:
+            if not is_outage(exc) or started:
+                raise
+            report_outage(exc)
+            response = JSONResponse({"error": "unavailable", "error_description": UNAVAILABLE},
+                                    status_code=503, headers={"Retry-After": "5"})
+            await response(scope, receive, send)
+
+
 def _transport_security(settings: Settings) -> TransportSecuritySettings:
     hosts = ["127.0.0.1", "localhost", "[::1]", *settings.allowed_hosts]
     public = urlparse(public_url(settings)).hostname
@@ -147,7 +179,8 @@ def build_http_app(settings: Settings, transports: tuple[Transport, ...] = ("htt
         async with holder.hold(), server.session_manager.run():
             yield
 
-    return Starlette(routes=routes, middleware=streamable.user_middleware, lifespan=lifespan)
+    return Starlette(routes=routes, middleware=[Middleware(OutageMiddleware), *streamable.user_middleware],
+                     lifespan=lifespan)
 
 
 def serve_http(settings: Settings, transports: tuple[Transport, ...]) -> None:

@@ -1,0 +1,50 @@
+"""While PostgreSQL is down the HTTP server answers 503 with Retry-After (not 500), and it
+recovers by itself when the database is back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import httpx2
+
+from mcp_memory.config import Settings
+from mcp_memory.db import open_database
+from mcp_memory.db.embedded import EmbeddedPostgres
+
+from .http_server import http_server
+from .test_http import make_key
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "outage-test", "version": "0"}}}
+
+
+def post(base: str, key: str) -> httpx2.Response:
+    return httpx2.post(f"{base}/mcp", json=INITIALIZE, timeout=30, headers={
+        "Authorization": f"Bearer {key}", "Accept": "application/json, text/event-stream"})
+
+
+async def test_http_says_unavailable_while_postgres_is_down_and_recovers(tmp_path: Path) -> None:
+    pg = EmbeddedPostgres(tmp_path / "own")  # its own server: the session's stays up
+    await anyio.to_thread.run_sync(pg.start)
+    dsn = pg.dsn("postgres")
+    db = await open_database(Settings(database_url=dsn, data_dir=tmp_path / "unused"))
+    key = await make_key(db, "alice")
+    await db.close()
+    try:
+        with http_server(dsn) as base:
+            assert post(base, key).status_code == 200
+            await anyio.to_thread.run_sync(pg.stop)
+            down = post(base, key)
+            assert down.status_code == 503, down.text
+            assert down.headers["retry-after"] == "5" and "not available" in down.json()["error_description"]
+            assert httpx2.get(f"{base}/health", timeout=10).status_code == 503
+            pg = EmbeddedPostgres(tmp_path / "own")
+            await anyio.to_thread.run_sync(pg.start)
+            with anyio.fail_after(30):  # the same process recovers: no restart
+                while True:
+                    if post(base, key).status_code == 200:
+                        break
+                    await anyio.sleep(0.5)
+    finally:
+        await anyio.to_thread.run_sync(pg.stop)
