@@ -64,6 +64,11 @@ class Settings(BaseSettings):
     embedding_api_key: str | None = Field(default=None, description="Default: OPENAI_API_KEY / VOYAGE_API_KEY.")
     embedding_base_url: str | None = None
     embedding_timeout_s: float = Field(default=10, gt=0, description="A write stores no vector past this.")
+    embedding_breaker_failures: int = Field(default=3, ge=1, description=(
+        "After this many embedder failures in a row, writes store without a vector at once (no waiting)..."))
+    embedding_breaker_cooldown_s: float = Field(default=30, gt=0, description=(
+        "...for this long; then one call probes the embedder, and once it answers the memories stored "
+        "meanwhile are embedded in the background."))
 
     # Retrieval
     search_candidates: int = Field(default=100, ge=10, le=2000)

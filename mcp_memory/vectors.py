@@ -6,17 +6,20 @@ from __future__ import annotations
 import logging
 import sys
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
 
 import anyio
 from tqdm import tqdm
 
+from .breaker import Breaker
 from .config import Settings
 from .embeddings import Embedder, make_embedder, resolve_dimension
 from .errors import ModelMismatch, Unavailable
 from .repository.embeddings import EmbeddingRepository, text_hash
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 _EMBEDDERS: dict[tuple, Embedder | None] = {}
@@ -49,6 +52,40 @@ class Vectors:
         self.repo = repo
         self.settings = settings
         self._queries: OrderedDict[str, list[float]] = OrderedDict()
+        # A hanging embedder must not make every write wait out the timeout: after a few
+        # failures writes store without a vector at once, and when a probe succeeds again the
+        # memories stored meanwhile are embedded in the background (heal_forever).
+        self.breaker = Breaker(threshold=settings.embedding_breaker_failures,
+                               cooldown_s=settings.embedding_breaker_cooldown_s)
+        self._healed = anyio.Event()
+
+    async def _guarded(self, call: Callable[[], Awaitable[T]], what: str) -> T | None:
+        """`call` unless the breaker is open; None on failure or timeout (fail open)."""
+        if not self.breaker.allows():
+            return None
+        try:
+            with anyio.fail_after(self.settings.embedding_timeout_s):
+                result = await call()
+        except (Unavailable, TimeoutError, OSError) as exc:
+            self.breaker.failed()
+            log.warning("%s (the embedder is failing%s): %s", what,
+                        "; skipping it for a while" if self.breaker.open else "", exc)
+            return None
+        if self.breaker.succeeded():
+            log.info("the embedder answers again: embedding what was stored without a vector")
+            self._healed.set()
+        return result
+
+    async def heal_forever(self) -> None:
+        """Each time the embedder comes back, embed the memories stored without a vector."""
+        while True:
+            await self._healed.wait()
+            self._healed = anyio.Event()
+            try:
+                done = await self.backfill(reembed=False, progress=False)
+                log.info("embedded %d memories stored while the embedder was down", done)
+            except Exception:  # the next healing tries again; `mcp-memory backfill` too
+                log.warning("background backfill failed", exc_info=True)
 
     @property
     def model(self) -> str | None:
@@ -75,12 +112,8 @@ class Vectors:
         """One memory's vector, or None if the embedder is off, down or slow (fail open)."""
         if self.embedder is None:
             return None
-        try:
-            with anyio.fail_after(self.settings.embedding_timeout_s):
-                return (await self.documents([text]))[0]
-        except (Unavailable, TimeoutError, OSError) as exc:
-            log.warning("storing without a vector (the backfill will add it): %s", exc)
-            return None
+        vectors = await self._guarded(lambda: self.documents([text]), "storing without a vector")
+        return vectors[0] if vectors else None
 
     async def documents_or_none(self, texts: Sequence[str], batch: int = 32) -> list[list[float]] | None:
         """Vectors for many texts in batches, or None if the embedder is off, down or slow (fail
@@ -90,15 +123,14 @@ class Vectors:
         # Batches of texts of like length: a batch is padded to its longest text.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out: list[list[float]] = [[] for _ in texts]
-        try:
-            for start in range(0, len(order), batch):
-                chunk = order[start:start + batch]
-                with anyio.fail_after(self.settings.embedding_timeout_s):
-                    for i, vector in zip(chunk, await self.documents([texts[i] for i in chunk]), strict=True):
-                        out[i] = vector
-        except (Unavailable, TimeoutError, OSError) as exc:
-            log.warning("storing %d memories without vectors (the backfill will add them): %s", len(texts), exc)
-            return None
+        for start in range(0, len(order), batch):
+            chunk = order[start:start + batch]
+            vectors = await self._guarded(lambda chunk=chunk: self.documents([texts[i] for i in chunk]),
+                                          f"storing {len(texts)} memories without vectors")
+            if vectors is None:
+                return None
+            for i, vector in zip(chunk, vectors, strict=True):
+                out[i] = vector
         return out
 
     async def query(self, text: str) -> list[float] | None:
@@ -107,11 +139,9 @@ class Vectors:
         if text in self._queries:
             self._queries.move_to_end(text)
             return self._queries[text]
-        try:
-            with anyio.fail_after(self.settings.embedding_timeout_s):
-                vector = await self.embedder.embed_query(text)
-        except (Unavailable, TimeoutError, OSError) as exc:
-            log.warning("searching without the vector list: %s", exc)
+        embedder = self.embedder
+        vector = await self._guarded(lambda: embedder.embed_query(text), "searching without the vector list")
+        if vector is None:
             return None
         self._queries[text] = vector
         if len(self._queries) > 256:

