@@ -3,34 +3,43 @@ under a budget, browse pages under a size cap, and completion values. Knows noth
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
 from uuid import UUID
 
 from . import context, cursors
-from .models import BriefPage, CoreMemories, MemoryBrief, MemoryFilter, Principal, Stats
+from .config import Settings
+from .cursors import Cursors
+from .models import BriefPage, CoreMemories, MemoryBrief, MemoryFilter, MemoryPage, Principal, Stats
+from .permissions import require
+from .repository import MemoryRepository
 from .repository.overview import OverviewRepository
+from .validation import Validator
 
-if TYPE_CHECKING:
-    from .service import MemoryService
+# MemoryService.list: a page of memories in keyset order.
+Lister = Callable[..., Awaitable[MemoryPage]]
 
 CORE_SCAN = 200  # pinned memories considered; more than any budget holds
 
 
 class Overview:
-    def __init__(self, service: MemoryService) -> None:
-        self.service = service
-        self.repo = OverviewRepository(service.repo)
-        self.settings = service.settings
+    def __init__(self, repo: MemoryRepository, settings: Settings, embedding_model: str | None, lister: Lister,
+                 signer: Cursors, check: Validator) -> None:
+        self.repo = OverviewRepository(repo)
+        self.settings = settings
+        self.embedding_model = embedding_model
+        self.list = lister
+        self.cursors = signer
+        self.check = check
 
     async def stats(self, p: Principal, top_tags: int = 10) -> Stats:
-        self.service.require(p, "read")
+        require(p, "read")
         stats = await self.repo.stats(p, max(top_tags, 0))
-        stats.embedding_model = self.service.vectors.model if self.service.vectors else None
+        stats.embedding_model = self.embedding_model
         return stats
 
     async def core(self, p: Principal, model: str | None = None) -> CoreMemories:
         """Pinned memories in priority order, cut at whole memories to the model's budget."""
-        self.service.require(p, "read")
+        require(p, "read")
         budget = context.budget_for(model, self.settings.core_budget_chars, self.settings.core_budgets)
         pinned = await self.repo.pinned(p, CORE_SCAN)
         kept, used = context.fit(pinned, budget)
@@ -40,7 +49,7 @@ class Overview:
     async def browse(self, p: Principal, f: MemoryFilter | None = None, cursor: str | None = None) -> BriefPage:
         """A page of briefs, newest first: at most resource_page_size of them and no more than
         resource_page_chars of JSON (at least one, so paging always moves on)."""
-        page = await self.service.list(p, f, order="recent", limit=self.settings.resource_page_size, cursor=cursor)
+        page = await self.list(p, f, order="recent", limit=self.settings.resource_page_size, cursor=cursor)
         briefs: list[MemoryBrief] = []
         size = 0
         for m in page.memories:
@@ -48,15 +57,15 @@ class Overview:
             size += len(brief.model_dump_json())
             if briefs and size > self.settings.resource_page_chars:
                 last = page.memories[len(briefs) - 1]
-                return BriefPage(memories=briefs, next_cursor=self.service.cursors.encode(
-                    "recent", self.service.check.filter(f), cursors.sort_key("recent", last)))
+                return BriefPage(memories=briefs, next_cursor=self.cursors.encode(
+                    "recent", self.check.filter(f), cursors.sort_key("recent", last)))
             briefs.append(brief)
         return BriefPage(memories=briefs, next_cursor=page.next_cursor)
 
     async def tags(self, p: Principal, prefix: str, limit: int = 20) -> list[str]:
-        self.service.require(p, "read")
+        require(p, "read")
         return [tag for tag, _ in await self.repo.tags(p, prefix, limit)]
 
     async def ids(self, p: Principal, prefix: str, limit: int = 20) -> list[UUID]:
-        self.service.require(p, "read")
+        require(p, "read")
         return await self.repo.ids(p, prefix, limit)

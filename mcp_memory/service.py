@@ -4,7 +4,7 @@ permissions, write scope, cursors. Knows nothing of MCP."""
 from __future__ import annotations
 
 import secrets
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -12,10 +12,8 @@ from .config import Settings
 from .cursors import Cursors
 from .embeddings import conflict_similarity
 from .errors import InvalidInput, NotFound, PermissionDenied
+from .forgetting import Forgetting
 from .models import (
-    ForgetCandidate,
-    ForgetResult,
-    ForgottenItem,
     GetResult,
     HistoryResult,
     Kind,
@@ -39,6 +37,7 @@ from .models import (
     human_age,
 )
 from .overview import Overview
+from .permissions import require
 from .repository import MemoryRepository, rate_limits
 from .repository.embeddings import EmbeddingRepository
 from .repository.forget_tokens import ForgetTokenRepository
@@ -48,13 +47,13 @@ from .repository.secrets import cursor_secret
 from .retrieval import ParsedQuery, parse_query
 from .retrieval import search as hybrid_search
 from .statistics import Statistics
-from .validation import Validator, content_hash, moment, request_fingerprint, text, token_hash
+from .validation import Validator, content_hash, moment, request_fingerprint, text
 from .vectors import Vectors, embedder_from
 
 if TYPE_CHECKING:
     from .db import Database
 
-class MemoryService:
+class MemoryService(Forgetting):
     def __init__(self, repo: MemoryRepository, settings: Settings, vectors: Vectors | None = None,
                  statistics: Statistics | None = None, cursors: Cursors | None = None) -> None:
         self.repo = repo
@@ -65,7 +64,8 @@ class MemoryService:
         # Without the database's secret (a service built by hand in a benchmark), cursors still
         # work within this process but are not honoured by other replicas.
         self.cursors = cursors or Cursors(secrets.token_bytes(32))
-        self.overview = Overview(self)
+        self.overview = Overview(repo, settings, vectors.model if vectors else None, self.list, self.cursors,
+                                 self.check)
         # Counts committed changes so planner statistics follow bursts (statistics.py); the
         # server runs its loop. None: nobody keeps them (a one-off command analyzes itself).
         self.statistics = statistics
@@ -86,10 +86,7 @@ class MemoryService:
         if self.statistics is not None and n:
             self.statistics.wrote(n)
 
-    @staticmethod
-    def require(p: Principal, permission: str) -> None:
-        if not p.can(permission):
-            raise PermissionDenied(f"this session's credential lacks the '{permission}' permission")
+    require = staticmethod(require)
 
     async def _limit(self, p: Principal, action: str) -> None:
         """Rate limits bind remote principals; the local owner is trusted."""
@@ -312,94 +309,6 @@ class MemoryService:
         self._changed(int(changed))
         related = await self.related(p, memory.id, changes["embedding"]) if changed and "content" in changes else []
         return UpdateResult(status="updated" if changed else "unchanged", memory=memory, related=related)
-
-    async def forget(self, p: Principal, ids: list[UUID], *, reason: str | None = None, force: bool = False,
-                     request_id: str | None = None) -> ForgetResult:
-        """Forget these ids now (softly), all or none."""
-        self.require(p, "forget")
-        reason = text("reason", reason) if reason is not None else None
-        await self._limit(p, "forget")
-        gone = await self.repo.soft_delete(p, list(dict.fromkeys(ids)), reason=reason,
-                                           may_override_pin=self._may_override_pin(p, force),
-                                           request_id=request_id)
-        self._changed(len(gone))
-        return self._forgotten(gone)
-
-    def _forgotten(self, gone: list[Memory]) -> ForgetResult:
-        chars = self.settings.snippet_chars
-        deleted_at = min(m.deleted_at for m in gone if m.deleted_at)
-        return ForgetResult(
-            mode="executed",
-            forgotten=[ForgottenItem(id=m.id, title=m.title, snippet=m.content[:chars]) for m in gone],
-            restorable_until=deleted_at + timedelta(days=self.settings.purge_after_days),
-        )
-
-    async def forget_preview(self, p: Principal, *, query: str | None = None, f: MemoryFilter | None = None,
-                             ids: list[UUID] | None = None, limit: int = 10,
-                             force: bool = False) -> ForgetResult:
-        """What a forget would remove, and a single-use token bound to this principal and exactly
-        those memories at their current versions."""
-        self.require(p, "forget")
-        force = self._may_override_pin(p, force)
-        if limit > self.settings.forget_max_batch and not p.can("admin"):
-            raise PermissionDenied(f"a preview may cover at most {self.settings.forget_max_batch} memories; "
-                                   "narrow the query or filters, or ask an admin")
-        f = self.check.filter(f)
-        query = text("query", query).strip() if query else None
-        if ids and (query or (f is not None and f.model_dump(exclude_none=True))):
-            raise InvalidInput("preview either ids or a query / filters, not both")
-        if ids:
-            matches = await self.repo.peek_many(p, list(dict.fromkeys(ids)))
-            scores: dict[UUID, float | None] = {}
-        elif query:
-            # Only what matches: words in common, or a vector close enough, never mere neighbours.
-            hits = await self._search(p, parse_query(query), f, limit=limit + 1,
-                                      min_similarity=self.settings.forget_min_similarity)
-            matches = await self.repo.peek_many(p, [h.id for h in hits])
-            scores = {h.id: h.score for h in hits}
-        elif f is not None and f.model_dump(exclude_none=True):
-            matches, _ = await self.repo.list(p, f, "recent", limit + 1)
-            scores = {}
-        else:
-            raise InvalidInput("say what to forget: ids, a query, or filters (kinds, tags, since, until, scope)")
-        skipped = [m for m in matches if m.pinned and not force]
-        chosen = [m for m in matches if not (m.pinned and not force)]
-        more = len(chosen) > limit
-        chosen = chosen[:limit]
-        if not chosen:
-            return ForgetResult(mode="preview", skipped_pinned=len(skipped))
-        token = "fgt_" + secrets.token_urlsafe(24)
-        expires_at = await self.tokens.issue(
-            p, token_hash(token), {m.id: m.version for m in chosen}, query=query,
-            filters=f.model_dump(mode="json", exclude_none=True) if f else None, force=force,
-            ttl_s=self.settings.forget_token_ttl_s)
-        chars = self.settings.snippet_chars
-        return ForgetResult(
-            mode="preview", token=token, expires_at=expires_at, skipped_pinned=len(skipped), more=more,
-            candidates=[ForgetCandidate(id=m.id, title=m.title, snippet=m.content[:chars], score=scores.get(m.id),
-                                        scope=m.scope, age=m.age) for m in chosen])
-
-    async def forget_execute(self, p: Principal, token: str, *, ids: list[UUID] | None = None,
-                             reason: str | None = None, request_id: str | None = None) -> ForgetResult:
-        """Forget exactly the previewed memories (or a subset), consuming the token."""
-        self.require(p, "forget")
-        reason = text("reason", reason) if reason is not None else None
-        await self._limit(p, "forget")
-        gone = await self.tokens.execute(p, token_hash(text("token", token).strip()), ids, reason=reason,
-                                         may_override_pin=p.can("admin"), request_id=request_id)
-        self._changed(len(gone))
-        return self._forgotten(gone)
-
-    async def describe_forget(self, p: Principal, token: str, limit: int = 5) -> str | None:
-        """A human summary of what executing `token` would forget; None if it cannot be executed."""
-        rows = await self.tokens.describe(p, token_hash(text("token", token).strip()))
-        if not rows:
-            return None
-        lines = [f"- {(title + ': ') if title else ''}{content[:80]}" for _, title, content in rows[:limit]]
-        if len(rows) > limit:
-            lines.append(f"- … and {len(rows) - limit} more")
-        return f"Forget {len(rows)} memor{'y' if len(rows) == 1 else 'ies'}? They stay restorable for " \
-               f"{self.settings.purge_after_days} days.\n" + "\n".join(lines)
 
     async def restore(self, p: Principal, ids: list[UUID], *, reason: str | None = None,
                       request_id: str | None = None) -> RestoreResult:
