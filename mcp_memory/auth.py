@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import getpass
-import hashlib
 import re
 import secrets
 from pathlib import Path
@@ -16,6 +15,7 @@ import jwt
 from pydantic import BaseModel, ConfigDict
 
 from .config import Settings
+from .encoding import sha256_hex
 from .errors import InvalidInput, PermissionDenied
 from .models import ALL_PERMISSIONS, Principal
 
@@ -117,7 +117,7 @@ def parse_api_key(key: str) -> tuple[str, str] | None:
         user_id = check_identifier("user", base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode())
     except (ValueError, UnicodeDecodeError, InvalidInput):
         return None
-    return user_id, hashlib.sha256(key.encode()).hexdigest()
+    return user_id, sha256_hex(key)
 
 
 def parse_permissions(text: str) -> frozenset[str]:

@@ -83,13 +83,13 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         _exit_on_sigterm()
         anyio.run(serve_stdio, build_server(settings, holder=StateHolder(settings, exit_on_fatal=True)))
         return 0
-    from .server.http import is_loopback, serve_http
+    from .server.http import serve_http
 
-    if settings.no_auth and not is_loopback(settings.host):
-        print(f"refusing to serve without authentication on {settings.host}: --no-auth is for loopback "
-              "addresses only", file=sys.stderr)
+    try:
+        serve_http(settings, ("http", "sse") if args.transport == "http" else ("sse",))
+    except ValueError as exc:  # e.g. --no-auth on an address other than loopback
+        print(exc, file=sys.stderr)
         return 2
-    serve_http(settings, ("http", "sse") if args.transport == "http" else ("sse",))
     return 0
 
 

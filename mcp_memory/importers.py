@@ -16,6 +16,7 @@ from uuid import UUID
 from pydantic import BaseModel
 from tqdm import tqdm
 
+from .encoding import to_json
 from .errors import InvalidInput
 from .models import Kind, Principal, ScopeLevel
 from .repository.maintenance import EXPORT_COLUMNS, MaintenanceRepository
@@ -241,8 +242,7 @@ async def export_user(maintenance: MaintenanceRepository, user_id: str, out: Tex
     from . import __version__
 
     def dumps(value: Any) -> str:
-        return json.dumps(value, default=lambda v: v.isoformat() if isinstance(v, datetime) else str(v),
-                          ensure_ascii=False)
+        return to_json(value, ensure_ascii=False)
 
     out.write(dumps({"type": "header", "format": EXPORT_FORMAT, "version": 1, "user_id": user_id,
                      "exported_by": f"mcp-memory {__version__}"}) + "\n")

@@ -3,7 +3,6 @@ its limits, or refused with a message that names the argument."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import unicodedata
@@ -12,6 +11,7 @@ from typing import Any
 from uuid import UUID
 
 from .config import Settings
+from .encoding import sha256_hex
 from .errors import InvalidInput
 from .models import MemoryFilter, NewMemory
 
@@ -22,7 +22,7 @@ MAX_METADATA_BYTES = 16_384
 def content_hash(content: str) -> str:
     """Same text up to case, Unicode form and whitespace is the same memory."""
     normalized = _SPACE.sub(" ", unicodedata.normalize("NFKC", content)).strip().casefold()
-    return hashlib.sha256(normalized.encode()).hexdigest()
+    return sha256_hex(normalized)
 
 
 def request_fingerprint(new: NewMemory, supersedes: list[UUID] | None) -> str:
@@ -30,11 +30,11 @@ def request_fingerprint(new: NewMemory, supersedes: list[UUID] | None) -> str:
     chose (the derived vector and the recording client aside)."""
     chosen = new.model_dump(mode="json", exclude={"embedding", "embedding_model", "source", "content"})
     chosen["supersedes"] = sorted(str(i) for i in supersedes or ())
-    return hashlib.sha256(json.dumps(chosen, sort_keys=True).encode()).hexdigest()
+    return sha256_hex(json.dumps(chosen, sort_keys=True))
 
 
 def token_hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
+    return sha256_hex(token)
 
 
 def as_utc(value: datetime | None) -> datetime | None:

@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field
-from datetime import date, datetime
-from uuid import UUID
 
 import anyio
 import asyncpg
 from pgvector.asyncpg import register_vector
 
 from ..config import Settings
+from ..encoding import to_json
 from ..repository import sql
+from ..repository.roles import role_usable
 from .embedded import EmbeddedPostgres
 from .migrate import migrate
 
@@ -41,21 +41,11 @@ class Database:
             await anyio.to_thread.run_sync(self.embedded.stop)
 
 
-def _json_default(value: object) -> str:
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    if isinstance(value, UUID):
-        return str(value)
-    raise TypeError(f"not JSON serializable: {type(value).__name__}")
-
-
-def _dumps(value: object) -> str:
-    return json.dumps(value, default=_json_default)
 
 
 async def init_connection(conn: asyncpg.Connection) -> None:
     await register_vector(conn)
-    await conn.set_type_codec("jsonb", encoder=_dumps, decoder=json.loads, schema="pg_catalog")
+    await conn.set_type_codec("jsonb", encoder=to_json, decoder=json.loads, schema="pg_catalog")
 
 
 async def _ensure_database(maintenance_dsn: str, name: str) -> None:
@@ -139,9 +129,7 @@ async def _tune_embedded(conn: asyncpg.Connection) -> None:
 async def _usable_role(conn: asyncpg.Connection, role: str) -> str | None:
     if not role:
         return None
-    usable = await conn.fetchval(
-        "SELECT pg_has_role(current_user, oid, 'MEMBER') FROM pg_roles WHERE rolname = $1", role)
-    if not usable:
+    if not await role_usable(conn, role):
         log.warning("role %s is missing or not granted to %s: row-level security is not enforced for this "
                     "server (see the README, 'External PostgreSQL')", role, await conn.fetchval("SELECT current_user"))
         return None

@@ -9,6 +9,7 @@ import asyncpg
 
 from .. import __version__
 from ..config import Settings
+from ..repository.roles import role_usable
 from . import locate
 from .migrate import pending_migrations
 
@@ -101,9 +102,7 @@ async def _row_level_security(conn: asyncpg.Connection, role: str) -> Check:
     if not role:
         return Check("row-level security", False, "off (MCP_MEMORY_DB_APP_ROLE is empty)",
                      "unset MCP_MEMORY_DB_APP_ROLE to run queries as mcp_memory_app")
-    usable = await conn.fetchval(
-        "SELECT pg_has_role(current_user, oid, 'MEMBER') FROM pg_roles WHERE rolname = $1", role)
-    if usable:
+    if await role_usable(conn, role):
         return Check("row-level security", True, f"active: queries run as {role}")
     return Check("row-level security", False, f"role {role} is missing or not granted to the connecting user",
                  "let the owner create roles (ALTER ROLE <owner> CREATEROLE) and run `mcp-memory migrate` again")

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 from dataclasses import dataclass
 from importlib import resources
 
 import asyncpg
+
+from ..encoding import sha256_hex
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +28,7 @@ class Migration:
 
     @property
     def checksum(self) -> str:
-        return hashlib.sha256(self.sql.encode()).hexdigest()
+        return sha256_hex(self.sql)
 
 
 def available_migrations() -> list[Migration]:

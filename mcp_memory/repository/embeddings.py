@@ -3,7 +3,6 @@ model, and the backfill that fills in missing vectors."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
@@ -11,11 +10,13 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
+from ..encoding import sha256_hex
+
 META_KEY = "embedding"
 
 
 def text_hash(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
+    return sha256_hex(text)
 
 
 def vector_cast(dimension: int) -> str:
@@ -30,7 +31,7 @@ def model_literal(model: str) -> str:
 
 
 def index_name(model: str, dimension: int) -> str:
-    return f"memories_hnsw_{int(dimension)}_{hashlib.sha256(model.encode()).hexdigest()[:10]}"
+    return f"memories_hnsw_{int(dimension)}_{sha256_hex(model)[:10]}"
 
 
 class EmbeddingRepository:
