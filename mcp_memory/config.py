@@ -9,6 +9,8 @@ import platformdirs
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from . import limits
+
 
 def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("mcp-memory", appauthor=False))
@@ -40,11 +42,13 @@ class Settings(BaseSettings):
     )
 
     # Limits
-    max_content_chars: int = Field(default=32_000, ge=1)
-    max_title_chars: int = Field(default=200, ge=1)
-    max_tags: int = Field(default=32, ge=0)
-    max_tag_chars: int = Field(default=64, ge=1)
-    max_batch: int = Field(default=500, ge=1, le=5000, description="Most memories one memory_write_many call takes.")
+    # Each may tighten the limit the tools' schemas publish (limits.py), never loosen it.
+    max_content_chars: int = Field(default=limits.MAX_CONTENT_CHARS, ge=1, le=limits.MAX_CONTENT_CHARS)
+    max_title_chars: int = Field(default=limits.MAX_TITLE_CHARS, ge=1, le=limits.MAX_TITLE_CHARS)
+    max_tags: int = Field(default=limits.MAX_TAGS, ge=0, le=limits.MAX_TAGS)
+    max_tag_chars: int = Field(default=limits.MAX_TAG_CHARS, ge=1, le=limits.MAX_TAG_CHARS)
+    max_batch: int = Field(default=limits.MAX_BATCH, ge=1, le=limits.MAX_BATCH,
+                           description="Most memories one memory_write_many call takes.")
     snippet_chars: int = Field(default=400, ge=40)
     resource_page_size: int = Field(default=50, ge=1, le=500, description="Memories per resource page.")
     resource_page_chars: int = Field(default=24_000, ge=1000, description=(

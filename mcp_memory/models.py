@@ -8,6 +8,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from . import limits
+
 Kind = Literal["fact", "preference", "decision", "episode", "procedure", "identity", "note"]
 KINDS: tuple[str, ...] = Kind.__args__  # type: ignore[attr-defined]
 
@@ -165,10 +167,11 @@ class WriteItem(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    content: str = Field(min_length=1, description="The memory: one self-contained statement.")
-    title: str | None = Field(default=None, max_length=200)
+    content: str = Field(min_length=1, max_length=limits.MAX_CONTENT_CHARS,
+                         description="The memory: one self-contained statement.")
+    title: str | None = Field(default=None, max_length=limits.MAX_TITLE_CHARS)
     kind: Kind = "note"
-    tags: list[str] | None = Field(default=None, max_length=32)
+    tags: list[str] | None = Field(default=None, max_length=limits.MAX_TAGS)
     metadata: dict[str, Any] | None = None
     importance: float = Field(default=0.5, ge=0, le=1)
     scope: ScopeLevel | None = None

@@ -133,3 +133,18 @@ async def test_a_rewritten_cursor_is_refused_as_a_bad_argument(service: MemorySe
     forged = base64.urlsafe_b64encode(json_.dumps({"b": json_.dumps(body), "s": outer["s"]}).encode()).decode()
     with pytest.raises(InvalidInput, match="cursor is not one this server issued"):
         await service.list(alice, order="importance", limit=1, cursor=forged)
+
+
+async def test_schemas_and_settings_agree_on_limits(settings: Settings) -> None:
+    from pydantic import ValidationError
+
+    from mcp_memory import limits
+
+    async with connect(settings) as client:
+        tools = {t.name: t.input_schema["properties"] for t in (await client.list_tools()).tools}
+    write = tools["memory_write"]
+    assert write["content"]["maxLength"] == settings.max_content_chars == limits.MAX_CONTENT_CHARS
+    assert write["title"]["anyOf"][0]["maxLength"] == settings.max_title_chars
+    assert write["tags"]["anyOf"][0]["maxItems"] == settings.max_tags
+    with pytest.raises(ValidationError):  # a setting may tighten a published limit, never loosen it
+        Settings(max_content_chars=limits.MAX_CONTENT_CHARS + 1)

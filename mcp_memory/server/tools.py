@@ -13,6 +13,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field
 
+from .. import limits
 from ..models import (
     ForgetResult,
     GetResult,
@@ -44,17 +45,21 @@ async def bind(ctx: Context) -> tuple[MemoryService, Principal]:
 
 Ids = Annotated[list[UUID], Field(min_length=1, max_length=100, description="Memory ids (UUIDs).")]
 Kinds = Annotated[list[Kind] | None, Field(description="Only these kinds.")]
-Tags = Annotated[list[str] | None, Field(max_length=32, description="Only memories carrying all of these tags.")]
+Tags = Annotated[list[str] | None, Field(max_length=limits.MAX_TAGS, description=(
+    "Only memories carrying all of these tags."))]
 Since = Annotated[datetime | None, Field(description="Only memories that occurred at or after this time (ISO 8601).")]
 Until = Annotated[datetime | None, Field(description="Only memories that occurred before this time (ISO 8601).")]
 ScopeFilter = Annotated[ScopeLevel | None, Field(
     description="Only one level of this session's namespace: user, project, agent or agent_project.")]
-Reason = Annotated[str | None, Field(max_length=1000, description="Why; recorded in the memory's history.")]
+Reason = Annotated[str | None, Field(max_length=limits.MAX_REASON_CHARS, description=(
+    "Why; recorded in the memory's history."))]
 Force = Annotated[bool, Field(description="Override pin protection (admin only).")]
-Content = Annotated[str, Field(min_length=1, description="The memory: one self-contained statement.")]
-Title = Annotated[str | None, Field(max_length=200, description="Short label.")]
+Content = Annotated[str, Field(min_length=1, max_length=limits.MAX_CONTENT_CHARS, description=(
+    "The memory: one self-contained statement."))]
+Title = Annotated[str | None, Field(max_length=limits.MAX_TITLE_CHARS, description="Short label.")]
 Importance = Annotated[float, Field(ge=0, le=1, description="0–1, how much this matters.")]
-Priority = Annotated[int, Field(ge=0, le=1000, description="Order among pinned core memories; higher first.")]
+Priority = Annotated[int, Field(ge=0, le=limits.MAX_PRIORITY, description=(
+    "Order among pinned core memories; higher first."))]
 Metadata = Annotated[dict[str, Any] | None, Field(description="Free-form JSON object.")]
 OccurredAt = Annotated[datetime | None, Field(description="When it became true (ISO 8601); default now.")]
 
@@ -70,7 +75,8 @@ def _filter(kinds: list[Kind] | None, tags: list[str] | None, since: datetime | 
 
 @tool_errors
 async def memory_search(
-    query: Annotated[str, Field(min_length=1, max_length=2000, description="What to look for, in words.")],
+    query: Annotated[str, Field(min_length=1, max_length=limits.MAX_QUERY_CHARS, description=(
+        "What to look for, in words."))],
     ctx: Context,
     limit: Annotated[int, Field(ge=1, le=50)] = 10,
     kinds: Kinds = None, tags: Tags = None, since: Since = None, until: Until = None,
@@ -122,7 +128,7 @@ async def memory_write(
     kind: Annotated[Kind, Field(description=(
         "episode: something said or done, in order (a conversation turn: a search that matches a question "
         "also lifts the episode written next, its reply); the other kinds stand alone."))] = "note",
-    tags: Annotated[list[str] | None, Field(max_length=32)] = None,
+    tags: Annotated[list[str] | None, Field(max_length=limits.MAX_TAGS)] = None,
     metadata: Metadata = None,
     importance: Importance = 0.5,
     pinned: Annotated[bool, Field(description="A core memory, protected from edits and forgetting.")] = False,
@@ -130,7 +136,7 @@ async def memory_write(
     scope: Annotated[ScopeLevel | None, Field(
         description="Where to store it in this session's namespace; default project, else user.")] = None,
     occurred_at: OccurredAt = None,
-    idempotency_key: Annotated[str | None, Field(min_length=1, max_length=200, description=(
+    idempotency_key: Annotated[str | None, Field(min_length=1, max_length=limits.MAX_KEY_CHARS, description=(
         "Retrying with the same key returns the first result instead of writing again."))] = None,
     supersedes: Annotated[list[UUID] | None, Field(max_length=50, description=(
         "Older memories this one replaces: they stay retrievable but rank below it."))] = None,
@@ -149,7 +155,7 @@ async def memory_write(
 
 @tool_errors
 async def memory_write_many(
-    items: Annotated[list[WriteItem], Field(min_length=1, max_length=500, description=(
+    items: Annotated[list[WriteItem], Field(min_length=1, max_length=limits.MAX_BATCH, description=(
         "The memories, each with the fields of memory_write that suit a batch."))],
     ctx: Context,
 ) -> WriteManyResult:
@@ -164,14 +170,14 @@ async def memory_write_many(
 async def memory_update(
     id: Annotated[UUID, Field(description="The memory to change.")],
     ctx: Context,
-    content: Annotated[str | None, Field(min_length=1)] = None,
+    content: Annotated[str | None, Field(min_length=1, max_length=limits.MAX_CONTENT_CHARS)] = None,
     title: Title = None,
     kind: Kind | None = None,
-    tags: Annotated[list[str] | None, Field(max_length=32, description="Replaces all tags.")] = None,
+    tags: Annotated[list[str] | None, Field(max_length=limits.MAX_TAGS, description="Replaces all tags.")] = None,
     metadata: Annotated[dict[str, Any] | None, Field(description="Replaces the metadata object.")] = None,
     importance: Annotated[float | None, Field(ge=0, le=1)] = None,
     pinned: bool | None = None,
-    priority: Annotated[int | None, Field(ge=0, le=1000)] = None,
+    priority: Annotated[int | None, Field(ge=0, le=limits.MAX_PRIORITY)] = None,
     occurred_at: OccurredAt = None,
     reason: Reason = None,
     if_version: Annotated[int | None, Field(ge=1, description=(
@@ -212,13 +218,15 @@ async def memory_forget(
     ids: Annotated[list[UUID] | None, Field(max_length=200, description=(
         "Without a token: forget these now (or preview them with mode='preview'). "
         "With a token: the subset of its preview to forget."))] = None,
-    query: Annotated[str | None, Field(max_length=2000, description="Preview the memories matching this.")] = None,
+    query: Annotated[str | None, Field(max_length=limits.MAX_QUERY_CHARS, description=(
+        "Preview the memories matching this."))] = None,
     kinds: Kinds = None, tags: Tags = None, since: Since = None, until: Until = None,
     scope: ScopeFilter = None,
     mode: Annotated[Literal["preview", "execute"] | None, Field(description=(
         "preview (the default for a query or filters) lists candidates and returns a token; "
         "execute with that token forgets exactly them."))] = None,
-    token: Annotated[str | None, Field(max_length=200, description="The token from a preview.")] = None,
+    token: Annotated[str | None, Field(max_length=limits.MAX_KEY_CHARS,
+                                       description="The token from a preview.")] = None,
     limit: Annotated[int, Field(ge=1, le=200, description="Most candidates a preview returns.")] = 10,
     reason: Reason = None,
     force: Force = False,
