@@ -12,8 +12,7 @@ from pgvector.asyncpg import register_vector
 
 from ..config import Settings
 from ..encoding import to_json
-from ..repository import sql
-from ..repository.roles import role_usable
+from ..repository import catalog, sql
 from .embedded import EmbeddedPostgres
 from .migrate import migrate
 
@@ -51,11 +50,7 @@ async def init_connection(conn: asyncpg.Connection) -> None:
 async def _ensure_database(maintenance_dsn: str, name: str) -> None:
     conn = await asyncpg.connect(maintenance_dsn)
     try:
-        if not await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name):
-            try:
-                await conn.execute(f'CREATE DATABASE "{name}"')
-            except (asyncpg.DuplicateDatabaseError, asyncpg.UniqueViolationError):
-                pass  # another process won the race
+        await catalog.create_database(conn, name)
     finally:
         await conn.close()
 
@@ -121,16 +116,14 @@ async def open_database(settings: Settings) -> Database:
 async def _tune_embedded(conn: asyncpg.Connection) -> None:
     """The embedded server is ours to configure: let autovacuum look every 10 s instead of every
     minute, so a store that grows fast (an import, a benchmark's seeding) has statistics soon."""
-    if await conn.fetchval("SELECT current_setting('autovacuum_naptime')") != "10s":
-        await conn.execute("ALTER SYSTEM SET autovacuum_naptime = '10s'")
-        await conn.execute("SELECT pg_reload_conf()")
+    await catalog.autovacuum_naptime(conn, "10s")
 
 
 async def _usable_role(conn: asyncpg.Connection, role: str) -> str | None:
     if not role:
         return None
-    if not await role_usable(conn, role):
+    if not await catalog.role_usable(conn, role):
         log.warning("role %s is missing or not granted to %s: row-level security is not enforced for this "
-                    "server (see the README, 'External PostgreSQL')", role, await conn.fetchval("SELECT current_user"))
+                    "server (see the README, 'External PostgreSQL')", role, await catalog.current_user(conn))
         return None
     return role

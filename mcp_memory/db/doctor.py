@@ -9,7 +9,7 @@ import asyncpg
 
 from .. import __version__
 from ..config import Settings
-from ..repository.roles import role_usable
+from ..repository import catalog
 from . import locate
 from .migrate import pending_migrations
 
@@ -40,7 +40,7 @@ async def diagnose(settings: Settings) -> list[Check]:
     try:
         conn = await asyncpg.connect(dsn)
         try:
-            checks.append(Check("database", True, f"{where}: {await conn.fetchval('SHOW server_version')}"))
+            checks.append(Check("database", True, f"{where}: {await catalog.server_version(conn)}"))
             checks += await _extensions(conn)
             pending = await pending_migrations(conn)
             checks.append(Check(
@@ -102,16 +102,14 @@ async def _row_level_security(conn: asyncpg.Connection, role: str) -> Check:
     if not role:
         return Check("row-level security", False, "off (MCP_MEMORY_DB_APP_ROLE is empty)",
                      "unset MCP_MEMORY_DB_APP_ROLE to run queries as mcp_memory_app")
-    if await role_usable(conn, role):
+    if await catalog.role_usable(conn, role):
         return Check("row-level security", True, f"active: queries run as {role}")
     return Check("row-level security", False, f"role {role} is missing or not granted to the connecting user",
                  "let the owner create roles (ALTER ROLE <owner> CREATEROLE) and run `mcp-memory migrate` again")
 
 
 async def _extensions(conn: asyncpg.Connection) -> list[Check]:
-    rows = {r["name"]: r for r in await conn.fetch(
-        "SELECT name, default_version, installed_version FROM pg_available_extensions "
-        "WHERE name IN ('vector', 'pg_trgm')")}
+    rows = await catalog.extensions(conn, ("vector", "pg_trgm"))
     out = []
     for name, need in (("vector", MIN_PGVECTOR), ("pg_trgm", None)):
         row = rows.get(name)

@@ -27,6 +27,7 @@ from .. import __version__
 from ..auth import Credential, JwtVerifier, parse_api_key
 from ..config import Settings
 from ..errors import MemoryServiceError
+from ..repository import catalog
 from ..repository.api_keys import ApiKeyRepository
 from .app import build_server
 from .errors import UNAVAILABLE, is_outage, report_outage
@@ -154,7 +155,7 @@ def build_http_app(settings: Settings, transports: tuple[Transport, ...] = ("htt
         database = "starting"
         if state is not None and state.db is not None:
             try:
-                await state.db.pool.fetchval("SELECT 1")
+                await catalog.ping(state.db.pool)
                 database = "ok"
             except Exception as exc:  # the point of a health check is to say so
                 database = f"error: {exc}"
