@@ -102,7 +102,7 @@ async def test_every_tool_end_to_end(settings: Settings, mode: str) -> None:
 @pytest.mark.parametrize(("tool", "args", "says"), [
     ("memory_write", {"content": ""}, "content"),
     ("memory_write", {"content": "   "}, "content is empty"),
-    ("memory_write", {"content": "x" * 40_000}, "more than the limit"),
+    ("memory_write", {"content": "x" * 40_000}, "content: String should have at most 32000 characters (got 40000)"),
     ("memory_write", {"content": "ok", "importance": 2}, "importance"),
     ("memory_write", {"content": "ok", "kind": "gossip"}, "kind"),
     ("memory_write", {"content": 42}, "content"),

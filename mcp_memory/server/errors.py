@@ -9,12 +9,13 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import asyncpg
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel, ValidationError
 
 from ..errors import MemoryServiceError
 
@@ -79,11 +80,47 @@ def tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     return wrapper
 
 
+class ArgumentError(ValidationError):
+    """The SDK reports a ValidationError of the arguments to the model as the tool's error; this
+    one reads as one line per argument instead of pydantic's dump of the whole input."""
+
+    def __str__(self) -> str:
+        return "invalid arguments: " + "; ".join(describe(e) for e in self.errors(include_url=False))
+
+
+def describe(error: Any) -> str:
+    where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"]).lstrip(".")
+    value = error.get("input")
+    if error["type"] == "extra_forbidden":
+        return f"{where}: this argument is not permitted here (misspelt?)"
+    if error["type"] == "missing":
+        return f"{where}: required"
+    if isinstance(value, str | list | dict) and error["type"].endswith(("_too_long", "_too_short")):
+        return f"{where}: {error['msg']} (got {len(value)})"
+    return f"{where}: {error['msg']}"
+
+
+def readable(arg_model: type[BaseModel]) -> type[BaseModel]:
+    """The tool's argument model refusing unknown names and explaining its refusals plainly."""
+
+    class Strict(arg_model):  # type: ignore[valid-type,misc]
+        model_config = {**arg_model.model_config, "extra": "forbid"}
+
+        @classmethod
+        def model_validate(cls, obj: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+            try:
+                return super().model_validate(obj, **kwargs)
+            except ValidationError as exc:
+                raise ArgumentError.from_exception_data(exc.title, exc.errors()) from None
+
+    Strict.__name__ = Strict.__qualname__ = arg_model.__name__
+    Strict.__module__ = arg_model.__module__
+    return Strict
+
+
 def strict_arguments(server: MCPServer) -> None:
     """Refuse arguments a tool does not take, naming them: a misspelt `limt` silently ignored
     would be a trap. The published input schemas say so too (additionalProperties: false)."""
     for tool in server._tool_manager.list_tools():  # the SDK has no public hook for this
-        loose = tool.fn_metadata.arg_model
-        tool.fn_metadata.arg_model = type(loose.__name__, (loose,), {
-            "__module__": loose.__module__, "model_config": {**loose.model_config, "extra": "forbid"}})
+        tool.fn_metadata.arg_model = readable(tool.fn_metadata.arg_model)
         tool.parameters["additionalProperties"] = False
