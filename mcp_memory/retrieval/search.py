@@ -4,6 +4,10 @@ questions they answer, times a bounded recency factor."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
 import asyncpg
 
 from ..config import Settings
@@ -115,12 +119,24 @@ def _replies(q: Sql, p: Principal, where: str, settings: Settings) -> str:
     ),"""
 
 
-async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *,
-                 limit: int, settings: Settings, explain: bool = False, vector: list[float] | None = None,
-                 model: str | None = None, dimension: int = 0,
-                 min_similarity: float | None = None) -> list[SearchHit]:
-    """`min_similarity` keeps only vector candidates at least that close (cosine): nearest
-    neighbours always exist, but "what matches" (a forget preview) must not include them all."""
+@dataclass
+class SearchStatement:
+    """One search as the database will run it: the statement, its arguments, the transaction's
+    settings, and what the Python stage after it needs to know."""
+
+    sql: str
+    args: list[Any]
+    gucs: dict[str, str] = field(default_factory=dict)
+    past: bool = False
+    conflict: float = 1.0
+
+
+def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, limit: int, settings: Settings,
+                 vector: list[float] | None = None, model: str | None = None, dimension: int = 0,
+                 min_similarity: float | None = None) -> SearchStatement | None:
+    """The SQL stage; None when no candidate list applies. `min_similarity` keeps only vector
+    candidates at least that close (cosine): nearest neighbours always exist, but "what
+    matches" (a forget preview) must not include them all."""
     q = Sql()
     cap = q.arg(settings.search_candidates)
     conflict = settings.conflict_similarity
@@ -191,7 +207,7 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
                 LIMIT {q.arg(settings.trigram_scan)}) c
             ORDER BY key DESC, c.id LIMIT {cap}""", "DESC")
     if not lists:
-        return []
+        return None
 
     ctes = ",\n".join(
         f"{name} AS MATERIALIZED (SELECT id, key::float8 AS key, row_number() OVER (ORDER BY key {order}, id) AS r "
@@ -235,8 +251,33 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
     """
     gucs = {"pg_trgm__word_similarity_threshold": str(settings.trigram_threshold),
             "hnsw__ef_search": str(settings.hnsw_ef_search), "hnsw__iterative_scan": "relaxed_order"}
-    async with repo.transaction(p, **gucs) as conn:
-        rows = await conn.fetch(sql, *q.args)
-    if not past:
-        rows = newest_of_conflicts(rows, conflict)
-    return successors_first([_hit(r, settings.snippet_chars, explain) for r in rows])
+    return SearchStatement(sql, q.args, gucs, past, conflict)
+
+
+async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *,
+                 limit: int, settings: Settings, explain: bool = False, vector: list[float] | None = None,
+                 model: str | None = None, dimension: int = 0,
+                 min_similarity: float | None = None) -> list[SearchHit]:
+    statement = build_search(p, parsed, f, limit=limit, settings=settings, vector=vector, model=model,
+                             dimension=dimension, min_similarity=min_similarity)
+    if statement is None:
+        return []
+    async with repo.transaction(p, **statement.gucs) as conn:
+        rows = await conn.fetch(statement.sql, *statement.args)
+    return reorder(rows, statement, settings.snippet_chars, explain)
+
+
+def reorder(rows: list[asyncpg.Record], statement: SearchStatement, snippet_chars: int,
+            explain: bool) -> list[SearchHit]:
+    """The Python stage: among versions of one fact the newest first (unless the question is
+    about the past), and a successor above what it superseded."""
+    if not statement.past:
+        rows = newest_of_conflicts(rows, statement.conflict)
+    return successors_first([_hit(r, snippet_chars, explain) for r in rows])
+
+
+async def plan(repo: MemoryRepository, p: Principal, statement: SearchStatement) -> dict[str, Any]:
+    """The planner's plan for a search (EXPLAIN, not run): for checking which indexes it uses."""
+    async with repo.transaction(p, **statement.gucs) as conn:
+        text = await conn.fetchval(f"EXPLAIN (FORMAT JSON) {statement.sql}", *statement.args)
+    return json.loads(text)[0]["Plan"]
