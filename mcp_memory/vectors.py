@@ -7,6 +7,7 @@ import logging
 import sys
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import TypeVar
 
 import anyio
@@ -77,9 +78,18 @@ class Vectors:
         return result
 
     async def heal_forever(self) -> None:
-        """Each time the embedder comes back, embed the memories stored without a vector."""
+        """Each time the embedder comes back, embed the memories stored without a vector. With
+        the breaker open and no calls to probe it, probe it here: healing must not wait for
+        traffic that may never come."""
         while True:
-            await self._healed.wait()
+            with anyio.move_on_after(self.breaker.cooldown_s):
+                await self._healed.wait()
+            if not self._healed.is_set():
+                embedder = self.embedder
+                if embedder is None or not self.breaker.open:
+                    continue
+                if await self._guarded(partial(embedder.embed_query, "health check"), "probing the embedder") is None:
+                    continue
             self._healed = anyio.Event()
             try:
                 done = await self.backfill(reembed=False, progress=False)
@@ -98,21 +108,43 @@ class Vectors:
     async def documents(self, texts: Sequence[str]) -> list[list[float]]:
         """Vectors for texts, from the cache where it has them. Raises on embedder failure."""
         assert self.embedder is not None
+        embedder = self.embedder
+        vectors = await self._cached(texts, embedder.embed_documents)
+        assert vectors is not None
+        return vectors
+
+    async def _cached(self, texts: Sequence[str],
+                      embed: Callable[[list[str]], Awaitable[list[list[float]] | None]]) -> list[list[float]] | None:
+        """Vectors from the cache, `embed` for the rest (None from it: None)."""
+        assert self.embedder is not None
         hashes = [text_hash(t) for t in texts]
         known = await self.repo.cached(self.embedder.model, hashes)
         missing = {h: t for h, t in zip(hashes, texts, strict=True) if h not in known}
         if missing:
-            fresh = await self.embedder.embed_documents(list(missing.values()))
+            fresh = await embed(list(missing.values()))
+            if fresh is None:
+                return None
             new = dict(zip(missing, fresh, strict=True))
             await self.repo.remember(self.embedder.model, new)
             known.update(new)
         return [known[h] for h in hashes]
 
+    async def _documents_guarded(self, texts: Sequence[str], what: str) -> list[list[float]] | None:
+        """Only the embedder's own failures count against it: the cache is the database, and a
+        database outage fails the write anyway (it must not open the breaker for later)."""
+        assert self.embedder is not None
+        embedder = self.embedder
+
+        async def embed(missing: list[str]) -> list[list[float]] | None:
+            return await self._guarded(lambda: embedder.embed_documents(missing), what)
+
+        return await self._cached(texts, embed)
+
     async def document(self, text: str) -> list[float] | None:
         """One memory's vector, or None if the embedder is off, down or slow (fail open)."""
         if self.embedder is None:
             return None
-        vectors = await self._guarded(lambda: self.documents([text]), "storing without a vector")
+        vectors = await self._documents_guarded([text], "storing without a vector")
         return vectors[0] if vectors else None
 
     async def documents_or_none(self, texts: Sequence[str], batch: int = 32) -> list[list[float]] | None:
@@ -125,8 +157,8 @@ class Vectors:
         out: list[list[float]] = [[] for _ in texts]
         for start in range(0, len(order), batch):
             chunk = order[start:start + batch]
-            vectors = await self._guarded(lambda chunk=chunk: self.documents([texts[i] for i in chunk]),
-                                          f"storing {len(texts)} memories without vectors")
+            vectors = await self._documents_guarded([texts[i] for i in chunk],
+                                                    f"storing {len(texts)} memories without vectors")
             if vectors is None:
                 return None
             for i, vector in zip(chunk, vectors, strict=True):

@@ -500,3 +500,31 @@ async def test_writes_stay_fast_while_the_embedder_hangs_and_heal_after(fresh, s
                         break
                 await anyio.sleep(0.1)
         tg.cancel_scope.cancel()
+
+
+async def test_the_embedder_heals_without_traffic_to_probe_it(fresh, settings, database) -> None:
+    """The last writes of a session went in without vectors; nobody writes afterwards. The
+    server probes the embedder itself and embeds them."""
+    from mcp_memory.service import MemoryService
+
+    from .conftest import principal
+
+    outage = settings.model_copy(update={
+        "embedding_provider": "openai", "embedding_model": "text-embedding-3-small", "embedding_api_key": "sk-test",
+        "embedding_base_url": fresh.url("openai"), "embedding_timeout_s": 0.3,
+        "embedding_breaker_failures": 1, "embedding_breaker_cooldown_s": 0.5})
+    service = await MemoryService.open(database, outage)
+    fresh.delay = 5.0
+    await service.write(principal(), "the last thing said before everyone left")
+    assert service.vectors.breaker.open
+    fresh.delay = 0.0
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(service.vectors.heal_forever)
+        with anyio.fail_after(10):
+            while True:
+                async with database.admin.acquire() as conn:
+                    if await conn.fetchval("SELECT count(*) FROM memories WHERE embedding IS NULL") == 0:
+                        break
+                await anyio.sleep(0.1)
+        tg.cancel_scope.cancel()
+    assert not service.vectors.breaker.open
