@@ -76,7 +76,8 @@ async def test_sign_in_pages_and_curation(database: Database, db_url: str, servi
         assert "httponly" in cookie and "samesite=strict" in cookie and "path=/" in cookie
         signin = anonymous.get("/ui/signin")
         assert "default-src 'self'" in signin.headers["content-security-policy"]
-        assert anonymous.post("/ui/signin", data={"csrf": csrf(signin.text), "key": key[:-3] + "xyz"}).status_code == 401
+        wrong = {"csrf": csrf(signin.text), "key": key[:-3] + "xyz"}
+        assert anonymous.post("/ui/signin", data=wrong).status_code == 401
         assert anonymous.post("/ui/signin", data={"key": key}).status_code == 403  # no CSRF token
 
         client, token = sign_in(base, key)
@@ -214,7 +215,7 @@ async def test_console_attackers(database: Database, db_url: str, service: Memor
     assert after == before  # nothing changed
 
 
-async def test_ui_command_serves_loopback_without_key(db_url: str) -> None:
+def test_ui_command_serves_loopback_without_key(db_url: str) -> None:
     port = free_port()
     env = {**os.environ, "MCP_MEMORY_DATABASE_URL": db_url, "MCP_MEMORY_USER": "carol", "MCP_MEMORY_PROJECT": "none"}
     proc = subprocess.Popen([SERVE, "ui", "--no-browser", "--port", str(port)], env=env,

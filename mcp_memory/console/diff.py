@@ -57,6 +57,8 @@ def step(entry: HistoryEntry) -> Step:
         before, after = _show(old.get(name)), _show(new.get(name))
         if entry.event != "ADD" and before == after:
             continue
+        if entry.event == "ADD" and after in (None, "", "[]", "{}"):
+            continue  # a new memory's empty fields say nothing
         runs = words(before or "", after or "") if name in TEXT_FIELDS and entry.event != "ADD" else None
         changes.append(Change(field=name, old=before, new=after, runs=runs))
     return Step(entry=entry, changes=changes)

@@ -28,6 +28,14 @@ function drawCharts() {
         plugins: {legend: {display: round}},
         scales: round ? {} : {y: {beginAtZero: true, ticks: {precision: 0}}}},
     });
+    // The numbers stay one click away (and for screen readers, the canvas has a label).
+    const table = figure.querySelector(".table-wrap");
+    const details = document.createElement("details");
+    const summary = document.createElement("summary");
+    summary.textContent = "Table";
+    details.append(summary);
+    figure.replaceChild(details, table);
+    details.append(table);
     figure.classList.add("drawn");
   }
 }
