@@ -246,3 +246,17 @@ def test_ui_command_serves_loopback_without_key(db_url: str) -> None:
     refused = subprocess.run([SERVE, "ui", "--no-browser", "--host", "0.0.0.0"], env=env, capture_output=True,
                              text=True, timeout=60)
     assert refused.returncode == 2 and "loopback only" in refused.stderr
+
+
+async def test_sign_in_with_an_oauth_token(db_url: str, service: MemoryService) -> None:
+    from .test_http import JWT_ENV, token
+
+    ids = await seed(service)
+    with http_server(db_url, env={**ENV, **JWT_ENV}) as base:
+        client, _ = sign_in(base, token("alice", scope="memory:read", expires_in=120))
+        assert "Alice lives in Paris" in client.get(f"/ui/memories/{ids['paris']}").text
+        assert "jwt:alice" in client.get("/ui/").text
+        expired = browser(base)
+        form = expired.get("/ui/signin")
+        assert expired.post("/ui/signin", data={"csrf": csrf(form.text), "key": token("alice", expires_in=-120)}
+                            ).status_code == 401

@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 import anyio
+import jwt
 from pydantic import BaseModel, ValidationError
 
 from ..auth import Credential, JwtVerifier, check_identifier, local_principal, parse_api_key, remote_principal
@@ -121,7 +122,10 @@ class Sessions:
         if self.jwt.enabled:
             credential = await anyio.to_thread.run_sync(self.jwt.verify, secret)
             if credential is not None:
-                return session.model_copy(update={"user": credential.user_id, "credential": credential})
+                # Verified just now; its expiry bounds the session's (the cookie outlives no token).
+                expires = jwt.decode(secret, options={"verify_signature": False})["exp"]
+                return session.model_copy(update={"user": credential.user_id, "credential": credential,
+                                                  "exp": min(session.exp, int(expires))})
         return None
 
     async def _lookup(self, state: AppState, user: str, key_hash: str) -> ApiKeyInfo | None:
