@@ -320,6 +320,10 @@ def _parser() -> argparse.ArgumentParser:
 
     doctor = sub.add_parser("doctor", parents=[common], help="check the database and say what to fix")
     doctor.set_defaults(run=cmd_doctor)
+
+    from .console.cli import register as register_console  # `mcp-memory ui` (issue 16)
+
+    register_console(sub, common)
     return parser
 
 

@@ -46,6 +46,7 @@ from .repository.related import nearest
 from .repository.secrets import cursor_secret
 from .retrieval import ParsedQuery, parse_query
 from .retrieval import search as hybrid_search
+from .review import Review
 from .statistics import Statistics
 from .validation import Validator, content_hash, moment, request_fingerprint, text
 from .vectors import Vectors, embedder_from
@@ -66,6 +67,7 @@ class MemoryService(Forgetting):
         self.cursors = cursors or Cursors(secrets.token_bytes(32))
         self.overview = Overview(repo, settings, vectors.model if vectors else None, self.list, self.cursors,
                                  self.check)
+        self.review = Review(repo, settings)  # what the review console shows beyond the tools
         # Counts committed changes so planner statistics follow bursts (statistics.py); the
         # server runs its loop. None: nobody keeps them (a one-off command analyzes itself).
         self.statistics = statistics

@@ -20,7 +20,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import BaseRoute
+from starlette.routing import BaseRoute, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
@@ -172,6 +172,9 @@ def build_http_app(settings: Settings, transports: tuple[Transport, ...] = ("htt
         sse = server.sse_app(transport_security=security, host=settings.host)
         taken = {getattr(r, "path", None) for r in routes}
         routes += [r for r in sse.routes if getattr(r, "path", None) not in taken]
+    from ..console.app import build_console  # the review console (issue 16): pages under /ui
+
+    routes.append(Mount("/ui", app=build_console(holder, settings, security.allowed_hosts)))
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:

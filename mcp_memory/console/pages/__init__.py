@@ -1,0 +1,1 @@
+"""One module per page (or small family of pages); each exposes `routes(console)`."""
