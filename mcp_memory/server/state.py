@@ -103,8 +103,10 @@ class AppState:
                                     project=headers.get(PROJECT_HEADER), client_name=client)
         if self.authenticated:
             raise PermissionDenied("authentication required")
+        # A request's session object lives for that request; its connection, for the client.
+        connection = getattr(session, "_connection", session)
         try:
-            cached = self._principals.get(session)
+            cached = self._principals.get(connection)
         except TypeError:
             cached = None
         if cached is not None:
@@ -112,7 +114,7 @@ class AppState:
         roots = await _client_roots(session, protocol_version) if self.settings.project is None else []
         principal = local_principal(self.settings, client_name=client, roots=roots)
         try:
-            self._principals[session] = principal
+            self._principals[connection] = principal
         except TypeError:
             pass
         return principal
