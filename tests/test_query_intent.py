@@ -75,3 +75,15 @@ def test_exclusions_survive() -> None:
 def test_the_phrase_table_is_data() -> None:
     assert {"present", "past"} <= TEMPORAL_PHRASES.keys()
     assert all(p == p.lower() for phrases in TEMPORAL_PHRASES.values() for p in phrases)
+
+
+@pytest.mark.parametrize(("query", "subject"), [
+    ("How does Pavel Jankowski keep fit currently?", ("Pavel", "Jankowski")),
+    ("Who employs Gaia Gallagher's sister now?", ("Gaia", "Gallagher")),
+    ("What did Jean-Luc say about the Oslo office?", ("Jean-Luc", "Oslo")),
+    ("When did I move? Was it on a Monday in May?", ()),
+    ("which region is billing-api deployed in now", ()),
+    ("What is the staging database port", ()),
+])
+def test_the_names_a_question_is_about(query: str, subject: tuple[str, ...]) -> None:
+    assert parse_query(query).subject == subject

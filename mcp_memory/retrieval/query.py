@@ -54,6 +54,7 @@ class ParsedQuery:
     tense: Tense | None = None
     phrases: tuple[str, ...] = ()
     year: int | None = None
+    subject: tuple[str, ...] = ()  # the names the question is about ("Pavel", "Jankowski")
 
 
 def split_query(query: str) -> tuple[str, list[str]]:
@@ -82,4 +83,26 @@ def parse_query(query: str) -> ParsedQuery:
     if not any(ch.isalnum() for ch in text):
         text = wanted  # nothing but time words: they are what it is about
     phrases = tuple(p for ps in found.values() for p in ps)
-    return ParsedQuery(text=text, excluded=excluded, tense=tense, phrases=phrases, year=year)
+    return ParsedQuery(text=text, excluded=excluded, tense=tense, phrases=phrases, year=year,
+                       subject=subject_of(text))
+
+
+# Capitalised words that are not names: question words and the like at the start of a clause.
+_NOT_NAMES = frozenset("""a an the i i'm i've i'd what which who whom whose where when why how is are was were
+do does did can could should would will shall may might has have had please tell show list find give
+any anyone anything some my our your their his her its this that these those there here and or but if
+in on at of for to from with by about as it we you they he she me us them
+monday tuesday wednesday thursday friday saturday sunday january february march april may june july
+august september october november december""".split())
+_NAME = re.compile(r"(?<![\w'])([A-Z][\w]*(?:[-'][A-Z]?[\w]+)*)")
+
+
+def subject_of(text: str) -> tuple[str, ...]:
+    """The proper names a question is about: capitalised words other than question words and
+    calendar names, possessives cut ("Gaia's" -> "Gaia"). Empty when it names nobody."""
+    names = []
+    for match in _NAME.finditer(text):
+        word = re.sub(r"'s$", "", match.group(1))
+        if word.lower() not in _NOT_NAMES and len(word) > 1 and word not in names:
+            names.append(word)
+    return tuple(names)

@@ -5,6 +5,7 @@ questions they answer, times a bounded recency factor."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,7 +46,7 @@ def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool) -> SearchHit:
         superseded_by=row["superseded_by"],
         explain={"vector": row["vec_rank"], "fulltext": row["fts_rank"], "trigram": row["trgm_rank"],
                  "fused": round(row["fused"], 6), "reply": round(row["reply"], 6),
-                 "recency": round(row["recency"], 4)} if explain else None,
+                 "recency": round(row["recency"], 4), "subject": round(row["about"], 4)} if explain else None,
     )
 
 
@@ -60,6 +61,11 @@ def _halvings(reference: str, half_life: str) -> str:
     age_days = f"extract(epoch FROM ({reference} - m.occurred_at)) / 86400.0"
     return (f"(CASE WHEN NOT isfinite(m.occurred_at) THEN {MAX_HALVINGS}::float8 "
             f"ELSE least({MAX_HALVINGS}::float8, greatest(0::float8, {age_days}) / {half_life}::float8) END)")
+
+
+def _whole_word(name: str) -> str:
+    """A PostgreSQL regular expression matching `name` as a whole word (\\m, \\M)."""
+    return r"\m" + re.escape(name) + r"\M"
 
 
 def _share(settings: Settings, order: str) -> str:
@@ -225,6 +231,12 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
                if as_of is None and not past else "1")
     # A forget preview (min_similarity) lists what matches, never what merely answered it.
     replies = _replies(q, p, where, settings) if min_similarity is None else ""
+    # A question about someone is about their memories: a memory naming everyone it names gains
+    # over one that only shares its other words ("how does Pavel Jankowski keep fit" is not
+    # answered by "Wendell Jankowski keeps fit with rowing").
+    names = " AND ".join(f"(m.content || ' ' || coalesce(m.title, '')) ~ {q.arg(_whole_word(name))}"
+                         for name in parsed.subject) if settings.subject_boost != 1 else ""
+    about = f"CASE WHEN {names} THEN {q.arg(settings.subject_boost)}::float8 ELSE 1 END" if names else "1"
     sql = f"""
     WITH {ctes},
     listed AS (
@@ -240,10 +252,12 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
         SELECT m.user_id, m.id, m.title, m.content, m.kind, m.tags, m.agent_id, m.project_id, m.occurred_at,
                {"m.embedding" if conflict < 1 else "NULL::vector AS embedding"},
                m.superseded_by, f.fused, f.vec_rank, f.fts_rank, f.trgm_rank, f.fts_key, f.reply,
-               {floor}::float8 + (1 - {floor}::float8) * power(2::float8, -{_halvings(reference, half_life)}) AS recency
+               {floor}::float8 + (1 - {floor}::float8)
+                   * power(2::float8, -{_halvings(reference, half_life)}) AS recency,
+               {about}::float8 AS about
         FROM fused f JOIN memories m ON m.user_id = {q.arg(p.user_id)} AND m.id = f.id
     )
-    SELECT m.*, fused * recency * {penalty} AS score
+    SELECT m.*, fused * recency * {penalty} * about AS score
     FROM scored m LEFT JOIN memories s
         ON s.user_id = m.user_id AND s.id = m.superseded_by AND s.deleted_at IS NULL
     ORDER BY score DESC, length(m.content), m.id
