@@ -12,7 +12,15 @@ import os
 from typing import Any
 
 from .prompting import SYSTEM, user_message
-from .protocol import DECISION_SCHEMA, Answer, DecisionRequest, InvalidAnswer, ProviderUnavailable, Refused, parse_decision
+from .protocol import (
+    DECISION_SCHEMA,
+    Answer,
+    DecisionRequest,
+    InvalidAnswer,
+    ProviderUnavailable,
+    Refused,
+    parse_decision,
+)
 
 MAX_TOKENS = 300  # a decision is a few dozen tokens; the cap bounds the cost of a rambling model
 

@@ -142,12 +142,14 @@ async def bury_exhausted(admin: asyncpg.Pool, job: Job, worker: str) -> None:
            WHERE user_id = $1 AND id = $2 AND locked_by = $3""", job.user_id, job.id, worker)
 
 
-async def spent(admin: asyncpg.Pool, user_id: str) -> tuple[int, int]:
-    """(decisions finished in the last minute, tokens spent in the last day) for a user."""
+async def spent(admin: asyncpg.Pool, user_id: str, job_id: int) -> tuple[int, int]:
+    """(other jobs of this user worked on in the last minute, tokens its jobs used in the last
+    day): the budgets' measure, close enough to bound a bill."""
     row = await admin.fetchrow(
-        """SELECT count(*) FILTER (WHERE finished_at > now() - interval '1 minute') AS minute,
+        """SELECT count(*) FILTER (WHERE updated_at > now() - interval '1 minute' AND attempts > 0 AND id <> $2)
+                      AS minute,
                   coalesce(sum(tokens), 0) AS tokens
-           FROM memory_jobs WHERE user_id = $1 AND finished_at > now() - interval '1 day'""", user_id)
+           FROM memory_jobs WHERE user_id = $1 AND updated_at > now() - interval '1 day'""", user_id, job_id)
     return int(row["minute"]), int(row["tokens"])
 
 
