@@ -290,12 +290,14 @@ async def test_explicit_supersedes_wins(setup, chat: ChatAPI, database: Database
     from mcp_memory.decisions.protocol import Answer
     from mcp_memory.repository import jobs as queue
 
-    again = (await service.write(p, "Alice lives in Lisbon, Portugal, since May.", supersedes=[oslo.id])).memory
+    assert (await state(service, alice, oslo.id))["deleted_at"] is not None  # the model's own call on Oslo
+    again = (await service.write(p, "Alice lives in Lisbon, Portugal, since May.", supersedes=[lisbon.id])).memory
     claimed = await queue.claim_one(database.admin, p.user_id, again.id, "test", 60)
     answer = Answer(decision=Decision(action="DELETE", ids=["x"], reason="r"), provider="t", model="m")
-    result = await applying.apply(repo, claimed, "test", answer, [oslo.id], [oslo.id])
-    assert result["skipped"] == {str(oslo.id): "superseded explicitly by the agent"}
-    assert (await state(service, p, oslo.id))["deleted_at"] is None
+    result = await applying.apply(repo, claimed, "test", answer, [lisbon.id], [lisbon.id])
+    assert result["skipped"] == {str(lisbon.id): "superseded explicitly by the agent"}
+    row = await state(service, p, lisbon.id)
+    assert (row["deleted_at"], row["superseded_by"]) == (None, again.id)
 
 
 async def test_a_job_applied_twice_changes_nothing_twice(setup, chat: ChatAPI, database: Database,

@@ -140,10 +140,7 @@ async def undo(repo: DecisionRepository, jobs: JobRepository, p: Principal, targ
                 if m is None or m["deleted_at"] is None:
                     kept[str(r["memory_id"])] = "restored since the decision"
                     continue
-                try:
-                    async with conn.transaction():
-                        await repo.restore(conn, [m["id"]], p.user_id)
-                except asyncpg.UniqueViolationError:
+                if not await repo.restore(conn, m["id"], p.user_id):
                     kept[str(r["memory_id"])] = "an identical memory was written since"
                     continue
                 history.append((m["id"], "RESTORE", {"deleted_at": m["deleted_at"]}, {"deleted_at": None}))

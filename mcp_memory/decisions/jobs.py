@@ -141,7 +141,8 @@ class DecisionWorker:
             return []
         if subject["embedding"] is None or subject["embedding_model"] != vectors.model:
             return None
-        vector = np.asarray(subject["embedding"], dtype=np.float32).tolist()
+        stored = subject["embedding"]  # pgvector's Vector, or an array on a pool without its codec
+        vector = stored.to_list() if hasattr(stored, "to_list") else np.asarray(stored, dtype=np.float32).tolist()
         related = await self.service.related(p, job.memory_id, vector, skip=set(job.explicit))
         fresh = [r for r in related if r.superseded_by is None]
         if not fresh:

@@ -48,9 +48,18 @@ class DecisionRepository:
         await conn.execute("UPDATE memories SET deleted_at = now(), deleted_reason = $3 "
                            "WHERE user_id = $1 AND id = ANY($2::uuid[])", user_id, list(ids), reason)
 
-    async def restore(self, conn: asyncpg.Connection, ids: Sequence[UUID], user_id: str) -> None:
-        await conn.execute("UPDATE memories SET deleted_at = NULL, deleted_reason = NULL "
-                           "WHERE user_id = $1 AND id = ANY($2::uuid[])", user_id, list(ids))
+    async def restore(self, conn: asyncpg.Connection, memory_id: UUID, user_id: str) -> bool:
+        """Bring one forgotten memory back; False (and nothing changed) if an identical live
+        memory was written since. A savepoint keeps the caller's transaction usable."""
+        await conn.execute("SAVEPOINT decision_restore")
+        try:
+            await conn.execute("UPDATE memories SET deleted_at = NULL, deleted_reason = NULL "
+                               "WHERE user_id = $1 AND id = $2", user_id, memory_id)
+        except asyncpg.UniqueViolationError:
+            await conn.execute("ROLLBACK TO SAVEPOINT decision_restore")
+            return False
+        await conn.execute("RELEASE SAVEPOINT decision_restore")
+        return True
 
     async def history(self, conn: asyncpg.Connection, user_id: str, rows: Sequence[tuple[UUID, str, Any, Any]], *,
                       actor: str, client: str | None, reason: str, request: str) -> None:

@@ -64,7 +64,7 @@ async def enqueue(conn: asyncpg.Connection, p: Principal, memory_ids: Sequence[U
     await conn.executemany(
         """INSERT INTO memory_jobs (user_id, memory_id, principal, explicit, max_attempts)
            VALUES ($1, $2, $3::jsonb, $4::uuid[], $5) ON CONFLICT (user_id, memory_id, kind) DO NOTHING""",
-        [(p.user_id, mid, json.dumps(_principal_json(p)), list(explicit), max_attempts) for mid in memory_ids])
+        [(p.user_id, mid, _principal_json(p), list(explicit), max_attempts) for mid in memory_ids])
 
 
 async def claim(admin: asyncpg.Pool, worker: str, lease_s: float) -> Job | None:
@@ -104,7 +104,7 @@ async def finish(conn: asyncpg.Connection, job: Job, result: dict[str, Any], tok
     await conn.execute(
         """UPDATE memory_jobs SET status = 'done', result = $3::jsonb, tokens = tokens + $4, locked_by = NULL,
                   locked_until = NULL, last_error = NULL, updated_at = now(), finished_at = now()
-           WHERE user_id = $1 AND id = $2""", job.user_id, job.id, json.dumps(result, default=str), tokens)
+           WHERE user_id = $1 AND id = $2""", job.user_id, job.id, result, tokens)
 
 
 async def fail(admin: asyncpg.Pool, job: Job, worker: str, error: str, *, retry_in_s: float | None,
