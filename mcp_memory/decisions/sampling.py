@@ -9,7 +9,7 @@ the memory's user, the job waits (ProviderUnavailable) until one is."""
 from __future__ import annotations
 
 import logging
-import weakref
+import warnings
 from typing import Any
 
 import anyio
@@ -28,23 +28,32 @@ def offers_sampling(session: Any, protocol_version: str | None) -> bool:
 
 
 class SamplingSessions:
-    """Live client sessions that can sample, per user. Sessions are held weakly: a client that
-    disconnects drops out on its own."""
+    """Client connections that can sample, per user, newest first. A tool call's session object
+    lives for one request but talks over its connection, which lives as long as the client; the
+    last few per user are kept (bounded), and one that fails is dropped."""
+
+    KEEP = 4
 
     def __init__(self) -> None:
-        self._by_user: dict[str, weakref.WeakSet[Any]] = {}
+        self._by_user: dict[str, list[Any]] = {}
 
     def offer(self, user_id: str, session: Any, protocol_version: str | None) -> None:
-        if offers_sampling(session, protocol_version):
-            self._by_user.setdefault(user_id, weakref.WeakSet()).add(session)
+        if not offers_sampling(session, protocol_version):
+            return
+        link = _connection(session)
+        kept = [s for s in self._by_user.get(user_id, []) if _connection(s) is not link]
+        self._by_user[user_id] = [session, *kept][: self.KEEP]
 
     def drop(self, user_id: str, session: Any) -> None:
-        self._by_user.get(user_id, weakref.WeakSet()).discard(session)
+        self._by_user[user_id] = [s for s in self._by_user.get(user_id, []) if s is not session]
 
     def pick(self, user_id: str) -> Any | None:
-        for session in list(self._by_user.get(user_id, ())):
-            return session
-        return None
+        kept = self._by_user.get(user_id)
+        return kept[0] if kept else None
+
+
+def _connection(session: Any) -> Any:
+    return getattr(session, "_connection", session)
 
 
 class SamplingProvider:
@@ -67,7 +76,9 @@ class SamplingProvider:
         prefs = ModelPreferences(hints=[ModelHint(name=self.model_hint)] if self.model_hint else None,
                                  cost_priority=0.9, speed_priority=0.9, intelligence_priority=0.3)
         try:
-            with anyio.fail_after(self.timeout_s):
+            with anyio.fail_after(self.timeout_s), warnings.catch_warnings():
+                # Deprecated in the 2026 protocol; still what handshake-era hosts offer.
+                warnings.simplefilter("ignore", DeprecationWarning)
                 result = await session.create_message(
                     [SamplingMessage(role="user", content=TextContent(type="text", text=prompt))],
                     max_tokens=MAX_TOKENS, system_prompt=SYSTEM, include_context="none", temperature=0,
