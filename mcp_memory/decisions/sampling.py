@@ -66,7 +66,7 @@ class SamplingProvider:
         self.timeout_s = timeout_s
 
     async def decide(self, request: DecisionRequest) -> Answer:
-        from mcp.shared.exceptions import MCPError
+        from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
         from mcp_types import ModelHint, ModelPreferences, SamplingMessage, TextContent
 
         session = self.sessions.pick(request.user_id)
@@ -78,7 +78,7 @@ class SamplingProvider:
         try:
             with anyio.fail_after(self.timeout_s), warnings.catch_warnings():
                 # Deprecated in the 2026 protocol; still what handshake-era hosts offer.
-                warnings.simplefilter("ignore", DeprecationWarning)
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
                 result = await session.create_message(
                     [SamplingMessage(role="user", content=TextContent(type="text", text=prompt))],
                     max_tokens=MAX_TOKENS, system_prompt=SYSTEM, include_context="none", temperature=0,
