@@ -25,6 +25,7 @@ class ChatAPI:
         self.steps: list[tuple[str, Any]] = []
         self.default: tuple[str, Any] = ("json", {"action": "ADD", "ids": [], "reason": "unrelated"})
         self.structured = True
+        self.delay = 0.0  # before every answer
         self.lock = threading.Lock()
         api = self
 
@@ -43,11 +44,12 @@ class ChatAPI:
                     return self.reply(404, {"error": {"message": f"no route {self.path}"}})
                 if not api.structured and "response_format" in body:
                     return self.reply(400, {"error": {"message": "response_format is not supported"}})
-                with api.lock:
-                    step = api.steps.pop(0) if api.steps else api.default
-                    while step[0] == "sleep":
-                        time.sleep(step[1])
-                        step = api.steps.pop(0) if api.steps else api.default
+                if api.delay:
+                    time.sleep(api.delay)
+                step = api.next_step()
+                while step[0] == "sleep":  # outside the lock: other requests go on meanwhile
+                    time.sleep(step[1])
+                    step = api.next_step()
                 kind, value = step
                 if kind == "status":
                     return self.reply(value, {"error": {"message": f"scripted {value}"}})
@@ -84,6 +86,10 @@ class ChatAPI:
         self.server = Server(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
 
+    def next_step(self) -> tuple[str, Any]:
+        with self.lock:
+            return self.steps.pop(0) if self.steps else self.default
+
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
@@ -101,6 +107,7 @@ class ChatAPI:
         with self.lock:
             self.requests, self.steps = [], []
         self.structured = True
+        self.delay = 0.0
 
 
 @contextmanager
