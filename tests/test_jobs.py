@@ -61,15 +61,13 @@ def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
                           env=env, capture_output=True, text=True, timeout=120)
 
 
-async def wait_for(predicate: Any, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = await predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError("condition not reached")
-        await anyio.sleep(0.1)
+async def wait_for(predicate: Any, seconds: float = 60) -> Any:
+    with anyio.fail_after(seconds):
+        while True:
+            value = await predicate()
+            if value:
+                return value
+            await anyio.sleep(0.1)
 
 
 async def test_two_servers_claim_one_queue_without_overlap(db_url: str, settings: Settings, chat: ChatAPI,
