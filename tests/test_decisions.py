@@ -438,3 +438,37 @@ async def test_sampling_declined_by_the_user_is_final(database: Database, settin
             await anyio.sleep(0.1)
     assert rows[1]["status"] == "dead" and rows[1]["attempts"] == 1 and "declined" in rows[1]["last_error"]
     assert calls == 1
+
+
+async def test_auto_mode_goes_async_after_a_slow_decision(database: Database, settings: Settings, chat: ChatAPI,
+                                                          alice: Principal) -> None:
+    import time
+
+    s = decisions_settings(settings, chat.url, decisions_mode="auto", decisions_sync_budget_s=1.5)
+    service = await MemoryService.open(database, s)
+    worker = DecisionWorker(database.admin, service, provider_from(s), s)
+    worker.provider._sdk()  # the SDK imported and its client built: the budget is the model's alone
+    service.settle = worker.settle
+    await service.write(alice, OSLO)
+    chat.script(("sleep", 4), ("json", {"action": "ADD", "ids": [], "reason": "x"}))
+    started = time.monotonic()
+    await service.write(alice, LISBON)
+    assert time.monotonic() - started < 3.5  # the write did not wait for the model
+    asked = len(chat.take())
+    third = (await service.write(alice, "Alice lives in Lisbon, Portugal, in Alfama."))
+    assert len(chat.take()) == 0 and asked == 1  # async now: the write only queued its job
+    job = await database.admin.fetchrow("SELECT * FROM memory_jobs WHERE memory_id = $1", third.memory.id)
+    assert (job["status"], job["attempts"]) == ("queued", 0)
+
+
+async def test_sync_write_with_a_dead_endpoint_still_succeeds(database: Database, settings: Settings,
+                                                              alice: Principal) -> None:
+    s = decisions_settings(settings, dead_url(), decisions_mode="sync", decisions_retry_base_s=60)
+    service = await MemoryService.open(database, s)
+    worker = DecisionWorker(database.admin, service, provider_from(s), s)
+    service.settle = worker.settle
+    await service.write(alice, OSLO)
+    result = await service.write(alice, LISBON)
+    assert result.status == "created"
+    job = await database.admin.fetchrow("SELECT * FROM memory_jobs WHERE memory_id = $1", result.memory.id)
+    assert (job["status"], job["attempts"]) == ("queued", 1) and "unreachable" in job["last_error"]
