@@ -286,3 +286,22 @@ def test_doctor_checks_the_provider(db_url: str, chat: ChatAPI) -> None:
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__]))
+
+
+async def test_jobs_are_seen_only_by_who_sees_the_memory(database: Database, settings: Settings,
+                                                         alice: Principal) -> None:
+    from .conftest import principal
+
+    s = decisions_settings(settings, dead_url())
+    service = await MemoryService.open(database, s)
+    private = (await service.write(alice, OSLO, scope="agent_project")).memory
+    shared = (await service.write(alice, LISBON, scope="user")).memory
+    jobs = JobRepository(service.repo)
+    assert {j.memory_id for j in await jobs.list(alice)} == {private.id, shared.id}
+    other_agent = principal(agent="agent-b")
+    assert [j.memory_id for j in await jobs.list(other_agent)] == [shared.id]
+    assert sum((await jobs.counts(other_agent)).values()) == 1
+    private_job = next(j for j in await jobs.list(alice) if j.memory_id == private.id)
+    assert await jobs.cancel(other_agent, [private_job.id]) == []
+    assert await jobs.get(other_agent, private_job.id) is None
+    assert await jobs.list(principal(user="bob")) == []

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from ..models import Principal
 from .memories import MemoryRepository
+from .sql import Sql, visible
 
 STATUSES = ("queued", "running", "done", "dead", "cancelled")
 
@@ -155,49 +156,69 @@ async def spent(admin: asyncpg.Pool, user_id: str, job_id: int) -> tuple[int, in
 
 # --- what a user sees and does to its own queue (row-level security applies) -----------------
 
+def _seen(q: Sql, p: Principal) -> str:
+    """A job is seen by whoever may see its memory (the scope rule of memories), so a credential
+    confined to some agents / projects never reads decisions about the others' memories."""
+    return (f"j.user_id = {q.arg(p.user_id)} AND EXISTS (SELECT 1 FROM memories m WHERE m.user_id = j.user_id "
+            f"AND m.id = j.memory_id AND {visible(q, p)})")
+
+
 class JobRepository:
     def __init__(self, memories: MemoryRepository) -> None:
         self.memories = memories
 
     async def list(self, p: Principal, statuses: Sequence[str] = (), limit: int = 50) -> list[Job]:
+        q = Sql()
+        where = _seen(q, p)
+        wanted = q.arg(list(statuses))
         async with self.memories.transaction(p) as conn:
             rows = await conn.fetch(
-                """SELECT * FROM memory_jobs WHERE user_id = $1
-                   AND (cardinality($2::text[]) = 0 OR status = ANY($2::text[]))
-                   ORDER BY id DESC LIMIT $3""", p.user_id, list(statuses), limit)
+                f"""SELECT j.* FROM memory_jobs j WHERE {where}
+                    AND (cardinality({wanted}::text[]) = 0 OR j.status = ANY({wanted}::text[]))
+                    ORDER BY j.id DESC LIMIT {q.arg(limit)}""", *q.args)
         return [_job(r) for r in rows]
 
     async def counts(self, p: Principal) -> dict[str, int]:
+        q = Sql()
+        where = _seen(q, p)
         async with self.memories.transaction(p) as conn:
             rows = await conn.fetch(
-                "SELECT status, count(*) AS n FROM memory_jobs WHERE user_id = $1 GROUP BY status", p.user_id)
+                f"SELECT j.status, count(*) AS n FROM memory_jobs j WHERE {where} GROUP BY j.status", *q.args)
         found = {r["status"]: r["n"] for r in rows}
         return {s: found.get(s, 0) for s in STATUSES}
 
     async def get(self, p: Principal, job_id: int) -> Job | None:
+        q = Sql()
+        where = _seen(q, p)
         async with self.memories.transaction(p) as conn:
-            row = await conn.fetchrow("SELECT * FROM memory_jobs WHERE user_id = $1 AND id = $2", p.user_id, job_id)
+            row = await conn.fetchrow(f"SELECT j.* FROM memory_jobs j WHERE {where} AND j.id = {q.arg(job_id)}",
+                                      *q.args)
         return _job(row) if row is not None else None
 
     async def retry(self, p: Principal, ids: Sequence[int]) -> list[int]:
         """Dead or cancelled jobs back into the queue with fresh attempts."""
+        q = Sql()
+        where = _seen(q, p)
         async with self.memories.transaction(p) as conn:
             rows = await conn.fetch(
-                """UPDATE memory_jobs SET status = 'queued', attempts = 0, run_after = now(), finished_at = NULL,
-                          updated_at = now()
-                   WHERE user_id = $1 AND id = ANY($2::bigint[]) AND status IN ('dead', 'cancelled')
-                   RETURNING id""", p.user_id, list(ids))
+                f"""UPDATE memory_jobs j SET status = 'queued', attempts = 0, run_after = now(), finished_at = NULL,
+                           updated_at = now()
+                    WHERE {where} AND j.id = ANY({q.arg(list(ids))}::bigint[]) AND j.status IN ('dead', 'cancelled')
+                    RETURNING j.id""", *q.args)
         return sorted(r["id"] for r in rows)
 
     async def cancel(self, p: Principal, ids: Sequence[int]) -> list[int]:
         """Queued, running or dead jobs stop here; a running one's worker finds it cancelled and
         applies nothing."""
+        q = Sql()
+        where = _seen(q, p)
         async with self.memories.transaction(p) as conn:
             rows = await conn.fetch(
-                """UPDATE memory_jobs SET status = 'cancelled', locked_by = NULL, locked_until = NULL,
-                          updated_at = now(), finished_at = now()
-                   WHERE user_id = $1 AND id = ANY($2::bigint[]) AND status IN ('queued', 'running', 'dead')
-                   RETURNING id""", p.user_id, list(ids))
+                f"""UPDATE memory_jobs j SET status = 'cancelled', locked_by = NULL, locked_until = NULL,
+                           updated_at = now(), finished_at = now()
+                    WHERE {where} AND j.id = ANY({q.arg(list(ids))}::bigint[])
+                      AND j.status IN ('queued', 'running', 'dead')
+                    RETURNING j.id""", *q.args)
         return sorted(r["id"] for r in rows)
 
     async def undone(self, conn: asyncpg.Connection, p: Principal, job_id: int, by: str) -> None:
