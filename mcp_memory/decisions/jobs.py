@@ -15,10 +15,11 @@ import os
 import socket
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import anyio
+import asyncpg
 import numpy as np
 
 from ..config import Settings
@@ -29,6 +30,9 @@ from ..repository.jobs import Job, JobRepository
 from . import apply as applying
 from .protocol import Candidate, DecisionError, DecisionProvider, DecisionRequest
 
+if TYPE_CHECKING:
+    from ..service import MemoryService
+
 log = logging.getLogger(__name__)
 
 AUTO_COOLDOWN_S = 60  # auto mode: after a decision overran the budget, writes go async this long
@@ -36,7 +40,7 @@ MAX_BACKOFF_S = 3600
 
 
 class DecisionWorker:
-    def __init__(self, admin: Any, service: Any, provider: DecisionProvider, settings: Settings,
+    def __init__(self, admin: asyncpg.Pool, service: MemoryService, provider: DecisionProvider, settings: Settings,
                  name: str | None = None) -> None:
         self.admin = admin
         self.service = service

@@ -3,7 +3,7 @@ group, and the write hook. Only when a provider is configured."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import anyio.abc
 
@@ -12,8 +12,12 @@ from . import provider_from
 from .jobs import DecisionWorker
 from .sampling import SamplingSessions
 
+if TYPE_CHECKING:
+    from ..db import Database
+    from ..service import MemoryService
 
-def start_workers(tg: anyio.abc.TaskGroup, db: Any, service: Any, settings: Settings,
+
+def start_workers(tg: anyio.abc.TaskGroup, db: Database, service: MemoryService, settings: Settings,
                   sessions: SamplingSessions) -> DecisionWorker | None:
     provider = provider_from(settings, sessions)
     if provider is None:

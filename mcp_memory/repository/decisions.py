@@ -6,6 +6,7 @@ one transaction."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 from uuid import UUID
 
@@ -25,7 +26,7 @@ class DecisionRepository:
     def __init__(self, memories: MemoryRepository) -> None:
         self.memories = memories
 
-    def transaction(self, p: Principal):  # noqa: ANN201 - the memories' own context manager
+    def transaction(self, p: Principal) -> AbstractAsyncContextManager[asyncpg.Connection]:
         return self.memories.transaction(p)
 
     async def lock(self, conn: asyncpg.Connection, p: Principal, ids: Sequence[UUID]) -> dict[UUID, asyncpg.Record]:
