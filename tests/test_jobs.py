@@ -305,3 +305,8 @@ async def test_jobs_are_seen_only_by_who_sees_the_memory(database: Database, set
     assert await jobs.cancel(other_agent, [private_job.id]) == []
     assert await jobs.get(other_agent, private_job.id) is None
     assert await jobs.list(principal(user="bob")) == []
+    # Row-level security holds the queue like every tenant table; the app role cannot delete jobs.
+    row = await database.admin.fetchrow(
+        "SELECT relrowsecurity, relforcerowsecurity FROM pg_class WHERE relname = 'memory_jobs'")
+    assert tuple(row) == (True, True)
+    assert not await database.admin.fetchval("SELECT has_table_privilege('mcp_memory_app', 'memory_jobs', 'DELETE')")
