@@ -390,12 +390,21 @@ async def test_sampling_through_the_client(database: Database, settings: Setting
     assert h["client"] == "sampling/client-model-1"
 
 
-async def test_sampling_without_the_capability_waits(database: Database, settings: Settings) -> None:
+@pytest.mark.parametrize("era", ["legacy without sampling", "2026 with sampling"])
+async def test_sampling_without_the_capability_waits(database: Database, settings: Settings, era: str) -> None:
+    """A client that did not declare sampling is never asked; nor is one on a 2026-era
+    connection, which has no channel back to the client outside a request."""
     s = settings.model_copy(update=dict(decisions_provider="sampling", decisions_max_attempts=2,
                                         decisions_retry_base_s=60, decisions_per_minute=0,
                                         decisions_tokens_per_day=0, decisions_poll_s=0.1))
     server = build_server(s)
-    async with Client(server, mode="legacy") as client:
+
+    async def never(context: Any, params: Any) -> CreateMessageResult:
+        raise AssertionError("a client must not be asked to sample here")
+
+    client_args: dict[str, Any] = ({"mode": "legacy"} if era.startswith("legacy")
+                                   else {"mode": "auto", "sampling_callback": never})
+    async with Client(server, **client_args) as client:
         old = (await client.call_tool("memory_write", {"content": OSLO})).structured_content["memory"]
         await client.call_tool("memory_write", {"content": LISBON})
         import anyio
