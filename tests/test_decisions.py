@@ -339,7 +339,7 @@ async def test_budgets_make_jobs_wait(database: Database, settings: Settings, ch
 
 async def test_sync_mode_decides_within_the_write(database: Database, settings: Settings, chat: ChatAPI,
                                                   alice: Principal) -> None:
-    s = decisions_settings(settings, chat.url, decisions_mode="sync", decisions_sync_budget_s=3)
+    s = decisions_settings(settings, chat.url, decisions_mode="sync", decisions_sync_budget_s=15)
     service = await MemoryService.open(database, s)
     worker = DecisionWorker(database.admin, service, provider_from(s), s)
     service.settle = worker.settle
