@@ -36,6 +36,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from decisions_mode import add_arguments as add_decision_arguments
+from decisions_mode import drain as drain_decisions
+from decisions_mode import settings_for as decision_settings
 from locomo import (
     REPO,
     Bench,
@@ -114,11 +117,13 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 async def load_copy(bench: Bench, user: str, records: list[dict[str, Any]], shift: timedelta, seed: int,
-                    write_times: list[float]) -> dict[str, Any]:
+                    write_times: list[float], in_order: bool = False) -> dict[str, Any]:
     """Write every version and distractor for one user, in a shuffled order (insertion order
     says nothing about age); returns key -> memory id."""
     memories = [(r["id"], m) for r in records for m in (*r["versions"], *r["distractors"])]
     random.Random(seed).shuffle(memories)
+    if in_order:  # decisions judge each memory against those that came before it, as they arrive
+        memories.sort(key=lambda rm: rm[1]["occurred_at"])
     p, loader, ids = bench_principal(user), bench.service(), {}
     for rid, m in memories:
         t = time.perf_counter()
@@ -164,13 +169,16 @@ async def main_async(args: argparse.Namespace) -> None:
     users = [f"knowledge-update{run}-{i}" for i in range(args.repeat)]
 
     async with bench_database(args.database_url, "ku") as bench:
+        bench.settings = decision_settings(args, bench.settings)  # --decisions: a model decides on each write
         base = bench.settings
         variants, skipped = resolve_variants(chosen, base)
         # Stale and newest versions often tie lexically, and ties fall to random ids: each copy
         # is loaded separately (own ids, own insertion order) and the copies' results pooled.
         write_times: list[float] = []
-        copies = [(bench_principal(u), await load_copy(bench, u, records, shift, args.seed + i, write_times))
+        copies = [(bench_principal(u), await load_copy(bench, u, records, shift, args.seed + i, write_times,
+                                                       in_order=args.decisions != "none"))
                   for i, u in enumerate(users)]
+        decisions = await drain_decisions(bench, base) if args.decisions != "none" else None
         await bench.analyze()
         parity = await lexical_parity(bench, users[0], records, copies[0][1])
         print(f"loaded {args.repeat} x {n_memories} memories ({len(records)} entities); lexical parity {parity}",
@@ -205,7 +213,7 @@ async def main_async(args: argparse.Namespace) -> None:
         "memories": n_memories, "copies": args.repeat, "limit": args.limit, "dates": args.dates,
         "shift_days": shift.days,
         "lexical_parity": parity, "write_latency": latency(write_times), "variants": results, "related": related,
-        "skipped_variants": skipped, "machine": machine(),
+        "skipped_variants": skipped, "decisions": decisions, "machine": machine(),
         "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     if args.details:
@@ -240,6 +248,8 @@ async def main_async(args: argparse.Namespace) -> None:
     for name, reason in skipped.items():
         print(f"skipped {name}: {reason}")
     print(f"\nrelated on write (default settings): {related}")
+    if decisions:
+        print(f"decisions: {decisions}")
     print(f"lexical parity: {parity}; wrote {args.out}")
 
 
@@ -253,6 +263,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7, help="insertion order shuffle (copy i uses seed + i)")
     parser.add_argument("--database-url", help="use this PostgreSQL instead of a temporary embedded one")
     parser.add_argument("--details", action="store_true", help="keep per-entity ranks in the JSON")
+    add_decision_arguments(parser)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "knowledge_update.json")
     asyncio.run(main_async(parser.parse_args()))
 

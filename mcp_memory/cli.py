@@ -173,6 +173,8 @@ async def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     print(f"by scope   {', '.join(f'{k} {n}' for k, n in sorted(stats.by_scope.items())) or '-'}")
     print(f"top tags   {', '.join(f'{k} {n}' for k, n in stats.top_tags.items()) or '-'}")
     print(f"vectors    {stats.embedding_model or 'none'}; {stats.without_vector} not embedded yet")
+    if any(stats.jobs.values()):
+        print(f"decisions  {', '.join(f'{k} {n}' for k, n in stats.jobs.items())} (`mcp-memory jobs list`)")
     if stats.oldest:
         print(f"time span  {stats.oldest:%Y-%m-%d} … {stats.newest:%Y-%m-%d}")
     return 0
@@ -321,9 +323,12 @@ def _parser() -> argparse.ArgumentParser:
     doctor = sub.add_parser("doctor", parents=[common], help="check the database and say what to fix")
     doctor.set_defaults(run=cmd_doctor)
 
-    from .console.cli import register as register_console  # `mcp-memory ui` (issue 16)
+    # Commands of the console (`ui`) and of the decisions pipeline (`jobs`, `decisions`).
+    from .console.cli import register as register_console
+    from .decisions.cli import register as register_decisions
 
     register_console(sub, common)
+    register_decisions(sub, common)
     return parser
 
 

@@ -159,6 +159,36 @@ class Settings(BaseSettings):
     write_rate_per_minute: int = Field(default=300, ge=0)
     forget_rate_per_minute: int = Field(default=60, ge=0)
 
+    # Decisions (self-correcting memory): a model decides what a new memory does to the older ones
+    # close to it (ADD / UPDATE / DELETE / NONE), through the durable job queue `memory_jobs`.
+    decisions_provider: Literal["none", "sampling", "openai-compatible"] = Field(default="none", description=(
+        "none: no automatic decisions (the `related` list is for the agent); sampling: the connected client's "
+        "model (MCP sampling); openai-compatible: a chat-completions endpoint. Sending memory text to a remote "
+        "endpoint is opt-in: the new memory and its closest memories are sent."))
+    decisions_mode: Literal["async", "sync", "auto"] = Field(default="async", description=(
+        "async: a write returns at once, workers decide later; sync: a write waits for its decision up to "
+        "decisions_sync_budget_s (then it is left to the workers); auto: sync, but after a decision ran over "
+        "the budget the next minute's writes go async. A write never fails because of a model."))
+    decisions_base_url: str | None = Field(default=None, description=(
+        "Chat-completions endpoint, e.g. http://localhost:11434/v1 (Ollama); unset: api.openai.com."))
+    decisions_model: str | None = Field(default=None, description=(
+        "Model name (openai-compatible, required) or a hint to the client (sampling)."))
+    decisions_api_key: str | None = Field(default=None, description=(
+        "Default: OPENAI_API_KEY, only when decisions_base_url is unset (a key is never sent elsewhere)."))
+    decisions_timeout_s: float = Field(default=30, gt=0, description="One model call gives up after this long.")
+    decisions_sync_budget_s: float = Field(default=5, gt=0)
+    decisions_structured: bool = Field(default=True, description=(
+        "Ask for JSON-schema structured output (an endpoint that rejects it is asked for plain JSON)."))
+    decisions_max_attempts: int = Field(default=5, ge=1, description="Then the job is a dead letter.")
+    decisions_retry_base_s: float = Field(default=10, ge=0, description="Backoff: this, doubled per attempt.")
+    decisions_lease_s: float = Field(default=120, gt=0, description=(
+        "A claimed job whose worker has not finished in this long (it died) is taken again."))
+    decisions_workers: int = Field(default=1, ge=1, le=16, description="Concurrent workers per server process.")
+    decisions_poll_s: float = Field(default=2, gt=0, description="How often idle workers look for due jobs.")
+    decisions_per_minute: int = Field(default=30, ge=0, description="Model calls per user per minute (0: no limit).")
+    decisions_tokens_per_day: int = Field(default=200_000, ge=0, description=(
+        "Tokens per user per day (0: no limit); past it jobs wait for the budget, nothing is lost."))
+
     # Row-level security: application queries run as this role ('' to skip).
     db_app_role: str = "mcp_memory_app"
 

@@ -315,6 +315,9 @@ class Stats(BaseModel):
     embedding_model: str | None = None
     newest: datetime | None
     oldest: datetime | None
+    jobs: dict[str, int] = Field(default_factory=dict, description=(
+        "Decision jobs (a model deciding what new memories do to old ones) by status: queued, running, done, "
+        "dead (gave up; `mcp-memory jobs retry`), cancelled."))
 
 
 class MemoryFilter(BaseModel):

@@ -12,6 +12,7 @@ from .cursors import Cursors
 from .models import BriefPage, CoreMemories, MemoryBrief, MemoryFilter, MemoryPage, Principal, Stats
 from .permissions import require
 from .repository import MemoryRepository
+from .repository.jobs import JobRepository
 from .repository.overview import OverviewRepository
 from .validation import Validator
 
@@ -35,6 +36,7 @@ class Overview:
         require(p, "read")
         stats = await self.repo.stats(p, max(top_tags, 0))
         stats.embedding_model = self.embedding_model
+        stats.jobs = await JobRepository(self.repo.memories).counts(p)
         return stats
 
     async def core(self, p: Principal, model: str | None = None) -> CoreMemories:

@@ -4,6 +4,7 @@ permissions, write scope, cursors. Knows nothing of MCP."""
 from __future__ import annotations
 
 import secrets
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -71,6 +72,11 @@ class MemoryService(Forgetting):
         # Counts committed changes so planner statistics follow bursts (statistics.py); the
         # server runs its loop. None: nobody keeps them (a one-off command analyzes itself).
         self.statistics = statistics
+        # Called after a write with the new memory's id (decisions/jobs.py: wake the workers, or
+        # decide now in sync mode); None when no decisions provider is configured.
+        self.settle: Callable[[Principal, UUID | None], Awaitable[None]] | None = None
+        if settings.decisions_provider != "none":
+            repo.decision_attempts = settings.decisions_max_attempts
 
     @classmethod
     async def open(cls, db: Database, settings: Settings, *, check_model: bool = True) -> MemoryService:
@@ -173,6 +179,8 @@ class MemoryService(Forgetting):
         # old memory itself, and what it touched was said when it was written.
         self._changed(int(created) + len(supersedes or ()))
         related = await self.related(p, memory.id, vector, skip=set(supersedes or ())) if created else []
+        if created and self.settle is not None:
+            await self.settle(p, memory.id)
         return WriteResult(status="created" if created else "duplicate", memory=memory, related=related)
 
     async def write_many(self, p: Principal, items: list[WriteItem], *, source: str | None = None,
@@ -198,6 +206,8 @@ class MemoryService(Forgetting):
         written = await self.repo.insert_many(p, news, request_id=request_id)
         created = sum(c for _, c in written)
         self._changed(created)
+        if created and self.settle is not None:  # a batch never waits: the workers decide it
+            await self.settle(p, None)
         return WriteManyResult(created=created, duplicates=len(written) - created,
                                memories=[WrittenItem(id=m.id, status="created" if c else "duplicate")
                                          for m, c in written])

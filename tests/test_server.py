@@ -151,7 +151,8 @@ async def test_resources(settings: Settings, mode: str) -> None:
 
         templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
         assert templates == {"memory://memories{?cursor}", "memory://memories/{id}", "memory://tags/{tag}{?cursor}",
-                             "memory://kinds/{kind}{?cursor}", "memory://core{?model}", "memory://stats{?top}"}
+                             "memory://kinds/{kind}{?cursor}", "memory://core{?model}", "memory://stats{?top}",
+                             "memory://jobs{?limit}"}
 
         page = json.loads((await client.read_resource("memory://memories")).contents[0].text)
         assert [m["id"] for m in page["memories"]] == ids[::-1] and page["next_cursor"] is None

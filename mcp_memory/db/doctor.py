@@ -63,6 +63,8 @@ async def diagnose(settings: Settings) -> list[Check]:
     finally:
         if embedded is not None:
             await anyio.to_thread.run_sync(embedded.stop)
+    from ..decisions.doctor import check as decisions_check  # the model that decides, if any
+    checks.append(await decisions_check(settings))
     return checks
 
 

@@ -96,6 +96,16 @@ _DERIVED = ("embedding", "embedding_model")  # follow the content; never compare
 class MemoryRepository:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
+        # Set when a decisions provider is configured: each new memory gets a decision job in
+        # its write's transaction, tried this many times (decisions/jobs.py).
+        self.decision_attempts: int | None = None
+
+    async def _enqueue(self, conn: asyncpg.Connection, p: Principal, ids: Sequence[UUID],
+                       explicit: Sequence[UUID] = ()) -> None:
+        if self.decision_attempts is not None:
+            from .jobs import enqueue
+
+            await enqueue(conn, p, ids, explicit=explicit, max_attempts=self.decision_attempts)
 
     @asynccontextmanager
     async def transaction(self, p: Principal, **gucs: str) -> AsyncIterator[asyncpg.Connection]:
@@ -157,6 +167,7 @@ class MemoryRepository:
                 return to_memory(row), False
             await self._history(conn, p, [(row["id"], "ADD", None, _snapshot(row))], None, request_id)
             await self._supersede(conn, p, row["id"], supersedes, request_id)
+            await self._enqueue(conn, p, [row["id"]], supersedes)
             return to_memory(row), True
 
     async def _insert_row(self, conn: asyncpg.Connection, p: Principal, new: NewMemory,
@@ -200,6 +211,7 @@ class MemoryRepository:
                 rows.append((row, True) if row is not None else (existing, False))
             await self._history(conn, p, [(r["id"], "ADD", None, _snapshot(r)) for r, created in rows if created],
                                 None, request_id)
+            await self._enqueue(conn, p, [r["id"] for r, created in rows if created])
         return [(to_memory(r), created) for r, created in rows]
 
     async def _supersede(self, conn: asyncpg.Connection, p: Principal, successor: UUID,

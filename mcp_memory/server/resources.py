@@ -83,6 +83,16 @@ async def stats_resource(ctx: Context, top: int = 10) -> str:
     return await _resource_call(ctx, op)
 
 
+async def jobs_resource(ctx: Context, limit: int = 20) -> str:
+    """The decision job queue of this session's user: counts by status and the latest `limit` jobs."""
+    from ..decisions.overview import queue_view
+    from ..repository.jobs import JobRepository
+
+    async def op(service: MemoryService, p: Principal) -> str:
+        return (await queue_view(JobRepository(service.repo), p, max(1, min(limit, 200)))).model_dump_json(indent=1)
+    return await _resource_call(ctx, op)
+
+
 def register(server: MCPServer) -> None:
     json_type = "application/json"
     server.resource("memory://memories{?cursor}", name="memories", title="Memories",
@@ -95,6 +105,7 @@ def register(server: MCPServer) -> None:
     server.resource("memory://core{?model}", name="core", title="Core memories", mime_type="text/plain")(core_resource)
     server.resource("memory://stats{?top}", name="stats", title="Memory statistics",
                     mime_type=json_type)(stats_resource)
+    server.resource("memory://jobs{?limit}", name="jobs", title="Decision jobs", mime_type=json_type)(jobs_resource)
     # MCPServer lists resources in one page with no cursor; memories need real pagination.
     server._lowlevel_server.add_request_handler("resources/list", PaginatedRequestParams, _list_resources)
 

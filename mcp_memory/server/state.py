@@ -45,6 +45,10 @@ class AppState:
         self._error: BaseException | None = None
         self._ready = anyio.Event()
         self._principals: weakref.WeakKeyDictionary[Any, Principal] = weakref.WeakKeyDictionary()
+        # Decisions (mcp_memory/decisions): clients that can sample, and the workers once open.
+        from ..decisions.sampling import SamplingSessions
+        self.sampling = SamplingSessions()
+        self.decisions: Any = None
 
     async def open(self, tg: anyio.abc.TaskGroup | None = None) -> None:
         try:
@@ -56,6 +60,9 @@ class AppState:
                 if self._service.statistics is not None:
                     tg.start_soon(self._service.statistics.run_forever)
                 tg.start_soon(self._service.vectors.heal_forever)
+                if self.settings.decisions_provider != "none":
+                    from ..decisions.runtime import start_workers
+                    self.decisions = start_workers(tg, self.db, self._service, self.settings, self.sampling)
                 assert self._service.vectors is not None
                 # load the model now, not on the first search
                 tg.start_soon(self._service.vectors.query, "warm up")
@@ -99,8 +106,10 @@ class AppState:
         if token is not None:
             credential = Credential.model_validate(token.claims["mcp_memory"])
             headers = headers or {}
-            return remote_principal(credential, agent=headers.get(AGENT_HEADER),
-                                    project=headers.get(PROJECT_HEADER), client_name=client)
+            remote = remote_principal(credential, agent=headers.get(AGENT_HEADER),
+                                      project=headers.get(PROJECT_HEADER), client_name=client)
+            self.sampling.offer(remote.user_id, session, protocol_version)
+            return remote
         if self.authenticated:
             raise PermissionDenied("authentication required")
         # A request's session object lives for that request; its connection, for the client.
@@ -113,6 +122,7 @@ class AppState:
             return cached
         roots = await _client_roots(session, protocol_version) if self.settings.project is None else []
         principal = local_principal(self.settings, client_name=client, roots=roots)
+        self.sampling.offer(principal.user_id, session, protocol_version)
         try:
             self._principals[connection] = principal
         except TypeError:

@@ -1,0 +1,25 @@
+"""Self-correcting memory: a model decides what a new memory does to the older ones close to it
+(ADD / UPDATE / DELETE / NONE), through a durable job queue, reversibly, and never over the
+agent's explicit choices. See protocol.py for the contract and jobs.py for the workers."""
+
+from __future__ import annotations
+
+from ..config import Settings
+from .protocol import DecisionProvider
+from .sampling import SamplingSessions
+
+
+def provider_from(settings: Settings, sessions: SamplingSessions | None = None) -> DecisionProvider | None:
+    """The configured provider, or None (decisions off). Builds no network client yet."""
+    if settings.decisions_provider == "none":
+        return None
+    if settings.decisions_provider == "sampling":
+        from .sampling import SamplingProvider
+
+        return SamplingProvider(sessions or SamplingSessions(), model_hint=settings.decisions_model,
+                                timeout_s=settings.decisions_timeout_s)
+    from .openai_compatible import OpenAICompatibleProvider
+
+    return OpenAICompatibleProvider(base_url=settings.decisions_base_url, model=settings.decisions_model or "",
+                                    api_key=settings.decisions_api_key, timeout_s=settings.decisions_timeout_s,
+                                    structured=settings.decisions_structured)

@@ -1,0 +1,152 @@
+"""Applying a decision, and undoing one: the rules of what a model may change.
+
+A decision is applied in one transaction together with the job's completion, so it happens once
+or not at all. It never changes a pinned memory, never touches what the agent superseded
+explicitly nor re-links a memory something else already superseded (the agent's choice, or an
+earlier decision, stands), and never forgets on behalf of a writer that may not forget. Those
+targets are skipped and the job says why. Every change writes a history row naming the pipeline,
+the provider and model, and the reason; `undo` reverses exactly those rows."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+
+from ..errors import Conflict, InvalidInput, NotFound
+from ..models import Principal
+from ..permissions import require
+from ..repository import jobs as queue
+from ..repository.decisions import PIPELINE_ACTOR, DecisionRepository, request_id
+from ..repository.jobs import Job, JobRepository
+from .protocol import Answer
+
+
+def _why_not(row: asyncpg.Record | None, job: Job, p: Principal, action: str) -> str | None:
+    """Why a decision may not change this memory, or None if it may."""
+    if row is None:
+        return "not visible to the writer"
+    if row["deleted_at"] is not None:
+        return "already forgotten"
+    if row["pinned"]:
+        return "pinned"
+    if row["id"] in job.explicit:
+        return "superseded explicitly by the agent"
+    if row["superseded_by"] is not None:
+        return f"already superseded by {row['superseded_by']}"
+    if (p.agent_confined and row["agent_id"] is None) or (p.project_confined and row["project_id"] is None):
+        return "shared beyond the writer's credential"
+    if action == "DELETE" and not p.can("forget"):
+        return "the writer may not forget"
+    return None
+
+
+def _label(answer: Answer) -> str:
+    return f"{answer.provider}/{answer.model}"
+
+
+async def apply(repo: DecisionRepository, job: Job, worker: str, answer: Answer, targets: list[UUID],
+                candidates: list[UUID]) -> dict[str, Any] | None:
+    """Apply `answer` for `job` and mark the job done, in one transaction. None: the job is no
+    longer this worker's (taken again after its lease ran out, finished, or cancelled), and
+    nothing was changed."""
+    p = job.acting_as()
+    d = answer.decision
+    result: dict[str, Any] = {"action": d.action, "reason": d.reason, "provider": answer.provider,
+                              "model": answer.model, "targets": [str(t) for t in targets],
+                              "candidates": [str(c) for c in candidates], "applied": [], "skipped": {}}
+    why = f"decision {d.action} by {_label(answer)}: {d.reason}"
+    history: list[tuple[UUID, str, Any, Any]] = []
+    async with repo.transaction(p) as conn:
+        if not await queue.lock_own(conn, job, worker):
+            return None
+        rows = await repo.lock(conn, p, [job.memory_id, *targets])
+        new = rows.get(job.memory_id)
+        if new is None or new["deleted_at"] is not None:
+            result["skipped"][str(job.memory_id)] = "the new memory was forgotten before the decision"
+        elif d.action in ("UPDATE", "DELETE"):
+            ok = []
+            for t in targets:
+                reason = _why_not(rows.get(t), job, p, d.action)
+                if reason:
+                    result["skipped"][str(t)] = reason
+                else:
+                    ok.append(t)
+            if ok and d.action == "UPDATE":
+                await repo.supersede(conn, ok, p.user_id, job.memory_id)
+                history += [(t, "UPDATE", {"superseded_by": None}, {"superseded_by": job.memory_id}) for t in ok]
+            elif ok:
+                await repo.forget(conn, ok, p.user_id, why[:500])
+                history += [(t, "DELETE", {"deleted_at": None}, {"deleted_reason": why[:500]}) for t in ok]
+            result["applied"] = [str(t) for t in ok]
+        elif d.action == "NONE":
+            (old,) = targets
+            reason = _why_not(new, job, p, "NONE")
+            old_row = rows.get(old)
+            if reason is None and (old_row is None or old_row["deleted_at"] is not None):
+                reason = f"the memory it duplicates ({old}) is gone"
+            if reason:
+                result["skipped"][str(job.memory_id)] = reason
+            else:
+                await repo.supersede(conn, [job.memory_id], p.user_id, old)
+                history.append((job.memory_id, "UPDATE", {"superseded_by": None}, {"superseded_by": old}))
+                result["applied"] = [str(job.memory_id)]
+        if history:
+            await repo.history(conn, p.user_id, history, actor=PIPELINE_ACTOR, client=_label(answer),
+                               reason=why, request=request_id(job.id))
+        await queue.finish(conn, job, result, answer.tokens)
+    return result
+
+
+async def undo(repo: DecisionRepository, jobs: JobRepository, p: Principal, target: str) -> dict[str, Any]:
+    """Reverse a decision, named by one of its history rows (`seq`) or a memory it changed or
+    was made about (the latest such decision). One transaction; what changed since the decision
+    (relinked, restored, forgotten by someone) is left as it is and reported."""
+    require(p, "write")
+    target = target.strip()
+    async with repo.transaction(p) as conn:
+        if target.isdigit():
+            job_id = await repo.job_of_history(conn, p, int(target))
+            if job_id is None:
+                raise NotFound(f"history row {target} is not a decision's (see `mcp-memory jobs list`, "
+                               "or memory_history of the memory)")
+        else:
+            try:
+                memory_id = UUID(target)
+            except ValueError:
+                raise InvalidInput(f"target: {target!r} is neither a history row number nor a memory id") from None
+            job_id = (await repo.last_job_touching(conn, p, memory_id)
+                      or await jobs.decided_about(conn, p, memory_id))
+            if job_id is None:
+                raise NotFound(f"no decision changed or was made about memory {memory_id}")
+        done = await jobs.result_in(conn, p, job_id)
+        if done and done.get("undone_at"):
+            raise Conflict(f"decision job {job_id} was already undone")
+        rows = await repo.job_rows(conn, p, job_id)
+        memories = await repo.lock(conn, p, [r["memory_id"] for r in rows])
+        reverted, kept = [], {}
+        history: list[tuple[UUID, str, Any, Any]] = []
+        for r in rows:
+            m = memories.get(r["memory_id"])
+            if r["event"] == "UPDATE":
+                successor = UUID(str(r["new"]["superseded_by"]))
+                if m is None or m["superseded_by"] != successor:
+                    kept[str(r["memory_id"])] = "its link changed since the decision"
+                    continue
+                await repo.supersede(conn, [m["id"]], p.user_id, None)
+                history.append((m["id"], "UPDATE", {"superseded_by": successor}, {"superseded_by": None}))
+            elif r["event"] == "DELETE":
+                if m is None or m["deleted_at"] is None:
+                    kept[str(r["memory_id"])] = "restored since the decision"
+                    continue
+                if not await repo.restore(conn, m["id"], p.user_id):
+                    kept[str(r["memory_id"])] = "an identical memory was written since"
+                    continue
+                history.append((m["id"], "RESTORE", {"deleted_at": m["deleted_at"]}, {"deleted_at": None}))
+            reverted.append(str(r["memory_id"]))
+        await repo.history(conn, p.user_id, history, actor=p.actor, client=p.client,
+                           reason=f"undo decision job {job_id}", request="undo:" + request_id(job_id))
+        # A decision that changed nothing (ADD) is still marked undone, so it is not asked twice.
+        await jobs.undone(conn, p, job_id, p.actor)
+    return {"job": job_id, "reverted": reverted, "kept": kept}

@@ -1,0 +1,100 @@
+"""`mcp-memory jobs list|retry|cancel` and `mcp-memory decisions undo`: the queue and the
+decisions of the local user, from the shell."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ..config import Settings
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    jobs = sub.add_parser("jobs", parents=[common], help="the decision job queue: list, retry, cancel")
+    jobs_sub = jobs.add_subparsers(dest="jobs_command", required=True)
+    listing = jobs_sub.add_parser("list", parents=[common], help="recent jobs, newest first, with queue counts")
+    listing.add_argument("--status", action="append", choices=["queued", "running", "done", "dead", "cancelled"],
+                         help="only these (repeatable)")
+    listing.add_argument("--limit", type=int, default=20, choices=range(1, 1001), metavar="1-1000")
+    listing.add_argument("--json", action="store_true")
+    retry = jobs_sub.add_parser("retry", parents=[common], help="put dead or cancelled jobs back in the queue")
+    retry.add_argument("ids", nargs="*", type=int, help="job ids (see `jobs list`)")
+    retry.add_argument("--dead", action="store_true", help="every dead job")
+    cancel = jobs_sub.add_parser("cancel", parents=[common], help="stop queued, running or dead jobs")
+    cancel.add_argument("ids", nargs="+", type=int, help="job ids")
+    jobs.set_defaults(run=cmd_jobs)
+
+    decisions = sub.add_parser("decisions", parents=[common], help="decisions a model made: undo")
+    decisions_sub = decisions.add_subparsers(dest="decisions_command", required=True)
+    undo = decisions_sub.add_parser("undo", parents=[common],
+                                    help="reverse a decision, by a history row number or a memory id")
+    undo.add_argument("target", help="a memory_history row number (seq) or a memory id")
+    undo.add_argument("--json", action="store_true")
+    decisions.set_defaults(run=cmd_decisions)
+
+
+async def cmd_jobs(args: argparse.Namespace, settings: Settings) -> int:
+    from ..cli import _opened
+    from ..repository.jobs import JobRepository
+
+    async with _opened(settings, check_model=False) as (_, service, p):
+        jobs = JobRepository(service.repo)
+        if args.jobs_command == "list":
+            listed = await jobs.list(p, args.status or (), args.limit)
+            counts = await jobs.counts(p)
+            if args.json:
+                print(json.dumps({"counts": counts, "jobs": [j.model_dump(mode="json", exclude={"principal"})
+                                                             for j in listed]}, indent=2))
+                return 0
+            print("queue  " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+            for j in listed:
+                outcome = ""
+                if j.result:
+                    outcome = f"{j.result.get('action')}: {j.result.get('reason', '')}"[:80]
+                    if j.result.get("undone_at"):
+                        outcome += " (undone)"
+                elif j.last_error:
+                    outcome = j.last_error[:80]
+                print(f"{j.id:>6}  {j.status:<9} {j.attempts}/{j.max_attempts}  {j.memory_id}  {outcome}")
+            return 0
+        if args.jobs_command == "retry":
+            ids = list(args.ids)
+            if args.dead:
+                ids += [j.id for j in await jobs.list(p, ["dead"], 10_000)]
+            if not ids:
+                print("error: ids: name the jobs to retry, or pass --dead", file=sys.stderr)
+                return 2
+            done = await jobs.retry(p, ids)
+            print(f"queued again: {', '.join(map(str, done)) or 'none'}")
+            missing = sorted(set(ids) - set(done))
+            if missing:
+                print(f"not retried (no such job, or not dead/cancelled): {', '.join(map(str, missing))}",
+                      file=sys.stderr)
+            return 0 if done else 1
+        done = await jobs.cancel(p, args.ids)
+        print(f"cancelled: {', '.join(map(str, done)) or 'none'}")
+        missing = sorted(set(args.ids) - set(done))
+        if missing:
+            print(f"not cancelled (no such job, or already done/cancelled): {', '.join(map(str, missing))}",
+                  file=sys.stderr)
+        return 0 if done else 1
+
+
+async def cmd_decisions(args: argparse.Namespace, settings: Settings) -> int:
+    from ..cli import _opened
+    from ..repository.decisions import DecisionRepository
+    from ..repository.jobs import JobRepository
+    from .apply import undo
+
+    async with _opened(settings, check_model=False) as (_, service, p):
+        result = await undo(DecisionRepository(service.repo), JobRepository(service.repo), p, args.target)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"undid decision job {result['job']}: {len(result['reverted'])} memories reverted"
+          + (f" ({', '.join(result['reverted'])})" if result["reverted"] else ""))
+    for memory_id, why in result["kept"].items():
+        print(f"  left as is: {memory_id}: {why}")
+    return 0

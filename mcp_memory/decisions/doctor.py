@@ -1,0 +1,36 @@
+"""`mcp-memory doctor`: is the decisions provider there, and does its model answer a decision in
+JSON? One small request with a known answer (prompting.probe_message)."""
+
+from __future__ import annotations
+
+from ..config import Settings
+from ..db.doctor import Check
+
+
+async def check(settings: Settings) -> Check:
+    from . import provider_from
+    from .openai_compatible import OpenAICompatibleProvider
+    from .prompting import probe_message
+    from .protocol import DecisionError, parse_decision
+
+    name = "decisions"
+    if settings.decisions_provider == "none":
+        return Check(name, True, "off (provider none): the agent decides from each write's `related` list")
+    if settings.decisions_provider == "sampling":
+        return Check(name, True, f"sampling through connected clients that declare it (mode "
+                     f"{settings.decisions_mode}); only a connected client can be checked: see `mcp-memory jobs list`")
+    try:
+        provider = provider_from(settings)
+    except ValueError as exc:
+        return Check(name, False, str(exc), "set MCP_MEMORY_DECISIONS_MODEL (and MCP_MEMORY_DECISIONS_BASE_URL)")
+    assert isinstance(provider, OpenAICompatibleProvider)
+    try:
+        text, tokens = await provider.ask(probe_message())
+        decision = parse_decision(text)
+    except DecisionError as exc:
+        return Check(name, False, f"{provider.where}: {exc}",
+                     "check MCP_MEMORY_DECISIONS_BASE_URL, _MODEL and _API_KEY, and that the model answers JSON")
+    format_ = "structured output" if provider.structured else "plain JSON (no structured output)"
+    verdict = "" if decision.action == "UPDATE" else f"; it answered {decision.action} where UPDATE was expected"
+    return Check(name, True, f"{provider.where} answers {format_} ({tokens} tokens), mode "
+                 f"{settings.decisions_mode}{verdict}")

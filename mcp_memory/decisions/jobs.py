@@ -1,0 +1,210 @@
+"""Workers that turn queued jobs into applied decisions.
+
+A job is claimed (FOR UPDATE SKIP LOCKED, with a lease), its memory's candidates are found, the
+provider is asked outside any transaction, and the decision is applied together with the job's
+completion (apply.py). A failure gives the job back with exponential backoff, and after
+`decisions_max_attempts` buries it as a dead letter; a worker that dies leaves a lease that runs
+out, and the job is taken again. Per-user budgets (calls per minute, tokens per day) make a job
+wait, never fail. `settle` is what a write calls: in async mode it only wakes the workers; in
+sync / auto mode it decides that memory's job now, within the time budget."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+import anyio
+import asyncpg
+import numpy as np
+
+from ..config import Settings
+from ..models import Principal
+from ..repository import jobs as queue
+from ..repository.decisions import DecisionRepository
+from ..repository.jobs import Job, JobRepository
+from . import apply as applying
+from .protocol import Candidate, DecisionError, DecisionProvider, DecisionRequest
+
+if TYPE_CHECKING:
+    from ..service import MemoryService
+
+log = logging.getLogger(__name__)
+
+AUTO_COOLDOWN_S = 60  # auto mode: after a decision overran the budget, writes go async this long
+MAX_BACKOFF_S = 3600
+
+
+class DecisionWorker:
+    def __init__(self, admin: asyncpg.Pool, service: MemoryService, provider: DecisionProvider, settings: Settings,
+                 name: str | None = None) -> None:
+        self.admin = admin
+        self.service = service
+        self.provider = provider
+        self.settings = settings
+        self.repo = DecisionRepository(service.repo)
+        self.jobs = JobRepository(service.repo)
+        self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self._wake = anyio.Event()
+        self._async_until = 0.0
+        self.processed = 0
+
+    # --- the loop -------------------------------------------------------------------------
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def run_forever(self) -> None:
+        async with anyio.create_task_group() as tg:
+            for i in range(self.settings.decisions_workers):
+                tg.start_soon(self._loop, f"{self.name}/{i}")
+
+    async def _loop(self, worker: str) -> None:
+        while True:
+            try:
+                busy = await self.run_once(worker)
+            except Exception:  # the database went away for a moment: keep serving
+                log.warning("decision worker %s: claiming failed", worker, exc_info=True)
+                busy = False
+            if not busy:
+                with anyio.move_on_after(self.settings.decisions_poll_s):
+                    await self._wake.wait()
+                    self._wake = anyio.Event()
+
+    async def run_once(self, worker: str | None = None) -> bool:
+        """Claim and process one due job; False when none was due."""
+        worker = worker or self.name
+        job = await queue.claim(self.admin, worker, self.settings.decisions_lease_s)
+        if job is None:
+            return False
+        await self.process(job, worker)
+        return True
+
+    # --- one job --------------------------------------------------------------------------
+
+    async def process(self, job: Job, worker: str) -> str:
+        """Decide and apply one claimed job; returns its new status."""
+        if job.attempts > job.max_attempts:  # taken again after its workers kept dying
+            await queue.bury_exhausted(self.admin, job, worker)
+            return "dead"
+        try:
+            return await self._process(job, worker)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):  # the attempt did not happen: give it back
+                await queue.defer(self.admin, job, worker, 0, "interrupted before a decision")
+            raise
+        except DecisionError as exc:
+            return await self._failed(job, worker, f"{exc.kind}: {exc}", final=exc.final, tokens=exc.tokens)
+        except Exception as exc:
+            log.exception("decision job %s failed", job.id)
+            return await self._failed(job, worker, f"error: {type(exc).__name__}: {exc}", final=False)
+
+    async def _process(self, job: Job, worker: str) -> str:
+        p = job.acting_as()
+        subject = await self.repo.subject(p, job.memory_id)
+        if subject is None or subject["deleted_at"] is not None:
+            return await self._finish_without_model(job, worker, "the memory was forgotten before its decision")
+        candidates = await self._candidates(p, job, subject)
+        if candidates is None:
+            raise _NotEmbedded("the memory has no vector yet; it is decided once it is embedded")
+        if not candidates:
+            return await self._finish_without_model(job, worker, "no close memory to decide about")
+        waiting = await self._over_budget(job)
+        if waiting:
+            seconds, why = waiting
+            await queue.defer(self.admin, job, worker, seconds, why)
+            return "queued"
+        request = DecisionRequest(user_id=p.user_id, memory_id=job.memory_id, content=subject["content"],
+                                  kind=subject["kind"], occurred_at=subject["occurred_at"], candidates=candidates)
+        answer = await self.provider.decide(request)
+        targets = answer.decision.targets(candidates)
+        result = await applying.apply(self.repo, job, worker, answer, targets, [c.id for c in candidates])
+        if result is None:
+            log.info("decision job %s was taken by another worker or cancelled; nothing applied", job.id)
+            return "lost"
+        self.processed += 1
+        self.service._changed(len(result["applied"]))
+        return "done"
+
+    async def _finish_without_model(self, job: Job, worker: str, why: str) -> str:
+        from .protocol import Answer, Decision
+
+        answer = Answer(decision=Decision(action="ADD", reason=why), provider="none", model="none")
+        result = await applying.apply(self.repo, job, worker, answer, [], [])
+        return "done" if result is not None else "lost"
+
+    async def _candidates(self, p: Principal, job: Job, subject: Any) -> list[Candidate] | None:
+        """The live memories closest to the new one that a decision could still change the
+        link of; None if the memory is not embedded (yet)."""
+        vectors = self.service.vectors
+        if vectors is None:
+            return []
+        if subject["embedding"] is None or subject["embedding_model"] != vectors.model:
+            return None
+        stored = subject["embedding"]  # pgvector's Vector, or an array on a pool without its codec
+        vector = stored.to_list() if hasattr(stored, "to_list") else np.asarray(stored, dtype=np.float32).tolist()
+        related = await self.service.related(p, job.memory_id, vector, skip=set(job.explicit))
+        fresh = [r for r in related if r.superseded_by is None]
+        if not fresh:
+            return []
+        # Only older memories: a memory is decided against what was there before it, so two
+        # versions of a fact are never each asked to replace the other.
+        rows = [m for m in await self.service.repo.peek_many(p, [r.id for r in fresh])
+                if m.created_at < subject["created_at"]]
+        pinned = {m.id: m.pinned for m in rows}
+        contents = {m.id: m.content for m in rows}
+        return [Candidate(label=str(i), id=r.id, content=contents.get(r.id, r.snippet), kind=r.kind, age=r.age,
+                          similarity=r.similarity, pinned=pinned.get(r.id, False))
+                for i, r in enumerate([r for r in fresh if r.id in contents], 1)]
+
+    async def _over_budget(self, job: Job) -> tuple[float, str] | None:
+        per_minute, per_day = self.settings.decisions_per_minute, self.settings.decisions_tokens_per_day
+        if not per_minute and not per_day:
+            return None
+        calls, tokens = await queue.spent(self.admin, job.user_id, job.id)
+        if per_minute and calls >= per_minute:
+            return 60.0, f"waiting: {per_minute} decisions per minute for this user are spent"
+        if per_day and tokens >= per_day:
+            return 3600.0, f"waiting: {per_day} tokens per day for this user are spent"
+        return None
+
+    async def _failed(self, job: Job, worker: str, error: str, *, final: bool, tokens: int = 0) -> str:
+        backoff = None if final else min(MAX_BACKOFF_S, self.settings.decisions_retry_base_s * 2 ** (job.attempts - 1))
+        status = await queue.fail(self.admin, job, worker, error, retry_in_s=backoff, tokens=tokens)
+        log.info("decision job %s: %s -> %s", job.id, error, status or "taken by another worker")
+        return status or "lost"
+
+    # --- what a write calls ---------------------------------------------------------------
+
+    async def settle(self, p: Principal, memory_id: UUID | None) -> None:
+        """After a write committed its memory and job (None: a batch, which never waits). Never
+        raises: a write never fails because of a model."""
+        mode = self.settings.decisions_mode
+        if memory_id is None or mode == "async" or (mode == "auto" and time.monotonic() < self._async_until):
+            self.wake()
+            return
+        started = time.monotonic()
+        try:
+            with anyio.move_on_after(self.settings.decisions_sync_budget_s) as scope:
+                job = await queue.claim_one(self.admin, p.user_id, memory_id, self.name,
+                                            self.settings.decisions_lease_s)
+                if job is not None:
+                    await self.process(job, self.name)
+            if scope.cancelled_caught:
+                log.info("decision for %s ran over %.1f s; the workers finish it", memory_id,
+                         time.monotonic() - started)
+                if mode == "auto":
+                    self._async_until = time.monotonic() + AUTO_COOLDOWN_S
+                self.wake()
+        except Exception:
+            log.warning("deciding memory %s now failed; the workers retry it", memory_id, exc_info=True)
+            self.wake()
+
+
+class _NotEmbedded(DecisionError):
+    kind = "waiting"
+

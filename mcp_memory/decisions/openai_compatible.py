@@ -1,0 +1,125 @@
+"""Decisions from any chat-completions endpoint (OpenAI, OpenRouter, Ollama, vLLM, LM Studio,
+llama.cpp server) through the official `openai` SDK.
+
+Structured output first (`response_format` json_schema, strict); an endpoint that rejects it
+(a 400 naming response_format, or a 422) is asked again in plain JSON mode, and from then on
+always so, and its answer is validated strictly (protocol.parse_decision). The SDK's own retries
+are off: the job queue retries with backoff, so one decision is one request per attempt."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .prompting import SYSTEM, user_message
+from .protocol import (
+    DECISION_SCHEMA,
+    Answer,
+    DecisionRequest,
+    InvalidAnswer,
+    ProviderUnavailable,
+    Refused,
+    parse_decision,
+)
+
+MAX_TOKENS = 300  # a decision is a few dozen tokens; the cap bounds the cost of a rambling model
+
+
+class OpenAICompatibleProvider:
+    name = "openai-compatible"
+
+    def __init__(self, *, base_url: str | None, model: str, api_key: str | None = None, timeout_s: float = 30.0,
+                 structured: bool = True) -> None:
+        if not model or not model.strip():
+            raise ValueError("decisions_model: the openai-compatible provider needs a model name "
+                             "(MCP_MEMORY_DECISIONS_MODEL)")
+        self.base_url = base_url
+        self.model = model.strip()
+        # Another server never gets the user's OpenAI key unless it was passed for it; local
+        # servers ignore the key but the SDK wants one.
+        self.api_key = api_key or (os.environ.get("OPENAI_API_KEY") if not base_url else None) or "none"
+        self.timeout_s = timeout_s
+        self.structured = structured
+        self._client: Any = None
+
+    def _sdk(self) -> Any:
+        if self._client is None:
+            from openai import AsyncOpenAI
+
+            self._client = AsyncOpenAI(base_url=self.base_url, api_key=self.api_key, timeout=self.timeout_s,
+                                       max_retries=0)
+        return self._client
+
+    async def complete(self, system: str, user: str, *, structured: bool) -> tuple[str | None, int]:
+        """One chat completion: (text, tokens used). Raises DecisionError subclasses."""
+        import openai
+
+        kwargs: dict[str, Any] = {}
+        if structured:
+            kwargs["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "memory_decision", "schema": DECISION_SCHEMA, "strict": True}}
+        try:
+            reply = await self._sdk().chat.completions.create(
+                model=self.model, temperature=0, max_tokens=MAX_TOKENS,
+                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}], **kwargs)
+        except openai.APITimeoutError:
+            raise ProviderUnavailable(f"{self.where} did not answer within {self.timeout_s:g} s") from None
+        except openai.APIConnectionError as exc:
+            raise ProviderUnavailable(f"{self.where} is unreachable: {exc.__cause__ or exc}") from None
+        except openai.APIStatusError as exc:
+            if structured and exc.status_code in (400, 422) and _about_format(exc):
+                raise _NoStructuredOutput from None
+            if exc.status_code in (401, 403):
+                raise ProviderUnavailable(f"{self.where} refused the credentials (HTTP {exc.status_code}); "
+                                          "check MCP_MEMORY_DECISIONS_API_KEY") from None
+            raise ProviderUnavailable(f"{self.where} answered HTTP {exc.status_code}: {_message(exc)}") from None
+        tokens = reply.usage.total_tokens if reply.usage is not None else 0
+        if not reply.choices:
+            raise InvalidAnswer(f"{self.where} answered with no choices", tokens=tokens)
+        choice = reply.choices[0]
+        refusal = getattr(choice.message, "refusal", None)
+        if refusal:
+            raise Refused(f"the model refused: {refusal[:200]}", tokens=tokens)
+        if choice.finish_reason == "content_filter":
+            raise Refused("the endpoint's content filter stopped the answer", tokens=tokens)
+        return choice.message.content, tokens
+
+    @property
+    def where(self) -> str:
+        return f"the decisions endpoint {self.base_url or 'api.openai.com'} (model {self.model})"
+
+    async def decide(self, request: DecisionRequest) -> Answer:
+        text, tokens = await self.ask(user_message(request))
+        decision = parse_decision(text, tokens=tokens)
+        try:
+            decision.targets(request.candidates)  # an unknown id is the model's error: retried
+        except InvalidAnswer as exc:
+            exc.tokens = tokens
+            raise
+        return Answer(decision=decision, provider=self.name, model=self.model, tokens=tokens)
+
+    async def ask(self, user: str) -> tuple[str | None, int]:
+        if self.structured:
+            try:
+                return await self.complete(SYSTEM, user, structured=True)
+            except _NoStructuredOutput:
+                self.structured = False  # this endpoint does not do it; stop asking
+        return await self.complete(SYSTEM, user, structured=False)
+
+
+class _NoStructuredOutput(Exception):
+    pass
+
+
+def _message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        body = body.get("error", body)
+        if isinstance(body, dict):
+            body = body.get("message", body)
+    return str(body or exc)[:200]
+
+
+def _about_format(exc: Any) -> bool:
+    text = _message(exc).lower()
+    return exc.status_code == 422 or "response_format" in text or "json_schema" in text or "schema" in text
