@@ -320,6 +320,9 @@ def _parser() -> argparse.ArgumentParser:
 
     doctor = sub.add_parser("doctor", parents=[common], help="check the database and say what to fix")
     doctor.set_defaults(run=cmd_doctor)
+
+    from .capture.cli import register as register_capture  # hook, capture, install, uninstall
+    register_capture(sub, common)
     return parser
 
 
@@ -329,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = _settings(args)
     except ValidationError as exc:
         print(f"invalid configuration:\n{exc}", file=sys.stderr)
-        return 2
+        return getattr(args, "bad_config_status", 2)
     _configure_logging(settings.log_level if args.command == "serve" else "WARNING")
     run: Callable[..., Any] = args.run
     try:
