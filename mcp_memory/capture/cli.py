@@ -12,6 +12,7 @@ from typing import Any
 from ..auth import local_principal
 from ..config import Settings
 from .hooks import EVENTS, run_hook
+from .transcripts import Transcript, TranscriptError, read
 
 HARNESSES = ("claude-code", "openclaw")
 
@@ -20,26 +21,34 @@ def cmd_hook(args: argparse.Namespace, settings: Settings) -> int:
     return run_hook(args.event, args.harness, lambda: settings)
 
 
+def _load(paths: list[Path], fmt: str | None) -> list[tuple[Path, Transcript, Path | None]]:
+    """Each transcript with its working directory when that still exists here (identity as for
+    stdio: it decides the project)."""
+    out = []
+    for path in paths:
+        t = read(path, fmt)  # type: ignore[arg-type]
+        out.append((path, t, Path(t.cwd) if t.cwd and Path(t.cwd).is_dir() else None))
+    return out
+
+
 async def cmd_capture(args: argparse.Namespace, settings: Settings) -> int:
     from ..db import open_database
     from ..service import MemoryService
     from .capture import Capturer
-    from .transcripts import TranscriptError, read
 
     reports = []
     try:
-        loaded = [(path, read(path, args.format)) for path in args.paths]
+        loaded = _load(args.paths, args.format)
     except TranscriptError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     db = await open_database(settings)
     try:
         service = await MemoryService.open(db, settings)
-        for path, transcript in loaded:
+        for path, transcript, folder in loaded:
             if args.session:
                 transcript.session_id = args.session
-            cwd = Path(transcript.cwd) if transcript.cwd and Path(transcript.cwd).is_dir() else None
-            p = local_principal(settings, client_name=args.harness, cwd=cwd)
+            p = local_principal(settings, client_name=args.harness, cwd=folder)
             key = f"{args.harness}:{transcript.session_id}" if transcript.session_id else str(path.resolve())
             report = await Capturer(service, settings, args.harness).capture(p, transcript, key=key, path=str(path))
             reports.append(report)

@@ -33,7 +33,7 @@ def redact(text: str) -> tuple[str, list[str]]:
     found: list[str] = []
     for name, pattern in PATTERNS:
 
-        def sub(m: re.Match[str], name: str = name) -> str:
+        def sub(m: re.Match[str], name: str = name, pattern: re.Pattern[str] = pattern) -> str:
             if "[REDACTED:" in m.group(0):
                 return m.group(0)
             found.append(name)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from uuid import UUID
 
 from ..models import Principal
 from .memories import MemoryRepository
@@ -15,6 +16,7 @@ from .memories import MemoryRepository
 class Cursor:
     transcript: str
     hashes: list[str] = field(default_factory=list)
+    memory_ids: list[UUID] = field(default_factory=list)   # the episode of each turn
     rewrites: int = 0
 
     @property
@@ -44,20 +46,21 @@ class TranscriptRepository:
     async def get(self, p: Principal, transcript: str) -> Cursor | None:
         async with self.memories.transaction(p) as conn:
             row = await conn.fetchrow(
-                "SELECT hashes, rewrites FROM transcript_cursors WHERE user_id = $1 AND transcript = $2",
+                "SELECT hashes, memory_ids, rewrites FROM transcript_cursors WHERE user_id = $1 AND transcript = $2",
                 p.user_id, transcript)
-        return Cursor(transcript, list(row["hashes"]), row["rewrites"]) if row else None
+        return Cursor(transcript, list(row["hashes"]), list(row["memory_ids"]), row["rewrites"]) if row else None
 
-    async def save(self, p: Principal, transcript: str, hashes: list[str], *, session_id: str | None,
-                   path: str | None, rewritten: bool) -> None:
+    async def save(self, p: Principal, transcript: str, hashes: list[str], memory_ids: list[UUID], *,
+                   session_id: str | None, path: str | None, rewritten: bool) -> None:
         async with self.memories.transaction(p) as conn:
             await conn.execute(
                 """INSERT INTO transcript_cursors (user_id, transcript, agent_id, project_id, session_id, path,
-                                                   turns, hashes, rewrites)
-                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::int)
+                                                   turns, hashes, memory_ids, rewrites)
+                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::int)
                    ON CONFLICT (user_id, transcript) DO UPDATE
-                   SET turns = EXCLUDED.turns, hashes = EXCLUDED.hashes, path = EXCLUDED.path,
+                   SET turns = EXCLUDED.turns, hashes = EXCLUDED.hashes, memory_ids = EXCLUDED.memory_ids,
+                       path = EXCLUDED.path,
                        session_id = coalesce(EXCLUDED.session_id, transcript_cursors.session_id),
                        rewrites = transcript_cursors.rewrites + EXCLUDED.rewrites, updated_at = now()""",
                 p.user_id, transcript, p.agent_id, p.project_id, session_id, path, len(hashes), hashes,
-                int(rewritten))
+                memory_ids, int(rewritten))
