@@ -22,7 +22,7 @@ Role = Literal["user", "assistant"]
 Format = Literal["claude-code", "openclaw", "plain"]
 
 TOOL_INPUT_CHARS = 120    # a tool call is shown as name(first characters of its input)
-TOOL_RESULT_CHARS = 200   # a tool's output: its start and its length; the rest is cut
+TOOL_RESULT_CHARS = 120   # a tool's output: its start and its length; the rest is cut (and not embedded)
 ASSISTANT_NAMES = {"assistant", "ai", "claude", "bot", "agent", "model", "gpt", "openclaw", "system"}
 USER_NAMES = {"user", "human", "me", "you", "customer"}
 
