@@ -237,3 +237,33 @@ def test_capture_command(db_url: str, tmp_path: Path) -> None:
     missing = subprocess.run([CLI, "capture", str(tmp_path / "nope.jsonl"), "--database-url", db_url],
                              capture_output=True, text=True, timeout=60)
     assert missing.returncode == 2 and "nope.jsonl" in missing.stderr
+
+
+async def test_a_turn_that_grew_updates_its_episode(service: MemoryService, settings: Settings, alice: Principal,
+                                                    tmp_path: Path) -> None:
+    """Captured mid-reply (the harness was still writing), then again: one episode, updated."""
+    path = tmp_path / "session.jsonl"
+    lines = (FIXTURES / "claude_code_session.jsonl").read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:3]))            # the reply's first line only
+    capturer = Capturer(service, settings, "claude-code")
+    key = f"claude-code:{SESSION}"
+    assert (await capturer.capture(alice, read(path), key=key)).episodes == 2
+    path.write_text("".join(lines))
+    grown = await capturer.capture(alice, read(path), key=key)
+    assert grown.rewritten and grown.episodes == 2   # the two turns after it; the grown one is updated
+    episodes = await _all(service, alice, ["episode"])
+    assert len(episodes) == 4
+    reply = next(e for e in episodes if e.metadata["turn"] == 1)
+    assert "SKIP LOCKED" in reply.content and reply.version == 2
+    history = await service.history(alice, reply.id)
+    assert [h.event for h in history.entries] == ["ADD", "UPDATE"]
+
+
+async def test_cursors_are_per_user_under_row_level_security(service: MemoryService, settings: Settings,
+                                                            alice: Principal) -> None:
+    from tests.conftest import principal
+
+    await Capturer(service, settings, "cli").capture(alice, read(FIXTURES / "plain_chat.txt"), key="chat")
+    for who, expected in ((alice, 1), (principal("bob"), 0)):
+        async with service.repo.transaction(who) as conn:   # the app role: only RLS decides
+            assert await conn.fetchval("SELECT count(*) FROM transcript_cursors") == expected
