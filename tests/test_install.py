@@ -63,6 +63,8 @@ def test_claude_code_user_scope_round_trip_is_byte_identical(tmp_path: Path) -> 
     prompt = hooks["UserPromptSubmit"][0]["hooks"][0]
     assert prompt["type"] == "command" and prompt["command"].endswith(
         "mcp-memory hook prompt-submit --database-url postgresql://db.example/mem")
+    assert hooks["Stop"][1]["hooks"][0]["async"] is True               # capture never holds up the next prompt
+    assert "async" not in hooks["SessionEnd"][0]["hooks"][0]
     assert (home / ".claude" / "settings.json.mcp-memory.bak").read_text() == SETTINGS   # backed up first
 
     again = cli("install", "claude-code", "--home", str(home))

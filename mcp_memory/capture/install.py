@@ -22,12 +22,14 @@ from . import openclaw_plugin
 from .settings_files import Change, SettingsFileError, apply, diff, finish_restore, plan, read_state, restore
 
 SERVER = "memory"
-# (Claude Code event, our event, timeout in seconds, matcher)
-CLAUDE_HOOKS = [("SessionStart", "session-start", 10, "startup|resume|clear|compact"),
-                ("UserPromptSubmit", "prompt-submit", 5, None),
-                ("Stop", "stop", 60, None),
-                ("PreCompact", "pre-compact", 60, None),
-                ("SessionEnd", "session-end", 60, None)]
+# (Claude Code event, our event, timeout in seconds, matcher, run in the background). Capture after
+# each reply must not hold up the next prompt (`async`, Claude Code 2.1 command hooks); at session
+# end it runs in the foreground, as the last chance before the process goes.
+CLAUDE_HOOKS = [("SessionStart", "session-start", 10, "startup|resume|clear|compact", False),
+                ("UserPromptSubmit", "prompt-submit", 5, None, False),
+                ("Stop", "stop", 60, None, True),
+                ("PreCompact", "pre-compact", 60, None, True),
+                ("SessionEnd", "session-end", 60, None, False)]
 
 Edit = Callable[[dict[str, Any]], None]
 
@@ -88,7 +90,7 @@ def add_claude_server(exe: str, flags: list[str], path: Path) -> Edit:
 def add_claude_hooks(exe: str, flags: list[str], path: Path) -> Edit:
     def edit(data: dict[str, Any]) -> None:
         hooks = _object(data, "hooks", str(path))
-        for event, ours, timeout, matcher in CLAUDE_HOOKS:
+        for event, ours, timeout, matcher, background in CLAUDE_HOOKS:
             groups = hooks.setdefault(event, [])
             if not isinstance(groups, list):
                 raise SettingsFileError(f"{path}: hooks.{event} is not a list; not changed")
@@ -96,8 +98,11 @@ def add_claude_hooks(exe: str, flags: list[str], path: Path) -> Edit:
                    for h in g.get("hooks", []) if isinstance(h, dict)):
                 continue
             group: dict[str, Any] = {"matcher": matcher} if matcher else {}
-            group["hooks"] = [{"type": "command", "command": shlex.join([exe, "hook", ours, *flags]),
-                               "timeout": timeout}]
+            command: dict[str, Any] = {"type": "command", "command": shlex.join([exe, "hook", ours, *flags]),
+                                       "timeout": timeout}
+            if background:
+                command["async"] = True
+            group["hooks"] = [command]
             groups.append(group)
     return edit
 
