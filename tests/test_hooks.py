@@ -167,3 +167,26 @@ async def test_recall_past_its_budget_prints_nothing(stored: None, db_url: str) 
 def test_settings_defaults_match_the_issue() -> None:
     s = Settings()
     assert s.recall_timeout_s <= 1.5 and s.capture and s.recall_budget_chars > 0
+
+
+async def test_recall_without_vectors_needs_shared_words(stored: None, db_url: str) -> None:
+    """Embedder off (or not ready within the budget): full text alone, and only hits that share
+    words with the prompt."""
+    off = {"MCP_MEMORY_EMBEDDING_PROVIDER": "none"}
+    out = hook("prompt-submit", claude("UserPromptSubmit", prompt="Which database does our job queue use?"),
+               db_url, "--project", "proj-x", env=off)
+    assert "SKIP LOCKED" in context_of(out, "UserPromptSubmit")
+    nothing = hook("prompt-submit", claude("UserPromptSubmit", prompt="Write a limerick about penguins on a ski trip"),
+                   db_url, "--project", "proj-x", env=off)
+    assert nothing.stdout == ""
+
+
+async def test_a_late_vector_falls_back_to_full_text(stored: None, service: MemoryService, settings: Settings) -> None:
+    import time
+
+    from mcp_memory.capture.recall import prompt_context
+
+    p = Principal(user_id="alice", agent_id="claude-code", project_id="proj-x", actor="test:alice")
+    text = await prompt_context(service, settings, p, "Which database does our job queue use?", None,
+                                deadline=time.monotonic())   # no time left to embed the prompt
+    assert "SKIP LOCKED" in text

@@ -122,7 +122,8 @@ def load_transcript(harness: Harness, payload: HookInput) -> tuple[Transcript, s
     return transcript, key, str(path)
 
 
-async def handle(event: str, harness: Harness, payload: HookInput, settings: Settings) -> str:
+async def handle(event: str, harness: Harness, payload: HookInput, settings: Settings,
+                 deadline: float | None = None) -> str:
     """The context to add (session-start, prompt-submit) or "" after capturing."""
     p = principal_for(settings, harness, payload)
     if event in CAPTURE_EVENTS and capture_disabled(settings, p):
@@ -137,7 +138,7 @@ async def handle(event: str, harness: Harness, payload: HookInput, settings: Set
         if event == "session-start":
             return await session_context(service, settings, p, payload.model_name)
         if event == "prompt-submit":
-            return await prompt_context(service, settings, p, payload.prompt or "", payload.session)
+            return await prompt_context(service, settings, p, payload.prompt or "", payload.session, deadline)
         assert transcript is not None
         report: CaptureReport = await Capturer(service, settings, harness).capture(
             p, transcript[0], key=transcript[1], path=transcript[2])
@@ -178,7 +179,8 @@ def run_hook(event: str, harness: Harness, make_settings: Callable[[], Settings]
         return await asyncio.wait_for(work, max(0.05, limit - (time.monotonic() - started)))
 
     try:
-        text = asyncio.run(bounded(handle(event, harness, payload, settings)))
+        deadline = started + limit if limit is not None else None
+        text = asyncio.run(bounded(handle(event, harness, payload, settings, deadline)))
     except TimeoutError:
         print(f"mcp-memory hook {event}: no context added: took longer than {limit:g}s "
               "(MCP_MEMORY_RECALL_TIMEOUT_S / MCP_MEMORY_SESSION_START_TIMEOUT_S)", file=sys.stderr)

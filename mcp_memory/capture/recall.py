@@ -4,6 +4,9 @@ a character budget (nothing when nothing is relevant). Always delimited as data 
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
 from collections.abc import Sequence
 from uuid import UUID
 
@@ -12,12 +15,17 @@ from ..config import Settings
 from ..embeddings import conflict_similarity
 from ..models import Memory, MemoryFilter, Principal, SearchHit
 from ..repository.related import nearest
+from ..retrieval import parse_query
+from ..retrieval import search as hybrid_search
 from ..service import MemoryService
+
+log = logging.getLogger(__name__)
 
 # Kinds worth bringing back at session start; episodes are the raw conversation.
 DISTILLED = ["fact", "preference", "decision", "procedure", "identity", "note"]
 NOBODY = UUID(int=0)
 MIN_PROMPT_WORDS = 2
+SEARCH_RESERVE_S = 0.25  # kept for the searches when the prompt's vector is late
 
 
 def _fit(memories: Sequence[Memory | SearchHit], budget: int) -> list[Memory | SearchHit]:
@@ -58,15 +66,35 @@ def worth_recalling(prompt: str) -> bool:
     return not prompt.startswith("/") and len(prompt.split()) >= MIN_PROMPT_WORDS
 
 
+async def _vector(service: MemoryService, prompt: str, deadline: float | None) -> list[float] | None:
+    """The prompt's vector, or None if the embedder is off or (loading the model in a cold hook
+    process) would leave too little of the budget for the search: then full text alone recalls."""
+    if service.vectors is None:
+        return None
+    if deadline is None:
+        return await service.vectors.query(prompt)
+    try:
+        return await asyncio.wait_for(service.vectors.query(prompt),
+                                      max(0.0, deadline - time.monotonic() - SEARCH_RESERVE_S))
+    except TimeoutError:
+        log.info("recall without the vector list: the embedder was not ready in time")
+        return None
+
+
 async def prompt_context(service: MemoryService, settings: Settings, p: Principal, prompt: str,
-                         session_id: str | None = None) -> str:
+                         session_id: str | None = None, deadline: float | None = None) -> str:
+    """`deadline` (time.monotonic) bounds the wait for the prompt's vector."""
     if settings.recall_limit == 0 or settings.recall_budget_chars == 0 or not worth_recalling(prompt):
         return ""
+    service.require(p, "read")
     prompt = prompt.strip()[:1000]
     vectors = service.vectors
-    vector = await vectors.query(prompt) if vectors else None
-    result = await service.search(p, prompt, limit=settings.recall_limit * 3, explain=vector is None)
-    hits = result.hits
+    vector = await _vector(service, prompt, deadline)
+    # The service's search would wait for the vector again; the retrieval takes the one we have.
+    model = vectors.model if vectors and vector is not None else None
+    hits = await hybrid_search(service.repo, p, parse_query(prompt), None, limit=settings.recall_limit * 3,
+                               settings=settings, explain=vector is None, vector=vector, model=model,
+                               dimension=vectors.dimension if model and vectors else 0)
     if vector is not None and vectors is not None:
         # The fused score ranks; it says nothing absolute. Relevance is closeness of meaning.
         close = await nearest(service.repo, p, vector, model=vectors.model, dimension=vectors.dimension,
@@ -75,7 +103,7 @@ async def prompt_context(service: MemoryService, settings: Settings, p: Principa
         relevant = {row["id"] for row, _ in close}
         hits = [h for h in hits if h.id in relevant]
     else:
-        # No vectors (embedder off or down): a hit must at least share words with the prompt.
+        # No vector (embedder off, down or late): a hit must at least share words with the prompt.
         hits = [h for h in hits if h.explain and h.explain.get("fulltext") is not None]
     # This session's own turns are already in the model's context.
     own = f"session:{session_id}" if session_id else None
