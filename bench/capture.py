@@ -92,13 +92,14 @@ def filler(n: int, rng: random.Random) -> list[WriteItem]:
             for i in range(n)]
 
 
-def hook_run(event: str, payload: dict, url: str) -> tuple[float, bool]:
+def hook_run(event: str, payload: dict, url: str) -> tuple[float, bool, bool]:
+    """Wall time, whether it printed context, whether it ran out of its budget."""
     started = time.perf_counter()
     out = subprocess.run([CLI, "hook", event, "--database-url", url, "--user", "bench", "--project", "bench"],
                          input=json.dumps(payload), capture_output=True, text=True, timeout=120, env=os.environ)
     took = time.perf_counter() - started
     assert out.returncode == 0, out.stderr
-    return took, bool(out.stdout.strip())
+    return took, bool(out.stdout.strip()), "took longer than" in out.stderr
 
 
 async def main_async(args: argparse.Namespace) -> None:
@@ -151,23 +152,28 @@ async def main_async(args: argparse.Namespace) -> None:
                 t = time.perf_counter()
                 await prompt_context(service, settings, p, PROMPTS[i % len(PROMPTS)], "other-session")
                 warm_recall.append(time.perf_counter() - t)
-            cold_start, cold_recall, answered = [], [], {"session-start": 0, "prompt-submit": 0}
+            cold_start, cold_recall = [], []
+            answered = {"session-start": 0, "prompt-submit": 0}
+            late = {"session-start": 0, "prompt-submit": 0}
             for i in range(args.runs):
                 base = {"session_id": f"s{i}", "transcript_path": str(path), "cwd": tmp}
-                took, said = hook_run("session-start", {**base, "hook_event_name": "SessionStart",
-                                                        "source": "startup"}, db.dsn)
+                took, said, over = hook_run("session-start", {**base, "hook_event_name": "SessionStart",
+                                                              "source": "startup"}, db.dsn)
                 cold_start.append(took)
                 answered["session-start"] += said
-                took, said = hook_run("prompt-submit", {**base, "hook_event_name": "UserPromptSubmit",
-                                                        "prompt": PROMPTS[i % len(PROMPTS)]}, db.dsn)
+                late["session-start"] += over
+                took, said, over = hook_run("prompt-submit", {**base, "hook_event_name": "UserPromptSubmit",
+                                                              "prompt": PROMPTS[i % len(PROMPTS)]}, db.dsn)
                 cold_recall.append(took)
                 answered["prompt-submit"] += said
+                late["prompt-submit"] += over
         finally:
             await db.close()
     report["hooks"] = {
         "session_start_process": latency(cold_start), "prompt_recall_process": latency(cold_recall),
         "session_start_in_process": latency(warm_start), "prompt_recall_in_process": latency(warm_recall),
-        "answered": answered, "runs": args.runs,
+        "answered": answered, "over_budget": late, "runs": args.runs,
+        "irrelevant_prompts": sum(1 for i in range(args.runs) if "haiku" in PROMPTS[i % len(PROMPTS)]),
         "note": "process: spawn to exit as the harness waits for it (Python start-up, model load, database "
                 "connect included); in-process: the work the budget bounds, warm"}
     report["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
@@ -176,7 +182,9 @@ async def main_async(args: argparse.Namespace) -> None:
     hook_rows = [[name, v["n"], v["p50_ms"], v["p95_ms"], v["max_ms"]] for name, v in report["hooks"].items()
                  if isinstance(v, dict) and "p50_ms" in v]
     print(table(["hook latency", "n", "p50 ms", "p95 ms", "max ms"], hook_rows, first_width=26))
-    print(f"\nstore: {report['store']['live']} live memories; answered with context: {answered} of {args.runs} each")
+    print(f"\nstore: {report['store']['live']} live memories; answered with context: {answered} of {args.runs} "
+          f"each; over budget (printed nothing): {late}; prompts with nothing to recall: "
+          f"{report['hooks']['irrelevant_prompts']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2))
     print(f"wrote {args.out}")
