@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from mcp_memory.config import Settings
@@ -190,3 +191,24 @@ async def test_a_late_vector_falls_back_to_full_text(stored: None, service: Memo
     text = await prompt_context(service, settings, p, "Which database does our job queue use?", None,
                                 deadline=time.monotonic())   # no time left to embed the prompt
     assert "SKIP LOCKED" in text
+
+
+async def test_concurrent_hook_processes_store_each_turn_once(service: MemoryService, alice: Principal,
+                                                              db_url: str) -> None:
+    """Stop (in the background) and SessionEnd can run at once on one transcript."""
+    payload = json.dumps(claude("Stop", transcript_path=str(FIXTURES / "claude_code_session.jsonl")))
+    args = [CLI, "hook", "stop", "--database-url", db_url, "--user", "alice", "--project", "proj-x"]
+    results: list[subprocess.CompletedProcess[bytes]] = []
+
+    async def one() -> None:
+        results.append(await anyio.run_process(args, input=payload.encode(), check=False))
+
+    with anyio.fail_after(180):
+        async with anyio.create_task_group() as group:
+            for _ in range(4):
+                group.start_soon(one)
+    assert all(r.returncode == 0 and r.stdout == b"" for r in results), [r.stderr for r in results]
+    p = Principal(user_id="alice", agent_id="claude-code", project_id="proj-x", actor="test:alice")
+    assert len((await service.list(p, MemoryFilter(kinds=["episode"]), limit=50)).memories) == 4
+    history = [await service.history(p, m.id) for m in (await service.list(p, limit=50)).memories]
+    assert all(len(h.entries) == 1 for h in history)   # each stored once, never rewritten
