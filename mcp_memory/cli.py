@@ -323,12 +323,15 @@ def _parser() -> argparse.ArgumentParser:
     doctor = sub.add_parser("doctor", parents=[common], help="check the database and say what to fix")
     doctor.set_defaults(run=cmd_doctor)
 
-    # Commands of the console (`ui`) and of the decisions pipeline (`jobs`, `decisions`).
+    # Commands of the console (`ui`), the decisions pipeline (`jobs`, `decisions`) and capture
+    # (`hook`, `capture`, `install`, `uninstall`).
+    from .capture.cli import register as register_capture
     from .console.cli import register as register_console
     from .decisions.cli import register as register_decisions
 
     register_console(sub, common)
     register_decisions(sub, common)
+    register_capture(sub, common)
     return parser
 
 
@@ -338,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = _settings(args)
     except ValidationError as exc:
         print(f"invalid configuration:\n{exc}", file=sys.stderr)
-        return 2
+        return getattr(args, "bad_config_status", 2)
     _configure_logging(settings.log_level if args.command == "serve" else "WARNING")
     run: Callable[..., Any] = args.run
     try:

@@ -189,6 +189,26 @@ class Settings(BaseSettings):
     decisions_tokens_per_day: int = Field(default=200_000, ge=0, description=(
         "Tokens per user per day (0: no limit); past it jobs wait for the budget, nothing is lost."))
 
+    # Auto-capture and auto-recall through harness hooks (mcp_memory/capture, `mcp-memory hook`).
+    capture: bool = Field(default=True, description=(
+        "Store transcripts' turns as episodes (hooks, `mcp-memory capture`); false switches capture off, e.g. "
+        "in one project's settings env."))
+    capture_exclude_projects: list[str] = Field(default_factory=list, description=(
+        'Projects never captured, JSON: ["secret-client"].'))
+    capture_facts: bool = Field(default=True, description="Also store trigger-pattern facts from what the user says.")
+    capture_languages: list[str] = Field(default_factory=lambda: ["en"], description="Trigger tables to use.")
+    capture_turn_chars: int = Field(default=8000, ge=200, le=limits.MAX_CONTENT_CHARS,
+                                    description="A longer turn is cut to this many characters.")
+    recall_limit: int = Field(default=5, ge=0, le=20, description="Most memories auto-recall adds to a prompt.")
+    recall_budget_chars: int = Field(default=2000, ge=0, description="Characters auto-recall may add to a prompt.")
+    recall_min_similarity: float | None = Field(default=None, ge=0, le=1, description=(
+        "Relevance floor (cosine to the prompt) for auto-recall. Default: the model's conflict threshold "
+        "minus 0.3 (MiniLM 0.35)."))
+    recall_timeout_s: float = Field(default=1.5, gt=0, description="Prompt recall prints nothing past this.")
+    session_start_timeout_s: float = Field(default=5, gt=0, description="Session-start context, likewise.")
+    session_start_recent: int = Field(default=5, ge=0, le=50, description=(
+        "Recent memories of the project added at session start, besides the pinned core."))
+
     # Row-level security: application queries run as this role ('' to skip).
     db_app_role: str = "mcp_memory_app"
 

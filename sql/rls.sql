@@ -34,7 +34,7 @@ BEGIN
     END IF;
     GRANT EXECUTE ON FUNCTION mcp_memory_setting(text) TO mcp_memory_app;
     FOREACH t IN ARRAY ARRAY['memories', 'memory_history', 'forget_tokens', 'idempotency_keys', 'api_keys',
-                             'rate_limits', 'memory_jobs'] LOOP
+                             'rate_limits', 'memory_jobs', 'transcript_cursors'] LOOP
         EXECUTE format('GRANT SELECT, INSERT, UPDATE ON %I TO mcp_memory_app', t);
         IF NOT (SELECT relrowsecurity AND relforcerowsecurity FROM pg_class WHERE oid = t::regclass) THEN
             EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
@@ -56,7 +56,7 @@ BEGIN
     -- Only time removes data (the retention sweep runs as the owner), history is append-only,
     -- and a key's grants are the operator's to change: the application role may do none of it.
     REVOKE DELETE ON memories, memory_history, forget_tokens, idempotency_keys, api_keys, rate_limits,
-        memory_jobs FROM mcp_memory_app;
+        memory_jobs, transcript_cursors FROM mcp_memory_app;
     REVOKE UPDATE ON memory_history FROM mcp_memory_app;
     REVOKE UPDATE ON api_keys FROM mcp_memory_app;
     GRANT UPDATE (last_used_at) ON api_keys TO mcp_memory_app;

@@ -1,0 +1,296 @@
+"""Transcripts in, turns out: Claude Code session JSONL, OpenClaw session JSONL (or the message
+list an OpenClaw hook event carries), and plain "Speaker: text" lines.
+
+A turn is one speaker's uninterrupted contribution: Claude Code writes every content block of a
+reply as its own line, and tool results come back as user lines, so consecutive lines of one
+role merge, and tool calls / results are folded into the assistant turn as short summaries.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from ..encoding import sha256_hex
+
+Role = Literal["user", "assistant"]
+Format = Literal["claude-code", "openclaw", "plain"]
+
+TOOL_INPUT_CHARS = 120    # a tool call is shown as name(first characters of its input)
+TOOL_RESULT_CHARS = 120   # a tool's output: its start and its length; the rest is cut (and not embedded)
+ASSISTANT_NAMES = {"assistant", "ai", "claude", "bot", "agent", "model", "gpt", "openclaw", "system"}
+USER_NAMES = {"user", "human", "me", "you", "customer"}
+
+
+@dataclass
+class Turn:
+    role: Role
+    text: str
+    at: datetime | None = None
+    speaker: str | None = None     # the name a plain transcript gave
+    tools: list[str] = field(default_factory=list)
+
+    @property
+    def digest(self) -> str:
+        """Identifies the turn for delta tracking: who said what, when."""
+        stamp = self.at.isoformat() if self.at else ""
+        return sha256_hex(f"{self.role}\x1f{stamp}\x1f{self.text}")[:16]
+
+    def label(self) -> str:
+        return self.speaker or self.role.capitalize()
+
+
+@dataclass
+class Transcript:
+    format: Format
+    turns: list[Turn]
+    session_id: str | None = None
+    cwd: str | None = None
+
+
+class TranscriptError(ValueError):
+    """The file is not a transcript we can read."""
+
+
+def _time(value: Any) -> datetime | None:
+    if isinstance(value, int | float):  # OpenClaw messages carry epoch milliseconds
+        try:
+            return datetime.fromtimestamp(value / 1000 if value > 1e11 else value).astimezone()
+        except (OverflowError, OSError, ValueError):
+            return None
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _cut(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _block_text(block: Any) -> str:
+    if isinstance(block, str):
+        return block
+    if isinstance(block, dict):
+        if isinstance(block.get("text"), str):
+            return block["text"]
+        if "content" in block:
+            return _blocks_text(block["content"])
+    return ""
+
+
+def _blocks_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(t for t in (_block_text(b) for b in content) if t)
+    return ""
+
+
+def _tool_call(name: Any, args: Any) -> str:
+    shown = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, default=str)
+    return f"[tool {name}({_cut(shown, TOOL_INPUT_CHARS)})]"
+
+
+def _tool_result(text: str, error: bool = False) -> str:
+    label = "tool error" if error else "tool output"
+    if not text.strip():
+        return f"[{label}: empty]"
+    return f"[{label}, {len(text)} chars: {_cut(text, TOOL_RESULT_CHARS)}]"
+
+
+class _Builder:
+    """Merges consecutive pieces of one role into a turn."""
+
+    def __init__(self) -> None:
+        self.turns: list[Turn] = []
+
+    def add(self, role: Role, text: str, at: datetime | None, *, tool: str | None = None) -> None:
+        text = text.strip()
+        if not text and not tool:
+            return
+        last = self.turns[-1] if self.turns else None
+        if last is None or last.role != role:
+            last = Turn(role=role, text="", at=at)
+            self.turns.append(last)
+        if tool:
+            last.tools.append(tool)
+        piece = tool or text
+        last.text = f"{last.text}\n{piece}" if last.text else piece
+        last.at = last.at or at
+
+    def result(self) -> list[Turn]:
+        # A turn of nothing but tool summaries still says what was done; one with no text at all goes.
+        return [t for t in self.turns if t.text.strip()]
+
+
+# --- Claude Code ---------------------------------------------------------------------------------
+
+def _claude_code(entries: Iterable[dict[str, Any]]) -> Transcript:
+    """~/.claude/projects/<project>/<session>.jsonl: lines of type user / assistant (others:
+    summary, system, file-history-snapshot… are not conversation), each with `message`
+    (role, content: a string or blocks of text / thinking / tool_use / tool_result), `timestamp`,
+    `sessionId`, `cwd`; `isSidechain` marks a subagent's lines, `isMeta` the harness's own."""
+    out = _Builder()
+    session = cwd = None
+    for e in entries:
+        session = session or e.get("sessionId")
+        cwd = cwd or e.get("cwd")
+        kind = e.get("type")
+        if kind not in ("user", "assistant") or e.get("isSidechain") or e.get("isMeta"):
+            continue
+        message = e.get("message") or {}
+        at = _time(e.get("timestamp"))
+        content = message.get("content")
+        if isinstance(content, str):
+            if kind == "user" and content.lstrip().startswith(("<command-", "<local-command-")):
+                continue  # slash-command bookkeeping, not something the user said
+            out.add(kind, content, at)
+            continue
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict):
+                continue
+            btype = block.get("type")
+            if btype == "text":
+                out.add(kind, block.get("text") or "", at)
+            elif btype == "tool_use":
+                out.add("assistant", "", at, tool=_tool_call(block.get("name"), block.get("input")))
+            elif btype == "tool_result":
+                # Tool output arrives on a user line but belongs to the assistant's work.
+                out.add("assistant", "", at, tool=_tool_result(_blocks_text(block.get("content")),
+                                                               bool(block.get("is_error"))))
+            # thinking / redacted_thinking / image: not stored
+    return Transcript("claude-code", out.result(), session, cwd)
+
+
+# --- OpenClaw ------------------------------------------------------------------------------------
+
+def openclaw_messages(messages: Sequence[Any], out: _Builder | None = None,
+                      at: datetime | None = None) -> list[Turn]:
+    """Messages as OpenClaw keeps them (role user / assistant / toolResult, content a string or
+    blocks of text / thinking / toolCall), from a transcript line or a hook event."""
+    out = out or _Builder()
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        role = message.get("role")
+        when = _time(message.get("timestamp")) or at
+        content = message.get("content")
+        if role in ("toolResult", "tool"):
+            out.add("assistant", "", when, tool=_tool_result(_blocks_text(content), bool(message.get("isError"))))
+            continue
+        if role not in ("user", "assistant"):
+            continue
+        if isinstance(content, str):
+            out.add(role, content, when)
+            continue
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict):
+                continue
+            btype = block.get("type")
+            if btype == "text":
+                out.add(role, block.get("text") or "", when)
+            elif btype in ("toolCall", "tool_use"):
+                out.add("assistant", "", when, tool=_tool_call(block.get("name"),
+                                                                block.get("arguments", block.get("input"))))
+            elif btype in ("toolResult", "tool_result"):
+                out.add("assistant", "", when, tool=_tool_result(_blocks_text(block.get("content"))))
+    return out.result()
+
+
+def _openclaw(entries: Iterable[dict[str, Any]]) -> Transcript:
+    """~/.openclaw/agents/<agent>/sessions/<session>.jsonl: a `session` line (id, timestamp,
+    cwd), then `message` lines whose `message` has the role and content; model changes,
+    compactions and custom events are not conversation."""
+    out = _Builder()
+    session = cwd = None
+    for e in entries:
+        if e.get("type") == "session":
+            session = session or e.get("id")
+            cwd = cwd or e.get("cwd")
+        elif e.get("type") == "message" and isinstance(e.get("message"), dict):
+            openclaw_messages([e["message"]], out, _time(e.get("timestamp")))
+    return Transcript("openclaw", out.result(), session, cwd)
+
+
+# --- plain text ----------------------------------------------------------------------------------
+
+_SPEAKER = re.compile(r"^\s*(?:\[(?P<at>[^\]]{4,40})\]\s*)?(?P<name>[A-Za-z][\w .'-]{0,39}?)\s*:\s(?P<text>.*)$")
+
+
+def _plain(text: str) -> Transcript:
+    """"Speaker: text" lines, optionally "[2025-01-02 10:00] Speaker: text"; a line without a
+    speaker continues the turn before it. Names like User / Human are the user, Assistant / AI /
+    Claude the assistant; otherwise the first name seen is the user and any other the assistant."""
+    turns: list[Turn] = []
+    first: str | None = None
+    for line in text.splitlines():
+        match = _SPEAKER.match(line)
+        if match and len(match["name"].split()) <= 3:
+            name = match["name"].strip()
+            low = name.lower()
+            first = first or name
+            role: Role = "assistant" if low in ASSISTANT_NAMES else "user" if low in USER_NAMES or name == first \
+                else "assistant"
+            speaker = None if low in ("user", "assistant") else name
+            turns.append(Turn(role=role, text=match["text"].strip(), at=_time(match["at"]), speaker=speaker))
+        elif turns and line.strip():
+            turns[-1].text += "\n" + line.strip()
+    return Transcript("plain", [t for t in turns if t.text.strip()])
+
+
+# --- entry points --------------------------------------------------------------------------------
+
+def _json_lines(text: str) -> list[dict[str, Any]] | None:
+    """The lines as JSON objects, or None if this is not JSONL. A last line cut off mid-write
+    (the harness is still appending) is left for the next run."""
+    entries = []
+    lines = [line for line in text.splitlines() if line.strip()]
+    for i, line in enumerate(lines):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            if i == len(lines) - 1 and i > 0 and not text.endswith("\n"):
+                break
+            return None
+        if not isinstance(value, dict):
+            return None
+        entries.append(value)
+    return entries
+
+
+def detect(entries: list[dict[str, Any]]) -> Format:
+    for e in entries[:50]:
+        if e.get("type") == "session" or (e.get("type") == "message" and isinstance(e.get("message"), dict)):
+            return "openclaw"
+        if e.get("type") in ("user", "assistant") and ("sessionId" in e or "uuid" in e):
+            return "claude-code"
+    return "claude-code"
+
+
+def parse_text(text: str, fmt: Format | None = None) -> Transcript:
+    if fmt == "plain":
+        return _plain(text)
+    entries = _json_lines(text) if text.lstrip().startswith("{") else None
+    if entries is None:
+        if fmt in ("claude-code", "openclaw"):
+            raise TranscriptError(f"not a {fmt} transcript: expected one JSON object per line")
+        return _plain(text)
+    fmt = fmt or detect(entries)
+    return _openclaw(entries) if fmt == "openclaw" else _claude_code(entries)
+
+
+def read(path: Path, fmt: Format | None = None) -> Transcript:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise TranscriptError(f"transcript {path}: {exc.strerror or exc}") from None
+    return parse_text(text, fmt)

@@ -1,0 +1,81 @@
+"""Facts worth keeping, found without a model: trigger patterns over what the user said (as the
+OpenClaw pgvector plugin does). The table is data: a language is a list of rows, and a row is a
+kind, a name and a regular expression; add rows (or a language) to TRIGGERS without touching the
+matcher. The sentence holding the trigger is the memory, so it reads on its own later."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..models import Kind
+
+
+@dataclass(frozen=True)
+class Trigger:
+    name: str
+    kind: Kind
+    pattern: str   # matched case-insensitively against one sentence
+
+
+_I = r"(?:i|we)"
+TRIGGERS: dict[str, list[Trigger]] = {
+    "en": [
+        Trigger("remember", "fact", r"^(?:please\s+)?(?:remember|note|keep in mind|don't forget|do not forget)\b"
+                r"(?:\s+(?:that|this))?\s*[:,]?\s+\S"),
+        Trigger("prefer", "preference", rf"\b{_I}\s+(?:really\s+|strongly\s+|much\s+)?(?:prefer|like|love|enjoy|hate"
+                r"|dislike|can't stand|cannot stand)\s+(?!(?:to\s+)?(?:ask|know|see|check|say|thank)\b)\S"),
+        Trigger("favourite", "preference", r"\bmy\s+(?:favou?rite|preferred)\s+\w+"),
+        Trigger("rather", "preference", rf"\b{_I}(?:'d| would)\s+rather\b"),
+        Trigger("decided", "decision", rf"\b{_I}\s+(?:have\s+|'ve\s+)?(?:decided|agreed|settled on|chose|chosen|"
+                r"opted)\b"),
+        Trigger("will-use", "decision", rf"\b{_I}(?:'ll| will| are going to| are gonna)\s+(?:use|go with|switch to|"
+                r"stick with|adopt|standardi[sz]e on)\b"),
+        Trigger("decision", "decision", r"\b(?:the\s+)?decision\s+(?:is|was)\b|\blet's\s+(?:go with|use|stick with)\b"),
+        Trigger("my-name", "fact", r"\b(?:my name is|call me|i am called|i'm called)\s+[A-Za-z]"),
+        Trigger("identity", "fact", r"\b(?:i work (?:at|for|on|as)|i live in|i'm based in|i am based in|"
+                r"my (?:role|job|title|team|company|timezone|time zone|pronouns) (?:is|are))\b"),
+        Trigger("contact", "fact", r"\b(?:my|our|his|her|their)\s+(?:e-?mail|phone(?: number)?|mobile|address|"
+                r"handle|slack|github|telegram)\b.*?(?:\bis\b|:)"),
+        Trigger("email", "fact", r"\b[\w.+-]+@[\w-]+\.[\w.-]+\b"),
+        Trigger("always-never", "preference", r"(?:^|\b(?:please|you should|you must|we|i)\s+)(?:always|never)\s+\w+"
+                r"|^(?:always|never|do not ever|don't ever)\s+\w+"),
+    ],
+}
+
+# Sentences end at . ! ? before white space (not inside an address or a version) or at a line
+# break; an abbreviation may split one, which costs little.
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_QUESTION = re.compile(r"\?\s*$")
+MIN_CHARS, MAX_CHARS = 12, 500
+
+
+@dataclass(frozen=True)
+class Found:
+    trigger: str
+    kind: Kind
+    text: str
+
+
+class Matcher:
+    def __init__(self, languages: list[str] | None = None) -> None:
+        rows = [t for lang in (languages or list(TRIGGERS)) for t in TRIGGERS.get(lang, [])]
+        self.rules = [(t, re.compile(t.pattern, re.I)) for t in rows]
+
+    def find(self, text: str) -> list[Found]:
+        """One memory per sentence that sets off a trigger (the first rule that matches names
+        it); questions are not statements of fact ("do you remember …?")."""
+        found: list[Found] = []
+        seen: set[str] = set()
+        for sentence in _SENTENCE.split(text):
+            sentence = sentence.strip()
+            if not MIN_CHARS <= len(sentence) <= MAX_CHARS or _QUESTION.search(sentence):
+                continue
+            for trigger, rule in self.rules:
+                if rule.search(sentence):
+                    key = sentence.casefold()
+                    if key not in seen:
+                        seen.add(key)
+                        found.append(Found(trigger.name, trigger.kind, sentence))
+                    break
+        return found
