@@ -87,7 +87,8 @@ def structured(result: dict[str, Any]) -> dict[str, Any]:
 EXPECTED_TOOLS = {"memory_search", "memory_get", "memory_list", "memory_write", "memory_write_many", "memory_update",
                   "memory_forget", "memory_restore", "memory_history"}
 EXPECTED_TEMPLATES = {"memory://memories{?cursor}", "memory://memories/{id}", "memory://tags/{tag}{?cursor}",
-                      "memory://kinds/{kind}{?cursor}", "memory://core{?model}", "memory://stats{?top}"}
+                      "memory://kinds/{kind}{?cursor}", "memory://core{?model}", "memory://stats{?top}",
+                      "memory://jobs{?limit}"}
 
 
 async def test_inspector_over_stdio_from_the_claude_code_config(inspector: Path, db_url: str, tmp_path: Path) -> None:
