@@ -114,7 +114,7 @@ class Settings(BaseSettings):
         "landed since the last one."))
     analyze_fraction: float = Field(default=0.1, gt=0, le=1)
 
-    subject_boost: float = Field(default=1.0, ge=1, le=10, description=(
+    subject_boost: float = Field(default=1.25, ge=1, le=10, description=(
         "Score factor for a memory naming every person or thing the question names (capitalised words)."))
     superseded_penalty: float = Field(default=0.5, gt=0, le=1,
                                       description="Score factor for a memory another one supersedes.")

@@ -325,3 +325,17 @@ async def test_a_write_says_what_it_touches(service: MemoryService, alice: Princ
     # An update of the content says it too.
     updated = await service.update(alice, jenkins.id, content="Maya Okafor lives in Porto now")
     assert lisbon.id in {r.id for r in updated.related}
+
+
+async def test_the_person_asked_about_outranks_namesakes_and_shared_words(service: MemoryService,
+                                                                           alice: Principal) -> None:
+    """A rarer generic word ("fit") must not beat the name: the memories of a namesake and of
+    someone sharing a first name lose to the one person named in full."""
+    others = ["Wendell Jankowski stays fit by rowing.", "Zofia Pavel stays fit with judo.",
+              "Henrik Eriksen stays fit with rowing.", "Yusuf Pellegrini stays fit by cycling."]
+    for text in others:
+        await service.write(alice, text)
+    own = await service.write(alice, "Pavel Jankowski plays squash twice a week to stay fit.")
+    found = await service.search(alice, "How does Pavel Jankowski stay fit currently?", explain=True)
+    assert found.hits[0].id == own.memory.id, [h.snippet for h in found.hits]
+    assert found.hits[0].explain["subject"] > 1 and found.hits[1].explain["subject"] == 1
