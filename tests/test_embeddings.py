@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import math
 import socket
 import struct
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import anyio
@@ -31,6 +28,8 @@ from mcp_memory.embeddings import (
 from mcp_memory.embeddings.openai import OpenAIEmbedder
 from mcp_memory.embeddings.voyage import VoyageEmbedder
 from mcp_memory.errors import Unavailable
+
+from .local_api import Answer, LocalAPI, error
 
 # --- a local server speaking the OpenAI and Voyage embeddings APIs -------------------------------
 
@@ -50,7 +49,7 @@ def unit(v: list[float]) -> np.ndarray:
     return a / np.linalg.norm(a)
 
 
-class EmbeddingsAPI:
+class EmbeddingsAPI(LocalAPI):
     """POST /openai/v1/embeddings and /voyage/v1/embeddings on 127.0.0.1.
 
     Records every request; ``fail`` queues (status, body) answers served before normal ones;
@@ -58,51 +57,23 @@ class EmbeddingsAPI:
     ``ragged`` vectors of two lengths.
     """
 
+    headers = {"retry-after-ms": "10"}  # honoured by the openai SDK's retries
+
     def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
+        super().__init__()
         self.fail: list[tuple[int, dict[str, Any]]] = []
         self.delay = 0.0
-        self.lock = threading.Lock()
-        api = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                with api.lock:
-                    headers = {k.lower(): v for k, v in self.headers.items()}
-                    api.requests.append({"path": self.path, "headers": headers, "body": body})
-                    failure = api.fail.pop(0) if api.fail else None
-                if api.delay:
-                    time.sleep(api.delay)
-                if self.path not in ("/openai/v1/embeddings", "/voyage/v1/embeddings"):
-                    return self.reply(404, {"error": {"message": f"no route {self.path}"}})
-                if failure:
-                    return self.reply(*failure)
-                self.reply(200, api.answer(self.path.startswith("/openai"), body))
-
-            def reply(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.send_header("retry-after-ms", "10")  # honoured by the openai SDK's retries
-                self.end_headers()
-                self.wfile.write(data)
-
-        class Server(ThreadingHTTPServer):
-            daemon_threads = True
-
-            def handle_error(self, request: Any, client_address: Any) -> None:
-                if not isinstance(sys.exc_info()[1], ConnectionError):  # a client that timed out
-                    super().handle_error(request, client_address)
-
-        self.server = Server(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
+    def handle(self, path: str, body: dict[str, Any]) -> Answer:
+        with self.lock:
+            failure = self.fail.pop(0) if self.fail else None
+        if self.delay:
+            time.sleep(self.delay)
+        if path not in ("/openai/v1/embeddings", "/voyage/v1/embeddings"):
+            return error(404, f"no route {path}")
+        if failure:
+            return failure
+        return 200, self.answer(path.startswith("/openai"), body)
 
     def answer(self, openai_style: bool, body: dict[str, Any]) -> dict[str, Any]:
         model, texts = body["model"], body["input"]
@@ -127,21 +98,15 @@ class EmbeddingsAPI:
                 "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
 
     def url(self, api: str) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/{api}/v1"
-
-    def take(self) -> list[dict[str, Any]]:
-        with self.lock:
-            out, self.requests = self.requests, []
-        return out
+        return f"{self.base}/{api}/v1"
 
 
 @pytest.fixture(scope="module")
 def api():
     server = EmbeddingsAPI()
-    server.thread.start()
+    server.start()
     yield server
-    server.server.shutdown()
-    server.server.server_close()
+    server.close()
 
 
 @pytest.fixture
