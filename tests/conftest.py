@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import asyncpg
@@ -17,6 +17,8 @@ from mcp_memory.db.embedded import EmbeddedPostgres
 from mcp_memory.db.migrate import migrate
 from mcp_memory.models import ALL_PERMISSIONS, Principal
 from mcp_memory.service import MemoryService
+
+from .chat_api import ChatAPI, chat_api
 
 TEMPLATE = "mcp_memory_template"
 
@@ -96,3 +98,17 @@ def principal(user: str = "alice", agent: str | None = "agent-a", project: str |
 @pytest.fixture
 def alice() -> Principal:
     return principal()
+
+
+@pytest.fixture(scope="module")
+def chat_server() -> Iterator[ChatAPI]:
+    """A chat-completions endpoint with scripted answers (tests/chat_api.py)."""
+    with chat_api() as api:
+        yield api
+
+
+@pytest.fixture
+def chat(chat_server: ChatAPI) -> Iterator[ChatAPI]:
+    chat_server.reset()
+    yield chat_server
+    chat_server.reset()

@@ -4,7 +4,7 @@ history each answer leaves."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
@@ -25,23 +25,10 @@ from mcp_memory.repository.jobs import JobRepository
 from mcp_memory.server import build_server
 from mcp_memory.service import MemoryService
 
-from .chat_api import ChatAPI, chat_api, dead_url
+from .chat_api import ChatAPI, dead_url
 
 OSLO = "Alice lives in Oslo, Norway."
 LISBON = "Alice lives in Lisbon, Portugal now."
-
-
-@pytest.fixture(scope="module")
-def chat_server() -> Iterator[ChatAPI]:
-    with chat_api() as api:
-        yield api
-
-
-@pytest.fixture
-def chat(chat_server: ChatAPI) -> Iterator[ChatAPI]:
-    chat_server.reset()
-    yield chat_server
-    chat_server.reset()
 
 
 def decisions_settings(settings: Settings, url: str, **over: Any) -> Settings:

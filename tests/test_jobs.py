@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,24 +27,11 @@ from mcp_memory.repository.jobs import JobRepository
 from mcp_memory.server import build_server
 from mcp_memory.service import MemoryService
 
-from .chat_api import ChatAPI, chat_api, dead_url
+from .chat_api import ChatAPI, dead_url
 from .http_server import SERVE, free_port
 from .test_decisions import LISBON, OSLO, decisions_settings, drain
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def chat_server() -> Iterator[ChatAPI]:
-    with chat_api() as api:
-        yield api
-
-
-@pytest.fixture
-def chat(chat_server: ChatAPI) -> Iterator[ChatAPI]:
-    chat_server.reset()
-    yield chat_server
-    chat_server.reset()
 
 
 def env_for(db_url: str, chat_url: str, **extra: str) -> dict[str, str]:
