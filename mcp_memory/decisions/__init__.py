@@ -6,18 +6,15 @@ from __future__ import annotations
 
 from ..config import Settings
 from .protocol import DecisionProvider
-from .sampling import SamplingSessions
 
 
-def provider_from(settings: Settings, sessions: SamplingSessions | None = None) -> DecisionProvider | None:
-    """The configured provider, or None (decisions off). Builds no network client yet."""
+def provider_from(settings: Settings, sampling: DecisionProvider | None = None) -> DecisionProvider | None:
+    """The configured provider, or None (decisions off). Builds no network client yet. Sampling
+    speaks MCP, so the server builds it (server/sampling.py) and passes it in."""
     if settings.decisions_provider == "none":
         return None
     if settings.decisions_provider == "sampling":
-        from .sampling import SamplingProvider
-
-        return SamplingProvider(sessions or SamplingSessions(), model_hint=settings.decisions_model,
-                                timeout_s=settings.decisions_timeout_s)
+        return sampling
     from .openai_compatible import OpenAICompatibleProvider
 
     return OpenAICompatibleProvider(base_url=settings.decisions_base_url, model=settings.decisions_model or "",

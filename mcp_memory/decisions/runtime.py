@@ -10,7 +10,7 @@ import anyio.abc
 from ..config import Settings
 from . import provider_from
 from .jobs import DecisionWorker
-from .sampling import SamplingSessions
+from .protocol import DecisionProvider
 
 if TYPE_CHECKING:
     from ..db import Database
@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
 
 def start_workers(tg: anyio.abc.TaskGroup, db: Database, service: MemoryService, settings: Settings,
-                  sessions: SamplingSessions) -> DecisionWorker | None:
-    provider = provider_from(settings, sessions)
+                  sampling: DecisionProvider | None = None) -> DecisionWorker | None:
+    provider = provider_from(settings, sampling)
     if provider is None:
         return None
     worker = DecisionWorker(db.admin, service, provider, settings)

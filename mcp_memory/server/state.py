@@ -22,9 +22,12 @@ from .. import retention
 from ..auth import Credential, local_principal, remote_principal
 from ..config import Settings
 from ..db import Database, open_database
+from ..decisions.jobs import DecisionWorker
+from ..decisions.runtime import start_workers
 from ..errors import ModelMismatch, PermissionDenied, Unavailable
 from ..models import Principal
 from ..service import MemoryService
+from .sampling import SamplingProvider, SamplingSessions
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +49,8 @@ class AppState:
         self._ready = anyio.Event()
         self._principals: weakref.WeakKeyDictionary[Any, Principal] = weakref.WeakKeyDictionary()
         # Decisions (mcp_memory/decisions): clients that can sample, and the workers once open.
-        from ..decisions.sampling import SamplingSessions
         self.sampling = SamplingSessions()
-        self.decisions: Any = None
+        self.decisions: DecisionWorker | None = None
 
     async def open(self, tg: anyio.abc.TaskGroup | None = None) -> None:
         try:
@@ -61,8 +63,9 @@ class AppState:
                     tg.start_soon(self._service.statistics.run_forever)
                 tg.start_soon(self._service.vectors.heal_forever)
                 if self.settings.decisions_provider != "none":
-                    from ..decisions.runtime import start_workers
-                    self.decisions = start_workers(tg, self.db, self._service, self.settings, self.sampling)
+                    sampler = SamplingProvider(self.sampling, model_hint=self.settings.decisions_model,
+                                               timeout_s=self.settings.decisions_timeout_s)
+                    self.decisions = start_workers(tg, self.db, self._service, self.settings, sampler)
                 assert self._service.vectors is not None
                 # load the model now, not on the first search
                 tg.start_soon(self._service.vectors.query, "warm up")

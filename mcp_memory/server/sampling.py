@@ -4,7 +4,8 @@ Only clients that declared the `sampling` capability are asked, on connections t
 channel to them (the handshake era, ≤ 2025-11-25: what hosts speak today); the request asks
 for a fast, cheap model, includes no other context, and whatever the client's user decides is
 final (a decline is a refusal: the job is not asked again). With no such client connected for
-the memory's user, the job waits (ProviderUnavailable) until one is."""
+the memory's user, the job waits (ProviderUnavailable) until one is. It lives with the server
+because it speaks MCP; the decisions package only sees a DecisionProvider."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from typing import Any
 
 import anyio
 
-from .prompting import SYSTEM, user_message
-from .protocol import Answer, DecisionRequest, ProviderUnavailable, Refused, parse_decision
+from ..decisions.prompting import SYSTEM, user_message
+from ..decisions.protocol import Answer, DecisionRequest, ProviderUnavailable, Refused, parse_decision
 
 log = logging.getLogger(__name__)
 
