@@ -12,6 +12,7 @@ from ..config import Settings
 from . import completions, prompts, resources
 from .errors import strict_arguments
 from .results import lean
+from .schemas import inline_output_schemas
 from .state import StateHolder
 from .tools import TOOLS
 
@@ -33,6 +34,7 @@ def build_server(settings: Settings | None = None, *, holder: StateHolder | None
     for fn, hints in TOOLS:
         server.add_tool(lean(fn), annotations=hints, structured_output=True)
     strict_arguments(server)
+    inline_output_schemas(server)
     resources.register(server)
     prompts.register(server)
     completions.register(server)

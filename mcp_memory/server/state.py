@@ -48,6 +48,7 @@ class AppState:
         self._error: BaseException | None = None
         self._ready = anyio.Event()
         self._principals: weakref.WeakKeyDictionary[Any, Principal] = weakref.WeakKeyDictionary()
+        self._local: dict[tuple[str | None, tuple[Path, ...]], Principal] = {}
         # Decisions (mcp_memory/decisions): clients that can sample, and the workers once open.
         self.sampling = SamplingSessions()
         self.decisions: DecisionWorker | None = None
@@ -124,7 +125,12 @@ class AppState:
         if cached is not None:
             return cached
         roots = await _client_roots(session, protocol_version) if self.settings.project is None else []
-        principal = local_principal(self.settings, client_name=client, roots=roots)
+        # A 2026-era client brings a new connection with every request: the identity it maps to
+        # is the same for the same client and roots (the settings and the directory don't change).
+        key = (client, tuple(roots))
+        principal = self._local.get(key)
+        if principal is None:
+            principal = self._local[key] = local_principal(self.settings, client_name=client, roots=roots)
         self.sampling.offer(principal.user_id, session, protocol_version)
         try:
             self._principals[connection] = principal
