@@ -11,6 +11,7 @@ from uuid import UUID
 
 from .config import Settings
 from .cursors import Cursors
+from .decisions.apply import undo as undo_decision
 from .embeddings import conflict_similarity
 from .errors import InvalidInput, NotFound, PermissionDenied
 from .forgetting import Forgetting
@@ -40,8 +41,10 @@ from .models import (
 from .overview import Overview
 from .permissions import require
 from .repository import MemoryRepository, rate_limits
+from .repository.decisions import DecisionRepository
 from .repository.embeddings import EmbeddingRepository
 from .repository.forget_tokens import ForgetTokenRepository
+from .repository.jobs import JobRepository
 from .repository.maintenance import MaintenanceRepository
 from .repository.related import nearest
 from .repository.secrets import cursor_secret
@@ -332,6 +335,11 @@ class MemoryService(Forgetting):
                                            may_restore_others=p.can("admin"))
         self._changed(len(restored))
         return RestoreResult(restored=restored)
+
+    async def undo_decision(self, p: Principal, target: str) -> dict[str, Any]:
+        """Reverse a model's decision, named by one of its history rows (seq) or by a memory it
+        changed or was made about. The CLI and the console both come here."""
+        return await undo_decision(DecisionRepository(self.repo), JobRepository(self.repo), p, target)
 
     async def history(self, p: Principal, memory_id: UUID, *, limit: int = 100) -> HistoryResult:
         self.require(p, "read")

@@ -260,3 +260,41 @@ async def test_sign_in_with_an_oauth_token(db_url: str, service: MemoryService) 
         form = expired.get("/ui/signin")
         assert expired.post("/ui/signin", data={"csrf": csrf(form.text), "key": token("alice", expires_in=-120)}
                             ).status_code == 401
+
+
+async def test_a_models_decision_is_undone_from_the_memory_page(database: Database, db_url: str, settings,
+                                                                chat) -> None:
+    from mcp_memory.decisions import provider_from
+    from mcp_memory.decisions.jobs import DecisionWorker
+
+    from .test_decisions import decisions_settings, drain
+
+    s = decisions_settings(settings, chat.url)
+    deciding = await MemoryService.open(database, s)
+    worker = DecisionWorker(database.admin, deciding, provider_from(s), s)
+    old = (await deciding.write(ALICE, "Alice lives in Oslo, Norway.")).memory
+    await drain(worker)
+    new = (await deciding.write(ALICE, "Alice lives in Lisbon, Portugal now.")).memory
+    chat.script(("json", {"action": "UPDATE", "ids": ["1"], "reason": "Alice moved to Lisbon."}))
+    assert await drain(worker) == 1
+    assert (await deciding.get_one(ALICE, old.id)).superseded_by == new.id
+    seq = next(e.seq for e in (await deciding.history(ALICE, old.id)).entries if e.actor == "pipeline:decisions")
+    curator = await make_key(database, "alice", name="curator")
+    reader = await make_key(database, "alice", name="reader", perms=("read",))
+    with http_server(db_url, env=ENV) as base:
+        looker, looker_token = sign_in(base, reader)
+        assert "Undo this decision" not in looker.get(f"/ui/memories/{old.id}").text
+        refused = looker.post(f"/ui/memories/{old.id}/undo-decision", data={"csrf": looker_token, "seq": str(seq)})
+        assert refused.status_code == 403
+        assert (await deciding.get_one(ALICE, old.id)).superseded_by == new.id
+
+        client, token = sign_in(base, curator)
+        page = client.get(f"/ui/memories/{old.id}").text
+        assert "Undo this decision" in page and "pipeline:decisions" in page and "Alice moved to Lisbon." in page
+        undone = client.post(f"/ui/memories/{old.id}/undo-decision", data={"csrf": token, "seq": str(seq)})
+        assert undone.status_code == 303 and "done=undone" in undone.headers["location"]
+        assert (await deciding.get_one(ALICE, old.id)).superseded_by is None
+        last = (await deciding.history(ALICE, old.id)).entries[-1]
+        assert (last.event, last.new, last.client) == ("UPDATE", {"superseded_by": None}, "console")
+        again = client.post(f"/ui/memories/{old.id}/undo-decision", data={"csrf": token, "seq": str(seq)})
+        assert again.status_code == 409 and "already undone" in again.text

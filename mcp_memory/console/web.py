@@ -41,7 +41,8 @@ STATUS = [(InvalidInput, 400), (PermissionDenied, 403), (NotFound, 404), (Confli
 # Outcomes a redirect may announce (?done=…): fixed texts, so nothing from the URL is echoed.
 DONE = {"updated": "Saved: a new version was written.", "unchanged": "Nothing to save: the fields were the same.",
         "pinned": "Pinned.", "unpinned": "Unpinned.", "superseded": "Marked as superseded by this memory.",
-        "restored": "Restored.", "namespace": "Namespace switched.", "signedout": "Signed out."}
+        "restored": "Restored.", "namespace": "Namespace switched.", "signedout": "Signed out.",
+        "undone": "The decision was undone: what it changed is back as it was (see the history)."}
 HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
                                "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",

@@ -84,12 +84,9 @@ async def cmd_jobs(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_decisions(args: argparse.Namespace, settings: Settings) -> int:
     from ..cli import _opened
-    from ..repository.decisions import DecisionRepository
-    from ..repository.jobs import JobRepository
-    from .apply import undo
 
     async with _opened(settings, check_model=False) as (_, service, p):
-        result = await undo(DecisionRepository(service.repo), JobRepository(service.repo), p, args.target)
+        result = await service.undo_decision(p, args.target)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0

@@ -1,6 +1,6 @@
 """One memory: its fields, its history as a timeline with a diff per change (who, with which
 client, why), and the curation forms: edit with if_version, pin / unpin, priority, tags, mark as
-superseding others, forget (preview first)."""
+superseding others, forget (preview first), undo a model's decision."""
 
 from __future__ import annotations
 
@@ -95,8 +95,19 @@ async def supersede(ctx: Ctx) -> Response:
     return ctx.redirect(f"/memories/{memory_id}", done="superseded")
 
 
+async def undo_decision(ctx: Ctx) -> Response:
+    """A model's decision reversed, named by its history row: the same undo as the CLI's."""
+    memory_id = _id(ctx)
+    seq = ctx.form.int("seq", 0, 1, 2**63 - 1)
+    if not seq:
+        raise InvalidInput("seq: missing; use the button beside the decision in the history")
+    await (await ctx.service()).undo_decision(ctx.p, str(seq))
+    return ctx.redirect(f"/memories/{memory_id}", done="undone")
+
+
 def routes(console: Console) -> list[Route]:
     return [Route("/memories/{id}", console.page(show), methods=["GET"]),
             Route("/memories/{id}/edit", console.page(edit), methods=["POST"]),
             Route("/memories/{id}/pin", console.page(pin), methods=["POST"]),
-            Route("/memories/{id}/supersede", console.page(supersede), methods=["POST"])]
+            Route("/memories/{id}/supersede", console.page(supersede), methods=["POST"]),
+            Route("/memories/{id}/undo-decision", console.page(undo_decision), methods=["POST"])]
