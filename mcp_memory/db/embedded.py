@@ -41,8 +41,10 @@ def _postmaster_alive(pid: int) -> bool:
     try:
         proc = psutil.Process(pid)
         return proc.status() != psutil.STATUS_ZOMBIE and "postgres" in proc.name()
-    except psutil.Error:
+    except psutil.NoSuchProcess:  # gone, or a zombie
         return False
+    except psutil.Error:  # not ours to inspect: never take a live server's lock away on a guess
+        return True
 
 
 def _clear_dead_postmaster(pgdata: Path) -> bool:
