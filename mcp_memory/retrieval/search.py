@@ -1,6 +1,7 @@
 """Hybrid retrieval in one SQL statement: up to three candidate lists (HNSW vector kNN, full
 text, trigram) fused by weight (relative scores or reciprocal rank), replies lifted by the
-questions they answer, times a bounded recency factor."""
+questions they answer, times a bounded recency factor and a factor for naming the question's
+subject."""
 
 from __future__ import annotations
 
