@@ -132,6 +132,25 @@ class _Builder:
         return [t for t in self.turns if t.text.strip()]
 
 
+def _add_blocks(out: _Builder, role: str, content: Any, at: datetime | None, *,
+                error_flag: str | None = None) -> None:
+    """A message's content blocks, in either harness's naming (Claude Code: tool_use / input /
+    tool_result; OpenClaw: toolCall / arguments / toolResult). Tool calls and their output
+    belong to the assistant's work, whichever line carries them; `error_flag` is the key that
+    marks a failed tool where the format has one. Thinking and images are not stored."""
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, dict):
+            continue
+        btype = block.get("type")
+        if btype == "text":
+            out.add(role, block.get("text") or "", at)
+        elif btype in ("tool_use", "toolCall"):
+            out.add("assistant", "", at, tool=_tool_call(block.get("name"), block.get("arguments", block.get("input"))))
+        elif btype in ("tool_result", "toolResult"):
+            failed = bool(block.get(error_flag)) if error_flag else False
+            out.add("assistant", "", at, tool=_tool_result(_blocks_text(block.get("content")), failed))
+
+
 # --- Claude Code ---------------------------------------------------------------------------------
 
 def _claude_code(entries: Iterable[dict[str, Any]]) -> Transcript:
@@ -155,19 +174,7 @@ def _claude_code(entries: Iterable[dict[str, Any]]) -> Transcript:
                 continue  # slash-command bookkeeping, not something the user said
             out.add(kind, content, at)
             continue
-        for block in content if isinstance(content, list) else []:
-            if not isinstance(block, dict):
-                continue
-            btype = block.get("type")
-            if btype == "text":
-                out.add(kind, block.get("text") or "", at)
-            elif btype == "tool_use":
-                out.add("assistant", "", at, tool=_tool_call(block.get("name"), block.get("input")))
-            elif btype == "tool_result":
-                # Tool output arrives on a user line but belongs to the assistant's work.
-                out.add("assistant", "", at, tool=_tool_result(_blocks_text(block.get("content")),
-                                                               bool(block.get("is_error"))))
-            # thinking / redacted_thinking / image: not stored
+        _add_blocks(out, kind, content, at, error_flag="is_error")
     return Transcript("claude-code", out.result(), session, cwd)
 
 
@@ -192,17 +199,7 @@ def openclaw_messages(messages: Sequence[Any], out: _Builder | None = None,
         if isinstance(content, str):
             out.add(role, content, when)
             continue
-        for block in content if isinstance(content, list) else []:
-            if not isinstance(block, dict):
-                continue
-            btype = block.get("type")
-            if btype == "text":
-                out.add(role, block.get("text") or "", when)
-            elif btype in ("toolCall", "tool_use"):
-                out.add("assistant", "", when, tool=_tool_call(block.get("name"),
-                                                                block.get("arguments", block.get("input"))))
-            elif btype in ("toolResult", "tool_result"):
-                out.add("assistant", "", when, tool=_tool_result(_blocks_text(block.get("content"))))
+        _add_blocks(out, role, content, when)
     return out.result()
 
 
