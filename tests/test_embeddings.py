@@ -430,16 +430,29 @@ async def test_local_missing_package_is_embedding_error(monkeypatch):
 
 # --- an embedder outage, through the service ----------------------------------------------------
 
-async def test_writes_stay_fast_while_the_embedder_hangs_and_heal_after(fresh, settings, database) -> None:
+async def service_on(fresh, settings, database, *, timeout_s: float, failures: int, cooldown_s: float):
+    """The service embedding through the local OpenAI-speaking server, with this breaker."""
     from mcp_memory.service import MemoryService
 
+    return await MemoryService.open(database, settings.model_copy(update={
+        "embedding_provider": "openai", "embedding_model": "text-embedding-3-small", "embedding_api_key": "sk-test",
+        "embedding_base_url": fresh.url("openai"), "embedding_timeout_s": timeout_s,
+        "embedding_breaker_failures": failures, "embedding_breaker_cooldown_s": cooldown_s}))
+
+
+async def all_embedded(database) -> None:
+    with anyio.fail_after(10):
+        while True:
+            async with database.admin.acquire() as conn:
+                if await conn.fetchval("SELECT count(*) FROM memories WHERE embedding IS NULL") == 0:
+                    return
+            await anyio.sleep(0.1)
+
+
+async def test_writes_stay_fast_while_the_embedder_hangs_and_heal_after(fresh, settings, database) -> None:
     from .conftest import principal
 
-    outage = settings.model_copy(update={
-        "embedding_provider": "openai", "embedding_model": "text-embedding-3-small", "embedding_api_key": "sk-test",
-        "embedding_base_url": fresh.url("openai"), "embedding_timeout_s": 0.5,
-        "embedding_breaker_failures": 2, "embedding_breaker_cooldown_s": 1.0})
-    service = await MemoryService.open(database, outage)
+    service = await service_on(fresh, settings, database, timeout_s=0.5, failures=2, cooldown_s=1.0)
     alice = principal()
     fresh.delay = 5.0  # the embedder hangs
     times = []
@@ -458,38 +471,22 @@ async def test_writes_stay_fast_while_the_embedder_hangs_and_heal_after(fresh, s
         tg.start_soon(service.vectors.heal_forever)
         await anyio.sleep(1.1)  # past the cool-down, the next call probes
         await service.write(alice, "written after the outage")
-        with anyio.fail_after(10):
-            while True:
-                async with database.admin.acquire() as conn:
-                    if await conn.fetchval("SELECT count(*) FROM memories WHERE embedding IS NULL") == 0:
-                        break
-                await anyio.sleep(0.1)
+        await all_embedded(database)
         tg.cancel_scope.cancel()
 
 
 async def test_the_embedder_heals_without_traffic_to_probe_it(fresh, settings, database) -> None:
     """The last writes of a session went in without vectors; nobody writes afterwards. The
     server probes the embedder itself and embeds them."""
-    from mcp_memory.service import MemoryService
-
     from .conftest import principal
 
-    outage = settings.model_copy(update={
-        "embedding_provider": "openai", "embedding_model": "text-embedding-3-small", "embedding_api_key": "sk-test",
-        "embedding_base_url": fresh.url("openai"), "embedding_timeout_s": 0.3,
-        "embedding_breaker_failures": 1, "embedding_breaker_cooldown_s": 0.5})
-    service = await MemoryService.open(database, outage)
+    service = await service_on(fresh, settings, database, timeout_s=0.3, failures=1, cooldown_s=0.5)
     fresh.delay = 5.0
     await service.write(principal(), "the last thing said before everyone left")
     assert service.vectors.breaker.open
     fresh.delay = 0.0
     async with anyio.create_task_group() as tg:
         tg.start_soon(service.vectors.heal_forever)
-        with anyio.fail_after(10):
-            while True:
-                async with database.admin.acquire() as conn:
-                    if await conn.fetchval("SELECT count(*) FROM memories WHERE embedding IS NULL") == 0:
-                        break
-                await anyio.sleep(0.1)
+        await all_embedded(database)
         tg.cancel_scope.cancel()
     assert not service.vectors.breaker.open
