@@ -28,10 +28,8 @@ import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +41,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 sys.path.insert(0, str(Path(__file__).parent))
 from locomo import REPO, machine, table  # noqa: E402
+
+sys.path.insert(0, str(REPO))
 from stats import percentile  # noqa: E402
 
 from mcp_memory.auth import new_api_key, parse_api_key  # noqa: E402
@@ -50,47 +50,28 @@ from mcp_memory.config import Settings  # noqa: E402
 from mcp_memory.db import open_database  # noqa: E402
 from mcp_memory.db.embedded import EmbeddedPostgres  # noqa: E402
 from mcp_memory.repository.api_keys import ApiKeyRepository  # noqa: E402
+from tests.local_api import Answer, LocalAPI  # noqa: E402  (the tests' local API server)
 
 SERVE = str(Path(sys.executable).with_name("mcp-memory"))
 DIMENSION = 64
 
 
-class FakeEmbeddings:
+class FakeEmbeddings(LocalAPI):
     """POST /v1/embeddings in OpenAI's shape with deterministic vectors; `hang` makes it stall."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.hang = False
-        fake = self
+        self.start()
+        self.url = f"{self.base}/v1"
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                if fake.hang:
-                    time.sleep(30)
-                texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-                data = [{"object": "embedding", "index": i, "embedding": vector(t)} for i, t in enumerate(texts)]
-                payload = json.dumps({"object": "list", "data": data, "model": body["model"],
-                                      "usage": {"prompt_tokens": 1, "total_tokens": 1}}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-        class Server(ThreadingHTTPServer):
-            daemon_threads = True
-
-            def handle_error(self, request: Any, client_address: Any) -> None:
-                pass
-
-        self.server = Server(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+    def handle(self, path: str, body: dict[str, Any]) -> Answer:
+        if self.hang:
+            time.sleep(30)
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        data = [{"object": "embedding", "index": i, "embedding": vector(t)} for i, t in enumerate(texts)]
+        return 200, {"object": "list", "data": data, "model": body["model"],
+                     "usage": {"prompt_tokens": 1, "total_tokens": 1}}
 
 
 def vector(text: str) -> list[float]:
