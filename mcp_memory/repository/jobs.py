@@ -8,15 +8,17 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import asyncpg
 from pydantic import BaseModel
 
 from ..models import Principal
-from .memories import MemoryRepository
 from .sql import Sql, visible
+
+if TYPE_CHECKING:  # memories.py enqueues through this module
+    from .memories import MemoryRepository
 
 STATUSES = ("queued", "running", "done", "dead", "cancelled")
 

@@ -26,6 +26,7 @@ from ..models import (
     human_age,
     memory_uri,
 )
+from . import jobs
 from .sql import Sql, filtered, local_transaction, visible
 
 # Fields whose old and new values the history keeps.
@@ -103,9 +104,7 @@ class MemoryRepository:
     async def _enqueue(self, conn: asyncpg.Connection, p: Principal, ids: Sequence[UUID],
                        explicit: Sequence[UUID] = ()) -> None:
         if self.decision_attempts is not None:
-            from .jobs import enqueue
-
-            await enqueue(conn, p, ids, explicit=explicit, max_attempts=self.decision_attempts)
+            await jobs.enqueue(conn, p, ids, explicit=explicit, max_attempts=self.decision_attempts)
 
     @asynccontextmanager
     async def transaction(self, p: Principal, **gucs: str) -> AsyncIterator[asyncpg.Connection]:
