@@ -272,7 +272,7 @@ class MemoryService(Forgetting):
         return await hybrid_search(self.repo, p, parsed, f, limit=limit, settings=self.settings, explain=explain,
                                    vector=vector, model=self.vectors.model if self.vectors else None,
                                    dimension=self.vectors.dimension if self.vectors else 0,
-                                   min_similarity=min_similarity)
+                                   min_similarity=min_similarity, vectors=self.vectors)
 
     async def list(self, p: Principal, f: MemoryFilter | None = None, *, order: ListOrder = "recent",
                    limit: int = 20, cursor: str | None = None) -> MemoryPage:

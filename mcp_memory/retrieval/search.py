@@ -9,6 +9,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
+from uuid import UUID
 
 import asyncpg
 
@@ -17,6 +18,7 @@ from ..embeddings import conflict_similarity
 from ..models import MemoryFilter, Principal, ScopeInfo, SearchHit, human_age, memory_uri
 from ..repository import MemoryRepository, Sql, filtered, visible
 from ..repository.embeddings import model_literal, vector_cast
+from . import focus
 from .query import ParsedQuery
 from .versions import newest_of_conflicts, successors_first
 
@@ -30,7 +32,7 @@ def _where(q: Sql, p: Principal, f: MemoryFilter | None, excluded: list[str]) ->
     return " AND ".join(clauses)
 
 
-def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool) -> SearchHit:
+def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool, on_topic: float | None = None) -> SearchHit:
     content: str = row["content"]
     return SearchHit(
         id=row["id"],
@@ -47,7 +49,8 @@ def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool) -> SearchHit:
         superseded_by=row["superseded_by"],
         explain={"vector": row["vec_rank"], "fulltext": row["fts_rank"], "trigram": row["trgm_rank"],
                  "fused": round(row["fused"], 6), "reply": round(row["reply"], 6),
-                 "recency": round(row["recency"], 4), "subject": round(row["about"], 4)} if explain else None,
+                 "recency": round(row["recency"], 4), "subject": round(row["about"], 4),
+                 **({"on_topic": round(on_topic, 4)} if on_topic is not None else {})} if explain else None,
     )
 
 
@@ -271,24 +274,31 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
 
 async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *,
                  limit: int, settings: Settings, explain: bool = False, vector: list[float] | None = None,
-                 model: str | None = None, dimension: int = 0,
-                 min_similarity: float | None = None) -> list[SearchHit]:
+                 model: str | None = None, dimension: int = 0, min_similarity: float | None = None,
+                 vectors: focus.TextVectors | None = None) -> list[SearchHit]:
+    """`vectors` (the service's embedder behind its cache) lets a question about the present
+    that names someone find which of their memories answer it (retrieval/focus.py)."""
     statement = build_search(p, parsed, f, limit=limit, settings=settings, vector=vector, model=model,
                              dimension=dimension, min_similarity=min_similarity)
     if statement is None:
         return []
     async with repo.transaction(p, **statement.gucs) as conn:
         rows = await conn.fetch(statement.sql, *statement.args)
-    return reorder(rows, statement, settings.snippet_chars, explain)
-
-
-def reorder(rows: list[asyncpg.Record], statement: SearchStatement, snippet_chars: int,
-            explain: bool) -> list[SearchHit]:
-    """The Python stage: among versions of one fact the newest first (unless the question is
-    about the past), and a successor above what it superseded."""
     if not statement.past:
         rows = newest_of_conflicts(rows, statement.conflict)
-    return successors_first([_hit(r, snippet_chars, explain) for r in rows])
+    on_topic = {}
+    if vectors is not None and settings.present_focus and min_similarity is None and focus.applies(parsed):
+        on_topic = await focus.similarities(rows, parsed, vectors)
+    return reorder(rows, on_topic, settings.present_margin, settings.snippet_chars, explain)
+
+
+def reorder(rows: list[asyncpg.Record], on_topic: dict[UUID, float], margin: float, snippet_chars: int,
+            explain: bool) -> list[SearchHit]:
+    """The Python stage after the versions of one fact were put newest first: for a question
+    about the present, the subject's memories that answer it newest first (`on_topic`: their
+    similarity to the question, names masked); a successor above what it superseded."""
+    rows = focus.newest_on_topic_first(rows, on_topic, margin)
+    return successors_first([_hit(r, snippet_chars, explain, on_topic.get(r["id"])) for r in rows])
 
 
 async def plan(repo: MemoryRepository, p: Principal, statement: SearchStatement) -> dict[str, Any]:

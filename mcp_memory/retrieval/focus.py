@@ -1,0 +1,90 @@
+"""A question about the present that names someone: which of their memories answer it, and the
+newest of those first.
+
+Every memory about Odalys shares her name, and in a sentence embedding the name weighs more than
+what is said of her: "What town is Odalys in now?" comes out closer to "Odalys owns a Nissan Leaf"
+than to "Odalys left Leipzig behind for Berlin". With the names taken out of both sides what is
+left is the question's predicate, and the subject's memories closest to it are the versions of the
+fact it asks about ("someone settled down in Quebec City", "someone left Leipzig behind for
+Berlin"), however differently each was phrased. Those within `margin` of the closest take the
+places the subject's memories hold in the ranking, newest first; other facts about the subject
+(and stable ones, which no newer version contradicts) follow in their order.
+
+Measured on the knowledge-update dev sets (margin 0.15): newest-first life .59 -> .75, ops .62 ->
+.68; newest@1 life .25 -> .54, ops .28 -> .37; the generator's own set and LoCoMo unchanged. The
+texts with names masked are embedded once and kept in the embedding cache."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Protocol
+from uuid import UUID
+
+import asyncpg
+import numpy as np
+
+from .query import ParsedQuery
+
+# The subject's memories among this many top results are the ones compared: the answer is
+# near the top already, and each one compared is a text to embed the first time.
+WINDOW = 10
+MASK = "someone"
+
+
+class TextVectors(Protocol):
+    async def query(self, text: str) -> list[float] | None: ...
+
+    async def documents_or_none(self, texts: Sequence[str], batch: int = 32) -> list[list[float]] | None: ...
+
+
+def applies(parsed: ParsedQuery) -> bool:
+    """Only a question about now that names someone and no year ("what did Mel paint in her
+    latest project in July 2023" is about July 2023, not about now)."""
+    return parsed.tense == "present" and bool(parsed.subject) and parsed.year is None
+
+
+def without_names(text: str, names: Sequence[str]) -> str:
+    for name in sorted(names, key=len, reverse=True):
+        text = re.sub(rf"(?<![\w'-]){re.escape(name)}(?:'s)?(?![\w'-])", MASK, text)
+    return text
+
+
+def about_subject(rows: Sequence[asyncpg.Record]) -> list[int]:
+    """Positions within the window of the memories that name the question's subject."""
+    return [i for i, r in enumerate(rows[:WINDOW]) if r["about"] > 1]
+
+
+async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
+                        vectors: TextVectors) -> dict[UUID, float]:
+    """Cosine between the question and each subject memory in the window, names masked on both
+    sides; empty when fewer than two are there or the embedder is not answering."""
+    positions = about_subject(rows)
+    if len(positions) < 2:
+        return {}
+    question = await vectors.query(without_names(parsed.text, parsed.subject))
+    if question is None:
+        return {}
+    texts = [without_names(rows[i]["content"], parsed.subject) for i in positions]
+    documents = await vectors.documents_or_none(texts)
+    if documents is None:
+        return {}
+    cosines = np.asarray(documents) @ np.asarray(question)
+    return {rows[i]["id"]: float(c) for i, c in zip(positions, cosines, strict=True)}
+
+
+def newest_on_topic_first(rows: list[asyncpg.Record], similarity: dict[UUID, float],
+                          margin: float) -> list[asyncpg.Record]:
+    """The subject's memories within `margin` of the closest, newest first, in the places the
+    subject's memories hold; the rest of the subject's memories after them in their order."""
+    positions = [i for i, r in enumerate(rows) if r["id"] in similarity]
+    if len(positions) < 2:
+        return rows
+    best = max(similarity.values())
+    on_topic = [rows[i] for i in positions if similarity[rows[i]["id"]] >= best - margin]
+    others = [rows[i] for i in positions if similarity[rows[i]["id"]] < best - margin]
+    ordered = list(rows)
+    newest_first = sorted(on_topic, key=lambda r: r["occurred_at"], reverse=True)
+    for position, row in zip(positions, newest_first + others, strict=True):
+        ordered[position] = row
+    return ordered

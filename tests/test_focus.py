@@ -1,0 +1,72 @@
+"""A present-tense question that names someone: their memories that answer it rank newest first,
+judged with the names masked (retrieval/focus.py); other facts about them and stable facts stay."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from uuid import uuid4
+
+from mcp_memory.models import Principal
+from mcp_memory.retrieval.focus import applies, newest_on_topic_first, without_names
+from mcp_memory.retrieval.query import parse_query
+from mcp_memory.service import MemoryService
+
+
+def test_only_a_present_question_naming_someone_without_a_year() -> None:
+    assert applies(parse_query("What town is Odalys Pellegrini in at the moment?"))
+    assert not applies(parse_query("what town am I in at the moment?"))  # nobody named
+    assert not applies(parse_query("Where did Odalys Pellegrini live before?"))  # the past
+    assert not applies(parse_query("Where does Odalys Pellegrini live?"))  # no time word
+    assert not applies(parse_query("What did Mel paint in her latest project in July 2023?"))  # a year
+
+
+def test_names_are_masked_as_whole_words_with_their_possessive() -> None:
+    assert without_names("Ana's new flat is in Anaheim; Ana likes it.", ["Ana"]) == \
+        "someone new flat is in Anaheim; someone likes it."
+    assert without_names("Odalys Pellegrini owns a Nissan Leaf", ["Pellegrini", "Odalys"]) == \
+        "someone someone owns a Nissan Leaf"
+
+
+def _row(name: str, days_ago: int, about: float = 1.25) -> dict:
+    return {"id": uuid4(), "name": name, "about": about,
+            "occurred_at": datetime(2026, 1, 1, tzinfo=UTC) - timedelta(days=days_ago)}
+
+
+def test_answers_newest_first_in_the_subjects_places() -> None:
+    car = _row("car (newest, other fact)", 1)
+    oslo = _row("oslo (old)", 300)
+    other = _row("someone else", 5, about=1.0)
+    lisbon = _row("lisbon (new)", 30)
+    rows = [car, oslo, other, lisbon]
+    similarity = {car["id"]: 0.20, oslo["id"]: 0.55, lisbon["id"]: 0.45}
+    ordered = newest_on_topic_first(rows, similarity, margin=0.15)
+    # Lisbon and Oslo answer (within 0.15 of the best): newest first, in the first two of the
+    # subject's places; the car follows; the other person's memory keeps its place.
+    assert [r["name"] for r in ordered] == ["lisbon (new)", "oslo (old)", "someone else", "car (newest, other fact)"]
+    assert newest_on_topic_first(rows, {}, 0.15) == rows
+    assert newest_on_topic_first(rows, {car["id"]: 0.9}, 0.15) == rows  # one alone: nothing to order
+
+
+async def test_the_newest_version_of_the_asked_fact_first(service: MemoryService, alice: Principal) -> None:
+    """Versions phrased differently, another fact about her newer than all of them, a stable fact,
+    and someone else's memory sharing the answer: the newest city comes first, then the older ones."""
+    now = datetime.now(UTC)
+    for text, days in [("Ines Moreau lives in Oslo.", 700),
+                       ("Ines Moreau moved to Lisbon last month.", 420),
+                       ("Ines Moreau drives a Tesla.", 20),
+                       ("Ines Moreau was born on 4 May 1991.", 900),
+                       ("Katarina Mbeki visited Porto last spring.", 60)]:
+        await service.write(alice, text, occurred_at=now - timedelta(days=days))
+    newest = (await service.write(alice, "Ines Moreau relocated to Porto.", occurred_at=now - timedelta(days=120))).memory
+    question = "Where does Ines Moreau live these days?"
+    found = await service.search(alice, question, explain=True)
+    assert found.hits[0].id == newest.id, [h.snippet for h in found.hits]
+    assert found.hits[0].explain["on_topic"] > 0
+    assert [h.snippet for h in found.hits[1:3]] == ["Ines Moreau moved to Lisbon last month.", "Ines Moreau lives in Oslo."]
+    # The birthday and the car are other facts about her: after the versions, not among them.
+    assert {h.snippet for h in found.hits[3:5]} == {"Ines Moreau drives a Tesla.", "Ines Moreau was born on 4 May 1991."}
+
+    service.settings = service.settings.model_copy(update={"present_focus": False})
+    before = await service.search(alice, question, explain=True)
+    assert "on_topic" not in before.hits[0].explain
+    assert before.hits[0].id != newest.id  # what the names hid: fails without the focus
