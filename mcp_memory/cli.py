@@ -188,7 +188,8 @@ async def cmd_purge(args: argparse.Namespace, settings: Settings) -> int:
     verb = "would remove" if report.dry_run else "removed"
     print(f"{verb}: {report.tombstones} forgotten memories past {settings.purge_after_days} days, "
           f"{report.history} history rows past {settings.history_days} days, {report.forget_tokens} forget tokens, "
-          f"{report.idempotency_keys} idempotency keys; {report.stale_forgotten} stale memories "
+          f"{report.idempotency_keys} idempotency keys, {report.decision_jobs} finished decision jobs; "
+          f"{report.stale_forgotten} stale memories "
           f"{'would be ' if report.dry_run else ''}forgotten ({report.seconds:.2f}s)")
     return 0
 

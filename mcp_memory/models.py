@@ -280,6 +280,8 @@ class PurgeReport(BaseModel):
     history: int
     forget_tokens: int
     idempotency_keys: int
+    decision_jobs: int = Field(0, description="Finished decision jobs (done, dead, cancelled) past the history "
+                                              "window, deleted.")
     seconds: float
 
 

@@ -22,8 +22,9 @@ async def sweep(pool: asyncpg.Pool, settings: Settings, *, now: datetime | None 
         now or datetime.now(UTC), purge_after_days=settings.purge_after_days, history_days=settings.history_days,
         idempotency_days=settings.idempotency_days, stale_after_days=settings.stale_after_days, dry_run=dry_run)
     log.info("retention%s: %d stale forgotten, %d tombstones purged, %d history rows, %d forget tokens, "
-             "%d idempotency keys (%.2fs)", " (dry run)" if dry_run else "", report.stale_forgotten,
-             report.tombstones, report.history, report.forget_tokens, report.idempotency_keys, report.seconds)
+             "%d idempotency keys, %d finished decision jobs (%.2fs)", " (dry run)" if dry_run else "",
+             report.stale_forgotten, report.tombstones, report.history, report.forget_tokens, report.idempotency_keys,
+             report.decision_jobs, report.seconds)
     return report
 
 

@@ -168,8 +168,9 @@ def test_clients_folder_holds_the_installed_configs(tmp_path: Path) -> None:
     assert generic(home / ".claude.json") == json.loads((CLIENTS / "claude-code" / "claude.json").read_text())
     assert generic(home / ".openclaw" / "openclaw.json") == json.loads(
         (CLIENTS / "openclaw" / "openclaw-hooks.json").read_text())
+    # The plugin has one copy, the package's (capture/openclaw-plugin/): install writes it verbatim.
     for name, text in openclaw_plugin.files().items():
-        assert (CLIENTS / "openclaw" / "plugin" / name).read_text() == text
+        assert (home / ".openclaw" / "extensions" / "mcp-memory" / name).read_text() == text
 
 
 async def test_openclaw_plugin_runs_the_hooks(database: Database, db_url: str, tmp_path: Path) -> None:

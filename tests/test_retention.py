@@ -69,3 +69,37 @@ async def test_stale_purge_is_off_by_default_and_soft(service: MemoryService, al
     live = {m.id for m in (await service.list(alice)).memories}
     assert live == {read.id, pinned.id}
     assert (await service.restore(alice, [never.id])).restored  # soft: restorable (by the admin)
+
+
+async def test_finished_decision_jobs_go_with_history(database: Database, settings: Settings,
+                                                      alice: Principal) -> None:
+    """Done, dead and cancelled jobs are deleted once past the history window; queued and running
+    ones never, however old."""
+    from mcp_memory.repository import jobs as queue
+    from mcp_memory.repository.jobs import JobRepository
+
+    from .chat_api import dead_url
+    from .test_decisions import decisions_settings
+
+    service = await MemoryService.open(database, decisions_settings(settings, dead_url()))
+    for text in ("one", "two", "three", "four", "five"):
+        await service.write(alice, f"Alice's note number {text}.")
+    done, dead, running = [await queue.claim(database.admin, "worker", 60) for _ in range(3)]
+    async with service.repo.transaction(alice) as conn:
+        await queue.finish(conn, done, {"action": "none"}, 0)
+    assert await queue.fail(database.admin, dead, "worker", "gave up", retry_in_s=None) == "dead"
+    queued = await database.admin.fetchval("SELECT array_agg(id ORDER BY id) FROM memory_jobs WHERE status = 'queued'")
+    assert await JobRepository(service.repo).cancel(alice, queued[:1]) == queued[:1]
+    statuses = "SELECT string_agg(status, ',' ORDER BY status) FROM memory_jobs"
+    assert await rows(database, statuses) == "cancelled,dead,done,queued,running"
+    now = datetime.now(UTC)
+
+    early = await sweep(database.admin, settings, now=now + timedelta(days=settings.history_days - 1))
+    assert early.decision_jobs == 0
+    dry = await sweep(database.admin, settings, now=now + timedelta(days=settings.history_days + 1), dry_run=True)
+    assert dry.decision_jobs == 3 and await rows(database, "SELECT count(*) FROM memory_jobs") == 5
+    later = await sweep(database.admin, settings, now=now + timedelta(days=settings.history_days + 1))
+    assert later.decision_jobs == 3
+    assert await rows(database, statuses) == "queued,running"
+    assert running.id in [r["id"] for r in await database.admin.fetch("SELECT id FROM memory_jobs")]
+    assert await rows(database, "SELECT count(*) FROM memories WHERE deleted_at IS NULL") == 5

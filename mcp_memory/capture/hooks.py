@@ -11,7 +11,7 @@ Formats followed (see README, "Auto-capture and auto-recall"):
   (PreCompact), reason (SessionEnd). SessionStart and UserPromptSubmit add context with
   {"hookSpecificOutput": {"hookEventName": …, "additionalContext": "…"}}; Stop, PreCompact and
   SessionEnd print nothing (a Stop hook's JSON could block the stop).
-- OpenClaw: its plugin hooks run inside the gateway, so clients/openclaw/plugin (installed by
+- OpenClaw: its plugin hooks run inside the gateway, so capture/openclaw-plugin (installed by
   `mcp-memory install openclaw`) calls this command with the event's fields (prompt, messages,
   sessionId / sessionKey, sessionFile, workspaceDir) and returns our {"prependContext": "…"}
   from before_prompt_build.

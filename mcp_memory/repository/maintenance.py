@@ -76,8 +76,13 @@ class MaintenanceRepository:
                 ("tokens", "FROM forget_tokens WHERE used_at IS NOT NULL OR expires_at < $1"),
                 ("idempotency", "FROM idempotency_keys WHERE created_at < $1"),
                 ("rate_limits", "FROM rate_limits WHERE window_start < $1"),
+                # Finished decision jobs are bookkeeping: they go with the history rows their
+                # decisions wrote (undo finds a job through its history row). Queued and running
+                # jobs are work still to do and are never touched.
+                ("jobs", "FROM memory_jobs WHERE status IN ('done', 'dead', 'cancelled') AND finished_at < $1"),
             ):
                 cutoff = {"history": now - timedelta(days=history_days), "tokens": now,
+                          "jobs": now - timedelta(days=history_days),
                           "idempotency": now - timedelta(days=idempotency_days),
                           "rate_limits": now - timedelta(hours=1)}[name]
                 if dry_run:
@@ -86,7 +91,8 @@ class MaintenanceRepository:
                     counts[name] = int((await conn.execute(f"DELETE {sql}", cutoff)).split()[-1])
         return PurgeReport(dry_run=dry_run, stale_forgotten=counts["stale"], tombstones=counts["tombstones"],
                            history=counts["history"], forget_tokens=counts["tokens"],
-                           idempotency_keys=counts["idempotency"], seconds=round(time.perf_counter() - started, 3))
+                           idempotency_keys=counts["idempotency"], decision_jobs=counts["jobs"],
+                           seconds=round(time.perf_counter() - started, 3))
 
     async def _purge_tombstones(self, conn: asyncpg.Connection, cutoff: datetime, dry_run: bool) -> int:
         if dry_run:

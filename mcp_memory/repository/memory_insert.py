@@ -1,0 +1,127 @@
+"""Writing new memories: one (with its idempotency key and the older memories it supersedes) or a
+batch, each with its ADD history row and decision job in the same transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from uuid import UUID, uuid4
+
+import asyncpg
+import numpy as np
+
+from ..errors import Conflict, NotFound
+from ..models import Memory, NewMemory, Principal
+from .memory_rows import _ids_text, _own, _snapshot, to_memory
+from .memory_store import MemoryStore
+from .sql import Sql
+
+_INSERT_COLUMNS = ("id", "user_id", "agent_id", "project_id", "kind", "title", "content", "content_hash",
+                   "tags", "metadata", "importance", "confidence", "pinned", "priority", "source", "embedding",
+                   "embedding_model")
+
+
+class MemoryInsert(MemoryStore):
+    async def insert(self, p: Principal, new: NewMemory, *, idempotency_key: str | None = None,
+                     request_hash: str | None = None, supersedes: Sequence[UUID] = (),
+                     request_id: str | None = None) -> tuple[Memory, bool]:
+        """Store a memory; returns (memory, created). An identical live text in the same scope,
+        or an idempotency key seen before with the same request (`request_hash`), returns the
+        existing memory instead; the key with another request is a conflict. `supersedes` marks
+        older memories as replaced by this one, in the same transaction."""
+        new_id = uuid4()
+        async with self.transaction(p) as conn:
+            if idempotency_key is not None:
+                claimed = await conn.fetchval(
+                    """INSERT INTO idempotency_keys (user_id, key, memory_id, request_hash) VALUES ($1, $2, $3, $4)
+                       ON CONFLICT DO NOTHING RETURNING memory_id""",
+                    p.user_id, idempotency_key, new_id, request_hash)
+                if claimed is None:
+                    earlier = await conn.fetchrow(
+                        "SELECT memory_id, request_hash FROM idempotency_keys WHERE user_id = $1 AND key = $2",
+                        p.user_id, idempotency_key)
+                    if earlier["request_hash"] is not None and earlier["request_hash"] != request_hash:
+                        raise Conflict("idempotency_key was already used for a different request (other content or "
+                                       "fields); a key names one request, so use a new key. Nothing was written")
+                    row = await self._fetch(conn, p, [earlier["memory_id"]], deleted=None)
+                    if not row:
+                        raise Conflict("idempotency_key was already used for a memory outside this "
+                                       "session's scope; use a new key")
+                    return to_memory(row[0]), False
+            row, existing = await self._insert_row(conn, p, new, new_id)
+            if row is None:
+                if existing is None:
+                    raise Conflict("an identical memory was being written and forgotten at the same time; retry")
+                row = existing
+                if idempotency_key is not None:
+                    await conn.execute(
+                        "UPDATE idempotency_keys SET memory_id = $3 WHERE user_id = $1 AND key = $2",
+                        p.user_id, idempotency_key, row["id"])
+                await self._supersede(conn, p, row["id"], supersedes, request_id)
+                return to_memory(row), False
+            await self._history(conn, p, [(row["id"], "ADD", None, _snapshot(row))], None, request_id)
+            await self._supersede(conn, p, row["id"], supersedes, request_id)
+            await self._enqueue(conn, p, [row["id"]], supersedes)
+            return to_memory(row), True
+
+    async def _insert_row(self, conn: asyncpg.Connection, p: Principal, new: NewMemory,
+                          new_id: UUID) -> tuple[asyncpg.Record | None, asyncpg.Record | None]:
+        """(the inserted row, None), or (None, the live twin with the same text in the scope)."""
+        values = {"id": new_id, "user_id": p.user_id, **new.model_dump(exclude={"occurred_at"})}
+        if new.embedding is not None:
+            values["embedding"] = np.asarray(new.embedding, dtype=np.float32)
+        q = Sql()
+        cols = list(_INSERT_COLUMNS)
+        placeholders = [q.arg(values[c]) for c in cols]
+        cols.append("occurred_at")
+        placeholders.append(f"coalesce({q.arg(new.occurred_at)}::timestamptz, now())")
+        existing = None
+        for _ in range(3):  # the twin we collided with may be forgotten before we read it: try again
+            row = await conn.fetchrow(
+                f"""INSERT INTO memories ({", ".join(cols)}) VALUES ({", ".join(placeholders)})
+                    ON CONFLICT (user_id, coalesce(agent_id, ''), coalesce(project_id, ''), content_hash)
+                    WHERE deleted_at IS NULL DO NOTHING RETURNING *""",
+                *q.args)
+            if row is not None:
+                break
+            existing = await conn.fetchrow(
+                """SELECT * FROM memories WHERE user_id = $1 AND agent_id IS NOT DISTINCT FROM $2
+                   AND project_id IS NOT DISTINCT FROM $3 AND content_hash = $4 AND deleted_at IS NULL""",
+                p.user_id, new.agent_id, new.project_id, new.content_hash)
+            if existing is not None:
+                break
+        return row, existing
+
+    async def insert_many(self, p: Principal, news: Sequence[NewMemory],
+                          request_id: str | None = None) -> list[tuple[Memory, bool]]:
+        """Store memories in one transaction, all or none: (memory, created) for each, in order; a
+        text already live in its scope (or earlier in the batch) returns that memory."""
+        rows: list[tuple[asyncpg.Record, bool]] = []
+        async with self.transaction(p) as conn:
+            for new in news:
+                row, existing = await self._insert_row(conn, p, new, uuid4())
+                if row is None and existing is None:
+                    raise Conflict("an identical memory was being written and forgotten at the same time; retry")
+                rows.append((row, True) if row is not None else (existing, False))
+            await self._history(conn, p, [(r["id"], "ADD", None, _snapshot(r)) for r, created in rows if created],
+                                None, request_id)
+            await self._enqueue(conn, p, [r["id"] for r, created in rows if created])
+        return [(to_memory(r), created) for r, created in rows]
+
+    async def _supersede(self, conn: asyncpg.Connection, p: Principal, successor: UUID,
+                         older: Sequence[UUID], request_id: str | None) -> None:
+        older = [i for i in dict.fromkeys(older)]
+        if not older:
+            return
+        if successor in older:
+            raise Conflict("a memory cannot supersede itself")
+        rows = await self._fetch(conn, p, older, deleted=False, lock=True)
+        missing = set(older) - {r["id"] for r in rows}
+        if missing:
+            raise NotFound(f"supersedes names no live memory {_ids_text(sorted(missing))} in this session's "
+                           "scope; nothing was written")
+        _own(p, rows, "supersede")
+        await conn.execute("UPDATE memories SET superseded_by = $3, updated_at = now(), version = version + 1 "
+                           "WHERE user_id = $1 AND id = ANY($2::uuid[])", p.user_id, older, successor)
+        await self._history(conn, p, [(r["id"], "UPDATE", {"superseded_by": r["superseded_by"]},
+                                       {"superseded_by": successor}) for r in rows],
+                            f"superseded by {successor}", request_id)

@@ -1,0 +1,57 @@
+"""What every stage of MemoryRepository stands on: the caller's transaction, the history row a
+mutation writes in it, the decision job a new memory gets in it, and reading rows by id under the
+caller's scope."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+
+from ..models import Principal
+from . import jobs
+from .sql import Sql, local_transaction, visible
+
+
+class MemoryStore:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+        # Set when a decisions provider is configured: each new memory gets a decision job in
+        # its write's transaction, tried this many times (decisions/jobs.py).
+        self.decision_attempts: int | None = None
+
+    async def _enqueue(self, conn: asyncpg.Connection, p: Principal, ids: Sequence[UUID],
+                       explicit: Sequence[UUID] = ()) -> None:
+        if self.decision_attempts is not None:
+            await jobs.enqueue(conn, p, ids, explicit=explicit, max_attempts=self.decision_attempts)
+
+    @asynccontextmanager
+    async def transaction(self, p: Principal, **gucs: str) -> AsyncIterator[asyncpg.Connection]:
+        """One short transaction tagged with the caller's user (row-level security keys on it);
+        `gucs` are further transaction-local settings (`hnsw__ef_search` sets hnsw.ef_search)."""
+        settings = {f"mcp_memory.{name}": value or "" for name, value in
+                    (("user_id", p.user_id), ("agent_id", p.agent_id), ("project_id", p.project_id))}
+        settings |= {name.replace("__", "."): value for name, value in gucs.items()}
+        async with local_transaction(self.pool, settings) as conn:
+            yield conn
+
+    async def _history(self, conn: asyncpg.Connection, p: Principal, rows: Sequence[tuple[UUID, str, Any, Any]],
+                       reason: str | None, request_id: str | None) -> None:
+        await conn.executemany(
+            """INSERT INTO memory_history (user_id, memory_id, event, old, new, actor, client, request_id, reason)
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)""",
+            [(p.user_id, mid, event, old, new, p.actor, p.client, request_id, reason)
+             for mid, event, old, new in rows],
+        )
+
+    async def _fetch(self, conn: asyncpg.Connection, p: Principal, ids: Sequence[UUID], *,
+                     deleted: bool | None, lock: bool = False) -> list[asyncpg.Record]:
+        q = Sql()
+        where = [visible(q, p), f"m.id = ANY({q.arg(list(ids))}::uuid[])"]
+        if deleted is not None:
+            where.append("m.deleted_at IS NOT NULL" if deleted else "m.deleted_at IS NULL")
+        sql = f"SELECT * FROM memories m WHERE {' AND '.join(where)} ORDER BY m.id"
+        return await conn.fetch(sql + (" FOR UPDATE" if lock else ""), *q.args)

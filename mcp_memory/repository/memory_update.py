@@ -1,0 +1,62 @@
+"""Changing a live memory's fields: only those that differ, with the version check, the pin guard
+and one history row in the same transaction."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+import numpy as np
+
+from ..errors import Conflict, NotFound, PermissionDenied
+from ..models import Memory, Principal
+from .memory_rows import TRACKED, _own, _same, _snapshot, to_memory
+from .memory_store import MemoryStore
+from .sql import Sql
+
+_DERIVED = ("embedding", "embedding_model")  # follow the content; never compared, never in history
+
+
+class MemoryUpdate(MemoryStore):
+    async def update(self, p: Principal, memory_id: UUID, changes: dict[str, Any], *, reason: str | None,
+                     if_version: int | None, may_override_pin: bool,
+                     request_id: str | None = None) -> tuple[Memory, bool]:
+        """Apply the fields that differ; returns (memory, changed)."""
+        async with self.transaction(p) as conn:
+            rows = await self._fetch(conn, p, [memory_id], deleted=False, lock=True)
+            if not rows:
+                raise NotFound(f"no memory {memory_id} in this session's scope")
+            row = rows[0]
+            _own(p, rows, "update")
+            if if_version is not None and row["version"] != if_version:
+                raise Conflict(f"memory {memory_id} is at version {row['version']}, not {if_version}: "
+                               "someone changed it since you read it; re-read and retry")
+            diff = {k: v for k, v in changes.items() if k not in _DERIVED and not _same(row[k], v)}
+            if not diff:
+                return to_memory(row), False
+            if "content" in diff:
+                diff.update({k: changes.get(k) for k in _DERIVED})
+                if diff["embedding"] is not None:
+                    diff["embedding"] = np.asarray(diff["embedding"], dtype=np.float32)
+            guarded = {"content", "title"} & diff.keys() or diff.get("pinned") is False
+            if row["pinned"] and guarded and not may_override_pin:
+                raise PermissionDenied(f"memory {memory_id} is pinned: changing its text or unpinning it "
+                                       "needs force=true from an admin")
+            q = Sql()
+            sets = [f"{col} = {q.arg(val)}" for col, val in diff.items()]
+            where = f"user_id = {q.arg(p.user_id)} AND id = {q.arg(memory_id)}"
+            try:
+                updated = await conn.fetchrow(
+                    f"""UPDATE memories SET {", ".join(sets)}, version = version + 1, updated_at = now()
+                        WHERE {where} RETURNING *""", *q.args)
+            except asyncpg.UniqueViolationError:
+                raise Conflict("another live memory in this scope already has this content; "
+                               "update or forget that one instead") from None
+            tracked = [k for k in diff if k in TRACKED]
+            event = "UPDATE"
+            if tracked == ["pinned"]:
+                event = "PIN" if diff["pinned"] else "UNPIN"
+            await self._history(conn, p, [(memory_id, event, _snapshot(row, tracked), _snapshot(updated, tracked))],
+                                reason, request_id)
+            return to_memory(updated), True
