@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from uuid import uuid4
 
 from mcp_memory.models import Principal
-from mcp_memory.retrieval.focus import applies, newest_on_topic_first, without_names
+from mcp_memory.retrieval.focus import about_subject, applies, newest_on_topic_first, without_names
 from mcp_memory.retrieval.query import parse_query
 from mcp_memory.service import MemoryService
 
@@ -27,8 +27,8 @@ def test_names_are_masked_as_whole_words_with_their_possessive() -> None:
         "someone someone owns a Nissan Leaf"
 
 
-def _row(name: str, days_ago: int, about: float = 1.25) -> dict:
-    return {"id": uuid4(), "name": name, "about": about,
+def _row(name: str, days_ago: int, about: float = 1.25, kind: str = "fact") -> dict:
+    return {"id": uuid4(), "name": name, "about": about, "kind": kind,
             "occurred_at": datetime(2026, 1, 1, tzinfo=UTC) - timedelta(days=days_ago)}
 
 
@@ -47,6 +47,13 @@ def test_answers_newest_first_in_the_subjects_places() -> None:
     assert newest_on_topic_first(rows, {car["id"]: 0.9}, 0.15) == rows  # one alone: nothing to order
 
 
+def test_episodes_are_not_versions() -> None:
+    """A conversation's turns all name the speaker; a later turn does not replace an earlier one."""
+    rows = [_row("turn 1", 300, kind="episode"), _row("fact", 200), _row("turn 2", 10, kind="episode"),
+            _row("other fact", 100, about=1.0)]
+    assert about_subject(rows) == [1]
+
+
 async def test_the_newest_version_of_the_asked_fact_first(service: MemoryService, alice: Principal) -> None:
     """Versions phrased differently, another fact about her newer than all of them, a stable fact,
     and someone else's memory sharing the answer: the newest city comes first, then the older ones."""
@@ -57,14 +64,17 @@ async def test_the_newest_version_of_the_asked_fact_first(service: MemoryService
                        ("Ines Moreau was born on 4 May 1991.", 900),
                        ("Katarina Mbeki visited Porto last spring.", 60)]:
         await service.write(alice, text, occurred_at=now - timedelta(days=days))
-    newest = (await service.write(alice, "Ines Moreau relocated to Porto.", occurred_at=now - timedelta(days=120))).memory
+    newest = (await service.write(alice, "Ines Moreau relocated to Porto.",
+                                  occurred_at=now - timedelta(days=120))).memory
     question = "Where does Ines Moreau live these days?"
     found = await service.search(alice, question, explain=True)
     assert found.hits[0].id == newest.id, [h.snippet for h in found.hits]
     assert found.hits[0].explain["on_topic"] > 0
-    assert [h.snippet for h in found.hits[1:3]] == ["Ines Moreau moved to Lisbon last month.", "Ines Moreau lives in Oslo."]
+    assert [h.snippet for h in found.hits[1:3]] == ["Ines Moreau moved to Lisbon last month.",
+                                                    "Ines Moreau lives in Oslo."]
     # The birthday and the car are other facts about her: after the versions, not among them.
-    assert {h.snippet for h in found.hits[3:5]} == {"Ines Moreau drives a Tesla.", "Ines Moreau was born on 4 May 1991."}
+    assert {h.snippet for h in found.hits[3:5]} == {"Ines Moreau drives a Tesla.",
+                                                    "Ines Moreau was born on 4 May 1991."}
 
     service.settings = service.settings.model_copy(update={"present_focus": False})
     before = await service.search(alice, question, explain=True)

@@ -51,8 +51,11 @@ def without_names(text: str, names: Sequence[str]) -> str:
 
 
 def about_subject(rows: Sequence[asyncpg.Record]) -> list[int]:
-    """Positions within the window of the memories that name the question's subject."""
-    return [i for i, r in enumerate(rows[:WINDOW]) if r["about"] > 1]
+    """Positions within the window of the memories that name the question's subject, episodes
+    aside: an episode is what happened at its moment, and a later one does not replace it (in a
+    conversation every turn names its speaker; newest-first among them only reshuffles what was
+    said)."""
+    return [i for i, r in enumerate(rows[:WINDOW]) if r["about"] > 1 and r["kind"] != "episode"]
 
 
 async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
