@@ -65,7 +65,10 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
     positions = about_subject(rows)
     if len(positions) < 2:
         return {}
-    question = await vectors.query(without_names(parsed.text, parsed.subject))
+    # The time words stay: among one person's memories they are no decoys, and a statement of a
+    # changed present says so ("now works for", "these days", "latest car"): newest first life
+    # .71 -> .75, ops .66 -> .68 against the question without them.
+    question = await vectors.query(without_names(parsed.asked or parsed.text, parsed.subject))
     if question is None:
         return {}
     texts = [without_names(rows[i]["content"], parsed.subject) for i in positions]

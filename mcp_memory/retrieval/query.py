@@ -55,6 +55,7 @@ class ParsedQuery:
     phrases: tuple[str, ...] = ()
     year: int | None = None
     subject: tuple[str, ...] = ()  # the names the question is about ("Pavel", "Jankowski")
+    asked: str = ""  # the question as asked, time words kept (exclusions removed)
 
 
 def split_query(query: str) -> tuple[str, list[str]]:
@@ -84,7 +85,7 @@ def parse_query(query: str) -> ParsedQuery:
         text = wanted  # nothing but time words: they are what it is about
     phrases = tuple(p for ps in found.values() for p in ps)
     return ParsedQuery(text=text, excluded=excluded, tense=tense, phrases=phrases, year=year,
-                       subject=subject_of(text))
+                       subject=subject_of(text), asked=wanted)
 
 
 # Capitalised words that are not names: question words and the like at the start of a clause.
