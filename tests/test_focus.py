@@ -32,7 +32,7 @@ def _row(name: str, days_ago: int, about: float = 1.25, kind: str = "fact") -> d
             "occurred_at": datetime(2026, 1, 1, tzinfo=UTC) - timedelta(days=days_ago)}
 
 
-def test_answers_newest_first_in_the_subjects_places() -> None:
+def test_answers_first_newest_first() -> None:
     car = _row("car (newest, other fact)", 1)
     oslo = _row("oslo (old)", 300)
     other = _row("someone else", 5, about=1.0)
@@ -40,9 +40,8 @@ def test_answers_newest_first_in_the_subjects_places() -> None:
     rows = [car, oslo, other, lisbon]
     similarity = {car["id"]: 0.20, oslo["id"]: 0.55, lisbon["id"]: 0.45}
     ordered = newest_on_topic_first(rows, similarity, margin=0.15)
-    # Lisbon and Oslo answer (within 0.15 of the best): newest first, in the first two of the
-    # subject's places; the car follows; the other person's memory keeps its place.
-    assert [r["name"] for r in ordered] == ["lisbon (new)", "oslo (old)", "someone else", "car (newest, other fact)"]
+    # Lisbon and Oslo answer (within 0.15 of the best): first, newest first; the rest in order.
+    assert [r["name"] for r in ordered] == ["lisbon (new)", "oslo (old)", "car (newest, other fact)", "someone else"]
     assert newest_on_topic_first(rows, {}, 0.15) == rows
     assert newest_on_topic_first(rows, {car["id"]: 0.9}, 0.15) == rows  # one alone: nothing to order
 
@@ -56,13 +55,15 @@ def test_episodes_are_not_versions() -> None:
 
 async def test_the_newest_version_of_the_asked_fact_first(service: MemoryService, alice: Principal) -> None:
     """Versions phrased differently, another fact about her newer than all of them, a stable fact,
-    and someone else's memory sharing the answer: the newest city comes first, then the older ones."""
+    and other people's memories sharing her words or her answer: the newest city comes first, then the
+    older ones."""
     now = datetime.now(UTC)
     for text, days in [("Ines Moreau lives in Oslo.", 700),
                        ("Ines Moreau moved to Lisbon last month.", 420),
                        ("Ines Moreau drives a Tesla.", 20),
                        ("Ines Moreau was born on 4 May 1991.", 900),
-                       ("Katarina Mbeki visited Porto last spring.", 60)]:
+                       ("Katarina Mbeki visited Porto last spring.", 60),
+                       ("Katarina Mbeki lives in Berlin these days.", 30)]:
         await service.write(alice, text, occurred_at=now - timedelta(days=days))
     newest = (await service.write(alice, "Ines Moreau relocated to Porto.",
                                   occurred_at=now - timedelta(days=120))).memory
