@@ -105,7 +105,8 @@ async def tool_latency(data_dir: Path, memories: int, searches: int, source: str
     times: dict[str, list[float]] = {"memory_write": [], "memory_search": [], "memory_search_fresh": []}
     async with Client(params, mode="legacy") as client:
         await client.call_tool("memory_list", {"limit": 1})  # wait for the database
-        await client.call_tool("memory_search", {"query": "warm up", "limit": 10})
+        for query in QUERIES:  # steady state: the statements prepared, the query vectors cached
+            await client.call_tool("memory_search", {"query": query, "limit": 10})
         for i in range(memories):
             text = f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} (note {offset + i})"
             t = time.perf_counter()

@@ -147,8 +147,10 @@ class _PipeWriter:
 
 async def _pipes(wire_in: int, wire_out: int) -> tuple[_PipeLines, _PipeWriter, Callable[[], None]] | None:
     """The wire as event-loop pipes, or None when a descriptor is not a pipe, socket or terminal
-    (a regular file): then the threaded wrapper serves it. Returns a closer that puts the
+    (a regular file) or on Windows: then the threaded wrapper serves it. Returns a closer that puts the
     descriptors back in blocking mode."""
+    if sys.platform == "win32":  # the proactor loop's pipes are not file descriptors
+        return None
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=MAX_LINE_BYTES)
     read_file = os.fdopen(wire_in, "rb", buffering=0, closefd=False)
