@@ -5,7 +5,14 @@ Measures, over real subprocesses:
     (database created, postmaster stopped), plus the first tool call on each (database ready);
   * `memory_write` and `memory_search` latency for N memories, through the SDK's stdio client.
 
+Searches repeat ten questions (their vectors cached after the first round) and, separately, ask
+questions never asked before (each one embedded).
+
 Usage: python bench/stdio_latency.py [--memories 1000] [--searches 300] [--out bench/results/stdio_latency.json]
+       python bench/stdio_latency.py --variant before=/tmp/base --variant after=.   (A/B, interleaved)
+
+A variant is a source tree put first on the server's PYTHONPATH; the variants share one data
+directory and take turns in rounds, so they see the same store and the same machine load.
 """
 
 from __future__ import annotations
@@ -40,9 +47,15 @@ QUERIES = ["what does Alice prefer", "which office did the team move to", "how d
            "what did Carol decide"]
 
 
-def env_for(data_dir: Path) -> dict[str, str]:
-    return {"MCP_MEMORY_DATA_DIR": str(data_dir), "MCP_MEMORY_USER": "bench", "MCP_MEMORY_PROJECT": "bench",
-            "MCP_MEMORY_LOG_LEVEL": "WARNING"}
+def env_for(data_dir: Path, source: str | None = None) -> dict[str, str]:
+    """The server's environment. The SDK's stdio client passes on only a few variables, so the
+    source tree under test (PYTHONPATH) must be named here or the installed package runs."""
+    env = {"MCP_MEMORY_DATA_DIR": str(data_dir), "MCP_MEMORY_USER": "bench", "MCP_MEMORY_PROJECT": "bench",
+           "MCP_MEMORY_LOG_LEVEL": "WARNING"}
+    source = source if source is not None else os.environ.get("PYTHONPATH")
+    if source:
+        env["PYTHONPATH"] = str(Path(source).resolve())
+    return env
 
 
 def rpc(proc: subprocess.Popen, message: dict) -> dict:
@@ -80,24 +93,56 @@ def cold_start(data_dir: Path) -> tuple[float, float]:
 
 
 
-async def tool_latency(data_dir: Path, memories: int, searches: int) -> dict[str, dict[str, float]]:
-    rng = random.Random(7)
-    params = StdioServerParameters(command=SERVE, args=["serve"], env=env_for(data_dir))
-    writes, reads = [], []
+def fresh_query(rng: random.Random) -> str:
+    """A question unlikely to have been asked before (so its vector is not cached)."""
+    return f"{rng.choice(QUERIES)} {rng.choice(SUBJECTS).lower()} {rng.choice(OBJECTS)} {rng.randrange(10**6)}x"
+
+
+async def tool_latency(data_dir: Path, memories: int, searches: int, source: str | None,
+                       rng: random.Random, offset: int = 0) -> dict[str, list[float]]:
+    """Seconds per call: `memories` writes, `searches` repeated searches, `searches` fresh ones."""
+    params = StdioServerParameters(command=SERVE, args=["serve"], env=env_for(data_dir, source))
+    times: dict[str, list[float]] = {"memory_write": [], "memory_search": [], "memory_search_fresh": []}
     async with Client(params, mode="legacy") as client:
         await client.call_tool("memory_list", {"limit": 1})  # wait for the database
+        for query in QUERIES:  # steady state: the statements prepared, the query vectors cached
+            await client.call_tool("memory_search", {"query": query, "limit": 10})
         for i in range(memories):
-            text = f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} (note {i})"
+            text = f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} (note {offset + i})"
             t = time.perf_counter()
             result = await client.call_tool("memory_write", {"content": text, "tags": ["bench"]})
-            writes.append(time.perf_counter() - t)
+            times["memory_write"].append(time.perf_counter() - t)
             assert not result.is_error, result.content
-        for i in range(searches):
-            t = time.perf_counter()
-            result = await client.call_tool("memory_search", {"query": QUERIES[i % len(QUERIES)], "limit": 10})
-            reads.append(time.perf_counter() - t)
-            assert not result.is_error and result.structured_content["hits"], result.content
-    return {"memory_write": summary(writes), "memory_search": summary(reads)}
+        for name in ("memory_search", "memory_search_fresh"):
+            for i in range(searches):
+                query = QUERIES[i % len(QUERIES)] if name == "memory_search" else fresh_query(rng)
+                t = time.perf_counter()
+                result = await client.call_tool("memory_search", {"query": query, "limit": 10})
+                times[name].append(time.perf_counter() - t)
+                assert not result.is_error and result.structured_content["hits"], result.content
+    return times
+
+
+async def compare(data_dir: Path, variants: dict[str, str | None], memories: int, searches: int,
+                  rounds: int) -> dict[str, dict[str, dict[str, float]]]:
+    """Each variant writes and searches in turn, `rounds` times, on the same growing store.
+    Writes are measured after a first unmeasured fill to half of `memories`."""
+    rng = random.Random(7)
+    names = list(variants)
+    written = 0
+    seed = memories // 2
+    await tool_latency(data_dir, seed, 0, variants[names[0]], rng)
+    written += seed
+    per_round = max(1, (memories - seed) // (rounds * len(names)))
+    times: dict[str, dict[str, list[float]]] = {n: {} for n in names}
+    for r in range(rounds):
+        order = names if r % 2 == 0 else names[::-1]
+        for name in order:
+            got = await tool_latency(data_dir, per_round, searches // rounds, variants[name], rng, written)
+            written += per_round
+            for tool, values in got.items():
+                times[name].setdefault(tool, []).extend(values)
+    return {n: {tool: summary(v) for tool, v in t.items()} for n, t in times.items()}
 
 
 def main() -> None:
@@ -106,13 +151,27 @@ def main() -> None:
     parser.add_argument("--searches", type=int, default=300)
     parser.add_argument("--restarts", type=int, default=5)
     parser.add_argument("--out", type=Path, default=Path("bench/results/stdio_latency.json"))
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME=SOURCE",
+                        help="compare source trees (repeat): tool latencies only, interleaved in rounds")
+    parser.add_argument("--rounds", type=int, default=6)
     args = parser.parse_args()
+
+    if args.variant:
+        variants = dict(v.split("=", 1) for v in args.variant)
+        with tempfile.TemporaryDirectory(prefix="mcp-memory-bench-") as tmp:
+            results = asyncio.run(compare(Path(tmp), variants, args.memories, args.searches, args.rounds))
+        print(f"{'variant':<12}{'tool':<22}{'p50 ms':>10}{'p95 ms':>10}{'n':>6}")
+        for name, tools in results.items():
+            for tool, s in tools.items():
+                print(f"{name:<12}{tool:<22}{s['p50_ms']:>10.2f}{s['p95_ms']:>10.2f}{s['n']:>6}")
+        return
 
     with tempfile.TemporaryDirectory(prefix="mcp-memory-bench-") as tmp:
         data_dir = Path(tmp)
         first = cold_start(data_dir)
         later = [cold_start(data_dir) for _ in range(args.restarts)]
-        tools = asyncio.run(tool_latency(data_dir, args.memories, args.searches))
+        times = asyncio.run(tool_latency(data_dir, args.memories, args.searches, None, random.Random(7)))
+        tools = {name: summary(values) for name, values in times.items()}
 
     results = {
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},

@@ -3,6 +3,7 @@ permissions, write scope, cursors. Knows nothing of MCP."""
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import Awaitable, Callable
 from datetime import datetime
@@ -174,14 +175,27 @@ class MemoryService(Forgetting):
         await self._limit(p, "write")
         vector = await self.vectors.document(new.content) if self.vectors else None
         new = self._embedded(new, vector)
-        memory, created = await self.repo.insert(
-            p, new, idempotency_key=idempotency_key,
-            request_hash=request_fingerprint(new, supersedes) if idempotency_key is not None else None,
-            supersedes=supersedes or (), request_id=request_id)
-        # What the new memory touches, for the agent to decide on (supersedes); a duplicate is the
-        # old memory itself, and what it touched was said when it was written.
+        skip = set(supersedes or ())
+        # What the new memory touches, for the agent to decide on (supersedes), does not depend on
+        # it being stored: it is looked up on another connection while the insert runs (a write
+        # 3-4 ms sooner at 1,000 memories). One more neighbour is asked for, as the new memory
+        # may already be committed and found; it is dropped below.
+        neighbours = (asyncio.ensure_future(self._neighbours(p, vector, len(skip) + 1))
+                      if self._relates(vector) else None)
+        try:
+            memory, created = await self.repo.insert(
+                p, new, idempotency_key=idempotency_key,
+                request_hash=request_fingerprint(new, supersedes) if idempotency_key is not None else None,
+                supersedes=supersedes or (), request_id=request_id)
+        except BaseException:
+            if neighbours is not None:
+                neighbours.cancel()
+                await asyncio.gather(neighbours, return_exceptions=True)
+            raise
         self._changed(int(created) + len(supersedes or ()))
-        related = await self.related(p, memory.id, vector, skip=set(supersedes or ())) if created else []
+        rows = await neighbours if neighbours is not None else []
+        # A duplicate is the old memory itself, and what it touched was said when it was written.
+        related = self._related(rows, skip | {memory.id}) if created else []
         if created and self.settle is not None:
             await self.settle(p, memory.id)
         return WriteResult(status="created" if created else "duplicate", memory=memory, related=related)
@@ -215,25 +229,36 @@ class MemoryService(Forgetting):
                                memories=[WrittenItem(id=m.id, status="created" if c else "duplicate")
                                          for m, c in written])
 
-    async def related(self, p: Principal, memory_id: UUID, vector: list[float] | None, *,
-                      skip: frozenset[UUID] | set[UUID] = frozenset()) -> list[RelatedMemory]:
-        """Visible live memories close to `vector` (the memory `memory_id` was written with): likely
-        earlier versions of the same fact or near-duplicates, closest first. Those in `skip` (already
-        superseded by it) and those already superseded by another are left out."""
-        if vector is None or self.vectors is None or self.settings.related_limit == 0:
-            return []
+    def _relates(self, vector: list[float] | None) -> bool:
+        return vector is not None and self.vectors is not None and self.settings.related_limit > 0
+
+    async def _neighbours(self, p: Principal, vector: list[float], extra: int,
+                          exclude: UUID | None = None) -> list[tuple[Any, float]]:
+        """Up to related_limit + `extra` visible live memories closest to `vector`, with their
+        similarity, above the related threshold."""
+        assert self.vectors is not None
         threshold = self.settings.related_similarity
         if threshold is None:
             threshold = max(0.0, conflict_similarity(self.vectors.model) - 0.25)
-        rows = await nearest(self.repo, p, vector, model=self.vectors.model, dimension=self.vectors.dimension,
-                             exclude=memory_id, limit=self.settings.related_limit + len(skip),
-                             min_similarity=threshold)
+        return await nearest(self.repo, p, vector, model=self.vectors.model, dimension=self.vectors.dimension,
+                             exclude=exclude, limit=self.settings.related_limit + extra, min_similarity=threshold)
+
+    def _related(self, rows: list[tuple[Any, float]], skip: set[UUID] | frozenset[UUID]) -> list[RelatedMemory]:
         chars = self.settings.snippet_chars
         found = [RelatedMemory(id=r["id"], snippet=r["content"][:chars], kind=r["kind"],
                                age=human_age(r["occurred_at"]), similarity=round(similarity, 4),
                                superseded_by=r["superseded_by"])
                  for r, similarity in rows if r["id"] not in skip]
         return found[: self.settings.related_limit]
+
+    async def related(self, p: Principal, memory_id: UUID, vector: list[float] | None, *,
+                      skip: frozenset[UUID] | set[UUID] = frozenset()) -> list[RelatedMemory]:
+        """Visible live memories close to `vector` (the memory `memory_id` was written with): likely
+        earlier versions of the same fact or near-duplicates, closest first. Those in `skip` (already
+        superseded by it) and those already superseded by another are left out."""
+        if vector is None or not self._relates(vector):
+            return []
+        return self._related(await self._neighbours(p, vector, len(skip), exclude=memory_id), skip)
 
     async def get(self, p: Principal, ids: list[UUID]) -> GetResult:
         self.require(p, "read")

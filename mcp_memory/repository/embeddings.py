@@ -46,9 +46,15 @@ class EmbeddingRepository:
         return {r["text_hash"]: r["embedding"].to_list() for r in rows}
 
     async def remember(self, model: str, vectors: dict[str, list[float]]) -> None:
-        await self.app.executemany(
-            "INSERT INTO embedding_cache (model, text_hash, embedding) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-            [(model, h, np.asarray(v, dtype=np.float32)) for h, v in vectors.items()])
+        # A cache entry lost in a crash is only computed again, so its commit does not wait for
+        # the WAL to reach the disk: one flush less per memory_write (the memory's own
+        # transaction still waits for its flush). A session setting any user may change.
+        async with self.app.acquire() as conn:
+            await conn.execute("BEGIN; SET LOCAL synchronous_commit TO off")
+            await conn.executemany(
+                "INSERT INTO embedding_cache (model, text_hash, embedding) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+                [(model, h, np.asarray(v, dtype=np.float32)) for h, v in vectors.items()])
+            await conn.execute("COMMIT")
 
     # --- what the database was built with ----------------------------------------------------
 

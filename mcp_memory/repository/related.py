@@ -15,14 +15,15 @@ from .sql import Sql, visible
 
 
 async def nearest(repo: MemoryRepository, p: Principal, vector: Sequence[float], *, model: str, dimension: int,
-                  exclude: UUID, limit: int, min_similarity: float) -> list[tuple[asyncpg.Record, float]]:
+                  exclude: UUID | None, limit: int, min_similarity: float) -> list[tuple[asyncpg.Record, float]]:
     """Live memories this principal can see, closest first (cosine ≥ `min_similarity`), with
-    their similarity; `exclude` is the new memory itself."""
+    their similarity; `exclude` is the new memory itself (None: it is not stored yet, or the caller
+    leaves it out)."""
     q = Sql()
     distance = f"{vector_cast(dimension)} <=> {q.arg(np.asarray(vector, dtype=np.float32))}::vector({int(dimension)})"
     sql = f"""
         SELECT m.*, 1 - ({distance}) AS similarity FROM memories m
-        WHERE {visible(q, p)} AND m.deleted_at IS NULL AND m.id <> {q.arg(exclude)}
+        WHERE {visible(q, p)} AND m.deleted_at IS NULL{f" AND m.id <> {q.arg(exclude)}" if exclude else ""}
           AND m.embedding_model = {model_literal(model)} AND {distance} <= {q.arg(1 - min_similarity)}
         ORDER BY {distance} LIMIT {q.arg(limit)}"""
     async with repo.transaction(p, hnsw__ef_search="40", hnsw__iterative_scan="relaxed_order") as conn:

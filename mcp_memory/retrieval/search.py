@@ -86,6 +86,16 @@ def _share(settings: Settings, order: str) -> str:
     return f"coalesce((key - {worst}) / nullif({best} - {worst}, 0), 1)"
 
 
+def _by_id(q: Sql, p: Principal, candidates: str, alias: str) -> str:
+    """Join each candidate to its memory by primary key, one index probe per candidate. A plain
+    join let the planner scan the whole scope and hash it, deforming ~30 columns of every row
+    (tuple deforming is the top function in a profile of the backend), for a candidate list of a
+    few hundred rows at most (LoCoMo: search SQL 3-8 % faster, same rows). LIMIT 1 (the key is
+    unique) keeps the subquery from being flattened back into a join."""
+    return (f"CROSS JOIN LATERAL (SELECT * FROM memories {alias} WHERE {alias}.user_id = {q.arg(p.user_id)} "
+            f"AND {alias}.id = {candidates}.id LIMIT 1) {alias}")
+
+
 # Only the best-scoring episodes among the candidates pass their score on to their replies.
 REPLY_SOURCES = 20
 # A question mark in most scripts; full width in Chinese and Japanese, reversed in Arabic.
@@ -106,7 +116,7 @@ def _replies(q: Sql, p: Principal, where: str, settings: Settings) -> str:
     sources AS MATERIALIZED (
         SELECT l.fused, x.user_id, x.id, x.agent_id, x.project_id, x.occurred_at, x.created_at,
                x.content ~ {q.arg(QUESTION)} AS asks
-        FROM listed l JOIN memories x ON x.user_id = {q.arg(p.user_id)} AND x.id = l.id
+        FROM listed l {_by_id(q, p, "l", "x")}
         WHERE x.kind = 'episode'
         ORDER BY l.fused DESC, x.id LIMIT {REPLY_SOURCES}
     ),
@@ -259,7 +269,7 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
                {floor}::float8 + (1 - {floor}::float8)
                    * power(2::float8, -{_halvings(reference, half_life)}) AS recency,
                {about}::float8 AS about
-        FROM fused f JOIN memories m ON m.user_id = {q.arg(p.user_id)} AND m.id = f.id
+        FROM fused f {_by_id(q, p, "f", "m")}
     )
     SELECT m.*, fused * recency * {penalty} * about AS score
     FROM scored m LEFT JOIN memories s

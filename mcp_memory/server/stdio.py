@@ -10,6 +10,8 @@ answers such lines itself.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -111,8 +113,72 @@ async def checked_lines(lines: AsyncIterable[str],
         yield line
 
 
+# A request line may carry a whole batch of memories; the SDK's threaded reader had no limit.
+MAX_LINE_BYTES = 1 << 30
+
+
+class _PipeLines:
+    """Lines from a pipe read on the event loop: no worker-thread hop per line, as anyio's file
+    wrapper makes (one per line read, two per reply written)."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self.reader = reader
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        while line := await self.reader.readline():
+            yield line.decode("utf-8", errors="surrogateescape")
+
+
+class _PipeWriter:
+    """What the SDK's writer needs of stdout (write, flush), written on the event loop."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self.writer = writer
+
+    async def write(self, text: str) -> None:
+        self.writer.write(text.encode("utf-8"))
+
+    async def flush(self) -> None:
+        await self.writer.drain()
+
+
+async def _pipes(wire_in: int, wire_out: int) -> tuple[_PipeLines, _PipeWriter, Callable[[], None]] | None:
+    """The wire as event-loop pipes, or None when a descriptor is not a pipe, socket or terminal
+    (a regular file) or on Windows: then the threaded wrapper serves it. Returns a closer that puts the
+    descriptors back in blocking mode."""
+    if sys.platform == "win32":  # the proactor loop's pipes are not file descriptors
+        return None
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=MAX_LINE_BYTES)
+    read_file = os.fdopen(wire_in, "rb", buffering=0, closefd=False)
+    write_file = os.fdopen(wire_out, "wb", buffering=0, closefd=False)
+    try:
+        read_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), read_file)
+    except (ValueError, OSError):
+        return None
+    try:
+        write_transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, write_file)
+    except (ValueError, OSError):
+        read_transport.close()
+        os.set_blocking(wire_in, True)
+        return None
+    writer = asyncio.StreamWriter(write_transport, protocol, reader, loop)  # type: ignore[arg-type]
+
+    def close() -> None:
+        read_transport.close()
+        write_transport.close()
+        for fd in (wire_in, wire_out):
+            with contextlib.suppress(OSError):
+                os.set_blocking(fd, True)
+
+    return _PipeLines(reader), _PipeWriter(writer), close
+
+
 @asynccontextmanager
-async def _claimed_stdio() -> AsyncIterator[tuple[anyio.AsyncFile[str], anyio.AsyncFile[str]]]:
+async def _claimed_stdio() -> AsyncIterator[tuple[AsyncIterable[str], Any]]:
     """The wire as private descriptors, with fd 0 reading the null device and fd 1 writing to
     stderr meanwhile, so nothing a library prints can corrupt the protocol (as the SDK does for
     its own streams)."""
@@ -122,11 +188,16 @@ async def _claimed_stdio() -> AsyncIterator[tuple[anyio.AsyncFile[str], anyio.As
     os.dup2(devnull, 0)
     os.dup2(2, 1)
     os.close(devnull)
-    stdin = anyio.wrap_file(os.fdopen(wire_in, "r", encoding="utf-8", errors="surrogateescape", closefd=False))
-    stdout = anyio.wrap_file(os.fdopen(wire_out, "w", encoding="utf-8", closefd=False))
+    pipes = await _pipes(wire_in, wire_out)
     try:
-        yield stdin, stdout
+        if pipes is not None:
+            yield pipes[0], pipes[1]
+        else:
+            yield (anyio.wrap_file(os.fdopen(wire_in, "r", encoding="utf-8", errors="surrogateescape", closefd=False)),
+                   anyio.wrap_file(os.fdopen(wire_out, "w", encoding="utf-8", closefd=False)))
     finally:
+        if pipes is not None:
+            pipes[2]()
         sys.stdout.flush()
         os.dup2(saved_in, 0)
         os.dup2(saved_out, 1)
