@@ -49,12 +49,11 @@ class EmbeddingRepository:
         # A cache entry lost in a crash is only computed again, so its commit does not wait for
         # the WAL to reach the disk: one flush less per memory_write (the memory's own
         # transaction still waits for its flush). A session setting any user may change.
-        async with self.app.acquire() as conn:
-            await conn.execute("BEGIN; SET LOCAL synchronous_commit TO off")
+        async with self.app.acquire() as conn, conn.transaction():
+            await conn.execute("SET LOCAL synchronous_commit TO off")
             await conn.executemany(
                 "INSERT INTO embedding_cache (model, text_hash, embedding) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
                 [(model, h, np.asarray(v, dtype=np.float32)) for h, v in vectors.items()])
-            await conn.execute("COMMIT")
 
     # --- what the database was built with ----------------------------------------------------
 
