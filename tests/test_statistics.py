@@ -100,3 +100,24 @@ async def test_a_search_right_after_a_burst_is_planned_as_after_analyze(service:
         await conn.execute("ANALYZE memories")
     analyzed = plan_shape(await plan(service.repo, alice, statement))
     assert kept == analyzed
+
+
+async def test_a_short_query_reads_the_trigram_index(service: MemoryService, database: Database,
+                                                     alice: Principal) -> None:
+    """pg_trgm declares word_similarity as cheap as an addition; rls.sql gives it its real cost,
+    or a one-word search computes it on every memory of the scope (44 ms instead of 14 ms at 1,000
+    conversation turns) instead of reading the trigram index."""
+    topics = ["deploys", "the billing service", "on-call", "the staging database", "code review", "the roadmap"]
+    items = [WriteItem(content=f"Note {i}: the team discussed {topics[i % 6]} at length and agreed on step {i % 17}, "
+                               f"after going through the open questions one by one with everyone who owns a part")
+             for i in range(800)]
+    await service.write_many(alice, items[:400])
+    await service.write_many(alice, items[400:])
+    async with database.admin.acquire() as conn:
+        await conn.execute("ANALYZE memories")
+    parsed = parse_query("Kubernets")  # a typo: full text finds nothing, the trigram list rescues it
+    vector = await service.vectors.query(parsed.text)
+    statement = build_search(alice, parsed, None, limit=10, settings=service.settings, vector=vector,
+                             model=service.vectors.model, dimension=service.vectors.dimension)
+    shape = plan_shape(await plan(service.repo, alice, statement))
+    assert "memories_content_trgm" in shape, shape
