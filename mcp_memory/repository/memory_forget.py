@@ -8,9 +8,9 @@ from uuid import UUID
 
 import asyncpg
 
-from ..errors import Conflict, NotFound, PermissionDenied
+from ..errors import Conflict, PermissionDenied
 from ..models import Memory, Principal
-from .memory_rows import _ids_text, _own, to_memory
+from .memory_rows import _ids_text, to_memory
 from .memory_store import MemoryStore
 
 
@@ -27,12 +27,9 @@ class MemoryForget(MemoryStore):
                              versions: dict[UUID, int] | None = None) -> list[Memory]:
         """soft_delete inside the caller's transaction. With `versions`, every memory must still
         be at the version the caller saw."""
-        rows = await self._fetch(conn, p, ids, deleted=False, lock=True)
-        missing = set(ids) - {r["id"] for r in rows}
-        if missing:
-            raise NotFound(f"no live memory with id {_ids_text(sorted(missing))} in this session's scope "
-                           "(already forgotten? see memory_restore); nothing was forgotten")
-        _own(p, rows, "forget")
+        rows = await self._lock_own(conn, p, ids, deleted=False, verb="forget", missing=(
+            "no live memory with id {ids} in this session's scope (already forgotten? see memory_restore); "
+            "nothing was forgotten"))
         if versions is not None:
             changed = [r["id"] for r in rows if r["version"] != versions[r["id"]]]
             if changed:
@@ -55,12 +52,8 @@ class MemoryForget(MemoryStore):
         """All or nothing. Undoing someone else's forget (another key, the retention sweep) is an
         admin's call."""
         async with self.transaction(p) as conn:
-            rows = await self._fetch(conn, p, ids, deleted=True, lock=True)
-            missing = set(ids) - {r["id"] for r in rows}
-            if missing:
-                raise NotFound(f"no forgotten memory with id {_ids_text(sorted(missing))} in this session's "
-                               "scope; nothing was restored")
-            _own(p, rows, "restore")
+            rows = await self._lock_own(conn, p, ids, deleted=True, verb="restore", missing=(
+                "no forgotten memory with id {ids} in this session's scope; nothing was restored"))
             if not may_restore_others:
                 by = await conn.fetch(
                     """SELECT DISTINCT ON (memory_id) memory_id, actor FROM memory_history

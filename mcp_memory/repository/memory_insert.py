@@ -9,9 +9,9 @@ from uuid import UUID, uuid4
 import asyncpg
 import numpy as np
 
-from ..errors import Conflict, NotFound
+from ..errors import Conflict
 from ..models import Memory, NewMemory, Principal
-from .memory_rows import _ids_text, _own, _snapshot, to_memory
+from .memory_rows import _snapshot, to_memory
 from .memory_store import MemoryStore
 from .sql import Sql
 
@@ -114,12 +114,8 @@ class MemoryInsert(MemoryStore):
             return
         if successor in older:
             raise Conflict("a memory cannot supersede itself")
-        rows = await self._fetch(conn, p, older, deleted=False, lock=True)
-        missing = set(older) - {r["id"] for r in rows}
-        if missing:
-            raise NotFound(f"supersedes names no live memory {_ids_text(sorted(missing))} in this session's "
-                           "scope; nothing was written")
-        _own(p, rows, "supersede")
+        rows = await self._lock_own(conn, p, older, deleted=False, verb="supersede", missing=(
+            "supersedes names no live memory {ids} in this session's scope; nothing was written"))
         await conn.execute("UPDATE memories SET superseded_by = $3, updated_at = now(), version = version + 1 "
                            "WHERE user_id = $1 AND id = ANY($2::uuid[])", p.user_id, older, successor)
         await self._history(conn, p, [(r["id"], "UPDATE", {"superseded_by": r["superseded_by"]},

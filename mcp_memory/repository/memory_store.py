@@ -11,8 +11,10 @@ from uuid import UUID
 
 import asyncpg
 
+from ..errors import NotFound
 from ..models import Principal
 from . import jobs
+from .memory_rows import _ids_text, _own
 from .sql import Sql, local_transaction, visible
 
 
@@ -55,3 +57,14 @@ class MemoryStore:
             where.append("m.deleted_at IS NOT NULL" if deleted else "m.deleted_at IS NULL")
         sql = f"SELECT * FROM memories m WHERE {' AND '.join(where)} ORDER BY m.id"
         return await conn.fetch(sql + (" FOR UPDATE" if lock else ""), *q.args)
+
+    async def _lock_own(self, conn: asyncpg.Connection, p: Principal, ids: Sequence[UUID], *, deleted: bool,
+                        verb: str, missing: str) -> list[asyncpg.Record]:
+        """Every memory `ids` names, locked and this credential's to `verb`; otherwise NotFound with
+        `missing` ({ids}: the ones not there) or PermissionDenied, and nothing changes."""
+        rows = await self._fetch(conn, p, ids, deleted=deleted, lock=True)
+        absent = set(ids) - {r["id"] for r in rows}
+        if absent:
+            raise NotFound(missing.format(ids=_ids_text(sorted(absent))))
+        _own(p, rows, verb)
+        return rows
