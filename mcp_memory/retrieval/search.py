@@ -296,7 +296,7 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
         rows = await conn.fetch(statement.sql, *statement.args)
     if not statement.past:
         rows = newest_of_conflicts(rows, statement.conflict)
-    on_topic = {}
+    on_topic: dict[UUID, float] = {}
     if vectors is not None and settings.present_focus and min_similarity is None and focus.applies(parsed):
         on_topic = await focus.similarities(rows, parsed, vectors)
     return reorder(rows, on_topic, settings.present_margin, settings.snippet_chars, explain)
