@@ -7,14 +7,14 @@ from datetime import UTC, datetime, timedelta
 from uuid import uuid4
 
 from mcp_memory.models import Principal
-from mcp_memory.retrieval.focus import about_subject, applies, newest_on_topic_first, without_names
-from mcp_memory.retrieval.query import parse_query
+from mcp_memory.retrieval.focus import applies, newest_on_topic_first, subject_positions, without_names
+from mcp_memory.retrieval.query import parse_query, phrases_of
 from mcp_memory.service import MemoryService
 
 
-def test_only_a_present_question_naming_someone_without_a_year() -> None:
+def test_only_a_present_question_without_a_year() -> None:
     assert applies(parse_query("What town is Odalys Pellegrini in at the moment?"))
-    assert not applies(parse_query("what town am I in at the moment?"))  # nobody named
+    assert applies(parse_query("what is the coupons pipeline persisting to these days?"))
     assert not applies(parse_query("Where did Odalys Pellegrini live before?"))  # the past
     assert not applies(parse_query("Where does Odalys Pellegrini live?"))  # no time word
     assert not applies(parse_query("What did Mel paint in her latest project in July 2023?"))  # a year
@@ -25,6 +25,24 @@ def test_names_are_masked_as_whole_words_with_their_possessive() -> None:
         "someone new flat is in Anaheim; someone likes it."
     assert without_names("Odalys Pellegrini owns a Nissan Leaf", ["Pellegrini", "Odalys"]) == \
         "someone someone owns a Nissan Leaf"
+
+
+def test_a_question_naming_nobody_is_about_the_run_of_words_results_share() -> None:
+    runs = phrases_of("What is the coupons pipeline persisting to?")
+    assert "coupons pipeline" in runs and "the coupons" not in runs and "persisting to" not in runs
+    assert runs.index("coupons pipeline persisting") < runs.index("coupons pipeline")  # longest first
+    rows = [_row("Coupons pipeline keeps its state in Cassandra.", 300),
+            _row("Coupons worker persists to MongoDB.", 20, about=1.0),
+            _row("Finished porting the coupons pipeline to MongoDB.", 100, about=1.0),
+            _row("Turn: the coupons pipeline came up again", 5, kind="episode")]
+    for r in rows:
+        r["content"] = r["name"]
+    positions, unnamed = subject_positions(rows, parse_query("What is the coupons pipeline persisting to now?"))
+    assert positions == [0, 2]  # both facts naming it; the episode aside; "coupons" alone is not it
+    assert unnamed("Finished porting the Coupons Pipeline's jobs") == "Finished porting the someone jobs"
+    # With names, the names decide (the memories the subject factor lifted).
+    positions, unnamed = subject_positions(rows, parse_query("Where does Ana live now?"))
+    assert positions == [0]
 
 
 def _row(name: str, days_ago: int, about: float = 1.25, kind: str = "fact") -> dict:
@@ -50,7 +68,7 @@ def test_episodes_are_not_versions() -> None:
     """A conversation's turns all name the speaker; a later turn does not replace an earlier one."""
     rows = [_row("turn 1", 300, kind="episode"), _row("fact", 200), _row("turn 2", 10, kind="episode"),
             _row("other fact", 100, about=1.0)]
-    assert about_subject(rows) == [1]
+    assert subject_positions(rows, parse_query("Where does Ana live now?"))[0] == [1]
 
 
 async def test_the_newest_version_of_the_asked_fact_first(service: MemoryService, alice: Principal) -> None:
@@ -81,3 +99,21 @@ async def test_the_newest_version_of_the_asked_fact_first(service: MemoryService
     before = await service.search(alice, question, explain=True)
     assert "on_topic" not in before.hits[0].explain
     assert before.hits[0].id != newest.id  # what the names hid: fails without the focus
+
+
+async def test_a_subject_written_in_lower_case(service: MemoryService, alice: Principal) -> None:
+    """No capitalised name: the run of words the results share ("billing worker") is the subject."""
+    now = datetime.now(UTC)
+    for text, days in [("The billing worker keeps its state in Cassandra.", 600),
+                       ("Billing worker traffic is served out of eu-north-1.", 10),
+                       ("The search worker keeps its state in MySQL 8.", 30)]:
+        await service.write(alice, text, occurred_at=now - timedelta(days=days))
+    newest = (await service.write(alice, "Finished porting the billing worker to MongoDB.",
+                                  occurred_at=now - timedelta(days=200))).memory
+    question = "What is the billing worker persisting to these days?"
+    found = await service.search(alice, question, explain=True)
+    assert found.hits[0].id == newest.id, [(h.snippet, h.explain.get("on_topic")) for h in found.hits]
+    assert found.hits[1].snippet == "The billing worker keeps its state in Cassandra."
+
+    service.settings = service.settings.model_copy(update={"present_focus": False})
+    assert (await service.search(alice, question)).hits[0].id != newest.id

@@ -107,3 +107,19 @@ def subject_of(text: str) -> tuple[str, ...]:
         if word.lower() not in _NOT_NAMES and len(word) > 1 and word not in names:
             names.append(word)
     return tuple(names)
+
+
+_WORD = re.compile(r"\w[\w'-]*")
+
+
+def phrases_of(text: str) -> list[str]:
+    """Runs of two to four words that begin and end with a content word ("coupons pipeline",
+    "team Umbra"), longest first: what a question may be about when it names nobody."""
+    words = _WORD.findall(text)
+    runs = []
+    for n in (4, 3, 2):
+        for i in range(len(words) - n + 1):
+            run = words[i:i + n]
+            if run[0].lower() not in _NOT_NAMES and run[-1].lower() not in _NOT_NAMES:
+                runs.append(" ".join(run))
+    return runs
