@@ -117,8 +117,8 @@ class Settings(BaseSettings):
     subject_boost: float = Field(default=1.25, ge=1, le=10, description=(
         "Score factor for a memory naming every person or thing the question names (capitalised words)."))
     present_focus: bool = Field(default=True, description=(
-        "For a question about the present naming someone: rank their memories that answer it newest first, "
-        "judged by similarity with the names taken out (retrieval/focus.py)."))
+        "For a question about the present: rank its subject's memories that answer it first, newest first, "
+        "judged by similarity with the subject taken out (retrieval/focus.py)."))
     present_margin: float = Field(default=0.15, ge=0, le=2, description=(
         "How far below the closest of the subject's memories (cosine, names masked) one still answers "
         "a present-tense question."))

@@ -1,5 +1,5 @@
-"""A question about the present that names someone: which of their memories answer it, and the
-newest of those first.
+"""A question about the present: which of its subject's memories answer it, and the newest of
+those first.
 
 Every memory about Odalys shares her name, and in a sentence embedding the name weighs more than
 what is said of her: "What town is Odalys in now?" comes out closer to "Odalys owns a Nissan Leaf"
