@@ -25,6 +25,9 @@ class ChatAPI(LocalAPI):
         self.default: tuple[str, Any] = ("json", {"action": "ADD", "ids": [], "reason": "unrelated"})
         self.structured = True
         self.delay = 0.0  # before every answer
+        # Bumped by script() and reset(): a request still sleeping when a later test scripts its
+        # answers must not take them (it answered the next test's DELETE with the default ADD).
+        self.generation = 0
 
     def handle(self, path: str, body: dict[str, Any]) -> Answer:
         if path != "/v1/chat/completions":
@@ -33,10 +36,11 @@ class ChatAPI(LocalAPI):
             return error(400, "response_format is not supported")
         if self.delay:
             time.sleep(self.delay)
+        generation = self.generation
         step = self.next_step()
         while step[0] == "sleep":  # outside the lock: other requests go on meanwhile
             time.sleep(step[1])
-            step = self.next_step()
+            step = self.next_step(generation)
         kind, value = step
         if kind == "status":
             return error(value, f"scripted {value}")
@@ -51,8 +55,11 @@ class ChatAPI(LocalAPI):
                      "model": body.get("model"), "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
                      "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}
 
-    def next_step(self) -> tuple[str, Any]:
+    def next_step(self, generation: int | None = None) -> tuple[str, Any]:
+        """The next scripted step; the default for a request from before the script was replaced."""
         with self.lock:
+            if generation is not None and generation != self.generation:
+                return self.default
             return self.steps.pop(0) if self.steps else self.default
 
     @property
@@ -62,10 +69,12 @@ class ChatAPI(LocalAPI):
     def script(self, *steps: tuple[str, Any]) -> None:
         with self.lock:
             self.steps = list(steps)
+            self.generation += 1
 
     def reset(self) -> None:
         with self.lock:
             self.requests, self.steps = [], []
+            self.generation += 1
         self.structured = True
         self.delay = 0.0
 

@@ -4,6 +4,10 @@ history each answer leaves."""
 
 from __future__ import annotations
 
+import json
+import threading
+import time
+import urllib.request
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -469,3 +473,23 @@ async def test_sync_write_with_a_dead_endpoint_still_succeeds(database: Database
     assert result.status == "created"
     job = await database.admin.fetchrow("SELECT * FROM memory_jobs WHERE memory_id = $1", result.memory.id)
     assert (job["status"], job["attempts"]) == ("queued", 1) and "unreachable" in job["last_error"]
+
+
+def test_a_request_still_sleeping_does_not_take_a_later_script(chat: ChatAPI) -> None:
+    """The fake endpoint itself: a timed-out request that wakes after the next test scripted its
+    answers must not take them (a DELETE answered with the default ADD made a later test flaky)."""
+    def ask() -> dict:
+        request = urllib.request.Request(f"{chat.url}/chat/completions", data=json.dumps({"model": "m"}).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=5) as reply:
+            return json.loads(json.loads(reply.read())["choices"][0]["message"]["content"])
+
+    chat.script(("sleep", 0.5), ("json", {"action": "UPDATE", "ids": ["1"], "reason": "same test"}))
+    early: list[dict] = []
+    sleeper = threading.Thread(target=lambda: early.append(ask()))
+    sleeper.start()
+    time.sleep(0.1)
+    chat.script(("json", {"action": "DELETE", "ids": ["1"], "reason": "later test"}))
+    sleeper.join()
+    assert early == [chat.default[1]]
+    assert ask()["action"] == "DELETE"
