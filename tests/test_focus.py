@@ -71,20 +71,21 @@ def test_episodes_are_not_versions() -> None:
     assert subject_positions(rows, parse_query("Where does Ana live now?"))[0] == [1]
 
 
+async def write_dated(service: MemoryService, p: Principal, texts: list[tuple[str, int]]) -> list:
+    """Each text written as a memory that happened that many days ago; the memories in order."""
+    now = datetime.now(UTC)
+    return [(await service.write(p, text, occurred_at=now - timedelta(days=days))).memory for text, days in texts]
+
+
 async def test_the_newest_version_of_the_asked_fact_first(service: MemoryService, alice: Principal) -> None:
     """Versions phrased differently, another fact about her newer than all of them, a stable fact,
     and other people's memories sharing her words or her answer: the newest city comes first, then the
     older ones."""
-    now = datetime.now(UTC)
-    for text, days in [("Ines Moreau lives in Oslo.", 700),
-                       ("Ines Moreau moved to Lisbon last month.", 420),
-                       ("Ines Moreau drives a Tesla.", 20),
-                       ("Ines Moreau was born on 4 May 1991.", 900),
-                       ("Katarina Mbeki visited Porto last spring.", 60),
-                       ("Katarina Mbeki lives in Berlin these days.", 30)]:
-        await service.write(alice, text, occurred_at=now - timedelta(days=days))
-    newest = (await service.write(alice, "Ines Moreau relocated to Porto.",
-                                  occurred_at=now - timedelta(days=120))).memory
+    *_, newest = await write_dated(service, alice, [
+        ("Ines Moreau lives in Oslo.", 700), ("Ines Moreau moved to Lisbon last month.", 420),
+        ("Ines Moreau drives a Tesla.", 20), ("Ines Moreau was born on 4 May 1991.", 900),
+        ("Katarina Mbeki visited Porto last spring.", 60), ("Katarina Mbeki lives in Berlin these days.", 30),
+        ("Ines Moreau relocated to Porto.", 120)])
     question = "Where does Ines Moreau live these days?"
     found = await service.search(alice, question, explain=True)
     assert found.hits[0].id == newest.id, [h.snippet for h in found.hits]
@@ -103,13 +104,11 @@ async def test_the_newest_version_of_the_asked_fact_first(service: MemoryService
 
 async def test_a_subject_written_in_lower_case(service: MemoryService, alice: Principal) -> None:
     """No capitalised name: the run of words the results share ("billing worker") is the subject."""
-    now = datetime.now(UTC)
-    for text, days in [("The billing worker keeps its state in Cassandra.", 600),
-                       ("Billing worker traffic is served out of eu-north-1.", 10),
-                       ("The search worker keeps its state in MySQL 8.", 30)]:
-        await service.write(alice, text, occurred_at=now - timedelta(days=days))
-    newest = (await service.write(alice, "Finished porting the billing worker to MongoDB.",
-                                  occurred_at=now - timedelta(days=200))).memory
+    *_, newest = await write_dated(service, alice, [
+        ("The billing worker keeps its state in Cassandra.", 600),
+        ("Billing worker traffic is served out of eu-north-1.", 10),
+        ("The search worker keeps its state in MySQL 8.", 30),
+        ("Finished porting the billing worker to MongoDB.", 200)])
     question = "What is the billing worker persisting to these days?"
     found = await service.search(alice, question, explain=True)
     assert found.hits[0].id == newest.id, [(h.snippet, h.explain.get("on_topic")) for h in found.hits]
