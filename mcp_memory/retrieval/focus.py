@@ -49,15 +49,15 @@ def applies(parsed: ParsedQuery) -> bool:
     return parsed.tense == "present" and parsed.year is None
 
 
+def _whole(words: str, flags: int = 0) -> re.Pattern[str]:
+    """`words` as whole words, any white space between them, with a possessive."""
+    return re.compile(r"(?<![\w'-])" + r"\s+".join(map(re.escape, words.split())) + r"(?:'s)?(?![\w'-])", flags)
+
+
 def without_names(text: str, names: Sequence[str]) -> str:
     for name in sorted(names, key=len, reverse=True):
-        text = re.sub(rf"(?<![\w'-]){re.escape(name)}(?:'s)?(?![\w'-])", MASK, text)
+        text = _whole(name).sub(MASK, text)
     return text
-
-
-def _phrase(words: str) -> re.Pattern[str]:
-    return re.compile(r"(?<![\w'-])" + r"\s+".join(map(re.escape, words.split())) + r"(?:'s)?(?![\w'-])",
-                      re.IGNORECASE)
 
 
 def subject_positions(rows: Sequence[asyncpg.Record],
@@ -72,7 +72,7 @@ def subject_positions(rows: Sequence[asyncpg.Record],
     if parsed.subject:
         return [i for i in window if rows[i]["about"] > 1], lambda text: without_names(text, parsed.subject)
     for run in phrases_of(parsed.text):
-        pattern = _phrase(run)
+        pattern = _whole(run, re.IGNORECASE)
         positions = [i for i in window if pattern.search(rows[i]["content"])]
         if len(positions) >= 2:
             return positions, partial(pattern.sub, MASK)
