@@ -8,7 +8,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
-from uuid import UUID
 
 from .. import context
 from ..config import Settings
@@ -23,7 +22,6 @@ log = logging.getLogger(__name__)
 
 # Kinds worth bringing back at session start; episodes are the raw conversation.
 DISTILLED = ["fact", "preference", "decision", "procedure", "identity", "note"]
-NOBODY = UUID(int=0)
 MIN_PROMPT_WORDS = 2
 SEARCH_RESERVE_S = 0.25  # kept for the searches when the prompt's vector is late
 
@@ -98,7 +96,7 @@ async def prompt_context(service: MemoryService, settings: Settings, p: Principa
     if vector is not None and vectors is not None:
         # The fused score ranks; it says nothing absolute. Relevance is closeness of meaning.
         close = await nearest(service.repo, p, vector, model=vectors.model, dimension=vectors.dimension,
-                              exclude=NOBODY, limit=max(50, settings.recall_limit * 10),
+                              limit=max(50, settings.recall_limit * 10),
                               min_similarity=recall_floor(settings, vectors.model))
         relevant = {row["id"] for row, _ in close}
         hits = [h for h in hits if h.id in relevant]

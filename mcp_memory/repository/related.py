@@ -15,10 +15,11 @@ from .sql import Sql, visible
 
 
 async def nearest(repo: MemoryRepository, p: Principal, vector: Sequence[float], *, model: str, dimension: int,
-                  exclude: UUID | None, limit: int, min_similarity: float) -> list[tuple[asyncpg.Record, float]]:
+                  limit: int, min_similarity: float,
+                  exclude: UUID | None = None) -> list[tuple[asyncpg.Record, float]]:
     """Live memories this principal can see, closest first (cosine ≥ `min_similarity`), with
-    their similarity; `exclude` is the new memory itself (None: it is not stored yet, or the caller
-    leaves it out)."""
+    their similarity; `exclude` is the new memory itself (None: it is not stored yet, or there is
+    none)."""
     q = Sql()
     distance = f"{vector_cast(dimension)} <=> {q.arg(np.asarray(vector, dtype=np.float32))}::vector({int(dimension)})"
     sql = f"""
