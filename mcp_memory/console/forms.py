@@ -4,6 +4,7 @@ fields every listing shares. Bad input names its field."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import TypeVar
 from urllib.parse import parse_qs
 from uuid import UUID
 
@@ -15,6 +16,7 @@ from ..models import KINDS, MemoryFilter
 MAX_FORM_BYTES = 256 * 1024
 SCOPES = ("user", "project", "agent", "agent_project")
 ORDERS = ("recent", "oldest", "importance")
+N = TypeVar("N", int, float)
 
 
 class Fields:
@@ -32,29 +34,25 @@ class Fields:
     def flag(self, name: str) -> bool:
         return self.get(name) in ("1", "on", "true", "yes")
 
-    def int(self, name: str, default: int, lo: int, hi: int) -> int:
-        raw = self.get(name)
-        if not raw:
-            return default
-        try:
-            value = int(raw)
-        except ValueError:
-            raise InvalidInput(f"{name}: expected a whole number, got {raw!r}") from None
-        if not lo <= value <= hi:
-            raise InvalidInput(f"{name}: must be between {lo} and {hi}, got {value}")
-        return value
-
-    def float(self, name: str, lo: float, hi: float) -> float | None:
+    def _number(self, name: str, parse: type[N], what: str, lo: N, hi: N) -> N | None:
+        """The field as a number in lo..hi, None when empty; anything else names the field."""
         raw = self.get(name)
         if not raw:
             return None
         try:
-            value = float(raw)
+            value = parse(raw)
         except ValueError:
-            raise InvalidInput(f"{name}: expected a number, got {raw!r}") from None
+            raise InvalidInput(f"{name}: expected {what}, got {raw!r}") from None
         if not lo <= value <= hi:
             raise InvalidInput(f"{name}: must be between {lo} and {hi}, got {value}")
         return value
+
+    def int(self, name: str, default: int, lo: int, hi: int) -> int:
+        value = self._number(name, int, "a whole number", lo, hi)
+        return default if value is None else value
+
+    def float(self, name: str, lo: float, hi: float) -> float | None:
+        return self._number(name, float, "a number", lo, hi)
 
     def ids(self, name: str) -> list[UUID]:
         return [uuid(name, v) for v in self.getlist(name)]
