@@ -10,6 +10,7 @@ and the plugin that forwards its hook events (openclaw_plugin.py) under `plugins
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -19,7 +20,17 @@ from pathlib import Path
 from typing import Any
 
 from . import openclaw_plugin
-from .settings_files import Change, SettingsFileError, apply, diff, finish_restore, plan, read_state, restore
+from .settings_files import (
+    Change,
+    SettingsFileError,
+    apply,
+    backup_path,
+    diff,
+    finish_restore,
+    plan,
+    read_state,
+    restore,
+)
 
 SERVER = "memory"
 # (Claude Code event, our event, timeout in seconds, matcher, run in the background). Capture after
@@ -259,10 +270,8 @@ def uninstall(harness: str, *, scope: str = "user", project_dir: Path, home: Pat
         plans: list[tuple[Change, str, dict[str, Any]]] = []
         for path in targets:
             state = read_state(path) or {}
-            original = {}
-            backup = path.with_name(path.name + ".mcp-memory.bak")
-            if backup.exists():
-                original = _parse_or_empty(backup)
+            backup = backup_path(path)
+            original = _parse_or_empty(backup) if backup.exists() else {}
             strip = strip_claude(original) if harness == "claude-code" else strip_openclaw(original, path)
             change, how = restore(path, strip)
             plans.append((change, how, state))
@@ -292,8 +301,6 @@ def uninstall(harness: str, *, scope: str = "user", project_dir: Path, home: Pat
 
 
 def _parse_or_empty(path: Path) -> dict[str, Any]:
-    import json
-
     try:
         data = json.loads(path.read_bytes())
     except ValueError:
