@@ -175,8 +175,10 @@ def run_hook(event: str, harness: Harness, make_settings: Callable[[], Settings]
     async def bounded(work: Awaitable[str]) -> str:
         if limit is None:
             return await work
-        # The budget counts from the start of this process's hook work, database start included.
-        return await asyncio.wait_for(work, max(0.05, limit - (time.monotonic() - started)))
+        # The budget counts from the start of this process's hook work, database start included;
+        # a start that already used it up adds nothing, as the setting says (a 50 ms grace here let
+        # a warm recall answer past a budget of 1 ms).
+        return await asyncio.wait_for(work, max(0.0, limit - (time.monotonic() - started)))
 
     try:
         deadline = started + limit if limit is not None else None
