@@ -6,8 +6,19 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from uuid import uuid4
 
+import numpy as np
+import pytest
+
 from mcp_memory.models import Principal
-from mcp_memory.retrieval.focus import applies, newest_on_topic_first, subject_positions, without_names
+from mcp_memory.retrieval.focus import (
+    Closeness,
+    answering,
+    applies,
+    chain,
+    newest_on_topic_first,
+    subject_positions,
+    without_names,
+)
 from mcp_memory.retrieval.query import parse_query, phrases_of
 from mcp_memory.service import MemoryService
 
@@ -50,18 +61,47 @@ def _row(name: str, days_ago: int, about: float = 1.25, kind: str = "fact") -> d
             "occurred_at": datetime(2026, 1, 1, tzinfo=UTC) - timedelta(days=days_ago)}
 
 
+def _closeness(rows: list[dict], question: list[float], links: list[float]) -> dict:
+    """Closeness for rows already in the order they joined the chain."""
+    return {r["id"]: Closeness(q, step, link)
+            for step, (r, q, link) in enumerate(zip(rows, question, links, strict=True))}
+
+
 def test_answers_first_newest_first() -> None:
-    car = _row("car (newest, other fact)", 1)
     oslo = _row("oslo (old)", 300)
-    other = _row("someone else", 5, about=1.0)
     lisbon = _row("lisbon (new)", 30)
+    car = _row("car (newest, other fact)", 1)
+    other = _row("someone else", 5, about=1.0)
     rows = [car, oslo, other, lisbon]
-    similarity = {car["id"]: 0.20, oslo["id"]: 0.55, lisbon["id"]: 0.45}
-    ordered = newest_on_topic_first(rows, similarity, margin=0.15)
-    # Lisbon and Oslo answer (within 0.15 of the best): first, newest first; the rest in order.
-    assert [r["name"] for r in ordered] == ["lisbon (new)", "oslo (old)", "car (newest, other fact)", "someone else"]
+    # Oslo is closest to the question, Lisbon joins it at .55, the car only at .20: the versions go
+    # first, newest first; the rest in order.
+    closeness = _closeness([oslo, lisbon, car], [0.45, 0.30, 0.35], [1.0, 0.55, 0.20])
+    assert [r["name"] for r in newest_on_topic_first(rows, closeness, margin=0.15)] == \
+        ["lisbon (new)", "oslo (old)", "car (newest, other fact)", "someone else"]
     assert newest_on_topic_first(rows, {}, 0.15) == rows
-    assert newest_on_topic_first(rows, {car["id"]: 0.9}, 0.15) == rows  # one alone: nothing to order
+    assert newest_on_topic_first(rows, {car["id"]: Closeness(0.9, 0, 1.0)}, 0.15) == rows  # nothing to order
+
+
+def test_versions_are_chained_and_end_where_the_link_drops_most() -> None:
+    """Each version need only resemble another version: "after Oslo someone ended up in Hobart"
+    is far from "someone settled down in Cork" but close to "after Ghent someone ended up in Oslo"."""
+    cork, ghent, oslo, hobart, car, born = range(6)
+    cosines = np.eye(6)
+    for a, b, c in [(cork, ghent, 0.55), (ghent, oslo, 0.60), (oslo, hobart, 0.80), (cork, hobart, 0.30),
+                    (cork, car, 0.20), (hobart, car, 0.22), (oslo, born, 0.15), (car, born, 0.25)]:
+        cosines[a, b] = cosines[b, a] = c
+    order, links = chain(cosines, start=ghent)
+    assert order == [ghent, oslo, hobart, cork, car, born]
+    assert links == pytest.approx([1.0, 0.60, 0.80, 0.55, 0.22, 0.25])  # born joins through the car
+    ids = [uuid4() for _ in range(6)]
+    closeness = {ids[i]: Closeness(0.3, step, links[step]) for step, i in enumerate(order)}
+    assert answering(closeness, margin=0.15) == {ids[i] for i in (cork, ghent, oslo, hobart)}
+
+
+def test_with_one_other_memory_the_question_decides() -> None:
+    city, car = uuid4(), uuid4()
+    assert answering({city: Closeness(0.45, 0, 1.0), car: Closeness(0.20, 1, 0.3)}, margin=0.15) == {city}
+    assert answering({city: Closeness(0.45, 0, 1.0), car: Closeness(0.35, 1, 0.3)}, margin=0.15) == {city, car}
 
 
 def test_episodes_are_not_versions() -> None:

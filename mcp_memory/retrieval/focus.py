@@ -20,8 +20,10 @@ masked texts are embedded once and kept in the embedding cache."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Protocol
 from uuid import UUID
@@ -79,10 +81,20 @@ def subject_positions(rows: Sequence[asyncpg.Record],
     return [], str
 
 
+@dataclass(frozen=True)
+class Closeness:
+    """How a subject memory relates to a present-tense question, names masked on both sides."""
+
+    question: float  #: cosine with the question
+    joined: int  #: when it joined the chain from the memory closest to the question (0: that one)
+    link: float  #: cosine with the closest memory that joined before it (1 for the first)
+
+
 async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
-                       vectors: TextVectors) -> dict[UUID, float]:
-    """Cosine between the question and each subject memory in the window, the subject masked on
-    both sides; empty when fewer than two are there or the embedder is not answering."""
+                       vectors: TextVectors) -> dict[UUID, Closeness]:
+    """Each subject memory in the window against the question and chained to the others, the
+    subject masked everywhere; empty when fewer than two are there or the embedder is not
+    answering."""
     positions, unnamed = subject_positions(rows, parsed)
     if len(positions) < 2:
         return {}
@@ -95,19 +107,53 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
     documents = await vectors.documents_or_none([unnamed(rows[i]["content"]) for i in positions])
     if documents is None:
         return {}
-    cosines = np.asarray(documents) @ np.asarray(question)
-    return {rows[i]["id"]: float(c) for i, c in zip(positions, cosines, strict=True)}
+    matrix = np.asarray(documents)
+    to_question = matrix @ np.asarray(question)
+    order, links = chain(matrix @ matrix.T, int(np.argmax(to_question)))
+    return {rows[positions[i]]["id"]: Closeness(float(to_question[i]), step, links[step])
+            for step, i in enumerate(order)}
 
 
-def newest_on_topic_first(rows: list[asyncpg.Record], similarity: dict[UUID, float],
+def chain(cosines: np.ndarray, start: int) -> tuple[list[int], list[float]]:
+    """Single linkage from `start`: each step adds the memory closest to any already added; the
+    order, and the cosine each one joined at (1 for `start`)."""
+    order, links = [start], [1.0]
+    nearest = cosines[start].copy()
+    nearest[start] = -np.inf
+    for _ in range(len(cosines) - 1):
+        step = int(np.argmax(nearest))
+        order.append(step)
+        links.append(float(nearest[step]))
+        nearest = np.maximum(nearest, cosines[step])
+        nearest[order] = -np.inf
+    return order, links
+
+
+def answering(closeness: dict[UUID, Closeness], margin: float) -> set[UUID]:
+    """The subject's memories that answer the question: the one closest to it, and the versions
+    of what it says. Versions of one fact resemble each other more than the subject's other facts
+    do, however each is phrased, and more reliably than any of them resembles the question
+    ("someone settled down in Quebec City", "after Quebec City someone ended up in Leipzig",
+    "after Leipzig someone ended up in Berlin" against "someone owns a Nissan Leaf"). So they are
+    chained from the closest by single linkage, and where the link drops most is where they end:
+    no threshold to tune per model or per set. With one other memory there is no drop to find; it
+    answers if its cosine with the question is within `margin` of the closest's."""
+    joined = sorted(closeness, key=lambda k: closeness[k].joined)
+    if len(joined) == 2:
+        first, other = (closeness[k].question for k in joined)
+        return set(joined) if other >= first - margin else {joined[0]}
+    drops = [closeness[a].link - closeness[b].link for a, b in itertools.pairwise(joined[1:])]
+    return set(joined[:int(np.argmax(drops)) + 2])
+
+
+def newest_on_topic_first(rows: list[asyncpg.Record], closeness: dict[UUID, Closeness],
                           margin: float) -> list[asyncpg.Record]:
-    """The subject's memories within `margin` of the closest answer the question: they go first,
-    newest first, and everything else follows in its order (a memory that does not name the
-    person asked about is no answer about them now: life newest@1 .54 -> .60, ops unchanged)."""
-    judged = [r for r in rows if r["id"] in similarity]
+    """The subject's memories that answer the question go first, newest first, and everything
+    else follows in its order (a memory that does not name the person asked about is no answer
+    about them now: life newest@1 .54 -> .60, ops unchanged)."""
+    judged = {r["id"]: closeness[r["id"]] for r in rows if r["id"] in closeness}
     if len(judged) < 2:
         return rows
-    best = max(similarity.values())
-    answers = {r["id"] for r in judged if similarity[r["id"]] >= best - margin}
+    answers = answering(judged, margin)
     newest_first = sorted((r for r in rows if r["id"] in answers), key=lambda r: r["occurred_at"], reverse=True)
     return newest_first + [r for r in rows if r["id"] not in answers]

@@ -32,7 +32,8 @@ def _where(q: Sql, p: Principal, f: MemoryFilter | None, excluded: list[str]) ->
     return " AND ".join(clauses)
 
 
-def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool, on_topic: float | None = None) -> SearchHit:
+def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool,
+         on_topic: focus.Closeness | None = None) -> SearchHit:
     content: str = row["content"]
     return SearchHit(
         id=row["id"],
@@ -50,7 +51,8 @@ def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool, on_topic: float
         explain={"vector": row["vec_rank"], "fulltext": row["fts_rank"], "trigram": row["trgm_rank"],
                  "fused": round(row["fused"], 6), "reply": round(row["reply"], 6),
                  "recency": round(row["recency"], 4), "subject": round(row["about"], 4),
-                 **({"on_topic": round(on_topic, 4)} if on_topic is not None else {})} if explain else None,
+                 **({"on_topic": round(on_topic.question, 4), "linked": round(on_topic.link, 4)}
+                    if on_topic is not None else {})} if explain else None,
     )
 
 
@@ -296,17 +298,17 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
         rows = await conn.fetch(statement.sql, *statement.args)
     if not statement.past:
         rows = newest_of_conflicts(rows, statement.conflict)
-    on_topic: dict[UUID, float] = {}
+    on_topic: dict[UUID, focus.Closeness] = {}
     if vectors is not None and settings.present_focus and min_similarity is None and focus.applies(parsed):
         on_topic = await focus.similarities(rows, parsed, vectors)
     return reorder(rows, on_topic, settings.present_margin, settings.snippet_chars, explain)
 
 
-def reorder(rows: list[asyncpg.Record], on_topic: dict[UUID, float], margin: float, snippet_chars: int,
+def reorder(rows: list[asyncpg.Record], on_topic: dict[UUID, focus.Closeness], margin: float, snippet_chars: int,
             explain: bool) -> list[SearchHit]:
     """The Python stage after the versions of one fact were put newest first: for a question
-    about the present, the subject's memories that answer it newest first (`on_topic`: their
-    similarity to the question, names masked); a successor above what it superseded."""
+    about the present, the subject's memories that answer it newest first (`on_topic`: how
+    close each is to the question and to the others, names masked); a successor above what it superseded."""
     rows = focus.newest_on_topic_first(rows, on_topic, margin)
     return successors_first([_hit(r, snippet_chars, explain, on_topic.get(r["id"])) for r in rows])
 
