@@ -56,6 +56,18 @@ def test_a_question_naming_nobody_is_about_the_run_of_words_results_share() -> N
     assert positions == [0]
 
 
+def test_a_capitalised_word_no_memory_shares_is_no_subject() -> None:
+    """"DB" is capitalised but names nothing the results name: the run of words is the subject."""
+    rows = [_row("Ledger pipeline schema lives in MySQL 8.", 300, about=1.0),
+            _row("Prod for the ledger pipeline sits in eu-central-1.", 20, about=1.0),
+            _row("Ledger pipeline storage migration to ClickHouse landed.", 100, about=1.0)]
+    for r in rows:
+        r["content"] = r["name"]
+    positions, unnamed = subject_positions(rows, parse_query("Which DB is the ledger pipeline currently on?"))
+    assert positions == [0, 1, 2]
+    assert unnamed(rows[0]["content"]) == "someone schema lives in MySQL 8."
+
+
 def _row(name: str, days_ago: int, about: float = 1.25, kind: str = "fact") -> dict:
     return {"id": uuid4(), "name": name, "about": about, "kind": kind,
             "occurred_at": datetime(2026, 1, 1, tzinfo=UTC) - timedelta(days=days_ago)}

@@ -66,13 +66,17 @@ def subject_positions(rows: Sequence[asyncpg.Record],
                       parsed: ParsedQuery) -> tuple[list[int], Callable[[str], str]]:
     """Positions within the window of the memories about the question's subject, and how to take
     the subject out of a text. The subject is the names the question names (the memories the
-    subject factor lifted) or else its longest run of words at least two of them share. Episodes
-    aside: an episode is what happened at its moment, and a later one does not replace it (in a
+    subject factor lifted) or else (none names them) its longest run of words at least two of
+    them share. Episodes aside: an episode is what happened at its moment, and a later one does not replace it (in a
     conversation every turn names its speaker; newest-first among them only reshuffles what was
     said)."""
     window = [i for i, r in enumerate(rows[:WINDOW]) if r["kind"] != "episode"]
     if parsed.subject:
-        return [i for i in window if rows[i]["about"] > 1], lambda text: without_names(text, parsed.subject)
+        named = [i for i in window if rows[i]["about"] > 1]
+        # A capitalised word none of them shares ("Which DB is the ledger pipeline on?") names
+        # no subject; the run of words may.
+        if named:
+            return named, lambda text: without_names(text, parsed.subject)
     for run in phrases_of(parsed.text):
         pattern = _whole(run, re.IGNORECASE)
         positions = [i for i in window if pattern.search(rows[i]["content"])]
