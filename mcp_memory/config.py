@@ -120,8 +120,8 @@ class Settings(BaseSettings):
         "For a question about the present: rank its subject's memories that answer it first, newest first, "
         "judged by similarity with the subject taken out (retrieval/focus.py)."))
     present_margin: float = Field(default=0.15, ge=0, le=2, description=(
-        "How far below the closest of the subject's memories (cosine, names masked) one still answers "
-        "a present-tense question."))
+        "When only two of the subject's memories are compared: how far below the closer one's cosine "
+        "with the question (names masked) the other still answers it."))
     superseded_penalty: float = Field(default=0.5, gt=0, le=1,
                                       description="Score factor for a memory another one supersedes.")
 

@@ -3,20 +3,21 @@ those first.
 
 Every memory about Odalys shares her name, and in a sentence embedding the name weighs more than
 what is said of her: "What town is Odalys in now?" comes out closer to "Odalys owns a Nissan Leaf"
-than to "Odalys left Leipzig behind for Berlin". With the names taken out of both sides what is
-left is the question's predicate, and the subject's memories closest to it are the versions of the
-fact it asks about ("someone settled down in Quebec City", "someone left Leipzig behind for
-Berlin"), however differently each was phrased. Those within `margin` of the closest go first,
-newest first; other facts about the subject (and stable ones, which no newer version
-contradicts) and everything else follow in their order.
+than to "Odalys left Leipzig behind for Berlin". With the names taken out of all sides what is
+left is the predicate. The subject's memory closest to the question starts a chain; the others
+join it by single linkage (each the one closest to any already in), and the chain ends where its
+link drops most: versions of one fact resemble each other, however each is phrased, more than
+they resemble the question or the subject's other facts. Those go first, newest first; other
+facts about the subject (and stable ones, which no newer version contradicts) and everything else
+follow in their order.
 
 A question that names nobody ("What is the coupons pipeline persisting to these days?") is about
 the longest run of its words that at least two of the results share ("coupons pipeline"), masked
 the same way.
 
-Measured on the knowledge-update dev sets (margin 0.15): newest-first life .59 -> .75, ops .62 ->
-.72; newest@1 life .25 -> .60, ops .28 -> .45; the generator's own set and LoCoMo unchanged. The
-masked texts are embedded once and kept in the embedding cache."""
+Measured on the knowledge-update dev sets: newest-first life .59 -> .85, ops .62 -> .84; newest@1
+life .25 -> .81, ops .28 -> .78; the generator's own set and LoCoMo unchanged. The masked texts are
+embedded once and kept in the embedding cache."""
 
 from __future__ import annotations
 
