@@ -51,6 +51,7 @@ from .repository.related import nearest
 from .repository.secrets import cursor_secret
 from .retrieval import ParsedQuery, parse_query
 from .retrieval import search as hybrid_search
+from .retrieval.versions import likely_versions
 from .review import Review
 from .statistics import Statistics
 from .validation import Validator, content_hash, moment, request_fingerprint, text
@@ -195,7 +196,7 @@ class MemoryService(Forgetting):
         self._changed(int(created) + len(supersedes or ()))
         rows = await neighbours if neighbours is not None else []
         # A duplicate is the old memory itself, and what it touched was said when it was written.
-        related = self._related(rows, skip | {memory.id}) if created else []
+        related = self._related(new.content, rows, skip | {memory.id}) if created else []
         if created and self.settle is not None:
             await self.settle(p, memory.id)
         return WriteResult(status="created" if created else "duplicate", memory=memory, related=related)
@@ -234,31 +235,35 @@ class MemoryService(Forgetting):
 
     async def _neighbours(self, p: Principal, vector: list[float], extra: int,
                           exclude: UUID | None = None) -> list[tuple[Any, float]]:
-        """Up to related_limit + `extra` visible live memories closest to `vector`, with their
-        similarity, above the related threshold."""
+        """Up to twice related_limit + `extra` visible live memories closest to `vector`, with
+        their similarity, above the related threshold (twice: `likely_versions` keeps some)."""
         assert self.vectors is not None
         threshold = self.settings.related_similarity
         if threshold is None:
             threshold = max(0.0, conflict_similarity(self.vectors.model) - 0.25)
         return await nearest(self.repo, p, vector, model=self.vectors.model, dimension=self.vectors.dimension,
-                             exclude=exclude, limit=self.settings.related_limit + extra, min_similarity=threshold)
+                             exclude=exclude, limit=2 * self.settings.related_limit + extra, min_similarity=threshold)
 
-    def _related(self, rows: list[tuple[Any, float]], skip: set[UUID] | frozenset[UUID]) -> list[RelatedMemory]:
+    def _related(self, content: str, rows: list[tuple[Any, float]],
+                 skip: set[UUID] | frozenset[UUID]) -> list[RelatedMemory]:
+        assert self.vectors is not None
         chars = self.settings.snippet_chars
+        rows = [(r, similarity) for r, similarity in rows if r["id"] not in skip]
         found = [RelatedMemory(id=r["id"], snippet=r["content"][:chars], kind=r["kind"],
                                age=human_age(r["occurred_at"]), similarity=round(similarity, 4),
                                superseded_by=r["superseded_by"])
-                 for r, similarity in rows if r["id"] not in skip]
+                 for r, similarity in likely_versions(content, rows, conflict_similarity(self.vectors.model))]
         return found[: self.settings.related_limit]
 
-    async def related(self, p: Principal, memory_id: UUID, vector: list[float] | None, *,
+    async def related(self, p: Principal, memory_id: UUID, content: str, vector: list[float] | None, *,
                       skip: frozenset[UUID] | set[UUID] = frozenset()) -> list[RelatedMemory]:
-        """Visible live memories close to `vector` (the memory `memory_id` was written with): likely
-        earlier versions of the same fact or near-duplicates, closest first. Those in `skip` (already
-        superseded by it) and those already superseded by another are left out."""
+        """Visible live memories close to `vector` (the memory `memory_id` was written with, saying
+        `content`): likely earlier versions of the same fact or near-duplicates, closest first.
+        Those in `skip` (already superseded by it) and those already superseded by another are
+        left out."""
         if vector is None or not self._relates(vector):
             return []
-        return self._related(await self._neighbours(p, vector, len(skip), exclude=memory_id), skip)
+        return self._related(content, await self._neighbours(p, vector, len(skip), exclude=memory_id), skip)
 
     async def get(self, p: Principal, ids: list[UUID]) -> GetResult:
         self.require(p, "read")
@@ -347,7 +352,8 @@ class MemoryService(Forgetting):
             p, memory_id, changes, reason=reason, if_version=if_version,
             may_override_pin=self._may_override_pin(p, force), request_id=request_id)
         self._changed(int(changed))
-        related = await self.related(p, memory.id, changes["embedding"]) if changed and "content" in changes else []
+        related = (await self.related(p, memory.id, memory.content, changes["embedding"])
+                   if changed and "content" in changes else [])
         return UpdateResult(status="updated" if changed else "unchanged", memory=memory, related=related)
 
     async def restore(self, p: Principal, ids: list[UUID], *, reason: str | None = None,

@@ -14,6 +14,7 @@ from mcp_memory.errors import Unavailable
 from mcp_memory.models import MemoryFilter, Principal
 from mcp_memory.repository import MemoryRepository
 from mcp_memory.repository.embeddings import EmbeddingRepository
+from mcp_memory.retrieval.query import word_pairs
 from mcp_memory.service import MemoryService
 from mcp_memory.vectors import Vectors, embedder_from
 
@@ -339,3 +340,35 @@ async def test_the_person_asked_about_outranks_namesakes_and_shared_words(servic
     found = await service.search(alice, "How does Pavel Jankowski stay fit currently?", explain=True)
     assert found.hits[0].id == own.memory.id, [h.snippet for h in found.hits]
     assert found.hits[0].explain["subject"] > 1 and found.hits[1].explain["subject"] == 1
+
+
+def test_word_pairs_join_content_words_across_one_word() -> None:
+    assert word_pairs("Maya Okafor's flat is in Porto") == {("maya", "okafor"), ("maya", "flat"), ("okafor", "flat")}
+    assert ("user", "prefers") in word_pairs("User now prefers spaces") & word_pairs("User prefers tabs")
+    assert word_pairs("I moved to Berlin") == {("moved", "berlin")}  # "to" skipped over, not paired
+
+
+async def test_related_leaves_out_the_same_thing_said_of_someone_else(service: MemoryService,
+                                                                      alice: Principal) -> None:
+    """Other people's memories in the same words are near a new one, but not its versions."""
+    others = [(await service.write(alice, text)).memory.id for text in (
+        "Katarina Mbeki moved to Berlin last year.", "Esra Quispe lives in Berlin now.",
+        "Henrik Eriksen settled in Berlin.", "Yusuf Bergstrom is based in Berlin these days.")]
+    oslo = (await service.write(alice, "Odalys Pellegrini has settled down in Oslo.")).memory
+    moved = await service.write(alice, "Odalys Pellegrini relocated to Berlin.")
+    listed = {r.id for r in moved.related}
+    assert oslo.id in listed and not listed & set(others), [r.snippet for r in moved.related]
+
+    service.settings = service.settings.model_copy(update={"related_limit": 0})
+    assert (await service.write(alice, "Odalys Pellegrini relocated to Lisbon.")).related == []
+
+
+async def test_related_without_shared_words_still_lists_what_is_near(service: MemoryService,
+                                                                     alice: Principal) -> None:
+    """First-person notes share no content words; the nearest are listed as before."""
+    oslo = (await service.write(alice, "I live in Oslo.")).memory
+    moved = await service.write(alice, "I moved to Berlin.")
+    assert oslo.id in {r.id for r in moved.related}
+    tabs = (await service.write(alice, "User prefers tabs for indentation.")).memory
+    spaces = await service.write(alice, "User now prefers spaces.")
+    assert spaces.related[0].id == tabs.id

@@ -147,7 +147,7 @@ class DecisionWorker:
             return None
         stored = subject["embedding"]  # pgvector's Vector, or an array on a pool without its codec
         vector = stored.to_list() if hasattr(stored, "to_list") else np.asarray(stored, dtype=np.float32).tolist()
-        related = await self.service.related(p, job.memory_id, vector, skip=set(job.explicit))
+        related = await self.service.related(p, job.memory_id, subject["content"], vector, skip=set(job.explicit))
         fresh = [r for r in related if r.superseded_by is None]
         if not fresh:
             return []
