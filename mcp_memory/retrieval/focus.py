@@ -68,9 +68,9 @@ def subject_positions(rows: Sequence[asyncpg.Record],
     """Positions within the window of the memories about the question's subject, and how to take
     the subject out of a text. The subject is the names the question names (the memories the
     subject factor lifted) or else (none names them) its longest run of words at least two of
-    them share. Episodes aside: an episode is what happened at its moment, and a later one does not replace it (in a
-    conversation every turn names its speaker; newest-first among them only reshuffles what was
-    said)."""
+    them share. Episodes aside: an episode is what happened at its moment, and a later one does
+    not replace it (in a conversation every turn names its speaker; newest-first among them only
+    reshuffles what was said)."""
     window = [i for i, r in enumerate(rows[:WINDOW]) if r["kind"] != "episode"]
     if parsed.subject:
         named = [i for i in window if rows[i]["about"] > 1]

@@ -127,8 +127,9 @@ def phrases_of(text: str) -> list[str]:
 
 def word_pairs(text: str) -> set[tuple[str, str]]:
     """Each content word with the next and the one after it, lower case, possessives cut: "Maya
-    Okafor's flat" gives (maya, okafor), (okafor, flat); "User now prefers tabs" shares (user,
-    prefers) with "User prefers spaces". Two memories sharing a pair likely speak of one thing."""
+    Okafor's flat" gives (maya, okafor), (maya, flat), (okafor, flat); "User now prefers tabs"
+    shares (user, prefers) with "User prefers spaces". Two memories sharing a pair likely speak
+    of one thing."""
     words = [re.sub(r"'s$", "", w.lower()) for w in _WORD.findall(text)]
     return {(a, b) for i, a in enumerate(words) for b in words[i + 1:i + 3]
             if a not in _NOT_NAMES and b not in _NOT_NAMES}

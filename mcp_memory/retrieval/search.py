@@ -308,7 +308,8 @@ def reorder(rows: list[asyncpg.Record], on_topic: dict[UUID, focus.Closeness], m
             explain: bool) -> list[SearchHit]:
     """The Python stage after the versions of one fact were put newest first: for a question
     about the present, the subject's memories that answer it newest first (`on_topic`: how
-    close each is to the question and to the others, names masked); a successor above what it superseded."""
+    close each is to the question and to the others, names masked); a successor above what it
+    superseded."""
     rows = focus.newest_on_topic_first(rows, on_topic, margin)
     return successors_first([_hit(r, snippet_chars, explain, on_topic.get(r["id"])) for r in rows])
 
