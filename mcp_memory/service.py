@@ -246,9 +246,10 @@ class MemoryService(Forgetting):
 
     def _related(self, content: str, rows: list[tuple[Any, float]],
                  skip: set[UUID] | frozenset[UUID]) -> list[RelatedMemory]:
-        assert self.vectors is not None
-        chars = self.settings.snippet_chars
         rows = [(r, similarity) for r, similarity in rows if r["id"] not in skip]
+        if not rows or self.vectors is None:  # without an embedder nothing is near
+            return []
+        chars = self.settings.snippet_chars
         found = [RelatedMemory(id=r["id"], snippet=r["content"][:chars], kind=r["kind"],
                                age=human_age(r["occurred_at"]), similarity=round(similarity, 4),
                                superseded_by=r["superseded_by"])
