@@ -1,7 +1,8 @@
 """Knowledge-update benchmark: does search put the newest version of a changed fact first?
 
 Loads bench/knowledge_update/dataset.jsonl (see generate.py there) through `MemoryService.write`
-into one scope: every version and distractor is a memory with its `occurred_at`. For each entity's
+into one scope (records with a `scope`, assistant.jsonl's households, into one each): every
+version and distractor is a memory with its `occurred_at`. For each entity's
 question it runs `MemoryService.search` and reports, per variant (the table in bench/locomo.py):
   newest-first  the newest version ranks above every stale version of that entity (a stale version
                 missing from the hits counts as below); the chance level of a ranking blind to
@@ -63,6 +64,11 @@ def load(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def user_of(user: str, record: dict[str, Any]) -> str:
+    """Records with a `scope` (assistant.py's households: one user each) load under their own user."""
+    return f"{user}-{record['scope']}" if "scope" in record else user
+
+
 async def lexical_parity(bench: Bench, user: str, records: list[dict[str, Any]],
                          ids: dict[str, Any]) -> dict[str, float]:
     """Share of records whose versions all contain every query word (websearch AND), and whose
@@ -76,7 +82,7 @@ async def lexical_parity(bench: Bench, user: str, records: list[dict[str, Any]],
                           bool_and(m.fts @@ regexp_replace(websearch_to_tsquery('english', $2)::text,
                                                            ' & ', ' | ', 'g')::tsquery) AS any_word
                    FROM memories m WHERE m.user_id = $1 AND m.id = ANY($3::uuid[])""",
-                user, r["query"], keys)
+                user_of(user, r), r["query"], keys)
             all_words += bool(row["all_words"])
             any_word += bool(row["any_word"])
     return {"all_query_words_in_every_version": round(all_words / len(records), 4),
@@ -120,15 +126,16 @@ async def load_copy(bench: Bench, user: str, records: list[dict[str, Any]], shif
                     write_times: list[float], in_order: bool = False) -> dict[str, Any]:
     """Write every version and distractor for one user, in a shuffled order (insertion order
     says nothing about age); returns key -> memory id."""
-    memories = [(r["id"], m) for r in records for m in (*r["versions"], *r["distractors"])]
+    memories = [(r, m) for r in records for m in (*r["versions"], *r["distractors"])]
     random.Random(seed).shuffle(memories)
     if in_order:  # decisions judge each memory against those that came before it, as they arrive
         memories.sort(key=lambda rm: rm[1]["occurred_at"])
-    p, loader, ids = bench_principal(user), bench.service(), {}
-    for rid, m in memories:
+    loader, ids = bench.service(), {}
+    for r, m in memories:
         t = time.perf_counter()
-        result = await loader.write(p, m["content"], kind="fact", occurred_at=parse_time(m["occurred_at"]) + shift,
-                                    metadata={"key": m["key"], "record": rid}, source="knowledge-update")
+        result = await loader.write(bench_principal(user_of(user, r)), m["content"], kind="fact",
+                                    occurred_at=parse_time(m["occurred_at"]) + shift,
+                                    metadata={"key": m["key"], "record": r["id"]}, source="knowledge-update")
         write_times.append(time.perf_counter() - t)
         if result.status != "created":
             raise SystemExit(f"{m['key']} duplicates another memory's text; regenerate the dataset")
@@ -141,10 +148,11 @@ async def related_quality(bench: Bench, user: str, records: list[dict[str, Any]]
     it list an earlier version of the same fact, and how many others does it list?"""
     memories = sorted(((r, m) for r in records for m in (*r["versions"], *r["distractors"])),
                       key=lambda rm: rm[1]["occurred_at"])
-    p, service, ids = bench_principal(user), bench.service(), {}
+    service, ids = bench.service(), {}
     found = judged = unrelated = 0
     for r, m in memories:
-        result = await service.write(p, m["content"], kind="fact", occurred_at=parse_time(m["occurred_at"]) + shift)
+        result = await service.write(bench_principal(user_of(user, r)), m["content"], kind="fact",
+                                     occurred_at=parse_time(m["occurred_at"]) + shift)
         ids[result.memory.id] = m["key"]
         earlier = {v["key"] for v in r["versions"] if v["occurred_at"] < m["occurred_at"]}
         if m in r["versions"] and earlier:
@@ -175,8 +183,8 @@ async def main_async(args: argparse.Namespace) -> None:
         # Stale and newest versions often tie lexically, and ties fall to random ids: each copy
         # is loaded separately (own ids, own insertion order) and the copies' results pooled.
         write_times: list[float] = []
-        copies = [(bench_principal(u), await load_copy(bench, u, records, shift, args.seed + i, write_times,
-                                                       in_order=args.decisions != "none"))
+        copies = [(u, await load_copy(bench, u, records, shift, args.seed + i, write_times,
+                                      in_order=args.decisions != "none"))
                   for i, u in enumerate(users)]
         decisions = await drain_decisions(bench, base) if args.decisions != "none" else None
         await bench.analyze()
@@ -185,17 +193,17 @@ async def main_async(args: argparse.Namespace) -> None:
               file=sys.stderr)
         loader = bench.service()
         for r in records[:20]:  # warm-up, untimed
-            await loader.search(copies[0][0], r["query"], limit=args.limit)
+            await loader.search(bench_principal(user_of(users[0], r)), r["query"], limit=args.limit)
 
         results: dict[str, Any] = {}
         details: dict[str, list[dict[str, Any]]] = {}
         for v, s in variants:
             service = bench.service(s)
             rows, times = [], []
-            for p, ids in copies:
+            for u, ids in copies:
                 for r in records:
                     t = time.perf_counter()
-                    found = await service.search(p, r["query"], limit=args.limit)
+                    found = await service.search(bench_principal(user_of(u, r)), r["query"], limit=args.limit)
                     times.append(time.perf_counter() - t)
                     rows.append(judge(r, [h.id for h in found.hits], ids))
             details[v.name] = rows
@@ -206,7 +214,7 @@ async def main_async(args: argparse.Namespace) -> None:
                                "by_versions": by_versions, "by_type": by_type, "latency": latency(times)}
         related = await related_quality(bench, users[0] + "-related", records, shift)
         if args.database_url:
-            await bench.drop_users([*users, users[0] + "-related"])
+            await bench.drop_users(sorted({user_of(u, r) for u in [*users, users[0] + "-related"] for r in records}))
 
     report = {
         "benchmark": "knowledge-update", "dataset": str(args.dataset), "entities": len(records),
