@@ -130,9 +130,22 @@ def _stamp(t: datetime) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def household(rng: random.Random, index: int) -> list[dict]:
+@dataclass(frozen=True)
+class Tables:
+    """What one set says: its changing facts, its stable facts (question, statement, values) and
+    fillers."""
+
+    facts: tuple[Fact, ...]
+    stable: tuple[tuple[str, str, tuple[str, ...]], ...]
+    fillers: tuple[str, ...]
+
+
+ASSISTANT = Tables(FACTS, STABLE, FILLERS)
+
+
+def household(rng: random.Random, index: int, tables: Tables = ASSISTANT) -> list[dict]:
     scope = f"h{index:02d}"
-    facts = rng.sample(FACTS, 3)
+    facts = rng.sample(tables.facts, 3)
     records = []
     used: set[str] = set()
     for k, fact in enumerate(facts):
@@ -153,26 +166,28 @@ def household(rng: random.Random, index: int) -> list[dict]:
                         "attribute": fact.name, "query": rng.choice(fact.questions), "answer": values[-1],
                         "as_of": _stamp(AS_OF), "versions": versions, "newest": versions[-1]["key"],
                         "distractors": distractors})
-    question, statement, values = rng.choice(STABLE)
+    question, statement, values = rng.choice(tables.stable)
     stable = {"key": f"{scope}.s.v1", "content": statement.format(v=rng.choice(values)),
               "occurred_at": _stamp(_when(rng, AS_OF - timedelta(days=900), AS_OF - timedelta(days=600)))}
     fillers = [{"key": f"{scope}.s.f{i + 1}", "content": text, "why": "filler",
                 "occurred_at": _stamp(_when(rng, AS_OF - timedelta(days=300), AS_OF))}
-               for i, text in enumerate(rng.sample(FILLERS, 2))]
+               for i, text in enumerate(rng.sample(tables.fillers, 2))]
     records.append({"id": f"{scope}.s", "scope": scope, "entity": "the user", "type": "stable",
                     "attribute": "stable", "query": question, "answer": stable["content"], "as_of": _stamp(AS_OF),
                     "versions": [stable], "newest": stable["key"], "distractors": fillers})
     return records
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seed", type=int, default=7171)
+def main(doc: str | None = None, tables: Tables = ASSISTANT, seed: int = 7171,
+         out: Path = HERE / "assistant.jsonl") -> None:
+    """Write one set: `assistant` by default; workbench.py passes its own tables."""
+    parser = argparse.ArgumentParser(description=doc or __doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seed", type=int, default=seed)
     parser.add_argument("--households", type=int, default=40)
-    parser.add_argument("--out", type=Path, default=HERE / "assistant.jsonl")
+    parser.add_argument("--out", type=Path, default=out)
     args = parser.parse_args()
     rng = random.Random(args.seed)
-    records = [r for i in range(args.households) for r in household(rng, i)]
+    records = [r for i in range(args.households) for r in household(rng, i, tables)]
     args.out.write_text("".join(json.dumps(r) + "\n" for r in records))
     print(f"wrote {len(records)} records to {args.out}")
 
