@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from mcp_memory.models import Principal
+from mcp_memory.retrieval.about_user import about_someone_else, speaks_of_user, without_user
 from mcp_memory.retrieval.focus import (
     Closeness,
     answering,
@@ -66,6 +67,40 @@ def test_a_capitalised_word_no_memory_shares_is_no_subject() -> None:
     positions, unnamed = subject_positions(rows, parse_query("Which DB is the ledger pipeline currently on?"))
     assert positions == [0, 1, 2]
     assert unnamed(rows[0]["content"]) == "someone schema lives in MySQL 8."
+
+
+def test_a_question_about_the_user_and_who_else_a_memory_is_about() -> None:
+    for question in ("What car do I drive now?", "Where does the user live these days?", "what's my editor now",
+                     "Where do we deploy at the moment?", "Who is User's boss currently?"):
+        assert speaks_of_user(question), question
+    for question in ("Where does Ana live now?", "Which US city hosts the summit now?", "Which username is taken?"):
+        assert not speaks_of_user(question), question
+    for other in ("My neighbour just bought a Renault Zoe.", "User's sister lives in Porto.",
+                  "The user's old classmate runs Quillstone.", "The client hosts on Heroku.",
+                  "Our designer moved to Eastern time.", "My friends invited me to watch rowing.",
+                  "A colleague keeps recommending Neovim."):
+        assert about_someone_else(other), other
+    for own in ("My car is a Fiat Panda.", "User's team lead is Leonie Marchetti.", "My boss is Ahmed Saleh.",
+                "My wife and I moved to Berlin.", "The user moved to Lisbon.", "I'm an engineer at Korvex.",
+                "The team moved to Kotlin.", "Engineers at Korvex use Go."):
+        assert not about_someone_else(own), own
+    assert without_user("I quit my job; the user's new employer is Korvex. User is happy.", "someone") == \
+        "someone quit someone job; someone new employer is Korvex. someone is happy."
+
+
+def test_the_user_is_the_subject_when_a_question_speaks_of_them() -> None:
+    """Every memory about the user, not those about people in their life, and not episodes."""
+    rows = [_row("I drive a Kia Niro.", 600, about=1.0), _row("My neighbour just bought a Renault Zoe.", 10, about=1.0),
+            _row("User works at Quillstone.", 20, about=1.0), _row("Got my new Mini Cooper.", 100, about=1.0),
+            _row("Turn: I said the car is great", 5, kind="episode")]
+    for r in rows:
+        r["content"] = r["name"]
+    positions, unnamed = subject_positions(rows, parse_query("What car do I drive these days?"))
+    assert positions == [0, 2, 3]
+    assert unnamed("Got my new Mini Cooper.") == "Got someone new Mini Cooper."
+    # A name the memories share still comes first.
+    rows[2]["about"] = 1.25
+    assert subject_positions(rows, parse_query("Where does Quillstone sit now?"))[0] == [2]
 
 
 def _row(name: str, days_ago: int, about: float = 1.25, kind: str = "fact") -> dict:
@@ -165,6 +200,22 @@ async def test_a_subject_written_in_lower_case(service: MemoryService, alice: Pr
     found = await service.search(alice, question, explain=True)
     assert found.hits[0].id == newest.id, [(h.snippet, h.explain.get("on_topic")) for h in found.hits]
     assert found.hits[1].snippet == "The billing worker keeps its state in Cassandra."
+
+    service.settings = service.settings.model_copy(update={"present_focus": False})
+    assert (await service.search(alice, question)).hits[0].id != newest.id
+
+
+async def test_the_newest_version_of_a_fact_about_the_user(service: MemoryService, alice: Principal) -> None:
+    """An agent's notes about its user, phrased three ways, beside the user's other facts and a
+    newer car that is the neighbour's: the user's newest car comes first."""
+    *_, newest = await write_dated(service, alice, [
+        ("I drive a Kia Niro.", 600), ("The user owns a Tesla Model 3.", 300),
+        ("User works at Quillstone.", 20), ("User is allergic to cats.", 900),
+        ("My neighbour just bought a Renault Zoe.", 10), ("Got my new Mini Cooper from the dealer.", 100)])
+    question = "What car do I drive these days?"
+    found = await service.search(alice, question, explain=True)
+    assert found.hits[0].id == newest.id, [(h.snippet, h.explain.get("on_topic")) for h in found.hits]
+    assert "on_topic" not in next(h for h in found.hits if "neighbour" in h.snippet).explain
 
     service.settings = service.settings.model_copy(update={"present_focus": False})
     assert (await service.search(alice, question)).hits[0].id != newest.id

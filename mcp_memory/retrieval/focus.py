@@ -32,6 +32,7 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
+from .about_user import about_someone_else, speaks_of_user, without_user
 from .query import ParsedQuery, phrases_of
 
 # The subject's memories among this many top results are the ones compared: the answer is
@@ -67,10 +68,12 @@ def subject_positions(rows: Sequence[asyncpg.Record],
                       parsed: ParsedQuery) -> tuple[list[int], Callable[[str], str]]:
     """Positions within the window of the memories about the question's subject, and how to take
     the subject out of a text. The subject is the names the question names (the memories the
-    subject factor lifted) or else (none names them) its longest run of words at least two of
-    them share. Episodes aside: an episode is what happened at its moment, and a later one does
-    not replace it (in a conversation every turn names its speaker; newest-first among them only
-    reshuffles what was said)."""
+    subject factor lifted); or else the user the agent works for, when the question speaks of
+    them ("What car do I drive now?": every memory not about someone in their life,
+    retrieval/about_user.py); or else its longest run of words at least two of them share.
+    Episodes aside: an episode is what happened at its moment, and a later one does not replace it
+    (in a conversation every turn names its speaker; newest-first among them only reshuffles what
+    was said)."""
     window = [i for i, r in enumerate(rows[:WINDOW]) if r["kind"] != "episode"]
     if parsed.subject:
         named = [i for i in window if rows[i]["about"] > 1]
@@ -78,6 +81,10 @@ def subject_positions(rows: Sequence[asyncpg.Record],
         # no subject; the run of words may.
         if named:
             return named, lambda text: without_names(text, parsed.subject)
+    if speaks_of_user(parsed.asked or parsed.text):
+        users = [i for i in window if not about_someone_else(rows[i]["content"])]
+        if len(users) >= 2:
+            return users, partial(without_user, mask=MASK)
     for run in phrases_of(parsed.text):
         pattern = _whole(run, re.IGNORECASE)
         positions = [i for i in window if pattern.search(rows[i]["content"])]
