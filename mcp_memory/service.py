@@ -49,9 +49,8 @@ from .repository.jobs import JobRepository
 from .repository.maintenance import MaintenanceRepository
 from .repository.related import nearest
 from .repository.secrets import cursor_secret
-from .retrieval import ParsedQuery, parse_query
+from .retrieval import ParsedQuery, parse_query, versions
 from .retrieval import search as hybrid_search
-from .retrieval.versions import likely_versions
 from .review import Review
 from .statistics import Statistics
 from .validation import Validator, content_hash, moment, request_fingerprint, text
@@ -174,14 +173,16 @@ class MemoryService(Forgetting):
         if idempotency_key is not None:
             text("idempotency_key", idempotency_key)
         await self._limit(p, "write")
-        vector = await self.vectors.document(new.content) if self.vectors else None
+        # A note about the user is compared masked for `related`: embedded with it, in one batch.
+        companions = [versions.masked_note(new.content)] if versions.is_user_note(new.content) else []
+        vector = await self.vectors.document(new.content, companions) if self.vectors else None
         new = self._embedded(new, vector)
         skip = set(supersedes or ())
         # What the new memory touches, for the agent to decide on (supersedes), does not depend on
         # it being stored: it is looked up on another connection while the insert runs (a write
         # 3-4 ms sooner at 1,000 memories). One more neighbour is asked for, as the new memory
         # may already be committed and found; it is dropped below.
-        neighbours = (asyncio.ensure_future(self._neighbours(p, vector, len(skip) + 1))
+        neighbours = (asyncio.ensure_future(self._neighbours(p, vector, new.content, len(skip) + 1))
                       if self._relates(vector) else None)
         try:
             memory, created = await self.repo.insert(
@@ -194,9 +195,9 @@ class MemoryService(Forgetting):
                 await asyncio.gather(neighbours, return_exceptions=True)
             raise
         self._changed(int(created) + len(supersedes or ()))
-        rows = await neighbours if neighbours is not None else []
+        near = await neighbours if neighbours is not None else ([], 0)
         # A duplicate is the old memory itself, and what it touched was said when it was written.
-        related = self._related(new.content, rows, skip | {memory.id}) if created else []
+        related = self._related(near, skip | {memory.id}) if created else []
         if created and self.settle is not None:
             await self.settle(p, memory.id)
         return WriteResult(status="created" if created else "duplicate", memory=memory, related=related)
@@ -233,28 +234,40 @@ class MemoryService(Forgetting):
     def _relates(self, vector: list[float] | None) -> bool:
         return vector is not None and self.vectors is not None and self.settings.related_limit > 0
 
-    async def _neighbours(self, p: Principal, vector: list[float], extra: int,
-                          exclude: UUID | None = None) -> list[tuple[Any, float]]:
-        """Up to twice related_limit + `extra` visible live memories closest to `vector`, with
-        their similarity, above the related threshold (twice: `likely_versions` keeps some)."""
+    async def _neighbours(self, p: Principal, vector: list[float], content: str, extra: int,
+                          exclude: UUID | None = None) -> tuple[list[tuple[Any, float]], int]:
+        """The visible live memories near `vector` that may be earlier versions of `content` or
+        near-duplicates, closest first, and how many of them to list: of the 2 x related_limit
+        (+ `extra`) nearest above the related threshold, `likely_versions`; for a note about the
+        user, whose versions share no words and sit below it, the user's notes among the 4 x
+        related_limit nearest, judged with the words for the user masked."""
         assert self.vectors is not None
         threshold = self.settings.related_similarity
         if threshold is None:
             threshold = max(0.0, conflict_similarity(self.vectors.model) - 0.25)
-        return await nearest(self.repo, p, vector, model=self.vectors.model, dimension=self.vectors.dimension,
-                             exclude=exclude, limit=2 * self.settings.related_limit + extra, min_similarity=threshold)
+        same_fact, limit = conflict_similarity(self.vectors.model), self.settings.related_limit
+        user_note = versions.is_user_note(content)
+        rows = await nearest(self.repo, p, vector, model=self.vectors.model, dimension=self.vectors.dimension,
+                             exclude=exclude, limit=(4 if user_note else 2) * limit + extra,
+                             min_similarity=0.0 if user_note else threshold)
+        if user_note:
+            chosen = await versions.user_note_versions(content, rows, self.vectors,
+                                                       threshold - versions.USER_NOTE_FLOOR_BELOW, same_fact)
+            if chosen is not None:
+                return chosen, min(limit, versions.USER_NOTE_VERSIONS)
+            rows = [(r, cosine) for r, cosine in rows if cosine >= threshold]
+        return versions.likely_versions(content, rows, same_fact), limit
 
-    def _related(self, content: str, rows: list[tuple[Any, float]],
+    def _related(self, near: tuple[list[tuple[Any, float]], int],
                  skip: set[UUID] | frozenset[UUID]) -> list[RelatedMemory]:
+        rows, keep = near
         rows = [(r, similarity) for r, similarity in rows if r["id"] not in skip]
         if not rows or self.vectors is None:  # without an embedder nothing is near
             return []
         chars = self.settings.snippet_chars
-        found = [RelatedMemory(id=r["id"], snippet=r["content"][:chars], kind=r["kind"],
-                               age=human_age(r["occurred_at"]), similarity=round(similarity, 4),
-                               superseded_by=r["superseded_by"])
-                 for r, similarity in likely_versions(content, rows, conflict_similarity(self.vectors.model))]
-        return found[: self.settings.related_limit]
+        return [RelatedMemory(id=r["id"], snippet=r["content"][:chars], kind=r["kind"], age=human_age(r["occurred_at"]),
+                              similarity=round(similarity, 4), superseded_by=r["superseded_by"])
+                for r, similarity in rows[:keep]]
 
     async def related(self, p: Principal, memory_id: UUID, content: str, vector: list[float] | None, *,
                       skip: frozenset[UUID] | set[UUID] = frozenset()) -> list[RelatedMemory]:
@@ -264,7 +277,7 @@ class MemoryService(Forgetting):
         left out."""
         if vector is None or not self._relates(vector):
             return []
-        return self._related(content, await self._neighbours(p, vector, len(skip), exclude=memory_id), skip)
+        return self._related(await self._neighbours(p, vector, content, len(skip), exclude=memory_id), skip)
 
     async def get(self, p: Principal, ids: list[UUID]) -> GetResult:
         self.require(p, "read")

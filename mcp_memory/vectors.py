@@ -140,11 +140,12 @@ class Vectors:
 
         return await self._cached(texts, embed)
 
-    async def document(self, text: str) -> list[float] | None:
-        """One memory's vector, or None if the embedder is off, down or slow (fail open)."""
+    async def document(self, text: str, companions: Sequence[str] = ()) -> list[float] | None:
+        """One memory's vector, or None if the embedder is off, down or slow (fail open).
+        `companions`, texts soon needed with it, are embedded in the same batch and cached."""
         if self.embedder is None:
             return None
-        vectors = await self._documents_guarded([text], "storing without a vector")
+        vectors = await self._documents_guarded([text, *companions], "storing without a vector")
         return vectors[0] if vectors else None
 
     async def documents_or_none(self, texts: Sequence[str], batch: int = 32) -> list[list[float]] | None:

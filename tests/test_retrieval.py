@@ -363,6 +363,20 @@ async def test_related_leaves_out_the_same_thing_said_of_someone_else(service: M
     assert (await service.write(alice, "Odalys Pellegrini relocated to Lisbon.")).related == []
 
 
+async def test_related_finds_the_users_own_earlier_note(service: MemoryService, alice: Principal) -> None:
+    """An agent's notes about its user: the earlier car shares no word with the new one and is
+    below the related threshold whole; with the words for the user masked it is the closest of the
+    user's notes. The neighbour's car, in the same words and newer, is no version of it."""
+    kia = (await service.write(alice, "I drive a Kia Niro.")).memory
+    for text in ("User works at Quillstone.", "User is allergic to cats.", "The user lives in Ghent."):
+        await service.write(alice, text)
+    neighbour = (await service.write(alice, "My neighbour just bought a Renault Zoe.")).memory
+    mini = await service.write(alice, "Got my new Mini Cooper from the dealer.")
+    listed = [r.id for r in mini.related]
+    assert listed and listed[0] == kia.id, [r.snippet for r in mini.related]
+    assert neighbour.id not in listed and len(listed) <= 2
+
+
 async def test_related_without_shared_words_still_lists_what_is_near(service: MemoryService,
                                                                      alice: Principal) -> None:
     """First-person notes share no content words; the nearest are listed as before."""
