@@ -174,7 +174,8 @@ class MemoryService(Forgetting):
             text("idempotency_key", idempotency_key)
         await self._limit(p, "write")
         # A note about the user is compared masked for `related`: embedded with it, in one batch.
-        companions = [versions.masked_note(new.content)] if versions.is_user_note(new.content) else []
+        companions = ([versions.masked_note(new.content)]
+                      if self.settings.related_limit > 0 and versions.is_user_note(new.content) else [])
         vector = await self.vectors.document(new.content, companions) if self.vectors else None
         new = self._embedded(new, vector)
         skip = set(supersedes or ())

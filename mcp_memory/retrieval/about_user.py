@@ -47,6 +47,7 @@ _SOMEONE_ELSE = re.compile(
     r"(?i)^\W*(?:my|our|(?:the\s+)?user's|the|a|an)\s+(?:[\w-]+\s+)?(?:" + _alternatives(PEOPLE) + r")(?:s|es)?(?:'s)?"
     + _E + r"(?!\s+and\s+(?:i|me|we|the\s+user|user)" + _E + ")")
 
+
 def speaks_of_user(text: str) -> bool:
     return _USER.search(text) is not None
 

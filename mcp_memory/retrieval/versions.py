@@ -4,13 +4,14 @@ the places the ranking gave them."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import asyncpg
 import numpy as np
 
 from ..models import SearchHit
 from .about_user import about_someone_else, speaks_of_user, without_user
+from .focus import TextVectors
 from .query import word_pairs
 
 # Full-text keys closer than this hold the same query words (the rest is ts_rank's tie-break).
@@ -104,10 +105,6 @@ def masked_note(content: str) -> str:
     """What a note says of the user, the words for the user masked: what `user_note_versions`
     compares."""
     return without_user(content, "someone")
-
-
-class TextVectors(Protocol):
-    async def documents_or_none(self, texts: Sequence[str], batch: int = 32) -> list[list[float]] | None: ...
 
 
 async def user_note_versions(content: str, near: Sequence[tuple[Any, float]], vectors: TextVectors,
