@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 
 from mcp_memory.models import Principal
-from mcp_memory.retrieval.about_user import about_someone_else, speaks_of_user, without_user
+from mcp_memory.retrieval.about_user import (
+    about_someone_else,
+    person_asked_about,
+    speaks_of_user,
+    their_person,
+    without_user,
+)
 from mcp_memory.retrieval.focus import (
     Closeness,
     answering,
@@ -101,6 +107,25 @@ def test_the_user_is_the_subject_when_a_question_speaks_of_them() -> None:
     # A name the memories share still comes first.
     rows[2]["about"] = 1.25
     assert subject_positions(rows, parse_query("Where does Quillstone sit now?"))[0] == [2]
+
+
+def test_a_question_about_someone_in_the_users_life_is_about_them() -> None:
+    assert person_asked_about("Where does my sister live now?") == "sister"
+    assert person_asked_about("Which car does the user's wife want these days?") == "wife"
+    assert person_asked_about("Where do my parents live at the moment?") == "parent"
+    assert person_asked_about("Who is my manager these days?") is None  # the user's own fact
+    assert person_asked_about("What car do I drive now?") is None
+    sister = their_person("sister")
+    assert sister.sub("someone", "User's sister lives in Porto; my older sister's flat is in Oslo.") == \
+        "someone lives in Porto; someone flat is in Oslo."
+    rows = [_row("I live in Berlin.", 5, about=1.0), _row("User's sister lives in Porto.", 600, about=1.0),
+            _row("My sister moved to Oslo last month.", 100, about=1.0),
+            _row("My brother lives in Rome.", 50, about=1.0)]
+    for r in rows:
+        r["content"] = r["name"]
+    positions, unnamed = subject_positions(rows, parse_query("Where does my sister live these days?"))
+    assert positions == [1, 2]  # hers: not the user's city, not the brother's
+    assert unnamed(rows[2]["content"]) == "someone moved to Oslo last month."
 
 
 def _row(name: str, days_ago: int, about: float = 1.25, kind: str = "fact") -> dict:

@@ -42,10 +42,28 @@ def _alternatives(words: tuple[str, ...]) -> str:
 
 
 _USER = re.compile(_B + r"(?:us|(?i:" + _alternatives(USER_WORDS) + r"))(?:'s)?" + _E)
+# The user's: how a note names someone in their life ("my", "our", "the user's", "User's").
+_THEIRS = r"(?:my|our|(?:the\s+)?user's)"
+# A role, maybe after one word ("best", "older"), maybe plural or possessive; the role is group 1.
+_ROLE = r"\s+(?:[\w-]+\s+)?(" + _alternatives(PEOPLE) + r")(?:s|es)?(?:'s)?" + _E
 # At the start of the memory: its subject. "My wife and I moved to Berlin" is the user's too.
-_SOMEONE_ELSE = re.compile(
-    r"(?i)^\W*(?:my|our|(?:the\s+)?user's|the|a|an)\s+(?:[\w-]+\s+)?(?:" + _alternatives(PEOPLE) + r")(?:s|es)?(?:'s)?"
-    + _E + r"(?!\s+and\s+(?:i|me|we|the\s+user|user)" + _E + ")")
+_SOMEONE_ELSE = re.compile(r"(?i)^\W*(?:" + _THEIRS + r"|the|a|an)" + _ROLE
+                           + r"(?!\s+and\s+(?:i|me|we|the\s+user|user)" + _E + ")")
+# Anywhere in a question: "Where does my sister live now?".
+_THEIR_PERSON = re.compile(r"(?i)" + _B + _THEIRS + _ROLE)
+
+
+def person_asked_about(question: str) -> str | None:
+    """The role of the person in the user's life a question asks about ("Where does my sister
+    live now?" -> "sister"), or None."""
+    match = _THEIR_PERSON.search(question)
+    return match.group(1).lower() if match else None
+
+
+def their_person(role: str) -> re.Pattern[str]:
+    """That person as a memory names them: "User's sister", "my older sister's"."""
+    return re.compile(r"(?i)" + _B + _THEIRS + r"\s+(?:[\w-]+\s+)?" + r"\s+".join(map(re.escape, role.split()))
+                      + r"(?:s|es)?(?:'s)?" + _E)
 
 
 def speaks_of_user(text: str) -> bool:

@@ -35,7 +35,7 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
-from .about_user import about_someone_else, speaks_of_user, without_user
+from .about_user import about_someone_else, person_asked_about, speaks_of_user, their_person, without_user
 from .query import ParsedQuery, phrases_of
 
 # The subject's memories among this many top results are the ones compared: the answer is
@@ -84,7 +84,14 @@ def subject_positions(rows: Sequence[asyncpg.Record],
         # no subject; the run of words may.
         if named:
             return named, lambda text: without_names(text, parsed.subject)
-    if speaks_of_user(parsed.asked or parsed.text):
+    asked = parsed.asked or parsed.text
+    role = person_asked_about(asked)
+    if role is not None:  # "Where does my sister live now?" is about her, not about the user
+        person = their_person(role)
+        theirs = [i for i in window if person.search(rows[i]["content"])]
+        if len(theirs) >= 2:
+            return theirs, partial(person.sub, MASK)
+    elif speaks_of_user(asked):
         users = [i for i in window if not about_someone_else(rows[i]["content"])]
         if len(users) >= 2:
             return users, partial(without_user, mask=MASK)
