@@ -244,3 +244,18 @@ async def test_the_newest_version_of_a_fact_about_the_user(service: MemoryServic
 
     service.settings = service.settings.model_copy(update={"present_focus": False})
     assert (await service.search(alice, question)).hits[0].id != newest.id
+
+
+async def test_the_newest_version_of_a_fact_about_someone_in_the_users_life(service: MemoryService,
+                                                                          alice: Principal) -> None:
+    """"My sister" is the subject, not the user: the sister's newest city first, not the user's own."""
+    *_, newest = await write_dated(service, alice, [
+        ("User's sister lives in Porto.", 600), ("I live in Berlin.", 5), ("My brother lives in Rome.", 50),
+        ("My sister moved to Oslo last month.", 100)])
+    question = "Where does my sister live these days?"
+    found = await service.search(alice, question, explain=True)
+    assert found.hits[0].id == newest.id, [(h.snippet, h.explain.get("on_topic")) for h in found.hits]
+    assert found.hits[1].snippet == "User's sister lives in Porto."
+
+    service.settings = service.settings.model_copy(update={"present_focus": False})
+    assert (await service.search(alice, question)).hits[0].id != newest.id
