@@ -85,7 +85,9 @@ async def memory_search(
         "Search the store as it stood then (ISO 8601): later memories left out, recency measured from it."))] = None,
     explain: Annotated[bool, Field(description=(
         "Include each candidate list's rank, the share taken from the question a hit replied to, "
-        "the recency factor, and the factor for naming whom the question names (subject)."))] = False,
+        "the recency factor, the factor for naming whom the question names (subject), and, for a "
+        "question about now, how close each memory about its subject (someone named, the user, "
+        "someone in the user's life) is to it (on_topic) and to the others (linked)."))] = False,
 ) -> SearchResult:
     """Find memories relevant to a query, best first, in every scope this session can see:
     meaning (vectors), words (full text) and spelling (trigram, short queries) fused, newer first
