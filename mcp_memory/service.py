@@ -51,6 +51,7 @@ from .repository.related import nearest
 from .repository.secrets import cursor_secret
 from .retrieval import ParsedQuery, parse_query, versions
 from .retrieval import search as hybrid_search
+from .retrieval.about_user import about_someone_else
 from .review import Review
 from .statistics import Statistics
 from .validation import Validator, content_hash, moment, request_fingerprint, text
@@ -238,26 +239,32 @@ class MemoryService(Forgetting):
     async def _neighbours(self, p: Principal, vector: list[float], content: str, extra: int,
                           exclude: UUID | None = None) -> tuple[list[tuple[Any, float]], int]:
         """The visible live memories near `vector` that may be earlier versions of `content` or
-        near-duplicates, closest first, and how many of them to list: of the 2 x related_limit
-        (+ `extra`) nearest above the related threshold, `likely_versions`; for a note about the
-        user, whose versions share no words and sit below it, the user's notes among the 4 x
-        related_limit nearest, judged with the words for the user masked."""
+        near-duplicates, closest first, and how many of them to list. Of the 2 x related_limit
+        (+ `extra`) nearest above the related threshold, `likely_versions`. A note about the user,
+        whose versions share no words and sit below the threshold, or a note with nothing above it
+        that is about no one else ("Default shell: zsh."), is compared with the user's notes among
+        the 4 x related_limit nearest, the words for the user masked."""
         assert self.vectors is not None
         threshold = self.settings.related_similarity
         if threshold is None:
             threshold = max(0.0, conflict_similarity(self.vectors.model) - 0.25)
         same_fact, limit = conflict_similarity(self.vectors.model), self.settings.related_limit
-        user_note = versions.is_user_note(content)
-        rows = await nearest(self.repo, p, vector, model=self.vectors.model, dimension=self.vectors.dimension,
-                             exclude=exclude, limit=(4 if user_note else 2) * limit + extra,
-                             min_similarity=0.0 if user_note else threshold)
-        if user_note:
-            chosen = await versions.user_note_versions(content, rows, self.vectors,
-                                                       threshold - versions.USER_NOTE_FLOOR_BELOW, same_fact)
-            if chosen is not None:
-                return chosen, min(limit, versions.USER_NOTE_VERSIONS)
-            rows = [(r, cosine) for r, cosine in rows if cosine >= threshold]
-        return versions.likely_versions(content, rows, same_fact), limit
+
+        async def near(n: int, floor: float) -> list[tuple[Any, float]]:
+            return await nearest(self.repo, p, vector, model=self.vectors.model, dimension=self.vectors.dimension,
+                                 exclude=exclude, limit=n * limit + extra, min_similarity=floor)
+
+        if not versions.is_user_note(content):
+            likely = versions.likely_versions(content, await near(2, threshold), same_fact)
+            if likely or about_someone_else(content):
+                return likely, limit
+        rows = await near(4, 0.0)
+        chosen = await versions.user_note_versions(content, rows, self.vectors,
+                                                   threshold - versions.USER_NOTE_FLOOR_BELOW, same_fact)
+        if chosen is not None:
+            return chosen, min(limit, versions.USER_NOTE_VERSIONS)
+        above = [(r, cosine) for r, cosine in rows if cosine >= threshold][:2 * limit + extra]
+        return versions.likely_versions(content, above, same_fact), limit
 
     def _related(self, near: tuple[list[tuple[Any, float]], int],
                  skip: set[UUID] | frozenset[UUID]) -> list[RelatedMemory]:

@@ -377,6 +377,17 @@ async def test_related_finds_the_users_own_earlier_note(service: MemoryService, 
     assert neighbour.id not in listed and len(listed) <= 2
 
 
+async def test_related_for_a_clipped_note_with_nothing_near(service: MemoryService, alice: Principal) -> None:
+    """A note that names no one ("Production runs on Heroku.") and has nothing above the related
+    threshold is compared with the user's notes as one about the user is."""
+    fly = (await service.write(alice, "We deploy to Fly.io.")).memory
+    for text in ("User works at Quillstone.", "The user lives in Ghent.", "The client hosts on Render."):
+        await service.write(alice, text)
+    heroku = await service.write(alice, "Production runs on Heroku.")
+    assert [r.id for r in heroku.related][:1] == [fly.id], [r.snippet for r in heroku.related]
+    assert len(heroku.related) <= 2
+
+
 async def test_related_without_shared_words_still_lists_what_is_near(service: MemoryService,
                                                                      alice: Principal) -> None:
     """First-person notes share no content words; the nearest are listed as before."""

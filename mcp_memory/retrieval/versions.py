@@ -109,13 +109,14 @@ def masked_note(content: str) -> str:
 
 async def user_note_versions(content: str, near: Sequence[tuple[Any, float]], vectors: TextVectors,
                              floor: float, same_fact: float) -> list[tuple[Any, float]] | None:
-    """For a note about the user: of the nearest memories, the user's own notes whose text, the
-    words for the user masked on both sides, is within `floor` of it ("someone drive a Kia Niro",
-    "someone owns a Tesla Model 3", "Got someone new Mini Cooper"), or that are near-duplicates
-    whole; closest masked first. Whole, such notes share no words and sit below the related
-    threshold. None when the embedder is not answering (then `likely_versions`).
-    On the assistant / workbench sets: earlier version listed .546 -> .944 / .481 -> .736 with
-    0.41 / 0.34 other memories per update."""
+    """For a note about the user (or one about no one, with nothing above the related threshold):
+    of the nearest memories, the user's own notes whose cosine with it, the words for the user
+    masked on both sides, is at least `floor` ("someone drive a Kia Niro", "someone owns a Tesla
+    Model 3", "Got someone new Mini Cooper"), or that are near-duplicates whole; closest masked
+    first. Whole, such notes share no words and sit below the related threshold. None when the
+    embedder is not answering (then `likely_versions`).
+    On the assistant / workbench sets: earlier version listed .546 -> .944 / .481 -> .821 with
+    0.41 / 0.41 other memories per update."""
     notes = [(row, cosine) for row, cosine in near if not about_someone_else(row["content"])]
     if not notes:
         return []
