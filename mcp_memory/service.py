@@ -244,14 +244,15 @@ class MemoryService(Forgetting):
         whose versions share no words and sit below the threshold, or a note with nothing above it
         that is about no one else ("Default shell: zsh."), is compared with the user's notes among
         the 4 x related_limit nearest, the words for the user masked."""
-        assert self.vectors is not None
+        vectors = self.vectors
+        assert vectors is not None
         threshold = self.settings.related_similarity
         if threshold is None:
-            threshold = max(0.0, conflict_similarity(self.vectors.model) - 0.25)
-        same_fact, limit = conflict_similarity(self.vectors.model), self.settings.related_limit
+            threshold = max(0.0, conflict_similarity(vectors.model) - 0.25)
+        same_fact, limit = conflict_similarity(vectors.model), self.settings.related_limit
 
         async def near(n: int, floor: float) -> list[tuple[Any, float]]:
-            return await nearest(self.repo, p, vector, model=self.vectors.model, dimension=self.vectors.dimension,
+            return await nearest(self.repo, p, vector, model=vectors.model, dimension=vectors.dimension,
                                  exclude=exclude, limit=n * limit + extra, min_similarity=floor)
 
         if not versions.is_user_note(content):
@@ -259,7 +260,7 @@ class MemoryService(Forgetting):
             if likely or about_someone_else(content):
                 return likely, limit
         rows = await near(4, 0.0)
-        chosen = await versions.user_note_versions(content, rows, self.vectors,
+        chosen = await versions.user_note_versions(content, rows, vectors,
                                                    threshold - versions.USER_NOTE_FLOOR_BELOW, same_fact)
         if chosen is not None:
             return chosen, min(limit, versions.USER_NOTE_VERSIONS)

@@ -13,7 +13,8 @@ follow in their order.
 
 A question that names nobody but speaks of the user an agent works for ("What car do I drive
 now?") is about every result not about someone in the user's life, the words for the user
-masked (retrieval/about_user.py). Any other question that names nobody ("What is the coupons
+masked (retrieval/about_user.py); one about someone in the user's life ("Where does my sister
+live now?") is about the results that name them so. Any other question that names nobody ("What is the coupons
 pipeline persisting to these days?") is about the longest run of its words that at least two of
 the results share ("coupons pipeline"), masked the same way.
 
