@@ -38,7 +38,7 @@ import anyio
 import asyncpg
 
 sys.path.insert(0, str(Path(__file__).parent))
-from locomo import REPO, bench_principal, latency, load_dataset, machine, table  # noqa: E402
+from locomo import REPO, bench_principal, latency, load_dataset, machine, table, warm_query  # noqa: E402
 from locomo_data import turn_text  # noqa: E402
 
 from mcp_memory.config import Settings  # noqa: E402
@@ -87,9 +87,8 @@ async def run_one(dsn: str, data_dir: Path, n: int, mode: str, texts: list[str],
                 await service.write(p, text, kind="episode")
             write_s = time.perf_counter() - started
             queries = [questions[i % len(questions)] for i in range(searches)]
-            await service.vectors.query(queries[0])  # the model is warm; query vectors come from the cache below
-            for q in queries:
-                await service.vectors.query(q)
+            for q in queries:  # the model is warm; query vectors come from the cache below
+                await warm_query(service, q)
 
             async def timed() -> list[float]:
                 out = []

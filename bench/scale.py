@@ -30,6 +30,7 @@ from mcp_memory.config import Settings
 from mcp_memory.db import open_database
 from mcp_memory.models import ALL_PERMISSIONS, MemoryFilter, Principal
 from mcp_memory.repository.embeddings import index_name
+from mcp_memory.retrieval import parse_query
 from mcp_memory.service import MemoryService
 from mcp_memory.validation import content_hash
 
@@ -106,7 +107,7 @@ async def measure(service: MemoryService, p: Principal, queries: int, now: datet
             t = time.perf_counter()
             await vectors.embedder.embed_query(q)
             embed_t.append(time.perf_counter() - t)
-        await vectors.query(q)  # later searches hit the query cache
+        await vectors.query(parse_query(q).text)  # later searches (what they embed) hit the query cache
     filters = {
         "no filter": None,
         "kind = decision": MemoryFilter(kinds=["decision"]),
