@@ -44,8 +44,15 @@ def _alternatives(words: tuple[str, ...]) -> str:
 _USER = re.compile(_B + r"(?:us|(?i:" + _alternatives(USER_WORDS) + r"))(?:'s)?" + _E)
 # The user's: how a note names someone in their life ("my", "our", "the user's", "User's").
 _THEIRS = r"(?:my|our|(?:the\s+)?user's)"
-# A role, maybe after one word ("best", "older"), maybe plural or possessive; the role is group 1.
-_ROLE = r"\s+(?:[\w-]+\s+)?(" + _alternatives(PEOPLE) + r")(?:s|es)?(?:'s)?" + _E
+
+
+def _role(roles: tuple[str, ...]) -> str:
+    """One of `roles`, maybe after one word ("best", "older"), maybe plural or possessive; the role
+    is group 1."""
+    return r"\s+(?:[\w-]+\s+)?(" + _alternatives(roles) + r")(?:s|es)?(?:'s)?" + _E
+
+
+_ROLE = _role(PEOPLE)
 # At the start of the memory: its subject. "My wife and I moved to Berlin" is the user's too.
 _SOMEONE_ELSE = re.compile(r"(?i)^\W*(?:" + _THEIRS + r"|the|a|an)" + _ROLE
                            + r"(?!\s+and\s+(?:i|me|we|the\s+user|user)" + _E + ")")
@@ -62,8 +69,7 @@ def person_asked_about(question: str) -> str | None:
 
 def their_person(role: str) -> re.Pattern[str]:
     """That person as a memory names them: "User's sister", "my older sister's"."""
-    return re.compile(r"(?i)" + _B + _THEIRS + r"\s+(?:[\w-]+\s+)?" + r"\s+".join(map(re.escape, role.split()))
-                      + r"(?:s|es)?(?:'s)?" + _E)
+    return re.compile(r"(?i)" + _B + _THEIRS + _role((role,)))
 
 
 def speaks_of_user(text: str) -> bool:

@@ -14,14 +14,13 @@ follow in their order.
 A question that names nobody but speaks of the user an agent works for ("What car do I drive
 now?") is about every result not about someone in the user's life, the words for the user
 masked (retrieval/about_user.py); one about someone in the user's life ("Where does my sister
-live now?") is about the results that name them so. Any other question that names nobody ("What is the coupons
-pipeline persisting to these days?") is about the longest run of its words that at least two of
-the results share ("coupons pipeline"), masked the same way.
+live now?") is about the results that name them so. Any other question that names nobody
+("What is the coupons pipeline persisting to these days?") is about the longest run of its words
+that at least two of the results share ("coupons pipeline"), masked the same way.
 
 Measured on the knowledge-update dev sets: newest-first life .59 -> .85, ops .62 -> .84; newest@1
 life .25 -> .81, ops .28 -> .78, assistant .28 -> .55, workbench .30 -> .40; the generator's own
-set and LoCoMo unchanged. The masked texts are
-embedded once and kept in the embedding cache."""
+set and LoCoMo unchanged. The masked texts are embedded once and kept in the embedding cache."""
 
 from __future__ import annotations
 

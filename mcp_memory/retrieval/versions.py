@@ -11,7 +11,7 @@ import numpy as np
 
 from ..models import SearchHit
 from .about_user import about_someone_else, speaks_of_user, without_user
-from .focus import TextVectors
+from .focus import MASK, TextVectors
 from .query import word_pairs
 
 # Full-text keys closer than this hold the same query words (the rest is ts_rank's tie-break).
@@ -104,7 +104,7 @@ def is_user_note(content: str) -> bool:
 def masked_note(content: str) -> str:
     """What a note says of the user, the words for the user masked: what `user_note_versions`
     compares."""
-    return without_user(content, "someone")
+    return without_user(content, MASK)
 
 
 async def user_note_versions(content: str, near: Sequence[tuple[Any, float]], vectors: TextVectors,
