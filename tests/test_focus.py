@@ -9,7 +9,7 @@ from uuid import uuid4
 import numpy as np
 import pytest
 
-from mcp_memory.models import Principal
+from mcp_memory.models import Principal, SearchResult
 from mcp_memory.retrieval.about_user import (
     about_someone_else,
     person_asked_about,
@@ -189,73 +189,63 @@ async def write_dated(service: MemoryService, p: Principal, texts: list[tuple[st
     return [(await service.write(p, text, occurred_at=now - timedelta(days=days))).memory for text, days in texts]
 
 
+async def newest_first_only_with_the_rule(service: MemoryService, p: Principal, texts: list[tuple[str, int]],
+                                          question: str) -> tuple[SearchResult, SearchResult]:
+    """Writes `texts` (text, days ago), the last the newest version of the fact `question` asks
+    about: it ranks first, and not with the present-tense rule off. Both results, explained."""
+    *_, newest = await write_dated(service, p, texts)
+    found = await service.search(p, question, explain=True)
+    assert found.hits[0].id == newest.id, [(h.snippet, h.explain.get("on_topic")) for h in found.hits]
+    service.settings = service.settings.model_copy(update={"present_focus": False})
+    before = await service.search(p, question, explain=True)
+    assert before.hits[0].id != newest.id  # what the subject hid: fails without the rule
+    return found, before
+
+
 async def test_the_newest_version_of_the_asked_fact_first(service: MemoryService, alice: Principal) -> None:
     """Versions phrased differently, another fact about her newer than all of them, a stable fact,
     and other people's memories sharing her words or her answer: the newest city comes first, then the
     older ones."""
-    *_, newest = await write_dated(service, alice, [
+    found, before = await newest_first_only_with_the_rule(service, alice, [
         ("Ines Moreau lives in Oslo.", 700), ("Ines Moreau moved to Lisbon last month.", 420),
         ("Ines Moreau drives a Tesla.", 20), ("Ines Moreau was born on 4 May 1991.", 900),
         ("Katarina Mbeki visited Porto last spring.", 60), ("Katarina Mbeki lives in Berlin these days.", 30),
-        ("Ines Moreau relocated to Porto.", 120)])
-    question = "Where does Ines Moreau live these days?"
-    found = await service.search(alice, question, explain=True)
-    assert found.hits[0].id == newest.id, [h.snippet for h in found.hits]
+        ("Ines Moreau relocated to Porto.", 120)], "Where does Ines Moreau live these days?")
     assert found.hits[0].explain["on_topic"] > 0
     assert [h.snippet for h in found.hits[1:3]] == ["Ines Moreau moved to Lisbon last month.",
                                                     "Ines Moreau lives in Oslo."]
     # The birthday and the car are other facts about her: after the versions, not among them.
     assert {h.snippet for h in found.hits[3:5]} == {"Ines Moreau drives a Tesla.",
                                                     "Ines Moreau was born on 4 May 1991."}
-
-    service.settings = service.settings.model_copy(update={"present_focus": False})
-    before = await service.search(alice, question, explain=True)
     assert "on_topic" not in before.hits[0].explain
-    assert before.hits[0].id != newest.id  # what the names hid: fails without the focus
 
 
 async def test_a_subject_written_in_lower_case(service: MemoryService, alice: Principal) -> None:
     """No capitalised name: the run of words the results share ("billing worker") is the subject."""
-    *_, newest = await write_dated(service, alice, [
+    found, _ = await newest_first_only_with_the_rule(service, alice, [
         ("The billing worker keeps its state in Cassandra.", 600),
         ("Billing worker traffic is served out of eu-north-1.", 10),
         ("The search worker keeps its state in MySQL 8.", 30),
-        ("Finished porting the billing worker to MongoDB.", 200)])
-    question = "What is the billing worker persisting to these days?"
-    found = await service.search(alice, question, explain=True)
-    assert found.hits[0].id == newest.id, [(h.snippet, h.explain.get("on_topic")) for h in found.hits]
+        ("Finished porting the billing worker to MongoDB.", 200)],
+        "What is the billing worker persisting to these days?")
     assert found.hits[1].snippet == "The billing worker keeps its state in Cassandra."
-
-    service.settings = service.settings.model_copy(update={"present_focus": False})
-    assert (await service.search(alice, question)).hits[0].id != newest.id
 
 
 async def test_the_newest_version_of_a_fact_about_the_user(service: MemoryService, alice: Principal) -> None:
     """An agent's notes about its user, phrased three ways, beside the user's other facts and a
     newer car that is the neighbour's: the user's newest car comes first."""
-    *_, newest = await write_dated(service, alice, [
+    found, _ = await newest_first_only_with_the_rule(service, alice, [
         ("I drive a Kia Niro.", 600), ("The user owns a Tesla Model 3.", 300),
         ("User works at Quillstone.", 20), ("User is allergic to cats.", 900),
-        ("My neighbour just bought a Renault Zoe.", 10), ("Got my new Mini Cooper from the dealer.", 100)])
-    question = "What car do I drive these days?"
-    found = await service.search(alice, question, explain=True)
-    assert found.hits[0].id == newest.id, [(h.snippet, h.explain.get("on_topic")) for h in found.hits]
+        ("My neighbour just bought a Renault Zoe.", 10), ("Got my new Mini Cooper from the dealer.", 100)],
+        "What car do I drive these days?")
     assert "on_topic" not in next(h for h in found.hits if "neighbour" in h.snippet).explain
-
-    service.settings = service.settings.model_copy(update={"present_focus": False})
-    assert (await service.search(alice, question)).hits[0].id != newest.id
 
 
 async def test_the_newest_version_of_a_fact_about_someone_in_the_users_life(service: MemoryService,
                                                                           alice: Principal) -> None:
     """"My sister" is the subject, not the user: the sister's newest city first, not the user's own."""
-    *_, newest = await write_dated(service, alice, [
+    found, _ = await newest_first_only_with_the_rule(service, alice, [
         ("User's sister lives in Porto.", 600), ("I live in Berlin.", 5), ("My brother lives in Rome.", 50),
-        ("My sister moved to Oslo last month.", 100)])
-    question = "Where does my sister live these days?"
-    found = await service.search(alice, question, explain=True)
-    assert found.hits[0].id == newest.id, [(h.snippet, h.explain.get("on_topic")) for h in found.hits]
+        ("My sister moved to Oslo last month.", 100)], "Where does my sister live these days?")
     assert found.hits[1].snippet == "User's sister lives in Porto."
-
-    service.settings = service.settings.model_copy(update={"present_focus": False})
-    assert (await service.search(alice, question)).hits[0].id != newest.id
