@@ -1,8 +1,8 @@
 """Knowledge-update benchmark: does search put the newest version of a changed fact first?
 
 Loads bench/knowledge_update/dataset.jsonl (see generate.py there) through `MemoryService.write`
-into one scope (records with a `scope`, assistant.jsonl's and workbench.jsonl's households, into one each): every
-version and distractor is a memory with its `occurred_at`. For each entity's
+into one scope (records with a `scope`, assistant.jsonl's and workbench.jsonl's households, into
+one each): every version and distractor is a memory with its `occurred_at`. For each entity's
 question it runs `MemoryService.search` and reports, per variant (the table in bench/locomo.py):
   newest-first  the newest version ranks above every stale version of that entity (a stale version
                 missing from the hits counts as below); the chance level of a ranking blind to
@@ -65,7 +65,8 @@ def load(path: Path) -> list[dict[str, Any]]:
 
 
 def user_of(user: str, record: dict[str, Any]) -> str:
-    """Records with a `scope` (assistant.py and workbench.py households: one user each) load under their own user."""
+    """Records with a `scope` (assistant.py's and workbench.py's households: one user each) load
+    under their own user."""
     return f"{user}-{record['scope']}" if "scope" in record else user
 
 
