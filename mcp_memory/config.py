@@ -114,6 +114,12 @@ class Settings(BaseSettings):
         "landed since the last one."))
     analyze_fraction: float = Field(default=0.1, gt=0, le=1)
 
+    period_boost: float = Field(default=3.0, ge=1, le=10, description=(
+        "Score factor for a memory written in the period a query names ('in October 2023', 'on 3 June, "
+        "2023', 'during June', 'before 2019'); 1 turns it off."))
+    period_after_days: float = Field(default=14, ge=0, description=(
+        "What happened in a period is often written down after it ('last Friday I …'): memories up to "
+        "this many days past its end count as in it."))
     subject_boost: float = Field(default=1.25, ge=1, le=10, description=(
         "Score factor for a memory naming every person or thing the question names (capitalised words)."))
     present_focus: bool = Field(default=True, description=(

@@ -124,6 +124,15 @@ class SearchHit(BaseModel):
         "(reply), the recency factor, and the subject factor (>1: it names everyone the question names).")
 
 
+class QueryPeriod(BaseModel):
+    """The span of time a query names; memories written in it (or in the days after it) rank higher."""
+
+    phrase: str = Field(description="The words that named it, e.g. 'in October 2023'.")
+    start: datetime | None = Field(default=None, description="Inclusive; none: open.")
+    end: datetime | None = Field(default=None, description="Exclusive; none: open.")
+    month: int | None = Field(default=None, description="A month named without a year: that month of any year.")
+
+
 class QueryIntent(BaseModel):
     """What the query said about time (explain=true): the words are left out of the match."""
 
@@ -131,6 +140,7 @@ class QueryIntent(BaseModel):
         "present: the newest version of a fact ranks first; past: older versions are not pushed down."))
     phrases: list[str] = Field(description="The words about time found in the query.")
     year: int | None = None
+    period: QueryPeriod | None = None
     matched: str = Field(description="What the candidate lists matched, time words taken out.")
 
 

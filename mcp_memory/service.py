@@ -26,7 +26,6 @@ from .models import (
     MemoryPage,
     NewMemory,
     Principal,
-    QueryIntent,
     RelatedMemory,
     RestoreResult,
     ScopeLevel,
@@ -49,7 +48,7 @@ from .repository.jobs import JobRepository
 from .repository.maintenance import MaintenanceRepository
 from .repository.related import nearest
 from .repository.secrets import cursor_secret
-from .retrieval import ParsedQuery, parse_query, versions
+from .retrieval import ParsedQuery, intent_of, parse_query, versions
 from .retrieval import search as hybrid_search
 from .retrieval.about_user import about_someone_else
 from .review import Review
@@ -312,11 +311,7 @@ class MemoryService(Forgetting):
             raise InvalidInput("query is empty: say what to look for")
         parsed = parse_query(query)
         hits = await self._search(p, parsed, self.check.filter(f), limit=limit, explain=explain)
-        intent = None
-        if explain and (parsed.tense or parsed.year):
-            intent = QueryIntent(tense=parsed.tense, phrases=list(parsed.phrases), year=parsed.year,
-                                 matched=parsed.text)
-        return SearchResult(query=query, hits=hits, intent=intent)
+        return SearchResult(query=query, hits=hits, intent=intent_of(parsed) if explain else None)
 
     async def _search(self, p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, limit: int,
                       explain: bool = False, min_similarity: float | None = None) -> list[SearchHit]:

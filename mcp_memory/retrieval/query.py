@@ -13,6 +13,9 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from ..models import QueryIntent, QueryPeriod
+from .dates import Period, find_period
+
 Tense = Literal["present", "past"]
 
 # The one table of phrases that say which time a question is about. Lower case; a phrase matches
@@ -54,6 +57,7 @@ class ParsedQuery:
     tense: Tense | None = None
     phrases: tuple[str, ...] = ()
     year: int | None = None
+    period: Period | None = None  # the span of time it names ("in October 2023"), taken out of `text`
     subject: tuple[str, ...] = ()  # the names the question is about ("Pavel", "Jankowski")
     asked: str = ""  # the question as asked, time words kept (exclusions removed)
 
@@ -68,9 +72,10 @@ def split_query(query: str) -> tuple[str, list[str]]:
 def parse_query(query: str) -> ParsedQuery:
     wanted, excluded = split_query(query)
     found: dict[Tense, list[str]] = {}
-    text = wanted
+    # "before 2019" is both: a past tense and a period that ends when 2019 begins.
+    period, text = find_period(wanted)
     for tense, pattern in _PATTERNS.items():
-        matches = [m.group(0).lower() for m in pattern.finditer(text)]
+        matches = [m.group(0).lower() for m in pattern.finditer(wanted)]
         if matches:
             found[tense] = matches
             text = pattern.sub(" ", text)
@@ -84,8 +89,18 @@ def parse_query(query: str) -> ParsedQuery:
     if not any(ch.isalnum() for ch in text):
         text = wanted  # nothing but time words: they are what it is about
     phrases = tuple(p for ps in found.values() for p in ps)
-    return ParsedQuery(text=text, excluded=excluded, tense=tense, phrases=phrases, year=year,
+    return ParsedQuery(text=text, excluded=excluded, tense=tense, phrases=phrases, year=year, period=period,
                        subject=subject_of(text), asked=wanted)
+
+
+def intent_of(parsed: ParsedQuery) -> QueryIntent | None:
+    """What `explain` shows of the query's time: None when it says nothing about time."""
+    if not (parsed.tense or parsed.year or parsed.period):
+        return None
+    period = parsed.period and QueryPeriod(phrase=parsed.period.phrase, start=parsed.period.start,
+                                           end=parsed.period.end, month=parsed.period.month)
+    return QueryIntent(tense=parsed.tense, phrases=list(parsed.phrases), year=parsed.year, period=period,
+                       matched=parsed.text)
 
 
 # Capitalised words that are not names: question words and the like at the start of a clause.

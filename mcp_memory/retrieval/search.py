@@ -19,6 +19,7 @@ from ..models import MemoryFilter, Principal, ScopeInfo, SearchHit, human_age, m
 from ..repository import MemoryRepository, Sql, filtered, visible
 from ..repository.embeddings import model_literal, vector_cast
 from . import focus
+from .dates import Period
 from .query import ParsedQuery
 from .versions import newest_of_conflicts, successors_first
 
@@ -51,6 +52,7 @@ def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool,
         explain={"vector": row["vec_rank"], "fulltext": row["fts_rank"], "trigram": row["trgm_rank"],
                  "fused": round(row["fused"], 6), "reply": round(row["reply"], 6),
                  "recency": round(row["recency"], 4), "subject": round(row["about"], 4),
+                 "period": round(row["period"], 4),
                  **({"on_topic": round(on_topic.question, 4), "linked": round(on_topic.link, 4)}
                     if on_topic is not None else {})} if explain else None,
     )
@@ -67,6 +69,22 @@ def _halvings(reference: str, half_life: str) -> str:
     age_days = f"extract(epoch FROM ({reference} - m.occurred_at)) / 86400.0"
     return (f"(CASE WHEN NOT isfinite(m.occurred_at) THEN {MAX_HALVINGS}::float8 "
             f"ELSE least({MAX_HALVINGS}::float8, greatest(0::float8, {age_days}) / {half_life}::float8) END)")
+
+
+def _in_period(q: Sql, period: Period, after_days: float) -> str:
+    """Whether a memory was written in `period` or up to `after_days` after its end."""
+    def after() -> str:
+        return f"{q.arg(after_days)}::float8 * interval '1 day'"
+    if period.month is not None:  # a month of any year
+        month = q.arg(period.month)
+        return (f"(extract(month FROM m.occurred_at AT TIME ZONE 'UTC') = {month}::int "
+                f"OR extract(month FROM (m.occurred_at - {after()}) AT TIME ZONE 'UTC') = {month}::int)")
+    clauses = []
+    if period.start is not None:
+        clauses.append(f"m.occurred_at >= {q.arg(period.start)}::timestamptz")
+    if period.end is not None:
+        clauses.append(f"m.occurred_at < {q.arg(period.end)}::timestamptz + {after()}")
+    return "(" + " AND ".join(clauses) + ")"
 
 
 def _whole_word(name: str) -> str:
@@ -165,9 +183,9 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
     if conflict is None:
         conflict = conflict_similarity(model)
     query, excluded = parsed.text, parsed.excluded
-    # A question about the past wants older versions as they ranked: no recency, no penalty for
-    # being superseded, no newest-first among versions.
-    past = parsed.tense == "past"
+    # A question about the past, or about a period it names, wants older versions as they ranked:
+    # no recency, no penalty for being superseded, no newest-first among versions.
+    past = parsed.tense == "past" or parsed.period is not None
     # Every list, and the replies, read the same visible rows: one clause, its values bound once.
     where = _where(q, p, f, excluded)
     # name -> (weight, candidates query selecting id and key, order of key)
@@ -253,6 +271,10 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
     names = " AND ".join(f"(m.content || ' ' || coalesce(m.title, '')) ~ {q.arg(_whole_word(name))}"
                          for name in parsed.subject) if settings.subject_boost != 1 else ""
     about = f"CASE WHEN {names} THEN {q.arg(settings.subject_boost)}::float8 ELSE 1 END" if names else "1"
+    # A query that names a period is about what was written in it (retrieval/dates.py).
+    period = (f"CASE WHEN {_in_period(q, parsed.period, settings.period_after_days)} "
+              f"THEN {q.arg(settings.period_boost)}::float8 ELSE 1 END"
+              if parsed.period is not None and settings.period_boost != 1 else "1")
     sql = f"""
     WITH {ctes},
     listed AS (
@@ -270,10 +292,10 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
                m.superseded_by, f.fused, f.vec_rank, f.fts_rank, f.trgm_rank, f.fts_key, f.reply,
                {floor}::float8 + (1 - {floor}::float8)
                    * power(2::float8, -{_halvings(reference, half_life)}) AS recency,
-               {about}::float8 AS about
+               {about}::float8 AS about, {period}::float8 AS period
         FROM fused f {_by_id(q, p, "f", "m")}
     )
-    SELECT m.*, fused * recency * {penalty} * about AS score
+    SELECT m.*, fused * recency * {penalty} * about * period AS score
     FROM scored m LEFT JOIN memories s
         ON s.user_id = m.user_id AND s.id = m.superseded_by AND s.deleted_at IS NULL
     ORDER BY score DESC, length(m.content), m.id
