@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -31,7 +32,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -274,6 +275,30 @@ class Conversation:
     questions: list[dict[str, Any]]
 
 
+_YEAR_IN_TEXT = re.compile(r"(?<![\w-])(19\d\d|2[01]\d\d)(?![\w-])")
+
+
+def _years_later(when: datetime, years: int) -> datetime:
+    try:
+        return when.replace(year=when.year + years)
+    except ValueError:  # 29 February
+        return when.replace(year=when.year + years, day=28)
+
+
+def rebased(conv: Conversation, now: datetime) -> Conversation:
+    """The conversation moved by whole years, so that its last session lies within the past year,
+    and the years its questions name moved with it. A shift by whole years keeps every date a
+    question names true of the moved store ("What did Maria donate in December 2023?" still asks
+    about the month its answer was said in, which a shift by days would move into the next one);
+    a recency factor relative to now then sees ages of under a year plus the conversation's own."""
+    last = conv.sessions[-1][1]
+    years = now.year - last.year - (_years_later(last, now.year - last.year) > now)
+    sessions = [(number, _years_later(when, years), turns) for number, when, turns in conv.sessions]
+    questions = [{**q, "question": _YEAR_IN_TEXT.sub(lambda m: str(int(m[1]) + years), q["question"])}
+                 for q in conv.questions]
+    return Conversation(conv.sample_id, sessions, questions)
+
+
 def load_dataset(path: Path, limit: int | None) -> list[Conversation]:
     data = json.loads(path.read_text())
     out = []
@@ -288,7 +313,7 @@ def load_dataset(path: Path, limit: int | None) -> list[Conversation]:
 
 
 async def load_conversation(service: MemoryService, p: Principal, conv: Conversation,
-                            shift: timedelta, write_times: list[float]) -> tuple[dict[str, Any], int]:
+                            write_times: list[float]) -> tuple[dict[str, Any], int]:
     """Write every turn; returns dia_id -> memory id and how many writes were duplicates."""
     ids: dict[str, Any] = {}
     duplicates = 0
@@ -296,7 +321,7 @@ async def load_conversation(service: MemoryService, p: Principal, conv: Conversa
         for turn in turns:
             t = time.perf_counter()
             result = await service.write(
-                p, turn_text(turn), kind="episode", occurred_at=when + shift, source="locomo",
+                p, turn_text(turn), kind="episode", occurred_at=when, source="locomo",
                 metadata={"dia_id": turn["dia_id"], "conversation": conv.sample_id, "session": number})
             write_times.append(time.perf_counter() - t)
             ids[turn["dia_id"]] = result.memory.id
@@ -337,12 +362,14 @@ async def main_async(args: argparse.Namespace) -> None:
         users: list[str] = []
         dropped = {"no_evidence": 0, "unknown_evidence_ids": 0, "duplicates": 0}
         started = time.perf_counter()
+        now = datetime.now(UTC)
         for conv in convs:
+            if args.dates == "rebased":
+                conv = rebased(conv, now)
             user = f"locomo-{conv.sample_id}" if not args.database_url else f"locomo-{run_id}-{conv.sample_id}"
             users.append(user)
             p = bench_principal(user)
-            shift = (datetime.now(UTC) - conv.sessions[-1][1]) if args.dates == "rebased" else timedelta(0)
-            ids, dups = await load_conversation(loader, p, conv, shift, write_times)
+            ids, dups = await load_conversation(loader, p, conv, write_times)
             dropped["duplicates"] += dups
             for q in conv.questions:
                 wanted = evidence_ids(q.get("evidence", []))
@@ -415,7 +442,8 @@ def main() -> None:
     parser.add_argument("--limit-conversations", type=int)
     parser.add_argument("--limit", type=int, default=10, help="search limit; MRR counts hits within it")
     parser.add_argument("--dates", choices=("original", "rebased"), default="original",
-                        help="rebased shifts each conversation so its last session is now")
+                        help="rebased moves each conversation by whole years so its last session lies within the "
+                        "past year, and the years its questions name with it")
     parser.add_argument("--database-url", help="use this PostgreSQL instead of a temporary embedded one")
     parser.add_argument("--details", action="store_true", help="keep per-question scores in the JSON")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "locomo.json")
