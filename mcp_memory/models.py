@@ -121,7 +121,8 @@ class SearchHit(BaseModel):
     explain: dict[str, float | None] | None = Field(
         default=None, description="explain=true: rank in each candidate list (null: not a candidate there), "
         "the fused score before recency, the part of it passed on from the question this episode replied to "
-        "(reply), the recency factor, and the subject factor (>1: it names everyone the question names).")
+        "(reply), the recency factor, the subject factor (>1: it names everyone the question names) and the "
+        "period factor (>1: written in the period the query names).")
 
 
 class QueryPeriod(BaseModel):

@@ -5,8 +5,9 @@ the memories written in it (retrieval/search.py).
 A named date says when, not what: as a full-text term "October" matches no memory of October
 events ("We went camping last weekend"), and in a sentence embedding it only blurs the question.
 Memories carry the time they were written (`occurred_at`), and what happened in a period is
-mostly written in it or in the days after it ("last Friday I went …"), so the period is widened
-by `PeriodPolicy.after` at its end. English month names; add a language by adding its names."""
+mostly written in it or in the days after it ("last Friday I went …"), so the ranking widens the
+period at its end (`MCP_MEMORY_PERIOD_AFTER_DAYS`). English month names; add a language by adding
+its names to `_MONTHS`."""
 
 from __future__ import annotations
 

@@ -53,7 +53,7 @@ class TextVectors(Protocol):
 def applies(parsed: ParsedQuery) -> bool:
     """Only a question about now, and no period ("what did Mel paint in her latest project in July
     2023" is about July 2023, not about now)."""
-    return parsed.tense == "present" and parsed.year is None and parsed.period is None
+    return parsed.tense == "present" and parsed.period is None
 
 
 def _whole(words: str, flags: int = 0) -> re.Pattern[str]:
