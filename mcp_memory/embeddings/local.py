@@ -193,6 +193,10 @@ class MiniLMEmbedder(LocalEmbedder):
         conflict_similarity=0.65,
     )
     max_tokens = 256
+    # Attention grows with the longest text of a batch and int8 matmuls stop gaining past a few
+    # rows on two cores: 16 LoCoMo turns a call embed 187 texts/s against 163 for 32 (bulk
+    # writes through memory_write_many 128 -> 145 memories/s, bench/bulk_write.py).
+    batch_size = 16
 
     def _load(self) -> Any:
         import onnxruntime as ort
