@@ -85,13 +85,15 @@ async def memory_search(
         "Search the store as it stood then (ISO 8601): later memories left out, recency measured from it."))] = None,
     explain: Annotated[bool, Field(description=(
         "Include each candidate list's rank, the share taken from the question a hit replied to, "
-        "the recency factor, the factor for naming whom the question names (subject), and, for a "
+        "the recency factor, the factor for naming whom the question names (subject), the factor for "
+        "being written in the period the query names (period), and, for a "
         "question about now, how close each memory about its subject (someone named, the user, "
         "someone in the user's life) is to it (on_topic) and to the others (linked)."))] = False,
 ) -> SearchResult:
     """Find memories relevant to a query, best first, in every scope this session can see:
     meaning (vectors), words (full text) and spelling (trigram, short queries) fused, newer first
-    among equals; an episode that answered a matching question ranks with it."""
+    among equals; an episode that answered a matching question ranks with it. A date in the query
+    ("in October 2023", "on 3 June, 2023", "during June") lifts what was written then."""
     service, p = await bind(ctx)
     f = _filter(kinds, tags, since, until, scope).model_copy(update={"as_of": as_of})
     return await service.search(p, query, f, limit=limit, explain=explain)
