@@ -59,6 +59,8 @@ def test_a_month_without_its_year_is_that_month_of_any_year(query: str, month: i
     "port 2019-style config",       # a number inside an identifier
     "party on 31 June 2023",        # no such day
     "the 12 monkeys",
+    "What changed in version 2024.1?",  # a release number
+    "the opinion of Jan on the design",  # an abbreviation alone is a name, not a month
 ])
 def test_no_period(query: str) -> None:
     assert find_period(query) == (None, query)

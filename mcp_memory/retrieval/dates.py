@@ -38,10 +38,12 @@ _FORMS = [
     rf"{_MONTH},?\s+{_YEAR}",                              # October 2023
     rf"{_YEAR}",                                           # 2023
 ]
-# A month alone ("in June", "during september", "last July"): that month of any year.
+# A month alone ("in June", "during september", "last July"): that month of any year. Only full
+# names: "the opinion of Jan" names no month.
+_FULL_MONTH = "(?P<month>" + "|".join(calendar.month_name[n].lower() for n in range(1, 13)) + ")"
 _MONTH_ONLY = re.compile(
     r"(?<![\w-])" + _BOUND + r"(?:(?:in|during|throughout|early|late|mid-?|last|this|of)\s+)"
-    + _MONTH + r"(?![\w-])", re.IGNORECASE)
+    + _FULL_MONTH + r"(?![\w-])", re.IGNORECASE)
 
 
 def _numbered(form: str, i: int) -> str:
@@ -49,9 +51,14 @@ def _numbered(form: str, i: int) -> str:
     return re.sub(r"\?P<(\w+)>", lambda m: f"?P<{m[1]}{i}>", form)
 
 
+# Not inside a word, a hyphenated name or a number: "2019-style" and "version 2024.1" name no
+# year.
+_BEFORE, _AFTER = r"(?<![\w.-])", r"(?![\w-]|\.\d)"
 _DATED = re.compile(
-    r"(?<![\w-])" + _BOUND + _LEAD + "(?:" + "|".join(f"(?:{_numbered(form, i)})" for i, form in enumerate(_FORMS))
-    + r")(?![\w-])", re.IGNORECASE)
+    _BEFORE + _BOUND + _LEAD + "(?:" + "|".join(f"(?:{_numbered(form, i)})" for i, form in enumerate(_FORMS))
+    + ")" + _AFTER, re.IGNORECASE)
+#: A year as a word, read the same way.
+YEAR = re.compile(_BEFORE + r"(19\d\d|2[01]\d\d)" + _AFTER)
 
 _SPACE = re.compile(r"\s+")
 _DANGLING = re.compile(r"\s+([?!.,;:])")

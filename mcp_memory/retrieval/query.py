@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..models import QueryIntent, QueryPeriod
-from .dates import Period, find_period
+from .dates import YEAR, Period, find_period
 
 Tense = Literal["present", "past"]
 
@@ -35,7 +35,6 @@ TEMPORAL_PHRASES: dict[Tense, tuple[str, ...]] = {
 }
 
 # A four-digit year from 1900 to 2199.
-_YEAR = re.compile(r"(?<![\w-])(19\d\d|2[01]\d\d)(?![\w-])")
 _SPACE = re.compile(r"\s+")
 _DANGLING = re.compile(r"\s+([?!.,;:])")
 
@@ -81,7 +80,7 @@ def parse_query(query: str) -> ParsedQuery:
             text = pattern.sub(" ", text)
     # A year is recorded, not taken as a tense: "what did we ship in 2023" may be answered by a
     # memory written at any time (LoCoMo R@10 lost 4 questions when a past year turned recency off).
-    years = set(_YEAR.findall(wanted))
+    years = set(YEAR.findall(wanted))
     year = int(years.pop()) if len(years) == 1 else None
     # A query about both times ("used to … and now?") states no single intent.
     tense: Tense | None = next(iter(found)) if len(found) == 1 else None
