@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import statistics
 import sys
 import tempfile
@@ -43,6 +42,7 @@ from mcp_memory.db import open_database
 from mcp_memory.models import Principal
 from mcp_memory.repository import MemoryRepository
 from mcp_memory.retrieval import parse_query
+from mcp_memory.retrieval.dates import YEAR
 from mcp_memory.service import MemoryService
 from mcp_memory.vectors import Vectors
 
@@ -275,9 +275,6 @@ class Conversation:
     questions: list[dict[str, Any]]
 
 
-_YEAR_IN_TEXT = re.compile(r"(?<![\w-])(19\d\d|2[01]\d\d)(?![\w-])")
-
-
 def _years_later(when: datetime, years: int) -> datetime:
     try:
         return when.replace(year=when.year + years)
@@ -294,7 +291,7 @@ def rebased(conv: Conversation, now: datetime) -> Conversation:
     last = conv.sessions[-1][1]
     years = now.year - last.year - (_years_later(last, now.year - last.year) > now)
     sessions = [(number, _years_later(when, years), turns) for number, when, turns in conv.sessions]
-    questions = [{**q, "question": _YEAR_IN_TEXT.sub(lambda m: str(int(m[1]) + years), q["question"])}
+    questions = [{**q, "question": YEAR.sub(lambda m: str(int(m[1]) + years), q["question"])}
                  for q in conv.questions]
     return Conversation(conv.sample_id, sessions, questions)
 

@@ -195,7 +195,7 @@ class MiniLMEmbedder(LocalEmbedder):
     max_tokens = 256
     # Attention grows with the longest text of a batch and int8 matmuls stop gaining past a few
     # rows on two cores: 16 LoCoMo turns a call embed 187 texts/s against 163 for 32 (bulk
-    # writes through memory_write_many 128 -> 145 memories/s, bench/bulk_write.py).
+    # writes through memory_write_many 128 -> 141 memories/s, bench/bulk_write.py).
     batch_size = 16
 
     def _load(self) -> Any:
