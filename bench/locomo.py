@@ -122,6 +122,8 @@ VARIANTS: list[Variant] = [
             requires=("weight_vector", "recency_floor", "recency_half_life_days")),
     Variant("no-replies", "the defaults without passing scores from questions to replies",
             set={"reply_weight": 0.0}),
+    Variant("no-period", "the defaults without lifting what was written in the period a query names",
+            set={"period_boost": 1.0}, requires=("period_boost",)),
 ]
 
 
