@@ -111,3 +111,26 @@ def test_the_period_is_shown_as_data() -> None:
     assert intent is not None and intent.period is not None
     assert intent.period.start == day(2023, 1, 1) and intent.period.end == day(2024, 1, 1)
     assert intent_of(parse_query("What did Ana start?")) is None
+
+
+async def test_the_period_through_mcp(settings: Settings) -> None:
+    """A client sees the period in `intent` and in each hit's `explain`, and the result validates
+    against the tool's published output schema (the SDK's client checks it)."""
+    from mcp import Client
+
+    from mcp_memory.server import build_server
+
+    async with Client(build_server(settings), mode="legacy") as client:
+        for content, when in (("Shipped version 3 of the ledger service.", "2025-03-12T10:00:00Z"),
+                              ("Shipped version 4 of the ledger service.", "2025-09-02T10:00:00Z")):
+            written = await client.call_tool("memory_write", {"content": content, "occurred_at": when})
+            assert not written.is_error, written.content[0].text
+        result = await client.call_tool("memory_search", {"query": "ledger service release in March 2025",
+                                                          "explain": True})
+        assert not result.is_error, result.content[0].text
+        found = result.structured_content
+        assert found["intent"]["period"] == {"phrase": "in March 2025", "start": "2025-03-01T00:00:00Z",
+                                             "end": "2025-04-01T00:00:00Z", "month": None}
+        assert found["hits"][0]["snippet"].startswith("Shipped version 3")
+        assert [h["explain"]["period"] for h in found["hits"]] == [settings.period_boost, 1]
+        assert '"phrase":"in March 2025"' in result.content[0].text  # the lean text for the model
