@@ -134,14 +134,17 @@ def find_period(text: str) -> tuple[Period | None, str]:
         period = Period(start=None if None in starts else min(s for s in starts if s is not None),
                         end=None if None in ends else max(e for e in ends if e is not None),
                         phrase="; ".join(phrases))
-        return period, _tidy(rest, text)
+        return period, tidy(rest, text)
     match = _MONTH_ONLY.search(text)
     if match is None:
         return None, text
     period = Period(month=_MONTHS[match.group("month").lower()], phrase=match.group(0))
-    return period, _tidy(text[:match.start()] + " " + text[match.end():], text)
+    return period, tidy(text[:match.start()] + " " + text[match.end():], text)
 
 
-def _tidy(rest: str, original: str) -> str:
+def tidy(rest: str, original: str) -> str:
+    """`rest`, what is left of `original` once words about time are taken out, with its spaces
+    and punctuation mended; `original` itself when nothing but time words was there (they are
+    then what it is about)."""
     rest = _DANGLING.sub(r"\1", _SPACE.sub(" ", rest)).strip()
     return rest if any(ch.isalnum() for ch in rest) else original

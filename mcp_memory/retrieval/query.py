@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..models import QueryIntent, QueryPeriod
-from .dates import YEAR, Period, find_period
+from .dates import YEAR, Period, find_period, tidy
 
 Tense = Literal["present", "past"]
 
@@ -33,10 +33,6 @@ TEMPORAL_PHRASES: dict[Tense, tuple[str, ...]] = {
         "at the time", "in those days", "last year", "years ago", "earlier", "initially", "prior",
     ),
 }
-
-# A four-digit year from 1900 to 2199.
-_SPACE = re.compile(r"\s+")
-_DANGLING = re.compile(r"\s+([?!.,;:])")
 
 
 def _pattern(phrases: tuple[str, ...]) -> re.Pattern[str]:
@@ -78,15 +74,13 @@ def parse_query(query: str) -> ParsedQuery:
         if matches:
             found[tense] = matches
             text = pattern.sub(" ", text)
-    # A year is recorded, not taken as a tense: "what did we ship in 2023" may be answered by a
-    # memory written at any time (LoCoMo R@10 lost 4 questions when a past year turned recency off).
+    # A single year is also recorded on its own (`explain`'s intent.year); as a period it lifts what
+    # was written in it rather than narrowing to it.
     years = set(YEAR.findall(wanted))
     year = int(years.pop()) if len(years) == 1 else None
     # A query about both times ("used to … and now?") states no single intent.
     tense: Tense | None = next(iter(found)) if len(found) == 1 else None
-    text = _DANGLING.sub(r"\1", _SPACE.sub(" ", text)).strip()
-    if not any(ch.isalnum() for ch in text):
-        text = wanted  # nothing but time words: they are what it is about
+    text = tidy(text, wanted)
     phrases = tuple(p for ps in found.values() for p in ps)
     return ParsedQuery(text=text, excluded=excluded, tense=tense, phrases=phrases, year=year, period=period,
                        subject=subject_of(text), asked=wanted)
