@@ -105,8 +105,12 @@ class Settings(BaseSettings):
     reply_weight: float = Field(default=0.5, ge=0, le=1, description=(
         "An episode that asks a question passes this share of its score to the episode written next in "
         "its scope, the reply; 0 turns it off."))
+    preceding_weight: float = Field(default=0.25, ge=0, le=1, description=(
+        "An episode among the best candidates passes this share of its score to the episode written just "
+        "before it in its scope, what it reacts to; 0 turns it off."))
     reply_gap_minutes: float = Field(default=30, ge=0, description=(
-        "A later episode is no reply when it occurred more than this after the question."))
+        "A later episode is no reply (an earlier one is no turn reacted to) when it occurred more than "
+        "this after (before) the other."))
 
     # Planner statistics after bursts of writes (statistics.py), on any PostgreSQL.
     analyze_min_writes: int = Field(default=50, ge=1, description=(

@@ -120,9 +120,10 @@ class SearchHit(BaseModel):
     superseded_by: UUID | None = None
     explain: dict[str, float | None] | None = Field(
         default=None, description="explain=true: rank in each candidate list (null: not a candidate there), "
-        "the fused score before recency, the part of it passed on from the question this episode replied to "
-        "(reply), the recency factor, the subject factor (>1: it names everyone the question names) and the "
-        "period factor (>1: written in the period the query names).")
+        "the fused score before recency, the part of it passed on from neighbouring episodes (reply: from the "
+        "question this one answers and from the matching turn after it), the recency factor, the subject "
+        "factor (>1: it names everyone the question names) and the period factor (>1: written in the "
+        "period the query names).")
 
 
 class QueryPeriod(BaseModel):

@@ -248,7 +248,7 @@ async def test_a_question_passes_its_score_to_its_reply(service: MemoryService, 
     elsewhere = await say(301, "Jo: Mostly old maps.", scope="user")  # another scope: no reply
 
     async def search(weight: float) -> dict:
-        s = settings.model_copy(update={"reply_weight": weight, "recency_floor": 1.0})
+        s = settings.model_copy(update={"reply_weight": weight, "preceding_weight": 0.0, "recency_floor": 1.0})
         hits = (await MemoryService(service.repo, s, service.vectors).search(
             alice, "What is Jo researching?", limit=20, explain=True)).hits
         return {h.id: (i, h.explain) for i, h in enumerate(hits)}
@@ -266,6 +266,40 @@ async def test_a_question_passes_its_score_to_its_reply(service: MemoryService, 
     preview = await service.forget_preview(alice, query="researching")
     assert reply.id not in {c.id for c in preview.candidates}
     assert question.id in {c.id for c in preview.candidates}
+
+
+async def test_a_reaction_passes_its_score_to_the_turn_before_it(service: MemoryService, alice: Principal,
+                                                                  settings: Settings) -> None:
+    """The turn that holds the answer shares no word with the search; the reaction to it does."""
+    start = datetime.now(UTC) - timedelta(days=3)
+
+    async def say(minute: int, text: str, kind: str = "episode"):
+        return (await service.write(alice, text, kind=kind, occurred_at=start + timedelta(minutes=minute))).memory
+
+    trip = await say(0, "Ana: We hiked around Lake Bled for a week.")
+    reaction = await say(1, "Tom: A holiday in Slovenia, lucky you, Ana!")
+    await say(2, "Ana: The weather was perfect for it.")
+    await say(3, "Tom: My sister adopted a cat last month.")
+    await say(4, "Ana: Work has been hectic since Monday.")
+    await say(5, "Tom: The bakery on Elm Street closed for good.")
+    kitchen = await say(100, "Ana: I repainted the kitchen green.")
+    await say(140, "Tom: Ana, a holiday at home is still a holiday.")  # 40 minutes on: not its reaction
+    starter = await say(200, "Ana keeps a sourdough starter in the fridge.", kind="fact")  # facts stand alone
+    await say(201, "Tom: Ana, take a holiday from baking!")
+
+    async def search(weight: float) -> dict:
+        s = settings.model_copy(update={"preceding_weight": weight, "recency_floor": 1.0})
+        hits = (await MemoryService(service.repo, s, service.vectors).search(
+            alice, "Where did Ana go on holiday?", limit=20, explain=True)).hits
+        return {h.id: (i, h.explain) for i, h in enumerate(hits)}
+
+    on, off = await search(settings.preceding_weight), await search(0.0)
+    # Of the reaction's own score, not of what it took from the turn after it in turn.
+    own = on[reaction.id][1]["fused"] - on[reaction.id][1]["reply"]
+    assert on[trip.id][1]["reply"] == pytest.approx(settings.preceding_weight * own, abs=1e-5)
+    assert off[trip.id][1]["reply"] == 0
+    assert on[trip.id][0] < off[trip.id][0]
+    assert on[kitchen.id][1]["reply"] == on[starter.id][1]["reply"] == 0
 
 
 async def test_time_words_steer_instead_of_matching(service: MemoryService, alice: Principal) -> None:

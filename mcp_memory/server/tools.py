@@ -131,7 +131,8 @@ async def memory_write(
     title: Title = None,
     kind: Annotated[Kind, Field(description=(
         "episode: something said or done, in order (a conversation turn: a search that matches a question "
-        "also lifts the episode written next, its reply); the other kinds stand alone."))] = "note",
+        "also lifts the episode written next, its reply, and one that matches lifts the episode before it); the "
+        "other kinds stand alone."))] = "note",
     tags: Annotated[list[str] | None, Field(max_length=limits.MAX_TAGS)] = None,
     metadata: Metadata = None,
     importance: Importance = 0.5,
