@@ -120,8 +120,10 @@ VARIANTS: list[Variant] = [
             requires=("weight_vector",), off=NO_RECENCY),
     Variant("hybrid+recency", "default weights and default recency",
             requires=("weight_vector", "recency_floor", "recency_half_life_days")),
-    Variant("no-replies", "the defaults without passing scores from questions to replies",
-            set={"reply_weight": 0.0}),
+    Variant("no-replies", "the defaults without passing scores between neighbouring turns",
+            set={"reply_weight": 0.0, "preceding_weight": 0.0}),
+    Variant("no-preceding", "the defaults without passing scores to the turn a match reacts to",
+            set={"preceding_weight": 0.0}, requires=("preceding_weight",)),
     Variant("no-period", "the defaults without lifting what was written in the period a query names",
             set={"period_boost": 1.0}, requires=("period_boost",)),
 ]
