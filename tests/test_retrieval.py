@@ -302,6 +302,37 @@ async def test_a_reaction_passes_its_score_to_the_turn_before_it(service: Memory
     assert on[kitchen.id][1]["reply"] == on[starter.id][1]["reply"] == 0
 
 
+async def test_a_filter_does_not_change_which_turn_is_a_neighbour(service: MemoryService, alice: Principal,
+                                                                   settings: Settings) -> None:
+    """Under a tag filter a turn's neighbour is still the turn next to it, lifted only if the filter
+    lets it through; never the nearest turn that happens to carry the tag."""
+    start = datetime.now(UTC) - timedelta(days=3)
+
+    async def say(minute: int, text: str, tags: list[str]):
+        return (await service.write(alice, text, kind="episode", tags=tags,
+                                    occurred_at=start + timedelta(minutes=minute))).memory
+
+    trip = await say(0, "Ana: We hiked around Lake Bled for a week.", ["trip"])
+    await say(1, "Tom: My sister adopted a cat last month.", [])
+    reaction = await say(2, "Tom: A holiday in Slovenia, lucky you, Ana!", ["trip"])
+    question = await say(10, "Tom: Ana, what did you eat on holiday?", ["trip"])
+    cheese = await say(11, "Ana: Mostly cheese, honestly.", [])
+    dumplings = await say(12, "Ana: Struklji, the rolled dumplings.", ["trip"])
+
+    s = settings.model_copy(update={"recency_floor": 1.0})
+    search = MemoryService(service.repo, s, service.vectors).search
+    tagged = {h.id: h.explain for h in (await search(
+        alice, "Where did Ana go on holiday?", MemoryFilter(tags=["trip"]), limit=20, explain=True)).hits}
+    assert reaction.id in tagged and question.id in tagged
+    # The turn before the reaction (the cat) and the reply to the question (the cheese) carry no
+    # tag: neither is lifted, and the tagged turns beyond them are no neighbours.
+    assert tagged[trip.id]["reply"] == tagged[dumplings.id]["reply"] == 0
+    everything = {h.id: h.explain for h in (await search(
+        alice, "Where did Ana go on holiday?", limit=20, explain=True)).hits}
+    assert everything[trip.id]["reply"] == everything[dumplings.id]["reply"] == 0
+    assert everything[cheese.id]["reply"] > 0
+
+
 async def test_time_words_steer_instead_of_matching(service: MemoryService, alice: Principal) -> None:
     """'these days' is no content word: it must not lift another person's memory that says it."""
     now = datetime.now(UTC)
