@@ -106,8 +106,8 @@ class Settings(BaseSettings):
         "An episode that asks a question passes this share of its score to the episode written next in "
         "its scope, the reply; 0 turns it off."))
     preceding_weight: float = Field(default=0.25, ge=0, le=1, description=(
-        "An episode among the best candidates passes this share of its score to the episode written just "
-        "before it in its scope, what it reacts to; 0 turns it off."))
+        "An episode that asks a question also passes this share of its score to the episode written just "
+        "before it in its scope, the turn it follows up on; 0 turns it off."))
     reply_gap_minutes: float = Field(default=30, ge=0, description=(
         "A later episode is no reply (an earlier one is no turn reacted to) when it occurred more than "
         "this after (before) the other."))

@@ -121,7 +121,7 @@ class SearchHit(BaseModel):
     explain: dict[str, float | None] | None = Field(
         default=None, description="explain=true: rank in each candidate list (null: not a candidate there), "
         "the fused score before recency, the part of it passed on from neighbouring episodes (reply: from the "
-        "question this one answers and from the matching turn after it), the recency factor, the subject "
+        "question this one answers or the question following it up), the recency factor, the subject "
         "factor (>1: it names everyone the question names) and the period factor (>1: written in the "
         "period the query names).")
 

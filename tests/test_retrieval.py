@@ -268,24 +268,28 @@ async def test_a_question_passes_its_score_to_its_reply(service: MemoryService, 
     assert question.id in {c.id for c in preview.candidates}
 
 
-async def test_a_reaction_passes_its_score_to_the_turn_before_it(service: MemoryService, alice: Principal,
-                                                                  settings: Settings) -> None:
-    """The turn that holds the answer shares no word with the search; the reaction to it does."""
+async def test_a_follow_up_question_passes_its_score_to_the_turn_before_it(
+        service: MemoryService, alice: Principal, settings: Settings) -> None:
+    """The turn that holds the answer shares no word with the search; the question following it
+    up does. A turn that asks nothing passes nothing back."""
     start = datetime.now(UTC) - timedelta(days=3)
 
     async def say(minute: int, text: str, kind: str = "episode"):
         return (await service.write(alice, text, kind=kind, occurred_at=start + timedelta(minutes=minute))).memory
 
     trip = await say(0, "Ana: We hiked around Lake Bled for a week.")
-    reaction = await say(1, "Tom: A holiday in Slovenia, lucky you, Ana!")
+    follow_up = await say(1, "Tom: Slovenia for your holiday, Ana? How was it?")
     await say(2, "Ana: The weather was perfect for it.")
     await say(3, "Tom: My sister adopted a cat last month.")
-    await say(4, "Ana: Work has been hectic since Monday.")
-    await say(5, "Tom: The bakery on Elm Street closed for good.")
+    cake = await say(4, "Ana: I baked a plum cake for the team.")
+    await say(5, "Tom: Ana, that sounds like a holiday treat.")  # asks nothing: passes nothing back
     kitchen = await say(100, "Ana: I repainted the kitchen green.")
-    await say(140, "Tom: Ana, a holiday at home is still a holiday.")  # 40 minutes on: not its reaction
+    await say(140, "Tom: Ana, was that your holiday project?")  # 40 minutes on: no follow-up to it
     starter = await say(200, "Ana keeps a sourdough starter in the fridge.", kind="fact")  # facts stand alone
-    await say(201, "Tom: Ana, take a holiday from baking!")
+    await say(201, "Tom: Ana, do you ever take a holiday from baking?")
+    # Facts that match the search's name and some of its meaning: the hike only passes them lifted.
+    await say(300, "Ana went to the dentist in May.", kind="fact")
+    await say(301, "Ana goes to the office on Tuesdays.", kind="fact")
 
     async def search(weight: float) -> dict:
         s = settings.model_copy(update={"preceding_weight": weight, "recency_floor": 1.0})
@@ -294,12 +298,11 @@ async def test_a_reaction_passes_its_score_to_the_turn_before_it(service: Memory
         return {h.id: (i, h.explain) for i, h in enumerate(hits)}
 
     on, off = await search(settings.preceding_weight), await search(0.0)
-    # Of the reaction's own score, not of what it took from the turn after it in turn.
-    own = on[reaction.id][1]["fused"] - on[reaction.id][1]["reply"]
-    assert on[trip.id][1]["reply"] == pytest.approx(settings.preceding_weight * own, abs=1e-5)
+    assert on[trip.id][1]["reply"] == pytest.approx(settings.preceding_weight * on[follow_up.id][1]["fused"],
+                                                    abs=1e-5)
     assert off[trip.id][1]["reply"] == 0
     assert on[trip.id][0] < off[trip.id][0]
-    assert on[kitchen.id][1]["reply"] == on[starter.id][1]["reply"] == 0
+    assert on[cake.id][1]["reply"] == on[kitchen.id][1]["reply"] == on[starter.id][1]["reply"] == 0
 
 
 async def test_a_filter_does_not_change_which_turn_is_a_neighbour(service: MemoryService, alice: Principal,
@@ -314,7 +317,7 @@ async def test_a_filter_does_not_change_which_turn_is_a_neighbour(service: Memor
 
     trip = await say(0, "Ana: We hiked around Lake Bled for a week.", ["trip"])
     await say(1, "Tom: My sister adopted a cat last month.", [])
-    reaction = await say(2, "Tom: A holiday in Slovenia, lucky you, Ana!", ["trip"])
+    follow_up = await say(2, "Tom: Slovenia for your holiday, Ana? How was it?", ["trip"])
     question = await say(10, "Tom: Ana, what did you eat on holiday?", ["trip"])
     cheese = await say(11, "Ana: Mostly cheese, honestly.", [])
     dumplings = await say(12, "Ana: Struklji, the rolled dumplings.", ["trip"])
@@ -323,8 +326,8 @@ async def test_a_filter_does_not_change_which_turn_is_a_neighbour(service: Memor
     search = MemoryService(service.repo, s, service.vectors).search
     tagged = {h.id: h.explain for h in (await search(
         alice, "Where did Ana go on holiday?", MemoryFilter(tags=["trip"]), limit=20, explain=True)).hits}
-    assert reaction.id in tagged and question.id in tagged
-    # The turn before the reaction (the cat) and the reply to the question (the cheese) carry no
+    assert follow_up.id in tagged and question.id in tagged
+    # The turn before the follow-up (the cat) and the reply to the question (the cheese) carry no
     # tag: neither is lifted, and the tagged turns beyond them are no neighbours.
     assert tagged[trip.id]["reply"] == tagged[dumplings.id]["reply"] == 0
     everything = {h.id: h.explain for h in (await search(

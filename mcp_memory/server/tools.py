@@ -131,7 +131,7 @@ async def memory_write(
     title: Title = None,
     kind: Annotated[Kind, Field(description=(
         "episode: something said or done, in order (a conversation turn: a search that matches a question "
-        "also lifts the episode written next, its reply, and one that matches lifts the episode before it); the "
+        "also lifts the episode written next, its reply, and the one before, which it follows up on); the "
         "other kinds stand alone."))] = "note",
     tags: Annotated[list[str] | None, Field(max_length=limits.MAX_TAGS)] = None,
     metadata: Metadata = None,
