@@ -122,7 +122,7 @@ VARIANTS: list[Variant] = [
             requires=("weight_vector", "recency_floor", "recency_half_life_days")),
     Variant("no-replies", "the defaults without passing scores between neighbouring turns",
             set={"reply_weight": 0.0, "preceding_weight": 0.0}),
-    Variant("no-preceding", "the defaults without passing scores to the turn a match reacts to",
+    Variant("no-preceding", "the defaults without passing scores back to the turn a question follows up on",
             set={"preceding_weight": 0.0}, requires=("preceding_weight",)),
     Variant("no-period", "the defaults without lifting what was written in the period a query names",
             set={"period_boost": 1.0}, requires=("period_boost",)),

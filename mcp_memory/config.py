@@ -109,8 +109,8 @@ class Settings(BaseSettings):
         "An episode that asks a question also passes this share of its score to the episode written just "
         "before it in its scope, the turn it follows up on; 0 turns it off."))
     reply_gap_minutes: float = Field(default=30, ge=0, description=(
-        "A later episode is no reply (an earlier one is no turn reacted to) when it occurred more than "
-        "this after (before) the other."))
+        "A later episode is no reply (an earlier one nothing the question follows up on) when it occurred "
+        "more than this after (before) the question."))
 
     # Planner statistics after bursts of writes (statistics.py), on any PostgreSQL.
     analyze_min_writes: int = Field(default=50, ge=1, description=(
