@@ -3,6 +3,7 @@ fail-open writes and the backfill, the model check, recency, as_of, explain."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -334,6 +335,30 @@ async def test_a_filter_does_not_change_which_turn_is_a_neighbour(service: Memor
         alice, "Where did Ana go on holiday?", limit=20, explain=True)).hits}
     assert everything[trip.id]["reply"] == everything[dumplings.id]["reply"] == 0
     assert everything[cheese.id]["reply"] > 0
+
+
+async def test_as_of_finds_the_neighbour_a_turn_had_then(service: MemoryService, alice: Principal) -> None:
+    """A turn imported later between a question and its reply is no neighbour of either as the
+    store stood before it arrived."""
+    start = datetime.now(UTC) - timedelta(days=3)
+
+    async def say(minute: int, text: str):
+        return (await service.write(alice, text, kind="episode", occurred_at=start + timedelta(minutes=minute))).memory
+
+    question = await say(0, "Sam: What are you researching these days, Jo?")
+    reply = await say(2, "Jo: Adoption agencies, mostly the ones near Boston.")
+    await asyncio.sleep(0.05)
+    then = datetime.now(UTC)
+    await asyncio.sleep(0.05)
+    await say(1, "Jo: Give me a second, my tea is boiling over.")
+
+    def replies(result) -> dict:
+        return {h.id: h.explain["reply"] for h in result.hits}
+
+    before = replies(await service.search(alice, "What is Jo researching?", MemoryFilter(as_of=then), explain=True))
+    assert question.id in before and before[reply.id] > 0
+    now = replies(await service.search(alice, "What is Jo researching?", explain=True))
+    assert now.get(reply.id, 0) == 0  # the tea came between them
 
 
 async def test_time_words_steer_instead_of_matching(service: MemoryService, alice: Principal) -> None:

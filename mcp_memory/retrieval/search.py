@@ -122,19 +122,20 @@ REPLY_SOURCES = 20
 QUESTION = "[?\uff1f\u061f]"
 
 
-def _neighbour(where: str, direction: str, weight: str, gap: str) -> str:
+def _neighbour(where: str, existed: str, direction: str, weight: str, gap: str) -> str:
     """The episode written next (`>`) or just before (`<`) each source that asks something, in
     its scope, within the gap, and the share of the source's fused score it takes. The neighbour
-    is the adjacent live turn, taken only if the search's filters let it through: not the
-    nearest turn that passes them, which under a narrow filter (a tag on 5% of 100,000) is some
-    other turn further off, and a probe that walks past every turn in between."""
+    is the adjacent live turn (of those `existed` at the search's `as_of`), taken only if the
+    search's filters let it through: not the nearest turn that passes them, which under a narrow
+    filter (a tag on 5% of 100,000) is some other turn further off, and a probe that walks past
+    every turn in between."""
     order = "ASC" if direction == ">" else "DESC"
     window = (f"m.occurred_at <= s.occurred_at + {gap}" if direction == ">"
               else f"m.occurred_at >= s.occurred_at - {gap}")
     return f"""
         SELECT m.id, {weight} * s.fused AS s FROM sources s CROSS JOIN LATERAL (
             SELECT m.* FROM memories m
-            WHERE s.asks AND m.user_id = s.user_id AND m.kind = 'episode' AND m.deleted_at IS NULL
+            WHERE s.asks AND m.user_id = s.user_id AND m.kind = 'episode' AND m.deleted_at IS NULL AND {existed}
               AND m.agent_id IS NOT DISTINCT FROM s.agent_id AND m.project_id IS NOT DISTINCT FROM s.project_id
               AND (m.occurred_at, m.created_at, m.id) {direction} (s.occurred_at, s.created_at, s.id)
               AND {window}
@@ -142,7 +143,7 @@ def _neighbour(where: str, direction: str, weight: str, gap: str) -> str:
         WHERE {where}"""
 
 
-def _replies(q: Sql, p: Principal, where: str, settings: Settings) -> str:
+def _replies(q: Sql, p: Principal, where: str, f: MemoryFilter | None, settings: Settings) -> str:
     """CTEs that add to `listed` the turns next to the best-matching questions.
 
     A question shares the words of a later search ("What are you researching?"), its answer
@@ -157,11 +158,12 @@ def _replies(q: Sql, p: Principal, where: str, settings: Settings) -> str:
     if settings.reply_weight <= 0 and settings.preceding_weight <= 0:
         return ""
     gap = f"{q.arg(settings.reply_gap_minutes)}::float8 * interval '1 minute'"
+    existed = f"m.created_at <= {q.arg(f.as_of)}" if f is not None and f.as_of is not None else "TRUE"
     links = []
     if settings.reply_weight > 0:
-        links.append(_neighbour(where, ">", f"{q.arg(settings.reply_weight)}::float8", gap))
+        links.append(_neighbour(where, existed, ">", f"{q.arg(settings.reply_weight)}::float8", gap))
     if settings.preceding_weight > 0:
-        links.append(_neighbour(where, "<", f"{q.arg(settings.preceding_weight)}::float8", gap))
+        links.append(_neighbour(where, existed, "<", f"{q.arg(settings.preceding_weight)}::float8", gap))
     union = "\n        UNION ALL".join(links)
     return f"""
     sources AS MATERIALIZED (
@@ -288,7 +290,7 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
     penalty = (f"CASE WHEN s.id IS NULL THEN 1 ELSE {q.arg(settings.superseded_penalty)}::float8 END"
                if as_of is None and not past else "1")
     # A forget preview (min_similarity) lists what matches, never what merely answered it.
-    replies = _replies(q, p, where, settings) if min_similarity is None else ""
+    replies = _replies(q, p, where, f, settings) if min_similarity is None else ""
     # A question about someone is about their memories: a memory naming everyone it names gains
     # over one that only shares its other words ("how does Pavel Jankowski keep fit" is not
     # answered by "Wendell Jankowski keeps fit with rowing").
