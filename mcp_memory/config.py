@@ -125,7 +125,8 @@ class Settings(BaseSettings):
         "What happened in a period is often written down after it ('last Friday I …'): memories up to "
         "this many days past its end count as in it."))
     subject_boost: float = Field(default=1.25, ge=1, le=10, description=(
-        "Score factor for a memory naming every person or thing the question names (capitalised words)."))
+        "Score factor for a memory naming every person or thing the question names (capitalised words), "
+        "other than only addressing them (\"Thanks, Mel!\")."))
     present_focus: bool = Field(default=True, description=(
         "For a question about the present: rank its subject's memories that answer it first, newest first, "
         "judged by similarity with the subject taken out (retrieval/focus.py)."))
