@@ -312,7 +312,8 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
     replies = _replies(q, p, where, f, settings) if min_similarity is None else ""
     # A question about someone is about their memories: a memory naming everyone it names gains
     # over one that only shares its other words ("how does Pavel Jankowski keep fit" is not
-    # answered by "Wendell Jankowski keeps fit with rowing").
+    # answered by "Wendell Jankowski keeps fit with rowing"). Naming them only to address them
+    # ("Thanks, Pavel!") earns nothing: checked among the best `window` only (`_named`).
     text = "(m.content || ' ' || coalesce(m.title, ''))"
     subject = parsed.subject if settings.subject_boost != 1 else []
     names = " AND ".join(f"{text} ~ {q.arg(_whole_word(name))}" for name in subject)
