@@ -4,7 +4,9 @@ fail-open writes and the backfill, the model check, recency, as_of, explain."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -12,7 +14,7 @@ from mcp_memory.config import Settings
 from mcp_memory.db import Database
 from mcp_memory.embeddings import conflict_similarity
 from mcp_memory.errors import Unavailable
-from mcp_memory.models import MemoryFilter, Principal
+from mcp_memory.models import Kind, Memory, MemoryFilter, Principal
 from mcp_memory.repository import MemoryRepository
 from mcp_memory.repository.embeddings import EmbeddingRepository
 from mcp_memory.retrieval.query import word_pairs
@@ -228,14 +230,21 @@ async def test_fusion_shares(service: MemoryService, alice: Principal, settings:
         assert plants.explain["fulltext"] is None and plants.explain["fused"] == pytest.approx(0, abs=1e-6)
 
 
+def _conversation(service: MemoryService, p: Principal) -> Callable[..., Awaitable[Memory]]:
+    """Writes turns of a conversation held three days ago, `minute` minutes in (episodes unless
+    told otherwise)."""
+    start = datetime.now(UTC) - timedelta(days=3)
+
+    async def say(minute: int, text: str, kind: Kind = "episode", **fields: Any) -> Memory:
+        return (await service.write(p, text, kind=kind, occurred_at=start + timedelta(minutes=minute),
+                                    **fields)).memory
+    return say
+
+
 async def test_a_question_passes_its_score_to_its_reply(service: MemoryService, alice: Principal,
                                                         settings: Settings) -> None:
     """The answer shares no word with the search; the question written just before it does."""
-    start = datetime.now(UTC) - timedelta(days=3)
-
-    async def say(minute: int, text: str, kind: str = "episode", scope: str | None = None):
-        return (await service.write(alice, text, kind=kind, scope=scope,
-                                    occurred_at=start + timedelta(minutes=minute))).memory
+    say = _conversation(service, alice)
 
     question = await say(0, "Sam: What are you researching these days, Jo?")
     reply = await say(1, "Jo: Adoption agencies, mostly the ones near Boston.")
@@ -273,11 +282,7 @@ async def test_a_follow_up_question_passes_its_score_to_the_turn_before_it(
         service: MemoryService, alice: Principal, settings: Settings) -> None:
     """The turn that holds the answer shares no word with the search; the question following it
     up does. A turn that asks nothing passes nothing back."""
-    start = datetime.now(UTC) - timedelta(days=3)
-
-    async def say(minute: int, text: str, kind: str = "episode"):
-        return (await service.write(alice, text, kind=kind, occurred_at=start + timedelta(minutes=minute))).memory
-
+    say = _conversation(service, alice)
     trip = await say(0, "Ana: We hiked around Lake Bled for a week.")
     follow_up = await say(1, "Tom: Slovenia for your holiday, Ana? How was it?")
     await say(2, "Ana: The weather was perfect for it.")
@@ -310,18 +315,14 @@ async def test_a_filter_does_not_change_which_turn_is_a_neighbour(service: Memor
                                                                    settings: Settings) -> None:
     """Under a tag filter a turn's neighbour is still the turn next to it, lifted only if the filter
     lets it through; never the nearest turn that happens to carry the tag."""
-    start = datetime.now(UTC) - timedelta(days=3)
+    say = _conversation(service, alice)
 
-    async def say(minute: int, text: str, tags: list[str]):
-        return (await service.write(alice, text, kind="episode", tags=tags,
-                                    occurred_at=start + timedelta(minutes=minute))).memory
-
-    trip = await say(0, "Ana: We hiked around Lake Bled for a week.", ["trip"])
-    await say(1, "Tom: My sister adopted a cat last month.", [])
-    follow_up = await say(2, "Tom: Slovenia for your holiday, Ana? How was it?", ["trip"])
-    question = await say(10, "Tom: Ana, what did you eat on holiday?", ["trip"])
-    cheese = await say(11, "Ana: Mostly cheese, honestly.", [])
-    dumplings = await say(12, "Ana: Struklji, the rolled dumplings.", ["trip"])
+    trip = await say(0, "Ana: We hiked around Lake Bled for a week.", tags=["trip"])
+    await say(1, "Tom: My sister adopted a cat last month.", tags=[])
+    follow_up = await say(2, "Tom: Slovenia for your holiday, Ana? How was it?", tags=["trip"])
+    question = await say(10, "Tom: Ana, what did you eat on holiday?", tags=["trip"])
+    cheese = await say(11, "Ana: Mostly cheese, honestly.", tags=[])
+    dumplings = await say(12, "Ana: Struklji, the rolled dumplings.", tags=["trip"])
 
     s = settings.model_copy(update={"recency_floor": 1.0})
     search = MemoryService(service.repo, s, service.vectors).search
@@ -340,10 +341,7 @@ async def test_a_filter_does_not_change_which_turn_is_a_neighbour(service: Memor
 async def test_as_of_finds_the_neighbour_a_turn_had_then(service: MemoryService, alice: Principal) -> None:
     """A turn imported later between a question and its reply is no neighbour of either as the
     store stood before it arrived."""
-    start = datetime.now(UTC) - timedelta(days=3)
-
-    async def say(minute: int, text: str):
-        return (await service.write(alice, text, kind="episode", occurred_at=start + timedelta(minutes=minute))).memory
+    say = _conversation(service, alice)
 
     question = await say(0, "Sam: What are you researching these days, Jo?")
     reply = await say(2, "Jo: Adoption agencies, mostly the ones near Boston.")
