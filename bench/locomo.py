@@ -14,7 +14,7 @@ whose settings do not exist yet is skipped with a note. This module also holds w
 
 Usage:
   python bench/locomo.py [DATASET] [--variants a,b] [--set key=value ...] [--limit-conversations N]
-                         [--limit 10] [--dates original|rebased] [--database-url URL]
+                         [--limit 10] [--dates original|rebased] [--database-url URL] [--loads N]
 """
 
 from __future__ import annotations
@@ -346,9 +346,22 @@ async def run_variant(service: MemoryService, jobs: list[tuple[Principal, dict[s
     return scores, times
 
 
-async def main_async(args: argparse.Namespace) -> None:
-    convs = load_dataset(args.dataset, args.limit_conversations)
-    chosen = choose_variants(args.variants, args.set)
+@dataclass
+class Load:
+    """One load of the conversations into a fresh database, every variant run over it."""
+
+    jobs: int
+    memories: int
+    seconds: float
+    write_times: list[float]
+    dropped: dict[str, int]
+    scores: dict[str, list[dict[str, Any]]]  # variant -> per-question scores
+    times: dict[str, list[float]]  # variant -> search seconds
+    about: dict[str, tuple[str, dict[str, Any]]]  # variant -> (about, effective settings)
+    skipped: dict[str, str]
+
+
+async def load_and_run(args: argparse.Namespace, convs: list[Conversation], chosen: list[Variant]) -> Load:
     run_id = uuid.uuid4().hex[:8]
     async with bench_database(args.database_url, "locomo") as bench:
         base = bench.settings
@@ -382,9 +395,8 @@ async def main_async(args: argparse.Namespace) -> None:
                 jobs.append((p, q, known))
         load_s = time.perf_counter() - started
         await bench.analyze()
-        n_memories = len(write_times)
-        print(f"loaded {n_memories} memories from {len(convs)} conversations in {load_s:.1f} s "
-              f"({n_memories / load_s:.0f}/s); {len(jobs)} questions scored, {dropped['no_evidence']} without "
+        print(f"loaded {len(write_times)} memories from {len(convs)} conversations in {load_s:.1f} s "
+              f"({len(write_times) / load_s:.0f}/s); {len(jobs)} questions scored, {dropped['no_evidence']} without "
               f"usable evidence skipped, {dropped['unknown_evidence_ids']} unknown evidence ids, "
               f"{dropped['duplicates']} duplicate turns", file=sys.stderr)
 
@@ -392,46 +404,69 @@ async def main_async(args: argparse.Namespace) -> None:
         for p, q, _ in jobs[:200]:
             await loader.search(p, q["question"], limit=args.limit)
 
-        results: dict[str, Any] = {}
-        per_question: dict[str, list[dict[str, float]]] = {}
+        scores: dict[str, list[dict[str, Any]]] = {}
+        times: dict[str, list[float]] = {}
         for v, s in variants:
-            service = bench.service(s)
             t = time.perf_counter()
-            scores, times = await run_variant(service, jobs, args.limit)
+            scores[v.name], times[v.name] = await run_variant(bench.service(s), jobs, args.limit)
             print(f"variant {v.name}: {len(jobs)} searches in {time.perf_counter() - t:.1f} s", file=sys.stderr)
-            per_question[v.name] = scores
-            by_cat = {str(c): mean_metrics([r for r in scores if r["category"] == c]) for c in CATEGORIES}
-            results[v.name] = {
-                "about": v.about, "settings": v.effective(base),
-                "overall": mean_metrics(scores), "by_category": by_cat, "latency": latency(times),
-                "empty_results": sum(r["hits"] == 0 for r in scores),
-            }
         if args.database_url:
             await bench.drop_users(users)
+    return Load(len(jobs), len(write_times), load_s, write_times, dropped, scores, times,
+                {v.name: (v.about, v.effective(base)) for v, _ in variants}, skipped)
 
+
+async def main_async(args: argparse.Namespace) -> None:
+    convs = load_dataset(args.dataset, args.limit_conversations)
+    chosen = choose_variants(args.variants, args.set)
+    # Each load builds a new vector index (random levels) and new ids (which break ties between
+    # equal scores), so the same code scores a little differently from one load to the next.
+    loads = [await load_and_run(args, convs, chosen) for _ in range(args.loads)]
+    first = loads[0]
+    results: dict[str, Any] = {}
+    for name, (about, effective) in first.about.items():
+        scores = [r for load in loads for r in load.scores[name]]
+        times = [t for load in loads for t in load.times[name]]
+        by_cat = {str(c): mean_metrics([r for r in scores if r["category"] == c]) for c in CATEGORIES}
+        results[name] = {
+            "about": about, "settings": effective,
+            "overall": mean_metrics(scores), "by_category": by_cat, "latency": latency(times),
+            "empty_results": sum(r["hits"] == 0 for r in scores) // len(loads),
+        }
+        if len(loads) > 1:
+            results[name]["per_load"] = [mean_metrics(load.scores[name]) for load in loads]
+    write_times = [t for load in loads for t in load.write_times]
     report = {
         "benchmark": "locomo-retrieval", "dataset": str(args.dataset), "conversations": [c.sample_id for c in convs],
-        "questions": len(jobs), "memories": n_memories, "limit": args.limit, "dates": args.dates,
-        "load": {"seconds": round(load_s, 2), "write_latency": latency(write_times), **dropped},
-        "categories": CATEGORIES, "variants": results, "skipped_variants": skipped,
+        "questions": first.jobs, "memories": first.memories, "limit": args.limit, "dates": args.dates,
+        "loads": len(loads),
+        "load": {"seconds": round(statistics.fmean(load.seconds for load in loads), 2),
+                 "write_latency": latency(write_times), **first.dropped},
+        "categories": CATEGORIES, "variants": results, "skipped_variants": first.skipped,
         "machine": machine(), "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     if args.details:
-        report["per_question"] = per_question
+        report["per_question"] = {name: [r for load in loads for r in load.scores[name]] for name in results}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2, default=str))
 
-    print(f"\nLoCoMo retrieval, {len(jobs)} questions, {n_memories} memories, limit {args.limit}, "
-          f"dates {args.dates}")
+    of_loads = f", mean of {len(loads)} loads" if len(loads) > 1 else ""
+    print(f"\nLoCoMo retrieval, {first.jobs} questions, {first.memories} memories, limit {args.limit}, "
+          f"dates {args.dates}{of_loads}")
     rows = [[name, r["overall"]["n"], *(r["overall"][m] for m in METRICS), r["latency"]["p50_ms"],
              r["latency"]["p95_ms"], r["latency"]["max_ms"]] for name, r in results.items()]
     print(table(["variant", "n", *METRICS, "p50 ms", "p95 ms", "max ms"], rows))
+    if len(loads) > 1:
+        print("\nper load (R@10 / nDCG@10)")
+        print(table(["variant", *(f"load {i + 1}" for i in range(len(loads)))],
+                    [[name, *(f"{m['R@10']:.4f} / {m['nDCG@10']:.4f}" for m in r["per_load"])]
+                     for name, r in results.items()]))
     for c, label in CATEGORIES.items():
         rows = [[name, r["by_category"][str(c)]["n"], *(r["by_category"][str(c)].get(m, 0.0) for m in METRICS)]
                 for name, r in results.items()]
         print(f"\ncategory {c} ({label})")
         print(table(["variant", "n", *METRICS], rows))
-    for name, reason in skipped.items():
+    for name, reason in first.skipped.items():
         print(f"skipped {name}: {reason}")
     print(f"\nwrite latency p50 {report['load']['write_latency']['p50_ms']} ms, "
           f"p95 {report['load']['write_latency']['p95_ms']} ms; wrote {args.out}")
@@ -447,8 +482,12 @@ def main() -> None:
                         "past year, and the years its questions name with it")
     parser.add_argument("--database-url", help="use this PostgreSQL instead of a temporary embedded one")
     parser.add_argument("--details", action="store_true", help="keep per-question scores in the JSON")
+    parser.add_argument("--loads", type=int, default=1,
+                        help="load the conversations into this many fresh databases and report the mean (and each)")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "locomo.json")
     args = parser.parse_args()
+    if args.loads < 1:
+        parser.error("--loads must be at least 1")
     if args.limit < 10:
         parser.error("--limit must be at least 10 (R@10, nDCG@10)")
     asyncio.run(main_async(args))
