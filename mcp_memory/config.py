@@ -94,7 +94,8 @@ class Settings(BaseSettings):
     recency_floor: float = Field(default=0.7, ge=0, le=1, description="1 turns recency off.")
     recency_half_life_days: float = Field(default=180, gt=0)
     conflict_similarity: float | None = Field(default=None, ge=0, le=1, description=(
-        "Results this similar (cosine) are versions of one fact: among those the query's words match "
+        "Results this similar (cosine) are versions of one fact (episodes aside: a turn replaces no other): "
+        "among those the query's words match "
         "equally well, the newest ranks first. Default: set per local model (MiniLM 0.65, e5 0.88, "
         "static 0.75), 0.8 for others. 1 turns it off."))
     hnsw_ef_search: int = Field(default=100, ge=10, le=1000)

@@ -200,6 +200,13 @@ def test_newest_of_conflicting_versions_ranks_first() -> None:
     assert [r["name"] for r in newest_of_conflicts(rows, 0.9)] == ["oslo (new)", "unrelated", "lisbon (old)",
                                                                     "no vector"]
     assert newest_of_conflicts(rows, 1.0) == rows  # off
+    # Turns of a conversation are not versions: a later turn saying the same replaces nothing.
+    turns = [row("what kind of yoga is it (old)", [1, 0.1, 0], 300), row("a yoga studio? (new)", [1, 0.15, 0], 3)]
+    for turn in turns:
+        turn["kind"] = "episode"
+    assert newest_of_conflicts(turns, 0.9) == turns
+    assert [r["name"] for r in newest_of_conflicts([turns[0], rows[2]], 0.9)] == [
+        "what kind of yoga is it (old)", "oslo (new)"]
 
     # The query's words decide first: "when did order 5 ship" keeps the older "order 5 shipped"
     # above "order 7 shipped", however alike their vectors; equal word matches go newest first.
