@@ -23,7 +23,9 @@ from mcp_memory.retrieval.focus import (
     applies,
     chain,
     newest_on_topic_first,
+    sharing_values,
     subject_positions,
+    values_of,
     without_names,
 )
 from mcp_memory.retrieval.query import parse_query, phrases_of
@@ -73,6 +75,54 @@ def test_a_capitalised_word_no_memory_shares_is_no_subject() -> None:
     positions, unnamed = subject_positions(rows, parse_query("Which DB is the ledger pipeline currently on?"))
     assert positions == [0, 1, 2]
     assert unnamed(rows[0]["content"]) == "someone schema lives in MySQL 8."
+
+
+def test_a_capitalised_word_naming_a_kind_of_thing_narrows_to_the_run_that_holds_it() -> None:
+    """"API" is in every API's memories: the subject is the longest run of the question's words
+    holding it that two of them share ("coupons API"), and that run is what is masked."""
+    rows = [_row("Prod for the coupons API sits in ca-central-1.", 300),
+            _row("Thumbnails API still runs a test box in eu-central-1.", 20),
+            _row("Coupons API failed over to eu-central-1 for good.", 100),
+            _row("Yaw Boateng owns the exports API.", 10)]
+    for r in rows:
+        r["content"] = r["name"]
+    positions, unnamed = subject_positions(rows, parse_query("Which region does the coupons API run in currently?"))
+    assert positions == [0, 2]
+    assert unnamed(rows[2]["content"]) == "someone failed over to eu-central-1 for good."
+    # A name no longer run of the question's words carries stays the subject, masked alone.
+    rows[2]["content"] = "Failed the API over to eu-central-1 for good."
+    positions, unnamed = subject_positions(rows, parse_query("Which region does the coupons API run in currently?"))
+    assert positions == [0, 1, 2, 3]
+    assert unnamed(rows[3]["content"]) == "Yaw Boateng owns the exports someone."
+    positions, _ = subject_positions(rows, parse_query("Where does Yaw Boateng work now?"))
+    assert positions == [0, 1, 2, 3]  # every row here counts as naming him (about > 1); no run narrows
+
+
+def test_values_a_memory_names() -> None:
+    ignore = frozenset({"someone", "the", "a", "standup"})
+    assert values_of("someone quit Brightwater Health and signed with Plumtree Media.", ignore) == \
+        {"brightwater", "health", "plumtree", "media"}
+    assert values_of("Team someone standup moved 9:45 -> 9:15.", ignore) == {"9:45", "9:15"}
+    assert values_of("Moved the API off ca-central-1; it runs in MySQL 8.0. Tomorrow's plan: none",
+                     ignore) == {"api", "ca-central-1", "mysql", "8.0"}  # sentence openers are no values
+    assert values_of("someone's Standup is at nine.", ignore) == frozenset()  # the question's words are not
+
+
+def test_a_memory_naming_an_answers_value_answers_too() -> None:
+    """An update that names the value it replaces is a version, however it is worded; values join
+    transitively, and memories naming other values stay out."""
+    ids = [uuid4() for _ in range(4)]
+    payroll, quit_it, quit_next, other = ids
+    closeness = {payroll: Closeness(0.5, 0, 1.0, frozenset({"lanternfish", "games"})),
+                 other: Closeness(0.3, 1, 0.4, frozenset({"marco", "bellini"})),
+                 quit_it: Closeness(0.2, 2, 0.2, frozenset({"lanternfish", "games", "brightwater", "health"})),
+                 quit_next: Closeness(0.1, 3, 0.1, frozenset({"brightwater", "health", "plumtree", "media"}))}
+    assert sharing_values({payroll}, closeness) == {payroll, quit_it, quit_next}
+    assert sharing_values({other}, closeness) == {other}
+    # The chain alone ends after the first drop (1.0 -> .4 -> .2 -> .1: the drop to .2 is the largest).
+    assert answering(closeness, margin=0.15) == {payroll, other, quit_it, quit_next}
+    closeness[quit_it] = Closeness(0.2, 2, 0.2, frozenset({"korvex"}))
+    assert answering(closeness, margin=0.15) == {payroll, other}
 
 
 def test_a_question_about_the_user_and_who_else_a_memory_is_about() -> None:
@@ -180,6 +230,8 @@ def test_episodes_are_not_versions() -> None:
     """A conversation's turns all name the speaker; a later turn does not replace an earlier one."""
     rows = [_row("turn 1", 300, kind="episode"), _row("fact", 200), _row("turn 2", 10, kind="episode"),
             _row("other fact", 100, about=1.0)]
+    for r in rows:
+        r["content"] = r["name"]
     assert subject_positions(rows, parse_query("Where does Ana live now?"))[0] == [1]
 
 
@@ -249,3 +301,30 @@ async def test_the_newest_version_of_a_fact_about_someone_in_the_users_life(serv
         ("User's sister lives in Porto.", 600), ("I live in Berlin.", 5), ("My brother lives in Rome.", 50),
         ("My sister moved to Oslo last month.", 100)], "Where does my sister live these days?")
     assert found.hits[1].snippet == "User's sister lives in Porto."
+
+
+async def test_a_kind_of_thing_named_is_narrowed_to_the_asked_one(service: MemoryService, alice: Principal) -> None:
+    """"API" names every API: the coupons API's newest region comes first, not another API's newer
+    memory about the same region, and the older region follows."""
+    found, _ = await newest_first_only_with_the_rule(service, alice, [
+        ("Prod for the coupons API sits in ca-central-1.", 600),
+        ("Thumbnails API still runs a test box in eu-central-1.", 10),
+        ("Escalations for the coupons API go to Priti Shah.", 5),
+        ("Yaw Boateng owns the exports API.", 3),
+        ("Coupons API failed over to eu-central-1 for good.", 100)],
+        "Which region does the coupons API run in currently?")
+    assert found.hits[1].snippet == "Prod for the coupons API sits in ca-central-1."
+
+
+async def test_an_update_naming_the_value_it_replaces_is_a_version(service: MemoryService, alice: Principal) -> None:
+    """"standup moved 9:45 -> 9:15" is worded unlike "syncs daily at 9:45", but names the time the
+    version before it named: it is the newest version, above the older times and the team's newer
+    facts of other kinds (without the shared value the chain left it out and it ranked third)."""
+    *_, newest = await write_dated(service, alice, [
+        ("Team Kiln syncs daily at 10:30.", 400), ("Team Kiln syncs daily at 9:45.", 250),
+        ("Team Kiln talks in #triage.", 20), ("Team Kiln owns the billing service.", 30),
+        ("Team Kiln standup moved 9:45 -> 9:15.", 100)])
+    found = await service.search(alice, "When is the morning meeting for team Kiln at present?", explain=True)
+    assert [h.snippet for h in found.hits[:3]] == ["Team Kiln standup moved 9:45 -> 9:15.",
+                                                   "Team Kiln syncs daily at 9:45.", "Team Kiln syncs daily at 10:30."]
+    assert found.hits[0].id == newest.id

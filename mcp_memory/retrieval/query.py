@@ -97,7 +97,7 @@ def intent_of(parsed: ParsedQuery) -> QueryIntent | None:
 
 
 # Capitalised words that are not names: question words and the like at the start of a clause.
-_NOT_NAMES = frozenset("""a an the i i'm i've i'd what which who whom whose where when why how is are was were
+NOT_NAMES = frozenset("""a an the i i'm i've i'd what which who whom whose where when why how is are was were
 do does did can could should would will shall may might has have had please tell show list find give
 any anyone anything some my our your their his her its this that these those there here and or but if
 in on at of for to from with by about as it we you they he she me us them
@@ -112,7 +112,7 @@ def subject_of(text: str) -> tuple[str, ...]:
     names = []
     for match in _NAME.finditer(text):
         word = re.sub(r"'s$", "", match.group(1))
-        if word.lower() not in _NOT_NAMES and len(word) > 1 and word not in names:
+        if word.lower() not in NOT_NAMES and len(word) > 1 and word not in names:
             names.append(word)
     return tuple(names)
 
@@ -128,7 +128,7 @@ def phrases_of(text: str) -> list[str]:
     for n in (4, 3, 2):
         for i in range(len(words) - n + 1):
             run = words[i:i + n]
-            if run[0].lower() not in _NOT_NAMES and run[-1].lower() not in _NOT_NAMES:
+            if run[0].lower() not in NOT_NAMES and run[-1].lower() not in NOT_NAMES:
                 runs.append(" ".join(run))
     return runs
 
@@ -140,4 +140,4 @@ def word_pairs(text: str) -> set[tuple[str, str]]:
     of one thing."""
     words = [re.sub(r"'s$", "", w.lower()) for w in _WORD.findall(text)]
     return {(a, b) for i, a in enumerate(words) for b in words[i + 1:i + 3]
-            if a not in _NOT_NAMES and b not in _NOT_NAMES}
+            if a not in NOT_NAMES and b not in NOT_NAMES}
