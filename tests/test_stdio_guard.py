@@ -75,5 +75,11 @@ def test_a_real_server_answers_every_line(tmp_path: Path) -> None:
         send(CALL % (99, '{"name":"memory_list","arguments":{}}'))
         assert reply()["result"]["isError"] is False
     finally:
-        proc.kill()
-        proc.wait(timeout=10)
+        # End of input is how a client says goodbye: the server then stops its embedded database.
+        # Killed instead, it left that PostgreSQL running after the suite.
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
