@@ -130,7 +130,8 @@ def _update(settings: Settings, change: Any) -> Any:
 
 def record_failure(settings: Settings, key: str, reason: str) -> None:
     """The capture of `key` failed for a reason of ours; a later failure of the same transcript
-    replaces the reason and is reported again."""
+    replaces the reason and is reported again. `reason` is "category: detail" ("database not
+    available: connection refused"); session start's line names only the category."""
     def change(entries: dict[str, dict[str, Any]]) -> tuple[None, bool]:
         before = entries.get(key) or {}
         attempts = before.get("attempts", 0) if isinstance(before.get("attempts"), int) else 0
@@ -192,9 +193,11 @@ def notice(settings: Settings) -> str | None:
     if not fresh:
         return None
     # The most common reason names the line (newest first among equals); the others are counted.
+    # A reason is "category: detail"; the line names the category, `capture --status` the detail.
     counts: dict[str, int] = {}
     for f in sorted(fresh, key=lambda f: f.at, reverse=True):
-        counts[f.reason] = counts.get(f.reason, 0) + 1
+        category = f.reason.split(": ", 1)[0]
+        counts[category] = counts.get(category, 0) + 1
     reasons = sorted(counts, key=lambda r: -counts[r])
     others = len(reasons) - 1
     why = reasons[0] + (f", and {others} other reason{'s' if others > 1 else ''}" if others else "")

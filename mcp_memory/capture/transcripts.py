@@ -51,6 +51,9 @@ class Transcript:
     turns: list[Turn]
     session_id: str | None = None
     cwd: str | None = None
+    # Line numbers (1-based) of JSONL lines that are not JSON objects (torn by a crash or two
+    # writers); each costs only itself. A last line still being written is not one of them.
+    unreadable: list[int] = field(default_factory=list)
 
 
 class TranscriptError(ValueError):
@@ -246,22 +249,53 @@ def _plain(text: str) -> Transcript:
 
 # --- entry points --------------------------------------------------------------------------------
 
-def _json_lines(text: str) -> list[dict[str, Any]] | None:
-    """The lines as JSON objects, or None if this is not JSONL. A last line cut off mid-write
-    (the harness is still appending) is left for the next run."""
-    entries = []
-    lines = [line for line in text.splitlines() if line.strip()]
-    for i, line in enumerate(lines):
+_DECODER = json.JSONDecoder()
+SALVAGE_TRIES = 20   # starts of an object tried inside one broken line
+
+
+def _salvage(line: str) -> dict[str, Any] | None:
+    """A whole object at the end of a broken line: a writer that died mid-line leaves its torn
+    start glued to the next writer's complete line."""
+    at = line.find('{"', 1)
+    for _ in range(SALVAGE_TRIES):
+        if at < 0:
+            return None
+        try:
+            value, end = _DECODER.raw_decode(line, at)
+        except ValueError:
+            value, end = None, 0
+        if isinstance(value, dict) and not line[end:].strip():
+            return value
+        at = line.find('{"', at + 1)
+    return None
+
+
+def _json_lines(text: str) -> tuple[list[dict[str, Any]], list[int]] | None:
+    """The lines as JSON objects and the numbers of the lines that are not, or None if this is
+    not JSONL (no line, or fewer than half of them, is an object). A last line cut off mid-write
+    (the harness is still appending) is left for the next run. Only \\n ends a line: JSON text
+    may hold U+2028, U+0085 or a form feed raw, which `str.splitlines` would tear apart."""
+    entries: list[dict[str, Any]] = []
+    bad: list[int] = []
+    numbered = [(n, line) for n, line in enumerate(text.split("\n"), 1) if line.strip()]
+    for i, (n, line) in enumerate(numbered):
         try:
             value = json.loads(line)
         except ValueError:
-            if i == len(lines) - 1 and i > 0 and not text.endswith("\n"):
+            if i == len(numbered) - 1 and not text.endswith("\n"):
                 break
-            return None
-        if not isinstance(value, dict):
-            return None
-        entries.append(value)
-    return entries
+            value = _salvage(line)
+            if value is not None:
+                entries.append(value)
+            bad.append(n)
+            continue
+        if isinstance(value, dict):
+            entries.append(value)
+        else:
+            bad.append(n)
+    if not entries or len(bad) > len(entries):
+        return None
+    return entries, bad
 
 
 def detect(entries: list[dict[str, Any]]) -> Format:
@@ -276,13 +310,16 @@ def detect(entries: list[dict[str, Any]]) -> Format:
 def parse_text(text: str, fmt: Format | None = None) -> Transcript:
     if fmt == "plain":
         return _plain(text)
-    entries = _json_lines(text) if text.lstrip().startswith("{") else None
-    if entries is None:
+    lines = _json_lines(text) if text.lstrip().startswith("{") or fmt in ("claude-code", "openclaw") else None
+    if lines is None:
         if fmt in ("claude-code", "openclaw"):
             raise TranscriptError(f"not a {fmt} transcript: expected one JSON object per line")
         return _plain(text)
+    entries, unreadable = lines
     fmt = fmt or detect(entries)
-    return _openclaw(entries) if fmt == "openclaw" else _claude_code(entries)
+    transcript = _openclaw(entries) if fmt == "openclaw" else _claude_code(entries)
+    transcript.unreadable = unreadable
+    return transcript
 
 
 def read(path: Path, fmt: Format | None = None) -> Transcript:
