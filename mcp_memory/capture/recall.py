@@ -1,22 +1,37 @@
 """What the hooks give the model: at session start the pinned core and the project's few most
 recent memories; with each prompt the memories relevant to it, above a relevance floor and under
-a character budget (nothing when nothing is relevant). Always delimited as data (context.py)."""
+a character budget (nothing when nothing is relevant). Always delimited as data (context.py).
+
+Capture stores one thing several times: the turn as an episode, the sentence that set off a
+trigger as a fact linked to it, and the assistant's reply, which usually says it back ("Got it:
+black instead of autopep8"). Recall counts such a group once, shown by its distilled member, and
+leaves out what the session's start block already gave it (a ledger per session under the data
+dir says what that was). Everything shown passes through redaction once more, in case a secret
+was stored by another way than capture."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import hashlib
+import json
 import logging
+import os
+import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TypeVar
 
 from .. import context
 from ..config import Settings
 from ..embeddings import conflict_similarity
-from ..models import Memory, MemoryFilter, Principal, SearchHit
+from ..models import CoreMemories, Memory, MemoryFilter, Principal, SearchHit
 from ..repository.related import nearest
 from ..retrieval import parse_query
 from ..retrieval import search as hybrid_search
 from ..service import MemoryService
+from .redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -24,9 +39,114 @@ log = logging.getLogger(__name__)
 DISTILLED = ["fact", "preference", "decision", "procedure", "identity", "note"]
 MIN_PROMPT_WORDS = 2
 SEARCH_RESERVE_S = 0.25  # kept for the searches when the prompt's vector is late
+# Candidates searched per slot: a group (fact, episode, reply) can take three of them.
+CANDIDATES_PER_SLOT = 4
+# A hit that shares words with the prompt may be this much less close in meaning and still count:
+# two signals agreeing. A paraphrase ("Which Python formatter do I use?") sits at 0.2-0.3 cosine
+# from what it asks about, under the floor for meaning alone.
+WORDS_MARGIN = 0.10
+# A group much farther from the prompt than its closest relevant memory is about something else
+# that happens to clear the floor (bench/recall_quality.py: 0.2 keeps every hit there and halves
+# the irrelevant lines; 0.15 cut an answer whose question was closer than the answer).
+RELATIVE_GAP = 0.20
+STEM_CHARS = 6
+STEM_SCAN = 2000   # characters of a memory looked at for shared words (a turn can be 8,000)
+_WORD = re.compile(r"[a-z][a-z0-9]+")
+# Words of a question that say nothing about its subject.
+_STOP = frozenset("""
+    about after again also been before being could does doing done each even ever every from have
+    here into just know like made make many more most much must need only other over please really
+    should some still such tell than thank thanks that their them then there these they thing things
+    think this those want were what when where which while will with would your yours
+    """.split())
+LEDGER_DIR = "recall-sessions"
+LEDGER_DAYS = 7   # ledgers of sessions untouched this long are removed
+
+M = TypeVar("M", Memory, SearchHit)
 
 
-def _fit(memories: Sequence[Memory | SearchHit], budget: int) -> list[Memory | SearchHit]:
+# --- groups --------------------------------------------------------------------------------------
+
+def group_of(m: Memory) -> str:
+    """What a memory says, as an identity: the turn of the session it was captured from. A
+    trigger fact, the episode of the turn it was found in and the assistant's reply to that turn
+    share it; anything else (written by an agent, imported) is its own group."""
+    meta = m.metadata or {}
+    session, turn = meta.get("session_id"), meta.get("turn")
+    if meta.get("captured_from") and isinstance(session, str) and isinstance(turn, int):
+        if m.kind == "episode" and meta.get("role") == "assistant" and turn > 0:
+            turn -= 1   # turns alternate speakers: the one before a reply is what it answers
+        return f"turn:{session}:{turn}"
+    episode = meta.get("episode_id")
+    if m.kind != "episode" and isinstance(episode, str):
+        return f"memory:{episode}"
+    return f"memory:{m.id}"
+
+
+def _representative(members: list[M]) -> M:
+    """The distilled member (a fact says the point in a sentence), else the best ranked one."""
+    return next((m for m in members if m.kind != "episode"), members[0])
+
+
+# --- the ledger: what session start gave a session ---------------------------------------------
+
+class Ledger:
+    """Ids and groups a session's start block showed, in a user-only JSON file under the data dir
+    (written aside, then moved into place). Losing it costs a repeated memory, never recall:
+    every failure here is logged and ignored."""
+
+    def __init__(self, settings: Settings, p: Principal, session_id: str) -> None:
+        who = "\x1f".join([p.user_id, p.agent_id or "", p.project_id or "", session_id])
+        self.folder = Path(settings.data_dir) / LEDGER_DIR
+        self.path = self.folder / f"{hashlib.sha256(who.encode()).hexdigest()[:32]}.json"
+
+    def read(self) -> set[str]:
+        """Ids and group keys shown; empty when the session start recorded nothing."""
+        try:
+            entry = json.loads(self.path.read_bytes())
+            return {str(v) for v in [*entry["ids"], *entry["groups"]]}
+        except FileNotFoundError:
+            return set()
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            log.debug("recall ledger unreadable (%s): %s", self.path, exc)
+            return set()
+
+    def write(self, memories: Iterable[Memory]) -> None:
+        shown = list(memories)
+        data = json.dumps({"ids": [str(m.id) for m in shown], "groups": sorted({group_of(m) for m in shown})})
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._prune()
+            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(data)
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            log.debug("recall ledger not written (%s): %s", self.path, exc)
+
+    def _prune(self) -> None:
+        cutoff = time.time() - LEDGER_DAYS * 86400
+        for old in self.folder.iterdir():
+            with contextlib.suppress(OSError):
+                if old.stat().st_mtime < cutoff:
+                    old.unlink()
+
+
+# --- output --------------------------------------------------------------------------------------
+
+def _clean(m: M) -> M:
+    """Second line of defence: capture redacts before storing, but an agent's memory_write, an
+    import or an older version of capture may have stored a secret."""
+    title = redact(m.title)[0] if m.title else m.title
+    field = "content" if isinstance(m, Memory) else "snippet"
+    text, kinds = redact(getattr(m, field))
+    if kinds:
+        log.warning("a recalled memory (%s) held %s; shown redacted", m.id, ", ".join(kinds))
+    return m.model_copy(update={"title": title, field: text})
+
+
+def _fit(memories: Sequence[M], budget: int) -> list[M]:
     kept, used = [], 0
     for m in memories:
         cost = len(context.render_memory(m)) + 1
@@ -37,20 +157,39 @@ def _fit(memories: Sequence[Memory | SearchHit], budget: int) -> list[Memory | S
     return kept
 
 
-async def session_context(service: MemoryService, settings: Settings, p: Principal, model: str | None = None) -> str:
+# --- session start -------------------------------------------------------------------------------
+
+async def _start_memories(service: MemoryService, settings: Settings, p: Principal,
+                          model: str | None) -> tuple[CoreMemories, list[Memory]]:
+    """The pinned core and the recent memories session start shows (before redaction)."""
     core = await service.overview.core(p, model)
-    parts = [context.render_core(core)] if core.memories else []
+    recent: list[Memory] = []
     if settings.session_start_recent:
         f = MemoryFilter(kinds=DISTILLED, scope="project" if p.project_id else None)  # type: ignore[arg-type]
         page = await service.list(p, f, order="recent", limit=settings.session_start_recent + len(core.memories))
         pinned = {m.id for m in core.memories}
         recent = _fit([m for m in page.memories if m.id not in pinned][: settings.session_start_recent],
                       settings.recall_budget_chars)
-        if recent:
-            where = f"project {p.project_id}" if p.project_id else "you"
-            parts.append(context.render(recent, f"Recent memories for {where} (newest first)."))
+    return core, recent
+
+
+async def session_context(service: MemoryService, settings: Settings, p: Principal, model: str | None = None,
+                          session_id: str | None = None) -> str:
+    """`session_id`: the ledger of that session starts over with what this block shows (a new
+    session, or one whose context was compacted)."""
+    core, recent = await _start_memories(service, settings, p, model)
+    if session_id:
+        Ledger(settings, p, session_id).write([*core.memories, *recent])
+    parts = []
+    if core.memories:
+        parts.append(context.render_core(core.model_copy(update={"memories": [_clean(m) for m in core.memories]})))
+    if recent:
+        where = f"project {p.project_id}" if p.project_id else "you"
+        parts.append(context.render([_clean(m) for m in recent], f"Recent memories for {where} (newest first)."))
     return "\n\n".join(parts)
 
+
+# --- prompt recall -------------------------------------------------------------------------------
 
 def recall_floor(settings: Settings, model: str | None) -> float:
     if settings.recall_min_similarity is not None:
@@ -79,6 +218,61 @@ async def _vector(service: MemoryService, prompt: str, deadline: float | None) -
         return None
 
 
+def _stems(text: str) -> set[str]:
+    """Content words cut to their first six letters: a crude stem that still joins what the
+    full-text stemmer keeps apart ("formatter" -> formatt, "formatting" -> format)."""
+    return {w[:STEM_CHARS] for w in _WORD.findall(text.lower()) if len(w) >= 4 and w not in _STOP}
+
+
+async def _closeness(service: MemoryService, settings: Settings, p: Principal,
+                     vector: list[float] | None) -> tuple[dict[str, float], float] | None:
+    """Cosine to the prompt of the memories near enough to matter, and the floor for meaning
+    alone; None without a vector."""
+    vectors = service.vectors
+    if vector is None or vectors is None or vectors.model is None:
+        return None
+    floor = recall_floor(settings, vectors.model)
+    close = await nearest(service.repo, p, vector, model=vectors.model, dimension=vectors.dimension,
+                          limit=max(100, settings.recall_limit * 20), min_similarity=max(0.0, floor - WORDS_MARGIN))
+    return {str(row["id"]): s for row, s in close}, floor
+
+
+def _groups(prompt: str, hits: list[SearchHit], memories: dict[str, Memory],
+            closeness: tuple[dict[str, float], float] | None, seen: set[str]) -> list[list[SearchHit]]:
+    """The relevant groups of the hits, in the order of each group's best ranked member.
+
+    The fused score ranks; it says nothing absolute. A group is relevant when a member is close
+    in meaning to the prompt (cosine above the floor), or a little less close while the group
+    also shares words with the prompt (two signals agreeing); without the prompt's vector, when
+    a member shares words with it. Left out besides: a group much farther from the prompt than
+    its closest relevant memory, and one the session was already shown (any member or the group)."""
+    groups: dict[str, list[SearchHit]] = {}
+    for h in hits:
+        m = memories.get(str(h.id))
+        if m is not None:
+            groups.setdefault(group_of(m), []).append(h)
+    words = _stems(prompt)
+
+    def shares_words(members: list[SearchHit]) -> bool:
+        return any(h.explain and h.explain.get("fulltext") is not None for h in members) or any(
+            words & _stems(f"{memories[str(h.id)].title or ''} {memories[str(h.id)].content[:STEM_SCAN]}")
+            for h in members)
+
+    best: dict[str, float] = {}
+    for key, members in groups.items():
+        if closeness is None:
+            if any(h.explain and h.explain.get("fulltext") is not None for h in members):
+                best[key] = 1.0
+            continue
+        similarity, floor = closeness
+        top = max((similarity[str(h.id)] for h in members if str(h.id) in similarity), default=None)
+        if top is not None and (top >= floor or shares_words(members)):
+            best[key] = top
+    bar = max(best.values(), default=0.0) - RELATIVE_GAP
+    return [members for key, members in groups.items() if key in best and best[key] >= bar
+            and key not in seen and not any(str(h.id) in seen for h in members)]
+
+
 async def prompt_context(service: MemoryService, settings: Settings, p: Principal, prompt: str,
                          session_id: str | None = None, deadline: float | None = None) -> str:
     """`deadline` (time.monotonic) bounds the wait for the prompt's vector."""
@@ -90,23 +284,19 @@ async def prompt_context(service: MemoryService, settings: Settings, p: Principa
     vector = await _vector(service, prompt, deadline)
     # The service's search would wait for the vector again; the retrieval takes the one we have.
     model = vectors.model if vectors and vector is not None else None
-    hits = await hybrid_search(service.repo, p, parse_query(prompt), None, limit=settings.recall_limit * 3,
-                               settings=settings, explain=vector is None, vector=vector, model=model,
-                               dimension=vectors.dimension if model and vectors else 0)
-    if vector is not None and vectors is not None:
-        # The fused score ranks; it says nothing absolute. Relevance is closeness of meaning.
-        close = await nearest(service.repo, p, vector, model=vectors.model, dimension=vectors.dimension,
-                              limit=max(50, settings.recall_limit * 10),
-                              min_similarity=recall_floor(settings, vectors.model))
-        relevant = {row["id"] for row, _ in close}
-        hits = [h for h in hits if h.id in relevant]
-    else:
-        # No vector (embedder off, down or late): a hit must at least share words with the prompt.
-        hits = [h for h in hits if h.explain and h.explain.get("fulltext") is not None]
+    hits = await hybrid_search(service.repo, p, parse_query(prompt), None,
+                               limit=settings.recall_limit * CANDIDATES_PER_SLOT, settings=settings, explain=True,
+                               vector=vector, model=model, dimension=vectors.dimension if model and vectors else 0)
     # This session's own turns are already in the model's context.
     own = f"session:{session_id}" if session_id else None
-    hits = [h for h in hits if own not in h.tags][: settings.recall_limit]
-    kept = _fit(hits, settings.recall_budget_chars)
+    hits = [h for h in hits if own not in h.tags]
+    if not hits:
+        return ""
+    closeness = await _closeness(service, settings, p, vector)
+    memories = {str(m.id): m for m in await service.repo.peek_many(p, [h.id for h in hits])}
+    seen = Ledger(settings, p, session_id).read() if session_id else set()
+    groups = _groups(prompt, hits, memories, closeness, seen)[: settings.recall_limit]
+    kept = _fit([_clean(_representative(members)) for members in groups], settings.recall_budget_chars)
     if not kept:
         return ""
     return context.render(kept, "Memories that may be relevant to this prompt (auto-recall).")

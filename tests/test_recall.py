@@ -1,0 +1,147 @@
+"""Auto-recall as the hooks give it: what was captured once counts once, a session is not given
+again what its start block gave it, and nothing shown holds a secret. Sessions are captured
+through the real capture path from Claude Code JSONL; recall runs against the real store."""
+
+from __future__ import annotations
+
+import json
+import re
+import stat
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_memory.capture.capture import Capturer
+from mcp_memory.capture.recall import Ledger, prompt_context, session_context
+from mcp_memory.capture.transcripts import read
+from mcp_memory.config import Settings
+from mcp_memory.models import Principal
+from mcp_memory.service import MemoryService
+
+from .conftest import principal
+
+ENTRY = re.compile(r'<memory id="([^"]+)" kind="([^"]+)"[^>]*>\n(.*?)\n</memory>', re.S)
+TOKEN = "ghp_" + "R7kq2Wm9Xv4Lp8Zt3Nc6Hb1Jd5Fs0Gy2Qa7"
+
+
+def entries(text: str) -> list[tuple[str, str, str]]:
+    return ENTRY.findall(text)
+
+
+@pytest.fixture
+def me() -> Principal:
+    return principal("alice", "claude-code", "shop")
+
+
+async def capture(service: MemoryService, settings: Settings, p: Principal, tmp_path: Path, session: str,
+                  turns: list[tuple[str, str]]) -> None:
+    """One Claude Code session (a JSONL line per message), captured as the Stop hook captures it."""
+    start = datetime(2026, 10, 5, 9, 0, tzinfo=UTC)
+    lines = [json.dumps({"type": role, "sessionId": session, "cwd": "/home/priya/shop", "uuid": f"u{i}",
+                         "timestamp": (start + timedelta(seconds=30 * i)).isoformat().replace("+00:00", "Z"),
+                         "message": {"role": role, "content": text if role == "user"
+                                     else [{"type": "text", "text": text}]}})
+             for i, (role, text) in enumerate(turns)]
+    path = tmp_path / f"{session}.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    report = await Capturer(service, settings, "claude-code").capture(p, read(path), key=f"claude-code:{session}")
+    assert report.episodes == len(turns) and report.facts >= 1
+
+
+@pytest.fixture
+async def formatter(service: MemoryService, settings: Settings, me: Principal, tmp_path: Path) -> None:
+    """The issue's case: a preference, the turn it was said in, and the assistant saying it back."""
+    await capture(service, settings, me, tmp_path, "11111111-aaaa-4000-8000-000000000001", [
+        ("user", "Let's sort out the lint setup. I prefer black over autopep8 for formatting Python code."),
+        ("assistant", "Got it: I'll format the Python code with black instead of autopep8 from now on."),
+        ("user", "The staging database listens on port 6543 because pgbouncer sits in front of it."),
+        ("assistant", "Updated the staging settings to port 6543."),
+    ])
+
+
+async def test_a_fact_its_episode_and_the_echo_are_one_entry(formatter: None, service: MemoryService,
+                                                             settings: Settings, me: Principal) -> None:
+    prompt = "Should I format this Python code with black or with autopep8?"
+    text = await prompt_context(service, settings, me, prompt, "another-session")
+    found = entries(text)
+    assert len(found) == 1, text
+    assert found[0][1] == "preference" and "I prefer black over autopep8" in found[0][2]
+    # Without the prompt's vector (embedder late or off) full text alone recalls: grouped the same.
+    late = await prompt_context(service, settings, me, prompt, "another-session", deadline=time.monotonic())
+    assert [kind for _, kind, _ in entries(late)] == ["preference"], late
+
+
+async def test_a_paraphrase_finds_the_fact(service: MemoryService, settings: Settings, me: Principal,
+                                           tmp_path: Path) -> None:
+    """The issue's miss: cosine 0.2-0.3 from the prompt to the fact and to the reply, under the
+    floor for meaning alone; found because the reply also shares words with the prompt
+    ("formatting"), and the group is shown by its fact."""
+    await capture(service, settings, me, tmp_path, "11111111-aaaa-4000-8000-000000000002", [
+        ("user", "Morning! Let's get the lint setup sorted before we add more code. "
+                 "I prefer black over autopep8, and ruff should do the linting."),
+        ("assistant", "Got it: black for formatting instead of autopep8, and ruff for linting. "
+                      "Let me look at the current config."),
+        ("user", "The staging database listens on port 6543 because pgbouncer sits in front of it."),
+        ("assistant", "Updated the staging settings to port 6543."),
+    ])
+    text = await prompt_context(service, settings, me, "Which Python formatter do I use?", "another-session")
+    assert [(kind, body) for _, kind, body in entries(text)] == [
+        ("preference", "I prefer black over autopep8, and ruff should do the linting.")], text
+    assert await prompt_context(service, settings, me, "Write a limerick about penguins on a ski trip",
+                                "another-session") == ""
+
+
+async def test_what_session_start_gave_is_not_recalled_again(formatter: None, service: MemoryService,
+                                                             settings: Settings, me: Principal) -> None:
+    await service.write(me, "Production deploys happen only on Tuesdays after the standup.", kind="procedure",
+                        pinned=True, priority=10, scope="user")
+    start = await session_context(service, settings, me, "claude-sonnet-4-5", session_id="session-b")
+    assert "Tuesdays" in start and "I prefer black over autopep8" in start   # pinned core, recent
+    ask = "Should I format this Python code with black or with autopep8?"
+    # Neither the fact nor its episode or the assistant's echo of it: the start block said it.
+    assert await prompt_context(service, settings, me, ask, "session-b") == ""
+    assert await prompt_context(service, settings, me, "Which day of the week can we deploy production?",
+                                "session-b") == ""
+    # Another session, whose start block was not shown, is given it.
+    assert "I prefer black over autopep8" in await prompt_context(service, settings, me, ask, "session-c")
+    # A new start block (compaction, resume) replaces what the session was given.
+    await service.write(me, "Deploy freezes start two days before every public holiday.", kind="procedure",
+                        pinned=True, priority=9, scope="user")
+    again = await session_context(service, settings, me, "claude-sonnet-4-5", session_id="session-b")
+    assert "public holiday" in again
+
+
+async def test_recalled_and_session_start_text_is_redacted(service: MemoryService, settings: Settings,
+                                                           me: Principal) -> None:
+    """Written through the service, as an agent's memory_write can: nothing redacts it on the way
+    in, so the way out must."""
+    await service.write(me, f"The CI deploy token for the shop repository is {TOKEN}", kind="fact",
+                        scope="project", title=f"deploy token {TOKEN}")
+    await service.write(me, f"Pinned: the release bot authenticates with {TOKEN}", kind="procedure",
+                        pinned=True, priority=5, scope="user")
+    start = await session_context(service, settings, me, None, session_id="s1")
+    recalled = await prompt_context(service, settings, me, "Which token does CI use to deploy the shop repository?",
+                                    "s2")
+    assert len(entries(start)) == 2 and entries(recalled)
+    for text in (start, recalled):
+        assert TOKEN not in text and TOKEN[:12] not in text
+        assert "[REDACTED" in text
+
+
+async def test_a_ledger_that_cannot_be_kept_costs_nothing_but_the_dedup(
+        formatter: None, service: MemoryService, settings: Settings, me: Principal, tmp_path: Path) -> None:
+    ask = "Should I format this Python code with black or with autopep8?"
+    await session_context(service, settings, me, None, session_id="s1")
+    ledger = Ledger(settings, me, "s1")
+    assert stat.S_IMODE(ledger.path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(ledger.folder.stat().st_mode) == 0o700
+    ledger.path.write_text('{"ids": ["torn')   # a torn write, a crash mid-way
+    assert "black over autopep8" in await prompt_context(service, settings, me, ask, "s1")
+    blocked = tmp_path / "not-a-dir"
+    blocked.write_text("")
+    where = settings.model_copy(update={"data_dir": blocked})   # the ledger's folder cannot be made
+    assert "black over autopep8" in await session_context(service, where, me, None, session_id="s2")
+    assert "black over autopep8" in await prompt_context(service, where, me, ask, "s2")
