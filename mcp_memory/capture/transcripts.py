@@ -8,6 +8,7 @@ role merge, and tool calls / results are folded into the assistant turn as short
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -15,8 +16,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
-
-from ..encoding import sha256_hex
 
 Role = Literal["user", "assistant"]
 Format = Literal["claude-code", "openclaw", "plain"]
@@ -39,7 +38,10 @@ class Turn:
     def digest(self) -> str:
         """Identifies the turn for delta tracking: who said what, when."""
         stamp = self.at.isoformat() if self.at else ""
-        return sha256_hex(f"{self.role}\x1f{stamp}\x1f{self.text}")[:16]
+        # surrogatepass: a lone surrogate from a JSON escape must not crash the digest (capture
+        # cleans it before storing); for any other text this is sha256_hex, as cursors hold.
+        raw = f"{self.role}\x1f{stamp}\x1f{self.text}".encode("utf-8", "surrogatepass")
+        return hashlib.sha256(raw).hexdigest()[:16]
 
     def label(self) -> str:
         return self.speaker or self.role.capitalize()
