@@ -141,14 +141,16 @@ def test_openclaw_round_trip_and_plugin_files(tmp_path: Path) -> None:
     before = snapshot(home)
     assert cli("install", "openclaw", "--home", str(home)).returncode == 0
     data = json.loads(config.read_text())
-    assert data["mcp"]["servers"]["memory"]["env"] == {"MCP_MEMORY_AGENT": "openclaw"}
+    # No workspace repository: memories across projects, for agent openclaw, on both sides.
+    assert data["mcp"]["servers"]["memory"]["args"] == ["serve", "--agent", "openclaw", "--project", "none"]
     folder = home / ".openclaw" / "extensions" / "mcp-memory"
     assert data["plugins"]["load"]["paths"] == [str(folder)]
     entry = data["plugins"]["entries"]["mcp-memory"]
     assert entry["hooks"] == {"allowConversationAccess": True, "allowPromptInjection": True}
+    assert entry["config"]["args"] == ["--agent", "openclaw", "--project", "none"]
     assert sorted(p.name for p in folder.iterdir()) == ["index.js", "openclaw.plugin.json", "package.json"]
     assert cli("uninstall", "openclaw", "--home", str(home)).returncode == 0
-    assert snapshot(home) == before and not folder.exists()
+    assert snapshot(home) == before and not folder.exists() and not folder.parent.exists()   # no empty folder left
 
 
 def test_clients_folder_holds_the_installed_configs(tmp_path: Path) -> None:
@@ -173,12 +175,41 @@ def test_clients_folder_holds_the_installed_configs(tmp_path: Path) -> None:
         assert (home / ".openclaw" / "extensions" / "mcp-memory" / name).read_text() == text
 
 
-async def test_openclaw_plugin_runs_the_hooks(database: Database, db_url: str, tmp_path: Path) -> None:
-    """The plugin's own code under Node, handed its events as OpenClaw's hook runner would, calling
-    the real CLI: prependContext back from before_prompt_build, the conversation stored at agent_end."""
+async def drive_plugin(tmp_path: Path, plugin: Path, plugin_config: dict[str, object], body: str,
+                       openclaw_config: dict[str, object] | None = None,
+                       env: dict[str, str] | None = None) -> dict[str, object]:
+    """The plugin's own code under Node, registered and handed events as OpenClaw's hook runner
+    would; `body` runs with `handlers` and prints one JSON line."""
     node = shutil.which("node")
     if node is None:
         pytest.skip("Node.js is not installed")
+    script = tmp_path / "drive.mjs"
+    script.write_text(textwrap.dedent(f"""\
+        const plugin = (await import({json.dumps(plugin.as_uri())})).default;
+        const handlers = {{}};
+        plugin.register({{ pluginConfig: {json.dumps(plugin_config)}, config: {json.dumps(openclaw_config or {})},
+                          on: (name, fn) => {{ handlers[name] = fn; }} }});
+    """) + textwrap.dedent(body))
+    with anyio.fail_after(180):
+        run = await anyio.run_process([node, str(script)], env={**os.environ, **(env or {})}, check=False)
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    return json.loads(run.stdout.decode().strip().splitlines()[-1])
+
+
+TURN = """\
+    const ctx = { sessionId: "s-1", sessionKey: "agent:main:main", workspaceDir: WORKSPACE, agentId: "main" };
+    const messages = [
+      { role: "user", content: [{ type: "text", text: "Remember that the greenhouse key is under the blue pot." }] },
+      { role: "assistant", content: [{ type: "text", text: "Noted." }] }];
+    await handlers["agent_end"]({ messages, success: true }, ctx);
+"""
+# Hooks see only what OpenClaw gives its MCP servers (HOME, PATH, …) plus the server entry's env.
+SLOW_OK = {"MCP_MEMORY_RECALL_TIMEOUT_S": "60", "MCP_MEMORY_SESSION_START_TIMEOUT_S": "60"}
+
+
+async def test_openclaw_plugin_runs_the_hooks(database: Database, db_url: str, tmp_path: Path) -> None:
+    """Calling the real CLI: prependContext back from before_prompt_build, the conversation stored
+    at agent_end."""
     home = tmp_path / "home"
     home.mkdir()
     out = cli("install", "openclaw", "--home", str(home), "--database-url", db_url, "--user", "sam",
@@ -186,31 +217,85 @@ async def test_openclaw_plugin_runs_the_hooks(database: Database, db_url: str, t
     assert out.returncode == 0, out.stderr
     plugin = home / ".openclaw" / "extensions" / "mcp-memory" / "index.js"
     args = json.loads((home / ".openclaw" / "openclaw.json").read_text())["plugins"]["entries"]["mcp-memory"]["config"]
-    script = tmp_path / "drive.mjs"
-    script.write_text(textwrap.dedent(f"""\
-        const plugin = (await import({json.dumps(plugin.as_uri())})).default;
-        const handlers = {{}};
-        plugin.register({{ pluginConfig: {{ ...{json.dumps(args)}, recallTimeoutMs: 60000 }},
-                          on: (name, fn) => {{ handlers[name] = fn; }} }});
-        const ctx = {{ sessionId: "s-1", sessionKey: "agent:main:main", workspaceDir: "/tmp", agentId: "main" }};
-        const messages = [
-          {{ role: "user",
-             content: [{{ type: "text", text: "Remember that the greenhouse key is under the blue pot." }}] }},
-          {{ role: "assistant", content: [{{ type: "text", text: "Noted." }}] }}];
-        await handlers["agent_end"]({{ messages, success: true }}, ctx);
-        const other = {{ ...ctx, sessionId: "s-2", sessionKey: "agent:main:other" }};
-        const event = {{ prompt: "where is the greenhouse key?", messages: [] }};
-        const result = await handlers["before_prompt_build"](event, other);
-        console.log(JSON.stringify({{ handlers: Object.keys(handlers).sort(), result }}));
-    """))
-    env = {**os.environ, "MCP_MEMORY_RECALL_TIMEOUT_S": "60", "MCP_MEMORY_SESSION_START_TIMEOUT_S": "60"}
-    with anyio.fail_after(180):
-        run = await anyio.run_process([node, str(script)], env=env, check=False)
-    assert run.returncode == 0, run.stderr.decode()[-2000:]
-    answer = json.loads(run.stdout.decode().strip().splitlines()[-1])
-    assert answer["handlers"] == ["agent_end", "before_compaction", "before_prompt_build", "session_end"]
+    answer = await drive_plugin(tmp_path, plugin, {**args, "recallTimeoutMs": 60000, "env": SLOW_OK},
+                                TURN.replace("WORKSPACE", '"/tmp"') + """\
+        const other = { ...ctx, sessionId: "s-2", sessionKey: "agent:main:other" };
+        const event = { prompt: "where is the greenhouse key?", messages: [] };
+        let result;
+        for (let i = 0; i < 100 && !result?.prependContext?.includes("blue pot"); i++) {   // capture is detached
+          result = await handlers["before_prompt_build"](event, other);
+          if (!result?.prependContext?.includes("blue pot")) await new Promise((r) => setTimeout(r, 300));
+        }
+        console.log(JSON.stringify({ handlers: Object.keys(handlers).sort(), result }));
+    """)
+    assert answer["handlers"] == ["agent_end", "before_compaction", "before_prompt_build", "session_end",
+                                  "session_start"]
     context = answer["result"]["prependContext"]
     assert "greenhouse key is under the blue pot" in context and "<memory " in context
+
+
+async def test_openclaw_plugin_runs_one_hook_per_prompt_with_the_servers_environment(
+        database: Database, db_url: str, tmp_path: Path) -> None:
+    """The session-start block is asked for at session_start and handed over with the first prompt;
+    each prompt runs prompt-submit alone. The hooks get the MCP server entry's env, not the
+    gateway's own MCP_MEMORY_* (which OpenClaw does not give the server either)."""
+    log = tmp_path / "calls.log"
+    wrapper = tmp_path / "logged-mcp-memory"
+    wrapper.write_text(f'#!/bin/sh\necho "$2 ${{MCP_MEMORY_MARK:-unset}} ${{MCP_MEMORY_LEAK:-unset}}" >> {log}\n'
+                       f'exec {CLI} "$@"\n')
+    wrapper.chmod(0o755)
+    plugin = tmp_path / "plugin"
+    plugin.mkdir()
+    for name, text in openclaw_plugin.files().items():
+        (plugin / name).write_text(text)
+    config = {"command": str(wrapper), "args": ["--database-url", db_url, "--user", "sam", "--agent", "openclaw",
+                                               "--project", "none"], "server": "memory", "recallTimeoutMs": 60000}
+    answer = await drive_plugin(tmp_path, plugin / "index.js", config, """\
+        const ctx = { sessionId: "s-9", sessionKey: "agent:main:s9", agentId: "main" };
+        await handlers["session_start"]({ sessionId: "s-9", sessionKey: "agent:main:s9" }, ctx);
+        const first = await handlers["before_prompt_build"]({ prompt: "what grows in the garden?", messages: [] }, ctx);
+        const second = await handlers["before_prompt_build"]({ prompt: "and in the greenhouse?", messages: [] }, ctx);
+        console.log(JSON.stringify({ first: first ?? null, second: second ?? null }));
+    """, openclaw_config={"mcp": {"servers": {"memory": {"env": {"MCP_MEMORY_MARK": "server-env", **SLOW_OK}}}}},
+        env={"MCP_MEMORY_LEAK": "gateway-only"})
+    calls = log.read_text().splitlines()
+    assert calls == ["session-start server-env unset", "prompt-submit server-env unset",
+                     "prompt-submit server-env unset"], calls
+    assert answer is not None
+
+
+async def test_openclaw_hooks_and_tools_share_one_namespace(database: Database, db_url: str, tmp_path: Path) -> None:
+    """What the plugin's capture stores, the agent's memory_search finds, though OpenClaw starts its
+    MCP server in whatever directory `openclaw` was launched from (here another repository)."""
+    from mcp import Client, StdioServerParameters
+
+    home, workspace, elsewhere = tmp_path / "home", tmp_path / "garden", tmp_path / "elsewhere"
+    for folder in (home / ".openclaw", workspace / ".git", elsewhere / ".git"):
+        folder.mkdir(parents=True)
+    config = home / ".openclaw" / "openclaw.json"
+    config.write_text(f'{{ agents: {{ defaults: {{ workspace: "{workspace}" }} }} }}\n')
+    out = cli("install", "openclaw", "--home", str(home), "--database-url", db_url, "--user", "sam")
+    assert out.returncode == 0, out.stderr
+    import json5  # json-five
+
+    data = json5.loads(config.read_text())
+    entry, server = data["plugins"]["entries"]["mcp-memory"]["config"], data["mcp"]["servers"]["memory"]
+    await drive_plugin(tmp_path, home / ".openclaw" / "extensions" / "mcp-memory" / "index.js", entry,
+                       TURN.replace("WORKSPACE", json.dumps(str(workspace))) + "console.log('{}');\n",
+                       openclaw_config=data)
+    # As OpenClaw starts it: the entry's command and args, only the MCP SDK's default environment.
+    env = {k: os.environ[k] for k in ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER") if k in os.environ}
+    params = StdioServerParameters(command=server["command"], args=server["args"], env={**env, **server.get("env", {})},
+                                   cwd=str(elsewhere))
+    hits: list[dict[str, object]] = []
+    async with Client(params) as client:
+        with anyio.fail_after(120):
+            while not hits:   # the capture runs detached from the hook
+                result = await client.call_tool("memory_search", {"query": "greenhouse key"})
+                hits = result.structured_content["hits"]
+                if not hits:
+                    await anyio.sleep(0.5)
+    assert "blue pot" in str(hits[0]["snippet"])
 
 
 async def test_claude_mcp_list_accepts_the_installed_settings(db_url: str, tmp_path: Path) -> None:
@@ -226,3 +311,166 @@ async def test_claude_mcp_list_accepts_the_installed_settings(db_url: str, tmp_p
     assert listed.returncode == 0, listed.stderr.decode()[-2000:]
     status = {line.split(":", 1)[0]: line for line in listed.stdout.decode().splitlines() if ":" in line}
     assert "Connected" in status["memory"], listed.stdout.decode()
+
+
+# --- symlinks, backups, lost records, project files, JSON5 (issue #26, item 7) -------------------
+
+def test_symlinked_settings_stay_links_and_are_restored_into_their_target(tmp_path: Path) -> None:
+    """stow / chezmoi / home-manager keep ~/.claude/settings.json as a link into a dotfiles folder."""
+    home, dotfiles = tmp_path / "home", tmp_path / "dotfiles"
+    (home / ".claude").mkdir(parents=True)
+    dotfiles.mkdir()
+    (dotfiles / "claude-settings.json").write_text(SETTINGS)
+    link = home / ".claude" / "settings.json"
+    link.symlink_to(dotfiles / "claude-settings.json")
+    out = cli("install", "claude-code", "--home", str(home))
+    assert out.returncode == 0, out.stderr
+    assert link.is_symlink() and link.resolve() == dotfiles / "claude-settings.json"   # still a link
+    assert "UserPromptSubmit" in json.loads((dotfiles / "claude-settings.json").read_text())["hooks"]
+    assert (home / ".claude" / "settings.json.mcp-memory.bak").read_text() == SETTINGS
+    out = cli("uninstall", "claude-code", "--home", str(home))
+    assert out.returncode == 0, out.stderr
+    assert link.is_symlink() and link.resolve() == dotfiles / "claude-settings.json"
+    assert (dotfiles / "claude-settings.json").read_text() == SETTINGS               # restored into the target
+    assert sorted(p.name for p in (home / ".claude").iterdir()) == ["settings.json"]
+
+
+def test_a_lost_install_record_never_costs_the_backup_and_uninstall_says_what_it_could_not_restore(
+        tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude.json").write_text(CLAUDE_JSON)
+    (home / ".claude" / "settings.json").write_text(SETTINGS)
+    assert cli("install", "claude-code", "--home", str(home)).returncode == 0
+    for record in home.rglob("*.mcp-memory.json"):
+        record.unlink()                                                # the install record is deleted
+    again = cli("install", "claude-code", "--home", str(home))
+    assert again.returncode == 0 and "no install record" in again.stdout, again.stdout
+    assert (home / ".claude.json.mcp-memory.bak").read_text() == CLAUDE_JSON      # the backup is untouched
+    assert (home / ".claude" / "settings.json.mcp-memory.bak").read_text() == SETTINGS
+
+    out = cli("uninstall", "claude-code", "--home", str(home))
+    assert out.returncode == 0, out.stderr
+    assert "restored" not in out.stdout and "could not restore" in out.stdout
+    assert "mcpServers.memory" in out.stdout and "hooks.UserPromptSubmit" in out.stdout   # what it did instead
+    assert "memory" not in json.loads((home / ".claude.json").read_text())["mcpServers"]
+    assert json.loads((home / ".claude" / "settings.json").read_text()) == json.loads(SETTINGS)
+    assert (home / ".claude.json.mcp-memory.bak").read_text() == CLAUDE_JSON      # left for the user
+
+
+def test_a_second_backup_gets_its_own_name(tmp_path: Path) -> None:
+    """A backup from an earlier install (record gone, entries removed by hand) is never overwritten;
+    an uninstall whose backup still holds mcp-memory's entries does not claim an exact restore."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".claude.json").write_text(CLAUDE_JSON)
+    assert cli("install", "claude-code", "--home", str(home)).returncode == 0
+    (home / ".claude.json.mcp-memory.json").unlink()
+    installed = (home / ".claude.json").read_text()
+    (home / ".claude.json.mcp-memory.bak").write_text(installed)      # an old backup holding our entry
+    data = json.loads(installed)
+    data["numStartups"] = 9
+    (home / ".claude.json").write_text(json.dumps(data))
+    (home / ".claude" / "settings.json.mcp-memory.json").unlink()
+    (home / ".claude" / "settings.json").unlink()
+    out = cli("install", "claude-code", "--home", str(home))
+    assert out.returncode == 0, out.stderr
+    assert (home / ".claude.json.mcp-memory.bak").read_text() == installed        # not overwritten
+    assert json.loads((home / ".claude.json.mcp-memory.bak.1").read_text())["numStartups"] == 9
+    out = cli("uninstall", "claude-code", "--home", str(home))
+    assert out.returncode == 0, out.stderr
+    assert "memory" not in json.loads((home / ".claude.json").read_text())["mcpServers"]
+    assert json.loads((home / ".claude.json").read_text())["numStartups"] == 9
+
+
+def test_project_scope_files_hold_no_path_of_this_machine(tmp_path: Path) -> None:
+    project = tmp_path / "checkouts" / "garden"
+    (project / ".git").mkdir(parents=True)
+    (project / "src").mkdir()
+    out = cli("install", "claude-code", "--scope", "project", "--project-dir", str(project / "src"),
+              "--database-url", "postgresql://db.internal/memory")
+    assert out.returncode == 0, out.stderr
+    texts = [(project / "src" / ".mcp.json").read_text(), (project / "src" / ".claude" / "settings.json").read_text()]
+    for text in texts:
+        assert str(tmp_path) not in text and sys.prefix not in text and '"/' not in text and " /" not in text
+    server = json.loads(texts[0])["mcpServers"]["memory"]
+    # Found on each teammate's PATH; the project pinned by the repository's name for every clone.
+    assert server["command"] == "mcp-memory"
+    assert server["args"] == ["serve", "--database-url", "postgresql://db.internal/memory", "--project", "garden"]
+    hook = json.loads(texts[1])["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    assert hook == "mcp-memory hook prompt-submit --database-url postgresql://db.internal/memory --project garden"
+    assert "PATH" in out.stdout                                        # the choice is explained
+
+
+@pytest.mark.parametrize("flags", [["--data-dir", "/home/me/.local/share/mcp-memory"],
+                                   ["--database-url", "postgresql://me:s3cret@db.internal/memory"]])
+def test_project_scope_refuses_machine_paths_and_secrets(tmp_path: Path, flags: list[str]) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    out = cli("install", "claude-code", "--scope", "project", "--project-dir", str(project), *flags)
+    assert out.returncode == 2 and flags[0] in out.stderr and "environment" in out.stderr
+    assert "s3cret" not in out.stdout + out.stderr
+    assert list(project.iterdir()) == []                               # nothing written
+
+
+OPENCLAW_JSON5 = textwrap.dedent("""\
+    // OpenClaw configuration (JSON5), as the docs show it
+    {
+      agents: {
+        defaults: {
+          workspace: "WORKSPACE", // where the agent works
+          model: { primary: 'anthropic/claude-sonnet-4-5', },
+        },
+      },
+      /* the gateway */
+      gateway: { port: 18789, mode: "local" },
+      mcp: {
+        servers: {
+          // another server of mine
+          other: { command: "other-server", args: [], },
+        },
+      },
+    }
+""")
+
+
+def test_openclaw_json5_config_keeps_its_comments_and_pins_one_namespace(tmp_path: Path) -> None:
+    import json5  # json-five
+
+    home, workspace = tmp_path / "home", tmp_path / "garden"
+    (home / ".openclaw").mkdir(parents=True)
+    (workspace / ".git").mkdir(parents=True)
+    config = home / ".openclaw" / "openclaw.json"
+    original = OPENCLAW_JSON5.replace("WORKSPACE", str(workspace))
+    config.write_text(original)
+    out = cli("install", "openclaw", "--home", str(home))
+    assert out.returncode == 0, out.stderr
+    text = config.read_text()
+    for comment in ("// OpenClaw configuration (JSON5)", "// where the agent works", "/* the gateway */",
+                    "// another server of mine"):
+        assert comment in text
+    data = json5.loads(text)
+    assert data["mcp"]["servers"]["other"] == {"command": "other-server", "args": []}
+    server, hooks = data["mcp"]["servers"]["memory"], data["plugins"]["entries"]["mcp-memory"]["config"]
+    # The agent's tools and the hooks: one namespace, the workspace's repository, pinned on both.
+    assert hooks["args"] == ["--agent", "openclaw", "--project", "garden"]
+    assert server["args"] == ["serve", *hooks["args"]]
+    assert cli("uninstall", "openclaw", "--home", str(home)).returncode == 0
+    assert config.read_text() == original
+
+    # Changed by OpenClaw since install: only ours goes, the comments and the change stay.
+    assert cli("install", "openclaw", "--home", str(home)).returncode == 0
+    config.write_text(config.read_text().replace("port: 18789", "port: 18790"))
+    out = cli("uninstall", "openclaw", "--home", str(home))
+    assert out.returncode == 0 and "only mcp-memory's entries" in out.stdout, out.stdout
+    assert config.read_text() == original.replace("port: 18789", "port: 18790")
+
+
+def test_openclaw_config_that_is_not_json5_is_refused(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".openclaw").mkdir(parents=True)
+    (home / ".openclaw" / "openclaw.json").write_text("{ agents: { defaults: { ")
+    before = snapshot(home)
+    out = cli("install", "openclaw", "--home", str(home))
+    assert out.returncode == 1 and "not valid JSON5" in out.stderr and "not changed" in out.stderr
+    assert snapshot(home) == before

@@ -1,6 +1,9 @@
-"""Changing a harness's JSON settings file with a way back: refuse a file we cannot parse, show
-the change as a diff, back the file up first, and on uninstall put the original bytes back (or,
-when the harness has changed the file since, take out only what we added)."""
+"""Changing a harness's settings file (JSON, or JSON5 for OpenClaw) with a way back: refuse a file
+we cannot parse, show the change as a diff, back the file up first, and on uninstall put the
+original bytes back (or, when that is not possible, take out only what we added and say why).
+
+A settings file kept as a symlink (stow, chezmoi, home-manager) stays a link: what is written goes
+to the file it points at. A backup is never overwritten: a second one gets a number."""
 
 from __future__ import annotations
 
@@ -8,15 +11,20 @@ import difflib
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..encoding import sha256_hex
+from . import json5_edit
 
 BACKUP_SUFFIX = ".mcp-memory.bak"
 STATE_SUFFIX = ".mcp-memory.json"
+
+Flavor = Literal["json", "json5"]
+Strip = Callable[[dict[str, Any]], None]
+Ours = Callable[[dict[str, Any]], list[str]]
 
 
 class SettingsFileError(Exception):
@@ -27,21 +35,44 @@ def dump(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def load(path: Path) -> tuple[dict[str, Any], bytes | None]:
-    """The parsed object and the exact bytes (None: the file does not exist yet)."""
-    if not path.exists():
-        return {}, None
-    raw = path.read_bytes()
-    if not raw.strip():
-        return {}, raw
+def real_path(path: Path) -> Path:
+    """Where the bytes live: the file a symlink points at (followed all the way), else the path."""
+    return Path(os.path.realpath(path))
+
+
+def parse(raw: bytes, path: Path, flavor: Flavor = "json") -> dict[str, Any]:
     try:
-        data = json.loads(raw)
+        text = raw.decode("utf-8")
+        data = json5_edit.parse(text) if flavor == "json5" else json.loads(text)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise SettingsFileError(f"{path} is not valid JSON ({exc}); not changed. Fix it, or add the entries "
+        what = "JSON5" if flavor == "json5" else "JSON"
+        raise SettingsFileError(f"{path} is not valid {what} ({exc}); not changed. Fix it, or add the entries "
                                 "shown in the README by hand") from None
     if not isinstance(data, dict):
         raise SettingsFileError(f"{path} holds a JSON {type(data).__name__}, not an object; not changed")
-    return data, raw
+    return data
+
+
+def load(path: Path, flavor: Flavor = "json") -> tuple[dict[str, Any], bytes | None]:
+    """The parsed object and the exact bytes (None: the file does not exist yet)."""
+    real = real_path(path)
+    if not real.exists():
+        return {}, None
+    raw = real.read_bytes()
+    if not raw.strip():
+        return {}, raw
+    return parse(raw, path, flavor), raw
+
+
+def render(data: dict[str, Any], before: bytes | None, flavor: Flavor) -> str:
+    """`data` as the file's text: a JSON5 file keeps its comments and layout where unchanged."""
+    if flavor == "json5" and before is not None and before.strip():
+        try:
+            return json5_edit.edit(before.decode("utf-8"), data)
+        except ValueError as exc:
+            raise SettingsFileError(f"could not edit the JSON5 file without losing its layout ({exc}); "
+                                    "not changed: add the entries shown in the README by hand") from None
+    return dump(data)
 
 
 def diff(path: Path, before: bytes | None, after: str) -> str:
@@ -56,8 +87,26 @@ def state_path(path: Path) -> Path:
     return path.with_name(path.name + STATE_SUFFIX)
 
 
-def backup_path(path: Path) -> Path:
-    return path.with_name(path.name + BACKUP_SUFFIX)
+def backup_path(path: Path, state: dict[str, Any] | None = None) -> Path:
+    """The backup an install made (its name is in the install record), or the default name."""
+    name = (state or {}).get("backup")
+    return path.with_name(name) if isinstance(name, str) and "/" not in name else \
+        path.with_name(path.name + BACKUP_SUFFIX)
+
+
+def backups(path: Path) -> list[Path]:
+    """Every backup of `path` present, e.g. from an earlier install whose record was deleted."""
+    return sorted(p for p in path.parent.glob(path.name + BACKUP_SUFFIX + "*") if p.is_file())
+
+
+def _free_backup(path: Path) -> Path:
+    first = backup_path(path)
+    n = 1
+    candidate = first
+    while candidate.exists() or candidate.is_symlink():
+        candidate = first.with_name(f"{first.name}.{n}")
+        n += 1
+    return candidate
 
 
 @dataclass
@@ -65,40 +114,64 @@ class Change:
     path: Path
     before: bytes | None
     after: str
+    flavor: Flavor = "json"
 
     @property
     def changed(self) -> bool:
         return self.before is None or self.before != self.after.encode()
 
 
-def plan(path: Path, edit: Callable[[dict[str, Any]], None]) -> Change:
-    data, raw = load(path)
+def plan(path: Path, edit: Callable[[dict[str, Any]], None], flavor: Flavor = "json") -> Change:
+    data, raw = load(path, flavor)
     edit(data)
-    return Change(path, raw, dump(data))
+    return Change(path, raw, render(data, raw, flavor), flavor)
 
 
-def apply(change: Change, extra: dict[str, Any] | None = None) -> None:
-    """Back up, record how to undo, then write (the state first: an interrupted install can still
-    be undone)."""
-    path = change.path
+def write_through(path: Path, text: str | bytes) -> None:
+    """Replace the file's content atomically, at the symlink's target when it is one (the link stays)."""
+    real = real_path(path)
+    tmp = real.with_name(real.name + ".mcp-memory.tmp")
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    if real.exists():
+        os.chmod(tmp, real.stat().st_mode & 0o777)
+    else:
+        os.chmod(tmp, 0o666 & ~_umask())
+    os.replace(tmp, real)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def apply(change: Change, extra: dict[str, Any] | None = None) -> Path | None:
+    """Back up, record how to undo, then write (the record first: an interrupted install can still
+    be undone). Returns the backup written, if any."""
+    path, real = change.path, real_path(change.path)
     if state_path(path).exists():
         raise SettingsFileError(f"{path} was already changed by an earlier install ({state_path(path)}); "
                                 "run uninstall first")
-    created = []
-    for folder in reversed(path.parents):
-        if not folder.exists():
-            created.append(str(folder))
+    created = [str(folder) for folder in reversed(real.parents) if not folder.exists()]
+    real.parent.mkdir(parents=True, exist_ok=True)
     path.parent.mkdir(parents=True, exist_ok=True)
+    backup = None
     if change.before is not None:
-        backup_path(path).write_bytes(change.before)
+        backup = _free_backup(path)
+        fd = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, real.stat().st_mode & 0o777)
+        with os.fdopen(fd, "wb") as f:
+            f.write(change.before)
     state = {"existed": change.before is not None, "installed_sha256": sha256_hex(change.after),
-             "created_dirs": created, "installed_at": datetime.now(UTC).isoformat(), **(extra or {})}
+             "backup": backup.name if backup else None, "created_dirs": created,
+             "installed_at": datetime.now(UTC).isoformat(), **(extra or {})}
+    if real != path:
+        state["target"] = str(real)
     state_path(path).write_text(dump(state), encoding="utf-8")
-    tmp = path.with_name(path.name + ".mcp-memory.tmp")
-    tmp.write_text(change.after, encoding="utf-8")
-    if change.before is not None:
-        os.chmod(tmp, path.stat().st_mode & 0o777)
-    os.replace(tmp, path)
+    write_through(path, change.after)
+    return backup
 
 
 def read_state(path: Path) -> dict[str, Any] | None:
@@ -112,48 +185,75 @@ def read_state(path: Path) -> dict[str, Any] | None:
     return state if isinstance(state, dict) else None
 
 
-def restore(path: Path, strip: Callable[[dict[str, Any]], None]) -> tuple[Change, str]:
-    """What uninstall writes, and how: 'restored' (the original bytes), 'removed' (the file did
-    not exist before), or 'stripped' (changed since install: only our entries taken out)."""
+@dataclass
+class Undo:
+    """What uninstall writes and how, with what it took out and what it could not restore.
+
+    how: 'restored' (the original bytes exactly), 'removed' (did not exist before install),
+    'stripped' (changed since install: only our entries out), 'restored-without-ours' (the backup
+    itself held our entries, from an earlier install: restored without them), 'no-backup' (the
+    backup is gone: only our entries out), 'gone' (the file no longer exists)."""
+
+    change: Change
+    how: str
+    backup: Path | None = None
+    taken_out: list[str] = field(default_factory=list)
+
+
+def restore(path: Path, strip: Strip, ours: Ours, flavor: Flavor = "json") -> Undo:
     state = read_state(path)
     if state is None:
         raise SettingsFileError(f"no install record for {path} ({state_path(path)}): nothing to undo")
-    current = path.read_bytes() if path.exists() else None
-    original = backup_path(path).read_bytes() if state.get("existed") else None
-    if current is not None and sha256_hex(current.decode("utf-8", errors="replace")) == state["installed_sha256"]:
-        how = "restored" if original is not None else "removed"
-        return Change(path, current, (original or b"").decode("utf-8")), how
+    real = real_path(path)
+    current = real.read_bytes() if real.exists() else None
+    backup = backup_path(path, state) if state.get("existed") else None
+    original = backup.read_bytes() if backup is not None and backup.exists() else None
     if current is None:
-        return Change(path, None, ""), "gone"
-    data, _ = load(path)
+        return Undo(Change(path, None, "", flavor), "gone", backup)
+    unchanged = sha256_hex(current.decode("utf-8", errors="replace")) == state.get("installed_sha256")
+    if unchanged and original is not None:
+        held = ours(parse(original, backup or path, flavor)) if original.strip() else []
+        if not held:
+            return Undo(Change(path, current, original.decode("utf-8"), flavor), "restored", backup)
+        # The backup was taken over an earlier install whose record is gone: it holds our entries too.
+        data = parse(original, backup or path, flavor)
+        strip(data)
+        return Undo(Change(path, current, render(data, original, flavor), flavor), "restored-without-ours",
+                    backup, held)
+    if unchanged and not state.get("existed"):
+        return Undo(Change(path, current, "", flavor), "removed")
+    data = parse(current, path, flavor) if current.strip() else {}
+    taken = ours(data)
     strip(data)
-    if original is not None and _same_json(data, original):
+    if original is not None and _same(data, original, flavor):
         # Whatever changed since went away with our entries: the original bytes, exactly.
-        return Change(path, current, original.decode("utf-8")), "restored"
-    if original is None and not data:
-        return Change(path, current, ""), "removed"
-    return Change(path, current, dump(data)), "stripped"
+        return Undo(Change(path, current, original.decode("utf-8"), flavor), "restored", backup, taken)
+    if not state.get("existed") and not data:
+        return Undo(Change(path, current, "", flavor), "removed", None, taken)
+    how = "no-backup" if state.get("existed") and original is None else "stripped"
+    return Undo(Change(path, current, render(data, current, flavor), flavor), how, backup, taken)
 
 
-def _same_json(data: dict[str, Any], raw: bytes) -> bool:
+def _same(data: dict[str, Any], raw: bytes, flavor: Flavor) -> bool:
     try:
-        return json.loads(raw) == data
-    except ValueError:
+        return parse(raw, Path("backup"), flavor) == data
+    except SettingsFileError:
         return False
 
 
-def finish_restore(change: Change, how: str) -> None:
-    path = change.path
+def finish_restore(undo: Undo) -> None:
+    path, how = undo.change.path, undo.how
     state = read_state(path) or {}
     if how == "removed":
-        path.unlink(missing_ok=True)
-    elif how == "restored":
-        path.write_bytes(backup_path(path).read_bytes())
-    elif how == "stripped":
-        path.write_text(change.after, encoding="utf-8")
+        real_path(path).unlink(missing_ok=True)   # the file we created; a link to it stays as it was
+    elif how == "restored" and undo.backup is not None:
+        write_through(path, undo.backup.read_bytes())   # byte for byte
+    elif how != "gone":
+        write_through(path, undo.change.after)
     state_path(path).unlink(missing_ok=True)
-    if how != "stripped":  # a stripped file keeps its backup, for the user to compare
-        backup_path(path).unlink(missing_ok=True)
+    # Only an exact restore makes the backup redundant; otherwise it stays for the user to compare.
+    if how in ("restored", "removed") and undo.backup is not None:
+        undo.backup.unlink(missing_ok=True)
     for folder in reversed(state.get("created_dirs", [])):
         try:
             Path(folder).rmdir()   # only if empty: nothing of the user's goes

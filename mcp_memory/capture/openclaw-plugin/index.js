@@ -2,19 +2,41 @@
 // (JSON on stdin, {"prependContext": "..."} or nothing on stdout). Written by `mcp-memory install openclaw`.
 import { spawn } from "node:child_process";
 
-function run(config, event, payload, timeoutMs) {
+// OpenClaw starts stdio MCP servers with only these variables of its own environment (the MCP
+// SDK's default) plus the server entry's `env`. Hooks get exactly the same, so both see the same
+// store and identity settings (MCP_MEMORY_*, XDG_*): one namespace for capture and the agent's tools.
+const INHERITED = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+// OpenClaw waits 30 s for agent_end / before_compaction handlers and drains session_end within
+// 2 s at shutdown, shared by every plugin; capture hands its work to a detached process at once.
+const CAPTURE_MS = 25000;
+const SESSION_END_MS = 1500;
+const RECALL_MS = 2500;
+const KEEP_SESSIONS = 1000;
+
+function hookEnv(api, config) {
+  const env = {};
+  for (const name of INHERITED) {
+    const value = process.env[name];
+    if (value !== undefined && !value.startsWith("()")) env[name] = value;
+  }
+  const server = api.config?.mcp?.servers?.[config.server || "memory"];
+  return { ...env, ...(server?.env || {}), ...(config.env || {}) };
+}
+
+function run(config, env, event, payload, timeoutMs) {
   return new Promise((resolve) => {
     let out = "";
     let done = false;
+    let timer;
     const finish = (value) => { if (!done) { done = true; clearTimeout(timer); resolve(value); } };
     let child;
     try {
       child = spawn(config.command || "mcp-memory", ["hook", event, "--harness", "openclaw", ...(config.args || [])],
-                    { stdio: ["pipe", "pipe", "inherit"] });
+                    { stdio: ["pipe", "pipe", "inherit"], env });
     } catch (error) {
       return finish("");
     }
-    const timer = setTimeout(() => { child.kill("SIGTERM"); finish(""); }, timeoutMs);
+    timer = setTimeout(() => { child.kill("SIGTERM"); finish(""); }, timeoutMs);
     child.on("error", () => finish(""));
     child.stdout.on("data", (chunk) => { out += chunk; });
     child.on("close", () => finish(out));
@@ -32,35 +54,56 @@ function where(ctx) {
            workspaceDir: ctx?.workspaceDir, agentId: ctx?.agentId };
 }
 
+function keyOf(event, ctx) {
+  return ctx?.sessionKey || event?.sessionKey || ctx?.sessionId || event?.sessionId || "";
+}
+
 export default {
   id: "mcp-memory",
   name: "mcp-memory",
   description: "Auto-recall and auto-capture with mcp-memory",
   register(api) {
     const config = api.pluginConfig || {};
-    const recallMs = config.recallTimeoutMs || 2500;
-    const captureMs = config.captureTimeoutMs || 60000;
-    const started = new Set();
+    const env = hookEnv(api, config);
+    const recallMs = config.recallTimeoutMs || RECALL_MS;
+    const captureMs = Math.min(config.captureTimeoutMs || CAPTURE_MS, CAPTURE_MS);
+    // The session-start block, asked for when the session starts (as Claude Code's SessionStart),
+    // handed over with the session's first prompt. Each prompt then runs one hook, prompt-submit,
+    // after the session-start hook has finished, so recall knows what that block already holds.
+    const starts = new Map();
+    const remember = (key, value) => {
+      starts.delete(key);
+      starts.set(key, value);
+      if (starts.size > KEEP_SESSIONS) starts.delete(starts.keys().next().value);
+    };
+    api.on("session_start", (event, ctx) => {
+      const key = keyOf(event, ctx);
+      if (!key || starts.has(key)) return;
+      const payload = { sessionId: event?.sessionId || ctx?.sessionId, sessionKey: event?.sessionKey || ctx?.sessionKey,
+                        agentId: ctx?.agentId };
+      remember(key, run(config, env, "session-start", payload, recallMs).then(context));
+    });
     api.on("before_prompt_build", async (event, ctx) => {
       const payload = { ...where(ctx), prompt: event?.prompt || "" };
-      const key = payload.sessionKey || payload.sessionId || "";
-      const parts = [];
-      if (!started.has(key)) {
-        started.add(key);
-        parts.push(context(await run(config, "session-start", payload, recallMs)));
-      }
-      parts.push(context(await run(config, "prompt-submit", payload, recallMs)));
+      const key = keyOf(event, ctx);
+      const start = starts.get(key);
+      if (start !== undefined) remember(key, Promise.resolve(""));   // handed over once
+      const parts = [start === undefined ? "" : await start];
+      parts.push(context(await run(config, env, "prompt-submit", payload, recallMs)));
       const text = parts.filter(Boolean).join("\n\n");
       return text ? { prependContext: text } : undefined;
     });
-    const capture = (name) => async (event, ctx) => {
+    const capture = (name, limitMs) => async (event, ctx) => {
       const payload = { ...where(ctx) };
+      payload.sessionId = payload.sessionId || event?.sessionId;
+      payload.sessionKey = payload.sessionKey || event?.sessionKey;
       if (Array.isArray(event?.messages)) payload.messages = event.messages;
       if (event?.sessionFile) payload.sessionFile = event.sessionFile;
-      if (payload.messages || payload.sessionFile) await run(config, name, payload, captureMs);
+      if (name === "session-end") starts.delete(keyOf(event, ctx));
+      if (payload.messages || payload.sessionFile) await run(config, env, name, payload, limitMs);
     };
-    api.on("agent_end", capture("stop"));
-    api.on("before_compaction", capture("pre-compact"));
-    api.on("session_end", capture("session-end"));
+    api.on("agent_end", capture("stop", captureMs));
+    api.on("before_compaction", capture("pre-compact", captureMs));
+    api.on("session_end", capture("session-end", Math.min(captureMs, SESSION_END_MS)));
   },
 };

@@ -1,0 +1,263 @@
+"""What mcp-memory adds to each harness's settings, and how to find and take it out again: the MCP
+server entry and the hook commands for Claude Code; the server entry and the plugin for OpenClaw.
+Plain data in, plain data out (settings_files.py reads and writes the files).
+
+One namespace per harness session: the hooks and the MCP server must bind the same user, agent
+and project, or the agent's memory_search cannot see what capture stored. Claude Code starts both
+in the session's project directory. OpenClaw starts its MCP server wherever `openclaw` was
+launched (with only HOME, LOGNAME, PATH, SHELL, TERM and USER of its environment) while its hooks
+carry the agent's workspace, so install pins agent and project on both, and the plugin gives the
+hooks the server's environment."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..auth import NO_PROJECT, git_project
+from . import openclaw_plugin
+from .settings_files import SettingsFileError
+
+SERVER = "memory"
+OPENCLAW_AGENT = "openclaw"
+# (Claude Code event, our event, timeout in seconds, matcher, run in the background). Capture after
+# each reply must not hold up the next prompt (`async`, Claude Code 2.1 command hooks); at session
+# end it runs in the foreground, as the last chance before the process goes.
+CLAUDE_HOOKS = [("SessionStart", "session-start", 10, "startup|resume|clear|compact", False),
+                ("UserPromptSubmit", "prompt-submit", 5, None, False),
+                ("Stop", "stop", 60, None, True),
+                ("PreCompact", "pre-compact", 60, None, True),
+                ("SessionEnd", "session-end", 60, None, False)]
+
+Edit = Callable[[dict[str, Any]], None]
+
+
+def _ours_command(command: Any) -> bool:
+    return isinstance(command, str) and "mcp-memory" in command and " hook " in command
+
+
+def _ours_server(server: Any) -> bool:
+    return (isinstance(server, dict) and Path(str(server.get("command", ""))).name == "mcp-memory"
+            and (server.get("args") or [None])[0] == "serve")
+
+
+def _object(parent: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    value = parent.setdefault(key, {})
+    if not isinstance(value, dict):
+        raise SettingsFileError(f"{where}.{key} is a {type(value).__name__}, not an object; not changed")
+    return value
+
+
+def _drop_empty(parent: dict[str, Any], key: str, original: dict[str, Any]) -> None:
+    """Take out a container left empty, unless the original file had it."""
+    if parent.get(key) in ({}, []) and key not in original:
+        del parent[key]
+
+
+def flag_value(flags: list[str], name: str) -> str | None:
+    for i, item in enumerate(flags[:-1]):
+        if item == name:
+            return flags[i + 1]
+    return None
+
+
+# --- Claude Code ---------------------------------------------------------------------------------
+
+def claude_files(scope: str, home: Path, project: Path) -> tuple[Path, Path]:
+    if scope == "project":
+        return project / ".mcp.json", project / ".claude" / "settings.json"
+    return home / ".claude.json", home / ".claude" / "settings.json"
+
+
+def claude_server(exe: str, flags: list[str]) -> dict[str, Any]:
+    return {"type": "stdio", "command": exe, "args": ["serve", *flags], "env": {}}
+
+
+def add_claude_server(exe: str, flags: list[str], path: Path) -> Edit:
+    def edit(data: dict[str, Any]) -> None:
+        servers = _object(data, "mcpServers", str(path))
+        existing = servers.get(SERVER)
+        if existing is not None and not _ours_server(existing):
+            raise SettingsFileError(f"{path} already has an MCP server named {SERVER!r} that is not mcp-memory; "
+                                    "not changed (rename or remove it first)")
+        servers.setdefault(SERVER, claude_server(exe, flags))
+    return edit
+
+
+def add_claude_hooks(exe: str, flags: list[str], path: Path) -> Edit:
+    def edit(data: dict[str, Any]) -> None:
+        hooks = _object(data, "hooks", str(path))
+        for event, ours, timeout, matcher, background in CLAUDE_HOOKS:
+            groups = hooks.setdefault(event, [])
+            if not isinstance(groups, list):
+                raise SettingsFileError(f"{path}: hooks.{event} is not a list; not changed")
+            if _has_our_hook(groups):
+                continue
+            group: dict[str, Any] = {"matcher": matcher} if matcher else {}
+            command: dict[str, Any] = {"type": "command", "command": shlex.join([exe, "hook", ours, *flags]),
+                                       "timeout": timeout}
+            if background:
+                command["async"] = True
+            group["hooks"] = [command]
+            groups.append(group)
+    return edit
+
+
+def _has_our_hook(groups: Any) -> bool:
+    return isinstance(groups, list) and any(
+        _ours_command(h.get("command")) for g in groups if isinstance(g, dict)
+        for h in (g.get("hooks") if isinstance(g.get("hooks"), list) else []) if isinstance(h, dict))
+
+
+def claude_ours(data: dict[str, Any]) -> list[str]:
+    """mcp-memory's entries in a Claude Code settings file, by where they are."""
+    found = []
+    servers = data.get("mcpServers")
+    if isinstance(servers, dict) and _ours_server(servers.get(SERVER)):
+        found.append(f"mcpServers.{SERVER}")
+    hooks = data.get("hooks")
+    if isinstance(hooks, dict):
+        found += [f"hooks.{event}" for event, groups in hooks.items() if _has_our_hook(groups)]
+    return found
+
+
+def strip_claude(original: dict[str, Any]) -> Edit:
+    """Take out every mcp-memory entry; containers emptied go unless `original` had them."""
+    def edit(data: dict[str, Any]) -> None:
+        servers = data.get("mcpServers")
+        if isinstance(servers, dict) and _ours_server(servers.get(SERVER)):
+            del servers[SERVER]
+            _drop_empty(data, "mcpServers", original)
+        hooks = data.get("hooks")
+        if isinstance(hooks, dict):
+            for event in list(hooks):
+                groups = hooks[event]
+                if not isinstance(groups, list):
+                    continue
+                hooks[event] = [g for g in groups if not _has_our_hook([g])]
+                _drop_empty(hooks, event, original.get("hooks") or {})
+            _drop_empty(data, "hooks", original)
+    return edit
+
+
+def shareable_flags(flags: list[str]) -> str | None:
+    """Why these flags cannot go into project files a team commits (None: they can)."""
+    if flag_value(flags, "--data-dir") is not None:
+        return ("--data-dir is a path on this machine and --scope project files are shared with the team; "
+                "set MCP_MEMORY_DATA_DIR in your environment instead, or use --scope user")
+    url = flag_value(flags, "--database-url")
+    if url is not None and urlsplit(url).password:
+        return ("--database-url holds a password and --scope project files are shared with the team; "
+                "set MCP_MEMORY_DATABASE_URL in your environment instead, or use --scope user")
+    return None
+
+
+# --- OpenClaw ------------------------------------------------------------------------------------
+
+def openclaw_file(home: Path | None) -> Path:
+    if home is None and os.environ.get("OPENCLAW_CONFIG_PATH"):
+        return Path(os.environ["OPENCLAW_CONFIG_PATH"]).expanduser()
+    if home is None and os.environ.get("OPENCLAW_STATE_DIR"):
+        return Path(os.environ["OPENCLAW_STATE_DIR"]).expanduser() / "openclaw.json"
+    return (home or Path.home()) / ".openclaw" / "openclaw.json"
+
+
+def plugin_dir(config: Path) -> Path:
+    return config.parent / "extensions" / openclaw_plugin.PLUGIN_ID
+
+
+def openclaw_workspace(config: Path, data: dict[str, Any]) -> Path:
+    """The default agent's workspace as OpenClaw resolves it (agents.defaults.workspace, else the
+    `workspace` folder beside the config)."""
+    agents = data.get("agents")
+    defaults = agents.get("defaults") if isinstance(agents, dict) else None
+    where = defaults.get("workspace") if isinstance(defaults, dict) else None
+    return Path(where).expanduser() if isinstance(where, str) and where.strip() else config.parent / "workspace"
+
+
+def openclaw_flags(config: Path, data: dict[str, Any], flags: list[str]) -> list[str]:
+    """The flags given, with the agent and project pinned: the same for the MCP server and every
+    hook. The project is the one the hooks would take from the workspace (its git repository), so
+    what was captured before stays in view; `none` (memories across projects) when it has none."""
+    out = list(flags)
+    if flag_value(out, "--agent") is None:
+        out += ["--agent", OPENCLAW_AGENT]
+    if flag_value(out, "--project") is None:
+        out += ["--project", git_project(openclaw_workspace(config, data)) or NO_PROJECT]
+    return out
+
+
+def openclaw_server(exe: str, flags: list[str]) -> dict[str, Any]:
+    return {"command": exe, "args": ["serve", *flags]}
+
+
+def add_openclaw(exe: str, flags: list[str], path: Path) -> Edit:
+    def edit(data: dict[str, Any]) -> None:
+        servers = _object(_object(data, "mcp", str(path)), "servers", f"{path}: mcp")
+        existing = servers.get(SERVER)
+        if existing is not None and not _ours_server(existing):
+            raise SettingsFileError(f"{path} already has an MCP server named {SERVER!r} that is not mcp-memory; "
+                                    "not changed (rename or remove it first)")
+        servers.setdefault(SERVER, openclaw_server(exe, flags))
+        plugins = _object(data, "plugins", str(path))
+        load_ = _object(plugins, "load", f"{path}: plugins")
+        paths = load_.setdefault("paths", [])
+        if not isinstance(paths, list):
+            raise SettingsFileError(f"{path}: plugins.load.paths is not a list; not changed")
+        folder = str(plugin_dir(path))
+        if folder not in paths:
+            paths.append(folder)
+        entries = _object(plugins, "entries", f"{path}: plugins")
+        entries.setdefault(openclaw_plugin.PLUGIN_ID, {
+            "enabled": True,
+            # agent_end carries the conversation only with conversation access; prependContext
+            # from before_prompt_build needs prompt injection allowed.
+            "hooks": {"allowConversationAccess": True, "allowPromptInjection": True},
+            # The same command and flags as the server entry: hooks and tools share one namespace.
+            "config": {"command": exe, "args": flags, "server": SERVER}})
+    return edit
+
+
+def openclaw_ours(path: Path) -> Callable[[dict[str, Any]], list[str]]:
+    def ours(data: dict[str, Any]) -> list[str]:
+        found = []
+        mcp, plugins = data.get("mcp"), data.get("plugins")
+        if isinstance(mcp, dict) and isinstance(mcp.get("servers"), dict) and _ours_server(mcp["servers"].get(SERVER)):
+            found.append(f"mcp.servers.{SERVER}")
+        if isinstance(plugins, dict):
+            load_ = plugins.get("load")
+            if isinstance(load_, dict) and isinstance(load_.get("paths"), list) \
+                    and str(plugin_dir(path)) in load_["paths"]:
+                found.append("plugins.load.paths")
+            if isinstance(plugins.get("entries"), dict) and openclaw_plugin.PLUGIN_ID in plugins["entries"]:
+                found.append(f"plugins.entries.{openclaw_plugin.PLUGIN_ID}")
+        return found
+    return ours
+
+
+def strip_openclaw(original: dict[str, Any], path: Path) -> Edit:
+    """Take out every mcp-memory entry; containers emptied go unless `original` had them."""
+    def edit(data: dict[str, Any]) -> None:
+        mcp, plugins = data.get("mcp"), data.get("plugins")
+        o_mcp, o_plugins = original.get("mcp") or {}, original.get("plugins") or {}
+        if isinstance(mcp, dict) and isinstance(mcp.get("servers"), dict):
+            if _ours_server(mcp["servers"].get(SERVER)):
+                del mcp["servers"][SERVER]
+            _drop_empty(mcp, "servers", o_mcp)
+            _drop_empty(data, "mcp", original)
+        if isinstance(plugins, dict):
+            load_ = plugins.get("load")
+            if isinstance(load_, dict) and isinstance(load_.get("paths"), list):
+                load_["paths"] = [x for x in load_["paths"] if x != str(plugin_dir(path))]
+                _drop_empty(load_, "paths", o_plugins.get("load") or {})
+                _drop_empty(plugins, "load", o_plugins)
+            entries = plugins.get("entries")
+            if isinstance(entries, dict):
+                entries.pop(openclaw_plugin.PLUGIN_ID, None)
+                _drop_empty(plugins, "entries", o_plugins)
+            _drop_empty(data, "plugins", original)
+    return edit
