@@ -267,3 +267,218 @@ async def test_cursors_are_per_user_under_row_level_security(service: MemoryServ
     for who, expected in ((alice, 1), (principal("bob"), 0)):
         async with service.repo.transaction(who) as conn:   # the app role: only RLS decides
             assert await conn.fetchval("SELECT count(*) FROM transcript_cursors") == expected
+
+
+# --- no session is lost (issue 26) ----------------------------------------------------------------
+
+def _cc(kind: str, content: object, n: int, **extra: object) -> str:
+    """One Claude Code transcript line, as the harness writes it (JSON.stringify: non-ASCII raw)."""
+    return json.dumps({"type": kind, "sessionId": SESSION, "cwd": "/home/dana/work/shop", "uuid": f"x{n}",
+                       "timestamp": f"2026-03-02T10:{n:02d}:00.000Z", "message": {"role": kind, "content": content},
+                       **extra}, ensure_ascii=False)
+
+
+def _binary_cat(n: int) -> list[str]:
+    """The agent `cat`s a binary file: the tool output holds NUL characters (JSON \\u0000)."""
+    return [_cc("assistant", [{"type": "tool_use", "id": f"t{n}", "name": "Bash", "input": {"command": "cat a.out"}}],
+                n),
+            _cc("user", [{"type": "tool_result", "tool_use_id": f"t{n}", "content": "\x7fELF\x02\x01\x01\x00\x00\x00"}],
+                n + 1)]
+
+
+async def _cursor(service: MemoryService, p: Principal, key: str):
+    from mcp_memory.repository.transcripts import TranscriptRepository
+
+    return await TranscriptRepository(service.repo).get(p, key)
+
+
+async def test_a_nul_byte_costs_nothing(service: MemoryService, settings: Settings, alice: Principal,
+                                        tmp_path: Path) -> None:
+    """Old code: one NUL refused the whole batch ("items[1]: content contains a NUL character …
+    nothing was written") on every run, forever."""
+    path = tmp_path / "s.jsonl"
+    lines = [_cc("user", "Please inspect the binary a.out for me.", 1), *_binary_cat(2),
+             _cc("assistant", [{"type": "text", "text": "It is an ELF executable."}], 4),
+             _cc("user", "Thanks. I prefer static binaries for deployment.", 5),
+             _cc("assistant", [{"type": "text", "text": "Noted."}], 6)]
+    path.write_text("\n".join(lines) + "\n")
+    key = f"claude-code:{SESSION}"
+    capturer = Capturer(service, settings, "claude-code")
+    report = await capturer.capture(alice, read(path), key=key)
+    assert (report.turns, report.episodes, report.skipped_turns, report.cleaned) == (4, 4, 0, 1)
+    assert report.facts == 1
+    episodes = await _all(service, alice, ["episode"])
+    assert len(episodes) == 4
+    elf = next(e for e in episodes if "ELF" in e.content)
+    assert "\x00" not in elf.content and "\ufffd" in elf.content and elf.metadata["cleaned"] == ["NUL characters"]
+    cursor = await _cursor(service, alice, key)
+    assert cursor.turns == 4 and None not in cursor.memory_ids
+    assert [(x["what"], x["turn"]) for x in cursor.problems] == [("cleaned", 1)]
+    # Later runs go on as usual: nothing again, then only what is new.
+    assert (await capturer.capture(alice, read(path), key=key)).new_turns == 0
+    path.write_text("\n".join([*lines, _cc("user", "One more question.", 7)]) + "\n")
+    later = await capturer.capture(alice, read(path), key=key)
+    assert (later.new_turns, later.episodes) == (1, 1)
+    assert [(x["what"], x["turn"]) for x in (await _cursor(service, alice, key)).problems] == [("cleaned", 1)]
+
+
+async def test_invalid_text_is_cleaned_and_stored(service: MemoryService, settings: Settings, alice: Principal,
+                                                  tmp_path: Path) -> None:
+    """Bytes that are not UTF-8 in the file, and a lone surrogate escaped in the JSON (a
+    truncated emoji), which old code passed on to be refused with the whole batch."""
+    path = tmp_path / "s.jsonl"
+    lone = _cc("user", "half an emoji LONE here", 3).replace("LONE", "\\ud83d")  # JSON escape, as written
+    path.write_bytes(("\n".join([_cc("user", "Latin-1 bytes follow:", 1)]) + "\n").encode()
+                     + _cc("assistant", [{"type": "text", "text": "caf"}], 2).encode().replace(b"caf", b"caf\xe9 \xff")
+                     + b"\n" + lone.encode() + b"\n" + _cc("assistant", [{"type": "text", "text": "ok"}], 4).encode())
+    report = await Capturer(service, settings, "claude-code").capture(alice, read(path), key="k")
+    assert (report.turns, report.episodes, report.skipped_turns) == (4, 4, 0)
+    contents = [e.content for e in await _all(service, alice, ["episode"])]
+    assert "User: half an emoji \ufffd here" in contents
+    assert any(c.startswith("Assistant: caf\ufffd") for c in contents)
+    assert report.cleaned == 1
+
+
+async def test_an_over_long_turn_is_cut_and_stored(service: MemoryService, settings: Settings, alice: Principal,
+                                                   tmp_path: Path) -> None:
+    """Turns longer than the store's content limit, tighter here than the capture's own: each is
+    stored cut and says so (old code sliced the marker off with the store's limit and recorded
+    nothing), and its secrets are redacted over the whole text first."""
+    small = settings.model_copy(update={"max_content_chars": 1000, "capture_turn_chars": 8000})
+    env = "\n".join(f"AWS_KEY_{i}=AKIA{i:016d}" for i in range(2000))
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join([_cc("user", "Here is my env file:\n" + env, 1),
+                               _cc("assistant", [{"type": "text", "text": "word " * 20_000}], 2),
+                               _cc("user", "My name is Dana.", 3)]) + "\n")
+    report = await Capturer(service, small, "claude-code").capture(alice, read(path), key="k")
+    episodes = await _all(service, alice, ["episode"])
+    assert len(episodes) == 3 and all(len(e.content) <= 1000 for e in episodes)
+    assert all("AKIA0000" not in e.content for e in episodes)
+    assert [e.content.endswith("more characters]") for e in episodes] == [True, True, False]
+    assert (report.episodes, report.skipped_turns, report.cut) == (3, 0, 2)
+    assert episodes[1].metadata["cut"] > 90_000
+    assert episodes[0].metadata["redacted"] == ["aws-access-key"]
+    problems = (await _cursor(service, alice, "k")).problems
+    assert [(x["what"], x["turn"]) for x in problems] == [("cut", 0), ("cut", 1)]
+
+
+@pytest.mark.parametrize("torn", ["cut", "glued", "not-an-object"])
+async def test_a_torn_line_costs_that_line_only(service: MemoryService, settings: Settings, alice: Principal,
+                                                tmp_path: Path, torn: str) -> None:
+    """Old code read the whole file as plain text: 0 turns, nothing said."""
+    good = [_cc("user", f"Question {n}?" if n % 2 else "x", n) if n % 2 else
+            _cc("assistant", [{"type": "text", "text": f"Answer {n}."}], n) for n in range(1, 7)]
+    broken = {"cut": good[2][: len(good[2]) // 2],
+              "glued": good[2][: len(good[2]) // 2] + good[3],   # a writer died mid-line; the next line follows
+              "not-an-object": "[1, 2]"}[torn]
+    lines = [*good[:2], broken, *good[4 if torn == "glued" else 3:]]
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    t = read(path)
+    assert t.format == "claude-code" and len(t.turns) == 4
+    assert t.unreadable == [3]
+    said = "\n".join(x.text for x in t.turns)
+    assert [said.count(f"{w} {n}") for w, n in (("Question", 1), ("Answer", 2), ("Question", 3), ("Answer", 4),
+                                                  ("Question", 5), ("Answer", 6))] == [1, 1, 0, 1, 1, 1]
+    report = await Capturer(service, settings, "claude-code").capture(alice, t, key="k")
+    assert report.unreadable_lines == 1 and report.episodes == len(t.turns) >= 4
+    problems = (await _cursor(service, alice, "k")).problems
+    assert [(x["what"], x["line"]) for x in problems] == [("unreadable line", 3)]
+
+
+def test_line_separators_inside_json_are_no_line_ends() -> None:
+    """JSON.stringify leaves U+2028 / U+0085 raw; `str.splitlines` tore such a line in two."""
+    text = "\n".join([_cc("user", "a\u2028b\x85c\x0cd", 1), _cc("assistant", [{"type": "text", "text": "ok"}], 2)])
+    t = parse_text(text + "\n")
+    assert [x.text for x in t.turns] == ["a\u2028b\x85c\x0cd", "ok"] and t.unreadable == []
+
+
+async def test_a_turn_the_store_refuses_is_skipped_alone(service: MemoryService, settings: Settings,
+                                                         alice: Principal, tmp_path: Path, db_url: str) -> None:
+    """The batch write is all-or-nothing for MCP callers; capture halves a refused batch until only
+    the refused turn is left out, records why, and moves the cursor past it. The refusal is
+    PostgreSQL's own (a trigger raising a data exception), as a constraint the validator does not
+    know would."""
+    import asyncpg
+
+    conn = await asyncpg.connect(db_url)
+    try:
+        await conn.execute("""
+            CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF NEW.content LIKE '%POISON%' THEN
+                    RAISE EXCEPTION 'value refused by the store' USING ERRCODE = '22023';
+                END IF;
+                RETURN NEW;
+            END $$;
+            CREATE TRIGGER refuse_poison BEFORE INSERT ON memories FOR EACH ROW EXECUTE FUNCTION refuse_poison();""")
+    finally:
+        await conn.close()
+    turns = [_cc("user" if n % 2 else "assistant", f"Turn {n} POISON" if n == 5 else f"Turn {n} fine", n)
+             for n in range(1, 11)]
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(turns) + "\n")
+    key = f"claude-code:{SESSION}"
+    report = await Capturer(service, settings, "claude-code").capture(alice, read(path), key=key)
+    assert (report.episodes, report.skipped_turns) == (9, 1)
+    assert "POISON" not in " ".join(e.content for e in await _all(service, alice, ["episode"]))
+    cursor = await _cursor(service, alice, key)
+    assert cursor.turns == 10 and cursor.memory_ids[4] is None and sum(i is None for i in cursor.memory_ids) == 1
+    [problem] = cursor.problems
+    assert (problem["what"], problem["turn"]) == ("skipped", 4) and "refused by the store" in problem["reason"]
+    again = await Capturer(service, settings, "claude-code").capture(alice, read(path), key=key)
+    assert (again.new_turns, again.skipped_turns) == (0, 0)   # not retried forever
+
+
+async def test_a_failure_of_ours_is_recorded_then_cleared(database, settings: Settings, alice: Principal) -> None:
+    """The database goes away mid-way: the capture raises, the failure is in the status file for
+    session start's notice (once) and `capture --status`; a later capture that works clears it."""
+    from mcp_memory.capture import status
+
+    service = await MemoryService.open(database, settings)
+    t = read(FIXTURES / "claude_code_session.jsonl")
+    await database.pool.close()
+    with pytest.raises(Exception):  # noqa: B017 - whichever error the closed pool gives
+        await Capturer(service, settings, "claude-code").capture(alice, t, key="claude-code:s1")
+    [failure] = status.failures(settings)
+    assert failure.key == "claude-code:s1" and failure.reason.startswith("database not available")
+    line = status.notice(settings)
+    assert line and line.startswith("mcp-memory: 1 session not captured (database not available)")
+    assert status.notice(settings) is None and status.failures(settings)[0].reported
+
+
+def test_capture_status_lists_failures_and_skipped_turns(db_url: str, tmp_path: Path) -> None:
+    from mcp_memory.capture import status
+
+    data = tmp_path / "data"
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join([_cc("user", "Look at this binary.", 1), *_binary_cat(2), "{\"type\": \"us",
+                               _cc("user", "Thanks.", 5)]) + "\n")
+    common = ["--data-dir", str(data), "--user", "bob", "--project", "offsite", "--harness", "claude-code"]
+    down = subprocess.run([CLI, "capture", str(path), *common, "--database-url", "postgresql://nobody@127.0.0.1:9/x"],
+                          capture_output=True, text=True, timeout=120)
+    assert down.returncode == 1 and "nothing captured: database not available" in down.stderr
+    assert [f.key for f in status.failures(Settings(data_dir=data))] == [f"claude-code:{SESSION}"]
+
+    listed = subprocess.run([CLI, "capture", "--status", *common, "--database-url", db_url],
+                            capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    assert f"claude-code:{SESSION}: database not available" in listed.stdout
+    assert "No turn was cleaned" in listed.stdout
+
+    ok = subprocess.run([CLI, "capture", str(path), *common, "--database-url", db_url],
+                        capture_output=True, text=True, timeout=180)
+    assert ok.returncode == 0, ok.stderr
+    # One summary line at INFO on stderr (MCP_MEMORY_LOG_LEVEL), old code logged nothing.
+    assert [ln for ln in ok.stderr.splitlines() if "INFO" in ln and "captured claude-code:" in ln]
+    after = subprocess.run([CLI, "capture", "--status", "--json", *common, "--database-url", db_url],
+                           capture_output=True, text=True, timeout=120)
+    shown = json.loads(after.stdout)
+    assert shown["failures"] == [] and shown["database_error"] is None
+    [cursor] = shown["transcripts"]
+    assert sorted((x["what"], x.get("turn", x.get("line"))) for x in cursor["problems"]) == [
+        ("cleaned", 1), ("unreadable line", 4)]
+    text = subprocess.run([CLI, "capture", "--status", *common, "--database-url", db_url],
+                          capture_output=True, text=True, timeout=120).stdout
+    assert "No failed captures." in text and "turn 1 cleaned: NUL characters replaced" in text
+    assert "line 4 unreadable line" in text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -11,6 +12,8 @@ from typing import Any
 
 from ..auth import local_principal
 from ..config import Settings
+from ..errors import MemoryServiceError
+from . import status
 from .hooks import EVENTS, run_hook
 from .transcripts import Transcript, TranscriptError, read
 
@@ -31,10 +34,21 @@ def _load(paths: list[Path], fmt: str | None) -> list[tuple[Path, Transcript, Pa
     return out
 
 
+def _key(harness: str, path: Path, transcript: Transcript) -> str:
+    return f"{harness}:{transcript.session_id}" if transcript.session_id else str(path.resolve())
+
+
 async def cmd_capture(args: argparse.Namespace, settings: Settings) -> int:
+    # The one summary line per transcript is at INFO; other commands keep the root at WARNING.
+    logging.getLogger("mcp_memory.capture").setLevel(settings.log_level.upper())
+    if args.status:
+        return await cmd_status(args, settings)
+    if not args.paths:
+        print("error: give the transcripts to capture (or --status)", file=sys.stderr)
+        return 2
     from ..db import open_database
     from ..service import MemoryService
-    from .capture import Capturer
+    from .capture import Capturer, failure_reason
 
     reports = []
     try:
@@ -42,15 +56,33 @@ async def cmd_capture(args: argparse.Namespace, settings: Settings) -> int:
     except TranscriptError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    db = await open_database(settings)
+    for _, transcript, _ in loaded:
+        if args.session:
+            transcript.session_id = args.session
+    try:
+        db = await open_database(settings)
+    except Exception as exc:
+        # Every transcript asked for is a session not captured, for a reason of ours.
+        for path, transcript, _ in loaded:
+            status.record_failure(settings, _key(args.harness, path, transcript), failure_reason(exc))
+        print(f"error: nothing captured: {failure_reason(exc)}", file=sys.stderr)
+        return 1
+    failed = 0
     try:
         service = await MemoryService.open(db, settings)
         for path, transcript, folder in loaded:
-            if args.session:
-                transcript.session_id = args.session
             p = local_principal(settings, client_name=args.harness, cwd=folder)
-            key = f"{args.harness}:{transcript.session_id}" if transcript.session_id else str(path.resolve())
-            report = await Capturer(service, settings, args.harness).capture(p, transcript, key=key, path=str(path))
+            try:
+                report = await Capturer(service, settings, args.harness).capture(
+                    p, transcript, key=_key(args.harness, path, transcript), path=str(path))
+            except MemoryServiceError as exc:
+                failed += 1
+                print(f"{path}: not captured: {exc}", file=sys.stderr)
+                continue
+            except Exception as exc:  # recorded by the capturer; the next transcript may still go in
+                failed += 1
+                print(f"{path}: not captured: {failure_reason(exc)}", file=sys.stderr)
+                continue
             reports.append(report)
             if not args.json:
                 print(report.line())
@@ -58,6 +90,22 @@ async def cmd_capture(args: argparse.Namespace, settings: Settings) -> int:
         await db.close()
     if args.json:
         print(json.dumps([asdict(r) for r in reports], indent=2))
+    return 1 if failed else 0
+
+
+async def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
+    """`capture --status`: failed captures (from the status file, readable with the database
+    down) and, from the database, transcripts whose turns were cleaned, cut or skipped."""
+    from .status_view import cursor_problems, render
+
+    failures = status.failures(settings)
+    problems, error = await cursor_problems(settings)
+    if args.json:
+        print(json.dumps({"failures": [{**asdict(f), "at": f.at.isoformat()} for f in failures],
+                          "transcripts": [{**asdict(c), "updated_at": c.updated_at.isoformat()} for c in problems],
+                          "database_error": error}, indent=2, ensure_ascii=False))
+    else:
+        print(render(failures, problems, error))
     return 0
 
 
@@ -91,7 +139,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
     cap = sub.add_parser("capture", parents=[common],
                          help="store a transcript's turns as episodes (only what is new since the last run)")
-    cap.add_argument("paths", nargs="+", type=Path, help="Claude Code / OpenClaw session JSONL, or 'Speaker: text'")
+    cap.add_argument("paths", nargs="*", type=Path, help="Claude Code / OpenClaw session JSONL, or 'Speaker: text'")
+    cap.add_argument("--status", action="store_true",
+                     help="list captures that failed and turns that were cleaned, cut or skipped; capture nothing")
     cap.add_argument("--format", choices=["claude-code", "openclaw", "plain"], help="default: detected")
     cap.add_argument("--harness", choices=[*HARNESSES, "cli"], default="cli", help="recorded as the agent and tag")
     cap.add_argument("--session", help="session id to tag with (default: the transcript's own)")
