@@ -482,3 +482,28 @@ def test_capture_status_lists_failures_and_skipped_turns(db_url: str, tmp_path: 
                           capture_output=True, text=True, timeout=120).stdout
     assert "No failed captures." in text and "turn 1 cleaned: NUL characters replaced" in text
     assert "line 4 unreadable line" in text
+
+
+async def test_a_capture_that_hangs_is_recorded(service: MemoryService, settings: Settings, alice: Principal,
+                                                db_url: str) -> None:
+    """Another run holds the transcript's lock and never lets go (the database answers nothing for
+    this capture): the caller's deadline cancels it, the failure is recorded as ours, and the lock
+    is not left behind for the next run."""
+    import asyncpg
+
+    from mcp_memory.capture import status
+
+    key = f"claude-code:{SESSION}"
+    holder = await asyncpg.connect(db_url)
+    await holder.execute("SELECT pg_advisory_lock(hashtextextended($1, 0))",
+                         f"mcp_memory.capture\x1f{alice.user_id}\x1f{key}")
+    t = read(FIXTURES / "claude_code_session.jsonl")
+    try:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(Capturer(service, settings, "claude-code").capture(alice, t, key=key), 1.0)
+    finally:
+        await holder.close()
+    [failure] = status.failures(settings)
+    assert failure.key == key and failure.reason.startswith("capture did not finish in time")
+    report = await asyncio.wait_for(Capturer(service, settings, "claude-code").capture(alice, t, key=key), 60)
+    assert report.episodes == 4 and status.failures(settings) == []
