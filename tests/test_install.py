@@ -474,3 +474,40 @@ def test_openclaw_config_that_is_not_json5_is_refused(tmp_path: Path) -> None:
     out = cli("install", "openclaw", "--home", str(home))
     assert out.returncode == 1 and "not valid JSON5" in out.stderr and "not changed" in out.stderr
     assert snapshot(home) == before
+
+
+def openclaw_cli() -> str:
+    """OpenClaw's own CLI (`MCP_MEMORY_TEST_OPENCLAW` or on PATH; it needs Node >= 24.16), else skip."""
+    found = os.environ.get("MCP_MEMORY_TEST_OPENCLAW") or shutil.which("openclaw")
+    if not found:
+        pytest.skip("OpenClaw is not installed (npm install openclaw on Node >= 24.16; MCP_MEMORY_TEST_OPENCLAW)")
+    try:
+        version = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"OpenClaw does not start here: {exc}")
+    if version.returncode != 0 or "OpenClaw" not in version.stdout:
+        pytest.skip(f"OpenClaw does not start here (Node too old?): {version.stderr.strip()[:200]}")
+    return found
+
+
+async def test_openclaw_itself_accepts_the_installed_json5_config(database: Database, db_url: str,
+                                                                  tmp_path: Path) -> None:
+    openclaw = openclaw_cli()
+    home, launched = tmp_path / "home", tmp_path / "somewhere"
+    (home / ".openclaw").mkdir(parents=True)
+    launched.mkdir()
+    (home / ".openclaw" / "openclaw.json").write_text(OPENCLAW_JSON5.replace("WORKSPACE", str(tmp_path / "ws")))
+    out = cli("install", "openclaw", "--home", str(home), "--database-url", db_url)
+    assert out.returncode == 0, out.stderr
+    env = {**os.environ, "HOME": str(home)}
+    env.pop("OPENCLAW_CONFIG_PATH", None)
+    env.pop("OPENCLAW_STATE_DIR", None)
+    with anyio.fail_after(300):
+        valid = await anyio.run_process([openclaw, "config", "validate"], cwd=launched, env=env, check=False)
+        assert valid.returncode == 0 and b"Config valid" in valid.stdout, valid.stdout + valid.stderr
+        probe = await anyio.run_process([openclaw, "mcp", "probe", "memory", "--json"], cwd=launched, env=env,
+                                        check=False)
+    text = probe.stdout.decode()
+    assert probe.returncode == 0, text + probe.stderr.decode()
+    tools = json.loads(text[text.index("{"):])["tools"]
+    assert "memory__memory_search" in tools and "memory__memory_write" in tools   # OpenClaw's prefix

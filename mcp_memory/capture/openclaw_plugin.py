@@ -3,9 +3,11 @@ gateway (plugin hooks registered with api.on), so this small plugin hands each e
 `mcp-memory hook <event> --harness openclaw` and returns what it prints. Its files are package
 data in openclaw-plugin/ (the one copy: install writes them out verbatim); it has no dependencies.
 
-Events used (OpenClaw plugin hooks): before_prompt_build (returns prependContext: session-start
-context on a session's first prompt, auto-recall on every prompt), agent_end (capture, needs
-hooks.allowConversationAccess), before_compaction and session_end (capture)."""
+Events used (OpenClaw plugin hooks): session_start (asks for the session-start block, handed over
+with the session's first prompt), before_prompt_build (prompt-submit, one hook per prompt; returns
+prependContext), agent_end (capture, needs hooks.allowConversationAccess), before_compaction and
+session_end (capture). Hooks run with the environment OpenClaw gives its MCP servers (HOME, PATH,
+…, and the server entry's env) and the server entry's flags: one namespace for capture and tools."""
 
 from __future__ import annotations
 
