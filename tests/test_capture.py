@@ -465,6 +465,9 @@ def test_capture_status_lists_failures_and_skipped_turns(db_url: str, tmp_path: 
     assert listed.returncode == 0, listed.stderr
     assert f"claude-code:{SESSION}: database not available" in listed.stdout
     assert "No turn was cleaned" in listed.stdout
+    doctor = subprocess.run([CLI, "doctor", *common[:2], "--database-url", db_url],
+                            capture_output=True, text=True, timeout=120).stdout
+    assert f"capture: 1 session(s) not captured: claude-code:{SESSION} (database not available" in doctor
 
     ok = subprocess.run([CLI, "capture", str(path), *common, "--database-url", db_url],
                         capture_output=True, text=True, timeout=180)
@@ -482,6 +485,9 @@ def test_capture_status_lists_failures_and_skipped_turns(db_url: str, tmp_path: 
                           capture_output=True, text=True, timeout=120).stdout
     assert "No failed captures." in text and "turn 1 cleaned: NUL characters replaced" in text
     assert "line 4 unreadable line" in text
+    doctor = subprocess.run([CLI, "doctor", *common[:2], "--database-url", db_url],
+                            capture_output=True, text=True, timeout=120).stdout
+    assert "capture: no failed captures" in doctor and "captured turns: 1 transcript(s) have turns cleaned" in doctor
 
 
 async def test_a_capture_that_hangs_is_recorded(service: MemoryService, settings: Settings, alice: Principal,

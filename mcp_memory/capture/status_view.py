@@ -71,3 +71,31 @@ def render(failures: list[CaptureFailure], transcripts: list[CursorProblems], db
             if len(t.problems) > SHOWN_PER_TRANSCRIPT:
                 out.append(f"    … and {len(t.problems) - SHOWN_PER_TRANSCRIPT} earlier")
     return "\n".join(out)
+
+
+def doctor_failures(settings: Settings) -> tuple[str, bool, str, str | None]:
+    """doctor's capture line from the status file (no database needed: it may be what failed)."""
+    from .status import failures as recorded
+
+    failures = recorded(settings)
+    if not failures:
+        return "capture", True, "no failed captures", None
+    shown = "; ".join(f"{f.key} ({f.reason})" for f in failures[-3:])
+    more = f" and {len(failures) - 3} more" if len(failures) > 3 else ""
+    return ("capture", False, f"{len(failures)} session(s) not captured: {shown}{more}",
+            "see `mcp-memory capture --status`; the next hook in their project retries them, "
+            "or run `mcp-memory capture <transcript>`")
+
+
+async def doctor_problems(conn: Any) -> tuple[str, bool, str, str | None]:
+    """doctor's line for turns not stored exactly as written (every user's, as the owner sees)."""
+    from ..repository.transcripts import problem_counts
+
+    transcripts, skipped = await problem_counts(conn)
+    if not transcripts:
+        return "captured turns", True, "every captured turn stored as written", None
+    detail = (f"{transcripts} transcript(s) have turns cleaned (NUL, invalid Unicode), cut, or with unreadable "
+              f"lines; {skipped} turn(s) skipped")
+    return ("captured turns", skipped == 0, detail,
+            "`mcp-memory capture --status` lists them" if skipped == 0 else
+            "`mcp-memory capture --status` lists them and why the store refused the skipped ones")

@@ -105,3 +105,13 @@ def _problems(value: Any) -> list[dict[str, Any]]:
     if isinstance(value, str):  # a connection without the JSON codec
         value = json.loads(value)
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+async def problem_counts(conn: Any) -> tuple[int, int]:
+    """Over every user (doctor connects as the owner): transcripts with recorded problems, and
+    turns skipped among them."""
+    row = await conn.fetchrow(
+        """SELECT count(DISTINCT c.transcript) AS transcripts,
+                  count(*) FILTER (WHERE e->>'what' = 'skipped') AS skipped
+           FROM transcript_cursors c, jsonb_array_elements(c.problems) e""")
+    return int(row["transcripts"]), int(row["skipped"])
