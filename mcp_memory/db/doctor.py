@@ -30,6 +30,8 @@ def _version_tuple(text: str) -> tuple[int, ...]:
 
 async def diagnose(settings: Settings) -> list[Check]:
     checks = [Check("mcp-memory", True, f"version {__version__}")]
+    from ..capture.status_view import doctor_failures, doctor_problems  # the status file: no database needed
+    checks.append(Check(*doctor_failures(settings)))
     where = settings.database_url and "MCP_MEMORY_DATABASE_URL" or f"embedded server in {settings.data_dir / 'pg'}"
     try:
         dsn, embedded = await locate(settings)
@@ -50,6 +52,7 @@ async def diagnose(settings: Settings) -> list[Check]:
                 "or run `mcp-memory migrate`"))
             if not pending:
                 checks.append(await _row_level_security(conn, settings.db_app_role))
+                checks.append(Check(*await doctor_problems(conn)))
                 checks += await _embeddings(conn, settings)
         finally:
             await conn.close()
