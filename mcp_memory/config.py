@@ -224,6 +224,12 @@ class Settings(BaseSettings):
         "minus 0.3 (MiniLM 0.35)."))
     recall_timeout_s: float = Field(default=1.5, gt=0, description="Prompt recall prints nothing past this.")
     session_start_timeout_s: float = Field(default=5, gt=0, description="Session-start context, likewise.")
+    capture_worker_timeout_s: float = Field(default=120, gt=0, description=(
+        "The detached process a capture hook hands its work to gives up after this long and records the "
+        "session as not captured (the next session start says so)."))
+    capture_catch_up_days: float = Field(default=1, ge=0, description=(
+        "Hooks catch up sessions of their project whose capture never finished: those a hook saw, and "
+        "transcripts changed within this many days (older history from before the hooks is left alone)."))
     session_start_recent: int = Field(default=5, ge=0, le=50, description=(
         "Recent memories of the project added at session start, besides the pinned core."))
 

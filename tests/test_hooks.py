@@ -1,5 +1,8 @@
 """`mcp-memory hook <event>` run the way a harness runs it: a subprocess with the hook JSON on
-stdin, stdout checked against the harness's documented output shape, exit status 0 always."""
+stdin, stdout checked against the harness's documented output shape, exit status 0 always.
+
+Capture events hand their work to a detached worker and return at once, so a test of what they
+stored waits for the workers of its own data dir to finish (`settle`)."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import psutil
 import pytest
 
 from mcp_memory.config import Settings
@@ -22,6 +26,40 @@ FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
 CLI = str(Path(sys.executable).with_name("mcp-memory"))
 # Functional tests must not depend on this machine's speed; the budget has tests of its own.
 RELAXED = {"MCP_MEMORY_RECALL_TIMEOUT_S": "60", "MCP_MEMORY_SESSION_START_TIMEOUT_S": "60"}
+
+
+WORKER = "mcp_memory.capture.worker"
+
+
+@pytest.fixture(autouse=True)
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test's own data dir: the capture status and the catch-up state live there, and the
+    detached workers of a test are told apart by it."""
+    folder = tmp_path / "data"
+    monkeypatch.setenv("MCP_MEMORY_DATA_DIR", str(folder))
+    return folder
+
+
+def workers(data_dir: Path) -> list[psutil.Process]:
+    """The detached capture workers started with this data dir."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            if WORKER in (proc.info["cmdline"] or []) and proc.environ().get("MCP_MEMORY_DATA_DIR") == str(data_dir):
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+async def settle(data_dir: Path) -> None:
+    """Wait (at most 180 s) until every worker of this data dir has finished: they are other
+    processes, so polling is the only way to hear of it."""
+    with anyio.fail_after(180):
+        for _ in range(1_000_000):
+            if not workers(data_dir):
+                return
+            await anyio.sleep(0.1)
 
 
 def hook(event: str, payload: Any, db_url: str, *flags: str, env: dict[str, str] | None = None,
@@ -90,14 +128,19 @@ async def test_recall_respects_the_character_budget(stored: None, db_url: str) -
     assert out.stdout == ""   # no memory fits 60 characters: nothing rather than half of one
 
 
-async def test_stop_captures_the_transcript_once(service: MemoryService, db_url: str, tmp_path: Path) -> None:
+async def test_stop_captures_the_transcript_once(service: MemoryService, db_url: str, tmp_path: Path,
+                                                 data_dir: Path) -> None:
     repo = tmp_path / "shop"
     (repo / ".git").mkdir(parents=True)   # the project comes from the payload's cwd, as for stdio
-    transcript = tmp_path / "session.jsonl"
+    transcript = tmp_path / "projects" / "session.jsonl"
+    transcript.parent.mkdir()
     shutil.copy(FIXTURES / "claude_code_session.jsonl", transcript)
     payload = claude("Stop", transcript_path=str(transcript), cwd=str(repo), stop_hook_active=False)
+    p = Principal(user_id="alice", agent_id="claude-code", project_id="shop", actor="test:alice")
     first = hook("stop", payload, db_url)
-    assert first.stdout == ""   # Stop: nothing on stdout (a decision there could block the stop)
+    assert first.stdout == "" and first.stderr == ""   # Stop: nothing on stdout (it could block the stop)
+    await settle(data_dir)
+    assert len((await service.list(p, MemoryFilter(kinds=["episode"]), limit=50)).memories) == 4
     hook("stop", payload, db_url)   # the next Stop: nothing new
     with transcript.open("a") as f:
         f.write((FIXTURES / "claude_code_more.jsonl").read_text())
@@ -105,7 +148,7 @@ async def test_stop_captures_the_transcript_once(service: MemoryService, db_url:
                                custom_instructions=""), db_url)
     hook("session-end", claude("SessionEnd", transcript_path=str(transcript), cwd=str(repo), reason="other"),
          db_url)
-    p = Principal(user_id="alice", agent_id="claude-code", project_id="shop", actor="test:alice")
+    await settle(data_dir)
     episodes = (await service.list(p, MemoryFilter(kinds=["episode"]), order="oldest", limit=50)).memories
     assert len(episodes) == 6 and {e.scope.project_id for e in episodes} == {"shop"}
     assert all("session:3f1c6a7e-2b7d-4d1a-9a51-0c1f2e3d4b5a" in e.tags for e in episodes)
@@ -113,14 +156,27 @@ async def test_stop_captures_the_transcript_once(service: MemoryService, db_url:
     assert len(facts) == 4
 
 
-async def test_capture_off_stores_nothing(service: MemoryService, alice: Principal, db_url: str) -> None:
-    payload = claude("Stop", transcript_path=str(FIXTURES / "claude_code_session.jsonl"))
+def session_file(folder: Path, session: str, fixture: str = "claude_code_session.jsonl") -> Path:
+    """A copy of a Claude Code transcript as session `session` in `folder` (a project's
+    transcripts directory); tests never point hooks at the fixtures folder, which a catch-up would
+    take whole."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{session}.jsonl"
+    path.write_text((FIXTURES / fixture).read_text().replace("3f1c6a7e-2b7d-4d1a-9a51-0c1f2e3d4b5a", session))
+    return path
+
+
+async def test_capture_off_stores_nothing(service: MemoryService, alice: Principal, db_url: str, tmp_path: Path,
+                                          data_dir: Path) -> None:
+    payload = claude("Stop", transcript_path=str(session_file(tmp_path / "projects", "s-off")))
     hook("stop", payload, db_url, "--project", "proj-x", env={"MCP_MEMORY_CAPTURE": "false"})
     hook("stop", payload, db_url, "--project", "proj-x", env={"MCP_MEMORY_CAPTURE_EXCLUDE_PROJECTS": '["proj-x"]'})
+    await settle(data_dir)
     assert (await service.list(alice)).memories == []
 
 
-async def test_openclaw_recall_and_capture(stored: None, service: MemoryService, db_url: str) -> None:
+async def test_openclaw_recall_and_capture(stored: None, service: MemoryService, db_url: str, tmp_path: Path,
+                                           data_dir: Path) -> None:
     event = {"prompt": "Which database does our job queue use?", "sessionKey": "agent:main:main",
              "sessionId": "9b2d7c1e", "workspaceDir": "/tmp", "agentId": "main"}
     out = hook("prompt-submit", event, db_url, "--harness", "openclaw", "--project", "proj-x")
@@ -131,13 +187,18 @@ async def test_openclaw_recall_and_capture(stored: None, service: MemoryService,
     end = {"messages": messages, "success": True, "sessionId": "9b2d7c1e", "sessionKey": "agent:main:main",
            "workspaceDir": "/tmp"}
     assert hook("stop", end, db_url, "--harness", "openclaw", "--project", "proj-x").stdout == ""
+    await settle(data_dir)
     hook("stop", end, db_url, "--harness", "openclaw", "--project", "proj-x")
+    await settle(data_dir)
     p = Principal(user_id="alice", agent_id="openclaw", project_id="proj-x", actor="test:alice")
     episodes = (await service.list(p, MemoryFilter(kinds=["episode"], tags=["openclaw"]), limit=50)).memories
     assert len(episodes) == 3
-    from_file = hook("stop", {"sessionFile": str(FIXTURES / "openclaw_session.jsonl"), "sessionId": "other"},
+    session = tmp_path / "sessions" / "other.jsonl"
+    session.parent.mkdir()
+    shutil.copy(FIXTURES / "openclaw_session.jsonl", session)
+    from_file = hook("stop", {"sessionFile": str(session), "sessionId": "other"},
                      db_url, "--harness", "openclaw", "--project", "proj-x")
-    assert from_file.stdout == ""
+    assert from_file.stdout == "" and from_file.stderr == ""
 
 
 @pytest.mark.parametrize("raw, said", [("not json", "ignored"), ("[1, 2]", "JSON object"), ("", None)])
@@ -194,9 +255,9 @@ async def test_a_late_vector_falls_back_to_full_text(stored: None, service: Memo
 
 
 async def test_concurrent_hook_processes_store_each_turn_once(service: MemoryService, alice: Principal,
-                                                              db_url: str) -> None:
+                                                              db_url: str, tmp_path: Path, data_dir: Path) -> None:
     """Stop (in the background) and SessionEnd can run at once on one transcript."""
-    payload = json.dumps(claude("Stop", transcript_path=str(FIXTURES / "claude_code_session.jsonl")))
+    payload = json.dumps(claude("Stop", transcript_path=str(session_file(tmp_path / "projects", "s-many"))))
     args = [CLI, "hook", "stop", "--database-url", db_url, "--user", "alice", "--project", "proj-x"]
     results: list[subprocess.CompletedProcess[bytes]] = []
 
@@ -208,6 +269,7 @@ async def test_concurrent_hook_processes_store_each_turn_once(service: MemorySer
             for _ in range(4):
                 group.start_soon(one)
     assert all(r.returncode == 0 and r.stdout == b"" for r in results), [r.stderr for r in results]
+    await settle(data_dir)
     p = Principal(user_id="alice", agent_id="claude-code", project_id="proj-x", actor="test:alice")
     assert len((await service.list(p, MemoryFilter(kinds=["episode"]), limit=50)).memories) == 4
     history = [await service.history(p, m.id) for m in (await service.list(p, limit=50)).memories]

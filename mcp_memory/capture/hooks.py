@@ -2,8 +2,11 @@
 
 Input: the harness's hook JSON on stdin. Output: only what the harness documents on stdout
 (nothing at all when there is nothing to add), everything else on stderr. A hook never fails the
-user's turn: our own errors exit 0 with the reason on stderr, and recall that overruns its time
-budget prints nothing.
+user's turn: our own errors exit 0 with one line on stderr, and every event is bounded: recall and
+session start print nothing past their budget (the process leaves at once, even with a thread still
+waiting on a database that never answers or on the embedded server's start lock), and the capture
+events hand their work to a detached worker (worker.py) and return at once. Every hook also looks
+for sessions of its project whose capture never finished and has them caught up (catchup.py).
 
 Formats followed (see README, "Auto-capture and auto-recall"):
 - Claude Code hooks (command hooks, settings.json): stdin has session_id, transcript_path, cwd,
@@ -23,22 +26,28 @@ import asyncio
 import json
 import logging
 import os
+import signal
+import subprocess
 import sys
+import tempfile
+import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..auth import local_principal
 from ..config import Settings
-from ..db import open_database
-from ..models import Principal
-from ..service import MemoryService
-from .capture import Capturer, CaptureReport, capture_disabled
-from .recall import prompt_context, session_context
-from .transcripts import Transcript, TranscriptError, openclaw_messages, read
+from . import catchup, status
+from .transcripts import Transcript, TranscriptError, openclaw_messages
+
+if TYPE_CHECKING:
+    from ..models import Principal
+    from ..service import MemoryService
+
+# The database, the service and the embedder are imported where a hook needs them: a capture hook
+# that only hands off, or a prompt that is skipped, never waits for them.
 
 log = logging.getLogger("mcp_memory.hook")
 
@@ -49,6 +58,10 @@ CAPTURE_EVENTS = ("stop", "pre-compact", "session-end")
 CLAUDE_EVENTS = {"session-start": "SessionStart", "prompt-submit": "UserPromptSubmit", "stop": "Stop",
                  "pre-compact": "PreCompact", "session-end": "SessionEnd"}
 MAX_STDIN = 8 * 1024 * 1024  # an OpenClaw agent_end event carries the conversation
+HANDOFF_BUDGET_S = 0.5       # a capture event's hook returns within this: the worker does the capture
+EXIT_GRACE_S = 0.2           # after the answer, for the event loop to close; then the process leaves anyway
+WORKER_LOG = "capture.log"
+WORKER_LOG_BYTES = 1024 * 1024
 
 
 class HookInput(BaseModel):
@@ -103,6 +116,8 @@ def answer(harness: Harness, event: str, text: str) -> str | None:
 def principal_for(settings: Settings, harness: Harness, payload: HookInput) -> Principal:
     """As the stdio server would bind it: flags / env first, then the harness's name as the
     agent (Claude Code calls itself claude-code over MCP) and the session's working directory."""
+    from ..auth import local_principal
+
     return local_principal(settings, client_name=harness, cwd=payload.directory)
 
 
@@ -116,47 +131,182 @@ def load_transcript(harness: Harness, payload: HookInput) -> tuple[Transcript, s
     if not payload.transcript:
         raise TranscriptError("no transcript_path (or sessionFile / messages) in the hook input")
     path = Path(payload.transcript).expanduser()
+    from .transcripts import read
+
     transcript = read(path)
     transcript.session_id = transcript.session_id or payload.session
-    key = f"{harness}:{transcript.session_id}" if transcript.session_id else str(path.resolve())
-    return transcript, key, str(path)
+    return transcript, catchup.cursor_key(harness, transcript.session_id, path), str(path)
+
+
+async def respond(service: MemoryService, event: str, harness: Harness, payload: HookInput, settings: Settings,
+                  deadline: float | None = None) -> str:
+    """One event on an open service: the context to add (session-start, prompt-submit), or ""
+    after capturing the event's transcript (stop, pre-compact, session-end: what the detached
+    worker, or a server that took the hook, runs)."""
+    from .capture import Capturer, capture_disabled
+    from .recall import prompt_context, session_context
+
+    p = principal_for(settings, harness, payload)
+    if event == "session-start":
+        return await session_context(service, settings, p, payload.model_name)
+    if event == "prompt-submit":
+        return await prompt_context(service, settings, p, payload.prompt or "", payload.session, deadline)
+    if capture_disabled(settings, p):
+        log.info("not capturing: %s", capture_disabled(settings, p))
+        return ""
+    transcript, key, path = load_transcript(harness, payload)
+    report = await Capturer(service, settings, harness).capture(p, transcript, key=key, path=path)
+    log.info("%s", report.line())
+    return ""
 
 
 async def handle(event: str, harness: Harness, payload: HookInput, settings: Settings,
                  deadline: float | None = None) -> str:
-    """The context to add (session-start, prompt-submit) or "" after capturing."""
-    p = principal_for(settings, harness, payload)
-    if event in CAPTURE_EVENTS and capture_disabled(settings, p):
-        log.info("not capturing: %s", capture_disabled(settings, p))
+    """`respond` with a database of its own, opened only when there is work for it."""
+    from ..db import open_database
+    from ..service import MemoryService
+    from .capture import capture_disabled
+    from .recall import worth_recalling
+
+    if event == "prompt-submit" and not worth_recalling(payload.prompt or ""):
         return ""
-    if event == "prompt-submit" and not (payload.prompt or "").strip():
-        return ""
-    transcript = load_transcript(harness, payload) if event in CAPTURE_EVENTS else None
+    if event in CAPTURE_EVENTS:
+        if capture_disabled(settings, principal_for(settings, harness, payload)):
+            return ""
+        load_transcript(harness, payload)   # an unreadable transcript is said before any database work
     db = await open_database(settings)
     try:
         service = await MemoryService.open(db, settings)
-        if event == "session-start":
-            return await session_context(service, settings, p, payload.model_name)
-        if event == "prompt-submit":
-            return await prompt_context(service, settings, p, payload.prompt or "", payload.session, deadline)
-        assert transcript is not None
-        report: CaptureReport = await Capturer(service, settings, harness).capture(
-            p, transcript[0], key=transcript[1], path=transcript[2])
-        log.info("%s", report.line())
-        return ""
+        return await respond(service, event, harness, payload, settings, deadline)
     finally:
         await db.close()
 
 
-def budget(event: str, settings: Settings) -> float | None:
+def budget(event: str, settings: Settings) -> float:
+    """Seconds the event may take, counted from the start of the hook's own work."""
     return {"session-start": settings.session_start_timeout_s,
-            "prompt-submit": settings.recall_timeout_s}.get(event)
+            "prompt-submit": settings.recall_timeout_s}.get(event, HANDOFF_BUDGET_S)
+
+
+# --- handing work to the detached worker ----------------------------------------------------------
+
+def _log_file(settings: Settings) -> Any:
+    """The worker's stderr: a log under the data dir, cut back to one old copy past 1 MB."""
+    folder = Path(settings.data_dir)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = folder / WORKER_LOG
+    try:
+        if path.stat().st_size > WORKER_LOG_BYTES:
+            os.replace(path, path.with_name(WORKER_LOG + ".1"))
+    except OSError:
+        pass
+    return open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab", buffering=0)
+
+
+def spawn_worker(settings: Settings, job: dict[str, Any]) -> None:
+    """Start `python -m mcp_memory.capture.worker` detached: its own session and process group
+    (a harness that kills the hook's group leaves it alone), the job on stdin from an anonymous
+    file (the hook's input can be megabytes; the settings may hold a database password, so not in
+    argv), nothing on our stdout. Returns as soon as the process is started."""
+    data = json.dumps(job, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    with tempfile.TemporaryFile() as jobfile, _log_file(settings) as log_file:
+        jobfile.write(data)
+        jobfile.seek(0)
+        subprocess.Popen([sys.executable, "-m", "mcp_memory.capture.worker"], stdin=jobfile,
+                         stdout=subprocess.DEVNULL, stderr=log_file, start_new_session=True, close_fds=True)
+
+
+def _job(event: str, harness: Harness, data: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    return {"event": event, "harness": harness, "payload": data, "settings": settings.model_dump(mode="json")}
+
+
+def hand_off(event: str, harness: Harness, payload: HookInput, data: dict[str, Any], settings: Settings) -> None:
+    """A capture event: check what can be checked without reading the transcript, then give the
+    capture (and the catch-up of the project's other sessions) to the worker."""
+    if not settings.capture:
+        return
+    if payload.messages is None or payload.transcript:
+        if not payload.transcript:
+            raise TranscriptError("no transcript_path (or sessionFile / messages) in the hook input")
+        path = Path(payload.transcript).expanduser()
+        if not path.is_file():
+            raise TranscriptError(f"{path}: no such transcript file")
+    elif not payload.session:
+        raise TranscriptError("the event carries messages but no sessionId / sessionKey to track them by")
+    try:
+        spawn_worker(settings, _job(event, harness, data, settings))
+    except OSError as exc:
+        key = f"{harness}:{payload.session}" if payload.session else str(payload.transcript)
+        status.record_failure(settings, key, f"could not start the capture process: {exc}")
+        raise
+
+
+def look_behind(event: str, harness: Harness, payload: HookInput, settings: Settings) -> bool:
+    """After a recall event: start a catch-up worker when sessions of this project are behind.
+    Never raises; the session's own transcript is left to its own capture events."""
+    try:
+        folder = catchup.transcripts_dir(harness, payload.transcript, payload.cwd or payload.workspaceDir)
+        if folder is None or not settings.capture:
+            return False
+        current = Path(payload.transcript).expanduser() if payload.transcript else None
+        if not catchup.look(settings, folder, current):
+            return False
+        # The worker needs who and where, not what was asked.
+        fields = {k: v for k, v in payload.model_dump(exclude_none=True).items() if k not in ("prompt", "messages")}
+        spawn_worker(settings, _job("catch-up", harness, fields, settings))
+        return True
+    except Exception as exc:
+        log.debug("catch-up not started: %s", exc, exc_info=True)
+        return False
+
+
+# --- the hook process ---------------------------------------------------------------------------
+
+class Bounded:
+    """The event's work on an event loop in a thread of its own, so the hook can give up on it:
+    a thread blocked on the embedded server's start lock or a connect to a database that never
+    answers cannot be cancelled, and `asyncio.run` would wait for it at exit."""
+
+    def __init__(self, work: Callable[[], Coroutine[Any, Any, str]]) -> None:
+        self.text: str | None = None
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+
+        async def main() -> None:
+            try:
+                self.text = await work()
+            except BaseException as exc:  # handed to the hook's thread, which reports it
+                self.error = exc
+            finally:
+                self.done.set()
+
+        self.thread = threading.Thread(target=asyncio.run, args=(main(),), name="mcp-memory-hook", daemon=True)
+        self.thread.start()
+
+
+def exit_now() -> None:
+    """Leave without waiting for threads still blocked (see Bounded): what was to be written is
+    written and flushed already, and the embedded server's handle of a dead process is pruned by
+    the next one to start."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def _say(event: str, what: str) -> None:
+    """The hook's one stderr line."""
+    print(f"mcp-memory hook {event}: {what}", file=sys.stderr)
 
 
 def run_hook(event: str, harness: Harness, make_settings: Callable[[], Settings],
              stdin: Any = None, stdout: Any = None) -> int:
-    """The whole hook: exit status 0 whatever happens on our side, the reason on stderr."""
+    """The whole hook: exit status 0 whatever happens on our side, at most one line on stderr,
+    and back within the event's budget (this may end the process itself, see exit_now)."""
     started = time.monotonic()
+    if event in CAPTURE_EVENTS and threading.current_thread() is threading.main_thread():
+        # The hand-off takes milliseconds; a harness's SIGTERM in the middle of it would lose the
+        # capture (the worker resets this for itself).
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     stdin, stdout = stdin or sys.stdin.buffer, stdout or sys.stdout
     try:
         raw = stdin.read(MAX_STDIN + 1)
@@ -168,35 +318,43 @@ def run_hook(event: str, harness: Harness, make_settings: Callable[[], Settings]
         payload = HookInput.model_validate(data)
         settings = make_settings()
     except (ValueError, ValidationError) as exc:
-        print(f"mcp-memory hook {event}: ignored: {str(exc).splitlines()[0]}", file=sys.stderr)
+        _say(event, f"ignored: {str(exc).splitlines()[0]}")
         return 0
+
+    if event in CAPTURE_EVENTS:
+        try:
+            hand_off(event, harness, payload, data, settings)
+        except TranscriptError as exc:
+            _say(event, f"nothing captured: {exc}")
+        except Exception as exc:  # never fail the user's turn over memory
+            _say(event, f"capture not started: {type(exc).__name__}: {exc}")
+        log.info("hook %s handed off in %.0f ms", event, (time.monotonic() - started) * 1000)
+        return 0
+
     limit = budget(event, settings)
-
-    async def bounded(work: Awaitable[str]) -> str:
-        if limit is None:
-            return await work
-        # The budget counts from the start of this process's hook work, database start included;
-        # a start that already used it up adds nothing, as the setting says (a 50 ms grace here let
-        # a warm recall answer past a budget of 1 ms).
-        return await asyncio.wait_for(work, max(0.0, limit - (time.monotonic() - started)))
-
-    try:
-        deadline = started + limit if limit is not None else None
-        text = asyncio.run(bounded(handle(event, harness, payload, settings, deadline)))
-    except TimeoutError:
-        print(f"mcp-memory hook {event}: no context added: took longer than {limit:g}s "
-              "(MCP_MEMORY_RECALL_TIMEOUT_S / MCP_MEMORY_SESSION_START_TIMEOUT_S)", file=sys.stderr)
-        return 0
-    except TranscriptError as exc:
-        print(f"mcp-memory hook {event}: nothing captured: {exc}", file=sys.stderr)
-        return 0
-    except Exception as exc:  # never fail the user's turn over memory
-        log.debug("hook failed", exc_info=True)
-        print(f"mcp-memory hook {event}: failed, skipped: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 0
-    out = answer(harness, event, text)
+    notice = status.notice(settings) if event == "session-start" else None
+    work = Bounded(lambda: handle(event, harness, payload, settings, started + limit))
+    finished = work.done.wait(max(0.0, limit - (time.monotonic() - started)))
+    text = ""
+    if not finished:
+        _say(event, f"no context added: took longer than {limit:g}s "
+                    f"(MCP_MEMORY_{'RECALL' if event == 'prompt-submit' else 'SESSION_START'}_TIMEOUT_S)")
+    elif isinstance(work.error, TimeoutError):
+        _say(event, f"no context added: the database did not answer within {limit:g}s")
+    elif work.error is not None:
+        log.debug("hook failed", exc_info=work.error)
+        first = (str(work.error).splitlines() or [""])[0]
+        _say(event, f"failed, skipped: {type(work.error).__name__}: {first}")
+    else:
+        text = work.text or ""
+    out = answer(harness, event, "\n\n".join(x for x in (notice, text) if x))
     if out:
         stdout.write(out + "\n")
         stdout.flush()
+    look_behind(event, harness, payload, settings)
     log.info("hook %s done in %.0f ms", event, (time.monotonic() - started) * 1000)
+    if finished:
+        work.thread.join(EXIT_GRACE_S)
+    if work.thread.is_alive():
+        exit_now()
     return 0
