@@ -219,6 +219,7 @@ class Capturer:
         cleaned, and the characters cut."""
         text, cleaned = clean_text(turn.text.strip())
         text, kinds = redact(text)
+        kinds = sorted({*kinds, *turn.redacted})  # tool summaries were redacted whole when parsed, then cut
         report.redacted += len(kinds)
         for k in kinds:
             report.kinds[k] = report.kinds.get(k, 0) + 1

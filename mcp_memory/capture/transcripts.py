@@ -17,6 +17,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from .redact import marker_end, redact
+
 Role = Literal["user", "assistant"]
 Format = Literal["claude-code", "openclaw", "plain"]
 
@@ -33,6 +35,7 @@ class Turn:
     at: datetime | None = None
     speaker: str | None = None     # the name a plain transcript gave
     tools: list[str] = field(default_factory=list)
+    redacted: list[str] = field(default_factory=list)   # secret kinds taken out of its tool summaries
 
     @property
     def digest(self) -> str:
@@ -77,8 +80,13 @@ def _time(value: Any) -> datetime | None:
 
 
 def _cut(text: str, limit: int) -> str:
+    """White space folded, then the first `limit` characters; a redaction marker the cut would
+    split is kept whole. Redact before calling this: a secret across the cut would leave its start."""
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit] + "…"
+    if len(text) <= limit:
+        return text
+    end = marker_end(text, limit)
+    return text if end >= len(text) else text[:end] + "…"
 
 
 def _block_text(block: Any) -> str:
@@ -100,16 +108,33 @@ def _blocks_text(content: Any) -> str:
     return ""
 
 
+def _redact_values(value: Any) -> Any:
+    """Every string inside a tool's arguments redacted as the text it is (a key file's lines,
+    a script), before JSON escapes its line breaks."""
+    if isinstance(value, str):
+        return redact(value)[0]
+    if isinstance(value, dict):
+        return {k: _redact_values(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redact_values(v) for v in value]
+    return value
+
+
 def _tool_call(name: Any, args: Any) -> str:
-    shown = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, default=str)
-    return f"[tool {name}({_cut(shown, TOOL_INPUT_CHARS)})]"
+    """name(start of its input): the whole input redacted first, its values and then the JSON
+    they make (`"password": "…"` is a secret only with its name), and only then cut."""
+    shown = args if isinstance(args, str) else json.dumps(_redact_values(args), ensure_ascii=False, default=str)
+    return f"[tool {redact(str(name))[0]}({_cut(redact(shown)[0], TOOL_INPUT_CHARS)})]"
 
 
 def _tool_result(text: str, error: bool = False) -> str:
     label = "tool error" if error else "tool output"
     if not text.strip():
         return f"[{label}: empty]"
-    return f"[{label}, {len(text)} chars: {_cut(text, TOOL_RESULT_CHARS)}]"
+    return f"[{label}, {len(text)} chars: {_cut(redact(text)[0], TOOL_RESULT_CHARS)}]"
+
+
+_MARKERS = re.compile(r"\[REDACTED:([a-z0-9\-]+)\]")
 
 
 class _Builder:
@@ -128,6 +153,7 @@ class _Builder:
             self.turns.append(last)
         if tool:
             last.tools.append(tool)
+            last.redacted.extend(k for k in _MARKERS.findall(tool) if k not in last.redacted)
         piece = tool or text
         last.text = f"{last.text}\n{piece}" if last.text else piece
         last.at = last.at or at

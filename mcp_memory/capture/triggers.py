@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 
 from ..models import Kind
+from .redact import MARKER, find
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,9 @@ class Matcher:
 
     def find(self, text: str) -> list[Found]:
         """One memory per sentence that sets off a trigger (the first rule that matches names
-        it); questions are not statements of fact ("do you remember …?")."""
+        it); questions are not statements of fact ("do you remember …?"). A sentence that held a
+        secret is never one, redacted or not: facts are injected into every new session, and
+        "my slack webhook is [REDACTED…]" says nothing worth it."""
         found: list[Found] = []
         seen: set[str] = set()
         for sentence in _SENTENCE.split(text):
@@ -73,6 +76,8 @@ class Matcher:
                 continue
             for trigger, rule in self.rules:
                 if rule.search(sentence):
+                    if MARKER in sentence or find(sentence):
+                        break
                     key = sentence.casefold()
                     if key not in seen:
                         seen.add(key)
