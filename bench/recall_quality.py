@@ -18,8 +18,8 @@ back and judged against the prompt's `relevant` pattern:
 Runs the recall of a baseline git revision (--baseline, default: the commit before the recall
 grouping) and of the working tree on the same store, prints a table for each and writes JSON.
 
-Usage: python bench/recall_quality.py [--baseline REV | --no-baseline] [--database-url URL]
-       [--out bench/results/recall_quality.json] [--show]
+Usage: python bench/recall_quality.py [--set bench/recall_quality/ops] [--baseline REV | --no-baseline]
+       [--filler 10000] [--database-url URL] [--out bench/results/recall_quality.json] [--show]
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import asyncio
 import importlib.util
 import inspect
 import json
+import random
 import re
 import subprocess
 import sys
@@ -40,7 +41,8 @@ from types import ModuleType
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from locomo import REPO, machine, table  # noqa: E402
+from capture import filler  # noqa: E402
+from locomo import REPO, latency, machine, table  # noqa: E402
 
 from mcp_memory.capture import recall as current_recall  # noqa: E402
 from mcp_memory.capture.capture import Capturer  # noqa: E402
@@ -123,23 +125,25 @@ def judge(prompt: dict[str, Any], start: list[dict[str, str]], recalled: list[di
             "entries": len(recalled), "duplicates": dups, "irrelevant": irrelevant, "recalled": rows}
 
 
-async def run_variant(name: str, module: ModuleType, service: MemoryService, settings: Settings, p: Principal,
-                      prompts: list[dict[str, Any]]) -> dict[str, Any]:
-    takes_session = "session_id" in inspect.signature(module.session_context).parameters
-    results, took = [], []
-    for i, prompt in enumerate(prompts):
-        session = f"bench-{name}-{i:03d}"
-        if takes_session:
-            start_text = await module.session_context(service, settings, p, MODEL, session_id=session)
-        else:
-            start_text = await module.session_context(service, settings, p, MODEL)
-        t = time.perf_counter()
-        recall_text = await module.prompt_context(service, settings, p, prompt["prompt"], session)
-        took.append(time.perf_counter() - t)
-        results.append(judge(prompt, entries(start_text), entries(recall_text)))
+async def ask(name: str, module: ModuleType, service: MemoryService, settings: Settings, p: Principal, i: int,
+              prompt: dict[str, Any]) -> tuple[dict[str, Any], float]:
+    """One prompt as the first of a new session: its start block, then its recall (timed)."""
+    session = f"bench-{name}-{i:03d}"
+    if "session_id" in inspect.signature(module.session_context).parameters:
+        start_text = await module.session_context(service, settings, p, MODEL, session_id=session)
+    else:
+        start_text = await module.session_context(service, settings, p, MODEL)
+    t = time.perf_counter()
+    recall_text = await module.prompt_context(service, settings, p, prompt["prompt"], session)
+    took = time.perf_counter() - t
+    return {**judge(prompt, entries(start_text), entries(recall_text)),
+            "start_block_entries": len(entries(start_text))}, took
+
+
+def summarize(results: list[dict[str, Any]], took: list[float]) -> dict[str, Any]:
     asked = [r for r in results if r["relevant"]]
     empty = [r for r in results if not r["relevant"]]
-    summary = {
+    return {
         "prompts": len(results), "with_relevant_memory": len(asked),
         "present_rate": sum(r["in_context"] for r in asked) / len(asked),
         "by_recall_rate": sum(r["hit"] for r in asked) / len(asked),
@@ -147,20 +151,19 @@ async def run_variant(name: str, module: ModuleType, service: MemoryService, set
         "irrelevant": sum(r["irrelevant"] for r in results),
         "prompts_with_duplicates": sum(1 for r in results if r["duplicates"]),
         "unrelated_prompts_left_empty": sum(1 for r in empty if not r["entries"]), "unrelated_prompts": len(empty),
-        "start_block_entries": len(entries(start_text)),
-        "recall_ms_median": sorted(took)[len(took) // 2] * 1000,
+        "recall_ms": latency(took),
     }
-    return {"variant": name, "summary": summary, "results": results}
 
 
 async def main_async(args: argparse.Namespace) -> None:
-    data = json.loads((DATA / "sessions.json").read_text())
-    prompts = json.loads((DATA / "prompts.json").read_text())["prompts"]
+    data = json.loads((args.set / "sessions.json").read_text())
+    prompts = json.loads((args.set / "prompts.json").read_text())["prompts"]
     variants: list[tuple[str, ModuleType]] = []
     if args.baseline:
         variants.append((f"baseline {args.baseline}", load_recall(args.baseline)))
     variants.append(("working tree", current_recall))
-    report: dict[str, Any] = {"benchmark": "recall_quality", "machine": machine(), "variants": []}
+    report: dict[str, Any] = {"benchmark": "recall_quality", "set": str(args.set), "machine": machine(),
+                              "variants": []}
     with tempfile.TemporaryDirectory(prefix="mcp-memory-recall-") as tmp:
         settings = Settings(database_url=args.database_url, data_dir=Path(tmp), log_level="WARNING",
                             user="bench", project=data["project"])
@@ -176,16 +179,29 @@ async def main_async(args: argparse.Namespace) -> None:
                 done = await capturer.capture(p, read(path), key=f"claude-code:{session['id']}", path=str(path))
                 stored["episodes"] += done.episodes
                 stored["facts"] += done.facts
+            items = filler(args.filler, random.Random(7))
+            for i in range(0, len(items), 500):
+                await service.write_many(p, items[i:i + 500])
+            stored["filler"] = len(items)
+            await db.admin.execute("ANALYZE memories")   # as autovacuum would by then: plans for this size
             report["store"] = stored
             await service.vectors.query("warm up the model")   # the first variant should not pay for it
-            for name, module in variants:
-                report["variants"].append(await run_variant(name.split()[0], module, service, settings, p, prompts))
-                report["variants"][-1]["variant"] = name
+            results: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in variants}
+            took: dict[str, list[float]] = {name: [] for name, _ in variants}
+            for i, prompt in enumerate(prompts):
+                # Taking turns, so that neither variant is timed only while the machine is busier.
+                for name, module in variants if i % 2 else variants[::-1]:
+                    result, seconds = await ask(name.split()[0], module, service, settings, p, i, prompt)
+                    results[name].append(result)
+                    took[name].append(seconds)
+            report["variants"] = [{"variant": name, "summary": summarize(results[name], took[name]),
+                                   "results": results[name]} for name, _ in variants]
         finally:
             await db.close()
     report["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     print(f"store: {report['store']['episodes']} episodes, {report['store']['facts']} trigger facts from "
-          f"{len(data['sessions'])} sessions; {len(prompts)} prompts, each the first of a new session\n")
+          f"{len(data['sessions'])} sessions, {report['store']['filler']} filler memories; {len(prompts)} prompts, "
+          "each the first of a new session\n")
     for v in report["variants"]:
         if args.show:
             print(f"== {v['variant']}")
@@ -201,9 +217,10 @@ async def main_async(args: argparse.Namespace) -> None:
         s = v["summary"]
         rows.append([v["variant"], f"{s['present_rate']:.2f}", f"{s['by_recall_rate']:.2f}", s["entries"],
                      s["duplicates"], s["prompts_with_duplicates"], s["irrelevant"],
-                     f"{s['unrelated_prompts_left_empty']}/{s['unrelated_prompts']}", f"{s['recall_ms_median']:.0f}"])
+                     f"{s['unrelated_prompts_left_empty']}/{s['unrelated_prompts']}",
+                     f"{s['recall_ms']['p50_ms']:.0f}", f"{s['recall_ms']['p95_ms']:.0f}"])
     print(table(["recall", "present", "by recall", "entries", "dups", "prompts w/ dups", "irrelevant",
-                 "unrelated empty", "ms p50"], rows, first_width=20))
+                 "unrelated empty", "ms p50", "ms p95"], rows, first_width=20))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False))
     print(f"\nwrote {args.out}")
@@ -213,6 +230,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", default=BASELINE, help="git revision whose capture/recall.py is compared")
     parser.add_argument("--no-baseline", dest="baseline", action="store_const", const=None)
+    parser.add_argument("--set", type=Path, default=DATA, help="a folder with sessions.json and prompts.json "
+                        "(bench/recall_quality: the main set; bench/recall_quality/ops: a held-out one)")
+    parser.add_argument("--filler", type=int, default=0, help="also store this many generated notes about the "
+                        "same kind of work (bench/capture.py's filler, newer than the sessions): a busy store")
     parser.add_argument("--database-url")
     parser.add_argument("--show", action="store_true", help="print every prompt's recalled entries")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "recall_quality.json")
