@@ -513,3 +513,18 @@ async def test_a_capture_that_hangs_is_recorded(service: MemoryService, settings
     assert failure.key == key and failure.reason.startswith("capture did not finish in time")
     report = await asyncio.wait_for(Capturer(service, settings, "claude-code").capture(alice, t, key=key), 60)
     assert report.episodes == 4 and status.failures(settings) == []
+
+
+async def test_hostile_session_ids_cost_nothing(service: MemoryService, settings: Settings, alice: Principal,
+                                                tmp_path: Path) -> None:
+    """A session id of 5,000 characters with a NUL in it: old code failed every capture of the
+    transcript (the cursor's key is in a btree index; the session tag and metadata held the NUL)."""
+    path = tmp_path / "s.jsonl"
+    hostile = "s\x00" + "x" * 5000
+    path.write_text("\n".join([_cc("user", "Hello there.", 1, sessionId=hostile),
+                               _cc("assistant", [{"type": "text", "text": "Hi."}], 2, sessionId=hostile)]) + "\n")
+    t = read(path)
+    capturer = Capturer(service, settings, "claude-code")
+    report = await capturer.capture(alice, t, key=f"claude-code:{t.session_id}")
+    assert report.episodes == 2 and len(report.transcript) <= 400
+    assert (await capturer.capture(alice, read(path), key=f"claude-code:{t.session_id}")).new_turns == 0

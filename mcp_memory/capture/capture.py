@@ -6,6 +6,7 @@ only what is new."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import re
 import time
@@ -42,6 +43,7 @@ _REFUSED = (InvalidInput, asyncpg.DataError, asyncpg.ProgramLimitExceededError)
 
 
 CUT_MARKER_ROOM = 40
+KEY_CHARS = 400   # a cursor's key is in a btree index, which refuses rows of more than ~2700 bytes
 
 
 def clean_text(text: str) -> tuple[str, list[str]]:
@@ -53,6 +55,15 @@ def clean_text(text: str) -> tuple[str, list[str]]:
         text = _SURROGATE.sub("\ufffd", text)
         what.append("invalid Unicode")
     return text, what
+
+
+def cursor_key(key: str) -> str:
+    """The key as the cursor and the status file hold it: storable text, and a hostile session id
+    of any length ends in its digest instead of failing every capture of that transcript."""
+    key = clean_text(key)[0]
+    if len(key) <= KEY_CHARS:
+        return key
+    return f"{key[:KEY_CHARS - 20]}…{hashlib.sha256(key.encode()).hexdigest()[:19]}"
 
 
 def failure_reason(exc: BaseException) -> str:
@@ -131,7 +142,7 @@ class Capturer:
         a bug) is recorded in capture/status.py for the next session start to mention and
         raised; a later run that succeeds clears it."""
         started = time.monotonic()
-        key = clean_text(key)[0]
+        key = cursor_key(key)
         report = CaptureReport(transcript=key, format=transcript.format, turns=len(transcript.turns),
                                unreadable_lines=len(transcript.unreadable))
         report.skipped = capture_disabled(self.settings, p)
