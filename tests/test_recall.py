@@ -10,7 +10,6 @@ import stat
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -138,6 +137,8 @@ async def test_a_ledger_that_cannot_be_kept_costs_nothing_but_the_dedup(
     ledger = Ledger(settings, me, "s1")
     assert stat.S_IMODE(ledger.path.stat().st_mode) == 0o600
     assert stat.S_IMODE(ledger.folder.stat().st_mode) == 0o700
+    hostile = Ledger(settings, me, "../../../etc/passwd\x00")   # the id comes from the harness's JSON
+    assert hostile.path.parent == ledger.folder and hostile.path.name.endswith(".json")
     ledger.path.write_text('{"ids": ["torn')   # a torn write, a crash mid-way
     assert "black over autopep8" in await prompt_context(service, settings, me, ask, "s1")
     blocked = tmp_path / "not-a-dir"
