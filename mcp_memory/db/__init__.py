@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import math
+import time
 from dataclasses import dataclass, field
+from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import asyncpg
@@ -12,9 +16,11 @@ from pgvector.asyncpg import register_vector
 
 from ..config import Settings
 from ..encoding import to_json
+from ..errors import Unavailable
 from ..repository import catalog, sql
 from .embedded import EmbeddedPostgres
 from .migrate import migrate
+from .pgdata import remaining
 
 log = logging.getLogger(__name__)
 
@@ -55,19 +61,70 @@ async def _ensure_database(maintenance_dsn: str, name: str) -> None:
         await conn.close()
 
 
-async def locate(settings: Settings) -> tuple[str, EmbeddedPostgres | None]:
-    """The DSN to use, starting (or joining) the embedded server when no URL is set.
-    The caller owns the returned embedded handle and must stop() it."""
+async def locate(settings: Settings, start_timeout_s: float | None = None) -> tuple[str, EmbeddedPostgres | None]:
+    """The DSN to use, starting (or joining) the embedded server when no URL is set, within
+    `start_timeout_s` seconds (none: no limit). The caller owns the returned embedded handle and must
+    stop() it. A store that cannot start raises `Unavailable` saying why and what to do."""
     if settings.database_url:
         return settings.database_url, None
+    start_timeout_s = _within(start_timeout_s)
+    deadline = None if start_timeout_s is None else time.monotonic() + start_timeout_s
     embedded = EmbeddedPostgres(settings.data_dir)
-    maintenance = await anyio.to_thread.run_sync(embedded.start)
+    maintenance = await anyio.to_thread.run_sync(functools.partial(embedded.start, timeout=start_timeout_s))
     try:
-        await _ensure_database(maintenance, EMBEDDED_DATABASE)
-    except BaseException:
-        await anyio.to_thread.run_sync(embedded.stop)
+        with anyio.fail_after(remaining(deadline)):
+            await _ensure_database(maintenance, EMBEDDED_DATABASE)
+    except BaseException as exc:
+        with anyio.CancelScope(shield=True):  # a cancelled caller still gives the handle back
+            await anyio.to_thread.run_sync(embedded.stop)
+        if isinstance(exc, Exception) and (unavailable := as_unavailable(exc, settings, start_timeout_s)):
+            raise unavailable from exc
         raise
     return embedded.dsn(EMBEDDED_DATABASE), embedded
+
+
+def _within(limit: float | None) -> float | None:
+    """`limit`, or less when the caller's cancel scope (`anyio.fail_after`) ends sooner: the start
+    runs in a worker thread, which a cancel cannot interrupt."""
+    left = anyio.current_effective_deadline() - anyio.current_time()
+    if math.isinf(left):
+        return limit
+    return max(0.0, left) if limit is None else min(limit, max(0.0, left))
+
+
+def describe(settings: Settings) -> str:
+    """Where the store is, for messages: never the URL itself, which may hold a password."""
+    if not settings.database_url:
+        return f"the embedded database in {settings.data_dir / 'pg'}"
+    try:
+        url = urlsplit(settings.database_url)
+        host = url.hostname or parse_qs(url.query).get("host", ["localhost"])[0]
+        return f"the database at {host}{f':{url.port}' if url.port else ''}{url.path or ''}"
+    except ValueError:
+        return "the database at MCP_MEMORY_DATABASE_URL"
+
+
+def as_unavailable(exc: Exception, settings: Settings, limit: float | None) -> Unavailable | None:
+    """A failure to reach the store as one line with its fix; None for anything else (a bug)."""
+    if isinstance(exc, Unavailable):
+        return exc
+    where = describe(settings)
+    url_fix = ("check MCP_MEMORY_DATABASE_URL" if settings.database_url
+               else f"see its log {settings.data_dir / 'pg' / 'log'}")
+    if isinstance(exc, TimeoutError):
+        return Unavailable(f"{where} did not answer within {limit or 0:g} s; check that it is up and not overloaded "
+                           f"(or {url_fix})")
+    if isinstance(exc, asyncpg.InvalidAuthorizationSpecificationError | asyncpg.InvalidPasswordError):
+        fix = "check the user and password in MCP_MEMORY_DATABASE_URL"
+    elif isinstance(exc, asyncpg.InvalidCatalogNameError):
+        fix = "create that database, or check the database name in MCP_MEMORY_DATABASE_URL"
+    elif isinstance(exc, OSError | asyncpg.PostgresConnectionError | asyncpg.CannotConnectNowError
+                    | asyncpg.TooManyConnectionsError | asyncpg.ConnectionDoesNotExistError):
+        fix = f"start PostgreSQL, or {url_fix} (host and port)" if settings.database_url else url_fix
+    else:
+        return None
+    reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+    return Unavailable(f"{where} is not available ({reason}); {fix}")
 
 
 async def reset_connection(conn: asyncpg.Connection) -> None:
@@ -78,12 +135,28 @@ async def reset_connection(conn: asyncpg.Connection) -> None:
         await conn.execute("ROLLBACK")
 
 
-async def open_database(settings: Settings) -> Database:
-    """Connect (starting the embedded server when no URL is set), migrate, and open the pool."""
-    dsn, embedded = await locate(settings)
+async def open_database(settings: Settings, *, start_timeout_s: float | None = None) -> Database:
+    """Connect (starting the embedded server when no URL is set), migrate, and open the pool.
+    Starting and connecting take at most `start_timeout_s` seconds (default `db_start_timeout_s`;
+    less when the caller's cancel scope ends sooner); migrations, which may rightly take long on
+    a big store, only the caller's scope. A store that cannot be reached or started raises
+    `Unavailable` with one line saying why and what to do."""
+    limit = _within(settings.db_start_timeout_s if start_timeout_s is None else start_timeout_s)
+    try:
+        return await _open(settings, limit)
+    except Exception as exc:
+        if unavailable := as_unavailable(exc, settings, limit):
+            raise unavailable from exc
+        raise
+
+
+async def _open(settings: Settings, limit: float | None) -> Database:
+    deadline = None if limit is None else time.monotonic() + limit
+    dsn, embedded = await locate(settings, limit)
     pools: list[asyncpg.Pool] = []
     try:
-        conn = await asyncpg.connect(dsn)
+        # asyncpg's own timeout covers a server that accepts and never answers the handshake
+        conn = await asyncpg.connect(dsn, timeout=60.0 if deadline is None else max(0.1, deadline - time.monotonic()))
         try:
             applied = await migrate(conn)
             role = await _usable_role(conn, settings.db_app_role)
@@ -105,10 +178,11 @@ async def open_database(settings: Settings) -> Database:
             reset=reset_connection, server_settings=server_settings))
         pools.append(await asyncpg.create_pool(dsn, min_size=0, max_size=2, init=init_connection))
     except BaseException:
-        for pool in pools:
-            await pool.close()
-        if embedded is not None:
-            await anyio.to_thread.run_sync(embedded.stop)
+        with anyio.CancelScope(shield=True):  # a cancelled caller still gives the handle back
+            for pool in pools:
+                await pool.close()
+            if embedded is not None:
+                await anyio.to_thread.run_sync(embedded.stop)
         raise
     return Database(pool=pools[0], admin=pools[1], dsn=dsn, embedded=embedded, applied=applied, app_role=role)
 

@@ -9,6 +9,7 @@ import asyncpg
 
 from .. import __version__
 from ..config import Settings
+from ..errors import Unavailable
 from ..repository import catalog
 from . import locate
 from .migrate import pending_migrations
@@ -34,7 +35,9 @@ async def diagnose(settings: Settings) -> list[Check]:
     checks.append(Check(*doctor_failures(settings)))
     where = settings.database_url and "MCP_MEMORY_DATABASE_URL" or f"embedded server in {settings.data_dir / 'pg'}"
     try:
-        dsn, embedded = await locate(settings)
+        dsn, embedded = await locate(settings, settings.db_start_timeout_s)
+    except Unavailable as exc:  # says what is wrong and the fix in one line
+        return [*checks, Check("database", False, str(exc))]
     except Exception as exc:
         fix = ("check MCP_MEMORY_DATABASE_URL (host, port, user, password, database)" if settings.database_url
                else f"check that {settings.data_dir} is writable; its log is {settings.data_dir / 'pg' / 'log'}")

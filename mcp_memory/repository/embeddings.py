@@ -3,7 +3,8 @@ model, and the backfill that fills in missing vectors."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 from uuid import UUID
 
@@ -32,6 +33,15 @@ def model_literal(model: str) -> str:
 
 def index_name(model: str, dimension: int) -> str:
     return f"memories_hnsw_{int(dimension)}_{sha256_hex(model)[:10]}"
+
+
+@asynccontextmanager
+async def _connection(source: asyncpg.Pool | asyncpg.Connection) -> AsyncIterator[asyncpg.Connection]:
+    if isinstance(source, asyncpg.Pool):
+        async with source.acquire() as conn:
+            yield conn
+    else:
+        yield source
 
 
 class EmbeddingRepository:
@@ -78,10 +88,26 @@ class EmbeddingRepository:
             "SELECT count(*) FROM memories WHERE embedding IS NOT NULL AND embedding_model <> $1", model)
 
     async def ensure_index(self, model: str, dimension: int) -> None:
-        await self.admin.execute(
-            f"""CREATE INDEX IF NOT EXISTS {index_name(model, dimension)} ON memories
-                USING hnsw ((embedding::vector({int(dimension)})) vector_cosine_ops)
-                WHERE embedding_model = {model_literal(model)}""")
+        """The model's HNSW index, made once however many processes start together.
+
+        IF NOT EXISTS does not make CREATE INDEX safe to race: two creators both miss the name
+        and the second fails on pg_class's unique index (UniqueViolationError). So creators queue
+        on a transaction-level advisory lock named after the index and look again once in; a
+        creator that takes no lock (an older version) is caught by the same look."""
+        name = index_name(model, dimension)
+        if await self.admin.fetchval("SELECT to_regclass($1) IS NOT NULL", name):
+            return
+        async with _connection(self.admin) as conn:
+            try:
+                async with conn.transaction():
+                    await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", f"mcp_memory:{name}")
+                    await conn.execute(
+                        f"""CREATE INDEX IF NOT EXISTS {name} ON memories
+                            USING hnsw ((embedding::vector({int(dimension)})) vector_cosine_ops)
+                            WHERE embedding_model = {model_literal(model)}""")
+            except asyncpg.UniqueViolationError:
+                if not await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", name):
+                    raise
 
     # --- backfill (operator work across users) ------------------------------------------------
 
