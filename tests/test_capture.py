@@ -484,7 +484,7 @@ def test_capture_status_lists_failures_and_skipped_turns(db_url: str, tmp_path: 
     text = subprocess.run([CLI, "capture", "--status", *common, "--database-url", db_url],
                           capture_output=True, text=True, timeout=120).stdout
     assert "No failed captures." in text and "turn 1 cleaned: NUL characters replaced" in text
-    assert "line 4 unreadable line" in text
+    assert "line 4: not a JSON object" in text and f"({path})" in text
     doctor = subprocess.run([CLI, "doctor", *common[:2], "--database-url", db_url],
                             capture_output=True, text=True, timeout=120).stdout
     assert "capture: no failed captures" in doctor and "captured turns: 1 transcript(s) have turns cleaned" in doctor

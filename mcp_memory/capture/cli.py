@@ -74,7 +74,7 @@ async def cmd_capture(args: argparse.Namespace, settings: Settings) -> int:
             p = local_principal(settings, client_name=args.harness, cwd=folder)
             try:
                 report = await Capturer(service, settings, args.harness).capture(
-                    p, transcript, key=_key(args.harness, path, transcript), path=str(path))
+                    p, transcript, key=_key(args.harness, path, transcript), path=str(path.resolve()))
             except MemoryServiceError as exc:
                 failed += 1
                 print(f"{path}: not captured: {exc}", file=sys.stderr)

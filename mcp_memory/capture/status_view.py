@@ -67,7 +67,8 @@ def render(failures: list[CaptureFailure], transcripts: list[CursorProblems], db
             where = f" ({t.path})" if t.path and t.path != t.transcript else ""
             out.append(f"  {t.transcript}{where}: " + ", ".join(f"{n} {what}" for what, n in sorted(counts.items())))
             for x in t.problems[-SHOWN_PER_TRANSCRIPT:]:
-                out.append(f"    {_where(x)} {x.get('what')}: {x.get('reason')}")
+                what = "" if "line" in x else f" {x.get('what')}"   # a line's only problem is being unreadable
+                out.append(f"    {_where(x)}{what}: {x.get('reason')}")
             if len(t.problems) > SHOWN_PER_TRANSCRIPT:
                 out.append(f"    … and {len(t.problems) - SHOWN_PER_TRANSCRIPT} earlier")
     return "\n".join(out)
