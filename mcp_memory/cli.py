@@ -76,12 +76,21 @@ def _print_json(model: Any) -> None:
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     if args.transport == "stdio":
+        from .capture.channel import serving
         from .server import build_server  # the MCP stack is only needed here
         from .server.state import StateHolder
         from .server.stdio import serve_stdio
 
+        holder = StateHolder(settings, exit_on_fatal=True)
+        server = build_server(settings, holder=holder)
+
+        async def serve() -> None:
+            # The outer hold keeps the database open until captures the hook channel took are done.
+            async with holder.hold() as state, serving(state, settings):
+                await serve_stdio(server)
+
         _exit_on_sigterm()
-        anyio.run(serve_stdio, build_server(settings, holder=StateHolder(settings, exit_on_fatal=True)))
+        anyio.run(serve)
         return 0
     from .server.http import serve_http
 

@@ -134,7 +134,7 @@ def _transport_security(settings: Settings) -> TransportSecuritySettings:
 
 
 def build_http_app(settings: Settings, transports: tuple[Transport, ...] = ("http", "sse"), *,
-                   exit_on_fatal: bool = False) -> Starlette:
+                   exit_on_fatal: bool = False, hook_channel: bool = False) -> Starlette:
     if settings.no_auth and not is_loopback(settings.host):
         raise ValueError(f"refusing to serve without authentication on {settings.host}: "
                          "--no-auth is for loopback addresses only")
@@ -180,15 +180,21 @@ def build_http_app(settings: Settings, transports: tuple[Transport, ...] = ("htt
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         # Hold the state for the app's whole life, so SSE connections (each of which enters
         # the MCP lifespan) share one pool instead of opening their own.
-        async with holder.hold(), server.session_manager.run():
-            yield
+        async with holder.hold() as state, server.session_manager.run():
+            if not hook_channel:
+                yield
+                return
+            from ..capture.channel import serving  # hooks on this machine ask `mcp-memory serve`
+
+            async with serving(state, settings):
+                yield
 
     return Starlette(routes=routes, middleware=[Middleware(OutageMiddleware), *streamable.user_middleware],
                      lifespan=lifespan)
 
 
 def serve_http(settings: Settings, transports: tuple[Transport, ...]) -> None:
-    app = build_http_app(settings, transports, exit_on_fatal=True)
+    app = build_http_app(settings, transports, exit_on_fatal=True, hook_channel=True)
     endpoints = ", ".join(e for t, e in (("http", "/mcp (streamable HTTP)"), ("sse", "/sse (SSE)")) if t in transports)
     log.info("serving %s on %s%s", endpoints, public_url(settings),
              " WITHOUT authentication" if settings.no_auth else "")

@@ -1,0 +1,345 @@
+"""The server's end of the hook channel (the thin client is mcp_memory/hookline.py).
+
+`mcp-memory serve` listens on a unix socket only its user can reach (directory 0700, socket 0600,
+the peer's uid checked) at a path derived from its store, and answers hooks with the service it
+already has open: recall without a process start, a model load and a database start per prompt.
+Several servers of one store take turns: the one holding the lock file listens, the others try
+again every second, so one takes over when it exits.
+
+A hook is answered exactly as the full path would answer it (same principal, same functions of
+capture/hooks.py and capture/recall.py), or not at all: input the server is not sure to read the
+same way (invalid JSON, settings in the hook's environment that differ from the server's) is sent
+back to the full path (`fallback`), which then reports it as it always did.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import logging
+import os
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import anyio
+import anyio.abc
+from anyio.streams.buffered import BufferedByteReceiveStream
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from .. import hookline
+from ..config import Settings
+from ..models import Principal
+from ..service import MemoryService
+from . import catchup, status, worker
+from .capture import capture_disabled, failure_reason
+from .hooks import CAPTURE_EVENTS, Harness, HookInput, answer, budget, principal_for, respond
+from .transcripts import TranscriptError
+
+try:
+    import fcntl
+except ImportError:  # Windows: no unix sockets either; hooks take the full path
+    fcntl = None  # type: ignore[assignment]
+
+log = logging.getLogger("mcp_memory.hook.channel")
+
+TAKEOVER_S = 1.0          # how often a server that does not listen tries to take over
+MAX_HEADER = 256 * 1024
+READ_TIMEOUT_S = 5.0      # a client that connects and sends nothing does not hold a task forever
+# Settings a hook may hold that do not change its answer: identity travels in the request, the
+# store is what the socket path is derived from, the rest belongs to the server or to hookline.
+NOT_COMPARED = {f"MCP_MEMORY_{name}" for name in (
+    "USER", "AGENT", "PROJECT", "DATABASE_URL", "DATA_DIR", "LOG_LEVEL", "HOOK_TRACE", "HOOK_CHANNEL",
+    "HOST", "PORT", "PUBLIC_URL", "ALLOWED_HOSTS", "NO_AUTH", "GRACEFUL_SHUTDOWN_S")}
+
+
+class Request(BaseModel):
+    """What hookline sends before the hook's own input."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    v: Literal[1]
+    event: Literal["session-start", "prompt-submit", "stop", "pre-compact", "session-end"]
+    harness: Literal["claude-code", "openclaw"]
+    user: str | None = None
+    agent: str | None = None
+    project: str | None = None
+    env: dict[str, str] = {}
+    data_dir: str | None = None
+    cwd: str | None = None
+    project_dir: str | None = None
+    started: float | None = None
+
+
+class Fallback(Exception):
+    """The full path must answer this hook."""
+
+
+def differing_settings(env: dict[str, str], own: dict[str, str] | None = None) -> list[str]:
+    """MCP_MEMORY_* variables set differently in the hook's environment and the server's."""
+    own = {k: v for k, v in (os.environ if own is None else own).items() if k.startswith("MCP_MEMORY_")}
+    names = (set(env) | set(own)) - NOT_COMPARED
+    return sorted(n for n in names if env.get(n) != own.get(n))
+
+
+def hook_input(raw: bytes, req: Request) -> tuple[HookInput, dict[str, Any]]:
+    """The harness's payload as the hook process would have read it: a payload without a directory
+    means the hook's own (CLAUDE_PROJECT_DIR, then its working directory), and a relative
+    transcript path is relative to it."""
+    try:
+        data = json.loads(raw or b"{}")
+    except ValueError as exc:
+        raise Fallback(f"hook input: {exc}") from None
+    if not isinstance(data, dict):
+        raise Fallback("hook input is not an object")
+    if not data.get("cwd") and not data.get("workspaceDir"):
+        data["cwd"] = req.project_dir or req.cwd
+    for name in ("transcript_path", "sessionFile"):
+        value = data.get(name)
+        if isinstance(value, str) and value and req.cwd and not os.path.isabs(os.path.expanduser(value)):
+            data[name] = os.path.join(req.cwd, value)
+    try:
+        return HookInput.model_validate(data), data
+    except ValidationError as exc:
+        raise Fallback(f"hook input: {str(exc).splitlines()[0]}") from None
+
+
+class Channel:
+    """Answers hooks for one server process."""
+
+    def __init__(self, service: MemoryService, settings: Settings, tg: anyio.abc.TaskGroup) -> None:
+        self.service = service
+        self.settings = settings
+        self.tg = tg
+        self.pid = os.getpid()
+
+    # --- one hook ---------------------------------------------------------------------------------
+
+    async def respond(self, req: Request, raw: bytes) -> dict[str, Any]:
+        """The reply hookline prints: stdout / stderr text, or `fallback` with the reason."""
+        differ = differing_settings(req.env)
+        if differ:
+            raise Fallback(f"settings differ from the server's: {', '.join(differ)}")
+        if req.data_dir and _real(req.data_dir) != _real(self.settings.data_dir):
+            # Same database, other data dir (status, recall ledgers, locks live there).
+            raise Fallback("the hook's data dir is not the server's")
+        payload, data = hook_input(raw, req)
+        try:
+            settings = self.settings.model_copy(update={"user": req.user, "agent": req.agent,
+                                                        "project": req.project})
+            p = principal_for(settings, req.harness, payload)
+        except ValueError as exc:  # a bad identity: the full path words it
+            raise Fallback(f"identity: {exc}") from None
+        if req.event in CAPTURE_EVENTS:
+            # Acknowledged at once, as the full path returns once its worker is started.
+            self.tg.start_soon(self._background, req.event, req.harness, payload, data, settings, p)
+            return {}
+        limit = budget(req.event, settings)
+        now = time.monotonic()
+        # The budget counts from the hook process's start, as in the full path (CLOCK_MONOTONIC is
+        # one clock for every process of the machine).
+        started = req.started if req.started is not None and now - 60 < req.started <= now else now
+        deadline = started + limit
+        notice = status.notice(settings) if req.event == "session-start" else None
+        reply: dict[str, Any] = {}
+        try:
+            with anyio.fail_after(max(0.0, deadline - time.monotonic())):
+                text = await respond(self.service, req.event, req.harness, payload, settings, deadline)
+        except TimeoutError:
+            text = ""
+            reply["stderr"] = (f"mcp-memory hook {req.event}: no context added: took longer than {limit:g}s "
+                               f"(MCP_MEMORY_{'RECALL' if req.event == 'prompt-submit' else 'SESSION_START'}"
+                               "_TIMEOUT_S)")
+        reply["stdout"] = answer(req.harness, req.event, "\n\n".join(x for x in (notice, text) if x))
+        # What the full path's look_behind hands to a worker, this server does itself, after answering.
+        self.tg.start_soon(self._background, "catch-up", req.harness, payload, data, settings, p)
+        return reply
+
+    async def _background(self, event: str, harness: Harness, payload: HookInput, data: dict[str, Any],
+                          settings: Settings, p: Principal) -> None:
+        """What the full path's detached worker does (worker.py), on this server's open service:
+        the event's own transcript, then the project's sessions that are behind. It finishes even
+        while the server shuts down, within the worker's budget; a failure of ours is recorded for
+        the next session start, as the worker records it."""
+        job = worker.Job({"event": event, "harness": harness, "payload": data})
+        job.settings = settings
+        with anyio.CancelScope(shield=True):
+            try:
+                with anyio.fail_after(settings.capture_worker_timeout_s):
+                    if capture_disabled(settings, p):
+                        if event != "catch-up":
+                            log.info("not capturing: %s", capture_disabled(settings, p))
+                        return
+                    folder = catchup.transcripts_dir(harness, payload.transcript, payload.cwd or payload.workspaceDir)
+                    if event == "catch-up":
+                        if folder is None or not await anyio.to_thread.run_sync(_behind, settings, folder,
+                                                                                payload.transcript):
+                            return
+                    else:
+                        job.phase = "capturing"
+                        await worker._capture_own(self.service, job)  # the worker's capture, on our service
+                    if folder is not None:
+                        job.phase = "catching up"
+                        taken = await catchup.catch_up(self.service, settings, p, harness, folder)
+                        if taken:
+                            log.info("caught up %d session(s) in %s", taken, folder)
+                log.info("%s: %s done through the hook channel", job.key, event)
+            except TranscriptError as exc:
+                log.warning("%s: nothing captured: %s", job.key, exc)
+            except Exception as exc:
+                log.warning("%s: %s failed while %s: %s", job.key, event, job.phase, failure_reason(exc))
+                if job.phase not in ("capturing", "catching up") or isinstance(exc, TimeoutError):
+                    status.record_failure(settings, job.key, failure_reason(exc))
+
+    # --- the connection ---------------------------------------------------------------------------
+
+    async def connection(self, stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            raw_socket = stream.extra(anyio.abc.SocketAttribute.raw_socket)
+            uid = hookline.peer_uid(raw_socket)
+            if uid is not None and uid != os.getuid():
+                log.warning("hook channel: refused a connection from uid %s", uid)
+                return
+            reader = BufferedByteReceiveStream(stream)
+            try:
+                with anyio.fail_after(READ_TIMEOUT_S):
+                    header = await reader.receive_until(b"\n", MAX_HEADER)
+                    body = bytearray()
+                    while len(body) <= hookline.MAX_STDIN:
+                        try:
+                            body += await reader.receive()
+                        except anyio.EndOfStream:
+                            break
+            except (TimeoutError, anyio.IncompleteRead, anyio.DelimiterNotFound, anyio.BrokenResourceError):
+                return
+            reply = await self.reply(header, bytes(body))
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await stream.send(json.dumps({"v": hookline.PROTOCOL, "pid": self.pid, **reply}).encode())
+
+    async def reply(self, header: bytes, body: bytes) -> dict[str, Any]:
+        try:
+            if len(body) > hookline.MAX_STDIN:
+                raise Fallback("hook input too large")
+            try:
+                req = Request.model_validate_json(header)
+            except ValidationError as exc:
+                raise Fallback(f"request: {str(exc).splitlines()[0]}") from None
+            started = time.monotonic()
+            reply = await self.respond(req, body)
+            log.debug("hook %s answered through the channel in %.0f ms", req.event,
+                      (time.monotonic() - started) * 1000)
+            return reply
+        except Fallback as exc:
+            log.debug("hook channel: full path: %s", exc)
+            return {"fallback": str(exc)}
+        except Exception as exc:  # never fail the user's turn; the full path tries on its own
+            log.warning("hook channel: %s: %s", type(exc).__name__, exc, exc_info=log.isEnabledFor(logging.DEBUG))
+            return {"fallback": f"{type(exc).__name__}: {exc}"}
+
+
+def _real(path: str | os.PathLike[str]) -> str:
+    return os.path.realpath(os.path.expanduser(path))
+
+
+def _behind(settings: Settings, folder: Path, transcript: str | None) -> bool:
+    return catchup.look(settings, folder, Path(transcript).expanduser() if transcript else None)
+
+
+# --- listening ------------------------------------------------------------------------------------
+
+def private_dir(path: str) -> None:
+    """The socket directory, created 0700; refuses one someone else owns or may enter."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(path, 0o700)
+    if not hookline.private_dir_ok(path):
+        raise PermissionError(f"{path} is not a directory only this user can enter; remove it or set "
+                              "XDG_RUNTIME_DIR to a private directory")
+
+
+def take_lock(path: str) -> int | None:
+    """The listener's lock (held for the process's life, released by the kernel even on SIGKILL),
+    or None while another server holds it."""
+    assert fcntl is not None
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+class HasService(Protocol):
+    async def service(self) -> MemoryService: ...
+
+
+@asynccontextmanager
+async def serving(state: HasService, settings: Settings) -> AsyncIterator[None]:
+    """Around a server's life (`mcp-memory serve`, stdio or HTTP): hooks are answered once its
+    database is open. Leaving waits for captures already acknowledged (each within its budget)."""
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_when_open, state, settings, tg)
+        try:
+            yield
+        finally:
+            tg.cancel_scope.cancel()
+
+
+async def _when_open(state: HasService, settings: Settings, tg: anyio.abc.TaskGroup) -> None:
+    try:
+        service = await state.service()
+    except Exception as exc:  # the server reports its database itself; hooks take the full path
+        log.info("hook channel off: %s", exc)
+        return
+    await listen(service, settings, tg)
+
+
+async def listen(service: MemoryService, settings: Settings, tg: anyio.abc.TaskGroup,
+                 ready: anyio.Event | None = None) -> None:
+    """Serve hooks until cancelled: wait for the store's lock, then listen on its socket."""
+    path = hookline.socket_path(settings.database_url, settings.data_dir)
+    if path is None or fcntl is None:
+        log.info("hook channel: not available on this platform; hooks take the full path")
+        return
+    try:
+        private_dir(os.path.dirname(path))
+    except OSError as exc:
+        log.warning("hook channel off: %s", exc)
+        return
+    lock = Path(path).with_suffix(".lock")
+    fd = None
+    try:
+        while (fd := take_lock(str(lock))) is None:  # noqa: ASYNC110 (a lock file has no event to wait on)
+            await anyio.sleep(TAKEOVER_S)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # left by a server that was killed; we hold the lock, so it is no one's
+        listener = await anyio.create_unix_listener(path, mode=0o600)
+        inode = os.stat(path).st_ino
+        unlink = _unlinker(path, inode)
+        atexit.register(unlink)  # SIGTERM exits through atexit (cli._exit_on_sigterm)
+        log.info("hook channel: listening on %s", path)
+        channel = Channel(service, settings, tg)
+        if ready is not None:
+            ready.set()
+        try:
+            async with listener:
+                await listener.serve(channel.connection, task_group=tg)
+        finally:
+            unlink()
+            atexit.unregister(unlink)
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def _unlinker(path: str, inode: int) -> Any:
+    def unlink() -> None:
+        # Only our own socket: after we let go of the lock another server may have bound its own.
+        with contextlib.suppress(OSError):
+            if os.stat(path).st_ino == inode:
+                os.unlink(path)
+    return unlink
+

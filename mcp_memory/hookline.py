@@ -1,0 +1,249 @@
+"""The `mcp-memory` entry point, thin for hooks: `mcp-memory hook <event>` asks a running
+`mcp-memory serve` of the same store over a user-only unix socket (capture/channel.py is the other
+end), and everything else, or a hook no server answers, goes to the full command line.
+
+A harness runs a hook as a new process for every prompt; the full path spends 0.4-0.6 s importing
+and more loading the embedding model, while a server already has both. So this module imports only
+the standard library and decides quickly: no socket or a refused connection falls back at once, a
+server that does not answer is waited for no longer than the event's budget.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import socket
+import stat
+import struct
+import sys
+import time
+from typing import Any
+
+EVENTS = ("session-start", "prompt-submit", "stop", "pre-compact", "session-end")
+RECALL_EVENTS = {"session-start": ("MCP_MEMORY_SESSION_START_TIMEOUT_S", 5.0),
+                 "prompt-submit": ("MCP_MEMORY_RECALL_TIMEOUT_S", 1.5)}
+# A capture event is only acknowledged (the server captures in its background); a server that has
+# not acknowledged in this long is treated as absent and the full path, which detaches, runs.
+ACK_WAIT_S = 0.3
+FLAGS = ("--harness", "--database-url", "--data-dir", "--user", "--agent", "--project", "--log-level")
+IDENTITY = ("user", "agent", "project")
+MAX_STDIN = 8 * 1024 * 1024  # as capture/hooks.py: an OpenClaw agent_end event carries the conversation
+MAX_REPLY = 16 * 1024 * 1024
+PROTOCOL = 1
+SUN_PATH_MAX = 100  # sun_path holds 108 bytes on Linux, 104 on macOS; keep a margin
+
+
+def default_data_dir() -> str | None:
+    """platformdirs.user_data_dir("mcp-memory", appauthor=False), which config.py uses, without
+    importing it (tests/test_hook_channel.py checks they agree). None where this is not known."""
+    if sys.platform == "darwin":
+        return os.path.expanduser("~/Library/Application Support/mcp-memory")
+    if sys.platform.startswith("win"):
+        return None
+    base = os.environ.get("XDG_DATA_HOME", "")
+    if not base.strip():
+        base = os.path.expanduser("~/.local/share")
+    return os.path.join(base, "mcp-memory")
+
+
+def store_key(database_url: str | None, data_dir: str | os.PathLike[str] | None) -> str | None:
+    """What names a store: the database URL as given, else the embedded server's data dir."""
+    if database_url:
+        return "url\0" + database_url
+    where = os.fspath(data_dir) if data_dir else default_data_dir()
+    if where is None:
+        return None
+    return "dir\0" + os.path.realpath(os.path.expanduser(where))
+
+
+def runtime_dir() -> str:
+    """The user's own directory for sockets: under XDG_RUNTIME_DIR (per user, in memory) when
+    set, else /tmp; the uid in the name keeps users apart, the 0700 mode checked keeps others out."""
+    base = os.environ.get("XDG_RUNTIME_DIR") or ""
+    if not base.startswith("/") or len(base) > 60:
+        base = "/tmp"
+    return os.path.join(base, f"mcp-memory-{os.getuid()}")
+
+
+def socket_path(database_url: str | None, data_dir: str | os.PathLike[str] | None) -> str | None:
+    """Where the server of this store listens: a hash, since a data dir or a URL can be longer than
+    a socket path may be (and a URL may hold a password)."""
+    key = store_key(database_url, data_dir)
+    if key is None or not hasattr(socket, "AF_UNIX"):
+        return None
+    name = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:24] + ".sock"
+    path = os.path.join(runtime_dir(), name)
+    if len(path.encode()) > SUN_PATH_MAX:
+        path = os.path.join("/tmp", f"mcp-memory-{os.getuid()}", name)
+    return path
+
+
+def private_dir_ok(path: str) -> bool:
+    """The directory is ours and no one else may enter it (not a link someone else planted)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The uid of the process at the other end (Linux SO_PEERCRED); None where not available."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    pid, uid, gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
+    return uid
+
+
+def parse(argv: list[str]) -> dict[str, Any] | None:
+    """`hook <event> [--harness X] [--database-url U] …` as the full parser reads it; None for
+    anything else (help, an unknown flag, a bad event), which the full parser then explains."""
+    if len(argv) < 2 or argv[0] != "hook" or argv[1] not in EVENTS:
+        return None
+    out: dict[str, Any] = {"event": argv[1], "harness": "claude-code"}
+    rest = argv[2:]
+    while rest:
+        arg = rest.pop(0)
+        name, eq, value = arg.partition("=")
+        if name not in FLAGS:
+            return None
+        if not eq:
+            if not rest:
+                return None
+            value = rest.pop(0)
+        out[name[2:].replace("-", "_")] = value
+    if out["harness"] not in ("claude-code", "openclaw"):
+        return None
+    return out
+
+
+def request(args: dict[str, Any], started: float) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if k.startswith("MCP_MEMORY_")}
+    identity = {k: args.get(k, env.get(f"MCP_MEMORY_{k.upper()}")) for k in IDENTITY}
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        cwd = None
+    data_dir = args.get("data_dir", env.get("MCP_MEMORY_DATA_DIR")) or default_data_dir()
+    return {"v": PROTOCOL, "event": args["event"], "harness": args["harness"], **identity, "env": env,
+            "data_dir": data_dir, "cwd": cwd, "project_dir": os.environ.get("CLAUDE_PROJECT_DIR"),
+            "started": started}
+
+
+def wait_for(args: dict[str, Any]) -> float:
+    """How long the server may take to answer."""
+    if args["event"] not in RECALL_EVENTS:
+        return ACK_WAIT_S
+    name, default = RECALL_EVENTS[args["event"]]
+    try:
+        limit = float(os.environ.get(name, default))
+    except ValueError:
+        limit = default
+    return limit if limit > 0 else default
+
+
+class Fallback(Exception):
+    """No server took the hook: the full path runs it."""
+
+
+def ask(path: str, args: dict[str, Any], raw: bytes, started: float) -> dict[str, Any]:
+    """The server's answer, or Fallback. TimeoutError when a server took the hook and did not
+    answer within the event's budget."""
+    if not private_dir_ok(os.path.dirname(path)):
+        raise Fallback("no private socket directory")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(ACK_WAIT_S)
+        try:
+            sock.connect(path)
+        except OSError as exc:  # no socket, refused (the server is gone), a full backlog
+            raise Fallback(f"connect: {exc}") from None
+        uid = peer_uid(sock)
+        if uid is not None and uid != os.getuid():
+            raise Fallback("the socket belongs to another user")
+        header = json.dumps(request(args, started)).encode() + b"\n"
+        try:
+            sock.sendall(header + raw)
+            sock.shutdown(socket.SHUT_WR)
+        except OSError as exc:
+            raise Fallback(f"send: {exc}") from None
+        deadline = started + wait_for(args)
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            sock.settimeout(left)
+            try:
+                chunk = sock.recv(65536)
+            except TimeoutError:
+                raise
+            except OSError as exc:
+                raise Fallback(f"receive: {exc}") from None
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_REPLY:
+                raise Fallback("reply too large")
+    finally:
+        sock.close()
+    try:
+        reply = json.loads(b"".join(chunks))
+    except ValueError:
+        raise Fallback("no reply (the server closed the connection)") from None
+    if not isinstance(reply, dict) or reply.get("v") != PROTOCOL:
+        raise Fallback("an incompatible server")
+    if reply.get("fallback"):
+        raise Fallback(str(reply["fallback"]))
+    return reply
+
+
+def full(argv: list[str], raw: bytes | None = None) -> int:
+    """The full command line, with the hook input already read handed on as stdin."""
+    if raw is not None:
+        sys.stdin = io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8")
+    from .cli import main as cli_main
+
+    return cli_main(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    started = time.monotonic()
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse(argv)
+    if args is None or os.environ.get("MCP_MEMORY_HOOK_CHANNEL", "").lower() in ("0", "false", "no", "off"):
+        return full(argv)
+    raw = sys.stdin.buffer.read(MAX_STDIN + 1)
+    path = socket_path(args.get("database_url", os.environ.get("MCP_MEMORY_DATABASE_URL")),
+                       args.get("data_dir", os.environ.get("MCP_MEMORY_DATA_DIR")))
+    try:
+        if path is None or len(raw) > MAX_STDIN:
+            raise Fallback("no socket for this store")
+        reply = ask(path, args, raw, started)
+    except Fallback as why:
+        if os.environ.get("MCP_MEMORY_HOOK_TRACE"):
+            print(f"mcp-memory hook {args['event']}: full path: {why}", file=sys.stderr)
+        return full(argv, raw)
+    except TimeoutError:
+        if args["event"] not in RECALL_EVENTS:  # not acknowledged: the capture must still happen
+            return full(argv, raw)
+        print(f"mcp-memory hook {args['event']}: no context added: the server took longer than "
+              f"{wait_for(args):g}s", file=sys.stderr)
+        return 0
+    if reply.get("stdout"):
+        sys.stdout.write(str(reply["stdout"]) + "\n")
+        sys.stdout.flush()
+    if reply.get("stderr"):
+        print(str(reply["stderr"]), file=sys.stderr)
+    if os.environ.get("MCP_MEMORY_HOOK_TRACE"):
+        print(f"mcp-memory hook {args['event']}: answered by server pid {reply.get('pid')}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

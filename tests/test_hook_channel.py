@@ -1,0 +1,399 @@
+"""The hook channel: `mcp-memory hook` (mcp_memory/hookline.py) asking a running `mcp-memory serve`
+(capture/channel.py) over a user-only unix socket, with real server and hook subprocesses, and the
+full path whenever no server answers."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from mcp_memory import hookline
+from mcp_memory.capture.channel import Channel, differing_settings
+from mcp_memory.config import Settings, default_data_dir
+from mcp_memory.db import open_database
+from mcp_memory.models import MemoryFilter, Principal
+from mcp_memory.service import MemoryService
+
+FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
+CLI = str(Path(sys.executable).with_name("mcp-memory"))
+# Functional tests must not depend on this machine's speed; bench/hooks_latency.py measures it.
+RELAXED = {"MCP_MEMORY_RECALL_TIMEOUT_S": "60", "MCP_MEMORY_SESSION_START_TIMEOUT_S": "60"}
+
+
+def claude(event: str, **fields: Any) -> dict[str, Any]:
+    """A Claude Code hook input, in a session of its own (recall leaves out what a session was given)."""
+    return {"session_id": str(uuid.uuid4()), "transcript_path": "/nonexistent.jsonl", "cwd": "/tmp",
+            "permission_mode": "default", "hook_event_name": event, **fields}
+
+
+class Store:
+    """One database for the module, a private runtime directory for its sockets and the
+    environment every server and hook of a test shares."""
+
+    def __init__(self, url: str, runtime: Path) -> None:
+        self.url, self.runtime = url, runtime
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_MEMORY_")}
+        self.env = {**env, **RELAXED, "XDG_RUNTIME_DIR": str(runtime), "MCP_MEMORY_HOOK_TRACE": "1",
+                    "MCP_MEMORY_DATA_DIR": str(runtime / "data")}
+
+    @property
+    def socket(self) -> str:
+        old = os.environ.get("XDG_RUNTIME_DIR")
+        os.environ["XDG_RUNTIME_DIR"] = str(self.runtime)
+        try:
+            path = hookline.socket_path(self.url, None)
+        finally:
+            if old is None:
+                del os.environ["XDG_RUNTIME_DIR"]
+            else:
+                os.environ["XDG_RUNTIME_DIR"] = old
+        assert path is not None
+        return path
+
+    def serve(self, log: Path, *flags: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """`mcp-memory serve` as a harness starts it: stdio, its input kept open."""
+        return subprocess.Popen([CLI, "serve", "--database-url", self.url, "--user", "alice", *flags],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log.open("wb"),
+                                env={**self.env, **(env or {})})
+
+    def hook(self, event: str, payload: Any, *flags: str, env: dict[str, str] | None = None,
+             timeout: float = 180) -> subprocess.CompletedProcess[str]:
+        args = [CLI, "hook", event, "--database-url", self.url, "--user", "alice", *flags]
+        out = subprocess.run(args, input=json.dumps(payload), capture_output=True, text=True, timeout=timeout,
+                             env={**self.env, **(env or {})})
+        assert out.returncode == 0, out.stderr
+        return out
+
+    def full(self, event: str, payload: Any, *flags: str, env: dict[str, str] | None = None
+             ) -> subprocess.CompletedProcess[str]:
+        return self.hook(event, payload, *flags, env={**(env or {}), "MCP_MEMORY_HOOK_CHANNEL": "off"})
+
+
+def answered_by(out: subprocess.CompletedProcess[str]) -> int | None:
+    for line in out.stderr.splitlines():
+        if "answered by server pid" in line:
+            return int(line.rsplit(" ", 1)[1])
+    return None
+
+
+def listening(store: Store, proc: subprocess.Popen[bytes], log: Path, within: float = 120) -> None:
+    """Until this server (not another) answers on the store's socket."""
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        assert proc.poll() is None, log.read_text()
+        if f"listening on {store.socket}" in log.read_text(errors="replace"):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the server never listened:\n{log.read_text()}")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        assert proc.stdin is not None
+        proc.stdin.close()   # as a harness ends a stdio server
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def runtime_dir() -> Path:
+    """A runtime directory others may enter (as /tmp is), so that only the channel's own 0700
+    directory keeps them out; pytest's own temporary directories are 0700 already."""
+    path = Path(tempfile.mkdtemp(prefix="mcpm-rt-", dir="/tmp"))
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture(scope="module")
+async def store(make_module_db: str) -> AsyncIterator[Store]:
+    runtime = runtime_dir()
+    yield Store(make_module_db, runtime)
+    shutil.rmtree(runtime, ignore_errors=True)
+
+
+@pytest.fixture
+def own_store(store: Store) -> Iterator[Store]:
+    """The module's database with sockets of its own: the module's server listens elsewhere."""
+    runtime = runtime_dir()
+    yield Store(store.url, runtime)
+    shutil.rmtree(runtime, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+async def make_module_db(pg: Any, template_db: str) -> AsyncIterator[str]:
+    import asyncpg
+
+    admin = await asyncpg.connect(pg.dsn("postgres"))
+    await admin.execute(f'CREATE DATABASE "t_channel" TEMPLATE "{template_db}"')
+    try:
+        yield pg.dsn("t_channel")
+    finally:
+        await admin.execute('DROP DATABASE IF EXISTS "t_channel" WITH (FORCE)')
+        await admin.close()
+
+
+@pytest.fixture(scope="module")
+async def module_service(store: Store) -> AsyncIterator[MemoryService]:
+    settings = Settings(database_url=store.url, user="alice")
+    db = await open_database(settings)
+    service = await MemoryService.open(db, settings)
+    alice = Principal(user_id="alice", agent_id=None, project_id=None, actor="test:alice")
+    await service.write(alice, "Production deploys happen only on Tuesdays after the standup.", kind="procedure",
+                        pinned=True, priority=10, scope="user")
+    await service.write(alice, "I prefer black over autopep8 for formatting Python code.", kind="preference",
+                        scope="user")
+    await service.write(alice, "The job queue runs on PostgreSQL with SKIP LOCKED; Redis was removed.",
+                        kind="decision", scope="user")
+    yield service
+    await db.close()
+
+
+@pytest.fixture(scope="module")
+def server(store: Store, module_service: MemoryService, tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[subprocess.Popen[bytes]]:
+    log = tmp_path_factory.mktemp("serve") / "serve.log"
+    proc = store.serve(log)
+    try:
+        listening(store, proc, log)
+        yield proc
+    finally:
+        stop(proc)
+
+
+def prompt() -> dict[str, Any]:
+    return claude("UserPromptSubmit", prompt="Do I prefer black or autopep8 for formatting my Python code?")
+
+
+def start() -> dict[str, Any]:
+    return claude("SessionStart", source="startup", model="claude-sonnet-4-5")
+
+
+def test_prompt_recall_is_answered_by_the_server_as_the_full_path_answers(
+        store: Store, server: subprocess.Popen[bytes]) -> None:
+    warm = store.hook("prompt-submit", prompt())
+    assert answered_by(warm) == server.pid, warm.stderr   # not the fallback
+    assert "black over autopep8" in warm.stdout
+    cold = store.full("prompt-submit", prompt())
+    assert answered_by(cold) is None
+    assert warm.stdout == cold.stdout, cold.stderr
+
+
+def test_session_start_is_answered_by_the_server_as_the_full_path_answers(
+        store: Store, server: subprocess.Popen[bytes]) -> None:
+    warm = store.hook("session-start", start())
+    assert answered_by(warm) == server.pid, warm.stderr
+    assert "Tuesdays" in warm.stdout
+    assert warm.stdout == store.full("session-start", start()).stdout
+
+
+def test_identity_comes_from_the_hook_not_the_server(store: Store, server: subprocess.Popen[bytes]) -> None:
+    """The server runs as --user alice; a hook for another user gets that user's (empty) memories,
+    and a project flag or variable of the hook's applies as in the full path."""
+    other = store.hook("prompt-submit", prompt(), "--user", "bob")
+    assert answered_by(other) == server.pid and other.stdout == ""
+    by_env = store.hook("session-start", start(), env={"MCP_MEMORY_PROJECT": "none"})
+    assert answered_by(by_env) == server.pid
+    assert by_env.stdout == store.full("session-start", start(), env={"MCP_MEMORY_PROJECT": "none"}).stdout
+
+
+def test_settings_that_differ_from_the_servers_take_the_full_path(
+        store: Store, server: subprocess.Popen[bytes]) -> None:
+    out = store.hook("prompt-submit", prompt(), env={"MCP_MEMORY_RECALL_LIMIT": "1"})
+    assert answered_by(out) is None
+    assert "settings differ from the server's: MCP_MEMORY_RECALL_LIMIT" in out.stderr
+
+
+def test_bad_input_is_left_to_the_full_path(store: Store, server: subprocess.Popen[bytes]) -> None:
+    out = subprocess.run([CLI, "hook", "prompt-submit", "--database-url", store.url], input="[1, 2",
+                         capture_output=True, text=True, timeout=120, env=store.env)
+    assert out.returncode == 0 and out.stdout == ""
+    assert "ignored" in out.stderr and answered_by(out) is None
+
+
+async def test_capture_is_acknowledged_and_done_in_the_servers_background(
+        store: Store, server: subprocess.Popen[bytes], module_service: MemoryService, tmp_path: Path) -> None:
+    repo = tmp_path / "shop"
+    (repo / ".git").mkdir(parents=True)
+    transcript = tmp_path / "session.jsonl"
+    shutil.copy(FIXTURES / "claude_code_session.jsonl", transcript)
+    started = time.monotonic()
+    out = store.hook("stop", claude("Stop", transcript_path=str(transcript), cwd=str(repo)))
+    assert answered_by(out) == server.pid and out.stdout == ""
+    assert time.monotonic() - started < 5
+    p = Principal(user_id="alice", agent_id="claude-code", project_id="shop", actor="test:alice")
+    with anyio.fail_after(60):
+        while not (await module_service.list(p, MemoryFilter(kinds=["episode"]), limit=50)).memories:  # noqa: ASYNC110
+            await anyio.sleep(0.2)   # the server captures after answering: poll the database
+
+
+def test_socket_and_directory_are_the_users_only(store: Store, server: subprocess.Popen[bytes]) -> None:
+    path = store.socket
+    assert len(path.encode()) <= hookline.SUN_PATH_MAX
+    sock, folder = os.lstat(path), os.lstat(os.path.dirname(path))
+    assert stat.S_ISSOCK(sock.st_mode) and stat.S_IMODE(sock.st_mode) == 0o600
+    assert stat.S_IMODE(folder.st_mode) == 0o700 and folder.st_uid == os.getuid()
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to act as another OS user")
+def test_another_os_user_cannot_reach_the_socket(store: Store, server: subprocess.Popen[bytes]) -> None:
+    code = ("import socket, sys\ns = socket.socket(socket.AF_UNIX)\n"
+            "try:\n    s.connect(sys.argv[1])\nexcept PermissionError:\n    print('refused')\n")
+    out = subprocess.run([sys.executable, "-c", code, store.socket], capture_output=True, text=True, timeout=30,
+                         user=65534, group=65534)
+    assert out.stdout.strip() == "refused", out.stderr
+
+
+@pytest.mark.skipif(os.getuid() != 0 or not hasattr(socket, "SO_PEERCRED"),
+                    reason="needs root to act as another OS user, and SO_PEERCRED")
+async def test_the_server_checks_the_peers_uid(module_service: MemoryService, store: Store, tmp_path: Path) -> None:
+    """Past the directory's permissions (a socket reachable by anyone), the server still answers
+    only its own user."""
+    open_dir = runtime_dir()
+    path = str(open_dir / "s.sock")
+    own_env = {k: v for k, v in os.environ.items() if k.startswith("MCP_MEMORY_")}
+    header = json.dumps({"v": 1, "event": "session-start", "harness": "claude-code", "user": "alice",
+                         "env": own_env, "cwd": "/tmp"})
+    code = ("import socket, sys\ns = socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\n"
+            "try:\n    s.sendall(sys.argv[2].encode() + b'\\n{}')\n    s.shutdown(socket.SHUT_WR)\n"
+            "    data = s.recv(65536)\nexcept OSError:\n    data = b''\nprint(repr(data))\n")
+    settings = Settings(database_url=store.url, user="alice", session_start_timeout_s=60)
+    async with anyio.create_task_group() as tg:
+        channel = Channel(module_service, settings, tg)
+        listener = await anyio.create_unix_listener(path, mode=0o666)
+        tg.start_soon(listener.serve, channel.connection)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_MEMORY_")}
+
+        def run(user: int | None) -> str:
+            out = subprocess.run([sys.executable, "-c", code, path, header], capture_output=True, text=True,
+                                 timeout=60, user=user, env=env, cwd="/")
+            assert out.returncode == 0, out.stderr
+            return out.stdout.strip()
+
+        foreign = await anyio.to_thread.run_sync(run, 65534)
+        own = await anyio.to_thread.run_sync(run, None)
+        tg.cancel_scope.cancel()
+    shutil.rmtree(open_dir, ignore_errors=True)
+    assert foreign == "b''"
+    assert "Tuesdays" in own
+
+
+def test_a_server_that_is_gone_leaves_the_full_path(own_store: Store, module_service: MemoryService,
+                                                    tmp_path: Path) -> None:
+    store = own_store
+    log = tmp_path / "serve.log"
+    proc = store.serve(log, "--project", "none")
+    listening(store, proc, log)
+    try:
+        assert answered_by(store.hook("prompt-submit", prompt())) == proc.pid
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert os.path.exists(store.socket)   # a killed server leaves its socket: refused, not found
+        out = store.hook("prompt-submit", prompt())
+        assert answered_by(out) is None and "full path: connect" in out.stderr
+        assert "black over autopep8" in out.stdout
+    finally:
+        stop(proc)
+
+
+def test_a_second_server_takes_over_when_the_listener_exits(own_store: Store, module_service: MemoryService,
+                                                            tmp_path: Path) -> None:
+    store = own_store
+    first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
+    first = store.serve(first_log)
+    listening(store, first, first_log)
+    second = store.serve(second_log)
+    try:
+        time.sleep(3)
+        assert second.poll() is None   # the other server runs on without the socket
+        assert answered_by(store.hook("prompt-submit", prompt())) == first.pid
+        first.send_signal(signal.SIGTERM)   # as a harness stops it
+        first.wait(30)
+        listening(store, second, second_log, within=30)
+        assert answered_by(store.hook("prompt-submit", prompt())) == second.pid
+    finally:
+        stop(first)
+        stop(second)
+
+
+def test_a_server_that_never_answers_costs_the_budget_only(own_store: Store) -> None:
+    """Something holds the socket and accepts without answering: recall gives up within its
+    budget, exit 0, one stderr line."""
+    hanging = own_store
+    os.mkdir(os.path.dirname(hanging.socket), 0o700)
+    sink = socket.socket(socket.AF_UNIX)
+    sink.bind(hanging.socket)
+    sink.listen(16)
+    try:
+        env = {"MCP_MEMORY_RECALL_TIMEOUT_S": "1", "MCP_MEMORY_HOOK_TRACE": ""}
+        started = time.monotonic()
+        out = hanging.hook("prompt-submit", prompt(), env=env, timeout=30)
+        took = time.monotonic() - started
+        assert took < 1.9, took
+        assert out.stdout == "" and len(out.stderr.splitlines()) == 1 and "longer than 1s" in out.stderr
+    finally:
+        sink.close()
+
+
+def test_the_hook_loads_only_the_standard_library(store: Store, server: subprocess.Popen[bytes]) -> None:
+    code = ("import sys, json\nbefore = set(sys.modules)\nfrom mcp_memory import hookline\n"
+            "rc = hookline.main(sys.argv[1:])\n"
+            "new = sorted(m for m in set(sys.modules) - before if m.split('.')[0] not in sys.stdlib_module_names)\n"
+            "print(json.dumps(new), file=sys.stderr)\n")
+    out = subprocess.run([sys.executable, "-c", code, "hook", "prompt-submit", "--database-url", store.url,
+                          "--user", "alice"], input=json.dumps(prompt()), capture_output=True, text=True,
+                         timeout=60, env=store.env)
+    assert answered_by(out) == server.pid, out.stderr
+    assert json.loads(out.stderr.splitlines()[-1]) == ["mcp_memory", "mcp_memory.hookline"]
+    assert "black over autopep8" in out.stdout
+
+
+def test_other_commands_still_reach_the_full_command_line(store: Store) -> None:
+    out = subprocess.run([CLI, "--version"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.startswith("mcp-memory ")
+    bad = subprocess.run([CLI, "hook", "nonsense"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr
+
+
+@pytest.mark.parametrize("xdg", [None, "", "/srv/data"])
+def test_the_thin_default_data_dir_is_the_servers(xdg: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    if xdg is None:
+        monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    else:
+        monkeypatch.setenv("XDG_DATA_HOME", xdg)
+    assert hookline.default_data_dir() == str(default_data_dir())
+    assert hookline.socket_path(None, None) == hookline.socket_path(None, default_data_dir())
+
+
+def test_socket_paths_fit_and_keep_stores_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/" + "x" * 200)
+    long_dir = "/home/someone/" + "deep/" * 60
+    path = hookline.socket_path(None, long_dir)
+    assert path is not None and len(path.encode()) <= hookline.SUN_PATH_MAX
+    url = "postgresql://u:secret@db.example.com/memory"
+    assert "secret" not in (hookline.socket_path(url, None) or "")
+    assert len({hookline.socket_path(url, None), hookline.socket_path(url + "2", None), path}) == 3
+
+
+def test_only_settings_that_change_an_answer_are_compared() -> None:
+    own = {"MCP_MEMORY_USER": "alice", "MCP_MEMORY_LOG_LEVEL": "DEBUG", "MCP_MEMORY_RECALL_LIMIT": "5"}
+    assert differing_settings({"MCP_MEMORY_USER": "bob", "MCP_MEMORY_RECALL_LIMIT": "5"}, own) == []
+    assert differing_settings({}, own) == ["MCP_MEMORY_RECALL_LIMIT"]
+    assert differing_settings({"MCP_MEMORY_CAPTURE": "false", "MCP_MEMORY_RECALL_LIMIT": "5"}, own) == [
+        "MCP_MEMORY_CAPTURE"]
