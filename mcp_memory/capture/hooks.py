@@ -27,9 +27,7 @@ import json
 import logging
 import os
 import signal
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Coroutine
@@ -60,8 +58,6 @@ CLAUDE_EVENTS = {"session-start": "SessionStart", "prompt-submit": "UserPromptSu
 MAX_STDIN = 8 * 1024 * 1024  # an OpenClaw agent_end event carries the conversation
 HANDOFF_BUDGET_S = 0.5       # a capture event's hook returns within this: the worker does the capture
 EXIT_GRACE_S = 0.2           # after the answer, for the event loop to close; then the process leaves anyway
-WORKER_LOG = "capture.log"
-WORKER_LOG_BYTES = 1024 * 1024
 
 
 class HookInput(BaseModel):
@@ -190,30 +186,11 @@ def budget(event: str, settings: Settings) -> float:
 
 # --- handing work to the detached worker ----------------------------------------------------------
 
-def _log_file(settings: Settings) -> Any:
-    """The worker's stderr: a log under the data dir, cut back to one old copy past 1 MB."""
-    folder = Path(settings.data_dir)
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path = folder / WORKER_LOG
-    try:
-        if path.stat().st_size > WORKER_LOG_BYTES:
-            os.replace(path, path.with_name(WORKER_LOG + ".1"))
-    except OSError:
-        pass
-    return open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab", buffering=0)
-
-
 def spawn_worker(settings: Settings, job: dict[str, Any]) -> None:
-    """Start `python -m mcp_memory.capture.worker` detached: its own session and process group
-    (a harness that kills the hook's group leaves it alone), the job on stdin from an anonymous
-    file (the hook's input can be megabytes; the settings may hold a database password, so not in
-    argv), nothing on our stdout. Returns as soon as the process is started."""
-    data = json.dumps(job, ensure_ascii=False).encode("utf-8", "surrogatepass")
-    with tempfile.TemporaryFile() as jobfile, _log_file(settings) as log_file:
-        jobfile.write(data)
-        jobfile.seek(0)
-        subprocess.Popen([sys.executable, "-m", "mcp_memory.capture.worker"], stdin=jobfile,
-                         stdout=subprocess.DEVNULL, stderr=log_file, start_new_session=True, close_fds=True)
+    """The detached worker on `job` (worker.detach), its log under the data dir."""
+    from .worker import detach
+
+    detach(job, settings.data_dir)
 
 
 def _job(event: str, harness: Harness, data: dict[str, Any], settings: Settings) -> dict[str, Any]:

@@ -17,25 +17,62 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any
 
-from ..config import Settings
-from . import catchup, status
-from .capture import failure_reason
-from .hooks import CAPTURE_EVENTS, Bounded, Harness, HookInput, exit_now, load_transcript, principal_for
-from .transcripts import TranscriptError
+if TYPE_CHECKING:
+    from .hooks import Harness
 
 log = logging.getLogger("mcp_memory.capture.worker")
 
 ROUNDS = 5   # captures of one transcript while it keeps growing under this worker
+LOG_FILE = "capture.log"
+LOG_BYTES = 1024 * 1024
+
+
+def _log_file(data_dir: str | os.PathLike[str]) -> IO[bytes]:
+    """The worker's stderr: a log under the data dir, cut back to one old copy past 1 MB."""
+    folder = Path(data_dir)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = folder / LOG_FILE
+    try:
+        if path.stat().st_size > LOG_BYTES:
+            os.replace(path, path.with_name(LOG_FILE + ".1"))
+    except OSError:
+        pass
+    return open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab", buffering=0)
+
+
+def detach(job: dict[str, Any], data_dir: str | os.PathLike[str] | None) -> None:
+    """Start the worker on `job`, detached: its own session and process group (a harness that
+    kills the hook's group leaves it alone), the job on stdin from an anonymous file (a hook's input
+    can be megabytes, and the settings may hold a database password, so not in argv), nothing on
+    the caller's stdout, its stderr to `capture.log` under `data_dir`. Returns once it is started."""
+    data = json.dumps(job, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    with tempfile.TemporaryFile() as jobfile:
+        jobfile.write(data)
+        jobfile.seek(0)
+        log_file = _log_file(data_dir) if data_dir else None
+        try:
+            subprocess.Popen([sys.executable, "-m", "mcp_memory.capture.worker"], stdin=jobfile,
+                             stdout=subprocess.DEVNULL, stderr=log_file or subprocess.DEVNULL,
+                             start_new_session=True, close_fds=True)
+        finally:
+            if log_file is not None:
+                log_file.close()
 
 
 class Job:
     def __init__(self, raw: dict[str, Any]) -> None:
+        from ..config import Settings
+        from .hooks import HookInput
+
         self.event = str(raw.get("event") or "catch-up")
         harness = raw.get("harness") or "claude-code"
         if harness not in ("claude-code", "openclaw"):
@@ -59,7 +96,9 @@ async def _capture_own(service: Any, job: Job) -> None:
     """The event's own transcript. A file is captured under a lock of its own, again while it
     grew meanwhile: a second worker for it finds the lock held and leaves it to this one (a
     harness's every turn must not pile up workers behind a database that does not answer)."""
+    from . import catchup
     from .capture import Capturer
+    from .hooks import load_transcript, principal_for
 
     p = principal_for(job.settings, job.harness, job.payload)
     capturer = Capturer(service, job.settings, job.harness)
@@ -85,7 +124,9 @@ async def _capture_own(service: Any, job: Job) -> None:
 async def work(job: Job) -> None:
     from ..db import open_database
     from ..service import MemoryService
+    from . import catchup
     from .capture import capture_disabled
+    from .hooks import CAPTURE_EVENTS, principal_for
 
     p = principal_for(job.settings, job.harness, job.payload)
     if capture_disabled(job.settings, p):
@@ -111,6 +152,11 @@ async def work(job: Job) -> None:
 
 def run(job: Job) -> None:
     """The job within its budget; a failure of ours is recorded, never raised."""
+    from . import status
+    from .capture import failure_reason
+    from .hooks import Bounded
+    from .transcripts import TranscriptError
+
     budget = job.settings.capture_worker_timeout_s
     started = time.monotonic()
     task = Bounded(lambda: work(job))
@@ -133,6 +179,8 @@ def run(job: Job) -> None:
 
 def main() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)   # the hook ignored it while it handed off
+    from .hooks import exit_now
+
     try:
         job = Job(json.loads(sys.stdin.buffer.read() or b"{}"))
     except Exception as exc:
