@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from . import limits
@@ -14,6 +14,12 @@ from . import limits
 
 def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("mcp-memory", appauthor=False))
+
+
+# A claimed job's lease must outlast its model call by this much (candidates, applying).
+LEASE_MARGIN_S = 2.0
+# One decision asks for at most ~2,000 characters per memory and 300 tokens of answer.
+MIN_TOKENS_PER_DAY = 4000
 
 
 class Settings(BaseSettings):
@@ -246,6 +252,27 @@ class Settings(BaseSettings):
             raise ValueError(f"MCP_MEMORY_LOCAL_PERMISSIONS must be a comma-separated subset of read, write, "
                              f"forget, admin; got {value!r}")
         return value
+
+    @model_validator(mode="after")
+    def _decisions_can_work(self) -> Settings:
+        """Decision settings that cannot work stop start-up, with the fix, instead of failing
+        every job later (a lease shorter than a model call gets the job taken again mid-call)."""
+        if self.decisions_provider == "none":
+            return self
+        if self.decisions_provider == "openai-compatible" and not (self.decisions_model or "").strip():
+            raise ValueError("MCP_MEMORY_DECISIONS_MODEL: the openai-compatible provider needs a model name "
+                             "(e.g. gpt-4o-mini, or the name your local server gives its model)")
+        if self.decisions_lease_s < self.decisions_timeout_s + LEASE_MARGIN_S:
+            raise ValueError(
+                f"MCP_MEMORY_DECISIONS_LEASE_S ({self.decisions_lease_s:g}) must exceed MCP_MEMORY_DECISIONS_TIMEOUT_S "
+                f"({self.decisions_timeout_s:g}) by at least {LEASE_MARGIN_S:g} s, or a job is taken again while its "
+                f"model still answers and never applied: set the lease to {self.decisions_timeout_s + 60:g} or "
+                "lower the timeout")
+        if 0 < self.decisions_tokens_per_day < MIN_TOKENS_PER_DAY:
+            raise ValueError(f"MCP_MEMORY_DECISIONS_TOKENS_PER_DAY ({self.decisions_tokens_per_day}) is below one "
+                             f"decision's bound (~{MIN_TOKENS_PER_DAY} tokens), so every job would wait forever: "
+                             f"set at least {MIN_TOKENS_PER_DAY}, or 0 for no limit")
+        return self
 
     @property
     def embedded(self) -> bool:

@@ -236,7 +236,8 @@ class MemoryService(Forgetting):
         return vector is not None and self.vectors is not None and self.settings.related_limit > 0
 
     async def _neighbours(self, p: Principal, vector: list[float], content: str, extra: int,
-                          exclude: UUID | None = None) -> tuple[list[tuple[Any, float]], int]:
+                          exclude: UUID | None = None,
+                          before: datetime | None = None) -> tuple[list[tuple[Any, float]], int]:
         """The visible live memories near `vector` that may be earlier versions of `content` or
         near-duplicates, closest first, and how many of them to list. Of the 2 x related_limit
         (+ `extra`) nearest above the related threshold, `likely_versions`. A note about the user,
@@ -252,7 +253,8 @@ class MemoryService(Forgetting):
 
         async def near(n: int, floor: float) -> list[tuple[Any, float]]:
             return await nearest(self.repo, p, vector, model=vectors.model, dimension=vectors.dimension,
-                                 exclude=exclude, limit=n * limit + extra, min_similarity=floor)
+                                 exclude=exclude, limit=n * limit + extra, min_similarity=floor,
+                                 created_before=before)
 
         if not versions.is_user_note(content):
             likely = versions.likely_versions(content, await near(2, threshold), same_fact)
@@ -278,14 +280,16 @@ class MemoryService(Forgetting):
                 for r, similarity in rows[:keep]]
 
     async def related(self, p: Principal, memory_id: UUID, content: str, vector: list[float] | None, *,
-                      skip: frozenset[UUID] | set[UUID] = frozenset()) -> list[RelatedMemory]:
+                      skip: frozenset[UUID] | set[UUID] = frozenset(),
+                      before: datetime | None = None) -> list[RelatedMemory]:
         """Visible live memories close to `vector` (the memory `memory_id` was written with, saying
         `content`): likely earlier versions of the same fact or near-duplicates, closest first.
         Those in `skip` (already superseded by it) and those already superseded by another are
-        left out."""
+        left out. `before`: only memories stored before then (a decision's candidates)."""
         if vector is None or not self._relates(vector):
             return []
-        return self._related(await self._neighbours(p, vector, content, len(skip), exclude=memory_id), skip)
+        return self._related(await self._neighbours(p, vector, content, len(skip), exclude=memory_id,
+                                                    before=before), skip)
 
     async def get(self, p: Principal, ids: list[UUID]) -> GetResult:
         self.require(p, "read")

@@ -230,14 +230,16 @@ async def test_failures_leave_memories_untouched(database: Database, settings: S
     assert (await state(service, alice, old.id))["superseded_by"] == new.id
 
 
-async def test_dead_endpoint_retries_with_backoff(database: Database, settings: Settings, alice: Principal) -> None:
-    s = decisions_settings(settings, dead_url(), decisions_retry_base_s=30, decisions_max_attempts=3)
+async def test_dead_endpoint_makes_jobs_wait(database: Database, settings: Settings, alice: Principal) -> None:
+    """Unreachable is not the job's fault: it waits (uncounted) and looks again after 3 x the
+    retry base, and the other jobs wait with it without asking the endpoint."""
+    s = decisions_settings(settings, dead_url(), decisions_retry_base_s=10, decisions_max_attempts=3)
     service = await MemoryService.open(database, s)
     worker = DecisionWorker(database.admin, service, provider_from(s), s)
     await two_versions(service, alice, worker)
-    assert await drain(worker) == 1  # one attempt; the retry is not due for 30 s
+    assert await drain(worker) == 1  # one try; the next is not due for 30 s
     job = (await jobs_of(database))[1]
-    assert job["status"] == "queued" and job["attempts"] == 1 and "unreachable" in job["last_error"]
+    assert job["status"] == "queued" and job["attempts"] == 0 and "unreachable" in job["waiting"]
     wait = (job["run_after"] - job["updated_at"]).total_seconds()
     assert 29 <= wait <= 31
 
@@ -322,7 +324,7 @@ async def test_budgets_make_jobs_wait(database: Database, settings: Settings, ch
     third = (await service.write(alice, "Alice lives in Lisbon, Portugal, near the river.")).memory
     assert await drain(worker) == 1
     job = (await database.admin.fetch("SELECT * FROM memory_jobs WHERE memory_id = $1", third.id))[0]
-    assert job["status"] == "queued" and job["attempts"] == 0 and "tokens per day" in job["last_error"]
+    assert job["status"] == "queued" and job["attempts"] == 0 and "tokens per day" in job["waiting"]
     assert len(chat.take()) == 1
 
 
@@ -402,11 +404,11 @@ async def test_sampling_without_the_capability_waits(database: Database, setting
 
         for _ in range(100):
             rows = await database.admin.fetch("SELECT * FROM memory_jobs ORDER BY id")
-            if len(rows) == 2 and rows[1]["attempts"] >= 1 and rows[1]["status"] == "queued":
+            if len(rows) == 2 and rows[1]["waiting"] and rows[1]["status"] == "queued":
                 break
             await anyio.sleep(0.1)
     job = rows[1]
-    assert job["status"] == "queued" and "offers sampling" in job["last_error"]
+    assert job["status"] == "queued" and job["attempts"] == 0 and "offers sampling" in job["waiting"]
     row = await database.admin.fetchrow("SELECT superseded_by, deleted_at FROM memories WHERE id = $1::uuid",
                                         old["id"])
     assert (row["superseded_by"], row["deleted_at"]) == (None, None)
@@ -472,7 +474,7 @@ async def test_sync_write_with_a_dead_endpoint_still_succeeds(database: Database
     result = await service.write(alice, LISBON)
     assert result.status == "created"
     job = await database.admin.fetchrow("SELECT * FROM memory_jobs WHERE memory_id = $1", result.memory.id)
-    assert (job["status"], job["attempts"]) == ("queued", 1) and "unreachable" in job["last_error"]
+    assert (job["status"], job["attempts"]) == ("queued", 0) and "unreachable" in job["waiting"]
 
 
 def test_a_request_still_sleeping_does_not_take_a_later_script(chat: ChatAPI) -> None:

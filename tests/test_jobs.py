@@ -130,7 +130,7 @@ async def test_a_job_survives_its_server_dying(database: Database, db_url: str, 
     old = (await service.write(alice, OSLO)).memory
     new = (await service.write(alice, LISBON)).memory
     chat.script(("sleep", 60))  # the first server's model call never comes back
-    env = env_for(db_url, chat.url, MCP_MEMORY_DECISIONS_LEASE_S="3", MCP_MEMORY_DECISIONS_TIMEOUT_S="120")
+    env = env_for(db_url, chat.url, MCP_MEMORY_DECISIONS_LEASE_S="4", MCP_MEMORY_DECISIONS_TIMEOUT_S="2")
     first, _ = start_server(env)
     try:
         async def asked() -> bool:
@@ -242,7 +242,7 @@ async def test_cli_list_retry_cancel_and_undo(database: Database, db_url: str, s
     assert await worker.run_once() is False  # nothing left to do
 
     stats = json.loads(cli("stats", "--json", env=env).stdout)
-    assert stats["jobs"] == {"queued": 0, "running": 0, "done": 2, "dead": 0, "cancelled": 1}
+    assert stats["jobs"] == {"queued": 0, "running": 0, "done": 2, "dead": 0, "cancelled": 1, "waiting": 0}
 
 
 async def test_jobs_resource_and_stats(database: Database, settings: Settings) -> None:

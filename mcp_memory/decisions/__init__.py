@@ -19,4 +19,5 @@ def provider_from(settings: Settings, sampling: DecisionProvider | None = None) 
 
     return OpenAICompatibleProvider(base_url=settings.decisions_base_url, model=settings.decisions_model or "",
                                     api_key=settings.decisions_api_key, timeout_s=settings.decisions_timeout_s,
-                                    structured=settings.decisions_structured)
+                                    structured=settings.decisions_structured,
+                                    recheck_s=min(300.0, max(1.0, settings.decisions_retry_base_s * 3)))

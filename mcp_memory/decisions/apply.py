@@ -125,6 +125,10 @@ async def undo(repo: DecisionRepository, jobs: JobRepository, p: Principal, targ
             raise Conflict(f"decision job {job_id} was already undone")
         rows = await repo.job_rows(conn, p, job_id)
         memories = await repo.lock(conn, p, [r["memory_id"] for r in rows])
+        if any(r["memory_id"] not in memories for r in rows) or not await jobs.visible(conn, p, job_id):
+            # The same answer as for a decision that does not exist: a credential confined to
+            # some agents or projects learns nothing of, and changes nothing in, the others.
+            raise NotFound(f"no decision {job_id} about memories in this session's scope")
         reverted, kept = [], {}
         history: list[tuple[UUID, str, Any, Any]] = []
         for r in rows:

@@ -15,13 +15,18 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     jobs = sub.add_parser("jobs", parents=[common], help="the decision job queue: list, retry, cancel")
     jobs_sub = jobs.add_subparsers(dest="jobs_command", required=True)
     listing = jobs_sub.add_parser("list", parents=[common], help="recent jobs, newest first, with queue counts")
-    listing.add_argument("--status", action="append", choices=["queued", "running", "done", "dead", "cancelled"],
-                         help="only these (repeatable)")
+    listing.add_argument("--status", action="append",
+                         choices=["queued", "waiting", "running", "done", "dead", "cancelled"],
+                         help="only these (repeatable); waiting: queued jobs that wait for a client, the "
+                              "endpoint or a budget")
     listing.add_argument("--limit", type=int, default=20, choices=range(1, 1001), metavar="1-1000")
     listing.add_argument("--json", action="store_true")
-    retry = jobs_sub.add_parser("retry", parents=[common], help="put dead or cancelled jobs back in the queue")
+    retry = jobs_sub.add_parser("retry", parents=[common], help=(
+        "put dead or cancelled jobs back in the queue; a waiting job is taken now, free of the budgets"))
     retry.add_argument("ids", nargs="*", type=int, help="job ids (see `jobs list`)")
     retry.add_argument("--dead", action="store_true", help="every dead job")
+    retry.add_argument("--waiting", action="store_true", help=(
+        "every waiting job, now: lifts the per-minute and per-day budgets for them"))
     cancel = jobs_sub.add_parser("cancel", parents=[common], help="stop queued, running or dead jobs")
     cancel.add_argument("ids", nargs="+", type=int, help="job ids")
     jobs.set_defaults(run=cmd_jobs)
@@ -51,21 +56,30 @@ async def cmd_jobs(args: argparse.Namespace, settings: Settings) -> int:
             print("queue  " + ", ".join(f"{k} {v}" for k, v in counts.items()))
             for j in listed:
                 outcome = ""
-                if j.result:
+                status = "waiting" if j.status == "queued" and j.waiting else j.status
+                if j.waiting and j.status == "queued":
+                    outcome = f"{j.waiting} (again at {j.run_after:%H:%M:%S})"
+                elif j.result:
                     outcome = f"{j.result.get('action')}: {j.result.get('reason', '')}"[:80]
                     if j.result.get("undone_at"):
                         outcome += " (undone)"
                 elif j.last_error:
                     outcome = j.last_error[:80]
-                print(f"{j.id:>6}  {j.status:<9} {j.attempts}/{j.max_attempts}  {j.memory_id}  {outcome}")
+                print(f"{j.id:>6}  {status:<9} {j.attempts}/{j.max_attempts}  {j.memory_id}  {outcome[:160]}")
             return 0
         if args.jobs_command == "retry":
             ids = list(args.ids)
+            if not ids and not args.dead and not args.waiting:
+                print("error: ids: name the jobs to retry, or pass --dead or --waiting", file=sys.stderr)
+                return 2
             if args.dead:
                 ids += [j.id for j in await jobs.list(p, ["dead"], 10_000)]
-            if not ids:
-                print("error: ids: name the jobs to retry, or pass --dead", file=sys.stderr)
-                return 2
+            if args.waiting:
+                ids += [j.id for j in await jobs.list(p, ["waiting"], 10_000) if j.status == "queued"]
+            if not ids:  # asked for every dead / waiting job, and there is none: nothing to do is no error
+                kinds = " or ".join(w for w, on in (("dead", args.dead), ("waiting", args.waiting)) if on)
+                print(f"nothing to retry: no {kinds} jobs")
+                return 0
             done = await jobs.retry(p, ids)
             print(f"queued again: {', '.join(map(str, done)) or 'none'}")
             missing = sorted(set(ids) - set(done))

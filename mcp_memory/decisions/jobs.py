@@ -28,7 +28,7 @@ from ..repository import jobs as queue
 from ..repository.decisions import DecisionRepository
 from ..repository.jobs import Job, JobRepository
 from . import apply as applying
-from .protocol import Candidate, DecisionError, DecisionProvider, DecisionRequest
+from .protocol import Candidate, DecisionError, DecisionProvider, DecisionRequest, NotReachable
 
 if TYPE_CHECKING:
     from ..service import MemoryService
@@ -37,6 +37,10 @@ log = logging.getLogger(__name__)
 
 AUTO_COOLDOWN_S = 60  # auto mode: after a decision overran the budget, writes go async this long
 MAX_BACKOFF_S = 3600
+# Why a queued job waits (memory_jobs.waiting), by prefix: what releases it looks for these.
+WAIT_CLIENT = "waiting for a client"
+WAIT_PROVIDER = "waiting for the provider"
+WAIT_BUDGET = "waiting for the budget"
 
 
 class DecisionWorker:
@@ -52,11 +56,20 @@ class DecisionWorker:
         self._wake = anyio.Event()
         self._async_until = 0.0
         self.processed = 0
+        # The endpoint could not be reached: until then, jobs wait without asking it again.
+        self._down_until = 0.0
+        self._down_why = ""
+        self._clients: set[str] = set()  # users a sampling client connected for since the last claim
 
     # --- the loop -------------------------------------------------------------------------
 
     def wake(self) -> None:
         self._wake.set()
+
+    def client_available(self, user_id: str) -> None:
+        """A client that can answer for this user connected: its waiting jobs are due now."""
+        self._clients.add(user_id)
+        self.wake()
 
     async def run_forever(self) -> None:
         async with anyio.create_task_group() as tg:
@@ -78,6 +91,8 @@ class DecisionWorker:
     async def run_once(self, worker: str | None = None) -> bool:
         """Claim and process one due job; False when none was due."""
         worker = worker or self.name
+        while self._clients:
+            await queue.release(self.admin, WAIT_CLIENT, self._clients.pop())
         job = await queue.claim(self.admin, worker, self.settings.decisions_lease_s)
         if job is None:
             return False
@@ -95,12 +110,17 @@ class DecisionWorker:
             return await self._process(job, worker)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):  # the attempt did not happen: give it back
-                await queue.defer(self.admin, job, worker, 0, "interrupted before a decision")
+                await queue.interrupted(self.admin, job, worker)
             raise
+        except NotReachable as exc:
+            return await self._wait(job, worker, exc)
         except DecisionError as exc:
             return await self._failed(job, worker, f"{exc.kind}: {exc}", final=exc.final, tokens=exc.tokens)
         except Exception as exc:
-            log.exception("decision job %s failed", job.id)
+            if job.attempts <= 1:  # a bug or a broken answer: the trace once, not on every retry
+                log.exception("decision job %s failed", job.id)
+            else:
+                log.warning("decision job %s failed again: %s: %s", job.id, type(exc).__name__, exc)
             return await self._failed(job, worker, f"error: {type(exc).__name__}: {exc}", final=False)
 
     async def _process(self, job: Job, worker: str) -> str:
@@ -118,9 +138,16 @@ class DecisionWorker:
             seconds, why = waiting
             await queue.defer(self.admin, job, worker, seconds, why)
             return "queued"
+        if time.monotonic() < self._down_until:
+            raise NotReachable(self._down_why, recheck_s=self._down_until - time.monotonic())
         request = DecisionRequest(user_id=p.user_id, memory_id=job.memory_id, content=subject["content"],
-                                  kind=subject["kind"], occurred_at=subject["occurred_at"], candidates=candidates)
+                                  kind=subject["kind"], occurred_at=subject["occurred_at"], candidates=candidates,
+                                  agent_id=subject["agent_id"], project_id=subject["project_id"])
+        await queue.called(self.admin, job)
         answer = await self.provider.decide(request)
+        if self._down_until:  # it answers again: what waited for it is due now
+            self._down_until = 0.0
+            await queue.release(self.admin, WAIT_PROVIDER)
         targets = answer.decision.targets(candidates)
         result = await applying.apply(self.repo, job, worker, answer, targets, [c.id for c in candidates])
         if result is None:
@@ -147,35 +174,54 @@ class DecisionWorker:
             return None
         stored = subject["embedding"]  # pgvector's Vector, or an array on a pool without its codec
         vector = stored.to_list() if hasattr(stored, "to_list") else np.asarray(stored, dtype=np.float32).tolist()
-        related = await self.service.related(p, job.memory_id, subject["content"], vector, skip=set(job.explicit))
+        # Only older memories: a memory is decided against what was there before it, so two
+        # versions of a fact are never each asked to replace the other. Looked for as such (not
+        # filtered after the nearest were taken), so the rows written before it in its own batch
+        # are candidates, as they would be had they been written one by one.
+        related = await self.service.related(p, job.memory_id, subject["content"], vector, skip=set(job.explicit),
+                                             before=subject["created_at"])
         fresh = [r for r in related if r.superseded_by is None]
         if not fresh:
             return []
-        # Only older memories: a memory is decided against what was there before it, so two
-        # versions of a fact are never each asked to replace the other.
-        rows = [m for m in await self.service.repo.peek_many(p, [r.id for r in fresh])
-                if m.created_at < subject["created_at"]]
-        pinned = {m.id: m.pinned for m in rows}
-        contents = {m.id: m.content for m in rows}
-        return [Candidate(label=str(i), id=r.id, content=contents.get(r.id, r.snippet), kind=r.kind, age=r.age,
-                          similarity=r.similarity, pinned=pinned.get(r.id, False))
-                for i, r in enumerate([r for r in fresh if r.id in contents], 1)]
+        rows = {m.id: m for m in await self.service.repo.peek_many(p, [r.id for r in fresh])
+                if m.created_at < subject["created_at"]}
+        return [Candidate(label=str(i), id=r.id, content=rows[r.id].content, kind=r.kind, age=r.age,
+                          similarity=r.similarity, pinned=rows[r.id].pinned, agent_id=rows[r.id].scope.agent_id,
+                          project_id=rows[r.id].scope.project_id)
+                for i, r in enumerate([r for r in fresh if r.id in rows], 1)]
 
     async def _over_budget(self, job: Job) -> tuple[float, str] | None:
         per_minute, per_day = self.settings.decisions_per_minute, self.settings.decisions_tokens_per_day
-        if not per_minute and not per_day:
+        if job.unbudgeted or (not per_minute and not per_day):
             return None
         calls, tokens = await queue.spent(self.admin, job.user_id, job.id)
+        lift = " (`mcp-memory jobs retry --waiting` lifts it)"
         if per_minute and calls >= per_minute:
-            return 60.0, f"waiting: {per_minute} decisions per minute for this user are spent"
+            return 60.0, f"{WAIT_BUDGET}: {per_minute} model calls per minute for this user are spent{lift}"
         if per_day and tokens >= per_day:
-            return 3600.0, f"waiting: {per_day} tokens per day for this user are spent"
+            return 3600.0, f"{WAIT_BUDGET}: {per_day} tokens per day for this user are spent{lift}"
         return None
+
+    async def _wait(self, job: Job, worker: str, exc: NotReachable) -> str:
+        """The provider cannot be reached now: the job waits, its attempt uncounted."""
+        why = str(exc)
+        if self.settings.decisions_provider != "sampling":
+            if self._down_until <= time.monotonic():  # it just went down: the other jobs wait for it too
+                self._down_until = time.monotonic() + exc.recheck_s
+                self._down_why = why if why.startswith(WAIT_PROVIDER) else f"{WAIT_PROVIDER}: {why}"
+                log.warning("decisions: %s; jobs wait and are taken when it answers", why)
+            why = self._down_why
+        await queue.defer(self.admin, job, worker, exc.recheck_s, why)
+        return "queued"
 
     async def _failed(self, job: Job, worker: str, error: str, *, final: bool, tokens: int = 0) -> str:
         backoff = None if final else min(MAX_BACKOFF_S, self.settings.decisions_retry_base_s * 2 ** (job.attempts - 1))
         status = await queue.fail(self.admin, job, worker, error, retry_in_s=backoff, tokens=tokens)
-        log.info("decision job %s: %s -> %s", job.id, error, status or "taken by another worker")
+        if status == "dead":  # a final failure the user should see, and can retry
+            log.warning("decision job %s is a dead letter after %d attempts: %s (`mcp-memory jobs retry %s`)",
+                        job.id, job.attempts, error, job.id)
+        else:
+            log.info("decision job %s: %s -> %s", job.id, error, status or "taken by another worker")
         return status or "lost"
 
     # --- what a write calls ---------------------------------------------------------------

@@ -17,19 +17,22 @@ from .protocol import (
     Answer,
     DecisionRequest,
     InvalidAnswer,
+    NotReachable,
     ProviderUnavailable,
     Refused,
     parse_decision,
 )
 
 MAX_TOKENS = 300  # a decision is a few dozen tokens; the cap bounds the cost of a rambling model
+PROMPT_OVERHEAD = 50  # the chat template's own tokens around the two messages
+OVERLOADED = (429, 502, 503, 504)  # the endpoint is there but cannot take the call now: wait, uncounted
 
 
 class OpenAICompatibleProvider:
     name = "openai-compatible"
 
     def __init__(self, *, base_url: str | None, model: str, api_key: str | None = None, timeout_s: float = 30.0,
-                 structured: bool = True) -> None:
+                 structured: bool = True, recheck_s: float = 30.0) -> None:
         if not model or not model.strip():
             raise ValueError("decisions_model: the openai-compatible provider needs a model name "
                              "(MCP_MEMORY_DECISIONS_MODEL)")
@@ -40,6 +43,7 @@ class OpenAICompatibleProvider:
         self.api_key = api_key or (os.environ.get("OPENAI_API_KEY") if not base_url else None) or "none"
         self.timeout_s = timeout_s
         self.structured = structured
+        self.recheck_s = recheck_s  # how soon a job that found the endpoint down looks again
         self._client: Any = None
 
     def _sdk(self) -> Any:
@@ -65,15 +69,32 @@ class OpenAICompatibleProvider:
         except openai.APITimeoutError:
             raise ProviderUnavailable(f"{self.where} did not answer within {self.timeout_s:g} s") from None
         except openai.APIConnectionError as exc:
-            raise ProviderUnavailable(f"{self.where} is unreachable: {exc.__cause__ or exc}") from None
+            # Down (refused, no route, DNS): not this job's fault, so it waits instead of dying.
+            raise NotReachable(f"{self.where} is unreachable: {exc.__cause__ or exc}",
+                               recheck_s=self.recheck_s) from None
         except openai.APIStatusError as exc:
             if structured and exc.status_code in (400, 422) and _about_format(exc):
                 raise _NoStructuredOutput from None
             if exc.status_code in (401, 403):
                 raise ProviderUnavailable(f"{self.where} refused the credentials (HTTP {exc.status_code}); "
                                           "check MCP_MEMORY_DECISIONS_API_KEY") from None
+            if exc.status_code in OVERLOADED:
+                raise NotReachable(f"{self.where} is overloaded or down (HTTP {exc.status_code}): {_message(exc)}",
+                                   recheck_s=self.recheck_s) from None
             raise ProviderUnavailable(f"{self.where} answered HTTP {exc.status_code}: {_message(exc)}") from None
-        tokens = reply.usage.total_tokens if reply.usage is not None else 0
+        except openai.APIError as exc:  # a body that is not a completion (HTML, not JSON): one line, no trace
+            raise InvalidAnswer(f"{self.where} answered with something that is not a chat completion: "
+                                f"{type(exc).__name__}: {str(exc)[:200]}") from None
+        except ValueError as exc:
+            raise InvalidAnswer(f"{self.where} answered with a body that is not JSON: {str(exc)[:200]}") from None
+        # Counted at most at what was asked for (the prompt, one token per character at worst, and
+        # max_tokens): an endpoint reporting absurd usage cannot spend a user's day in one answer.
+        bound = len(system) + len(user) + PROMPT_OVERHEAD + MAX_TOKENS
+        reported = getattr(reply, "usage", None)
+        tokens = min(bound, max(0, int(getattr(reported, "total_tokens", 0) or 0))) if reported is not None else 0
+        if not isinstance(getattr(reply, "choices", None), list):
+            raise InvalidAnswer(f"{self.where} answered with something that is not a chat completion: "
+                                f"{str(reply)[:120]!r}", tokens=tokens)
         if not reply.choices:
             raise InvalidAnswer(f"{self.where} answered with no choices", tokens=tokens)
         choice = reply.choices[0]

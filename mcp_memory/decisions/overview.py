@@ -22,6 +22,7 @@ class JobBrief(BaseModel):
     max_attempts: int
     run_after: datetime
     last_error: str | None = None
+    waiting: str | None = None
     decision: dict[str, Any] | None = None
 
 
@@ -35,4 +36,14 @@ async def queue_view(jobs: JobRepository, p: Principal, limit: int = 20) -> Jobs
     listed = await jobs.list(p, (), limit)
     return JobsView(counts=await jobs.counts(p), jobs=[
         JobBrief(id=j.id, memory_id=j.memory_id, status=j.status, attempts=j.attempts, max_attempts=j.max_attempts,
-                 run_after=j.run_after, last_error=j.last_error, decision=j.result) for j in listed])
+                 run_after=j.run_after, last_error=j.last_error,
+                 waiting=j.waiting if j.status == "queued" else None, decision=j.result) for j in listed])
+
+
+class UndoResult(BaseModel):
+    """What undoing a decision did: the memories put back as they were, and those left as they
+    are because they changed since (with why)."""
+
+    job: int
+    reverted: list[UUID]
+    kept: dict[str, str]

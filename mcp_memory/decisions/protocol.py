@@ -39,6 +39,19 @@ class ProviderUnavailable(DecisionError):
     kind = "unavailable"
 
 
+class NotReachable(ProviderUnavailable):
+    """The provider cannot be reached right now (no connected client that may see these memories
+    offers sampling; the endpoint refuses connections or is overloaded). Not the job's fault: it
+    waits, the attempt uncounted, and is taken again after `recheck_s` or as soon as the provider
+    is back (a capable client connects, a call succeeds)."""
+
+    kind = "waiting"
+
+    def __init__(self, message: str, *, recheck_s: float = 60.0, tokens: int = 0) -> None:
+        super().__init__(message, tokens=tokens)
+        self.recheck_s = recheck_s
+
+
 class InvalidAnswer(DecisionError):
     """The model answered, but not with a valid decision (not JSON, wrong shape, unknown id)."""
 
@@ -62,6 +75,8 @@ class Candidate(BaseModel):
     age: str
     similarity: float
     pinned: bool = False
+    agent_id: str | None = None
+    project_id: str | None = None
 
 
 class DecisionRequest(BaseModel):
@@ -71,6 +86,13 @@ class DecisionRequest(BaseModel):
     kind: str
     occurred_at: datetime
     candidates: list[Candidate]
+    agent_id: str | None = None
+    project_id: str | None = None
+
+    def scopes(self) -> set[tuple[str | None, str | None]]:
+        """(agent, project) of every memory the request shows: whoever answers must be allowed
+        to read all of them."""
+        return {(self.agent_id, self.project_id)} | {(c.agent_id, c.project_id) for c in self.candidates}
 
 
 class Decision(BaseModel):

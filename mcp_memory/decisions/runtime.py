@@ -24,5 +24,8 @@ def start_workers(tg: anyio.abc.TaskGroup, db: Database, service: MemoryService,
         return None
     worker = DecisionWorker(db.admin, service, provider, settings)
     service.settle = worker.settle
+    sessions = getattr(provider, "sessions", None)  # sampling: a client connecting releases what waits for one
+    if sessions is not None:
+        sessions.on_offer = worker.client_available
     tg.start_soon(worker.run_forever)
     return worker

@@ -37,6 +37,9 @@ class Job(BaseModel):
     locked_by: str | None = None
     locked_until: datetime | None = None
     last_error: str | None = None
+    waiting: str | None = None
+    called_at: datetime | None = None
+    unbudgeted: bool = False
     result: dict[str, Any] | None = None
     tokens: int = 0
     created_at: datetime
@@ -106,7 +109,7 @@ async def lock_own(conn: asyncpg.Connection, job: Job, worker: str) -> bool:
 async def finish(conn: asyncpg.Connection, job: Job, result: dict[str, Any], tokens: int) -> None:
     await conn.execute(
         """UPDATE memory_jobs SET status = 'done', result = $3::jsonb, tokens = tokens + $4, locked_by = NULL,
-                  locked_until = NULL, last_error = NULL, updated_at = now(), finished_at = now()
+                  locked_until = NULL, last_error = NULL, waiting = NULL, updated_at = now(), finished_at = now()
            WHERE user_id = $1 AND id = $2""", job.user_id, job.id, result, tokens)
 
 
@@ -119,7 +122,8 @@ async def fail(admin: asyncpg.Pool, job: Job, worker: str, error: str, *, retry_
         """UPDATE memory_jobs SET
                   status = CASE WHEN $4::float8 IS NULL OR attempts >= max_attempts THEN 'dead' ELSE 'queued' END,
                   run_after = now() + make_interval(secs => coalesce($4::float8, 0)),
-                  last_error = $5, tokens = tokens + $6, locked_by = NULL, locked_until = NULL, updated_at = now(),
+                  last_error = $5, waiting = NULL, tokens = tokens + $6, locked_by = NULL, locked_until = NULL,
+                  updated_at = now(),
                   finished_at = CASE WHEN $4::float8 IS NULL OR attempts >= max_attempts THEN now() END
            WHERE user_id = $1 AND id = $2 AND status = 'running' AND locked_by = $3 RETURNING status""",
         job.user_id, job.id, worker, retry_in_s, error[:2000], tokens)
@@ -127,13 +131,40 @@ async def fail(admin: asyncpg.Pool, job: Job, worker: str, error: str, *, retry_
 
 
 async def defer(admin: asyncpg.Pool, job: Job, worker: str, seconds: float, why: str) -> None:
-    """Put a job back without counting the attempt (a budget is spent, no client to ask yet)."""
+    """Put a job back without counting the attempt, waiting `seconds` for a reason that is not its
+    fault (a budget is spent, the provider cannot be reached): `waiting` says why."""
     await admin.execute(
         """UPDATE memory_jobs SET status = 'queued', attempts = greatest(attempts - 1, 0),
-                  run_after = now() + make_interval(secs => $4), last_error = $5, locked_by = NULL,
+                  run_after = now() + make_interval(secs => $4), waiting = $5, locked_by = NULL,
                   locked_until = NULL, updated_at = now()
            WHERE user_id = $1 AND id = $2 AND status = 'running' AND locked_by = $3""",
-        job.user_id, job.id, worker, seconds, why)
+        job.user_id, job.id, worker, seconds, why[:2000])
+
+
+async def interrupted(admin: asyncpg.Pool, job: Job, worker: str) -> None:
+    """The worker stopped before a decision (server shutting down): back to the queue, due now,
+    the attempt uncounted, whatever it waited for before kept."""
+    await admin.execute(
+        """UPDATE memory_jobs SET status = 'queued', attempts = greatest(attempts - 1, 0), run_after = now(),
+                  locked_by = NULL, locked_until = NULL, updated_at = now()
+           WHERE user_id = $1 AND id = $2 AND status = 'running' AND locked_by = $3""",
+        job.user_id, job.id, worker)
+
+
+async def called(admin: asyncpg.Pool, job: Job) -> None:
+    """A model is being asked for this job now: it counts against the per-minute limit."""
+    await admin.execute("UPDATE memory_jobs SET called_at = now() WHERE user_id = $1 AND id = $2",
+                        job.user_id, job.id)
+
+
+async def release(admin: asyncpg.Pool, why_prefix: str, user_id: str | None = None) -> int:
+    """Jobs waiting for `why_prefix` (a provider that is back, a client that connected) are due
+    now; returns how many."""
+    done = await admin.execute(
+        """UPDATE memory_jobs SET run_after = now(), updated_at = now()
+           WHERE status = 'queued' AND run_after > now() AND starts_with(waiting, $1)
+             AND ($2::text IS NULL OR user_id = $2)""", why_prefix, user_id)
+    return int(done.split()[-1])
 
 
 async def bury_exhausted(admin: asyncpg.Pool, job: Job, worker: str) -> None:
@@ -146,13 +177,14 @@ async def bury_exhausted(admin: asyncpg.Pool, job: Job, worker: str) -> None:
 
 
 async def spent(admin: asyncpg.Pool, user_id: str, job_id: int) -> tuple[int, int]:
-    """(other jobs of this user worked on in the last minute, tokens its jobs used in the last
-    day): the budgets' measure, close enough to bound a bill."""
+    """(model calls for this user's other jobs in the last minute, tokens its jobs used in the
+    last day): the budgets' measure, close enough to bound a bill. A job finished without asking
+    a model (nothing close to decide about) counts for neither."""
     row = await admin.fetchrow(
-        """SELECT count(*) FILTER (WHERE updated_at > now() - interval '1 minute' AND attempts > 0 AND id <> $2)
-                      AS minute,
-                  coalesce(sum(tokens), 0) AS tokens
-           FROM memory_jobs WHERE user_id = $1 AND updated_at > now() - interval '1 day'""", user_id, job_id)
+        """SELECT (SELECT count(*) FROM memory_jobs WHERE user_id = $1 AND id <> $2
+                   AND called_at > now() - interval '1 minute') AS minute,
+                  (SELECT coalesce(sum(tokens), 0) FROM memory_jobs
+                   WHERE user_id = $1 AND updated_at > now() - interval '1 day') AS tokens""", user_id, job_id)
     return int(row["minute"]), int(row["tokens"])
 
 
@@ -170,24 +202,30 @@ class JobRepository:
         self.memories = memories
 
     async def list(self, p: Principal, statuses: Sequence[str] = (), limit: int = 50) -> list[Job]:
+        """Newest first; the status 'waiting' names queued jobs that wait for something (`waiting`)."""
         q = Sql()
         where = _seen(q, p)
         wanted = q.arg(list(statuses))
         async with self.memories.transaction(p) as conn:
             rows = await conn.fetch(
                 f"""SELECT j.* FROM memory_jobs j WHERE {where}
-                    AND (cardinality({wanted}::text[]) = 0 OR j.status = ANY({wanted}::text[]))
+                    AND (cardinality({wanted}::text[]) = 0 OR j.status = ANY({wanted}::text[])
+                         OR ('waiting' = ANY({wanted}::text[]) AND j.status = 'queued' AND j.waiting IS NOT NULL))
                     ORDER BY j.id DESC LIMIT {q.arg(limit)}""", *q.args)
         return [_job(r) for r in rows]
 
     async def counts(self, p: Principal) -> dict[str, int]:
+        """Jobs by status; 'waiting' counts the queued ones that wait for something (also in 'queued')."""
         q = Sql()
         where = _seen(q, p)
         async with self.memories.transaction(p) as conn:
             rows = await conn.fetch(
-                f"SELECT j.status, count(*) AS n FROM memory_jobs j WHERE {where} GROUP BY j.status", *q.args)
+                f"""SELECT j.status, count(*) AS n, count(*) FILTER (WHERE j.waiting IS NOT NULL) AS waiting
+                    FROM memory_jobs j WHERE {where} GROUP BY j.status""", *q.args)
         found = {r["status"]: r["n"] for r in rows}
-        return {s: found.get(s, 0) for s in STATUSES}
+        counts = {s: found.get(s, 0) for s in STATUSES}
+        counts["waiting"] = sum(r["waiting"] for r in rows if r["status"] == "queued")
+        return counts
 
     async def get(self, p: Principal, job_id: int) -> Job | None:
         q = Sql()
@@ -198,14 +236,19 @@ class JobRepository:
         return _job(row) if row is not None else None
 
     async def retry(self, p: Principal, ids: Sequence[int]) -> list[int]:
-        """Dead or cancelled jobs back into the queue with fresh attempts."""
+        """Dead or cancelled jobs back into the queue with fresh attempts; a job waiting (for a
+        budget, a provider, a client) due now, and free of the budgets: the user lifted its wait."""
         q = Sql()
         where = _seen(q, p)
         async with self.memories.transaction(p) as conn:
             rows = await conn.fetch(
-                f"""UPDATE memory_jobs j SET status = 'queued', attempts = 0, run_after = now(), finished_at = NULL,
+                f"""UPDATE memory_jobs j SET
+                           attempts = CASE WHEN j.status = 'queued' THEN j.attempts ELSE 0 END,
+                           unbudgeted = j.unbudgeted OR j.status = 'queued',
+                           status = 'queued', run_after = now(), finished_at = NULL, waiting = NULL,
                            updated_at = now()
-                    WHERE {where} AND j.id = ANY({q.arg(list(ids))}::bigint[]) AND j.status IN ('dead', 'cancelled')
+                    WHERE {where} AND j.id = ANY({q.arg(list(ids))}::bigint[])
+                      AND (j.status IN ('dead', 'cancelled') OR (j.status = 'queued' AND j.waiting IS NOT NULL))
                     RETURNING j.id""", *q.args)
         return sorted(r["id"] for r in rows)
 
@@ -235,6 +278,13 @@ class JobRepository:
         return await conn.fetchval(
             """SELECT id FROM memory_jobs WHERE user_id = $1 AND memory_id = $2 AND status = 'done'
                ORDER BY id DESC LIMIT 1""", p.user_id, memory_id)
+
+    async def visible(self, conn: asyncpg.Connection, p: Principal, job_id: int) -> bool:
+        """Is the job's own memory (the one it decided about) visible to this principal?"""
+        q = Sql()
+        where = _seen(q, p)
+        return bool(await conn.fetchval(f"SELECT true FROM memory_jobs j WHERE {where} AND j.id = {q.arg(job_id)}",
+                                        *q.args))
 
     async def result_in(self, conn: asyncpg.Connection, p: Principal, job_id: int) -> dict[str, Any] | None:
         value = await conn.fetchval("SELECT result FROM memory_jobs WHERE user_id = $1 AND id = $2 FOR UPDATE",

@@ -63,9 +63,11 @@ class MemoryInsert(MemoryStore):
             await self._enqueue(conn, p, [row["id"]], supersedes)
             return to_memory(row), True
 
-    async def _insert_row(self, conn: asyncpg.Connection, p: Principal, new: NewMemory,
-                          new_id: UUID) -> tuple[asyncpg.Record | None, asyncpg.Record | None]:
-        """(the inserted row, None), or (None, the live twin with the same text in the scope)."""
+    async def _insert_row(self, conn: asyncpg.Connection, p: Principal, new: NewMemory, new_id: UUID,
+                          in_order: bool = False) -> tuple[asyncpg.Record | None, asyncpg.Record | None]:
+        """(the inserted row, None), or (None, the live twin with the same text in the scope).
+        `in_order`: stamped with the clock, not the transaction's start, so the rows of one batch
+        are created in their order (a decision weighs a memory against those written before it)."""
         values = {"id": new_id, "user_id": p.user_id, **new.model_dump(exclude={"occurred_at"})}
         if new.embedding is not None:
             values["embedding"] = np.asarray(new.embedding, dtype=np.float32)
@@ -74,6 +76,9 @@ class MemoryInsert(MemoryStore):
         placeholders = [q.arg(values[c]) for c in cols]
         cols.append("occurred_at")
         placeholders.append(f"coalesce({q.arg(new.occurred_at)}::timestamptz, now())")
+        if in_order:
+            cols.append("created_at")
+            placeholders.append("clock_timestamp()")
         existing = None
         for _ in range(3):  # the twin we collided with may be forgotten before we read it: try again
             row = await conn.fetchrow(
@@ -98,7 +103,7 @@ class MemoryInsert(MemoryStore):
         rows: list[tuple[asyncpg.Record, bool]] = []
         async with self.transaction(p) as conn:
             for new in news:
-                row, existing = await self._insert_row(conn, p, new, uuid4())
+                row, existing = await self._insert_row(conn, p, new, uuid4(), in_order=True)
                 if row is None and existing is None:
                     raise Conflict("an identical memory was being written and forgotten at the same time; retry")
                 rows.append((row, True) if row is not None else (existing, False))

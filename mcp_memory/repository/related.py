@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from uuid import UUID
 
 import asyncpg
@@ -15,16 +16,17 @@ from .sql import Sql, visible
 
 
 async def nearest(repo: MemoryRepository, p: Principal, vector: Sequence[float], *, model: str, dimension: int,
-                  limit: int, min_similarity: float,
-                  exclude: UUID | None = None) -> list[tuple[asyncpg.Record, float]]:
+                  limit: int, min_similarity: float, exclude: UUID | None = None,
+                  created_before: datetime | None = None) -> list[tuple[asyncpg.Record, float]]:
     """Live memories this principal can see, closest first (cosine ≥ `min_similarity`), with
     their similarity; `exclude` is the new memory itself (None: it is not stored yet, or there is
-    none)."""
+    none); `created_before`: only memories stored before then (a decision's candidates)."""
     q = Sql()
     distance = f"{vector_cast(dimension)} <=> {q.arg(np.asarray(vector, dtype=np.float32))}::vector({int(dimension)})"
     sql = f"""
         SELECT m.*, 1 - ({distance}) AS similarity FROM memories m
         WHERE {visible(q, p)} AND m.deleted_at IS NULL{f" AND m.id <> {q.arg(exclude)}" if exclude else ""}
+          {f"AND m.created_at < {q.arg(created_before)}" if created_before is not None else ""}
           AND m.embedding_model = {model_literal(model)} AND {distance} <= {q.arg(1 - min_similarity)}
         ORDER BY {distance} LIMIT {q.arg(limit)}"""
     async with repo.transaction(p, hnsw__ef_search="40", hnsw__iterative_scan="relaxed_order") as conn:

@@ -3,24 +3,37 @@
 Only clients that declared the `sampling` capability are asked, on connections that keep a
 channel to them (the handshake era, ≤ 2025-11-25: what hosts speak today); the request asks
 for a fast, cheap model, includes no other context, and whatever the client's user decides is
-final (a decline is a refusal: the job is not asked again). With no such client connected for
-the memory's user, the job waits (ProviderUnavailable) until one is. It lives with the server
+final (a decline is a refusal: the job is not asked again). Only a client whose principal may read
+every memory in the request is asked; with no such client connected, the job waits (NotReachable,
+the attempt uncounted) until one connects. It lives with the server
 because it speaks MCP; the decisions package only sees a DecisionProvider."""
 
 from __future__ import annotations
 
 import logging
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 
 from ..decisions.prompting import SYSTEM, user_message
-from ..decisions.protocol import Answer, DecisionRequest, ProviderUnavailable, Refused, parse_decision
+from ..decisions.protocol import (
+    Answer,
+    DecisionRequest,
+    NotReachable,
+    ProviderUnavailable,
+    Refused,
+    parse_decision,
+)
+from ..models import Principal
 
 log = logging.getLogger(__name__)
 
 MAX_TOKENS = 300
+# A job waiting for a capable client looks again this often: a client may connect to another
+# server process on the same queue, which this one cannot hear of.
+WAIT_RECHECK_S = 30.0
 
 
 def offers_sampling(session: Any, protocol_version: str | None) -> bool:
@@ -28,29 +41,49 @@ def offers_sampling(session: Any, protocol_version: str | None) -> bool:
     return caps is not None and getattr(caps, "sampling", None) is not None and (protocol_version or "") < "2026"
 
 
-class SamplingSessions:
-    """Client connections that can sample, per user, newest first. A tool call's session object
-    lives for one request but talks over its connection, which lives as long as the client; the
-    last few per user are kept (bounded), and one that fails is dropped."""
+def may_read(p: Principal, scopes: set[tuple[str | None, str | None]]) -> bool:
+    """May this principal read a memory in every one of these (agent, project) scopes? The scope
+    rule of DESIGN.md (repository.sql.visible): NULL is shared with the whole user."""
+    return p.can("read") and all((a is None or a == p.agent_id) and (pr is None or pr == p.project_id)
+                                 for a, pr in scopes)
 
-    KEEP = 4
+
+class SamplingSessions:
+    """Client connections that can sample, with the principal each acts as, newest first. A tool
+    call's session object lives for one request but talks over its connection, which lives as
+    long as the client; the last few per user are kept (bounded), and one that fails is dropped.
+    A request is only ever sent to a session whose principal may read every memory in it: a
+    credential confined to some agents or projects never sees the others' memories this way."""
+
+    KEEP = 8
 
     def __init__(self) -> None:
-        self._by_user: dict[str, list[Any]] = {}
+        self._by_user: dict[str, list[tuple[Any, Principal]]] = {}
+        # Called with the user id when a session (or a new principal on one) becomes available,
+        # so jobs waiting for a client are taken at once (the decision workers set it).
+        self.on_offer: Callable[[str], None] | None = None
 
-    def offer(self, user_id: str, session: Any, protocol_version: str | None) -> None:
+    def offer(self, principal: Principal, session: Any, protocol_version: str | None) -> None:
         if not offers_sampling(session, protocol_version):
             return
         link = _connection(session)
-        kept = [s for s in self._by_user.get(user_id, []) if _connection(s) is not link]
-        self._by_user[user_id] = [session, *kept][: self.KEEP]
+        kept = self._by_user.get(principal.user_id, [])
+        known = any(_connection(s) is link and q == principal for s, q in kept)
+        rest = [(s, q) for s, q in kept if not (_connection(s) is link and q == principal)]
+        self._by_user[principal.user_id] = [(session, principal), *rest][: self.KEEP]
+        if not known and self.on_offer is not None:
+            self.on_offer(principal.user_id)
 
     def drop(self, user_id: str, session: Any) -> None:
-        self._by_user[user_id] = [s for s in self._by_user.get(user_id, []) if s is not session]
+        link = _connection(session)
+        self._by_user[user_id] = [(s, q) for s, q in self._by_user.get(user_id, []) if _connection(s) is not link]
 
-    def pick(self, user_id: str) -> Any | None:
-        kept = self._by_user.get(user_id)
-        return kept[0] if kept else None
+    def pick(self, user_id: str, scopes: set[tuple[str | None, str | None]]) -> Any | None:
+        """The newest session whose principal may read memories in all these scopes."""
+        for session, principal in self._by_user.get(user_id, []):
+            if may_read(principal, scopes):
+                return session
+        return None
 
 
 def _connection(session: Any) -> Any:
@@ -70,9 +103,10 @@ class SamplingProvider:
         from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
         from mcp_types import ModelHint, ModelPreferences, SamplingMessage, TextContent
 
-        session = self.sessions.pick(request.user_id)
+        session = self.sessions.pick(request.user_id, request.scopes())
         if session is None:
-            raise ProviderUnavailable(f"no connected client of user {request.user_id} offers sampling")
+            raise NotReachable(f"waiting for a client to sample: no connected client of user {request.user_id} "
+                               "that may read these memories offers sampling", recheck_s=WAIT_RECHECK_S)
         prompt = user_message(request)
         prefs = ModelPreferences(hints=[ModelHint(name=self.model_hint)] if self.model_hint else None,
                                  cost_priority=0.9, speed_priority=0.9, intelligence_priority=0.3)
@@ -95,7 +129,8 @@ class SamplingProvider:
             raise ProviderUnavailable(f"sampling through the client failed: {type(exc).__name__}: {exc}") from None
         content = result.content
         text = getattr(content, "text", None)
-        tokens = (len(SYSTEM) + len(prompt) + len(text or "")) // 4  # the client reports no usage: an estimate
+        # The client reports no usage: an estimate, never above the request's own bound.
+        tokens = (len(SYSTEM) + len(prompt)) // 4 + min(MAX_TOKENS, len(text or "") // 4)
         decision = parse_decision(text, tokens=tokens)
         decision.targets(request.candidates)
         return Answer(decision=decision, provider=self.name, model=result.model or self.model, tokens=tokens)

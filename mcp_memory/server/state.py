@@ -112,7 +112,7 @@ class AppState:
             headers = headers or {}
             remote = remote_principal(credential, agent=headers.get(AGENT_HEADER),
                                       project=headers.get(PROJECT_HEADER), client_name=client)
-            self.sampling.offer(remote.user_id, session, protocol_version)
+            self.sampling.offer(remote, session, protocol_version)
             return remote
         if self.authenticated:
             raise PermissionDenied("authentication required")
@@ -131,7 +131,7 @@ class AppState:
         principal = self._local.get(key)
         if principal is None:
             principal = self._local[key] = local_principal(self.settings, client_name=client, roots=roots)
-        self.sampling.offer(principal.user_id, session, protocol_version)
+        self.sampling.offer(principal, session, protocol_version)
         try:
             self._principals[connection] = principal
         except TypeError:

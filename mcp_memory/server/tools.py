@@ -1,4 +1,4 @@
-"""The eight memory tools: typed functions whose signatures are the MCP input schemas and whose
+"""The memory tools: typed functions whose signatures are the MCP input schemas and whose
 return types are the output schemas."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from .. import limits
+from ..decisions.overview import UndoResult
 from ..models import (
     ForgetResult,
     GetResult,
@@ -104,7 +105,9 @@ async def memory_get(
     ids: Annotated[list[UUID], Field(min_length=1, max_length=50, description="Memory ids (UUIDs).")],
     ctx: Context,
 ) -> GetResult:
-    """Full records by id. Ids that are unknown, forgotten or out of scope come back in not_found."""
+    """Full records by id. When some are found, ids that are unknown, forgotten or out of scope
+    come back in not_found; when none is, the call is an error naming them (a memory forgotten by
+    a decision comes back with memory_undo_decision or memory_restore)."""
     service, p = await bind(ctx)
     return await service.get(p, ids)
 
@@ -150,7 +153,10 @@ async def memory_write(
     memory with status 'duplicate' instead of a second copy. `related` lists memories close to the
     new one: when one is an earlier version of the same fact (an old address, a former manager),
     write again with its id in `supersedes`, or call memory_update on it, so the newer one ranks
-    first; nothing is changed automatically."""
+    first. When the server has decisions on (a model configured), that model may also mark an older
+    version replaced, merge it into the new one, or forget what the new one says is no longer true,
+    never a pinned memory nor one you superseded; each change is in memory_history and
+    memory_undo_decision reverses it."""
     service, p = await bind(ctx)
     return await service.write(p, content, title=title, kind=kind, tags=tags, metadata=metadata,
                                importance=importance, pinned=pinned, priority=priority, scope=scope,
@@ -267,6 +273,21 @@ async def memory_restore(ids: Ids, ctx: Context, reason: Reason = None) -> Resto
 
 
 @tool_errors
+async def memory_undo_decision(
+    target: Annotated[str, Field(min_length=1, max_length=100, description=(
+        "A memory the decision changed or was made about (its latest decision is undone), or the "
+        "seq of one of the decision's rows in memory_history."))],
+    ctx: Context,
+) -> UndoResult:
+    """Reverse what the decisions model did (UPDATE, merged text, DELETE, NONE): links removed,
+    text and forgotten memories restored exactly, and the undo recorded in history. What changed
+    since the decision is left as it is and listed in kept. Needs the write permission, as in
+    `mcp-memory decisions undo` and the console."""
+    service, p = await bind(ctx)
+    return UndoResult.model_validate(await service.undo_decision(p, target))
+
+
+@tool_errors
 async def memory_history(
     id: Annotated[UUID, Field(description="The memory whose audit trail to show.")],
     ctx: Context,
@@ -291,5 +312,7 @@ TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = [
                                     open_world_hint=False)),
     (memory_restore, ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                                      open_world_hint=False)),
+    (memory_undo_decision, ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                                           open_world_hint=False)),
     (memory_history, READ_ONLY),
 ]

@@ -1,0 +1,148 @@
+"""Decisions' cost where the model is free: write latency with decisions off, async (the write
+only queues its job) and sync (the write waits for its decision), and jobs/s through the queue,
+singly written and from one batch, against an instant local chat-completions endpoint (it answers
+UPDATE for the first candidate at once), so what is measured is ours: candidates, the prompt, the
+SDK's round trip on loopback, applying in one transaction.
+
+    python bench/decisions_throughput.py [--memories 200] [--workers 1 2] [--database-url URL]
+
+Prints a table and writes bench/results/decisions_throughput.json."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from locomo import REPO, bench_database, bench_principal, latency, machine, table  # noqa: E402
+
+from mcp_memory.decisions import provider_from  # noqa: E402
+from mcp_memory.decisions.jobs import DecisionWorker  # noqa: E402
+from mcp_memory.models import WriteItem  # noqa: E402
+
+NAMES = ["Amara", "Bastian", "Chiara", "Dmitri", "Elif", "Farid", "Greta", "Hiroshi", "Ingrid", "Joaquin"]
+CITIES = ["Oslo", "Lisbon", "Nairobi", "Osaka", "Quito", "Tallinn", "Porto", "Ghent"]
+
+
+class Instant(BaseHTTPRequestHandler):
+    """POST /v1/chat/completions: UPDATE the first candidate, at once."""
+
+    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        content = json.dumps({"action": "UPDATE", "ids": ["1"], "reason": "newer"})
+        body = json.dumps({"id": "b", "object": "chat.completion", "created": 0, "model": "instant",
+                           "choices": [{"index": 0, "finish_reason": "stop",
+                                        "message": {"role": "assistant", "content": content}}],
+                           "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def facts(n: int, round_: int) -> list[str]:
+    """n facts, one per person; round_ > 0 moves each person to another city."""
+    return [f"{NAMES[i % len(NAMES)]} {i // len(NAMES)} lives in {CITIES[(i + 3 * round_) % len(CITIES)]}"
+            f"{' now' if round_ else ''}." for i in range(n)]
+
+
+async def drained(admin: Any, workers: list[DecisionWorker], per_worker: int) -> tuple[int, float]:
+    """Run the workers until the queue is empty: (jobs done, seconds)."""
+    done = 0
+    started = time.perf_counter()
+
+    async def loop(w: DecisionWorker, name: str) -> None:
+        nonlocal done
+        while await w.run_once(name):
+            done += 1
+
+    await asyncio.gather(*(loop(w, f"{w.name}/{i}") for w in workers for i in range(per_worker)))
+    return done, time.perf_counter() - started
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Instant)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}/v1"
+    rows: list[list[Any]] = []
+    report: dict[str, Any] = {"benchmark": "decisions_throughput", "memories": args.memories, "latency": {},
+                              "throughput": []}
+    async with bench_database(args.database_url, "decisions") as bench:
+        on = bench.settings.model_copy(update=dict(
+            decisions_provider="openai-compatible", decisions_base_url=url, decisions_model="instant",
+            decisions_per_minute=0, decisions_tokens_per_day=0, decisions_retry_base_s=0))
+        await bench.service().vectors.query("warm up")
+        for label, mode in (("off", None), ("async", "async"), ("sync", "sync")):
+            settings = on.model_copy(update={"decisions_mode": mode}) if mode else bench.settings
+            service = bench.service(settings)
+            worker = DecisionWorker(bench.admin, service, provider_from(settings), settings) if mode else None
+            if worker is not None:
+                service.settle = worker.settle
+            p = bench_principal(f"latency-{label}")
+            await service.write_many(p, [WriteItem(content=c) for c in facts(args.memories, 0)])
+            if worker is not None:
+                await drained(bench.admin, [worker], 1)
+            times = []
+            for text in facts(args.memories, 1):
+                t = time.perf_counter()
+                await service.write(p, text)
+                times.append(time.perf_counter() - t)
+            if worker is not None:
+                await drained(bench.admin, [worker], 1)
+            stats = latency(times)
+            report["latency"][label] = stats
+            rows.append([f"write, decisions {label}", stats["n"], stats["p50_ms"], stats["p95_ms"], ""])
+        for n_workers in args.workers:
+            for how in ("single writes", "one batch"):
+                service = bench.service(on)
+                p = bench_principal(f"throughput-{n_workers}-{how[:3]}")
+                await service.write_many(p, [WriteItem(content=c) for c in facts(args.memories, 0)])
+                worker = DecisionWorker(bench.admin, service, provider_from(on), on, name="warm")
+                await drained(bench.admin, [worker], 1)
+                updates = facts(args.memories, 1)
+                if how == "one batch":
+                    await service.write_many(p, [WriteItem(content=c) for c in updates])
+                else:
+                    for text in updates:
+                        await service.write(p, text)
+                workers = [DecisionWorker(bench.admin, service, provider_from(on), on, name=f"w{i}")
+                           for i in range(n_workers)]
+                done, seconds = await drained(bench.admin, workers, 1)
+                asked = await bench.admin.fetchval(
+                    "SELECT count(*) FROM memory_jobs WHERE user_id = $1 AND result->>'provider' <> 'none' "
+                    "AND created_at > now() - interval '1 hour'", p.user_id)
+                per_s = round(done / seconds, 1)
+                report["throughput"].append({"workers": n_workers, "written": how, "jobs": done,
+                                             "put_to_model": asked, "jobs_per_s": per_s})
+                rows.append([f"drain, {how}, {n_workers} worker(s)", done, "", "", per_s])
+    server.shutdown()
+    report |= {"machine": machine(), "finished_at": datetime.now(UTC).isoformat(timespec="seconds")}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2))
+    print(table(["path", "n", "p50 ms", "p95 ms", "jobs/s"], rows, first_width=32))
+    print(f"wrote {args.out}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--memories", type=int, default=200)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--database-url")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "decisions_throughput.json")
+    asyncio.run(main_async(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
