@@ -11,6 +11,8 @@ import json
 import random
 import re
 import string
+import subprocess
+import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -378,3 +380,21 @@ def test_redaction_is_idempotent() -> None:
     for s in CORPUS[:10]:
         once, _ = redact(s.line)
         assert redact(once) == (once, [])
+
+
+# --- hostile text ---------------------------------------------------------------------------------
+
+HOSTILE = {  # shapes that make a backtracking pattern rescan a long run from every start
+    "prefix repeated": "eyJ" * 350_000, "openai prefix repeated": "sk-" * 350_000, "slashes": "//a" * 350_000,
+    "one long run": "a" * 1_000_000, "assignments without quotes": 'password = "' * 90_000,
+    "name and spaces": "ibm_api_key" + " " * 1_000_000 + "x", "keys": "key: " * 200_000,
+    "no closing quote": '"' + "Ab1" * 330_000, "url without @": "http://" + "a" * 1_000_000 + ":b",
+}
+
+
+def test_hostile_text_takes_linear_time() -> None:
+    """1 MB of each shape in a child process with a generous deadline: a pattern whose time grows
+    with the square of a run (as one did: `eyJ` repeated took 13 s at 200 KB) would take minutes."""
+    code = ("import sys, json; from mcp_memory.capture.redact import redact\n"
+            "for text in json.load(sys.stdin).values(): redact(text)\n")
+    subprocess.run([sys.executable, "-c", code], input=json.dumps(HOSTILE), text=True, check=True, timeout=90)

@@ -22,7 +22,6 @@ _MARKER = re.compile(r"\[REDACTED:[a-z0-9\-]+\]")
 Span = tuple[int, int, str]
 
 
-_WORD = frozenset(string.ascii_letters + string.digits + "_-")
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 LONG = 4096          # past this many characters a shape runs only on the lines holding its needles
 MAX_NEEDLES = 256    # … unless they are everywhere, and one pass is cheaper
@@ -58,8 +57,6 @@ def _shape_spans(text: str, lowered: str) -> list[Span]:
         grouped = "secret" in shape.pattern.groupindex
         for start, end in ranges if ranges is not None else [(0, len(text))]:
             for m in shape.pattern.finditer(text, start, end):
-                if shape.bounded and m.start() > 0 and text[m.start() - 1] in _WORD:
-                    continue
                 a, b = m.span("secret") if grouped and m.group("secret") is not None else m.span()
                 if shape.check is None or shape.check(text[a:b]):
                     found.append((a, b, shape.kind))

@@ -94,8 +94,12 @@ def _span(m: re.Match[str], rule: _Rule) -> tuple[int, int]:
 # over a whole transcript costs 10-20 ms; most lines of code and prose hold none of these.)
 _CANDIDATE = re.compile(r"[A-Za-z0-9+/=_\-]{20,}|://|eyJ|PRIVATE KEY|PuTTY")
 # A line the keyword patterns can match: a secret word, then an assignment or comparison, then a quote.
-_KEYWORD_LINE = re.compile(r"(?:key|pass|pwd|secret|contras)[\w\]'\"]*\s*(?::=?|[!=]{1,3}|=>|\.assign\(|\()\s*@?[\"'`]"
-                           r"|[\"'`]\s*[!=]{2,3}\s*\w*(?:key|pass|pwd|secret)")
+_KEYWORD_LINE = re.compile(r"(?:key|pass|pwd|secret|contras)[\w\]'\"]{0,40}[ \t]{0,8}(?::=?|[!=]{1,3}|=>|\.assign\(|\()"
+                           r"[ \t]{0,8}@?[\"'`]|[\"'`][ \t]{0,8}[!=]{2,3}[ \t]{0,8}\w{0,40}(?:key|pass|pwd|secret)")
+# Some plugin patterns take time growing with the square of a line's length on hostile text
+# (`sk-[…]*…T3BlbkFJ`, `//.+/:_authToken`, `eyJ[…]+\.`, the keyword patterns' look-aheads): lines
+# longer than this are left to our own patterns, which are linear and cover the same shapes.
+MAX_LINE = 2000
 
 
 def _lines_of(text: str, pattern: re.Pattern[str], source: str) -> list[tuple[int, int]]:
@@ -118,7 +122,7 @@ def spans(text: str, lowered: str) -> Iterator[Span]:
     lib = _load()
     if lib is None:
         return
-    lines = _lines_of(text, _CANDIDATE, text)
+    lines = [(s, e) for s, e in _lines_of(text, _CANDIDATE, text) if e - s <= MAX_LINE]
     if lines:
         # One text of the candidate lines, so each pattern runs once; places map back by offset.
         starts = [s for s, _ in lines]
@@ -134,6 +138,8 @@ def spans(text: str, lowered: str) -> Iterator[Span]:
     # The keyword patterns let a value run across lines (`\s*`, `[^\v…]`), so they see one line at
     # a time, and only lines shaped like an assignment to a secret word.
     for start, end in _lines_of(text, _KEYWORD_LINE, lowered):
+        if end - start > MAX_LINE:
+            continue
         line = text[start:end]
         for rule in lib.keyword_rules:
             for m in rule.pattern.finditer(line):

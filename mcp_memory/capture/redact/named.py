@@ -55,7 +55,7 @@ _STEMS = ("pass", "pwd", "secret", "token", "key", "auth", "credential", "sig", 
           "cookie")
 _ASSIGN = re.compile(
     r"""(?P<name>(?:pass|pwd|secret|token|key|auth|credential|sig|pat|pin|session|sid|cookie)[\w.\-]{0,40}?)"""
-    r"""["'\]]{0,2}[ \t]*(?P<sep>:=|=>|=(?!=)|:|[ \t]is[ \t]|[ \t]was[ \t])[ \t]*"""
+    r"""["'\]]{0,2}[ \t]{0,8}(?P<sep>:=|=>|=(?!=)|:|[ \t]is[ \t]|[ \t]was[ \t])[ \t]{0,8}"""
     r"""(?:(?P<q>["'`])(?P<qv>[^"'`\r\n]{1,400}?)(?P=q)|(?P<v>[^\s"'`,;(){}\[\]<>]{3,400}))""")
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 # Prose: up to four words between the name and "is" ("my password for the VPN is …").

@@ -17,19 +17,17 @@ class Shape:
     pattern: re.Pattern[str]
     needles: tuple[str, ...]   # lower-cased literals, any one of which the text must contain
     check: Callable[[str], bool] | None = None   # the part found must pass this too
-    # Not in the middle of a longer word. Checked on each match rather than by a lookbehind in the
-    # pattern: a pattern that starts with its literal prefix is searched many times faster.
-    bounded: bool = False
 
 
-_B = r"(?<![A-Za-z0-9_\-])"        # (stripped by _shape: see Shape.bounded)
+# Not in the middle of a longer word. A look-behind, not a check after the match: inside a long run
+# ("eyJeyJeyJ…") every later start fails at once instead of scanning to the run's end again.
+_B = r"(?<![A-Za-z0-9_\-])"
 _E = r"(?![A-Za-z0-9_\-])"
 
 
 def _shape(kind: str, pattern: str, *needles: str, flags: int = 0, check: Callable[[str], bool] | None = None
            ) -> Shape:
-    bounded = pattern.startswith(_B)
-    return Shape(kind, re.compile(pattern.removeprefix(_B), flags), needles, check, bounded)
+    return Shape(kind, re.compile(pattern, flags), needles, check)
 
 
 def _not_a_word(value: str) -> bool:
