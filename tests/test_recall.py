@@ -5,6 +5,7 @@ through the real capture path from Claude Code JSONL; recall runs against the re
 from __future__ import annotations
 
 import json
+import logging
 import re
 import stat
 import time
@@ -114,14 +115,17 @@ async def test_what_session_start_gave_is_not_recalled_again(formatter: None, se
 
 
 async def test_recalled_and_session_start_text_is_redacted(service: MemoryService, settings: Settings,
-                                                           me: Principal) -> None:
+                                                           me: Principal, caplog: pytest.LogCaptureFixture) -> None:
     """Written through the service, as an agent's memory_write can: nothing redacts it on the way
-    in, so the way out must."""
-    await service.write(me, f"The CI deploy token for the shop repository is {TOKEN}", kind="fact",
-                        scope="project", title=f"deploy token {TOKEN}")
-    await service.write(me, f"Pinned: the release bot authenticates with {TOKEN}", kind="procedure",
-                        pinned=True, priority=5, scope="user")
-    start = await session_context(service, settings, me, None, session_id="s1")
+    in, so the way out must, and says once which memories to forget."""
+    plain = await service.write(me, f"The CI deploy token for the shop repository is {TOKEN}", kind="fact",
+                                scope="project", title=f"deploy token {TOKEN}")
+    pinned = await service.write(me, f"Pinned: the release bot authenticates with {TOKEN}", kind="procedure",
+                                 pinned=True, priority=5, scope="user")
+    with caplog.at_level(logging.WARNING, logger="mcp_memory.capture.recall"):
+        start = await session_context(service, settings, me, None, session_id="s1")
+    [line] = [r.getMessage() for r in caplog.records if r.name == "mcp_memory.capture.recall"]
+    assert "2 memories shown redacted" in line and str(plain.memory.id) in line and str(pinned.memory.id) in line
     recalled = await prompt_context(service, settings, me, "Which token does CI use to deploy the shop repository?",
                                     "s2")
     assert len(entries(start)) == 2 and entries(recalled)

@@ -135,15 +135,23 @@ class Ledger:
 
 # --- output --------------------------------------------------------------------------------------
 
-def _clean(m: M) -> M:
+def _cleaned(memories: Sequence[M]) -> list[M]:
     """Second line of defence: capture redacts before storing, but an agent's memory_write, an
-    import or an older version of capture may have stored a secret."""
-    title = redact(m.title)[0] if m.title else m.title
-    field = "content" if isinstance(m, Memory) else "snippet"
-    text, kinds = redact(getattr(m, field))
-    if kinds:
-        log.warning("a recalled memory (%s) held %s; shown redacted", m.id, ", ".join(kinds))
-    return m.model_copy(update={"title": title, field: text})
+    import or an older version of capture may have stored a secret. One warning line names the
+    memories that held one, so they can be forgotten or edited."""
+    out: list[M] = []
+    held: list[str] = []
+    for m in memories:
+        title = redact(m.title)[0] if m.title else m.title
+        field = "content" if isinstance(m, Memory) else "snippet"
+        text, kinds = redact(getattr(m, field))
+        if kinds or title != m.title:
+            held.append(str(m.id))
+        out.append(m.model_copy(update={"title": title, field: text}))
+    if held:
+        log.warning("%d memories shown redacted: they hold what looks like a secret (forget or edit them: %s)",
+                    len(held), ", ".join(held))
+    return out
 
 
 def _fit(memories: Sequence[M], budget: int) -> list[M]:
@@ -180,12 +188,14 @@ async def session_context(service: MemoryService, settings: Settings, p: Princip
     core, recent = await _start_memories(service, settings, p, model)
     if session_id:
         Ledger(settings, p, session_id).write([*core.memories, *recent])
+    shown = _cleaned([*core.memories, *recent])
+    core, recent = core.model_copy(update={"memories": shown[:len(core.memories)]}), shown[len(core.memories):]
     parts = []
     if core.memories:
-        parts.append(context.render_core(core.model_copy(update={"memories": [_clean(m) for m in core.memories]})))
+        parts.append(context.render_core(core))
     if recent:
         where = f"project {p.project_id}" if p.project_id else "you"
-        parts.append(context.render([_clean(m) for m in recent], f"Recent memories for {where} (newest first)."))
+        parts.append(context.render(recent, f"Recent memories for {where} (newest first)."))
     return "\n\n".join(parts)
 
 
@@ -296,7 +306,7 @@ async def prompt_context(service: MemoryService, settings: Settings, p: Principa
     memories = {str(m.id): m for m in await service.repo.peek_many(p, [h.id for h in hits])}
     seen = Ledger(settings, p, session_id).read() if session_id else set()
     groups = _groups(prompt, hits, memories, closeness, seen)[: settings.recall_limit]
-    kept = _fit([_clean(_representative(members)) for members in groups], settings.recall_budget_chars)
+    kept = _fit(_cleaned([_representative(members) for members in groups]), settings.recall_budget_chars)
     if not kept:
         return ""
     return context.render(kept, "Memories that may be relevant to this prompt (auto-recall).")
