@@ -255,11 +255,20 @@ async def test_openclaw_plugin_runs_one_hook_per_prompt_with_the_servers_environ
         await handlers["session_start"]({ sessionId: "s-9", sessionKey: "agent:main:s9" }, ctx);
         const first = await handlers["before_prompt_build"]({ prompt: "what grows in the garden?", messages: [] }, ctx);
         const second = await handlers["before_prompt_build"]({ prompt: "and in the greenhouse?", messages: [] }, ctx);
+        // No session_start (`openclaw agent --local`): a first turn asks for the block itself ...
+        const local = { sessionId: "s-10", sessionKey: "agent:main:s10", agentId: "main" };
+        await handlers["before_prompt_build"]({ prompt: "what grows in the garden?", messages: [] }, local);
+        // ... a later turn of a session begun elsewhere (messages before it) does not.
+        const later = { sessionId: "s-11", sessionKey: "agent:main:s11", agentId: "main" };
+        const history = [{ role: "user", content: "hi there" }, { role: "assistant", content: "hello" }];
+        await handlers["before_prompt_build"]({ prompt: "and in the greenhouse?", messages: history }, later);
         console.log(JSON.stringify({ first: first ?? null, second: second ?? null }));
     """, openclaw_config={"mcp": {"servers": {"memory": {"env": {"MCP_MEMORY_MARK": "server-env", **SLOW_OK}}}}},
         env={"MCP_MEMORY_LEAK": "gateway-only"})
     calls = log.read_text().splitlines()
     assert calls == ["session-start server-env unset", "prompt-submit server-env unset",
+                     "prompt-submit server-env unset",
+                     "session-start server-env unset", "prompt-submit server-env unset",
                      "prompt-submit server-env unset"], calls
     assert answer is not None
 

@@ -54,6 +54,11 @@ function where(ctx) {
            workspaceDir: ctx?.workspaceDir, agentId: ctx?.agentId };
 }
 
+function firstTurn(event) {
+  const messages = Array.isArray(event?.messages) ? event.messages : [];
+  return !messages.some((m) => m?.role === "user" || m?.role === "assistant");
+}
+
 function keyOf(event, ctx) {
   return ctx?.sessionKey || event?.sessionKey || ctx?.sessionId || event?.sessionId || "";
 }
@@ -68,26 +73,31 @@ export default {
     const recallMs = config.recallTimeoutMs || RECALL_MS;
     const captureMs = Math.min(config.captureTimeoutMs || CAPTURE_MS, CAPTURE_MS);
     // The session-start block, asked for when the session starts (as Claude Code's SessionStart),
-    // handed over with the session's first prompt. Each prompt then runs one hook, prompt-submit,
-    // after the session-start hook has finished, so recall knows what that block already holds.
+    // handed over with the session's first prompt; recall then runs after it has finished, so it
+    // leaves out what the block already holds. OpenClaw emits session_start on a gateway session's
+    // first turn, without waiting for it, and not at all for `openclaw agent --local`: a first turn
+    // (no earlier messages) that finds no block asks for it itself. Any other prompt runs one hook.
     const starts = new Map();
     const remember = (key, value) => {
       starts.delete(key);
       starts.set(key, value);
       if (starts.size > KEEP_SESSIONS) starts.delete(starts.keys().next().value);
     };
+    const startPayload = (event, ctx) => ({ sessionId: ctx?.sessionId || event?.sessionId,
+                                           sessionKey: ctx?.sessionKey || event?.sessionKey, agentId: ctx?.agentId });
     api.on("session_start", (event, ctx) => {
       const key = keyOf(event, ctx);
       if (!key || starts.has(key)) return;
-      const payload = { sessionId: event?.sessionId || ctx?.sessionId, sessionKey: event?.sessionKey || ctx?.sessionKey,
-                        agentId: ctx?.agentId };
-      remember(key, run(config, env, "session-start", payload, recallMs).then(context));
+      remember(key, run(config, env, "session-start", startPayload(event, ctx), recallMs).then(context));
     });
     api.on("before_prompt_build", async (event, ctx) => {
       const payload = { ...where(ctx), prompt: event?.prompt || "" };
       const key = keyOf(event, ctx);
-      const start = starts.get(key);
-      if (start !== undefined) remember(key, Promise.resolve(""));   // handed over once
+      let start = starts.get(key);
+      if (start === undefined && firstTurn(event)) {
+        start = run(config, env, "session-start", startPayload(event, ctx), recallMs).then(context);
+      }
+      if (key) remember(key, Promise.resolve(""));   // handed over once
       const parts = [start === undefined ? "" : await start];
       parts.push(context(await run(config, env, "prompt-submit", payload, recallMs)));
       const text = parts.filter(Boolean).join("\n\n");
