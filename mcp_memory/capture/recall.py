@@ -41,13 +41,13 @@ MIN_PROMPT_WORDS = 2
 SEARCH_RESERVE_S = 0.25  # kept for the searches when the prompt's vector is late
 # Candidates searched per slot: a group (fact, episode, reply) can take three of them.
 CANDIDATES_PER_SLOT = 4
-# A hit that shares words with the prompt may be this much less close in meaning and still count:
-# two signals agreeing. A paraphrase ("Which Python formatter do I use?") sits at 0.2-0.3 cosine
-# from what it asks about, under the floor for meaning alone.
+# A group that shares words with the prompt may be this much less close in meaning and still
+# count: two signals agreeing. A paraphrase ("Which Python formatter do I use?") sits at 0.2-0.3
+# cosine from what it asks about, under the floor for meaning alone.
 WORDS_MARGIN = 0.10
 # A group much farther from the prompt than its closest relevant memory is about something else
-# that happens to clear the floor (bench/recall_quality.py: 0.2 keeps every hit there and halves
-# the irrelevant lines; 0.15 cut an answer whose question was closer than the answer).
+# that happens to clear the floor (bench/recall_quality.py: 0.15 lost an answer whose question was
+# closer than the answer; 0.25 let in more irrelevant lines).
 RELATIVE_GAP = 0.20
 STEM_CHARS = 6
 STEM_SCAN = 2000   # characters of a memory looked at for shared words (a turn can be 8,000)
@@ -263,15 +263,18 @@ def _groups(prompt: str, hits: list[SearchHit], memories: dict[str, Memory],
             groups.setdefault(group_of(m), []).append(h)
     words = _stems(prompt)
 
+    def full_text(members: list[SearchHit]) -> bool:
+        return any(h.explain and h.explain.get("fulltext") is not None for h in members)
+
     def shares_words(members: list[SearchHit]) -> bool:
-        return any(h.explain and h.explain.get("fulltext") is not None for h in members) or any(
+        return full_text(members) or any(
             words & _stems(f"{memories[str(h.id)].title or ''} {memories[str(h.id)].content[:STEM_SCAN]}")
             for h in members)
 
     best: dict[str, float] = {}
     for key, members in groups.items():
         if closeness is None:
-            if any(h.explain and h.explain.get("fulltext") is not None for h in members):
+            if full_text(members):
                 best[key] = 1.0
             continue
         similarity, floor = closeness
