@@ -422,6 +422,18 @@ def test_project_scope_refuses_machine_paths_and_secrets(tmp_path: Path, flags: 
     assert list(project.iterdir()) == []                               # nothing written
 
 
+def test_the_diff_shown_hides_a_database_password(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    url = "postgresql://me:s3cret-pw@db.internal/memory"
+    out = cli("install", "claude-code", "--home", str(home), "--database-url", url)
+    assert out.returncode == 0, out.stderr
+    assert "s3cret-pw" not in out.stdout + out.stderr and "postgresql://me:***@db.internal/memory" in out.stdout
+    assert json.loads((home / ".claude.json").read_text())["mcpServers"]["memory"]["args"][-1] == url   # as given
+    out = cli("uninstall", "claude-code", "--home", str(home))
+    assert out.returncode == 0 and "s3cret-pw" not in out.stdout + out.stderr
+
+
 OPENCLAW_JSON5 = textwrap.dedent("""\
     // OpenClaw configuration (JSON5), as the docs show it
     {

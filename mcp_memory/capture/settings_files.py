@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -75,12 +76,16 @@ def render(data: dict[str, Any], before: bytes | None, flavor: Flavor) -> str:
     return dump(data)
 
 
+# user:password@ in a URL; the diff goes to a terminal (and CI logs), the file keeps it.
+_URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^:/@\s\"']+:)[^@\s\"'/]+@", re.IGNORECASE)
+
+
 def diff(path: Path, before: bytes | None, after: str) -> str:
     old = (before or b"").decode("utf-8", errors="replace").splitlines(keepends=True)
     lines = difflib.unified_diff(old, after.splitlines(keepends=True),
                                  fromfile=f"{path} (before)" if before is not None else "/dev/null",
                                  tofile=str(path))
-    return "".join(lines)
+    return _URL_PASSWORD.sub(r"\1***@", "".join(lines))
 
 
 def state_path(path: Path) -> Path:
