@@ -325,6 +325,19 @@ def test_tool_summaries_of_a_transcript_are_redacted() -> None:
     assert t.turns[0].redacted
 
 
+def test_openclaw_tool_calls_and_results_are_redacted() -> None:
+    """OpenClaw names them differently (toolCall / arguments, a toolResult message)."""
+    token, pw = "sk-ant-api03-" + rand(URLSAFE, 60), mixed(16)
+    messages = [{"role": "user", "content": "deploy it"},
+                {"role": "assistant", "content": [{"type": "toolCall", "name": "exec", "arguments": {
+                    "command": "x" * 70 + f" ANTHROPIC_API_KEY={token}"}}]},
+                {"role": "toolResult", "content": [{"type": "text", "text": "y" * 100 + f" DB_PASSWORD={pw}"}]}]
+    turns = transcripts.openclaw_messages(messages)
+    shown = "\n".join(t.text for t in turns)
+    assert token[13:21] not in shown and pw[:8] not in shown and shown.count("[REDACTED:") == 2, shown
+    assert set(turns[1].redacted) == {"anthropic-key", "password"}
+
+
 # --- trigger facts --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("sentence", [
@@ -368,6 +381,11 @@ BENIGN = [
     "ModuleNotFoundError: No module named 'AbstractSingletonProxyFactoryBean'",
     "Run git push origin main", "ssh git@github.com -p 22", "postgres://localhost:5432/shop",
     "The build took 12.5s and used 1.2 GB.", "ValueError: invalid literal for int() with base 10: 'abc'",
+    # docs and examples: placeholders where a credential goes
+    "export MCP_MEMORY_KEY=mcpm_…", "MCP_MEMORY_DATABASE_URL=postgresql://user:pass@host/db",
+    "postgresql://mcp_memory:${POSTGRES_PASSWORD:-mcp_memory}@db:5432/mcp_memory", "curl -u user:password URL",
+    "PASSWORD: ${POSTGRES_PASSWORD:-mcp_memory}", "postgres://app:…@db/prod", "an HMAC secret: HS* only",
+    'digits = "0123456789abcdefghijklmnopqrstuvwxyz"', "api_key: <your key here>", "password: ********",
 ]
 
 

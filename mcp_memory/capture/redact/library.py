@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from .named import placeholder, sequential
+
 Span = tuple[int, int, str]
 
 # Not secrets, or covered better here: a public IP address is not a credential; hex strings
@@ -130,6 +132,8 @@ def spans(text: str, lowered: str) -> Iterator[Span]:
         offsets = list(itertools.accumulate((e - s + 1 for s, e in lines), initial=0))[:-1]
         for rule in lib.regex_rules:
             for m in rule.pattern.finditer(joined):
+                if rule.group is not None and m.group(rule.group) and placeholder(m.group(rule.group)):
+                    continue   # `user:pass@`, `:…@` in docs
                 start, end = _span(m, rule)
                 if end > start:
                     i = bisect.bisect_right(offsets, start) - 1
@@ -148,5 +152,5 @@ def spans(text: str, lowered: str) -> Iterator[Span]:
                     yield start + m.start(rule.group or 0), start + m.end(rule.group or 0), rule.kind
     for m in lib.entropy_pattern.finditer(text):
         value = m.group(2)
-        if len(value) >= 20 and lib.entropy(value) > lib.entropy_limit:
+        if len(value) >= 20 and lib.entropy(value) > lib.entropy_limit and not sequential(value):
             yield m.start(2), m.end(2), "high-entropy"

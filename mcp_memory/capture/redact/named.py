@@ -70,8 +70,10 @@ _FLAG = re.compile(r"""(?:^|\s)--?(?P<name>[\w\-]*(?:password|passwd|pass|secret
 # small letters and digits (hex alone is a commit, a digest or a UUID, and stays).
 _RANDOM = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9][A-Za-z0-9+/_\-]{31,}={0,2}(?![A-Za-z0-9+/=_\-])")
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+# Not a literal: a dotted name, a variable or template (`$X`, `%s`, `{x}`, `<x>`, `#{x}`), a shell
+# default (`${X:-y}` leaves `-y`), a placeholder (`***`, `xxx`, `…`, `mcpm_…`).
 _EXPRESSION = re.compile(r"^(?:[A-Za-z_][\w]*\.)+[A-Za-z_]\w*$|^\$|^%|^&|^@[A-Za-z]|^\*+$|^x{3,}$|^\.{3}|^<.*>$|"
-                         r"^\{.*\}$|^!|^#\{")
+                         r"^\{.*\}$|^!|^#\{|^-|…|\.\.\.$|\*$")
 
 
 def entropy(value: str) -> float:
@@ -162,7 +164,7 @@ def _decide(name: str, value: str, quoted: bool, prose: bool) -> bool:
         if any(not c.isalpha() for c in value):
             return True
         return _words(name)[-1] in ("password", "passwd", "passphrase", "passcode", "pwd") and len(value) >= 4
-    return len(value) >= 3
+    return len(value) >= (3 if quoted else 4)
 
 
 def _name(text: str, m: re.Match[str]) -> str:
@@ -190,12 +192,26 @@ def spans(text: str, lowered: str) -> Iterator[Span]:
     for m in _RANDOM.finditer(text):
         value = m.group(0)
         if (any(c.isupper() for c in value) and not _SRI.match(value) and any(c.islower() for c in value)
-                and sum(c.isdigit() for c in value) >= 2 and not _path(value)
+                and sum(c.isdigit() for c in value) >= 2 and not _path(value) and not sequential(value)
                 and entropy(value) >= min(4.5, math.log2(len(value)) - 0.8)):
             yield m.start(), m.end(), "high-entropy"
 
 
 _SRI = re.compile(r"sha\d+-")   # subresource integrity: sha512-<base64 digest>
+
+
+def sequential(value: str) -> bool:
+    """An alphabet written out ("0123456789abcdefghijklmnopqrstuvwxyz"), not a key: a few runs
+    of consecutive characters."""
+    breaks = sum(1 for a, b in zip(value, value[1:], strict=False) if ord(b) != ord(a) + 1)
+    return breaks <= 4
+
+
+def placeholder(value: str) -> bool:
+    """What docs and examples put where a credential goes (`user:pass@`, `:…@`, `${PW}`)."""
+    low = value.lower()
+    return (low in ("pass", "password", "passwd", "pwd", "secret", "token", "changeme", "change-me", "example")
+            or bool(_EXPRESSION.search(value)) or bool(re.fullmatch(r"[x*•.…]+|<[^>]*>|\[[^\]]*\]", low)))
 
 
 def _path(value: str) -> bool:

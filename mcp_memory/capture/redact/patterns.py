@@ -10,6 +10,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .named import placeholder
+
 
 @dataclass(frozen=True)
 class Shape:
@@ -28,6 +30,10 @@ _E = r"(?![A-Za-z0-9_\-])"
 def _shape(kind: str, pattern: str, *needles: str, flags: int = 0, check: Callable[[str], bool] | None = None
            ) -> Shape:
     return Shape(kind, re.compile(pattern, flags), needles, check)
+
+
+def _real(value: str) -> bool:
+    return not placeholder(value)
 
 
 def _not_a_word(value: str) -> bool:
@@ -121,9 +127,10 @@ SHAPES: list[Shape] = [
     _shape("cookie", r"(?i)\b(?:set-)?cookie[\"']?\s*:\s*[\"']?(?P<secret>[\w.\-]+=[^\r\n\"']{8,})", "cookie"),
     # user:password@ in any URL (database URLs, git remotes, proxies): the password part, or a
     # lone token before the @ of an https URL (https://<token>@github.com).
-    _shape("url-password", r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s:/@\"'<>]*:(?P<secret>[^\s/?#\"'<>]+)@", "://"),
+    _shape("url-password", r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s:/@\"'<>]*:(?P<secret>[^\s/?#\"'<>]+)@", "://",
+           check=_real),
     _shape("url-token", r"(?i)\bhttps?://(?P<secret>[A-Za-z0-9_\-]{20,})@", "://"),
     # curl -u user:password, --user user:password
     _shape("cli-password", r"(?:^|\s)(?:-u|--user|--proxy-user)[\s=][\"']?[^\s:\"']+:(?P<secret>[^\s\"']+)",
-           "-u", "--user", "--proxy-user"),
+           "-u", "--user", "--proxy-user", check=_real),
 ]
