@@ -344,6 +344,27 @@ def test_symlinked_settings_stay_links_and_are_restored_into_their_target(tmp_pa
     assert sorted(p.name for p in (home / ".claude").iterdir()) == ["settings.json"]
 
 
+def test_a_link_to_a_file_not_there_yet_and_a_link_loop(tmp_path: Path) -> None:
+    home, dotfiles = tmp_path / "home", tmp_path / "dotfiles"
+    (home / ".claude").mkdir(parents=True)
+    dotfiles.mkdir()
+    link = home / ".claude" / "settings.json"
+    link.symlink_to(dotfiles / "claude-settings.json")                # the dotfiles repo has no file yet
+    assert cli("install", "claude-code", "--home", str(home)).returncode == 0
+    assert link.is_symlink() and "hooks" in json.loads((dotfiles / "claude-settings.json").read_text())
+    assert cli("uninstall", "claude-code", "--home", str(home)).returncode == 0
+    assert link.is_symlink() and not (dotfiles / "claude-settings.json").exists()   # as before: a link, no file
+
+    loop = tmp_path / "loop"
+    (loop / ".claude").mkdir(parents=True)
+    (loop / ".claude" / "a").symlink_to("b")
+    (loop / ".claude" / "b").symlink_to("a")
+    (loop / ".claude" / "settings.json").symlink_to("a")
+    out = cli("install", "claude-code", "--home", str(loop))
+    assert out.returncode == 1 and "settings.json" in out.stderr and "not changed" in out.stderr
+    assert all(p.is_symlink() for p in (loop / ".claude").iterdir()) and not (loop / ".claude.json").exists()
+
+
 def test_a_lost_install_record_never_costs_the_backup_and_uninstall_says_what_it_could_not_restore(
         tmp_path: Path) -> None:
     home = tmp_path / "home"

@@ -118,11 +118,16 @@ def install(harness: str, *, scope: str = "user", project_dir: Path, home: Path 
         return 0
     for change in changes:
         extra: dict[str, Any] = {}
-        if harness == "openclaw":
-            extra["plugin_files"] = _write_plugin(plugin_dir(change.path))
-        if not change.changed:
-            continue
-        backup = apply(change, extra)
+        try:
+            if harness == "openclaw":
+                extra["plugin_files"] = _write_plugin(plugin_dir(change.path))
+            if not change.changed:
+                continue
+            backup = apply(change, extra)
+        except (OSError, SettingsFileError) as exc:
+            print(f"error: could not write {change.path}: {exc}; files already changed are listed above, "
+                  f"and `mcp-memory uninstall {harness}` puts them back", file=sys.stderr)
+            return 1
         link = f" (a link: wrote {Path(os.path.realpath(change.path))})" if change.path.is_symlink() else ""
         print(f"changed {change.path}{link}" + (f", backup {backup.name}" if backup else ""))
     _explain(harness, scope, exe, flags)

@@ -37,8 +37,14 @@ def dump(data: dict[str, Any]) -> str:
 
 
 def real_path(path: Path) -> Path:
-    """Where the bytes live: the file a symlink points at (followed all the way), else the path."""
-    return Path(os.path.realpath(path))
+    """Where the bytes live: the file a symlink points at (followed all the way), else the path.
+    A link to a file not there yet points where it will be; a symlink loop is refused."""
+    try:
+        return Path(os.path.realpath(path, strict=True))
+    except FileNotFoundError:
+        return Path(os.path.realpath(path))
+    except OSError as exc:
+        raise SettingsFileError(f"cannot follow {path} ({exc.strerror or exc}); not changed") from None
 
 
 def parse(raw: bytes, path: Path, flavor: Flavor = "json") -> dict[str, Any]:
@@ -57,9 +63,12 @@ def parse(raw: bytes, path: Path, flavor: Flavor = "json") -> dict[str, Any]:
 def load(path: Path, flavor: Flavor = "json") -> tuple[dict[str, Any], bytes | None]:
     """The parsed object and the exact bytes (None: the file does not exist yet)."""
     real = real_path(path)
-    if not real.exists():
-        return {}, None
-    raw = real.read_bytes()
+    try:
+        if not real.exists():
+            return {}, None
+        raw = real.read_bytes()
+    except OSError as exc:   # unreadable, a symlink loop, a folder
+        raise SettingsFileError(f"cannot read {path} ({exc.strerror or exc}); not changed") from None
     if not raw.strip():
         return {}, raw
     return parse(raw, path, flavor), raw
