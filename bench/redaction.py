@@ -1,5 +1,6 @@
 """How long redaction takes on a 1 MB Claude Code transcript (hooks run it on every capture) and
-on short text (recall passes its output through it).
+on short text (recall passes its output through it), and on 1 MB of hostile text (runs that
+make a backtracking pattern rescan from every start).
 
 The transcript is made of this repository's own files: user prose from the README, tool calls
 that read source files, their output (code, JSON, SQL), assistant replies, and a secret every
@@ -97,10 +98,15 @@ def main() -> None:
     recall = ("- [preference] I prefer black over autopep8 for formatting Python; line length 120, "
               "and ruff for lint. (2026-03-02) - [fact] The staging database listens on port 5433 and the "
               "deploy key lives in the vault, not in the repo. (2026-03-04) - [episode] User: can you check the CI?")
+    hostile = {"eyJ repeated": "eyJ" * 350_000, "sk- repeated": "sk-" * 350_000, "one run": "a" * 1_000_000,
+               "//a repeated": "//a" * 350_000, "key: repeated": "key: " * 200_000,
+               'password = " repeated': 'password = "' * 90_000}
     rows = {
         "redact, whole transcript as one text": timed(lambda: redact(text), args.repeat),
         "parse + redact every tool call/output + every turn (capture)": timed(capture_path, args.repeat),
         "parse with redaction off (baseline)": timed(parse_without_redaction, args.repeat),
+        "redact, 1 MB of hostile text (worst of 6 shapes)": [max(timed(lambda h=h: redact(h), 1)[0]
+                                                              for h in hostile.values()) for _ in range(args.repeat)],
         "redact, 300-char recall text (x1000)": [x / 1000 for x in timed(
             lambda: [redact(recall) for _ in range(1000)], args.repeat)],
     }

@@ -386,6 +386,8 @@ BENIGN = [
     "postgresql://mcp_memory:${POSTGRES_PASSWORD:-mcp_memory}@db:5432/mcp_memory", "curl -u user:password URL",
     "PASSWORD: ${POSTGRES_PASSWORD:-mcp_memory}", "postgres://app:…@db/prod", "an HMAC secret: HS* only",
     'digits = "0123456789abcdefghijklmnopqrstuvwxyz"', "api_key: <your key here>", "password: ********",
+    "credential = await self._credential(request)", "secret = await cursor.fetchval(query)",
+    "the value must look like a secret: after `password` any literal goes",
 ]
 
 

@@ -9,6 +9,7 @@ literal goes (but not `str`, `required`, `os.environ[...]` or another variable);
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -45,6 +46,10 @@ _NOT_VALUES = {
     "accepted", "rejected", "ignored", "sent", "shown", "printed", "logged", "kept", "managed", "handled",
     "manager", "field", "prompt", "input", "value", "variable", "env", "environment", "file", "param",
     "parameter", "argument", "option", "flag", "header", "type", "length", "policy", "rule", "rules", "hash",
+    # code: what follows `secret = ` when the value is computed
+    "await", "async", "lambda", "function", "yield", "return", "self", "def", "class", "get",
+    # prose after a colon
+    "after", "before", "see", "use", "via", "then",
 }
 
 # name [quote/bracket] separator [quote] value. The name is a whole identifier; the value either
@@ -82,10 +87,12 @@ def entropy(value: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in Counter(value).values()) if n else 0.0
 
 
-def _words(name: str) -> list[str]:
-    return [w.lower() for part in re.split(r"[_.\-\s]+", name) for w in _CAMEL.findall(part)]
+@functools.lru_cache(maxsize=4096)   # the same few names come back all through a transcript
+def _words(name: str) -> tuple[str, ...]:
+    return tuple(w.lower() for part in re.split(r"[_.\-\s]+", name) for w in _CAMEL.findall(part))
 
 
+@functools.lru_cache(maxsize=4096)
 def strength(name: str) -> int:
     """2: the value is a secret whatever it looks like; 1: if it looks random; 0: not a secret name."""
     words = _words(name)
