@@ -74,6 +74,23 @@ async def test_a_fact_its_episode_and_the_echo_are_one_entry(formatter: None, se
     assert [kind for _, kind, _ in entries(late)] == ["preference"], late
 
 
+async def test_the_same_thing_said_in_two_sessions_is_one_entry(formatter: None, service: MemoryService,
+                                                                settings: Settings, me: Principal,
+                                                                tmp_path: Path) -> None:
+    await capture(service, settings, me, tmp_path, "11111111-aaaa-4000-8000-000000000003", [
+        ("user", "As I said before, I prefer black over autopep8 for formatting Python code."),
+        ("assistant", "Right, black it is."),
+    ])
+    for i in (4120, 4121):   # a note kept twice, another ticket each time
+        await service.write(me, f"Note {i}: the job queue needs a retry with backoff; owner Dana, ticket #{i * 7}.",
+                            kind="note", scope="project")
+    text = await prompt_context(service, settings, me, "Should I format this Python code with black or with autopep8?",
+                                "another-session")
+    assert len(entries(text)) == 1 and "I prefer black over autopep8" in text, text
+    notes = await prompt_context(service, settings, me, "does the job queue retry with backoff?", "another-session")
+    assert [kind for _, kind, _ in entries(notes)] == ["note"], notes
+
+
 async def test_a_paraphrase_finds_the_fact(service: MemoryService, settings: Settings, me: Principal,
                                            tmp_path: Path) -> None:
     """The issue's miss: cosine 0.2-0.3 from the prompt to the fact and to the reply, under the

@@ -59,6 +59,9 @@ _STOP = frozenset("""
     should some still such tell than thank thanks that their them then there these they thing things
     think this those want were what when where which while will with would your yours
     """.split())
+# Two memories whose words (numbers aside) overlap this much say the same thing: a note repeated
+# with another ticket number or owner, a fact stated again in another session.
+SAME_WORDS = 0.8
 LEDGER_DIR = "recall-sessions"
 LEDGER_DAYS = 7   # ledgers of sessions untouched this long are removed
 
@@ -286,6 +289,24 @@ def _groups(prompt: str, hits: list[SearchHit], memories: dict[str, Memory],
             and key not in seen and not any(str(h.id) in seen for h in members)]
 
 
+def _words(text: str) -> frozenset[str]:
+    return frozenset(w for w in _WORD.findall(re.sub(r"\d+", " ", text.lower())) if len(w) >= 3)
+
+
+def _distinct(groups: list[list[SearchHit]], memories: dict[str, Memory], limit: int) -> list[SearchHit]:
+    """Each group's representative, leaving out one whose words are (nearly) those of a better
+    ranked one, up to `limit`."""
+    kept: list[tuple[SearchHit, frozenset[str]]] = []
+    for members in groups:
+        rep = _representative(members)
+        words = _words(memories[str(rep.id)].content[:STEM_SCAN])
+        if not any(len(words & other) >= SAME_WORDS * len(words | other) for _, other in kept):
+            kept.append((rep, words))
+            if len(kept) == limit:
+                break
+    return [rep for rep, _ in kept]
+
+
 async def prompt_context(service: MemoryService, settings: Settings, p: Principal, prompt: str,
                          session_id: str | None = None, deadline: float | None = None) -> str:
     """`deadline` (time.monotonic) bounds the wait for the prompt's vector."""
@@ -308,8 +329,8 @@ async def prompt_context(service: MemoryService, settings: Settings, p: Principa
     closeness = await _closeness(service, settings, p, vector)
     memories = {str(m.id): m for m in await service.repo.peek_many(p, [h.id for h in hits])}
     seen = Ledger(settings, p, session_id).read() if session_id else set()
-    groups = _groups(prompt, hits, memories, closeness, seen)[: settings.recall_limit]
-    kept = _fit(_cleaned([_representative(members) for members in groups]), settings.recall_budget_chars)
+    shown = _distinct(_groups(prompt, hits, memories, closeness, seen), memories, settings.recall_limit)
+    kept = _fit(_cleaned(shown), settings.recall_budget_chars)
     if not kept:
         return ""
     return context.render(kept, "Memories that may be relevant to this prompt (auto-recall).")
