@@ -518,6 +518,27 @@ def test_openclaw_config_that_is_not_json5_is_refused(tmp_path: Path) -> None:
     assert snapshot(home) == before
 
 
+async def test_claude_code_runs_a_project_scope_install_from_path(db_url: str, tmp_path: Path) -> None:
+    """The files a team commits name plain `mcp-memory`; Claude Code finds it on PATH and connects,
+    launched from a subfolder of the project."""
+    claude = claude_cli()
+    home, project = tmp_path / "home", tmp_path / "garden"
+    (home / ".claude").mkdir(parents=True)
+    (project / ".git").mkdir(parents=True)
+    (project / "src").mkdir()
+    out = cli("install", "claude-code", "--scope", "project", "--project-dir", str(project))
+    assert out.returncode == 0, out.stderr
+    # Project servers wait for the user's approval; a user setting gives it, as `claude` would ask.
+    (home / ".claude" / "settings.json").write_text('{"enableAllProjectMcpServers": true}')
+    env = {**os.environ, "HOME": str(home), "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+           "MCP_MEMORY_DATABASE_URL": db_url}
+    with anyio.fail_after(120):
+        listed = await anyio.run_process([claude, "mcp", "list"], cwd=project / "src", env=env, check=False)
+    status = {line.split(":", 1)[0]: line for line in listed.stdout.decode().splitlines() if ":" in line}
+    assert "Connected" in status.get("memory", ""), listed.stdout.decode() + listed.stderr.decode()[-2000:]
+    assert "mcp-memory serve --project garden" in status["memory"]
+
+
 def openclaw_cli() -> str:
     """OpenClaw's own CLI (`MCP_MEMORY_TEST_OPENCLAW` or on PATH; it needs Node >= 24.16), else skip."""
     found = os.environ.get("MCP_MEMORY_TEST_OPENCLAW") or shutil.which("openclaw")
