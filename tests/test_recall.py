@@ -94,8 +94,9 @@ async def test_the_same_thing_said_in_two_sessions_is_one_entry(formatter: None,
 async def test_a_paraphrase_finds_the_fact(service: MemoryService, settings: Settings, me: Principal,
                                            tmp_path: Path) -> None:
     """The issue's miss: cosine 0.2-0.3 from the prompt to the fact and to the reply, under the
-    floor for meaning alone; found because the reply also shares words with the prompt
-    ("formatting"), and the group is shown by its fact."""
+    floor for meaning alone; found because the reply also shares a word with the prompt
+    ("formatting" / "formatter": one stem to us, two to the full-text stemmer), and the group is
+    shown by its fact."""
     await capture(service, settings, me, tmp_path, "11111111-aaaa-4000-8000-000000000002", [
         ("user", "Morning! Let's get the lint setup sorted before we add more code. "
                  "I prefer black over autopep8, and ruff should do the linting."),
@@ -127,8 +128,11 @@ async def test_what_session_start_gave_is_not_recalled_again(formatter: None, se
     # A new start block (compaction, resume) replaces what the session was given.
     await service.write(me, "Deploy freezes start two days before every public holiday.", kind="procedure",
                         pinned=True, priority=9, scope="user")
+    freeze = "When do deploy freezes start before a public holiday?"
+    assert "two days before" in await prompt_context(service, settings, me, freeze, "session-b")
     again = await session_context(service, settings, me, "claude-sonnet-4-5", session_id="session-b")
     assert "public holiday" in again
+    assert await prompt_context(service, settings, me, freeze, "session-b") == ""
 
 
 async def test_recalled_and_session_start_text_is_redacted(service: MemoryService, settings: Settings,
