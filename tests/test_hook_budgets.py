@@ -259,3 +259,25 @@ def test_long_claude_code_project_directory_names_are_cut_and_hashed() -> None:
     h = h - (1 << 32) if h >= 1 << 31 else h
     assert key.startswith("-" + "a" * 199 + "-") and len(key) > 201
     assert int(key[201:], 36) == abs(h)
+
+
+async def test_a_catch_up_that_fails_is_told_once_and_not_retried_at_every_prompt(tmp_path: Path,
+                                                                                  data_dir: Path) -> None:
+    """Database down: the catch-up a prompt started fails, is recorded against the folder (not
+    against the session whose prompt started it), and the next prompts start no worker for a while."""
+    folder = tmp_path / "projects"
+    behind = session_file(folder, "s-behind")
+    mine = session_file(folder, "s-mine")
+    env = {"MCP_MEMORY_DATABASE_URL": "postgresql://alice@127.0.0.1:1/memory"}
+    payload = claude("UserPromptSubmit", transcript_path=str(mine), session_id="s-mine", cwd=str(tmp_path),
+                     prompt="Which database does our job queue use?")
+    harmless(run("prompt-submit", payload, env=env)[0])
+    await settle(data_dir)
+    settings = Settings(data_dir=data_dir)
+    [failure] = status.failures(settings)
+    assert failure.key == f"claude-code:catch-up:{folder}" and "database not available" in failure.reason
+    assert catchup.behind(settings, folder, exclude=mine) == [behind]   # still behind: nothing lost
+    harmless(run("prompt-submit", payload, env=env)[0])
+    await settle(data_dir)
+    [again] = status.failures(settings)
+    assert again.attempts == 1   # no second worker tried (and failed) again

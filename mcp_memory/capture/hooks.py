@@ -222,8 +222,10 @@ def look_behind(event: str, harness: Harness, payload: HookInput, settings: Sett
     """After a recall event: start a catch-up worker when sessions of this project are behind.
     Never raises; the session's own transcript is left to its own capture events."""
     try:
+        from .capture import capture_disabled
+
         folder = catchup.transcripts_dir(harness, payload.transcript, payload.cwd or payload.workspaceDir)
-        if folder is None or not settings.capture:
+        if folder is None or capture_disabled(settings, principal_for(settings, harness, payload)):
             return False
         current = Path(payload.transcript).expanduser() if payload.transcript else None
         if not catchup.look(settings, folder, current):

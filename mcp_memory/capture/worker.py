@@ -71,6 +71,7 @@ def detach(job: dict[str, Any], data_dir: str | os.PathLike[str] | None) -> None
 class Job:
     def __init__(self, raw: dict[str, Any]) -> None:
         from ..config import Settings
+        from . import catchup
         from .hooks import HookInput
 
         self.event = str(raw.get("event") or "catch-up")
@@ -81,7 +82,11 @@ class Job:
         self.payload = HookInput.model_validate(raw.get("payload") or {})
         self.settings = Settings(**(raw.get("settings") or {}))
         self.phase = "starting"
-        self.key = self._key()
+        self.folder = catchup.transcripts_dir(self.harness, self.payload.transcript,
+                                              self.payload.cwd or self.payload.workspaceDir)
+        # A catch-up's failure is the folder's (its sessions behind), not the session whose hook started it.
+        self.catch_up_key = f"{self.harness}:catch-up:{self.folder}"
+        self.key = self.catch_up_key if self.event == "catch-up" else self._key()
         self.file = Path(self.payload.transcript).expanduser().resolve() if self.payload.transcript else None
 
     def _key(self) -> str:
@@ -132,8 +137,7 @@ async def work(job: Job) -> None:
     if capture_disabled(job.settings, p):
         log.info("not capturing: %s", capture_disabled(job.settings, p))
         return
-    folder = catchup.transcripts_dir(job.harness, job.payload.transcript,
-                                     job.payload.cwd or job.payload.workspaceDir)
+    folder = job.folder
     job.phase = "opening the database"
     db = await open_database(job.settings)
     try:
@@ -152,7 +156,7 @@ async def work(job: Job) -> None:
 
 def run(job: Job) -> None:
     """The job within its budget; a failure of ours is recorded, never raised."""
-    from . import status
+    from . import catchup, status
     from .capture import failure_reason
     from .hooks import Bounded
     from .transcripts import TranscriptError
@@ -160,21 +164,28 @@ def run(job: Job) -> None:
     budget = job.settings.capture_worker_timeout_s
     started = time.monotonic()
     task = Bounded(lambda: work(job))
-    if not task.done.wait(budget):
+    finished = task.done.wait(budget)
+    catching_up = job.event == "catch-up" or job.phase == "catching up"
+    key = job.catch_up_key if catching_up else job.key
+    if not finished:
         reason = f"capture took longer than {budget:g}s while {job.phase} (MCP_MEMORY_CAPTURE_WORKER_TIMEOUT_S)"
-        log.warning("%s: %s", job.key, reason)
-        status.record_failure(job.settings, job.key, reason)
-        return
-    error = task.error
-    if isinstance(error, TranscriptError):
-        log.warning("%s: nothing captured: %s", job.key, error)   # the transcript's fault, not ours
-    elif error is not None:
-        log.warning("%s: capture failed while %s", job.key, job.phase, exc_info=error)
+        log.warning("%s: %s", key, reason)
+        status.record_failure(job.settings, key, reason)
+    elif isinstance(task.error, TranscriptError):
+        log.warning("%s: nothing captured: %s", key, task.error)   # the transcript's fault, not ours
+    elif task.error is not None:
+        log.warning("%s: capture failed while %s", key, job.phase, exc_info=task.error)
         if job.phase not in ("capturing", "catching up"):   # there the capturer recorded it itself
-            status.record_failure(job.settings, job.key, failure_reason(error))
+            status.record_failure(job.settings, key, failure_reason(task.error))
     else:
-        log.info("%s: %s done in %.1f s", job.key, job.event, time.monotonic() - started)
-    task.thread.join(1.0)
+        if job.folder is not None:
+            status.record_success(job.settings, job.catch_up_key)
+        log.info("%s: %s done in %.1f s", key, job.event, time.monotonic() - started)
+    failed = not finished or (task.error is not None and not isinstance(task.error, TranscriptError))
+    if failed and catching_up and job.folder is not None:
+        catchup.mark_failed(job.settings, job.folder, True)   # hooks wait a while before the next try
+    if finished:
+        task.thread.join(1.0)
 
 
 def main() -> None:
