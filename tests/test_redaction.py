@@ -396,6 +396,15 @@ def test_ordinary_text_is_left_alone(text: str) -> None:
     assert redact(text) == (text, [])
 
 
+def test_a_long_text_finds_what_a_short_one_does() -> None:
+    """Past 4,096 characters a shape looks only near its needles; a token on the line after its
+    scheme word ("Bearer" then a line break) is still found."""
+    token = mixed(24)   # too short for the nameless random-string rule: only the Bearer shape finds it
+    short = f"Authorization: Bearer\n{token}\n"
+    assert token not in redact(short)[0]
+    assert token not in redact("filler line\n" * 1000 + short + "filler line\n" * 1000)[0]
+
+
 def test_redaction_is_idempotent() -> None:
     for s in CORPUS[:10]:
         once, _ = redact(s.line)
