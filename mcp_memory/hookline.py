@@ -10,16 +10,26 @@ server that does not answer is waited for no longer than the event's budget.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
-import socket
 import stat
-import struct
 import sys
 import time
-from typing import Any
+
+# The C modules under `socket` and `hashlib`: their Python wrappers (enums, selectors, OpenSSL)
+# cost a hook several milliseconds on every prompt, more on a busy machine.
+try:
+    import _socket as socket
+except ImportError:  # pragma: no cover
+    import socket  # type: ignore[no-redef]
+try:
+    from _sha2 import sha256  # Python >= 3.12
+except ImportError:
+    try:
+        from _sha256 import sha256  # Python 3.11
+    except ImportError:  # pragma: no cover
+        from hashlib import sha256
 
 EVENTS = ("session-start", "prompt-submit", "stop", "pre-compact", "session-end")
 RECALL_EVENTS = {"session-start": ("MCP_MEMORY_SESSION_START_TIMEOUT_S", 5.0),
@@ -73,7 +83,7 @@ def socket_path(database_url: str | None, data_dir: str | os.PathLike[str] | Non
     key = store_key(database_url, data_dir)
     if key is None or not hasattr(socket, "AF_UNIX"):
         return None
-    name = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:24] + ".sock"
+    name = sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:24] + ".sock"
     path = os.path.join(runtime_dir(), name)
     if len(path.encode()) > SUN_PATH_MAX:
         path = os.path.join("/tmp", f"mcp-memory-{os.getuid()}", name)
@@ -89,21 +99,22 @@ def private_dir_ok(path: str) -> bool:
     return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
 
 
-def peer_uid(sock: socket.socket) -> int | None:
-    """The uid of the process at the other end (Linux SO_PEERCRED); None where not available."""
+def peer_uid(sock: object) -> int | None:
+    """The uid of the process at the other end (Linux SO_PEERCRED: struct ucred, three 32-bit
+    ints pid, uid, gid); None where not available."""
     option = getattr(socket, "SO_PEERCRED", None)
     if option is None:
         return None
-    pid, uid, gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
-    return uid
+    cred = sock.getsockopt(socket.SOL_SOCKET, option, 12)  # type: ignore[attr-defined]
+    return int.from_bytes(cred[4:8], sys.byteorder)
 
 
-def parse(argv: list[str]) -> dict[str, Any] | None:
+def parse(argv: list[str]) -> dict[str, str] | None:
     """`hook <event> [--harness X] [--database-url U] …` as the full parser reads it; None for
     anything else (help, an unknown flag, a bad event), which the full parser then explains."""
     if len(argv) < 2 or argv[0] != "hook" or argv[1] not in EVENTS:
         return None
-    out: dict[str, Any] = {"event": argv[1], "harness": "claude-code"}
+    out = {"event": argv[1], "harness": "claude-code"}
     rest = argv[2:]
     while rest:
         arg = rest.pop(0)
@@ -120,7 +131,7 @@ def parse(argv: list[str]) -> dict[str, Any] | None:
     return out
 
 
-def request(args: dict[str, Any], started: float) -> dict[str, Any]:
+def request(args: dict[str, str], started: float) -> dict[str, object]:
     env = {k: v for k, v in os.environ.items() if k.startswith("MCP_MEMORY_")}
     identity = {k: args.get(k, env.get(f"MCP_MEMORY_{k.upper()}")) for k in IDENTITY}
     try:
@@ -128,12 +139,13 @@ def request(args: dict[str, Any], started: float) -> dict[str, Any]:
     except OSError:
         cwd = None
     data_dir = args.get("data_dir", env.get("MCP_MEMORY_DATA_DIR")) or default_data_dir()
+    url = args.get("database_url", env.get("MCP_MEMORY_DATABASE_URL")) or None
     return {"v": PROTOCOL, "event": args["event"], "harness": args["harness"], **identity, "env": env,
-            "data_dir": data_dir, "cwd": cwd, "project_dir": os.environ.get("CLAUDE_PROJECT_DIR"),
+            "database_url": url, "data_dir": data_dir, "cwd": cwd, "project_dir": os.environ.get("CLAUDE_PROJECT_DIR"),
             "started": started}
 
 
-def wait_for(args: dict[str, Any]) -> float:
+def wait_for(args: dict[str, str]) -> float:
     """How long the server may take to answer."""
     if args["event"] not in RECALL_EVENTS:
         return ACK_WAIT_S
@@ -149,7 +161,7 @@ class Fallback(Exception):
     """No server took the hook: the full path runs it."""
 
 
-def ask(path: str, args: dict[str, Any], raw: bytes, started: float) -> dict[str, Any]:
+def ask(path: str, args: dict[str, str], raw: bytes, started: float) -> dict[str, object]:
     """The server's answer, or Fallback. TimeoutError when a server took the hook and did not
     answer within the event's budget."""
     if not private_dir_ok(os.path.dirname(path)):

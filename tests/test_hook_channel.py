@@ -269,7 +269,7 @@ async def test_the_server_checks_the_peers_uid(module_service: MemoryService, st
     path = str(open_dir / "s.sock")
     own_env = {k: v for k, v in os.environ.items() if k.startswith("MCP_MEMORY_")}
     header = json.dumps({"v": 1, "event": "session-start", "harness": "claude-code", "user": "alice",
-                         "env": own_env, "cwd": "/tmp"})
+                         "env": own_env, "database_url": store.url, "cwd": "/tmp"})
     code = ("import socket, sys\ns = socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\n"
             "try:\n    s.sendall(sys.argv[2].encode() + b'\\n{}')\n    s.shutdown(socket.SHUT_WR)\n"
             "    data = s.recv(65536)\nexcept OSError:\n    data = b''\nprint(repr(data))\n")
@@ -332,6 +332,26 @@ def test_a_second_server_takes_over_when_the_listener_exits(own_store: Store, mo
         stop(second)
 
 
+def test_an_http_server_answers_hooks_too(own_store: Store, module_service: MemoryService, tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = tmp_path / "http.log"
+    proc = own_store.serve(log, "--transport", "http", "--port", str(port), "--no-auth")
+    try:
+        listening(own_store, proc, log)
+        out = own_store.hook("prompt-submit", prompt())
+        assert answered_by(out) == proc.pid and "black over autopep8" in out.stdout
+    finally:
+        proc.send_signal(signal.SIGINT)   # uvicorn's graceful shutdown
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    assert not os.path.exists(own_store.socket)   # a server that stops takes its socket with it
+
+
 def test_a_server_that_never_answers_costs_the_budget_only(own_store: Store) -> None:
     """Something holds the socket and accepts without answering: recall gives up within its
     budget, exit 0, one stderr line."""
@@ -389,6 +409,28 @@ def test_socket_paths_fit_and_keep_stores_apart(monkeypatch: pytest.MonkeyPatch)
     url = "postgresql://u:secret@db.example.com/memory"
     assert "secret" not in (hookline.socket_path(url, None) or "")
     assert len({hookline.socket_path(url, None), hookline.socket_path(url + "2", None), path}) == 3
+
+
+async def test_a_request_for_another_store_is_left_to_the_full_path(module_service: MemoryService, store: Store,
+                                                                   tmp_path: Path) -> None:
+    """Socket names are hashes: whatever maps two stores to one name, the server answers only
+    hooks of its own database and data dir."""
+    settings = Settings(database_url=store.url, data_dir=tmp_path / "data", user="alice")
+    own = {k: v for k, v in os.environ.items() if k.startswith("MCP_MEMORY_")}
+    body = json.dumps(start()).encode()
+    async with anyio.create_task_group() as tg:
+        channel = Channel(module_service, settings, tg)
+
+        async def ask(**fields: Any) -> dict[str, Any]:
+            header = {"v": 1, "event": "session-start", "harness": "claude-code", "user": "alice", "env": own,
+                      "database_url": store.url, "data_dir": str(tmp_path / "data"), **fields}
+            return await channel.reply(json.dumps(header).encode(), body)
+
+        assert "Tuesdays" in (await ask())["stdout"]
+        assert "database is not the server's" in (await ask(database_url=store.url + "x"))["fallback"]
+        assert "data dir is not the server's" in (await ask(data_dir=str(tmp_path / "other")))["fallback"]
+        assert "request" in (await ask(v=2))["fallback"]
+        tg.cancel_scope.cancel()
 
 
 def test_only_settings_that_change_an_answer_are_compared() -> None:

@@ -68,6 +68,7 @@ class Request(BaseModel):
     agent: str | None = None
     project: str | None = None
     env: dict[str, str] = {}
+    database_url: str | None = None
     data_dir: str | None = None
     cwd: str | None = None
     project_dir: str | None = None
@@ -123,6 +124,8 @@ class Channel:
         differ = differing_settings(req.env)
         if differ:
             raise Fallback(f"settings differ from the server's: {', '.join(differ)}")
+        if (req.database_url or None) != (self.settings.database_url or None):
+            raise Fallback("the hook's database is not the server's")   # two stores' names hashed alike
         if req.data_dir and _real(req.data_dir) != _real(self.settings.data_dir):
             # Same database, other data dir (status, recall ledgers, locks live there).
             raise Fallback("the hook's data dir is not the server's")
