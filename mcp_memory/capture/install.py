@@ -217,9 +217,9 @@ def uninstall(harness: str, *, scope: str = "user", project_dir: Path, home: Pat
         print(_said(undo))
     for change, taken in unrecorded:
         write_through(change.path, change.after)
-        if harness == "openclaw":
-            _remove_plugin([str(plugin_dir(change.path) / n) for n in openclaw_plugin.NAMES
-                            if (plugin_dir(change.path) / n).exists()])
+        if harness == "openclaw":   # our files, then their folders if that leaves them empty
+            folder = plugin_dir(change.path)
+            _remove_plugin([f"{folder.parent}/", f"{folder}/", *(str(folder / n) for n in openclaw_plugin.NAMES)])
         left = backups(change.path)
         print(f"no install record for {change.path} ({state_path(change.path).name} is gone): could not restore "
               f"it as it was before install; took out only mcp-memory's entries ({', '.join(taken)})"
