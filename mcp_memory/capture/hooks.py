@@ -151,8 +151,7 @@ async def respond(service: MemoryService, event: str, harness: Harness, payload:
         log.info("not capturing: %s", capture_disabled(settings, p))
         return ""
     transcript, key, path = load_transcript(harness, payload)
-    report = await Capturer(service, settings, harness).capture(p, transcript, key=key, path=path)
-    log.info("%s", report.line())
+    await Capturer(service, settings, harness).capture(p, transcript, key=key, path=path)   # logs its one line
     return ""
 
 
