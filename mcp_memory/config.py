@@ -238,6 +238,10 @@ class Settings(BaseSettings):
         "transcripts changed within this many days (older history from before the hooks is left alone)."))
     session_start_recent: int = Field(default=5, ge=0, le=50, description=(
         "Recent memories of the project added at session start, besides the pinned core."))
+    hook_channel: bool = Field(default=True, description=(
+        "`mcp-memory serve` answers this machine's hooks for its store over a socket only this user can reach "
+        "(no process start, model load or database start per prompt); false: it does not listen, and a hook "
+        "with it false does not ask (read by mcp_memory/hookline.py as well)."))
 
     # Row-level security: application queries run as this role ('' to skip).
     db_app_role: str = "mcp_memory_app"

@@ -42,6 +42,7 @@ IDENTITY = ("user", "agent", "project")
 MAX_STDIN = 8 * 1024 * 1024  # as capture/hooks.py: an OpenClaw agent_end event carries the conversation
 MAX_REPLY = 16 * 1024 * 1024
 PROTOCOL = 1
+OFF = ("0", "false", "f", "no", "n", "off")  # MCP_MEMORY_HOOK_CHANNEL as pydantic reads a false bool
 SUN_PATH_MAX = 100  # sun_path holds 108 bytes on Linux, 104 on macOS; keep a margin
 
 
@@ -228,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     argv = sys.argv[1:] if argv is None else argv
     args = parse(argv)
-    if args is None or os.environ.get("MCP_MEMORY_HOOK_CHANNEL", "").lower() in ("0", "false", "no", "off"):
+    if args is None or os.environ.get("MCP_MEMORY_HOOK_CHANNEL", "").strip().lower() in OFF:
         return full(argv)
     raw = sys.stdin.buffer.read(MAX_STDIN + 1)
     path = socket_path(args.get("database_url", os.environ.get("MCP_MEMORY_DATABASE_URL")),

@@ -352,6 +352,20 @@ def test_an_http_server_answers_hooks_too(own_store: Store, module_service: Memo
     assert not os.path.exists(own_store.socket)   # a server that stops takes its socket with it
 
 
+def test_the_channel_can_be_switched_off(own_store: Store, module_service: MemoryService, tmp_path: Path) -> None:
+    log = tmp_path / "serve.log"
+    proc = own_store.serve(log, env={"MCP_MEMORY_HOOK_CHANNEL": "false"})
+    try:
+        end = time.monotonic() + 120
+        while "database ready" not in log.read_text(errors="replace"):
+            assert proc.poll() is None and time.monotonic() < end, log.read_text()
+            time.sleep(0.1)
+        time.sleep(1)
+        assert not os.path.exists(own_store.socket) and "listening" not in log.read_text()
+    finally:
+        stop(proc)
+
+
 def test_a_server_that_never_answers_costs_the_budget_only(own_store: Store) -> None:
     """Something holds the socket and accepts without answering: recall gives up within its
     budget, exit 0, one stderr line."""

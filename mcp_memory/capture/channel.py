@@ -284,7 +284,8 @@ async def serving(state: HasService, settings: Settings) -> AsyncIterator[None]:
     """Around a server's life (`mcp-memory serve`, stdio or HTTP): hooks are answered once its
     database is open. Leaving waits for captures already acknowledged (each within its budget)."""
     async with anyio.create_task_group() as tg:
-        tg.start_soon(_when_open, state, settings, tg)
+        if settings.hook_channel:
+            tg.start_soon(_when_open, state, settings, tg)
         try:
             yield
         finally:
