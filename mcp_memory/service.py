@@ -12,6 +12,7 @@ from uuid import UUID
 
 from .config import Settings
 from .cursors import Cursors
+from .decisions.apply import reembed as reembed_undone
 from .decisions.apply import undo as undo_decision
 from .embeddings import conflict_similarity
 from .errors import InvalidInput, NotFound, PermissionDenied
@@ -392,7 +393,10 @@ class MemoryService(Forgetting):
     async def undo_decision(self, p: Principal, target: str) -> dict[str, Any]:
         """Reverse a model's decision, named by one of its history rows (seq) or by a memory it
         changed or was made about. The CLI and the console both come here."""
-        return await undo_decision(DecisionRepository(self.repo), JobRepository(self.repo), p, target)
+        decisions = DecisionRepository(self.repo)
+        result = await undo_decision(decisions, JobRepository(self.repo), p, target)
+        await reembed_undone(decisions, self.vectors, p, result.pop("rewritten"))
+        return result
 
     async def history(self, p: Principal, memory_id: UUID, *, limit: int = 100) -> HistoryResult:
         self.require(p, "read")

@@ -493,3 +493,74 @@ def test_retry_dead_with_nothing_dead_is_no_error(db_url: str) -> None:
     bare = subprocess.run([SERVE, "jobs", "retry", "--user", "alice"], env=env, capture_output=True, text=True,
                           timeout=60)
     assert bare.returncode == 2 and "--waiting" in bare.stderr
+
+
+# --- 6. UPDATE may carry merged text ------------------------------------------------------------------
+
+VIM = "I use Vim with the solarized theme."
+NEOVIM = "I switched to Neovim."
+MERGED = "I use Neovim with the solarized theme."
+
+
+async def test_update_with_merged_text_keeps_the_detail_and_undo_restores_it(
+        database: Database, settings: Settings, chat: ChatAPI, alice: Principal) -> None:
+    s = decisions_settings(settings, chat.url)
+    service = await MemoryService.open(database, s)
+    worker = DecisionWorker(database.admin, service, provider_from(s), s)
+    old = (await service.write(alice, VIM)).memory
+    await drain(worker)
+    new = (await service.write(alice, NEOVIM)).memory
+    before = await state(service, alice, new.id)
+    chat.script(("json", {"action": "UPDATE", "ids": ["1"], "reason": "switched editor", "text": MERGED}))
+    await drain(worker)
+    assert chat.take()[0]["body"]["response_format"]["json_schema"]["schema"]["properties"]["text"]
+    row = await state(service, alice, new.id)
+    assert (row["content"], row["version"]) == (MERGED, 2) and row["embedding"] is not None
+    assert (await state(service, alice, old.id))["superseded_by"] == new.id
+    found = await service.search(alice, "solarized Neovim")
+    assert found.hits[0].id == new.id
+    entry = (await service.history(alice, new.id)).entries[-1]
+    assert (entry.actor, entry.old, entry.new) == ("pipeline:decisions", {"content": NEOVIM}, {"content": MERGED})
+    # Undo puts the text back exactly, with its vector, and the link off.
+    undone = await service.undo_decision(alice, str(new.id))
+    assert set(undone["reverted"]) == {str(old.id), str(new.id)} and "rewritten" not in undone
+    row = await state(service, alice, new.id)
+    assert row["content"] == NEOVIM and row["content_hash"] == before["content_hash"]
+    assert row["embedding"] is not None and row["embedding"].to_list() == before["embedding"].to_list()
+    assert (await state(service, alice, old.id))["superseded_by"] is None
+
+
+@pytest.mark.parametrize(("text", "stored", "skipped"), [
+    (f"{MERGED} Token ghp_abcdefghijklmnopqrstuvwxyz0123456789.",
+     f"{MERGED} Token [REDACTED:github-token].", None),
+    ("x" * 600, NEOVIM, "more than the limit of 500"),
+])
+async def test_merged_text_is_bounded_and_redacted_like_a_write(database: Database, settings: Settings, chat: ChatAPI,
+                                                                alice: Principal, text: str, stored: str,
+                                                                skipped: str | None) -> None:
+    s = decisions_settings(settings, chat.url, max_content_chars=500)
+    service = await MemoryService.open(database, s)
+    worker = DecisionWorker(database.admin, service, provider_from(s), s)
+    old = (await service.write(alice, VIM)).memory
+    await drain(worker)
+    new = (await service.write(alice, NEOVIM)).memory
+    chat.script(("json", {"action": "UPDATE", "ids": ["1"], "reason": "switched", "text": text}))
+    await drain(worker)
+    assert (await state(service, alice, new.id))["content"] == stored
+    assert (await state(service, alice, old.id))["superseded_by"] == new.id  # the link stands either way
+    job = (await jobs_of(database))[1]
+    if skipped:
+        assert skipped in job["result"]["skipped"][f"text of {new.id}"]
+
+
+async def test_merged_text_only_with_update(setup_chat: Any, chat: ChatAPI, database: Database,
+                                            alice: Principal) -> None:
+    service, worker = setup_chat
+    await service.write(alice, VIM)
+    await drain(worker)
+    new = (await service.write(alice, NEOVIM)).memory
+    chat.script(*[("json", {"action": "ADD", "ids": [], "reason": "x", "text": "I use Emacs."})] * 2)
+    await drain(worker)
+    job = (await jobs_of(database))[1]
+    assert job["status"] == "dead" and "only UPDATE may carry merged text" in job["last_error"]
+    assert (await state(service, alice, new.id))["content"] == NEOVIM

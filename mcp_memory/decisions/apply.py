@@ -13,6 +13,7 @@ from typing import Any
 from uuid import UUID
 
 import asyncpg
+from pydantic import BaseModel
 
 from ..errors import Conflict, InvalidInput, NotFound
 from ..models import Principal
@@ -20,6 +21,7 @@ from ..permissions import require
 from ..repository import jobs as queue
 from ..repository.decisions import PIPELINE_ACTOR, DecisionRepository, request_id
 from ..repository.jobs import Job, JobRepository
+from ..validation import content_hash
 from .protocol import Answer
 
 
@@ -42,20 +44,33 @@ def _why_not(row: asyncpg.Record | None, job: Job, p: Principal, action: str) ->
     return None
 
 
+class Merged(BaseModel):
+    """The text an UPDATE rewrote the new memory to, ready to store (checked, redacted, embedded)."""
+
+    content: str
+    content_hash: str
+    embedding: list[float] | None = None
+    embedding_model: str | None = None
+
+
 def _label(answer: Answer) -> str:
     return f"{answer.provider}/{answer.model}"
 
 
 async def apply(repo: DecisionRepository, job: Job, worker: str, answer: Answer, targets: list[UUID],
-                candidates: list[UUID]) -> dict[str, Any] | None:
+                candidates: list[UUID], *, merged: Merged | None = None,
+                merge_refused: str | None = None) -> dict[str, Any] | None:
     """Apply `answer` for `job` and mark the job done, in one transaction. None: the job is no
     longer this worker's (taken again after its lease ran out, finished, or cancelled), and
-    nothing was changed."""
+    nothing was changed. `merged`: an UPDATE's text for the new memory; its old text goes to
+    history, and undo puts it back exactly."""
     p = job.acting_as()
     d = answer.decision
     result: dict[str, Any] = {"action": d.action, "reason": d.reason, "provider": answer.provider,
                               "model": answer.model, "targets": [str(t) for t in targets],
                               "candidates": [str(c) for c in candidates], "applied": [], "skipped": {}}
+    if merge_refused:  # the model's merged text could not be stored as a write; the link still is
+        result["skipped"][f"text of {job.memory_id}"] = merge_refused
     why = f"decision {d.action} by {_label(answer)}: {d.reason}"
     history: list[tuple[UUID, str, Any, Any]] = []
     async with repo.transaction(p) as conn:
@@ -76,6 +91,18 @@ async def apply(repo: DecisionRepository, job: Job, worker: str, answer: Answer,
             if ok and d.action == "UPDATE":
                 await repo.supersede(conn, ok, p.user_id, job.memory_id)
                 history += [(t, "UPDATE", {"superseded_by": None}, {"superseded_by": job.memory_id}) for t in ok]
+                if merged is not None:
+                    why_not = "pinned" if new["pinned"] else None
+                    if why_not is None and not await repo.rewrite(conn, p.user_id, job.memory_id, merged.content,
+                                                                  merged.content_hash, merged.embedding,
+                                                                  merged.embedding_model):
+                        why_not = "an identical memory already exists in its scope"
+                    if why_not:
+                        result["skipped"][f"text of {job.memory_id}"] = f"merged text not stored: {why_not}"
+                    else:
+                        history.append((job.memory_id, "UPDATE", {"content": new["content"]},
+                                        {"content": merged.content}))
+                        result["merged"] = True
             elif ok:
                 await repo.forget(conn, ok, p.user_id, why[:500])
                 history += [(t, "DELETE", {"deleted_at": None}, {"deleted_reason": why[:500]}) for t in ok]
@@ -131,8 +158,22 @@ async def undo(repo: DecisionRepository, jobs: JobRepository, p: Principal, targ
             raise NotFound(f"no decision {job_id} about memories in this session's scope")
         reverted, kept = [], {}
         history: list[tuple[UUID, str, Any, Any]] = []
+        rewritten: list[UUID] = []
         for r in rows:
             m = memories.get(r["memory_id"])
+            if r["event"] == "UPDATE" and "content" in (r["new"] or {}):  # merged text: the old text back
+                if m is None or m["content"] != r["new"]["content"]:
+                    kept[str(r["memory_id"])] = "its text changed since the decision"
+                    continue
+                old_text = r["old"]["content"]
+                if not await repo.rewrite(conn, p.user_id, m["id"], old_text, content_hash(old_text), None, None):
+                    kept[str(r["memory_id"])] = "an identical memory was written since"
+                    continue
+                history.append((m["id"], "UPDATE", {"content": m["content"]}, {"content": old_text}))
+                rewritten.append(m["id"])
+                if str(m["id"]) not in reverted:
+                    reverted.append(str(m["id"]))
+                continue
             if r["event"] == "UPDATE":
                 successor = UUID(str(r["new"]["superseded_by"]))
                 if m is None or m["superseded_by"] != successor:
@@ -148,9 +189,21 @@ async def undo(repo: DecisionRepository, jobs: JobRepository, p: Principal, targ
                     kept[str(r["memory_id"])] = "an identical memory was written since"
                     continue
                 history.append((m["id"], "RESTORE", {"deleted_at": m["deleted_at"]}, {"deleted_at": None}))
-            reverted.append(str(r["memory_id"]))
+            if str(r["memory_id"]) not in reverted:
+                reverted.append(str(r["memory_id"]))
         await repo.history(conn, p.user_id, history, actor=p.actor, client=p.client,
                            reason=f"undo decision job {job_id}", request="undo:" + request_id(job_id))
         # A decision that changed nothing (ADD) is still marked undone, so it is not asked twice.
         await jobs.undone(conn, p, job_id, p.actor)
-    return {"job": job_id, "reverted": reverted, "kept": kept}
+    return {"job": job_id, "reverted": reverted, "kept": kept, "rewritten": rewritten}
+
+
+async def reembed(repo: DecisionRepository, vectors: Any, p: Principal, ids: list[UUID]) -> None:
+    """After an undo put old texts back: their vectors, outside its transaction (best effort: a
+    memory left without one is embedded by the backfill)."""
+    if not ids or vectors is None:
+        return
+    for memory in await repo.memories.peek_many(p, ids):
+        vector = await vectors.document(memory.content)
+        if vector is not None:
+            await repo.embed(p, memory.id, memory.content, vector, vectors.model)

@@ -149,13 +149,37 @@ class DecisionWorker:
             self._down_until = 0.0
             await queue.release(self.admin, WAIT_PROVIDER)
         targets = answer.decision.targets(candidates)
-        result = await applying.apply(self.repo, job, worker, answer, targets, [c.id for c in candidates])
+        merged, refused = await self._merged(answer.decision.text, subject["content"])
+        result = await applying.apply(self.repo, job, worker, answer, targets, [c.id for c in candidates],
+                                      merged=merged, merge_refused=refused)
         if result is None:
             log.info("decision job %s was taken by another worker or cancelled; nothing applied", job.id)
             return "lost"
         self.processed += 1
         self.service._changed(len(result["applied"]))
         return "done"
+
+    async def _merged(self, text: str | None, current: str) -> tuple[applying.Merged | None, str | None]:
+        """The merged text an UPDATE carries, as any write would store it: checked against the
+        content limit, secrets redacted, embedded outside any transaction (without a vector if the
+        embedder is down: the backfill adds it). (None, why) when it cannot be stored."""
+        from ..capture.redact import redact
+        from ..errors import InvalidInput
+        from ..validation import content_hash
+
+        if text is None or not text.strip() or text.strip() == current.strip():
+            return None, None
+        try:
+            content = self.service.check.content(text)
+        except InvalidInput as exc:
+            return None, f"merged text not stored: {exc}"
+        content, kinds = redact(content)
+        if kinds:
+            log.info("decision's merged text: redacted %s", ", ".join(kinds))
+        vectors = self.service.vectors
+        vector = await vectors.document(content) if vectors is not None else None
+        return applying.Merged(content=content, content_hash=content_hash(content), embedding=vector,
+                               embedding_model=vectors.model if vector is not None and vectors else None), None
 
     async def _finish_without_model(self, job: Job, worker: str, why: str) -> str:
         from .protocol import Answer, Decision

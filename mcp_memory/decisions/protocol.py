@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 Action = Literal["ADD", "UPDATE", "DELETE", "NONE"]
 ACTIONS: tuple[Action, ...] = ("ADD", "UPDATE", "DELETE", "NONE")
 REASON_CHARS = 300
+MERGED_CHARS = 32_000  # the content limit's ceiling; the store's own (settings) applies when it is written
 
 
 class DecisionError(Exception):
@@ -104,6 +105,8 @@ class Decision(BaseModel):
     ids: list[str] = Field(default_factory=list, max_length=20,
                            description="The candidates it acts on (their labels); empty for ADD.")
     reason: str = Field(min_length=1, max_length=1000)
+    text: str | None = Field(default=None, max_length=MERGED_CHARS, description=(
+        "UPDATE only: the new memory rewritten to keep what is still true of the ones it replaces."))
 
     def targets(self, candidates: list[Candidate]) -> list[UUID]:
         """The candidate ids this decision names, checked: every one must be a candidate; ADD
@@ -121,6 +124,8 @@ class Decision(BaseModel):
             raise InvalidAnswer("NONE links the new memory to the one it duplicates: name exactly one candidate")
         if self.action in ("UPDATE", "DELETE") and not ids:
             raise InvalidAnswer(f"{self.action} must name the candidates it acts on")
+        if self.text is not None and self.text.strip() and self.action != "UPDATE":
+            raise InvalidAnswer(f"only UPDATE may carry merged text, not {self.action}")
         return ids
 
 
@@ -147,8 +152,9 @@ DECISION_SCHEMA = {
         "action": {"type": "string", "enum": list(ACTIONS)},
         "ids": {"type": "array", "items": {"type": "string"}},
         "reason": {"type": "string"},
+        "text": {"type": ["string", "null"]},
     },
-    "required": ["action", "ids", "reason"],
+    "required": ["action", "ids", "reason", "text"],
     "additionalProperties": False,
 }
 

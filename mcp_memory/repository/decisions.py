@@ -11,6 +11,7 @@ from typing import Any
 from uuid import UUID
 
 import asyncpg
+import numpy as np
 
 from ..models import Principal
 from .memories import MemoryRepository
@@ -44,6 +45,31 @@ class DecisionRepository:
                         successor: UUID | None) -> None:
         await conn.execute("UPDATE memories SET superseded_by = $3, updated_at = now(), version = version + 1 "
                            "WHERE user_id = $1 AND id = ANY($2::uuid[])", user_id, list(ids), successor)
+
+    async def rewrite(self, conn: asyncpg.Connection, user_id: str, memory_id: UUID, content: str, hash_: str,
+                      embedding: Sequence[float] | None, model: str | None) -> bool:
+        """Give a memory a new text (a decision's merged text, or the old one back on undo); False
+        (nothing changed) if an identical live memory is in its scope. Without a vector the
+        backfill embeds it later."""
+        vector = np.asarray(embedding, dtype=np.float32) if embedding is not None else None
+        await conn.execute("SAVEPOINT decision_rewrite")
+        try:
+            await conn.execute(
+                """UPDATE memories SET content = $3, content_hash = $4, embedding = $5, embedding_model = $6,
+                          updated_at = now(), version = version + 1
+                   WHERE user_id = $1 AND id = $2""", user_id, memory_id, content, hash_, vector, model)
+        except asyncpg.UniqueViolationError:
+            await conn.execute("ROLLBACK TO SAVEPOINT decision_rewrite")
+            return False
+        await conn.execute("RELEASE SAVEPOINT decision_rewrite")
+        return True
+
+    async def embed(self, p: Principal, memory_id: UUID, content: str, embedding: Sequence[float], model: str) -> None:
+        """A vector for a memory's text, if it still says `content` (set after an undo's commit)."""
+        async with self.memories.transaction(p) as conn:
+            await conn.execute("UPDATE memories SET embedding = $4, embedding_model = $5 "
+                               "WHERE user_id = $1 AND id = $2 AND content = $3 AND embedding IS NULL",
+                               p.user_id, memory_id, content, np.asarray(embedding, dtype=np.float32), model)
 
     async def forget(self, conn: asyncpg.Connection, ids: Sequence[UUID], user_id: str, reason: str) -> None:
         await conn.execute("UPDATE memories SET deleted_at = now(), deleted_reason = $3 "
