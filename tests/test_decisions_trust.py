@@ -564,3 +564,22 @@ async def test_merged_text_only_with_update(setup_chat: Any, chat: ChatAPI, data
     job = (await jobs_of(database))[1]
     assert job["status"] == "dead" and "only UPDATE may carry merged text" in job["last_error"]
     assert (await state(service, alice, new.id))["content"] == NEOVIM
+
+
+async def test_captured_turns_are_decided_against_earlier_turns_of_the_capture(
+        database: Database, settings: Settings, chat: ChatAPI, alice: Principal) -> None:
+    """Transcript capture stores a session's turns in one batch: the later turn is put to the
+    model with the earlier one as a candidate (before, rows of one batch never saw each other)."""
+    from mcp_memory.capture.capture import Capturer
+    from mcp_memory.capture.transcripts import parse_text
+
+    s = decisions_settings(settings, chat.url)
+    service = await MemoryService.open(database, s)
+    worker = DecisionWorker(database.admin, service, provider_from(s), s)
+    transcript = parse_text("User: I live in Berlin, in Kreuzberg.\nAssistant: Noted.\n"
+                            "User: I moved to Lisbon last month, so I no longer live in Berlin.\nAssistant: Noted.\n")
+    await Capturer(service, s, "cli").capture(alice, transcript, key="cli:berlin")
+    await drain(worker)
+    prompts = [r["body"]["messages"][1]["content"] for r in chat.take()]
+    assert any("Lisbon" in p.split("EXISTING memories:")[0] and "Kreuzberg" in p.split("EXISTING memories:")[1]
+               for p in prompts), prompts
