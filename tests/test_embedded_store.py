@@ -95,11 +95,45 @@ FIRST_START = textwrap.dedent("""
 """)
 
 
-def _first_start(data_dir: Path) -> subprocess.Popen[str]:
+NEXT_START = textwrap.dedent("""
+    import sys, anyio
+    from pathlib import Path
+    from mcp_memory.config import Settings
+    from mcp_memory.db import open_database
+
+    async def main():
+        db = await open_database(Settings(data_dir=Path(sys.argv[1])), start_timeout_s=120)
+        try:
+            print(await db.admin.fetchval("SELECT count(*) FROM memories"))
+        finally:
+            await db.close()
+
+    anyio.run(main)
+""")
+
+
+def _first_start(data_dir: Path, env: dict[str, str]) -> subprocess.Popen[str]:
     proc = subprocess.Popen([sys.executable, "-c", FIRST_START, str(data_dir)], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, env=_env(), start_new_session=True)
+                            stderr=subprocess.DEVNULL, text=True, env=env, start_new_session=True)
     assert proc.stdout is not None and proc.stdout.readline() == "go\n"
     return proc
+
+
+def _next_start(data_dir: Path, env: dict[str, str]) -> str:
+    done = subprocess.run([sys.executable, "-c", NEXT_START, str(data_dir)], capture_output=True, text=True,
+                          env=env, timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip()
+
+
+def _group_gone(pgid: int) -> None:
+    """A SIGKILLed process in the middle of an fsync dies only when the write is done."""
+    for _ in range(300):
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
 
 
 def _phase(data_dir: Path) -> str:
@@ -114,30 +148,42 @@ def _phase(data_dir: Path) -> str:
     return "server running"
 
 
-async def test_a_first_start_killed_at_any_moment_leaves_a_store_that_starts(space: Path) -> None:
+def test_a_first_start_killed_at_any_moment_leaves_a_store_that_starts(space: Path) -> None:
     """SIGKILL the process group of a first start (`open_database` on an empty data dir: initdb,
     postmaster, CREATE DATABASE, migrations) after a random delay spread over the time a first
     start takes, 20 times; the next start works every time. The old code failed about 1 in 3
-    (`initdb: directory exists but is not empty`, `pid must be a positive integer`)."""
+    (`initdb: directory exists but is not empty`, `pid must be a positive integer`). Every
+    process here has a private start lock: other users' long starts do not stretch the test."""
+    runtime = space / "runtime"
+    runtime.mkdir(mode=0o700)
+    env = _env(runtime)
     began = time.monotonic()
-    probe = _first_start(space / "probe")
+    probe = _first_start(space / "probe", env)
     assert probe.stdout is not None and probe.stdout.readline() == "ready\n"
     full = time.monotonic() - began
     probe.wait()
     rng = random.Random(int(os.environ.get("KILL_SEED", "26")))
     phases: Counter[str] = Counter()
+    swept_later = 0
     for i in range(KILLS):
         data_dir = space / f"kill{i}"
-        proc = _first_start(data_dir)
-        await anyio.sleep((i + rng.random()) / KILLS * full)  # stratified: every part of the start is hit
+        proc = _first_start(data_dir, env)
+        time.sleep((i + rng.random()) / KILLS * full)  # stratified: every part of the start is hit
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         phases[_phase(data_dir)] += 1
-        assert await _works(data_dir) == 0, f"kill {i}: the next start did not work"
+        assert _next_start(data_dir, env) == "0", f"kill {i}: the next start did not work"
+        if [p.name for p in data_dir.iterdir() if p.name != "pg"]:
+            # an initdb still dying (in an fsync) when the next start looked is left alone; the
+            # start after it removes what it left
+            _group_gone(proc.pid)
+            assert _next_start(data_dir, env) == "0"
+            swept_later += 1
         assert not [p.name for p in data_dir.iterdir() if p.name != "pg"], f"kill {i}: leftovers"
         _stop_postmasters(data_dir)
         shutil.rmtree(data_dir, ignore_errors=True)
-    print(f"\nfirst start {full:.1f} s; kills landed: {dict(phases)}; {time.monotonic() - began:.0f} s in all")
+    print(f"\nfirst start {full:.1f} s; kills landed: {dict(phases)}; staging left to a later start: "
+          f"{swept_later}; {time.monotonic() - began:.0f} s in all")
 
 
 # --- what older versions or killed starts left in place ----------------------------------------------
