@@ -297,7 +297,8 @@ class MemoryService(Forgetting):
         ids = list(dict.fromkeys(ids))
         found = await self.repo.get_many(p, ids)
         if not found:
-            raise NotFound(f"no memory with id {', '.join(map(str, ids))} in this session's scope")
+            raise NotFound(f"no memory with id {', '.join(map(str, ids))} in this session's scope (a forgotten "
+                           "one comes back with memory_restore, or memory_undo_decision if a decision forgot it)")
         seen = {m.id for m in found}
         return GetResult(memories=found, not_found=[i for i in ids if i not in seen])
 

@@ -583,3 +583,32 @@ async def test_captured_turns_are_decided_against_earlier_turns_of_the_capture(
     prompts = [r["body"]["messages"][1]["content"] for r in chat.take()]
     assert any("Lisbon" in p.split("EXISTING memories:")[0] and "Kreuzberg" in p.split("EXISTING memories:")[1]
                for p in prompts), prompts
+
+
+async def test_a_memory_without_its_vector_waits_for_it(setup_chat: Any, chat: ChatAPI, database: Database,
+                                                        alice: Principal) -> None:
+    service, worker = setup_chat
+    await service.write(alice, OSLO)
+    await drain(worker)
+    new = (await service.write(alice, LISBON)).memory
+    await database.admin.execute("UPDATE memories SET embedding = NULL, embedding_model = NULL WHERE id = $1", new.id)
+    for _ in range(4):  # more rounds than its attempts (2)
+        await database.admin.execute("UPDATE memory_jobs SET run_after = now()")
+        await drain(worker)
+    job = (await jobs_of(database))[1]
+    assert (job["status"], job["attempts"]) == ("queued", 0) and job["waiting"].startswith("waiting for its vector")
+    assert chat.take() == []
+
+
+async def test_memory_get_of_a_memory_a_decision_forgot_says_how_to_get_it_back(
+        setup_chat: Any, chat: ChatAPI, alice: Principal) -> None:
+    service, worker = setup_chat
+    old = (await service.write(alice, "Alice owns a red car.")).memory
+    await drain(worker)
+    await service.write(alice, "Alice sold her red car and no longer owns a car.")
+    chat.script(("json", {"action": "DELETE", "ids": ["1"], "reason": "sold"}))
+    await drain(worker)
+    with pytest.raises(Exception, match="memory_undo_decision"):
+        await service.get(alice, [old.id])
+    await service.undo_decision(alice, str(old.id))
+    assert [m.id for m in (await service.get(alice, [old.id])).memories] == [old.id]

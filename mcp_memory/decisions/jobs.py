@@ -41,6 +41,7 @@ MAX_BACKOFF_S = 3600
 WAIT_CLIENT = "waiting for a client"
 WAIT_PROVIDER = "waiting for the provider"
 WAIT_BUDGET = "waiting for the budget"
+NOT_EMBEDDED_RECHECK_S = 60.0
 
 
 class DecisionWorker:
@@ -130,7 +131,10 @@ class DecisionWorker:
             return await self._finish_without_model(job, worker, "the memory was forgotten before its decision")
         candidates = await self._candidates(p, job, subject)
         if candidates is None:
-            raise _NotEmbedded("the memory has no vector yet; it is decided once it is embedded")
+            # The embedder is down or the backfill has not reached it: not the job's fault either.
+            await queue.defer(self.admin, job, worker, NOT_EMBEDDED_RECHECK_S,
+                              "waiting for its vector: the memory is decided once it is embedded")
+            return "queued"
         if not candidates:
             return await self._finish_without_model(job, worker, "no close memory to decide about")
         waiting = await self._over_budget(job)
@@ -273,8 +277,3 @@ class DecisionWorker:
         except Exception:
             log.warning("deciding memory %s now failed; the workers retry it", memory_id, exc_info=True)
             self.wake()
-
-
-class _NotEmbedded(DecisionError):
-    kind = "waiting"
-
