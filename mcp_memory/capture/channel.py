@@ -34,7 +34,7 @@ from .. import hookline
 from ..config import Settings
 from ..models import Principal
 from ..service import MemoryService
-from . import catchup, status, worker
+from . import catchup, redact, status, worker
 from .capture import capture_disabled, failure_reason
 from .hooks import CAPTURE_EVENTS, Harness, HookInput, answer, budget, principal_for, respond
 from .transcripts import TranscriptError
@@ -298,6 +298,7 @@ async def _when_open(state: HasService, settings: Settings, tg: anyio.abc.TaskGr
     except Exception as exc:  # the server reports its database itself; hooks take the full path
         log.info("hook channel off: %s", exc)
         return
+    redact.warm()   # hooks are redacted once more on the way out: not on the first prompt's time
     await listen(service, settings, tg)
 
 
