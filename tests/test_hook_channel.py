@@ -381,6 +381,11 @@ def test_a_server_that_never_answers_costs_the_budget_only(own_store: Store) -> 
         took = time.monotonic() - started
         assert took < 1.9, took
         assert out.stdout == "" and len(out.stderr.splitlines()) == 1 and "longer than 1s" in out.stderr
+        # A capture event not acknowledged in time must still be captured: the full path takes it.
+        started = time.monotonic()
+        out = hanging.hook("stop", claude("Stop", transcript_path="/nonexistent.jsonl"), env=env, timeout=60)
+        assert "nothing captured" in out.stderr and "/nonexistent.jsonl" in out.stderr, out.stderr
+        assert time.monotonic() - started < 30
     finally:
         sink.close()
 
