@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
@@ -18,6 +19,8 @@ from .config import Settings
 from .embeddings import Embedder, make_embedder, resolve_dimension
 from .errors import ModelMismatch, Unavailable
 from .repository.embeddings import EmbeddingRepository, text_hash
+from .telemetry import metrics
+from .telemetry.tracing import span
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -60,35 +63,51 @@ class Vectors:
                                cooldown_s=settings.embedding_breaker_cooldown_s)
         self._healed = anyio.Event()
 
-    async def _guarded(self, call: Callable[[], Awaitable[T]], what: str) -> T | None:
+    async def _guarded(self, call: Callable[[], Awaitable[T]], what: str, timeout_s: float | None = None) -> T | None:
         """`call` unless the breaker is open; None on failure or timeout (fail open)."""
         if not self.breaker.allows():
+            metrics.EMBEDDER_CALLS.labels("skipped").inc()
             return None
+        started = time.monotonic()
         try:
-            with anyio.fail_after(self.settings.embedding_timeout_s):
+            with span("embedder", **{"mcp_memory.embedding.model": self.model}), \
+                    anyio.fail_after(timeout_s or self.settings.embedding_timeout_s):
                 result = await call()
         except (Unavailable, TimeoutError, OSError) as exc:
+            metrics.EMBEDDER_CALLS.labels("failed").inc()
+            metrics.EMBEDDER_SECONDS.observe(time.monotonic() - started)
             self.breaker.failed()
             log.warning("%s (the embedder is failing%s): %s", what,
-                        "; skipping it for a while" if self.breaker.open else "", exc)
+                        "; skipping it for a while" if self.breaker.open else "", str(exc) or type(exc).__name__)
             return None
+        metrics.EMBEDDER_CALLS.labels("ok").inc()
+        metrics.EMBEDDER_SECONDS.observe(time.monotonic() - started)
         if self.breaker.succeeded():
             log.info("the embedder answers again: embedding what was stored without a vector")
             self._healed.set()
         return result
 
+    async def probe(self, timeout_s: float | None = None) -> bool:
+        """Ask the embedder for one vector (through the breaker): True when it answered."""
+        embedder = self.embedder
+        if embedder is None:
+            return False
+        return await self._guarded(partial(embedder.embed_query, "health check"), "probing the embedder",
+                                   timeout_s) is not None
+
     async def heal_forever(self) -> None:
         """Each time the embedder comes back, embed the memories stored without a vector. With
-        the breaker open and no calls to probe it, probe it here: healing must not wait for
-        traffic that may never come."""
+        the breaker open and no calls to probe it, probe it here, when the breaker lets the
+        next probe go (about a second after it opened, then backing off up to its cooldown):
+        healing must not wait for traffic that may never come."""
         while True:
-            with anyio.move_on_after(self.breaker.cooldown_s):
+            wait = min(self.breaker.next_probe_in(), self.breaker.cooldown_s)
+            with anyio.move_on_after(wait + 0.01):
                 await self._healed.wait()
             if not self._healed.is_set():
-                embedder = self.embedder
-                if embedder is None or not self.breaker.open:
+                if self.embedder is None or not self.breaker.open or self.breaker.next_probe_in() > 0:
                     continue
-                if await self._guarded(partial(embedder.embed_query, "health check"), "probing the embedder") is None:
+                if not await self.probe():
                     continue
             self._healed = anyio.Event()
             try:
@@ -217,6 +236,7 @@ class Vectors:
             while rows := await self.repo.next_batch(model, reembed, after, batch_size):
                 vectors = await self.documents([r["content"] for r in rows])
                 await self.repo.store(model, [(r["user_id"], r["id"], v) for r, v in zip(rows, vectors, strict=True)])
+                metrics.BACKFILLED.inc(len(rows))
                 after = rows[-1]["id"]
                 done += len(rows)
                 bar.update(len(rows))

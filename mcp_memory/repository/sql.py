@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import asyncpg
 
 from ..models import MemoryFilter, Principal
@@ -31,13 +32,31 @@ def literal(value: str) -> str:
 @asynccontextmanager
 async def local_transaction(pool: asyncpg.Pool, settings: Mapping[str, str]) -> AsyncIterator[asyncpg.Connection]:
     """A transaction whose first round trip also sets its transaction-local settings (row-level
-    security keys on them): BEGIN and set_config go as one simple query. On an error the pool's
-    reset rolls back (see db.reset_connection); on success it commits."""
+    security keys on them): BEGIN and set_config go as one simple query. When the
+    body fails or is cancelled (a session ending mid-call) the transaction is rolled back here, before
+    the connection goes back: asyncpg logs "Resetting connection with an active transaction" at ERROR
+    for every connection released inside one. On success it commits."""
     sets = ", ".join(f"set_config({literal(name)}, {literal(value)}, true)" for name, value in settings.items())
     async with pool.acquire() as conn:
-        await conn.execute(f"BEGIN; SELECT {sets}")
-        yield conn
+        try:
+            await conn.execute(f"BEGIN; SELECT {sets}")
+            yield conn
+        except BaseException:
+            await _rollback(conn)
+            raise
         await conn.execute("COMMIT")
+
+
+async def _rollback(conn: asyncpg.Connection) -> None:
+    """End the failed transaction; a connection that cannot (the server gone, the call cancelled
+    mid-query) is closed instead, so the pool never gets it back inside a transaction."""
+    if conn.is_closed() or not conn.is_in_transaction():
+        return
+    try:
+        with anyio.CancelScope(shield=True), anyio.fail_after(5):
+            await conn.execute("ROLLBACK")
+    except Exception:
+        conn.terminate()
 
 
 # Every query carries the scope filter below as well as row-level security. Only the isolation

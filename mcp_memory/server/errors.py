@@ -4,11 +4,11 @@ tool"."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
-import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, ParamSpec, TypeVar
 
 import asyncpg
@@ -18,6 +18,9 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ValidationError
 
 from ..errors import MemoryServiceError
+from ..telemetry import metrics
+from ..telemetry.context import request_scope
+from ..telemetry.tracing import span
 
 log = logging.getLogger(__name__)
 
@@ -27,9 +30,12 @@ R = TypeVar("R")
 UNAVAILABLE = ("the memory database is not available right now; nothing was changed. Retry in a few seconds "
                "(the operator can run `mcp-memory doctor`)")
 
-# Failures that mean the database cannot be reached, not that the call was wrong.
+# Failures that mean the database cannot be reached, not that the call was wrong. asyncpg raises
+# InternalClientError when the server goes away between a query's messages (a restart mid-call),
+# and OSError covers FileNotFoundError: the Unix socket of an embedded server that is restarting.
 _OUTAGES = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, asyncpg.CannotConnectNowError,
-            asyncpg.TooManyConnectionsError, asyncpg.AdminShutdownError)
+            asyncpg.TooManyConnectionsError, asyncpg.AdminShutdownError, asyncpg.InternalClientError,
+            asyncpg.CrashShutdownError, asyncpg.ConnectionFailureError)
 
 
 class _OutageLog:
@@ -58,26 +64,64 @@ def report_outage(exc: BaseException) -> None:
 
 def tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     """Anticipated failures reach the model with their message; a database outage says so; any
-    other exception is logged with a traceback under an id, and the caller gets that id."""
+    other exception is logged with a traceback under the request id, and the caller gets that id.
+    Each tool call is counted by outcome, timed, and traced as a span (helpers whose names start
+    with an underscore run inside a tool's call and are not counted again)."""
+    name = fn.__name__
+    counted = not name.startswith("_")
+
+    async def guarded(*args: P.args, **kwargs: P.kwargs) -> tuple[R, str]:
+        try:
+            return await fn(*args, **kwargs), "ok"
+        except MemoryServiceError as exc:
+            raise _Outcome("refused", ToolError(str(exc))) from None
+        except (ToolError, MCPError) as exc:
+            raise _Outcome("refused", exc) from None
+        except _OUTAGES as exc:
+            report_outage(exc)
+            raise _Outcome("unavailable", ToolError(UNAVAILABLE)) from None
 
     @functools.wraps(fn)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return await fn(*args, **kwargs)
-        except MemoryServiceError as exc:
-            raise ToolError(str(exc)) from None
-        except (ToolError, MCPError):
-            raise
-        except _OUTAGES as exc:
-            report_outage(exc)
-            raise ToolError(UNAVAILABLE) from None
-        except Exception:
-            error_id = secrets.token_hex(6)
-            log.exception("internal error %s in %s", error_id, fn.__name__)
-            raise ToolError(f"internal error {error_id}: the server failed on this call and rolled it back; "
-                            "retry, and if it fails again report this id to the operator") from None
+        with request_scope() as rid:
+            started = time.monotonic()
+            outcome = "internal"
+            try:
+                with span(f"tool {name}", **{"mcp_memory.tool": name}) if counted else _nothing():
+                    try:
+                        result, outcome = await guarded(*args, **kwargs)
+                    except _Outcome as failed:
+                        outcome = failed.outcome
+                        raise failed.error from None
+                    except Exception:
+                        log.exception("internal error %s in %s", rid, name)
+                        raise ToolError(f"internal error {rid}: the server failed on this call and rolled it "
+                                        "back; retry, and if it fails again report this id to the operator") from None
+            finally:
+                if counted:
+                    metrics.TOOL_CALLS.labels(name, outcome).inc()
+                    metrics.TOOL_SECONDS.labels(name).observe(time.monotonic() - started)
+            _count_effects(name, result)
+            return result
 
     return wrapper
+
+
+class _Outcome(Exception):
+    def __init__(self, outcome: str, error: BaseException) -> None:
+        self.outcome, self.error = outcome, error
+
+
+@contextlib.contextmanager
+def _nothing() -> Iterator[None]:
+    yield
+
+
+def _count_effects(name: str, result: Any) -> None:
+    """What a call did, beyond its count: memory_forget executions and how much they forgot."""
+    if name == "memory_forget" and getattr(result, "mode", None) == "executed":
+        metrics.FORGET_EXECUTIONS.inc()
+        metrics.FORGOTTEN.inc(len(getattr(result, "forgotten", ()) or ()))
 
 
 class ArgumentError(ValidationError):
