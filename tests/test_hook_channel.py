@@ -243,6 +243,26 @@ async def test_capture_is_acknowledged_and_done_in_the_servers_background(
             await anyio.sleep(0.2)   # the server captures after answering: poll the database
 
 
+async def test_openclaw_hooks_through_the_server(store: Store, server: subprocess.Popen[bytes],
+                                                 module_service: MemoryService) -> None:
+    """OpenClaw's plugin runs the same command: recall answered as prependContext, and an agent_end's
+    messages (only this hook has them) captured by the server."""
+    event = {"prompt": "Do I prefer black or autopep8 for formatting my Python code?", "sessionId": "oc-1",
+             "sessionKey": "agent:main:main", "workspaceDir": "/tmp"}
+    out = store.hook("prompt-submit", event, "--harness", "openclaw", "--project", "oc")
+    assert answered_by(out) == server.pid
+    assert list(json.loads(out.stdout)) == ["prependContext"] and "autopep8" in out.stdout
+    lines = [json.loads(line) for line in (FIXTURES / "openclaw_session.jsonl").read_text().splitlines()]
+    end = {"messages": [e["message"] for e in lines if e["type"] == "message"], "success": True,
+           "sessionId": "oc-1", "sessionKey": "agent:main:main", "workspaceDir": "/tmp"}
+    out = store.hook("stop", end, "--harness", "openclaw", "--project", "oc")
+    assert answered_by(out) == server.pid and out.stdout == ""
+    p = Principal(user_id="alice", agent_id="openclaw", project_id="oc", actor="test:alice")
+    with anyio.fail_after(60):
+        while len((await module_service.list(p, MemoryFilter(kinds=["episode"]), limit=50)).memories) < 3:  # noqa: ASYNC110
+            await anyio.sleep(0.2)   # captured after the answer: poll the database
+
+
 def test_socket_and_directory_are_the_users_only(store: Store, server: subprocess.Popen[bytes]) -> None:
     path = store.socket
     assert len(path.encode()) <= hookline.SUN_PATH_MAX
