@@ -612,3 +612,29 @@ async def test_memory_get_of_a_memory_a_decision_forgot_says_how_to_get_it_back(
         await service.get(alice, [old.id])
     await service.undo_decision(alice, str(old.id))
     assert [m.id for m in (await service.get(alice, [old.id])).memories] == [old.id]
+
+
+async def test_waiting_jobs_listed_and_lifted_from_the_cli(database: Database, db_url: str, settings: Settings,
+                                                           alice: Principal) -> None:
+    s = decisions_settings(settings, dead_url(), decisions_retry_base_s=100)
+    service = await MemoryService.open(database, s)
+    worker = DecisionWorker(database.admin, service, provider_from(s), s)
+    await service.write(alice, OSLO)
+    await drain(worker)
+    await service.write(alice, LISBON)
+    await drain(worker)
+    job = (await jobs_of(database))[1]
+    env = {**os.environ, "MCP_MEMORY_DATABASE_URL": db_url, "MCP_MEMORY_LOG_LEVEL": "WARNING"}
+    who = ["--user", "alice", "--agent", "agent-a", "--project", "proj-x"]
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([SERVE, *args, *who], env=env, capture_output=True, text=True, timeout=60)
+
+    listed = cli("jobs", "list", "--status", "waiting")
+    line = next(x for x in listed.stdout.splitlines() if x.strip().startswith(str(job["id"])))
+    assert "waiting" in line and "waiting for the provider" in line and "unreachable" in line
+    assert "waiting 1" in listed.stdout.splitlines()[0]  # the queue's counts name them too
+    lifted = cli("jobs", "retry", "--waiting")
+    assert lifted.returncode == 0 and f"queued again: {job['id']}" in lifted.stdout, lifted.stderr
+    row = await database.admin.fetchrow("SELECT * FROM memory_jobs WHERE id = $1", job["id"])
+    assert row["unbudgeted"] and row["waiting"] is None and row["run_after"] <= row["updated_at"]
