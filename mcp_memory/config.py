@@ -166,6 +166,10 @@ class Settings(BaseSettings):
     allowed_hosts: list[str] = Field(default_factory=list, description="Extra Host header values to accept "
                                      "(DNS-rebinding protection), e.g. mem.example.com.")
     no_auth: bool = Field(default=False, description="Serve HTTP without authentication (loopback only).")
+    console_session_hours: float = Field(default=8, gt=0, le=24 * 30, description=(
+        "A console sign-in ends this long after it began, however busy (absolute expiry)."))
+    console_idle_minutes: float = Field(default=60, gt=0, le=24 * 60, description=(
+        "A console session unused this long ends (idle expiry)."))
     graceful_shutdown_s: float = Field(default=30, ge=0)
 
     # OAuth / JWT bearer tokens (API keys need no settings)
@@ -247,6 +251,11 @@ class Settings(BaseSettings):
     db_app_role: str = "mcp_memory_app"
 
     log_level: str = Field(default="INFO")
+    log_format: Literal["text", "json"] = Field(default="text", description=(
+        "json: one JSON object per log line (time, level, logger, message, request_id), on stderr."))
+    metrics_port: int | None = Field(default=None, ge=1, le=65535, description=(
+        "Also serve Prometheus metrics on 127.0.0.1 at this port (for a stdio server, which has no HTTP "
+        "endpoint; the HTTP transport always has /metrics)."))
 
     @field_validator("local_permissions")
     @classmethod

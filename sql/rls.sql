@@ -34,7 +34,7 @@ BEGIN
     END IF;
     GRANT EXECUTE ON FUNCTION mcp_memory_setting(text) TO mcp_memory_app;
     FOREACH t IN ARRAY ARRAY['memories', 'memory_history', 'forget_tokens', 'idempotency_keys', 'api_keys',
-                             'rate_limits', 'memory_jobs', 'transcript_cursors'] LOOP
+                             'rate_limits', 'memory_jobs', 'transcript_cursors', 'console_sessions'] LOOP
         EXECUTE format('GRANT SELECT, INSERT, UPDATE ON %I TO mcp_memory_app', t);
         IF NOT (SELECT relrowsecurity AND relforcerowsecurity FROM pg_class WHERE oid = t::regclass) THEN
             EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
@@ -60,6 +60,8 @@ BEGIN
     REVOKE UPDATE ON memory_history FROM mcp_memory_app;
     REVOKE UPDATE ON api_keys FROM mcp_memory_app;
     GRANT UPDATE (last_used_at) ON api_keys TO mcp_memory_app;
+    -- Signing out deletes the session's row (its user's only, under the tenant policy).
+    GRANT DELETE ON console_sessions TO mcp_memory_app;
 END $$;
 
 -- Under row-level security the planner may use an index for a query's own condition only if

@@ -9,12 +9,15 @@ import re
 import subprocess
 import time
 import uuid
+from pathlib import Path
 
+import anyio
 import httpx2
 import pytest
 
+from mcp_memory.config import Settings
 from mcp_memory.console import diff
-from mcp_memory.db import Database
+from mcp_memory.db import Database, open_database
 from mcp_memory.service import MemoryService
 
 from .conftest import principal
@@ -73,7 +76,7 @@ async def test_sign_in_pages_and_curation(database: Database, db_url: str, servi
         first = anonymous.get("/ui/")
         assert first.status_code == 303 and first.headers["location"].startswith("/ui/signin")
         cookie = first.headers["set-cookie"].lower()
-        assert "httponly" in cookie and "samesite=strict" in cookie and "path=/" in cookie
+        assert "httponly" in cookie and "samesite=lax" in cookie and "path=/" in cookie
         signin = anonymous.get("/ui/signin")
         assert "default-src 'self'" in signin.headers["content-security-policy"]
         wrong = {"csrf": csrf(signin.text), "key": key[:-3] + "xyz"}
@@ -185,9 +188,9 @@ async def test_console_attackers(database: Database, db_url: str, service: Memor
         stolen = browser(base)  # a valid token but no session cookie: not signed in
         assert stolen.post(target, data={**forged, "csrf": alice_csrf}).status_code == 403
         cookie_name = next(iter(alice.cookies.keys()))
-        payload, sig = alice.cookies[cookie_name].rsplit(".", 1)
+        user_part, session_token = alice.cookies[cookie_name].split(".", 1)
         tampered = browser(base)
-        tampered.cookies.set(cookie_name, payload + "." + sig[::-1])
+        tampered.cookies.set(cookie_name, user_part + "." + session_token[::-1])
         assert tampered.get("/ui/").status_code == 303  # forged cookie: a stranger
         assert alice.get("/ui/", headers={"Host": "evil.example"}).status_code == 421  # DNS rebinding
 
@@ -215,7 +218,18 @@ async def test_console_attackers(database: Database, db_url: str, service: Memor
     assert after == before  # nothing changed
 
 
-def test_ui_command_serves_loopback_without_key(db_url: str) -> None:
+async def _carol_in_the_garden(db_url: str, tmp: Path) -> None:
+    settings = Settings(database_url=db_url, data_dir=tmp / "unused")
+    db = await open_database(settings)
+    try:
+        service = await MemoryService.open(db, settings)
+        await service.write(principal("carol", agent=None, project="garden"), "Carol planted tomatoes in the garden")
+    finally:
+        await db.close()
+
+
+def test_ui_command_serves_loopback_without_key(db_url: str, tmp_path: Path) -> None:
+    anyio.run(_carol_in_the_garden, db_url, tmp_path)
     port = free_port()
     env = {**os.environ, "MCP_MEMORY_DATABASE_URL": db_url, "MCP_MEMORY_USER": "carol", "MCP_MEMORY_PROJECT": "none"}
     proc = subprocess.Popen([SERVE, "ui", "--no-browser", "--port", str(port)], env=env,
@@ -237,9 +251,13 @@ def test_ui_command_serves_loopback_without_key(db_url: str) -> None:
         home = client.get("/ui/")
         assert home.status_code == 200 and "local:carol" in home.text
         assert client.post("/ui/namespace", data={"agent": "x"}).status_code == 403  # still needs the CSRF token
-        switched = client.post("/ui/namespace", data={"csrf": csrf(home.text), "project": "garden"})
+        picker = client.get("/ui/namespaces").text
+        assert re.search(r"<td>\(shared\)</td><td>garden</td><td>1</td>", picker), picker
+        typo = client.post("/ui/namespace", data={"csrf": csrf(picker), "project": "gardn"})
+        assert typo.status_code == 404 and "project &#39;gardn&#39; is unknown" in typo.text
+        switched = client.post("/ui/namespace", data={"csrf": csrf(picker), "project": "garden"})
         assert switched.status_code == 303
-        assert 'name="project" value="garden"' in client.get("/ui/").text
+        assert "project garden" in client.get("/ui/").text
     finally:
         proc.terminate()
         proc.wait(timeout=15)

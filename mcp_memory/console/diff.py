@@ -33,6 +33,8 @@ def _show(value: Any) -> str | None:
         return None
     if isinstance(value, str):
         return value
+    if isinstance(value, float):
+        return f"{value:.4g}"  # a float4 read back (importance 0.800000011920929) as it was meant: 0.8
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 

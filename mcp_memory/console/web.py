@@ -1,6 +1,7 @@
-"""What every console page shares: the session and principal of the request, the CSRF check on
-every POST, the Host check (DNS rebinding), rendering with autoescaped templates, safe headers,
-and service errors turned into a page with the service's own message."""
+"""What every console page shares: the session and principal of the request, the CSRF and Origin
+checks on every POST, the Host check (DNS rebinding), rendering with autoescaped templates, safe
+headers, service errors turned into a page with the service's own message, and a database outage
+turned into a 503 page in the console's layout that gives back the form being sent."""
 
 from __future__ import annotations
 
@@ -26,22 +27,28 @@ from ..errors import (
     Unavailable,
 )
 from ..models import KINDS, Principal
+from ..server.errors import UNAVAILABLE, is_outage, report_outage
 from ..server.http import is_loopback
 from ..server.state import AppState, StateHolder
 from ..service import MemoryService
 from . import forms
-from .auth import Session, Sessions, new_session
+from .auth import Session, Sessions, cookie_value, parse_cookie
 
 log = logging.getLogger(__name__)
 
 PREFIX = "/ui"
 TEMPLATES = Path(__file__).with_name("templates")
+RETRY_AFTER_S = 5
+# Form fields sent back as they were (not shown as boxes) when an outage page offers to resend.
+SYSTEM_FIELDS = frozenset({"if_version", "token", "ids", "next", "seq", "pinned", "force", "older"})
+SECRET_FIELDS = frozenset({"csrf", "key"})  # never echoed: the API key stays out of every page
 STATUS = [(InvalidInput, 400), (PermissionDenied, 403), (NotFound, 404), (Conflict, 409), (RateLimited, 429),
           (Unavailable, 503)]
 # Outcomes a redirect may announce (?done=…): fixed texts, so nothing from the URL is echoed.
 DONE = {"updated": "Saved: a new version was written.", "unchanged": "Nothing to save: the fields were the same.",
         "pinned": "Pinned.", "unpinned": "Unpinned.", "superseded": "Marked as superseded by this memory.",
         "restored": "Restored.", "namespace": "Namespace switched.", "signedout": "Signed out.",
+        "everywhere": "Every session of this sign-in was ended, this one too.",
         "undone": "The decision was undone: what it changed is back as it was (see the history)."}
 HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
@@ -60,21 +67,26 @@ class Ctx:
 
     console: Console
     request: Request
-    state: AppState
+    state: AppState | None
     session: Session
     csrf: str
     principal: Principal | None = None
     params: forms.Fields = field(default_factory=lambda: forms.Fields({}))
     form: forms.Fields = field(default_factory=lambda: forms.Fields({}))
-    new_session: Session | None = None  # set by sign-in / sign-out / namespace: sent as the cookie
+    cookie: str | None = None  # a new cookie value (sign-in, sign-out, a fresh visitor)
 
     @property
     def p(self) -> Principal:
         assert self.principal is not None
         return self.principal
 
+    @property
+    def st(self) -> AppState:
+        assert self.state is not None
+        return self.state
+
     async def service(self) -> MemoryService:
-        return await self.state.service()
+        return await self.st.service()
 
     def render(self, template: str, status: int = 200, **values: Any) -> HTMLResponse:
         return self.console.render(self, template, status, **values)
@@ -95,6 +107,7 @@ class Console:
         self.sessions = Sessions(settings)
         self.env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True),
                                trim_blocks=True, lstrip_blocks=True)
+        self.env.filters["num"] = _num
 
     # --- request plumbing -------------------------------------------------------------------
 
@@ -104,11 +117,16 @@ class Console:
                 return True
         return False
 
-    @staticmethod
-    def secure(request: Request) -> bool:
-        """Secure cookies everywhere but plain HTTP on loopback (`mcp-memory ui`), where a browser
-        would not send them back."""
-        return request.url.scheme == "https" or not is_loopback(request.url.hostname or "")
+    def secure(self, request: Request) -> bool:
+        """Whether the browser reached us over HTTPS: directly, or through a TLS-terminating proxy
+        named by MCP_MEMORY_PUBLIC_URL=https://…. Only then is the cookie marked Secure (a browser
+        drops a Secure cookie set over plain HTTP, which made sign-in fail off loopback)."""
+        return request.url.scheme == "https" or (self.settings.public_url or "").startswith("https://")
+
+    def plain_http_warning(self, request: Request) -> bool:
+        """Plain HTTP to an address other than loopback: the key and the session cross the network
+        readable. It works (the operator chose it) but every page says so."""
+        return not self.secure(request) and not is_loopback(request.url.hostname or "")
 
     def cookie_name(self, request: Request) -> str:
         return "__Host-mcpm-console" if self.secure(request) else "mcpm-console"
@@ -122,57 +140,123 @@ class Console:
         return origin is not None and origin != f"{request.url.scheme}://{request.headers.get('host', '')}"
 
     def page(self, handler: Handler, *, public: bool = False) -> Callable[[Request], Awaitable[Response]]:
-        """An endpoint: session, CSRF on POST, principal (or the sign-in page), errors as pages."""
+        """An endpoint: session, CSRF + Origin on POST, principal (or the sign-in page), errors and
+        outages as pages."""
 
         async def endpoint(request: Request) -> Response:
             if not self.host_allowed(request.headers.get("host", "")):
                 return HTMLResponse("Host not allowed", status_code=421)
-            state = self.holder.current
-            if state is None:
-                return HTMLResponse("The server is starting; retry shortly.", status_code=503)
-            try:
-                session = await self.sessions.decode(state, request.cookies.get(self.cookie_name(request)))
-            except MemoryServiceError as exc:  # the database is not there yet
-                return HTMLResponse(str(exc), status_code=503)
-            fresh = session is None
-            session = session or new_session()
-            ctx = Ctx(self, request, state, session, await self.sessions.csrf(state, session),
-                      params=forms.query(request))
+            cookie = request.cookies.get(self.cookie_name(request))
+            ctx = Ctx(self, request, self.holder.current, Session(""), "", params=forms.query(request))
+            parsed = parse_cookie(cookie)
+            if parsed is not None:  # the CSRF token needs only the cookie: an outage page can offer to resend
+                ctx.session = Session(parsed[1])
+                ctx.csrf = self.sessions.csrf(ctx.session)
             try:
                 if request.method == "POST":
-                    ctx.form = await forms.form(request)
-                    if self.cross_site(request) or not await self.sessions.check_csrf(state, session,
-                                                                                      ctx.form.get("csrf")):
+                    ctx.form = await forms.form(request)  # read first, so an outage page can give it back
+                if ctx.state is None:
+                    raise _Starting()
+                session, fresh = await self.sessions.open(ctx.state, cookie)
+                ctx.session, ctx.csrf = session, self.sessions.csrf(session)
+                if fresh:
+                    ctx.cookie = _cookie_of(session)
+                if request.method == "POST":
+                    if cookie is None:
+                        raise PermissionDenied(
+                            "your browser sent no console cookie with this form, so it cannot be checked: allow "
+                            "cookies for this site" + (" (over plain HTTP a cookie marked Secure is dropped: "
+                                                       "see the warning above)" if self.plain_http_warning(request)
+                                                       else "") + ", reload the page and send it again")
+                    if self.cross_site(request):
+                        raise PermissionDenied("this form was sent from another site; nothing was changed")
+                    if not self.sessions.check_csrf(session, ctx.form.get("csrf")):
                         raise PermissionDenied("this form did not come from this console page (its CSRF token is "
                                                "missing or stale): reload the page and send it again")
-                ctx.principal = await self.sessions.principal(state, session)
+                ctx.principal = self.sessions.principal(session)
+                forms.check_lengths(ctx.params.values)
+                forms.check_lengths(ctx.form.values)
                 if ctx.principal is None and not public:
                     if request.method == "POST":
-                        raise PermissionDenied("sign in first")
-                    return await self._cookie(request, ctx.redirect("/signin", next=request.url.path), fresh, ctx)
+                        raise PermissionDenied("sign in first (the session ended, or was signed out)")
+                    return self._finish(request, ctx.redirect("/signin", next=request.url.path), ctx)
                 response = await handler(ctx)
+            except (_Starting, Unavailable) as exc:
+                response = self.unavailable(ctx, None if isinstance(exc, _Starting) else exc)
             except MemoryServiceError as exc:
                 status = next((code for kind, code in STATUS if isinstance(exc, kind)), 400)
-                response = ctx.render("error.html", status=status, message=str(exc))
-            return await self._cookie(request, response, fresh, ctx)
+                response = ctx.render("error.html", status=status, message=str(exc), form_back=_kept(ctx, exc))
+            except Exception as exc:
+                if not is_outage(exc):
+                    raise
+                response = self.unavailable(ctx, exc)
+            return self._finish(request, response, ctx)
 
         return endpoint
 
-    async def _cookie(self, request: Request, response: Response, fresh: bool, ctx: Ctx) -> Response:
+    def unavailable(self, ctx: Ctx, exc: BaseException | None) -> HTMLResponse:
+        """The outage page: 503 with Retry-After, one log line per outage (not a traceback per
+        request), and the form being sent shown again with what was typed."""
+        if exc is not None:
+            report_outage(exc)
+        message = UNAVAILABLE if exc is not None else "The server is starting; retry in a few seconds."
+        response = ctx.render("unavailable.html", status=503, message=message, form_back=_kept(ctx, exc))
+        response.headers["Retry-After"] = str(RETRY_AFTER_S)
+        return response
+
+    def _finish(self, request: Request, response: Response, ctx: Ctx) -> Response:
         for name, value in HEADERS.items():
             response.headers.setdefault(name, value)
-        session = ctx.new_session or (ctx.session if fresh else None)
-        if session is not None:
-            # A session cookie (no Max-Age): it ends with the browser, or at the signed expiry.
-            response.set_cookie(self.cookie_name(request), await self.sessions.encode(ctx.state, session),
-                                path="/", secure=self.secure(request), httponly=True, samesite="strict")
+        if ctx.cookie is not None:
+            # A session cookie (no Max-Age): it ends with the browser, or with the stored session.
+            # Lax: a link from another site opens the page signed in; POSTs carry the CSRF token.
+            response.set_cookie(self.cookie_name(request), ctx.cookie, path="/", secure=self.secure(request),
+                                httponly=True, samesite="lax")
         return response
 
     # --- rendering --------------------------------------------------------------------------
 
     def render(self, ctx: Ctx, template: str, status: int, **values: Any) -> HTMLResponse:
         done = DONE.get(ctx.params.get("done"))
+        values.setdefault("form_back", None)
         html = self.env.get_template(template).render(
             prefix=PREFIX, csrf=ctx.csrf, principal=ctx.principal, session=ctx.session, no_auth=self.settings.no_auth,
-            kinds=KINDS, scopes=forms.SCOPES, done=done, path=ctx.request.url.path, **values)
+            kinds=KINDS, scopes=forms.SCOPES, done=done, path=ctx.request.url.path,
+            plain_http=self.plain_http_warning(ctx.request), **values)
         return HTMLResponse(html, status_code=status)
+
+
+def _num(value: Any) -> Any:
+    """A stored real as people write it: 0.8, not 0.800000011920929 (a float4 read back)."""
+    return f"{value:.4g}" if isinstance(value, float) else value
+
+
+class _Starting(Exception):
+    """The server's state is not built yet (the lifespan is still starting)."""
+
+
+def _cookie_of(session: Session) -> str:
+    return cookie_value(session.row.user_id if session.row else None, session.token)
+
+
+def _kept(ctx: Ctx, exc: BaseException | None) -> dict[str, Any] | None:
+    """A POST that failed for a reason the user can fix or wait out (an outage, a stale version)
+    comes back as a form to send again, with what was typed. The CSRF token is the session's
+    (derived from the cookie, so known without the database); the API key is never echoed."""
+    if ctx.request.method != "POST" or not ctx.form.values:
+        return None
+    if exc is not None and not (is_outage(exc) or isinstance(exc, (Unavailable, Conflict))):
+        return None
+    hidden: list[tuple[str, str]] = []
+    shown: list[tuple[str, str, bool]] = []
+    for name, values in ctx.form.values.items():
+        if name in SECRET_FIELDS:
+            continue
+        for value in values:
+            value = value[:forms.MAX_ECHO_FIELD]
+            if name in SYSTEM_FIELDS:
+                hidden.append((name, value))
+            else:
+                shown.append((name, value, name == "content" or "\n" in value or len(value) > 80))
+    return {"action": ctx.request.url.path, "hidden": hidden, "shown": shown,
+            "dropped_key": "key" in ctx.form.values}

@@ -8,20 +8,31 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ...errors import InvalidInput
+from ...limits import MAX_BATCH
 from .. import forms
 from ..web import Console, Ctx
 
 
+def max_batch(ctx: Ctx) -> int:
+    """The largest preview this session may ask for: what the service allows it, no more."""
+    return MAX_BATCH if ctx.p.can("admin") else ctx.console.settings.forget_max_batch
+
+
 async def forget_form(ctx: Ctx) -> Response:
-    return ctx.render("forget.html", f=ctx.params, q=ctx.params.get("q"))
+    return ctx.render("forget.html", f=ctx.params, q=ctx.params.get("q"), max_batch=max_batch(ctx),
+                      default_limit=min(20, max_batch(ctx)))
 
 
 async def preview(ctx: Ctx) -> Response:
     service = await ctx.service()
-    ids = ctx.form.ids("ids")
+    ids = list(dict.fromkeys(ctx.form.ids("ids")))
     q = ctx.form.get("q") or None
     f = forms.memory_filter(ctx.form)
-    limit = ctx.form.int("limit", 20, 1, service.settings.forget_max_batch)
+    most = max_batch(ctx)
+    if len(ids) > most:  # said, not silently cut to the first ones
+        raise InvalidInput(f"ids: {len(ids)} memories are ticked; one preview covers at most {most}: untick "
+                           f"{len(ids) - most} and preview again")
+    limit = len(ids) if ids else ctx.form.int("limit", min(20, most), 1, most)
     result = await service.forget_preview(ctx.p, query=None if ids else q, f=None if ids else f, ids=ids or None,
                                           limit=limit, force=ctx.form.flag("force"))
     return ctx.render("forget_preview.html", result=result, q=q, by_ids=bool(ids))

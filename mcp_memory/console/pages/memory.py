@@ -12,6 +12,7 @@ from starlette.routing import Route
 
 from ...errors import InvalidInput, NotFound
 from ...models import KINDS, Memory
+from ...repository.console_sessions import ConsoleSessionRepository
 from .. import diff, forms
 from ..web import Console, Ctx
 
@@ -23,6 +24,14 @@ def _id(ctx: Ctx) -> UUID:
 async def show(ctx: Ctx) -> Response:
     service = await ctx.service()
     memory_id = _id(ctx)
+    read_only = False
+    if ctx.session.all_namespaces:
+        # The all-namespaces view opens a memory under its own namespace, within the key's grants.
+        assert ctx.st.db is not None
+        found = await ConsoleSessionRepository(ctx.st.db.pool, ctx.st.db.admin).namespace_of(ctx.p.user_id, memory_id)
+        if found is not None and found != (None, None):
+            ctx.principal = ctx.console.sessions.principal(ctx.session, *found, explicit=True)
+            read_only = True
     memory: Memory | None
     try:
         memory = await service.get_one(ctx.p, memory_id)
@@ -33,7 +42,7 @@ async def show(ctx: Ctx) -> Response:
     if memory is None:
         forgotten = next((f for f in await service.review.forgotten(ctx.p, 200) if f.memory.id == memory_id), None)
     return ctx.render("memory.html", memory=memory, memory_id=memory_id, forgotten=forgotten,
-                      steps=diff.timeline(history.entries))
+                      steps=diff.timeline(history.entries), read_only=read_only)
 
 
 def _changes(ctx: Ctx, current: Memory) -> dict[str, Any]:
@@ -48,7 +57,7 @@ def _changes(ctx: Ctx, current: Memory) -> dict[str, Any]:
         changes["title"] = title
     kind = form.get("kind") or current.kind
     if kind not in KINDS:
-        raise InvalidInput(f"kind: {kind!r} is not one of {', '.join(KINDS)}")
+        raise InvalidInput(f"kind: {forms.clip(kind)!r} is not one of {', '.join(KINDS)}")
     if kind != current.kind:
         changes["kind"] = kind
     if "tags" in form.values and forms.tags(form.get("tags")) != current.tags:
