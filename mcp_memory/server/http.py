@@ -18,17 +18,15 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .. import __version__
 from ..auth import Credential, JwtVerifier, parse_api_key
 from ..config import Settings
 from ..errors import MemoryServiceError
-from ..repository import catalog
 from ..repository.api_keys import ApiKeyRepository
+from . import operations
 from .app import build_server
 from .errors import UNAVAILABLE, is_outage, report_outage
 from .state import StateHolder
@@ -149,25 +147,12 @@ def build_http_app(settings: Settings, transports: tuple[Transport, ...] = ("htt
         verifier = MemoryTokenVerifier(holder, settings)
     server = build_server(settings, holder=holder, token_verifier=verifier, auth=auth)
 
-    @server.custom_route("/health", methods=["GET"])
-    async def health(_: Request) -> JSONResponse:
-        state = holder.current
-        database = "starting"
-        if state is not None and state.db is not None:
-            try:
-                await catalog.ping(state.db.pool)
-                database = "ok"
-            except Exception as exc:  # the point of a health check is to say so
-                database = f"error: {exc}"
-        status = 200 if database == "ok" else 503
-        return JSONResponse({"status": "ok" if status == 200 else "unavailable", "database": database,
-                             "version": __version__, "auth": not settings.no_auth}, status_code=status)
-
     security = _transport_security(settings)
     streamable = server.streamable_http_app(streamable_http_path="/mcp", transport_security=security,
                                             host=settings.host)
-    routes: list[BaseRoute] = [r for r in streamable.routes if "http" in transports or
-                               getattr(r, "path", "") != "/mcp"]
+    # /health, /live, /ready (per component), /metrics (Prometheus): see server/operations.py
+    routes: list[BaseRoute] = [*operations.routes(holder, verifier, settings)]
+    routes += [r for r in streamable.routes if "http" in transports or getattr(r, "path", "") != "/mcp"]
     if "sse" in transports:
         sse = server.sse_app(transport_security=security, host=settings.host)
         taken = {getattr(r, "path", None) for r in routes}
@@ -189,7 +174,8 @@ def build_http_app(settings: Settings, transports: tuple[Transport, ...] = ("htt
             async with serving(state, settings):
                 yield
 
-    return Starlette(routes=routes, middleware=[Middleware(OutageMiddleware), *streamable.user_middleware],
+    return Starlette(routes=routes, middleware=[Middleware(operations.AccessLog), Middleware(OutageMiddleware),
+                                                *streamable.user_middleware],
                      lifespan=lifespan)
 
 
@@ -198,6 +184,8 @@ def serve_http(settings: Settings, transports: tuple[Transport, ...]) -> None:
     endpoints = ", ".join(e for t, e in (("http", "/mcp (streamable HTTP)"), ("sse", "/sse (SSE)")) if t in transports)
     log.info("serving %s on %s%s", endpoints, public_url(settings),
              " WITHOUT authentication" if settings.no_auth else "")
+    # access_log off: uvicorn's line carries the query string; operations.AccessLog writes one without it
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
+                            access_log=False, log_config=None,
                             timeout_graceful_shutdown=int(settings.graceful_shutdown_s), lifespan="on")
     uvicorn.Server(config).run()
