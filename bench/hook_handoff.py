@@ -11,11 +11,14 @@ measures that return two ways, on the full path (no `mcp-memory serve` running):
   stdlib:  a process that imports only the standard library and `mcp_memory.capture.worker`
            (what a thin entry point can do: `worker.detach`), spawned as above.
 
+And what every hook adds when nothing is behind: `catchup.look` over a project folder of
+`--transcripts` captured sessions (a directory scan and the state file; no database).
+
 Each run is a session of its own with a real transcript (tests/fixtures, 4 turns) on an embedded
 PostgreSQL started here; the workers really capture, and the next run waits until they are done,
 so runs do not queue behind each other's background work.
 
-Usage: python bench/hook_handoff.py [--runs 20] [--out bench/results/hook_handoff.json]
+Usage: python bench/hook_handoff.py [--runs 20] [--transcripts 500] [--out bench/results/hook_handoff.json]
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import Any
 
 import psutil
 
+from mcp_memory.capture import catchup
 from mcp_memory.capture.hooks import run_hook
 from mcp_memory.config import Settings
 from mcp_memory.db.embedded import EmbeddedPostgres
@@ -79,6 +83,7 @@ def session(folder: Path, n: int, event: str) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--transcripts", type=int, default=500)
     parser.add_argument("--out", type=Path, default=Path("bench/results/hook_handoff.json"))
     args = parser.parse_args()
 
@@ -125,6 +130,19 @@ def main() -> None:
                     assert out.returncode == 0 and out.stdout == b"" and out.stderr == b"", out.stderr
                     workers_done(data_dir)
                 results[event] = {"process": summary(process), "hand_off": summary(handoff), "stdlib": summary(thin)}
+            many = root / "many"
+            many.mkdir()
+            for i in range(args.transcripts):
+                path = many / f"{i:08d}.jsonl"
+                path.write_text(FIXTURE.read_text())
+                at = catchup.stamp(path)
+                assert at is not None
+                catchup.mark_captured(settings, path, at)
+            looks: list[float] = []
+            for _ in range(200):
+                started = time.perf_counter()
+                assert not catchup.look(settings, many, many / "00000000.jsonl")
+                looks.append(time.perf_counter() - started)
             failed = json.loads((data_dir / "capture-status.json").read_text())["failures"] \
                 if (data_dir / "capture-status.json").exists() else {}
         finally:
@@ -137,9 +155,13 @@ def main() -> None:
         p, h, t = r["process"], r["hand_off"], r["stdlib"]
         print(f"{event:<12} {p['p50_ms']:>10.0f}ms {p['p95_ms']:>6.0f}ms   "
               f"{h['p50_ms']:>10.1f}ms {h['p95_ms']:>6.1f}ms   {t['p50_ms']:>10.0f}ms {t['p95_ms']:>6.0f}ms")
+    look = summary(looks)
+    print(f"catch-up look, nothing behind, {args.transcripts} transcripts in the folder: "
+          f"p50 {look['p50_ms']:.2f} ms, p95 {look['p95_ms']:.2f} ms")
     print(f"captures that failed: {len(failed)}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"runs": args.runs, "events": results, "failed_captures": len(failed)}, indent=2))
+    args.out.write_text(json.dumps({"runs": args.runs, "events": results, "look": look,
+                                         "transcripts": args.transcripts, "failed_captures": len(failed)}, indent=2))
 
 
 if __name__ == "__main__":
