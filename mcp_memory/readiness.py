@@ -64,19 +64,26 @@ async def check(pool: asyncpg.Pool | None, admin: asyncpg.Pool | None, vectors: 
         out["jobs"] = Component(False, _reason(exc))
         out["backlog"] = Component(False, _reason(exc))
         return out
+    out["jobs"] = jobs_component(found)
+    out["backlog"] = backlog_component(found, out["embedder"].ok)
+    return out
+
+
+def jobs_component(found: dict[str, Any]) -> Component:
+    """The decision job queue from operations.counts: dead letters, or a due job left waiting."""
     jobs, oldest = found["jobs"], found["oldest_queued_s"]
     dead, late = jobs.get("dead", 0), oldest is not None and oldest > STALE_QUEUE_S
     problems = ([f"{dead} dead (retry with `mcp-memory jobs retry`)"] if dead else []) + (
-        [f"oldest queued job waiting {oldest:.0f} s"] if late else [])
-    out["jobs"] = Component(not problems, "; ".join(problems) or "flowing",
-                            data={"by_status": jobs, "oldest_queued_s": oldest})
+        [f"oldest queued job waiting {oldest:.0f} s (are workers running?)"] if late else [])
+    return Component(not problems, "; ".join(problems) or "flowing" if jobs else "empty",
+                     data={"by_status": jobs, "oldest_queued_s": oldest})
+
+
+def backlog_component(found: dict[str, Any], embedder_ok: bool) -> Component:
     backlog = found["backlog"]
-    embedder_ok = out["embedder"].ok
-    out["backlog"] = Component(backlog == 0 or embedder_ok,
-                               f"{backlog} memories without a vector" + (
-                                   "" if backlog == 0 else " (being embedded)" if embedder_ok
-                                   else " (waiting for the embedder)"), data={"memories": backlog})
-    return out
+    return Component(backlog == 0 or embedder_ok, f"{backlog} memories without a vector" + (
+        "" if backlog == 0 else " (being embedded)" if embedder_ok else " (waiting for the embedder)"),
+        data={"memories": backlog})
 
 
 async def _embedder(vectors: Vectors | None, probe: bool) -> Component:

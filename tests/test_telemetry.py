@@ -281,3 +281,17 @@ async def test_one_access_line_per_request_without_keys_or_query(database: Datab
     assert len(health_lines) == len({a["request_id"] for a in health_lines})  # one line, one id, per request
 
 
+
+
+async def test_doctor_reports_the_job_queue_as_ready_does(database: Database, settings: Settings) -> None:
+    from mcp_memory.db.doctor import diagnose
+
+    settings = settings.model_copy(update={"embedding_provider": "none"})
+    checks = {c.name: c for c in await diagnose(settings)}
+    assert checks["job queue"].ok and "no jobs" in checks["job queue"].detail
+    async with database.admin.acquire() as conn:
+        await conn.execute("""INSERT INTO memory_jobs (user_id, memory_id, principal, status, max_attempts, last_error)
+                              VALUES ('alice', gen_random_uuid(), '{}'::jsonb, 'dead', 3, 'model refused')""")
+    checks = {c.name: c for c in await diagnose(settings)}
+    job_queue = checks["job queue"]
+    assert not job_queue.ok and "dead 1" in job_queue.detail and "jobs retry" in (job_queue.fix or "")

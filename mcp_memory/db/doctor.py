@@ -57,6 +57,7 @@ async def diagnose(settings: Settings) -> list[Check]:
                 checks.append(await _row_level_security(conn, settings.db_app_role))
                 checks.append(Check(*await doctor_problems(conn)))
                 checks += await _embeddings(conn, settings)
+                checks.append(await _jobs(conn))
         finally:
             await conn.close()
     except OSError as exc:
@@ -104,6 +105,19 @@ async def _embeddings(conn: asyncpg.Connection, settings: Settings) -> list[Chec
         return [Check("embeddings", False, f"{configured}; {coverage}",
                       "run `mcp-memory backfill` (the server also embeds them when the embedder is back)")]
     return [Check("embeddings", True, f"{configured}; {coverage}")]
+
+
+async def _jobs(conn: asyncpg.Connection) -> Check:
+    """The decision job queue as /ready reports it (dead letters, a due job left waiting)."""
+    from ..readiness import jobs_component
+    from ..repository.operations import counts
+
+    component = jobs_component(await counts(conn))
+    by_status = component.data["by_status"]
+    detail = ", ".join(f"{status} {n}" for status, n in sorted(by_status.items())) or "no jobs"
+    return Check("job queue", component.ok, f"{detail}: {component.detail}",
+                 None if component.ok else "`mcp-memory jobs list --status dead`, then `mcp-memory jobs retry`; "
+                 "a queue that does not move: check that a server with decisions configured is running")
 
 
 async def _row_level_security(conn: asyncpg.Connection, role: str) -> Check:
