@@ -478,3 +478,16 @@ def test_only_settings_that_change_an_answer_are_compared() -> None:
     assert differing_settings({}, own) == ["MCP_MEMORY_RECALL_LIMIT"]
     assert differing_settings({"MCP_MEMORY_CAPTURE": "false", "MCP_MEMORY_RECALL_LIMIT": "5"}, own) == [
         "MCP_MEMORY_CAPTURE"]
+
+
+def test_what_session_start_gave_is_not_recalled_again_through_the_server(
+        store: Store, server: subprocess.Popen[bytes]) -> None:
+    first = start()
+    asked = claude("UserPromptSubmit", prompt="Which database does our job queue use?")
+    began = store.hook("session-start", first)
+    assert answered_by(began) == server.pid and "SKIP LOCKED" in began.stdout, began.stderr
+    again = store.hook("prompt-submit", {**asked, "session_id": first["session_id"]})
+    assert answered_by(again) == server.pid, again.stderr
+    assert "SKIP LOCKED" not in again.stdout, again.stdout
+    fresh = store.hook("prompt-submit", asked)   # a session of its own
+    assert "SKIP LOCKED" in fresh.stdout, fresh.stderr

@@ -274,3 +274,19 @@ async def test_concurrent_hook_processes_store_each_turn_once(service: MemorySer
     assert len((await service.list(p, MemoryFilter(kinds=["episode"]), limit=50)).memories) == 4
     history = [await service.history(p, m.id) for m in (await service.list(p, limit=50)).memories]
     assert all(len(h.entries) == 1 for h in history)   # each stored once, never rewritten
+
+
+async def test_what_session_start_gave_is_not_recalled_again_in_that_session(stored: None, db_url: str) -> None:
+    """The recall ledger is filled by a real session-start hook: the session's first prompt does
+    not inject the same memory a second time (a fresh session still gets it)."""
+    session = "5e55104e-aaaa-4bbb-8ccc-ddddeeeeffff"
+    asked = "Which database does our job queue use?"
+    start = hook("session-start", claude("SessionStart", source="startup", session_id=session), db_url,
+                 "--project", "proj-x")
+    assert "SKIP LOCKED" in context_of(start, "SessionStart")
+    again = hook("prompt-submit", claude("UserPromptSubmit", prompt=asked, session_id=session), db_url,
+                 "--project", "proj-x")
+    assert "SKIP LOCKED" not in again.stdout, again.stdout
+    fresh = hook("prompt-submit", claude("UserPromptSubmit", prompt=asked, session_id="another-session"), db_url,
+                 "--project", "proj-x")
+    assert "SKIP LOCKED" in context_of(fresh, "UserPromptSubmit")

@@ -144,7 +144,7 @@ async def respond(service: MemoryService, event: str, harness: Harness, payload:
 
     p = principal_for(settings, harness, payload)
     if event == "session-start":
-        return await session_context(service, settings, p, payload.model_name)
+        return await session_context(service, settings, p, payload.model_name, session_id=payload.session)
     if event == "prompt-submit":
         return await prompt_context(service, settings, p, payload.prompt or "", payload.session, deadline)
     if capture_disabled(settings, p):
