@@ -157,8 +157,10 @@ async def test_console_in_chromium(database: Database, db_url: str, service: Mem
         assert events[:3] == ["RESTORE", "DELETE", "UPDATE"]
         shots("restored-history")
 
-        chrome.set_window_size(390, 900)  # a phone
+        chrome.set_window_size(390, 844)  # a phone
         chrome.get(memory_url)
+        header = chrome.execute_script("return document.querySelector('header').getBoundingClientRect().height")
+        assert header < 130, f"the header takes {header} px of a phone's 844"
         overflow = chrome.execute_script("return document.documentElement.scrollWidth > window.innerWidth + 2")
         assert not overflow, "the memory page scrolls sideways on a narrow screen"
         shots("narrow-memory")

@@ -15,6 +15,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import anyio
@@ -289,6 +290,29 @@ async def test_small_items(database: Database, db_url: str, service: MemoryServi
         stale = client.post(f"/ui/memories/{ids['tea']}/edit", data={
             "csrf": token, "if_version": "1", "content": "my careful rewrite of the tea memory"})
         assert stale.status_code == 409 and "my careful rewrite of the tea memory</textarea>" in stale.text
+
+        # Browse: how many match, which page, the previous page, sortable columns.
+        first = client.get("/ui/browse", params={"size": "10"}).text
+        assert "33 memories match · page 1 of 4" in first and 'rel="prev"' not in first
+        first_ids = re.findall(r'name="ids" value="([0-9a-f-]+)"', first)
+        go = re.search(r'href="(\?[^"]*)" rel="next"', first).group(1).replace("&amp;", "&")
+        second = client.get("/ui/browse" + go).text
+        assert "page 2 of 4" in second
+        go = re.search(r'href="(\?[^"]*)" rel="next"', second).group(1).replace("&amp;", "&")
+        third = client.get("/ui/browse" + go).text
+        assert "page 3 of 4" in third
+        back = re.search(r'href="(\?[^"]*)" rel="prev"', third).group(1).replace("&amp;", "&")
+        assert re.findall(r'name="ids" value="([0-9a-f-]+)"', client.get("/ui/browse" + back).text) == \
+            re.findall(r'name="ids" value="([0-9a-f-]+)"', second)
+        back = re.search(r'href="(\?[^"]*)" rel="prev"', second).group(1).replace("&amp;", "&")
+        assert re.findall(r'name="ids" value="([0-9a-f-]+)"', client.get("/ui/browse" + back).text) == first_ids
+        assert 'aria-sort="descending"><a href="?size=10&amp;order=oldest">when</a>' in first
+
+        # Per day by when it happened: an import of an old note lands on its own day, not today's.
+        ten_days_ago = (datetime.now(UTC) - timedelta(days=10)).replace(hour=12)
+        await service.write(ALICE, "an imported note from ten days ago", occurred_at=ten_days_ago)
+        overview = client.get("/ui/").text
+        assert f"<tr><th scope=\"row\">{ten_days_ago.date().isoformat()}</th><td>1</td></tr>" in overview
 
         assert 'max="25"' in client.get("/ui/forget").text
         browse = client.get("/ui/browse", params={"size": "40"}).text

@@ -21,7 +21,7 @@ MAX_FIELD_CHARS = 200  # names, dates, numbers, ids: anything without a cap of i
 CLIP = 60  # how much of a bad value an error quotes
 CAPS = {"q": MAX_QUERY_CHARS, "content": MAX_CONTENT_CHARS, "title": MAX_TITLE_CHARS, "reason": MAX_REASON_CHARS,
         "tags": MAX_TAGS * (MAX_TAG_CHARS + 2), "tag": MAX_TAGS * (MAX_TAG_CHARS + 2), "older": 40 * 100,
-        "key": 4096, "token": 200, "next": 500, "filter": MAX_QUERY_CHARS}
+        "key": 4096, "token": 200, "next": 500, "filter": MAX_QUERY_CHARS, "cursor": 1000, "back": 1000}
 
 
 def clip(raw: str) -> str:

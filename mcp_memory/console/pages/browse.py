@@ -1,4 +1,5 @@
-"""Browse page by page (keyset cursors) with filters and sort; select rows to forget."""
+"""Browse page by page (keyset cursors) with filters and sort; how many match, which page this is,
+the previous page (the cursors behind this page ride in the URL); select rows to forget."""
 
 from __future__ import annotations
 
@@ -7,22 +8,38 @@ from urllib.parse import urlencode
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ...repository.console_views import count_live
 from .. import forms
 from ..web import Console, Ctx
 
 PAGE = 25
+MAX_BACK = 40  # pages a "previous" chain remembers (older ones: back to the first page)
 
 
 async def browse(ctx: Ctx) -> Response:
     f = forms.memory_filter(ctx.params)
     order = forms.order(ctx.params)
     size = ctx.params.int("size", PAGE, 1, 100)
-    page = await (await ctx.service()).list(ctx.p, f, order=order, limit=size,  # type: ignore[arg-type]
-                                            cursor=ctx.params.get("cursor") or None)
-    keep = {k: v for k, v in ctx.params.values.items() if k != "cursor"}
-    next_url = f"?{urlencode({**keep, 'cursor': page.next_cursor}, doseq=True)}" if page.next_cursor else None
-    first_url = f"?{urlencode(keep, doseq=True)}" if ctx.params.get("cursor") else None
-    return ctx.render("browse.html", f=ctx.params, order=order, page=page, next_url=next_url, first_url=first_url)
+    service = await ctx.service()
+    cursor = ctx.params.get("cursor") or None
+    page = await service.list(ctx.p, f, order=order, limit=size, cursor=cursor)  # type: ignore[arg-type]
+    total = await count_live(service.repo, ctx.p, f)
+    back = [c.strip() for c in ctx.params.values.get("back", [])][-MAX_BACK:]
+    keep = {k: v for k, v in ctx.params.values.items() if k not in ("cursor", "back", "done")}
+
+    def url(to: str | None, trail: list[str]) -> str:
+        return "?" + urlencode({**keep, **({"cursor": to} if to else {}), **({"back": trail} if trail else {})},
+                               doseq=True)
+
+    next_url = url(page.next_cursor, [*back, cursor or ""]) if page.next_cursor else None
+    prev_url = url(back[-1] or None, back[:-1]) if back else (url(None, []) if cursor else None)
+    number = len(back) + 1 if cursor else 1
+    pages = max(1, -(-total // size))
+    sort_url = {o: "?" + urlencode({**{k: v for k, v in keep.items() if k != "order"}, "order": o}, doseq=True)
+                for o in forms.ORDERS}
+    return ctx.render("browse.html", f=ctx.params, order=order, page=page, next_url=next_url, prev_url=prev_url,
+                      first_url=url(None, []) if cursor else None, total=total, number=number, pages=pages,
+                      sort_url=sort_url)
 
 
 def routes(console: Console) -> list[Route]:

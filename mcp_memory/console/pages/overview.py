@@ -1,12 +1,16 @@
-"""The overview: memories written per day, by kind and by scope, embedding coverage, the largest
+"""The overview: memories per day by when they happened (occurred_at, so an import spreads over
+its dates), by kind and by scope, embedding coverage, the largest
 tags, and what retention takes next. Every chart has its table (always rendered); the vendored
 Chart.js draws the pictures when scripts run."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ...repository.console_views import occurred_per_day
 from ..web import Console, Ctx
 
 
@@ -14,11 +18,14 @@ async def overview(ctx: Ctx) -> Response:
     service = await ctx.service()
     days = ctx.params.int("days", 30, 1, 366)
     stats = await service.overview.stats(ctx.p, top_tags=ctx.params.int("tags", 12, 1, 50))
-    per_day = await service.review.written_per_day(ctx.p, days)
+    service.require(ctx.p, "read")
+    first = datetime.now(UTC).date() - timedelta(days=days - 1)
+    counts = dict(await occurred_per_day(service.repo, ctx.p, datetime.combine(first, datetime.min.time(), UTC)))
+    per_day = [(first + timedelta(days=i), counts.get(first + timedelta(days=i), 0)) for i in range(days)]
     purge = await service.review.purge_next(ctx.p, 10)
     embedded = stats.active - stats.without_vector
     charts = {
-        "per_day": {"type": "bar", "label": "memories written",
+        "per_day": {"type": "bar", "label": "memories",
                     "labels": [d.isoformat() for d, _ in per_day], "values": [n for _, n in per_day]},
         "by_kind": {"type": "bar", "label": "live memories", "labels": list(stats.by_kind),
                     "values": list(stats.by_kind.values())},

@@ -1,0 +1,31 @@
+"""What the console shows beyond the tools' reads: how many memories a browse filter matches (for
+page numbers), and memories per day by when they happened. Both under the caller's principal and
+row-level security, with the same scope rule and filters as `memory_list`."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+from ..models import MemoryFilter, Principal
+from .memories import MemoryRepository
+from .sql import Sql, filtered, visible
+
+
+async def count_live(repo: MemoryRepository, p: Principal, f: MemoryFilter | None) -> int:
+    q = Sql()
+    where = [visible(q, p), "m.deleted_at IS NULL", *filtered(q, f)]
+    async with repo.transaction(p) as conn:
+        return int(await conn.fetchval(f"SELECT count(*) FROM memories m WHERE {' AND '.join(where)}", *q.args))
+
+
+async def occurred_per_day(repo: MemoryRepository, p: Principal, since: datetime) -> list[tuple[date, int]]:
+    """Memories per UTC day of `occurred_at` since `since` (forgotten ones too: they happened), so an
+    import of a year's notes spreads over the year instead of piling onto the day it ran."""
+    q = Sql()
+    where = visible(q, p)
+    async with repo.transaction(p) as conn:
+        rows = await conn.fetch(
+            f"""SELECT (m.occurred_at AT TIME ZONE 'UTC')::date AS day, count(*) AS n FROM memories m
+                WHERE {where} AND m.occurred_at >= {q.arg(since)} AND m.occurred_at <= now() + interval '1 day'
+                GROUP BY 1 ORDER BY 1""", *q.args)
+    return [(r["day"], r["n"]) for r in rows]
