@@ -9,7 +9,9 @@ normal, embedder hang, normal. Afterwards every acknowledged write must be in th
 exactly once.
 
 Reports: acknowledged writes, lost, duplicated; per phase write p50 / p99 and errors; seconds
-from the database's return to the first acknowledged write.
+from the database's return to the first acknowledged write; after the embedder heals, seconds until
+new writes get their vector inline again (the newest memory has one), seconds until the backlog of
+memories stored without a vector is empty, and that backfill's pace in minutes per 10,000.
 
 Usage: python bench/faults.py [--writers 16] [--phase-s 8]
 """
@@ -93,8 +95,14 @@ class Run:
         self.acknowledged: dict[str, str] = {}
         self.latency: dict[str, list[float]] = {}
         self.errors: dict[str, int] = {}
+        self.kinds: dict[str, int] = {}  # "phase: what the writer saw" -> count
         self.last_ack = 0.0
         self.stop = False
+
+    def error(self, what: str) -> None:
+        self.errors[self.phase] = self.errors.get(self.phase, 0) + 1
+        key = f"{self.phase}: {what[:90]}"
+        self.kinds[key] = self.kinds.get(key, 0) + 1
 
 
 async def writer(base: str, key: str, n: int, run: Run) -> None:
@@ -115,15 +123,35 @@ async def writer(base: str, key: str, n: int, run: Run) -> None:
                         finally:
                             run.latency.setdefault(phase, []).append(time.perf_counter() - started)
                         if result.is_error:
-                            run.errors[phase] = run.errors.get(phase, 0) + 1
+                            run.error(result.content[0].text if result.content else "error")
                             await anyio.sleep(0.2)
                             continue
                         run.acknowledged[content] = result.structured_content["memory"]["id"]
                         run.last_ack = time.monotonic()
                         seq += 1
-        except Exception:  # noqa: BLE001 - the server or the session is gone: a new session, the same write
-            run.errors[run.phase] = run.errors.get(run.phase, 0) + 1
+        except Exception as exc:  # noqa: BLE001 - the server or the session is gone: a new session, the same write
+            run.error(f"{type(exc).__name__} {exc}")
             await anyio.sleep(0.2)
+
+
+async def embedder_recovery(dsn: str, healed: float, healed_wall: datetime, out: dict[str, Any]) -> None:
+    """Watch the store after the embedder heals: when the newest write has a vector again (inline),
+    and when no live memory lacks one (the backlog backfilled)."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        out["backlog_at_heal"] = await conn.fetchval("SELECT count(*) FROM memories WHERE embedding IS NULL")
+        with anyio.move_on_after(300):
+            while "backlog_empty_s" not in out:
+                now = time.monotonic()
+                if "first_inline_vector_s" not in out and await conn.fetchval(
+                        "SELECT embedding IS NOT NULL FROM memories WHERE created_at > $1 "
+                        "ORDER BY created_at DESC LIMIT 1", healed_wall):
+                    out["first_inline_vector_s"] = round(now - healed, 2)
+                if not await conn.fetchval("SELECT count(*) FROM memories WHERE embedding IS NULL"):
+                    out["backlog_empty_s"] = round(now - healed, 2)
+                await anyio.sleep(0.1)
+    finally:
+        await conn.close()
 
 
 async def recovery(run: Run, since: float) -> float | None:
@@ -150,6 +178,7 @@ async def main_async(args: argparse.Namespace) -> None:
     run = Run()
     fake = FakeEmbeddings()
     recoveries: dict[str, float | None] = {}
+    embedder: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="mcp-memory-faults-") as tmp:
         pg = EmbeddedPostgres(Path(tmp))
         await anyio.to_thread.run_sync(pg.start)
@@ -202,17 +231,13 @@ async def main_async(args: argparse.Namespace) -> None:
                 await phase("embedder hangs")
                 fake.hang = False
                 healed = time.monotonic()
+                tg.start_soon(embedder_recovery, dsn, healed, datetime.now(UTC), embedder)
                 await phase("normal after embedder")
                 run.stop = True
             conn = await asyncpg.connect(dsn)
             try:
-                # The server re-embeds by itself once the embedder answers again (breaker cooldown).
-                with anyio.move_on_after(120):
-                    while True:
-                        if not await conn.fetchval("SELECT count(*) FROM memories WHERE embedding IS NULL"):
-                            break
-                        await anyio.sleep(0.5)
-                reembedded_s = round(time.monotonic() - healed, 1)
+                # The server re-embeds by itself once the embedder answers again (breaker probes).
+                reembedded_s = embedder.get("backlog_empty_s")
                 rows = await conn.fetch("SELECT content, count(*) AS n, count(embedding) AS embedded FROM memories "
                                         "WHERE user_id = 'fault' GROUP BY content")
             finally:
@@ -221,6 +246,14 @@ async def main_async(args: argparse.Namespace) -> None:
             server.terminate()
             server.wait(timeout=30)
             await anyio.to_thread.run_sync(pg.stop)
+            server_log = (Path(tmp) / "server.log").read_text(errors="replace")
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.with_suffix(".server.log").write_text(server_log)  # to read what went wrong
+    # Expected faults must read as one line each, never a traceback or a connection given back
+    # to the pool inside a transaction.
+    log_problems = {"tracebacks": server_log.count("Traceback (most recent call last)"),
+                    "internal_errors": server_log.count("internal error "),
+                    "reset_in_transaction": server_log.count("Resetting connection with an active transaction")}
     stored = {r["content"]: r["n"] for r in rows}
     lost = [c for c in run.acknowledged if c not in stored]
     duplicated = [c for c, n in stored.items() if n > 1]
@@ -233,16 +266,32 @@ async def main_async(args: argparse.Namespace) -> None:
     report = {"benchmark": "faults", "writers": args.writers, "phase_s": args.phase_s,
               "acknowledged": len(run.acknowledged), "lost": len(lost), "duplicated": len(duplicated),
               "stored_without_vector_at_end": without_vector, "recovery_s": recoveries,
-              "all_vectors_back_after_s": reembedded_s, "phases": phases,
+              "all_vectors_back_after_s": reembedded_s, "embedder_recovery": embedder,
+              "backfill_minutes_per_10k": pace(embedder), "server_log": log_problems, "errors_seen": run.kinds,
+              "phases": phases,
               "machine": machine(), "finished_at": datetime.now(UTC).isoformat(timespec="seconds")}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2))
     print(f"acknowledged {len(run.acknowledged)}, lost {len(lost)}, duplicated {len(duplicated)}; "
           f"recovery {recoveries}; stored without a vector at the end: {without_vector} "
           f"(all re-embedded {reembedded_s} s after the embedder healed)")
+    print(f"server log: {log_problems}")
+    for what, n in sorted(run.kinds.items(), key=lambda kv: -kv[1])[:8]:
+        print(f"  {n:5d}  {what}")
+    print(table(["after the embedder healed", "seconds"],
+                [["first write with its vector inline", embedder.get("first_inline_vector_s")],
+                 [f"backlog ({embedder.get('backlog_at_heal')} memories) empty", reembedded_s],
+                 ["backfill pace, minutes per 10,000", pace(embedder)]], first_width=36))
     print(table(["phase", "calls", "errors", "p50 ms", "p99 ms"],
                 [[p["phase"], p["calls"], p["errors"], p["p50_ms"], p["p99_ms"]] for p in phases], first_width=22))
     print(f"wrote {args.out}")
+
+
+def pace(embedder: dict[str, Any]) -> float | None:
+    backlog, seconds = embedder.get("backlog_at_heal"), embedder.get("backlog_empty_s")
+    if not backlog or not seconds:
+        return None
+    return round(seconds / backlog * 10_000 / 60, 2)
 
 
 def main() -> None:

@@ -5,6 +5,7 @@ is cancelled goes back to the pool rolled back; a restart's asyncpg errors are t
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import Any
 
@@ -160,3 +161,30 @@ async def test_a_restart_mid_call_is_the_outage_answer_not_an_internal_error(fau
         await memory_write()
     assert str(raised.value) == UNAVAILABLE
     assert not [r for r in caplog.records if r.exc_info], "no traceback for an expected fault"
+
+
+async def test_the_pool_refilling_while_postgres_is_down_logs_lines_not_tracebacks(
+        tmp_path, caplog: pytest.LogCaptureFixture) -> None:
+    """The issue's FileNotFoundError tracebacks: asyncpg's pool logs each attempt to restore its
+    minimum size with exc_info while the server restarts (the Unix socket is gone)."""
+    from mcp_memory.config import Settings
+    from mcp_memory.db import open_database
+    from mcp_memory.db.embedded import EmbeddedPostgres
+
+    pg = EmbeddedPostgres(tmp_path / "own")
+    await anyio.to_thread.run_sync(pg.start)
+    db = await open_database(Settings(database_url=pg.dsn("postgres"), data_dir=tmp_path / "unused",
+                                      pool_min_size=2))
+    try:
+        with caplog.at_level(logging.WARNING, logger="asyncpg.pool"):
+            await anyio.to_thread.run_sync(pg.stop)
+            with anyio.fail_after(20):
+                while True:
+                    if [r for r in caplog.records if r.name == "asyncpg.pool"]:
+                        break
+                    await anyio.sleep(0.2)
+        refills = [r for r in caplog.records if r.name == "asyncpg.pool"]
+        assert all(r.exc_info is None for r in refills), [r.exc_info for r in refills]
+        assert any("FileNotFoundError" in r.getMessage() or "Error" in r.getMessage() for r in refills)
+    finally:
+        await db.close()

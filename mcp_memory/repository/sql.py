@@ -10,6 +10,16 @@ import anyio
 import asyncpg
 
 from ..models import MemoryFilter, Principal
+from ..telemetry.logs import quiet
+
+# What reaching PostgreSQL fails with while it restarts or is down (the socket file gone, refused,
+# shutting down, the connection closed mid-query). asyncpg's pool logs each attempt to refill its
+# minimum size with a traceback; these become one line each.
+CONNECTION_FAULTS: tuple[type[BaseException], ...] = (
+    OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, asyncpg.CannotConnectNowError,
+    asyncpg.InternalClientError, asyncpg.AdminShutdownError, asyncpg.CrashShutdownError,
+    asyncpg.TooManyConnectionsError)
+quiet("asyncpg.pool", CONNECTION_FAULTS)
 
 
 class Sql:

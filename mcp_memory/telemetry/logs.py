@@ -51,3 +51,29 @@ def configure(level: str = "INFO", fmt: str = "text") -> None:
     handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
     root.addHandler(handler)
     root.setLevel(level.upper())
+
+
+class ExpectedFaults(logging.Filter):
+    """Turns a record whose exception is one of `kinds` into one line naming it: a library that
+    logs every reconnect attempt with a traceback (asyncpg's pool while PostgreSQL restarts) must
+    not bury the log in stack traces of a fault the operator already sees as "unavailable"."""
+
+    def __init__(self, kinds: tuple[type[BaseException], ...]) -> None:
+        super().__init__()
+        self.kinds = kinds
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and isinstance(exc, self.kinds):
+            reason = (str(exc).strip().splitlines() or [""])[0][:200]
+            record.msg = f"{record.getMessage()} ({type(exc).__name__}: {reason})"
+            record.args = ()
+            record.exc_info = record.exc_text = None
+        return True
+
+
+def quiet(logger: str, kinds: tuple[type[BaseException], ...]) -> None:
+    """Install ExpectedFaults on `logger` once."""
+    target = logging.getLogger(logger)
+    if not any(isinstance(f, ExpectedFaults) for f in target.filters):
+        target.addFilter(ExpectedFaults(kinds))
