@@ -308,6 +308,14 @@ async def test_small_items(database: Database, db_url: str, service: MemoryServi
         assert re.findall(r'name="ids" value="([0-9a-f-]+)"', client.get("/ui/browse" + back).text) == first_ids
         assert 'aria-sort="descending"><a href="?size=10&amp;order=oldest">when</a>' in first
 
+        # A text filter, taken literally (100% is not a wildcard), paged by number.
+        contains = client.get("/ui/browse", params={"text": "NUMBER 1", "size": "5", "order": "oldest"}).text
+        assert "11 memories match · page 1 of 3" in contains  # filler 1 and 10..19
+        assert "filler memory number 1<" in contains and "filler memory number 2<" not in contains
+        go = re.search(r'href="(\?[^"]*)" rel="next"', contains).group(1).replace("&amp;", "&")
+        assert "page 2 of 3" in client.get("/ui/browse" + go).text
+        assert "0 memories match" in client.get("/ui/browse", params={"text": "100%"}).text
+
         # Per day by when it happened: an import of an old note lands on its own day, not today's.
         ten_days_ago = (datetime.now(UTC) - timedelta(days=10)).replace(hour=12)
         await service.write(ALICE, "an imported note from ten days ago", occurred_at=ten_days_ago)
