@@ -378,3 +378,26 @@ async def test_outage_page_keeps_the_form_and_logs_once(tmp_path: Path) -> None:
         assert text.count("Traceback") <= text.count("asyncpg.pool"), text
     finally:
         await anyio.to_thread.run_sync(pg.stop)
+
+
+async def test_sessions_are_tenant_rows(database: Database) -> None:
+    """Row-level security holds console_sessions like every tenant table: under one user's setting
+    the application role sees and deletes only that user's sessions."""
+    from datetime import UTC, datetime, timedelta
+
+    from mcp_memory.repository.console_sessions import ConsoleSessionRepository
+    from mcp_memory.repository.sql import local_transaction
+
+    repo = ConsoleSessionRepository(database.pool, database.admin)
+    later = datetime.now(UTC) + timedelta(hours=1)
+    for user in ("alice", "bob"):
+        await repo.create(user, f"hash-{user}", kind="local", key_id=None, credential=None, agent_id=None,
+                          project_id=None, all_namespaces=False, user_agent="", expires_at=later)
+    row = await database.admin.fetchrow(
+        "SELECT relrowsecurity, relforcerowsecurity FROM pg_class WHERE relname = 'console_sessions'")
+    assert tuple(row) == (True, True)
+    async with local_transaction(database.pool, {"mcp_memory.user_id": "alice"}) as conn:
+        assert await conn.fetchval("SELECT array_agg(user_id) FROM console_sessions") == ["alice"]
+        assert await conn.execute("DELETE FROM console_sessions WHERE user_id = 'bob'") == "DELETE 0"
+    assert await repo.live("bob", "hash-bob", timedelta(minutes=5)) is not None
+    assert await repo.live("alice", "hash-bob", timedelta(minutes=5)) is None
