@@ -290,3 +290,51 @@ async def test_what_session_start_gave_is_not_recalled_again_in_that_session(sto
     fresh = hook("prompt-submit", claude("UserPromptSubmit", prompt=asked, session_id="another-session"), db_url,
                  "--project", "proj-x")
     assert "SKIP LOCKED" in context_of(fresh, "UserPromptSubmit")
+
+
+def _launch_dir(tmp_path: Path, kind: str) -> Path:
+    """Where Claude Code was started: a plain folder, or a folder inside a git repository."""
+    if kind == "plain":
+        folder = tmp_path / "notes-folder"
+    else:
+        (tmp_path / "the-repo" / ".git").mkdir(parents=True)
+        folder = tmp_path / "the-repo" / "services" / "api"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.mark.parametrize("kind", ["plain", "git-subfolder"])
+@pytest.mark.parametrize("moved", [False, True])
+def test_claude_code_hooks_name_the_project_as_its_mcp_server_does(
+        kind: str, moved: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Claude Code gives its MCP server the launch directory as a root (server/state.py binds
+    local_principal(roots=[it])); the hooks must land in that namespace, also where the session's
+    cwd has moved elsewhere (CLAUDE_PROJECT_DIR is still the launch directory)."""
+    from mcp_memory.auth import local_principal
+    from mcp_memory.capture.hooks import HookInput, principal_for
+
+    for name in ("MCP_MEMORY_PROJECT", "MCP_MEMORY_AGENT", "MCP_MEMORY_USER"):
+        monkeypatch.delenv(name, raising=False)
+    launch = _launch_dir(tmp_path, kind)
+    elsewhere = tmp_path / "scratch"
+    elsewhere.mkdir()
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(launch))
+    settings = Settings(user="alice")
+    server = local_principal(settings, client_name="claude-code", roots=[launch])
+    hooked = principal_for(settings, "claude-code", HookInput(cwd=str(elsewhere if moved else launch)))
+    assert server.project_id == ("notes-folder" if kind == "plain" else "the-repo")
+    assert (hooked.user_id, hooked.agent_id, hooked.project_id) == (server.user_id, server.agent_id,
+                                                                      server.project_id)
+
+
+async def test_a_hook_outside_git_recalls_the_servers_project(service: MemoryService, db_url: str,
+                                                              tmp_path: Path) -> None:
+    """Through a real hook process: what the agent stored over MCP in a non-git launch folder
+    (project = the folder's name) is what the hook recalls there."""
+    launch = _launch_dir(tmp_path, "plain")
+    agent = Principal(user_id="alice", agent_id="claude-code", project_id="notes-folder", actor="test:alice")
+    await service.write(agent, "The staging cluster is named heron and lives in eu-west-3.", kind="fact",
+                        scope="project")
+    out = hook("prompt-submit", claude("UserPromptSubmit", prompt="Where does the staging cluster heron live?",
+                                       cwd=str(launch)), db_url, env={"CLAUDE_PROJECT_DIR": str(launch)})
+    assert "eu-west-3" in context_of(out, "UserPromptSubmit")

@@ -103,9 +103,11 @@ def hook_input(raw: bytes, req: Request) -> tuple[HookInput, dict[str, Any]]:
         if isinstance(value, str) and value and req.cwd and not os.path.isabs(os.path.expanduser(value)):
             data[name] = os.path.join(req.cwd, value)
     try:
-        return HookInput.model_validate(data), data
+        payload = HookInput.model_validate(data)
     except ValidationError as exc:
         raise Fallback(f"hook input: {str(exc).splitlines()[0]}") from None
+    payload._project_dir = req.project_dir   # the hook's CLAUDE_PROJECT_DIR, not this server's
+    return payload, data
 
 
 class Channel:
@@ -168,7 +170,7 @@ class Channel:
         while the server shuts down, within the worker's budget; a failure of ours is recorded for
         the next session start, as the worker records it."""
         job = worker.Job({"event": event, "harness": harness, "payload": data})
-        job.settings = settings
+        job.settings, job.payload = settings, payload
         with anyio.CancelScope(shield=True):
             try:
                 with anyio.fail_after(settings.capture_worker_timeout_s):
@@ -183,7 +185,7 @@ class Channel:
                             return
                     else:
                         job.phase = "capturing"
-                        await worker._capture_own(self.service, job)  # the worker's capture, on our service
+                        await worker.capture_own(self.service, job, p)  # the worker's capture, on our service
                     if folder is not None:
                         job.phase = "catching up"
                         taken = await catchup.catch_up(self.service, settings, p, harness, folder)

@@ -34,7 +34,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 
 from ..config import Settings
 from . import catchup, status
@@ -78,6 +78,9 @@ class HookInput(BaseModel):
     sessionFile: str | None = None  # noqa: N815
     workspaceDir: str | None = None  # noqa: N815
     messages: list[Any] | None = None
+    # Claude Code's launch directory, from the hook's environment (never from the payload); a server
+    # answering through the channel sets the hook's own.
+    _project_dir: str | None = PrivateAttr(default_factory=lambda: os.environ.get("CLAUDE_PROJECT_DIR") or None)
 
     @property
     def session(self) -> str | None:
@@ -110,10 +113,15 @@ def answer(harness: Harness, event: str, text: str) -> str | None:
 
 
 def principal_for(settings: Settings, harness: Harness, payload: HookInput) -> Principal:
-    """As the stdio server would bind it: flags / env first, then the harness's name as the
-    agent (Claude Code calls itself claude-code over MCP) and the session's working directory."""
+    """As the stdio server binds it: flags / env first, then the harness's name as the agent
+    (Claude Code calls itself claude-code over MCP). Claude Code gives its server the launch
+    directory as a root, so the project is that directory's git repository or, outside git, its
+    name, whatever the session's cwd is now; OpenClaw's is the session's working directory."""
     from ..auth import local_principal
 
+    if harness == "claude-code":
+        launch = Path(payload._project_dir) if payload._project_dir else payload.directory
+        return local_principal(settings, client_name=harness, roots=[launch], cwd=payload.directory)
     return local_principal(settings, client_name=harness, cwd=payload.directory)
 
 

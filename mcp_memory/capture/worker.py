@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ..models import Principal
+    from ..service import MemoryService
     from .hooks import Harness
 
 log = logging.getLogger("mcp_memory.capture.worker")
@@ -97,15 +99,16 @@ class Job:
         return f"{self.harness}:{p.session}"
 
 
-async def _capture_own(service: Any, job: Job) -> None:
-    """The event's own transcript. A file is captured under a lock of its own, again while it
-    grew meanwhile: a second worker for it finds the lock held and leaves it to this one (a
-    harness's every turn must not pile up workers behind a database that does not answer)."""
+async def capture_own(service: MemoryService, job: Job, p: Principal) -> None:
+    """The event's own transcript, on an open service, as `p`: what a worker does, and what a
+    server that took the hook (channel.py) does on its own service. A file is captured under a lock
+    of its own, again while it grew meanwhile: a second worker for it finds the lock held and
+    leaves it to this one (a harness's every turn must not pile up workers behind a database that
+    does not answer)."""
     from . import catchup
     from .capture import Capturer
-    from .hooks import load_transcript, principal_for
+    from .hooks import load_transcript
 
-    p = principal_for(job.settings, job.harness, job.payload)
     capturer = Capturer(service, job.settings, job.harness)
     file = job.file
     if file is None:   # an OpenClaw event's messages: only this process has them
@@ -144,7 +147,7 @@ async def work(job: Job) -> None:
         service = await MemoryService.open(db, job.settings)
         if job.event in CAPTURE_EVENTS:
             job.phase = "capturing"
-            await _capture_own(service, job)
+            await capture_own(service, job, p)
         if folder is not None:
             job.phase = "catching up"
             taken = await catchup.catch_up(service, job.settings, p, job.harness, folder)
