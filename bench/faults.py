@@ -130,6 +130,8 @@ async def writer(base: str, key: str, n: int, run: Run) -> None:
                         run.last_ack = time.monotonic()
                         seq += 1
         except Exception as exc:  # noqa: BLE001 - the server or the session is gone: a new session, the same write
+            while isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # the SDK's task groups wrap it
+                exc = exc.exceptions[0]
             run.error(f"{type(exc).__name__} {exc}")
             await anyio.sleep(0.2)
 
