@@ -122,8 +122,9 @@ class SearchHit(BaseModel):
         default=None, description="explain=true: rank in each candidate list (null: not a candidate there), "
         "the fused score before recency, the part of it passed on from neighbouring episodes (reply: from the "
         "question this one answers or the question following it up), the recency factor, the subject "
-        "factor (>1: it speaks of everyone the question names, not only to them) and the period factor "
-        "(>1: written in the period the query names).")
+        "factor (>1: it speaks of everyone the question names, not only to them), the period factor "
+        "(>1: written in the period the query names) and sql_score: the score before versions of a fact "
+        "were put newest first (`score` is that of the place the hit holds).")
 
 
 class QueryPeriod(BaseModel):

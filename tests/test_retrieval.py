@@ -391,7 +391,7 @@ async def test_a_question_about_the_past_does_not_push_old_versions_down(service
                                                    explain=True)).hits}
     assert present[old.id].explain["recency"] < 1 and past[old.id].explain["recency"] == 1
     # Neither superseded nor old counts against it: its score is its fused score.
-    assert past[old.id].score == pytest.approx(past[old.id].explain["fused"], rel=1e-4)
+    assert past[old.id].explain["sql_score"] == pytest.approx(past[old.id].explain["fused"], rel=1e-4)
     assert present[old.id].score < present[old.id].explain["fused"] * 0.6
 
 

@@ -389,7 +389,19 @@ def reorder(rows: list[asyncpg.Record], on_topic: dict[UUID, focus.Closeness], m
     close each is to the question and to the others, names masked); a successor above what it
     superseded."""
     rows = focus.newest_on_topic_first(rows, on_topic, margin)
-    return successors_first([_hit(r, snippet_chars, explain, on_topic.get(r["id"])) for r in rows])
+    return placed_scores(successors_first([_hit(r, snippet_chars, explain, on_topic.get(r["id"])) for r in rows]))
+
+
+def placed_scores(hits: list[SearchHit]) -> list[SearchHit]:
+    """Each hit carries the score of the place it holds: the SQL stage's scores, best first, given
+    to the hits in their final order. A superseded memory moved below its successor, or an older
+    version below the newest, showed its own score (0.80 under a 0.52): a caller cutting at a
+    score, or reading one as confidence, was told the opposite of the order. `explain.sql_score`
+    keeps the score the SQL stage gave it."""
+    places = sorted((h.score for h in hits), reverse=True)
+    return [h.model_copy(update={"score": score, "explain": h.explain and {**h.explain, "sql_score": h.score}})
+            if h.score != score or h.explain else h
+            for h, score in zip(hits, places, strict=True)]
 
 
 async def plan(repo: MemoryRepository, p: Principal, statement: SearchStatement) -> dict[str, Any]:

@@ -1,0 +1,147 @@
+"""What `memory_write` shows of earlier versions, and what an agent acting on it gets.
+
+Writes a knowledge-update set (bench/knowledge_update/*.jsonl) through `MemoryService.write` in
+the order it happened, once per mode, each into its own user:
+  none     nothing acts on `related` (the store as written);
+  listed   an agent that writes again with `supersedes` naming every entry of `related` whose
+           `earlier_version` is true, once entries carry that field (they do not yet: then it
+           names every entry, which mostly supersedes the person's other facts);
+  oracle   the same agent told the truth (supersedes only the entries that are earlier versions of
+           the fact): the ceiling of what `related` allows.
+For each update (a later version of a changing fact) it reports whether `related` held an earlier
+version and how many other memories it listed, and, per write, the memories it listed that are no
+version of the new one; for the agents, the supersedes that named no earlier version (wrong).
+Then it asks every question of the set (bench/knowledge_update.py's judge): newest-first and
+newest@1 over changing facts, stable facts in the top 3.
+
+Usage: python bench/versions_related.py bench/knowledge_update/circle.jsonl [--modes none,listed,oracle]
+       [--out bench/results/versions_related.json] [--misses 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from knowledge_update import judge, load, parse_time, summarize, user_of
+from locomo import REPO, bench_database, bench_principal, machine, table
+
+MODES = ("none", "listed", "oracle")
+
+
+async def write_in_order(service: Any, user: str, records: list[dict[str, Any]], shift: timedelta,
+                         mode: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    memories = sorted(((r, m) for r in records for m in (*r["versions"], *r["distractors"])),
+                      key=lambda rm: rm[1]["occurred_at"])
+    key_of: dict[Any, str] = {}
+    ids: dict[str, Any] = {}
+    versions_of = {v["key"]: {x["key"] for x in r["versions"]} for r in records for v in r["versions"]}
+    updates = found = unrelated_updates = unrelated_all = writes = superseded = wrong = 0
+    flagged = flagged_right = 0
+    misses: list[dict[str, Any]] = []
+    for r, m in memories:
+        p = bench_principal(user_of(user, r))
+        result = await service.write(p, m["content"], kind="fact", occurred_at=parse_time(m["occurred_at"]) + shift)
+        ids[m["key"]] = result.memory.id
+        key_of[result.memory.id] = m["key"]
+        mine = versions_of.get(m["key"], set())
+        earlier = {v["key"] for v in r["versions"] if v["occurred_at"] < m["occurred_at"]} if mine else set()
+        listed = [(key_of.get(x.id), x) for x in result.related]
+        writes += 1
+        unrelated_all += sum(k not in mine for k, _ in listed)
+        for k, x in listed:
+            if getattr(x, "earlier_version", None) is not None:
+                flagged += bool(x.earlier_version)
+                flagged_right += bool(x.earlier_version) and k in earlier
+        if earlier:
+            updates += 1
+            hit = bool({k for k, _ in listed} & earlier)
+            found += hit
+            unrelated_updates += sum(k not in mine for k, _ in listed)
+            if not hit and len(misses) < 400:
+                misses.append({"new": m["content"], "earlier": [v["content"] for v in r["versions"]
+                                                                if v["key"] in earlier],
+                               "listed": [x.snippet for _, x in listed]})
+        if mode == "none" or not listed:
+            continue
+        if mode == "oracle":
+            chosen = [x.id for k, x in listed if k in earlier]
+        else:
+            chosen = [x.id for _, x in listed if getattr(x, "earlier_version", True)]
+        if chosen:
+            await service.write(p, m["content"], kind="fact", occurred_at=parse_time(m["occurred_at"]) + shift,
+                                supersedes=chosen)
+            superseded += len(chosen)
+            wrong += sum(key_of[c] not in earlier for c in chosen)
+    quality = {"writes": writes, "updates": updates, "earlier_version_listed": round(found / max(updates, 1), 4),
+               "unrelated_per_update": round(unrelated_updates / max(updates, 1), 3),
+               "unrelated_per_write": round(unrelated_all / max(writes, 1), 3),
+               "flag_precision": round(flagged_right / flagged, 4) if flagged else None,
+               "supersedes": superseded, "wrong_supersedes": wrong,
+               "wrong_share": round(wrong / superseded, 4) if superseded else 0.0, "misses": misses}
+    return ids, quality
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    records = load(args.dataset)
+    as_of = parse_time(records[0]["as_of"])
+    shift = timedelta(days=(datetime.now(UTC) - as_of).days)
+    modes = args.modes.split(",")
+    report: dict[str, Any] = {"benchmark": "versions-related", "dataset": str(args.dataset), "modes": {},
+                              "machine": machine()}
+    async with bench_database(None, "vr") as bench:
+        service = bench.service()
+        for mode in modes:
+            user = f"vr-{mode}"
+            ids, quality = await write_in_order(service, user, records, shift, mode)
+            await bench.analyze()
+            rows = []
+            for r in records:
+                found = await service.search(bench_principal(user_of(user, r)), r["query"], limit=50)
+                row = judge(r, [h.id for h in found.hits], ids)
+                row["time_words"] = r.get("time_words")
+                rows.append(row)
+            changing = [x for x in rows if x["type"] != "stable"]
+            stable = [x for x in rows if x["type"] == "stable"]
+            by_words = {str(w): summarize([x for x, r in zip(rows, records, strict=True)
+                                           if x["type"] != "stable" and r.get("time_words") == w])
+                        for w in (True, False)}
+            report["modes"][mode] = {"related": quality, "overall": summarize(changing),
+                                     "stable_top_3": summarize(stable).get("top_3"), "by_time_words": by_words,
+                                     "per_entity": rows}
+            print(f"{mode}: done", file=sys.stderr)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2, default=str))
+    print(f"\n{args.dataset.stem}: {len(records)} questions, written in order")
+    head = ["mode", "earlier listed", "others/update", "others/write", "flag precision", "wrong supersedes",
+            "newest-first", "newest@1", "stable top-3", "nf time words", "@1 time words", "nf plain", "@1 plain"]
+    rows = []
+    for mode, r in report["modes"].items():
+        q, o, w = r["related"], r["overall"], r["by_time_words"]
+        rows.append([mode, q["earlier_version_listed"], q["unrelated_per_update"], q["unrelated_per_write"],
+                     q["flag_precision"], f"{q['wrong_supersedes']}/{q['supersedes']}", o["newest_first"],
+                     o["newest_at_1"], r["stable_top_3"], w["True"].get("newest_first"), w["True"].get("newest_at_1"),
+                     w["False"].get("newest_first"), w["False"].get("newest_at_1")])
+    print(table(head, rows))
+    for mode, r in report["modes"].items():
+        for miss in r["related"]["misses"][:args.misses]:
+            print(f"  miss ({mode}): {miss['new']!r} earlier {miss['earlier']} listed {miss['listed']}")
+    print(f"wrote {args.out}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dataset", type=Path)
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--misses", type=int, default=5, help="print this many `related` misses per mode")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "versions_related.json")
+    asyncio.run(main_async(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
