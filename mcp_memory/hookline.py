@@ -17,6 +17,12 @@ import stat
 import sys
 import time
 
+# `_signal`, not `signal`: the wrapper's enums cost a hook milliseconds it does not need.
+try:
+    import _signal as signal
+except ImportError:  # pragma: no cover
+    import signal  # type: ignore[no-redef]
+
 # The C modules under `socket` and `hashlib`: their Python wrappers (enums, selectors, OpenSSL)
 # cost a hook several milliseconds on every prompt, more on a busy machine.
 try:
@@ -32,6 +38,8 @@ except ImportError:
         from hashlib import sha256
 
 EVENTS = ("session-start", "prompt-submit", "stop", "pre-compact", "session-end")
+CAPTURE_EVENTS = ("stop", "pre-compact", "session-end")
+MIN_PROMPT_WORDS = 2  # as capture/recall.py (tests/test_hook_channel.py checks they agree)
 RECALL_EVENTS = {"session-start": ("MCP_MEMORY_SESSION_START_TIMEOUT_S", 5.0),
                  "prompt-submit": ("MCP_MEMORY_RECALL_TIMEOUT_S", 1.5)}
 # A capture event is only acknowledged (the server captures in its background); a server that has
@@ -43,6 +51,8 @@ MAX_STDIN = 8 * 1024 * 1024  # as capture/hooks.py: an OpenClaw agent_end event 
 MAX_REPLY = 16 * 1024 * 1024
 PROTOCOL = 1
 OFF = ("0", "false", "f", "no", "n", "off")  # MCP_MEMORY_HOOK_CHANNEL as pydantic reads a false bool
+ON = ("1", "true", "t", "yes", "y", "on")
+SETTINGS_FLAGS = ("database_url", "data_dir", "user", "agent", "project", "log_level")  # as cli._settings
 SUN_PATH_MAX = 100  # sun_path holds 108 bytes on Linux, 104 on macOS; keep a margin
 
 
@@ -216,6 +226,76 @@ def ask(path: str, args: dict[str, str], raw: bytes, started: float) -> dict[str
     return reply
 
 
+def worth_recalling(prompt: str) -> bool:
+    """capture/recall.py's test, here so a slash command or a one-word reply ("yes", "continue")
+    is skipped before any import of the full path, socket or database."""
+    prompt = prompt.strip()
+    return not prompt.startswith("/") and len(prompt.split()) >= MIN_PROMPT_WORDS
+
+
+def trivial_prompt(raw: bytes) -> bool:
+    """A prompt-submit input whose prompt asks nothing to look up. Input the full path would
+    complain about (not JSON, not an object, a prompt that is not text) is not trivial: it goes on
+    to be reported there."""
+    try:
+        data = json.loads(raw or b"{}")
+    except ValueError:
+        return False
+    if not isinstance(data, dict):
+        return False
+    prompt = data.get("prompt")
+    return (prompt is None or isinstance(prompt, str)) and not worth_recalling(prompt or "")
+
+
+class Said(Exception):
+    """The hook's one stderr line, as the full path words it; nothing is handed off."""
+
+
+def hand_off(args: dict[str, str], raw: bytes) -> bool:
+    """A capture event no server took: the checks capture/hooks.py's hand_off makes, then the
+    detached worker started from here (worker.detach is stdlib-only), so the hook returns without
+    importing the full command line. False: leave it to the full path (input or settings it would
+    report, or a worker that could not be started; it records that failure). Settings of a config
+    the worker reads (e.g. a project excluded from capture) are the worker's to check."""
+    capture = os.environ.get("MCP_MEMORY_CAPTURE")
+    if capture is not None and capture.lower() not in ON + OFF:
+        return False
+    if capture is not None and capture.lower() in OFF:
+        raise Said("")   # capture is off: nothing to do, nothing to say
+    try:
+        data = json.loads(raw or b"{}")
+    except ValueError:
+        return False
+    if not isinstance(data, dict):
+        return False
+    transcript = data.get("transcript_path") or data.get("sessionFile")
+    session = data.get("session_id") or data.get("sessionId") or data.get("sessionKey")
+    messages = data.get("messages")
+    if not all(v is None or isinstance(v, str) for v in (transcript, session, data.get("cwd"),
+                                                         data.get("workspaceDir"))):
+        return False
+    if messages is not None and not isinstance(messages, list):
+        return False
+    if messages is None or transcript:
+        if not transcript:
+            raise Said("nothing captured: no transcript_path (or sessionFile / messages) in the hook input")
+        path = os.path.expanduser(transcript)
+        if not os.path.isfile(path):
+            raise Said(f"nothing captured: {path}: no such transcript file")
+    elif not session:
+        raise Said("nothing captured: the event carries messages but no sessionId / sessionKey to track them by")
+    settings = {k: args[k] for k in SETTINGS_FLAGS if k in args}
+    data_dir = args.get("data_dir", os.environ.get("MCP_MEMORY_DATA_DIR")) or default_data_dir()
+    from .capture.worker import detach
+
+    try:
+        detach({"event": args["event"], "harness": args["harness"], "payload": data, "settings": settings},
+               os.path.expanduser(data_dir) if data_dir else None)
+    except OSError:
+        return False
+    return True
+
+
 def full(argv: list[str], raw: bytes | None = None) -> int:
     """The full command line, with the hook input already read handed on as stdin."""
     if raw is not None:
@@ -225,13 +305,36 @@ def full(argv: list[str], raw: bytes | None = None) -> int:
     return cli_main(argv)
 
 
+def capture(argv: list[str], args: dict[str, str], raw: bytes, why: str) -> int:
+    """A capture event no server took: handed off from here, else by the full path."""
+    try:
+        handed = hand_off(args, raw)
+    except Said as said:
+        if str(said):
+            print(f"mcp-memory hook {args['event']}: {said}", file=sys.stderr)
+        return 0
+    if not handed:
+        if os.environ.get("MCP_MEMORY_HOOK_TRACE"):
+            print(f"mcp-memory hook {args['event']}: full path: {why}", file=sys.stderr)
+        return full(argv, raw)
+    if os.environ.get("MCP_MEMORY_HOOK_TRACE"):
+        print(f"mcp-memory hook {args['event']}: handed to a capture worker ({why})", file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     argv = sys.argv[1:] if argv is None else argv
     args = parse(argv)
     if args is None or os.environ.get("MCP_MEMORY_HOOK_CHANNEL", "").strip().lower() in OFF:
         return full(argv)
+    if args["event"] in CAPTURE_EVENTS:
+        # Until the capture is handed to a server or a worker (milliseconds), a harness's SIGTERM
+        # would lose it; the worker resets this for itself.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raw = sys.stdin.buffer.read(MAX_STDIN + 1)
+    if args["event"] == "prompt-submit" and len(raw) <= MAX_STDIN and trivial_prompt(raw):
+        return 0
     path = socket_path(args.get("database_url", os.environ.get("MCP_MEMORY_DATABASE_URL")),
                        args.get("data_dir", os.environ.get("MCP_MEMORY_DATA_DIR")))
     try:
@@ -239,12 +342,14 @@ def main(argv: list[str] | None = None) -> int:
             raise Fallback("no socket for this store")
         reply = ask(path, args, raw, started)
     except Fallback as why:
+        if args["event"] in CAPTURE_EVENTS and len(raw) <= MAX_STDIN:
+            return capture(argv, args, raw, f"no server: {why}")
         if os.environ.get("MCP_MEMORY_HOOK_TRACE"):
             print(f"mcp-memory hook {args['event']}: full path: {why}", file=sys.stderr)
         return full(argv, raw)
     except TimeoutError:
         if args["event"] not in RECALL_EVENTS:  # not acknowledged: the capture must still happen
-            return full(argv, raw)
+            return capture(argv, args, raw, "the server did not acknowledge")
         print(f"mcp-memory hook {args['event']}: no context added: the server took longer than "
               f"{wait_for(args):g}s", file=sys.stderr)
         return 0

@@ -480,14 +480,119 @@ def test_only_settings_that_change_an_answer_are_compared() -> None:
         "MCP_MEMORY_CAPTURE"]
 
 
-def test_what_session_start_gave_is_not_recalled_again_through_the_server(
-        store: Store, server: subprocess.Popen[bytes]) -> None:
-    first = start()
-    asked = claude("UserPromptSubmit", prompt="Which database does our job queue use?")
+async def test_what_session_start_gave_is_not_recalled_again_through_the_server(
+        store: Store, server: subprocess.Popen[bytes], module_service: MemoryService, tmp_path: Path) -> None:
+    folder = tmp_path / "ledger-proj"   # a project of its own: its recent memories are this one
+    folder.mkdir()
+    p = Principal(user_id="alice", agent_id="claude-code", project_id="ledger-proj", actor="test:alice")
+    await module_service.write(p, "The nightly backup of the ledger service runs at 02:30 UTC.", kind="fact",
+                               scope="project")
+    first = {**start(), "cwd": str(folder)}
+    asked = claude("UserPromptSubmit", prompt="When does the ledger service's nightly backup run?", cwd=str(folder))
     began = store.hook("session-start", first)
-    assert answered_by(began) == server.pid and "SKIP LOCKED" in began.stdout, began.stderr
+    assert answered_by(began) == server.pid and "02:30 UTC" in began.stdout, began.stderr
     again = store.hook("prompt-submit", {**asked, "session_id": first["session_id"]})
     assert answered_by(again) == server.pid, again.stderr
-    assert "SKIP LOCKED" not in again.stdout, again.stdout
+    assert "02:30 UTC" not in again.stdout, again.stdout
     fresh = store.hook("prompt-submit", asked)   # a session of its own
-    assert "SKIP LOCKED" in fresh.stdout, fresh.stderr
+    assert "02:30 UTC" in fresh.stdout, fresh.stderr
+
+
+async def test_claude_codes_launch_directory_names_the_project_through_the_server(
+        store: Store, server: subprocess.Popen[bytes], module_service: MemoryService, tmp_path: Path) -> None:
+    """A non-git launch folder is the project (as Claude Code's MCP server names it), also when the
+    session's cwd has moved: the hook's CLAUDE_PROJECT_DIR counts, not the server's environment."""
+    launch, moved = tmp_path / "notes-folder", tmp_path / "scratch"
+    launch.mkdir()
+    moved.mkdir()
+    p = Principal(user_id="alice", agent_id="claude-code", project_id="notes-folder", actor="test:alice")
+    await module_service.write(p, "The staging cluster is named heron and lives in eu-west-3.", kind="fact",
+                               scope="project")
+    env = {"CLAUDE_PROJECT_DIR": str(launch)}
+    out = store.hook("prompt-submit", claude("UserPromptSubmit", prompt="Where does the staging cluster heron live?",
+                                             cwd=str(moved)), env=env)
+    assert answered_by(out) == server.pid and "eu-west-3" in out.stdout, out.stderr
+    transcript = own_transcript(tmp_path)
+    out = store.hook("stop", claude("Stop", transcript_path=str(transcript), cwd=str(moved)), env=env)
+    assert answered_by(out) == server.pid, out.stderr
+    with anyio.fail_after(60):
+        while not (await module_service.list(p, MemoryFilter(kinds=["episode"]), limit=50)).memories:  # noqa: ASYNC110
+            await anyio.sleep(0.2)   # captured after the answer: poll the database
+
+
+def thin(store: Store, event: str, payload: Any, env: dict[str, str] | None = None
+         ) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """The hook entry point in a process of its own, with the non-stdlib modules it loaded."""
+    code = ("import sys, json\nbefore = set(sys.modules)\nfrom mcp_memory import hookline\n"
+            "rc = hookline.main(sys.argv[1:])\n"
+            "new = sorted(m for m in set(sys.modules) - before if m.split('.')[0] not in sys.stdlib_module_names)\n"
+            "print(json.dumps(new), file=sys.stderr)\nsys.exit(rc)\n")
+    out = subprocess.run([sys.executable, "-c", code, "hook", event, "--database-url", store.url, "--user", "alice"],
+                         input=json.dumps(payload), capture_output=True, text=True, timeout=60,
+                         env={**store.env, **(env or {})})
+    assert out.returncode == 0, out.stderr
+    *said, modules = out.stderr.splitlines()
+    return subprocess.CompletedProcess(out.args, 0, out.stdout, "\n".join(said)), json.loads(modules)
+
+
+def own_transcript(folder: Path) -> Path:
+    """The fixture session under a session id of its own (its cursor is not an earlier test's)."""
+    path = folder / "session.jsonl"
+    path.write_text((FIXTURES / "claude_code_session.jsonl").read_text()
+                    .replace("3f1c6a7e-2b7d-4d1a-9a51-0c1f2e3d4b5a", str(uuid.uuid4())))
+    return path
+
+
+LIGHT = ["mcp_memory", "mcp_memory.hookline"]
+HANDOFF = ["mcp_memory", "mcp_memory.capture", "mcp_memory.capture.worker", "mcp_memory.hookline"]
+
+
+@pytest.mark.parametrize("asked", ["yes", "/compact", "  continue  ", "", None])
+def test_trivial_prompts_are_skipped_by_the_entry_point_itself(own_store: Store, asked: str | None) -> None:
+    """No server: a slash command or a one-word prompt costs no import of the full path."""
+    payload = claude("UserPromptSubmit", prompt=asked) if asked is not None else claude("UserPromptSubmit")
+    out, modules = thin(own_store, "prompt-submit", payload)
+    assert out.stdout == "" and out.stderr == "" and modules == LIGHT
+
+
+def test_the_entry_point_skips_as_the_full_path_does() -> None:
+    from mcp_memory.capture.recall import MIN_PROMPT_WORDS, worth_recalling
+
+    assert hookline.MIN_PROMPT_WORDS == MIN_PROMPT_WORDS
+    for text in ("yes", "/compact now please", "  continue  ", "", "two words", "which db do we use", "\u3042 \u3044"):
+        assert hookline.worth_recalling(text) == worth_recalling(text), text
+
+
+async def test_without_a_server_capture_is_handed_to_the_worker_by_the_entry_point(
+        own_store: Store, module_service: MemoryService, tmp_path: Path) -> None:
+    """No server: the stdlib-only entry point starts the detached worker itself (no full command
+    line, no pydantic), and the worker captures."""
+    from .test_hooks import settle
+
+    repo = tmp_path / "handed"
+    (repo / ".git").mkdir(parents=True)
+    transcript = own_transcript(tmp_path)
+    out, modules = thin(own_store, "stop", claude("Stop", transcript_path=str(transcript), cwd=str(repo)))
+    assert out.stdout == "" and modules == HANDOFF, out.stderr
+    await settle(Path(own_store.env["MCP_MEMORY_DATA_DIR"]))
+    p = Principal(user_id="alice", agent_id="claude-code", project_id="handed", actor="test:alice")
+    assert (await module_service.list(p, MemoryFilter(kinds=["episode"]), limit=50)).memories
+
+
+@pytest.mark.parametrize("case", ["missing", "no-path", "capture-off", "messages-no-session"])
+def test_the_entry_points_hand_off_says_what_the_full_path_says(own_store: Store, tmp_path: Path, case: str) -> None:
+    """What the full path checked before handing off, the entry point checks the same way, with the
+    same one stderr line (or none), and starts no worker."""
+    env = {"MCP_MEMORY_CAPTURE": "off"} if case == "capture-off" else {}
+    payload: dict[str, Any] = {
+        "missing": claude("Stop", transcript_path=str(tmp_path / "gone.jsonl")),
+        "no-path": {"session_id": "s-1", "cwd": "/tmp", "hook_event_name": "Stop"},
+        "capture-off": claude("Stop", transcript_path=str(FIXTURES / "claude_code_session.jsonl")),
+        "messages-no-session": {"messages": [{"role": "user", "content": "hi"}], "workspaceDir": "/tmp"},
+    }[case]
+    out, modules = thin(own_store, "stop", payload, env)
+    full = own_store.full("stop", payload, env=env)
+    assert modules == LIGHT and out.stdout == full.stdout == ""
+    assert out.stderr.strip() == full.stderr.strip() and len(full.stderr.splitlines()) <= 1, (out.stderr, full.stderr)
+    assert (out.stderr == "") == (case == "capture-off")
+    assert not (Path(own_store.env["MCP_MEMORY_DATA_DIR"]) / "capture.log").exists()   # no worker started
