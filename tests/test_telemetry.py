@@ -295,3 +295,33 @@ async def test_doctor_reports_the_job_queue_as_ready_does(database: Database, se
     checks = {c.name: c for c in await diagnose(settings)}
     job_queue = checks["job queue"]
     assert not job_queue.ok and "dead 1" in job_queue.detail and "jobs retry" in (job_queue.fix or "")
+
+
+def test_traces_are_off_unless_the_otel_variables_ask(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                 "OTEL_SDK_DISABLED"):
+        monkeypatch.delenv(name, raising=False)
+    assert not tracing.wanted()
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318")
+    assert tracing.wanted()
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
+    assert not tracing.wanted()
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
+    assert tracing.wanted()
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    assert not tracing.wanted()
+
+
+async def test_a_stdio_server_serves_its_metrics_on_the_port_it_is_given(db_url: str, tmp_path: Path) -> None:
+    from mcp import Client
+
+    from .http_server import free_port
+    from .test_stdio import server_params
+
+    port = free_port()
+    env = {"MCP_MEMORY_DATABASE_URL": db_url, "MCP_MEMORY_EMBEDDING_PROVIDER": "none"}
+    async with Client(server_params(tmp_path, **env, MCP_MEMORY_METRICS_PORT=str(port)), mode="legacy") as client:
+        for i in range(2):
+            assert not (await client.call_tool("memory_write", {"content": f"stdio fact {i}"})).is_error
+        found = samples(httpx2.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text)
+        assert value(found, "mcp_memory_tool_calls_total", tool="memory_write", outcome="ok") == 2
