@@ -338,3 +338,17 @@ async def test_a_hook_outside_git_recalls_the_servers_project(service: MemorySer
     out = hook("prompt-submit", claude("UserPromptSubmit", prompt="Where does the staging cluster heron live?",
                                        cwd=str(launch)), db_url, env={"CLAUDE_PROJECT_DIR": str(launch)})
     assert "eu-west-3" in context_of(out, "UserPromptSubmit")
+
+
+async def test_a_capture_logs_one_summary_line_at_info(service: MemoryService, db_url: str, tmp_path: Path,
+                                                       data_dir: Path) -> None:
+    """The worker's log (capture.log under the data dir) holds one INFO line per capture: the
+    capturer's summary, not a second "done" line beside it."""
+    repo = tmp_path / "logged"
+    (repo / ".git").mkdir(parents=True)
+    transcript = session_file(tmp_path / "projects", "9d0e6a38-5b1c-4f57-8a37-0d5e1c2b3a4f")
+    hook("stop", claude("Stop", transcript_path=str(transcript), cwd=str(repo)), db_url,
+         env={"MCP_MEMORY_LOG_LEVEL": "INFO"})
+    await settle(data_dir)
+    info = [line for line in (data_dir / "capture.log").read_text().splitlines() if " INFO " in line]
+    assert len(info) == 1 and "captured" in info[0] and "4 episodes stored" in info[0], info

@@ -191,7 +191,7 @@ class Channel:
                         taken = await catchup.catch_up(self.service, settings, p, harness, folder)
                         if taken:
                             log.info("caught up %d session(s) in %s", taken, folder)
-                log.info("%s: %s done through the hook channel", job.key, event)
+                log.debug("%s: %s done through the hook channel", job.key, event)   # the capturer logged it
             except TranscriptError as exc:
                 log.warning("%s: nothing captured: %s", job.key, exc)
             except Exception as exc:

@@ -183,7 +183,8 @@ def run(job: Job) -> None:
     else:
         if job.folder is not None:
             status.record_success(job.settings, job.catch_up_key)
-        log.info("%s: %s done in %.1f s", key, job.event, time.monotonic() - started)
+        # The capturer logged the summary at INFO; one line per capture is enough there.
+        log.debug("%s: %s done in %.1f s", key, job.event, time.monotonic() - started)
     failed = not finished or (task.error is not None and not isinstance(task.error, TranscriptError))
     if failed and catching_up and job.folder is not None:
         catchup.mark_failed(job.settings, job.folder, True)   # hooks wait a while before the next try
