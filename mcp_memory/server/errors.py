@@ -94,7 +94,7 @@ def tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
                         outcome = failed.outcome
                         raise failed.error from None
                     except Exception:
-                        log.exception("internal error %s in %s", rid, name)
+                        log.exception("internal error %s in %s", rid, name, extra={"request_id": rid})
                         raise ToolError(f"internal error {rid}: the server failed on this call and rolled it "
                                         "back; retry, and if it fails again report this id to the operator") from None
             finally:
