@@ -213,6 +213,9 @@ class Settings(BaseSettings):
         "A claimed job whose worker has not finished in this long (it died) is taken again."))
     decisions_workers: int = Field(default=1, ge=1, le=16, description="Concurrent workers per server process.")
     decisions_poll_s: float = Field(default=2, gt=0, description="How often idle workers look for due jobs.")
+    decisions_guard: bool = Field(default=True, description=(
+        "Our own check on what a model may replace: the same subject (shared names) and attribute (masked "
+        "similarity); a replace about someone else is refused, a doubtful one kept as a suggestion in the job."))
     decisions_per_minute: int = Field(default=30, ge=0, description="Model calls per user per minute (0: no limit).")
     decisions_tokens_per_day: int = Field(default=200_000, ge=0, description=(
         "Tokens per user per day (0: no limit); past it jobs wait for the budget, nothing is lost."))

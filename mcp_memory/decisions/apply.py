@@ -22,6 +22,7 @@ from ..repository import jobs as queue
 from ..repository.decisions import PIPELINE_ACTOR, DecisionRepository, request_id
 from ..repository.jobs import Job, JobRepository
 from ..validation import content_hash
+from .guard import Verdict
 from .protocol import Answer
 
 
@@ -59,7 +60,7 @@ def _label(answer: Answer) -> str:
 
 async def apply(repo: DecisionRepository, job: Job, worker: str, answer: Answer, targets: list[UUID],
                 candidates: list[UUID], *, merged: Merged | None = None,
-                merge_refused: str | None = None) -> dict[str, Any] | None:
+                merge_refused: str | None = None, verdict: Verdict | None = None) -> dict[str, Any] | None:
     """Apply `answer` for `job` and mark the job done, in one transaction. None: the job is no
     longer this worker's (taken again after its lease ran out, finished, or cancelled), and
     nothing was changed. `merged`: an UPDATE's text for the new memory; its old text goes to
@@ -69,6 +70,11 @@ async def apply(repo: DecisionRepository, job: Job, worker: str, answer: Answer,
     result: dict[str, Any] = {"action": d.action, "reason": d.reason, "provider": answer.provider,
                               "model": answer.model, "targets": [str(t) for t in targets],
                               "candidates": [str(c) for c in candidates], "applied": [], "skipped": {}}
+    if verdict is not None:  # what our own check kept from the model (guard.py)
+        result["proposed"] = [str(t) for t in (*verdict.allowed, *verdict.refused, *verdict.suggested)]
+        result["skipped"].update({str(t): why for t, why in (*verdict.refused.items(), *verdict.suggested.items())})
+        if verdict.suggested:
+            result["suggested"] = {str(t): why for t, why in verdict.suggested.items()}
     if merge_refused:  # the model's merged text could not be stored as a write; the link still is
         result["skipped"][f"text of {job.memory_id}"] = merge_refused
     why = f"decision {d.action} by {_label(answer)}: {d.reason}"
@@ -107,7 +113,7 @@ async def apply(repo: DecisionRepository, job: Job, worker: str, answer: Answer,
                 await repo.forget(conn, ok, p.user_id, why[:500])
                 history += [(t, "DELETE", {"deleted_at": None}, {"deleted_reason": why[:500]}) for t in ok]
             result["applied"] = [str(t) for t in ok]
-        elif d.action == "NONE":
+        elif d.action == "NONE" and targets:
             (old,) = targets
             reason = _why_not(new, job, p, "NONE")
             old_row = rows.get(old)

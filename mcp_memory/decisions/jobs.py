@@ -28,6 +28,7 @@ from ..repository import jobs as queue
 from ..repository.decisions import DecisionRepository
 from ..repository.jobs import Job, JobRepository
 from . import apply as applying
+from . import guard
 from .protocol import Candidate, DecisionError, DecisionProvider, DecisionRequest, NotReachable
 
 if TYPE_CHECKING:
@@ -153,9 +154,14 @@ class DecisionWorker:
             self._down_until = 0.0
             await queue.release(self.admin, WAIT_PROVIDER)
         targets = answer.decision.targets(candidates)
-        merged, refused = await self._merged(answer.decision.text, subject["content"])
+        verdict = None
+        if self.settings.decisions_guard and answer.decision.action != "ADD" and targets:
+            texts = {c.id: c.content for c in candidates}
+            verdict = await guard.check(subject["content"], [(t, texts[t]) for t in targets], self.service.vectors)
+            targets = verdict.allowed
+        merged, refused = await self._merged(answer.decision.text, subject["content"]) if targets else (None, None)
         result = await applying.apply(self.repo, job, worker, answer, targets, [c.id for c in candidates],
-                                      merged=merged, merge_refused=refused)
+                                      merged=merged, merge_refused=refused, verdict=verdict)
         if result is None:
             log.info("decision job %s was taken by another worker or cancelled; nothing applied", job.id)
             return "lost"

@@ -1,0 +1,103 @@
+"""Our own check on what a model may replace (issue 27 item 11): the scripted endpoint gives the
+bad answers Qwen2.5-Coder-1.5B gave on the knowledge-update sets, and the store keeps its true
+facts. With `decisions_guard` off (the code before the guard) the same answers replace them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from mcp_memory.config import Settings
+from mcp_memory.db import Database
+from mcp_memory.decisions import guard, provider_from
+from mcp_memory.decisions.jobs import DecisionWorker
+from mcp_memory.models import Principal
+from mcp_memory.service import MemoryService
+
+from .chat_api import ChatAPI
+from .test_decisions import decisions_settings, drain, jobs_of, state
+
+UPDATE_1 = {"action": "UPDATE", "ids": ["1"], "reason": "newer"}
+
+
+async def decide(database: Database, settings: Settings, chat: ChatAPI, p: Principal, old: str, new: str,
+                 answer: dict[str, Any], *, on: bool = True) -> tuple[Any, Any, dict[str, Any]]:
+    s = decisions_settings(settings, chat.url, decisions_guard=on)
+    service = await MemoryService.open(database, s)
+    worker = DecisionWorker(database.admin, service, provider_from(s), s)
+    first = (await service.write(p, old)).memory
+    await drain(worker)
+    second = (await service.write(p, new)).memory
+    chat.script(("json", answer))
+    await drain(worker)
+    assert chat.take(), "the model was not asked: the test would prove nothing"
+    job = (await jobs_of(database))[-1]
+    result = job["result"] if isinstance(job["result"], dict) else json.loads(job["result"])
+    return await state(service, p, first.id), await state(service, p, second.id), result
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("Bianca's birthday is on 5 January.", "Caleb's birthday is on 25 May."),
+    ("Caleb has moved over to Emacs.", "Bianca has moved over to Emacs."),
+    ("Odalys Pellegrini left Leipzig behind for Berlin.", "Katarina Nascimento visited Berlin for a conference."),
+])
+@pytest.mark.parametrize("on", [True, False])
+async def test_a_replace_about_someone_else_is_refused(database: Database, settings: Settings, chat: ChatAPI,
+                                                       alice: Principal, old: str, new: str, on: bool) -> None:
+    first, _, result = await decide(database, settings, chat, alice, old, new, UPDATE_1, on=on)
+    if not on:  # the code before the guard: the true fact is gone from view
+        assert first["superseded_by"] is not None
+        return
+    assert first["superseded_by"] is None and first["deleted_at"] is None
+    assert result["applied"] == [] and result["proposed"] == [str(first["id"])]
+    assert result["skipped"][str(first["id"])].startswith("guard: about ")
+
+
+async def test_another_attribute_of_the_same_person_is_a_suggestion(database: Database, settings: Settings,
+                                                                    chat: ChatAPI, alice: Principal) -> None:
+    first, _, result = await decide(database, settings, chat, alice, "Arjun is allergic to penicillin.",
+                                    "Arjun uses Neovim every day now.", UPDATE_1)
+    assert first["superseded_by"] is None
+    assert list(result["suggested"]) == [str(first["id"])]
+    assert "another attribute" in result["suggested"][str(first["id"])]
+
+
+async def test_a_delete_about_someone_else_forgets_nothing(database: Database, settings: Settings, chat: ChatAPI,
+                                                           alice: Principal) -> None:
+    first, _, _ = await decide(database, settings, chat, alice, "Bianca's birthday is on 5 January.",
+                               "Caleb's birthday is on 25 May.", {"action": "DELETE", "ids": ["1"], "reason": "x"})
+    assert first["deleted_at"] is None
+
+
+async def test_a_duplicate_of_someone_else_does_not_hide_the_new_memory(database: Database, settings: Settings,
+                                                                        chat: ChatAPI, alice: Principal) -> None:
+    _, second, result = await decide(database, settings, chat, alice, "Caleb has moved over to Emacs.",
+                                     "Bianca has moved over to Emacs.",
+                                     {"action": "NONE", "ids": ["1"], "reason": "same"})
+    assert second["superseded_by"] is None and result["applied"] == []
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("Alice lives in Oslo, Norway.", "Alice lives in Lisbon, Portugal now."),
+    ("Odalys Pellegrini has settled down in Quebec City.", "After Quebec City, Odalys Pellegrini ended up in Leipzig."),
+    ("Kwame Larsen reports to Hana Dubois, the manager of the group.",
+     "Diego Yilmaz took over from Hana Dubois as Kwame Larsen's manager."),
+    ("I do cycling on weekends.", "User gave up cycling and took up yoga."),
+])
+async def test_a_right_update_still_applies(database: Database, settings: Settings, chat: ChatAPI,
+                                            alice: Principal, old: str, new: str) -> None:
+    first, second, result = await decide(database, settings, chat, alice, old, new, UPDATE_1)
+    assert first["superseded_by"] == second["id"], result
+
+
+class Down:
+    async def documents_or_none(self, texts: Any, batch: int = 32) -> None:
+        return None
+
+
+async def test_without_the_embedder_a_same_subject_replace_is_only_suggested() -> None:
+    verdict = await guard.check("Arjun moved to Oslo.", [(1, "Arjun lives in Rome."), (2, "Caleb lives in Rome.")],
+                                Down())
+    assert verdict.allowed == [] and list(verdict.suggested) == [1] and list(verdict.refused) == [2]
