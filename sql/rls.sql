@@ -53,6 +53,14 @@ BEGIN
                            t, tenant_rule, tenant_rule);
         END IF;
     END LOOP;
+    -- The console's namespace picker and all-namespaces view read every namespace of one user. A
+    -- transaction that also sets mcp_memory.scope = 'user' may read them (permissive policies OR
+    -- together), never write through this one (FOR SELECT; writes still pass `tenant`), and still
+    -- sees nothing of another user. The console keeps a key's agent / project grants by its WHERE.
+    IF NOT EXISTS (SELECT 1 FROM pg_policies WHERE tablename = 'memories' AND policyname = 'tenant_user_read') THEN
+        CREATE POLICY tenant_user_read ON memories AS PERMISSIVE FOR SELECT TO mcp_memory_app
+            USING (user_id = mcp_memory_setting('user_id') AND mcp_memory_setting('scope') = 'user');
+    END IF;
     -- Only time removes data (the retention sweep runs as the owner), history is append-only,
     -- and a key's grants are the operator's to change: the application role may do none of it.
     REVOKE DELETE ON memories, memory_history, forget_tokens, idempotency_keys, api_keys, rate_limits,

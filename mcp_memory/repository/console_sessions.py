@@ -1,7 +1,8 @@
 """Console sessions (sql/014): created at sign-in, read on every console request under the
 session's user (row-level security), deleted at sign-out. Only the token's SHA-256 is stored;
 the token itself lives in the browser's cookie alone. Also the namespaces a console user may
-pick, with their counts."""
+pick, with their counts, and the read-only view across them: those read every namespace of one
+user under row-level security's `tenant_user_read` policy (sql/rls.sql), never as the owner."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from uuid import UUID
 import asyncpg
 from pydantic import BaseModel
 
+from . import sql
 from .api_keys import ApiKeyInfo
 from .sql import local_transaction
 
@@ -49,12 +51,17 @@ def _row(r: asyncpg.Record) -> SessionRow:
 
 
 class ConsoleSessionRepository:
-    def __init__(self, app: asyncpg.Pool, admin: asyncpg.Pool) -> None:
+    def __init__(self, app: asyncpg.Pool, admin: asyncpg.Pool | None = None) -> None:
+        # `admin` is accepted for callers that still pass it: nothing here runs as the owner.
         self.app = app
-        self.admin = admin
 
     def _tx(self, user_id: str):  # noqa: ANN202 - an async context manager
         return local_transaction(self.app, {"mcp_memory.user_id": user_id})
+
+    def _user_wide(self, user_id: str):  # noqa: ANN202 - an async context manager
+        """A transaction that may read every namespace of this user (and of no other), never write
+        beyond one: mcp_memory.scope = 'user' opens the read-only `tenant_user_read` policy."""
+        return local_transaction(self.app, {"mcp_memory.user_id": user_id, "mcp_memory.scope": "user"})
 
     async def create(self, user_id: str, token_hash: str, *, kind: str, key_id: UUID | None,
                      credential: dict | None, agent_id: str | None, project_id: str | None,
@@ -128,29 +135,20 @@ class ConsoleSessionRepository:
 
     async def namespaces(self, user_id: str, agents: list[str] | None, projects: list[str] | None,
                          limit: int = 200) -> list[NamespaceCount]:
-        """Live memories per (agent, project) of one user, within the grants (None: any). Row-level
-        security shows a transaction one agent / project at a time, so this count runs as the owner
-        and keeps to the user and the grants by its own WHERE (it returns counts, never content)."""
-        rows = await self.admin.fetch(
-            """SELECT agent_id, project_id, count(*) AS live FROM memories
-               WHERE user_id = $1 AND deleted_at IS NULL
-                 AND ($2::text[] IS NULL OR agent_id IS NULL OR agent_id = ANY($2))
-                 AND ($3::text[] IS NULL OR project_id IS NULL OR project_id = ANY($3))
-               GROUP BY 1, 2 ORDER BY 3 DESC, 1 NULLS FIRST, 2 NULLS FIRST LIMIT $4""",
-            user_id, agents, projects, limit)
+        """Live memories per (agent, project) of one user, within the grants (None: any)."""
+        async with self._user_wide(user_id) as conn:
+            rows = await conn.fetch(
+                f"""SELECT agent_id, project_id, count(*) AS live FROM memories
+                    WHERE {_across()} GROUP BY 1, 2 ORDER BY 3 DESC, 1 NULLS FIRST, 2 NULLS FIRST LIMIT $4""",
+                user_id, agents, projects, limit)
         return [NamespaceCount(agent_id=r["agent_id"], project_id=r["project_id"], live=r["live"]) for r in rows]
-
 
     async def recent_across(self, user_id: str, agents: list[str] | None, projects: list[str] | None, *,
                             limit: int, offset: int) -> tuple[list[dict], int]:
         """The newest live memories of one user across every namespace its grants cover, with the
-        total: the console's read-only all-namespaces view. As `namespaces`, it runs as the owner
-        (row-level security shows one namespace per transaction) and keeps to the user and the
-        grants by its own WHERE."""
-        where = """user_id = $1 AND deleted_at IS NULL
-                   AND ($2::text[] IS NULL OR agent_id IS NULL OR agent_id = ANY($2))
-                   AND ($3::text[] IS NULL OR project_id IS NULL OR project_id = ANY($3))"""
-        async with self.admin.acquire() as conn:
+        total: the console's read-only all-namespaces view."""
+        where = _across()
+        async with self._user_wide(user_id) as conn:
             total = await conn.fetchval(f"SELECT count(*) FROM memories WHERE {where}", user_id, agents, projects)
             rows = await conn.fetch(
                 f"""SELECT id, agent_id, project_id, kind, title, left(content, 200) AS content, tags, occurred_at
@@ -161,6 +159,20 @@ class ConsoleSessionRepository:
     async def namespace_of(self, user_id: str, memory_id: UUID) -> tuple[str | None, str | None] | None:
         """The (agent, project) a memory of this user lives in, so the all-namespaces view can open it
         under exactly that namespace (the grants are checked by the caller)."""
-        row = await self.admin.fetchrow("SELECT agent_id, project_id FROM memories WHERE user_id = $1 AND id = $2",
-                                        user_id, memory_id)
+        async with self._user_wide(user_id) as conn:
+            row = await conn.fetchrow(f"SELECT agent_id, project_id FROM memories WHERE {_own_user()} AND id = $2",
+                                      user_id, memory_id)
         return (row["agent_id"], row["project_id"]) if row is not None else None
+
+
+def _own_user() -> str:
+    # Off only in the isolation tests, to prove row-level security alone keeps users apart ($1 stays bound).
+    return "user_id = $1" if sql.SCOPE_FILTER else "$1::text IS NOT NULL"
+
+
+def _across() -> str:
+    """One user's live memories within the grants ($2 agents, $3 projects; NULL: any). The grants
+    stay in this WHERE: the user-wide policy keeps users apart, not a key's namespaces."""
+    return f"""{_own_user()} AND deleted_at IS NULL
+               AND ($2::text[] IS NULL OR agent_id IS NULL OR agent_id = ANY($2))
+               AND ($3::text[] IS NULL OR project_id IS NULL OR project_id = ANY($3))"""
