@@ -213,6 +213,11 @@ class Settings(BaseSettings):
         "A claimed job whose worker has not finished in this long (it died) is taken again."))
     decisions_workers: int = Field(default=1, ge=1, le=16, description="Concurrent workers per server process.")
     decisions_poll_s: float = Field(default=2, gt=0, description="How often idle workers look for due jobs.")
+    extraction: bool = Field(default=True, description=(
+        "With a decisions provider: each captured session delta is one job asking the model for its durable "
+        "facts (instead of the trigger patterns). Off: trigger patterns only, nothing of the turns sent."))
+    extraction_per_session: int = Field(default=50, ge=0, description="Extraction jobs per session (0: no cap).")
+    extraction_per_day: int = Field(default=500, ge=0, description="Extraction jobs per user per day (0: no cap).")
     decisions_guard: bool = Field(default=True, description=(
         "Our own check on what a model may replace: the same subject (shared names) and attribute (masked "
         "similarity); a replace about someone else is refused, a doubtful one kept as a suggestion in the job."))

@@ -45,7 +45,7 @@ from .repository import MemoryRepository, rate_limits
 from .repository.decisions import DecisionRepository
 from .repository.embeddings import EmbeddingRepository
 from .repository.forget_tokens import ForgetTokenRepository
-from .repository.jobs import JobRepository
+from .repository.jobs import JobRepository, enqueue_extraction
 from .repository.maintenance import MaintenanceRepository
 from .repository.related import nearest
 from .repository.secrets import cursor_secret
@@ -398,6 +398,22 @@ class MemoryService(Forgetting):
         result = await undo_decision(decisions, JobRepository(self.repo), p, target)
         await reembed_undone(decisions, self.vectors, p, result.pop("rewritten"))
         return result
+
+    @property
+    def extracting(self) -> bool:
+        """Captured sessions go to a model for their facts (decisions/extraction.py), not to triggers."""
+        return self.settings.decisions_provider != "none" and self.settings.extraction
+
+    async def enqueue_extraction(self, p: Principal, episodes: list[UUID], session_id: str | None) -> str | None:
+        """One extraction job for a captured session delta; why not, when a cap stops it."""
+        self.require(p, "write")
+        s = self.settings
+        async with self.repo.transaction(p) as conn:
+            why = await enqueue_extraction(conn, p, episodes, session_id, max_attempts=s.decisions_max_attempts,
+                                           per_session=s.extraction_per_session, per_day=s.extraction_per_day)
+        if why is None and self.settle is not None:
+            await self.settle(p, None)  # wakes the workers
+        return why
 
     async def history(self, p: Principal, memory_id: UUID, *, limit: int = 100) -> HistoryResult:
         self.require(p, "read")

@@ -185,7 +185,15 @@ class Capturer:
             if items:
                 episode_ids = await self._write(p, items, [i for i, _ in new], report, problems, facts=False)
                 ids.extend(episode_ids)
-                if self.settings.capture_facts:
+                if self.settings.capture_facts and self.service.extracting:
+                    # A model picks the delta's facts (one job); trigger patterns are the fallback.
+                    why = await self.service.enqueue_extraction(
+                        p, [e for e in episode_ids if e is not None],
+                        (clean_text(transcript.session_id)[0][:200] or None) if transcript.session_id else None)
+                    if why:
+                        problems.append({"what": "not extracted", "turn": new[-1][0], "reason": why})
+                        await self._facts(p, transcript, new, items, episode_ids, report, problems)
+                elif self.settings.capture_facts:
                     await self._facts(p, transcript, new, items, episode_ids, report, problems)
             merged = self._problems(cursor, start, transcript, problems)
             if new or report.rewritten or not cursor.hashes or merged != cursor.problems:

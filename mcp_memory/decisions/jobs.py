@@ -28,7 +28,7 @@ from ..repository import jobs as queue
 from ..repository.decisions import DecisionRepository
 from ..repository.jobs import Job, JobRepository
 from . import apply as applying
-from . import guard
+from . import extraction, guard
 from .protocol import Candidate, DecisionError, DecisionProvider, DecisionRequest, NotReachable
 
 if TYPE_CHECKING:
@@ -126,6 +126,8 @@ class DecisionWorker:
             return await self._failed(job, worker, f"error: {type(exc).__name__}: {exc}", final=False)
 
     async def _process(self, job: Job, worker: str) -> str:
+        if job.kind == "extract":
+            return await extraction.run(self, job, worker)
         p = job.acting_as()
         subject = await self.repo.subject(p, job.memory_id)
         if subject is None or subject["deleted_at"] is not None:

@@ -54,7 +54,8 @@ class OpenAICompatibleProvider:
                                        max_retries=0)
         return self._client
 
-    async def complete(self, system: str, user: str, *, structured: bool) -> tuple[str | None, int]:
+    async def complete(self, system: str, user: str, *, structured: bool,
+                       max_tokens: int = MAX_TOKENS) -> tuple[str | None, int]:
         """One chat completion: (text, tokens used). Raises DecisionError subclasses."""
         import openai
 
@@ -64,7 +65,7 @@ class OpenAICompatibleProvider:
                 "name": "memory_decision", "schema": DECISION_SCHEMA, "strict": True}}
         try:
             reply = await self._sdk().chat.completions.create(
-                model=self.model, temperature=0, max_tokens=MAX_TOKENS,
+                model=self.model, temperature=0, max_tokens=max_tokens,
                 messages=[{"role": "system", "content": system}, {"role": "user", "content": user}], **kwargs)
         except openai.APITimeoutError:
             raise ProviderUnavailable(f"{self.where} did not answer within {self.timeout_s:g} s") from None
@@ -89,7 +90,7 @@ class OpenAICompatibleProvider:
             raise InvalidAnswer(f"{self.where} answered with a body that is not JSON: {str(exc)[:200]}") from None
         # Counted at most at what was asked for (the prompt, one token per character at worst, and
         # max_tokens): an endpoint reporting absurd usage cannot spend a user's day in one answer.
-        bound = len(system) + len(user) + PROMPT_OVERHEAD + MAX_TOKENS
+        bound = len(system) + len(user) + PROMPT_OVERHEAD + max_tokens
         reported = getattr(reply, "usage", None)
         tokens = min(bound, max(0, int(getattr(reported, "total_tokens", 0) or 0))) if reported is not None else 0
         if not isinstance(getattr(reply, "choices", None), list):
@@ -126,6 +127,11 @@ class OpenAICompatibleProvider:
             except _NoStructuredOutput:
                 self.structured = False  # this endpoint does not do it; stop asking
         return await self.complete(SYSTEM, user, structured=False)
+
+
+    async def extract(self, system: str, user: str, max_tokens: int) -> tuple[str | None, int]:
+        """An extraction (decisions/extraction.py): plain JSON, its own prompt and bound."""
+        return await self.complete(system, user, structured=False, max_tokens=max_tokens)
 
 
 class _NoStructuredOutput(Exception):

@@ -30,6 +30,8 @@ class Job(BaseModel):
     memory_id: UUID
     principal: dict[str, Any]
     explicit: list[UUID]
+    sources: list[UUID] = []  # extract: the session delta's episodes
+    session_id: str | None = None
     status: str
     attempts: int
     max_attempts: int
@@ -71,6 +73,29 @@ async def enqueue(conn: asyncpg.Connection, p: Principal, memory_ids: Sequence[U
         """INSERT INTO memory_jobs (user_id, memory_id, principal, explicit, max_attempts)
            VALUES ($1, $2, $3::jsonb, $4::uuid[], $5) ON CONFLICT (user_id, memory_id, kind) DO NOTHING""",
         [(p.user_id, mid, _principal_json(p), list(explicit), max_attempts) for mid in memory_ids])
+
+
+async def enqueue_extraction(conn: asyncpg.Connection, p: Principal, episodes: Sequence[UUID],
+                             session_id: str | None, *, max_attempts: int, per_session: int,
+                             per_day: int) -> str | None:
+    """One extraction job for a captured session delta, keyed by its last episode (the same delta
+    captured again is a no-op). None when queued; otherwise why not (a cap is reached)."""
+    if not episodes:
+        return None
+    counts = await conn.fetchrow(
+        """SELECT count(*) FILTER (WHERE created_at > now() - interval '1 day') AS day,
+                  count(*) FILTER (WHERE session_id IS NOT DISTINCT FROM $2 AND $2 IS NOT NULL) AS session
+           FROM memory_jobs WHERE user_id = $1 AND kind = 'extract'""", p.user_id, session_id)
+    if per_day and counts["day"] >= per_day:
+        return f"extraction: {per_day} jobs per day for this user are queued (MCP_MEMORY_EXTRACTION_PER_DAY)"
+    if per_session and session_id is not None and counts["session"] >= per_session:
+        return f"extraction: {per_session} jobs for this session are queued (MCP_MEMORY_EXTRACTION_PER_SESSION)"
+    await conn.execute(
+        """INSERT INTO memory_jobs (user_id, kind, memory_id, principal, sources, session_id, max_attempts)
+           VALUES ($1, 'extract', $2, $3::jsonb, $4::uuid[], $5, $6)
+           ON CONFLICT (user_id, memory_id, kind) DO NOTHING""",
+        p.user_id, episodes[-1], _principal_json(p), list(episodes), session_id, max_attempts)
+    return None
 
 
 async def claim(admin: asyncpg.Pool, worker: str, lease_s: float) -> Job | None:

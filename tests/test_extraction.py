@@ -1,0 +1,157 @@
+"""Extraction (issue 27 item 10): a captured session delta goes, redacted, as one job to the
+model, whose facts are written and decided like any write, against a local chat-completions
+server through the real `openai` SDK."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from mcp_memory.capture.capture import Capturer
+from mcp_memory.capture.transcripts import parse_text
+from mcp_memory.config import Settings
+from mcp_memory.db import Database
+from mcp_memory.decisions import provider_from
+from mcp_memory.decisions.jobs import DecisionWorker
+from mcp_memory.models import Principal
+from mcp_memory.service import MemoryService
+
+from .chat_api import ChatAPI
+from .test_decisions import decisions_settings, drain, state
+
+HEROKU = "The API runs on Heroku."
+FLY = "The API now runs on Fly.io."
+TOKEN = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+SESSION = (f"User: we moved the API to Fly.io last week; the deploy token is {TOKEN}.\n"
+           "Assistant: Noted, I will deploy there.\n")
+
+
+class Model(ChatAPI):
+    """Answers as a sensible model would: extraction requests get FLY from the turn naming
+    Fly.io; a decision about FLY replaces the Heroku memory; everything else is ADD."""
+
+    def handle(self, path: str, body: dict[str, Any]) -> Any:
+        system, user = (m["content"] for m in body["messages"])
+        if "worth remembering" in system:
+            labels = [json.loads(line)["label"] for line in user.splitlines()
+                      if line.startswith("{") and "Fly.io" in json.loads(line)["text"]]
+            answer: dict[str, Any] = {"facts": [{"text": FLY, "kind": "fact", "turns": labels}] if labels else []}
+        else:
+            new, _, existing = user.partition("EXISTING memories:")
+            heroku = [json.loads(line)["label"] for line in existing.splitlines()
+                      if line.startswith("{") and json.loads(line)["text"] == HEROKU]
+            answer = ({"action": "UPDATE", "ids": heroku, "reason": "moved"} if FLY in new and heroku
+                      else {"action": "ADD", "ids": [], "reason": "unrelated"})
+        message = {"role": "assistant", "content": json.dumps(answer), "refusal": None}
+        return 200, {"id": "chatcmpl-1", "object": "chat.completion", "created": int(time.time()),
+                     "model": body.get("model"), "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                     "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[Model]:
+    api = Model()
+    api.start()
+    try:
+        yield api
+    finally:
+        api.close()
+
+
+async def setup(database: Database, settings: Settings, url: str, **over: Any) -> tuple[MemoryService, Any, Settings]:
+    s = decisions_settings(settings, url, **over)
+    service = await MemoryService.open(database, s)
+    return service, DecisionWorker(database.admin, service, provider_from(s), s), s
+
+
+async def extract_jobs(database: Database) -> list[Any]:
+    return await database.admin.fetch("SELECT * FROM memory_jobs WHERE kind = 'extract' ORDER BY id")
+
+
+async def memories_saying(database: Database, text: str) -> list[Any]:
+    return await database.admin.fetch("SELECT * FROM memories WHERE content = $1 AND deleted_at IS NULL", text)
+
+
+async def test_a_session_that_moved_the_api_supersedes_heroku(database: Database, settings: Settings, model: Model,
+                                                              alice: Principal) -> None:
+    model.reset()
+    service, worker, s = await setup(database, settings, model.url)
+    heroku = (await service.write(alice, HEROKU, kind="fact")).memory
+    await drain(worker)
+    transcript = parse_text(SESSION)
+    await Capturer(service, s, "cli").capture(alice, transcript, key="cli:fly")
+    await drain(worker)
+    (job,) = await extract_jobs(database)
+    result = json.loads(job["result"]) if isinstance(job["result"], str) else job["result"]
+    assert job["status"] == "done" and result["facts"] == 1
+    (fly,) = await memories_saying(database, FLY)
+    episodes = [str(e) for e in job["sources"]]
+    meta = json.loads(fly["metadata"]) if isinstance(fly["metadata"], str) else fly["metadata"]
+    assert meta["extracted_from"] == [episodes[0]]
+    assert (await state(service, alice, heroku.id))["superseded_by"] == fly["id"]
+    # What left the machine: the turns redacted, never the token.
+    bodies = json.dumps([r["body"] for r in model.take()])
+    assert "Fly.io last week" in bodies and TOKEN not in bodies
+
+
+async def test_a_delta_is_extracted_once_even_after_a_crash(database: Database, settings: Settings, model: Model,
+                                                            alice: Principal) -> None:
+    model.reset()
+    service, worker, s = await setup(database, settings, model.url)
+    transcript = parse_text(SESSION)
+    capturer = Capturer(service, s, "cli")
+    await capturer.capture(alice, transcript, key="cli:fly")
+    await capturer.capture(alice, transcript, key="cli:fly")  # the same delta again: no new job
+    await drain(worker)
+    (job,) = await extract_jobs(database)
+    # The worker died after writing the facts, before the job was marked done: it is taken again.
+    await database.admin.execute("UPDATE memory_jobs SET status = 'queued', result = NULL WHERE id = $1", job["id"])
+    await drain(worker)
+    assert len(await memories_saying(database, FLY)) == 1
+    assert (await extract_jobs(database))[0]["status"] == "done"
+
+
+async def test_off_with_one_setting_the_trigger_patterns_stay(database: Database, settings: Settings, model: Model,
+                                                              alice: Principal) -> None:
+    model.reset()
+    service, worker, s = await setup(database, settings, model.url, extraction=False)
+    await Capturer(service, s, "cli").capture(alice, parse_text("User: I prefer tabs over spaces.\nAssistant: ok\n"),
+                                              key="cli:tabs")
+    await drain(worker)
+    assert await extract_jobs(database) == []
+    assert not any("worth remembering" in r["body"]["messages"][0]["content"] for r in model.take())
+    facts = await database.admin.fetch("SELECT content FROM memories WHERE kind <> 'episode'")
+    assert facts, "the trigger patterns found nothing: the fallback is not shown"
+
+
+async def test_the_cap_per_session_falls_back_to_triggers(database: Database, settings: Settings, model: Model,
+                                                          alice: Principal) -> None:
+    model.reset()
+    service, worker, s = await setup(database, settings, model.url, extraction_per_session=1)
+    capturer = Capturer(service, s, "cli")
+    text = "User: we moved the API to Fly.io.\nAssistant: ok\n"
+    first = parse_text(text)
+    first.session_id = "s1"
+    await capturer.capture(alice, first, key="cli:cap")
+    second = parse_text(text + "User: I prefer tabs over spaces.\nAssistant: ok\n")
+    second.session_id = "s1"
+    report = await capturer.capture(alice, second, key="cli:cap")
+    assert len(await extract_jobs(database)) == 1
+    assert report.facts >= 1  # the second delta went to the trigger patterns
+    row = await database.admin.fetchrow("SELECT problems FROM transcript_cursors")
+    assert "MCP_MEMORY_EXTRACTION_PER_SESSION" in str(row["problems"])
+
+
+async def test_an_answer_of_the_wrong_shape_is_retried_not_written(database: Database, settings: Settings,
+                                                                   chat: ChatAPI, alice: Principal) -> None:
+    service, worker, s = await setup(database, settings, chat.url)
+    chat.default = ("text", "Sure! The user moved the API.")
+    await Capturer(service, s, "cli").capture(alice, parse_text(SESSION), key="cli:bad")
+    await drain(worker)
+    (job,) = await extract_jobs(database)
+    assert job["status"] == "dead" and "not of the shape" in job["last_error"]
+    assert await database.admin.fetch("SELECT 1 FROM memories WHERE kind <> 'episode'") == []
