@@ -199,7 +199,7 @@ class MemoryService(Forgetting):
         self._changed(int(created) + len(supersedes or ()))
         near = await neighbours if neighbours is not None else ([], 0)
         # A duplicate is the old memory itself, and what it touched was said when it was written.
-        related = self._related(near, skip | {memory.id}) if created else []
+        related = await self._related(new.content, near, skip | {memory.id}) if created else []
         if created and self.settle is not None:
             await self.settle(p, memory.id)
         return WriteResult(status="created" if created else "duplicate", memory=memory, related=related)
@@ -269,16 +269,18 @@ class MemoryService(Forgetting):
         above = [(r, cosine) for r, cosine in rows if cosine >= threshold][:2 * limit + extra]
         return versions.likely_versions(content, above, same_fact), limit
 
-    def _related(self, near: tuple[list[tuple[Any, float]], int],
-                 skip: set[UUID] | frozenset[UUID]) -> list[RelatedMemory]:
+    async def _related(self, content: str, near: tuple[list[tuple[Any, float]], int],
+                       skip: set[UUID] | frozenset[UUID]) -> list[RelatedMemory]:
         rows, keep = near
-        rows = [(r, similarity) for r, similarity in rows if r["id"] not in skip]
+        rows = [(r, similarity) for r, similarity in rows if r["id"] not in skip][:keep]
         if not rows or self.vectors is None:  # without an embedder nothing is near
             return []
         chars = self.settings.snippet_chars
+        earlier = await versions.earlier_versions(content, [r for r, _ in rows], self.vectors) or {}
         return [RelatedMemory(id=r["id"], snippet=r["content"][:chars], kind=r["kind"], age=human_age(r["occurred_at"]),
-                              similarity=round(similarity, 4), superseded_by=r["superseded_by"])
-                for r, similarity in rows[:keep]]
+                              similarity=round(similarity, 4), superseded_by=r["superseded_by"],
+                              earlier_version=earlier.get(r["id"]))
+                for r, similarity in rows]
 
     async def related(self, p: Principal, memory_id: UUID, content: str, vector: list[float] | None, *,
                       skip: frozenset[UUID] | set[UUID] = frozenset(),
@@ -289,7 +291,7 @@ class MemoryService(Forgetting):
         left out. `before`: only memories stored before then (a decision's candidates)."""
         if vector is None or not self._relates(vector):
             return []
-        return self._related(await self._neighbours(p, vector, content, len(skip), exclude=memory_id,
+        return await self._related(content, await self._neighbours(p, vector, content, len(skip), exclude=memory_id,
                                                     before=before), skip)
 
     async def get(self, p: Principal, ids: list[UUID]) -> GetResult:
@@ -401,8 +403,9 @@ class MemoryService(Forgetting):
 
     @property
     def extracting(self) -> bool:
-        """Captured sessions go to a model for their facts (decisions/extraction.py), not to triggers."""
-        return self.settings.decisions_provider != "none" and self.settings.extraction
+        """Captured sessions go to a model for their facts (decisions/extraction.py), not to triggers.
+        Only through an endpoint for now: sampling extracts nothing yet, so there triggers stay."""
+        return self.settings.decisions_provider == "openai-compatible" and self.settings.extraction
 
     async def enqueue_extraction(self, p: Principal, episodes: list[UUID], session_id: str | None) -> str | None:
         """One extraction job for a captured session delta; why not, when a cap stops it."""

@@ -155,3 +155,15 @@ async def test_an_answer_of_the_wrong_shape_is_retried_not_written(database: Dat
     (job,) = await extract_jobs(database)
     assert job["status"] == "dead" and "not of the shape" in job["last_error"]
     assert await database.admin.fetch("SELECT 1 FROM memories WHERE kind <> 'episode'") == []
+
+
+async def test_with_sampling_the_trigger_patterns_stay(database: Database, settings: Settings,
+                                                      alice: Principal) -> None:
+    """Sampling does not extract yet: its captures must keep their trigger facts, not queue jobs
+    nothing would answer."""
+    s = decisions_settings(settings, "http://127.0.0.1:9/v1", decisions_provider="sampling")
+    service = await MemoryService.open(database, s)
+    await Capturer(service, s, "cli").capture(alice, parse_text("User: I prefer tabs over spaces.\nAssistant: ok\n"),
+                                              key="cli:sampling")
+    assert await extract_jobs(database) == []
+    assert await database.admin.fetch("SELECT 1 FROM memories WHERE kind <> 'episode'")
