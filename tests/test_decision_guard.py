@@ -5,6 +5,8 @@ facts. With `decisions_guard` off (the code before the guard) the same answers r
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from typing import Any
 
 import pytest
@@ -17,6 +19,7 @@ from mcp_memory.models import Principal
 from mcp_memory.service import MemoryService
 
 from .chat_api import ChatAPI
+from .http_server import SERVE
 from .test_decisions import decisions_settings, drain, jobs_of, state
 
 UPDATE_1 = {"action": "UPDATE", "ids": ["1"], "reason": "newer"}
@@ -55,13 +58,17 @@ async def test_a_replace_about_someone_else_is_refused(database: Database, setti
     assert result["skipped"][str(first["id"])].startswith("guard: about ")
 
 
-async def test_another_attribute_of_the_same_person_is_a_suggestion(database: Database, settings: Settings,
-                                                                    chat: ChatAPI, alice: Principal) -> None:
+async def test_another_attribute_of_the_same_person_is_a_suggestion(database: Database, db_url: str,
+                                                                    settings: Settings, chat: ChatAPI,
+                                                                    alice: Principal) -> None:
     first, _, result = await decide(database, settings, chat, alice, "Arjun is allergic to penicillin.",
                                     "Arjun uses Neovim every day now.", UPDATE_1)
     assert first["superseded_by"] is None
     assert list(result["suggested"]) == [str(first["id"])]
     assert "another attribute" in result["suggested"][str(first["id"])]
+    # The user sees it in the queue.
+    listed = jobs_list(db_url, alice)
+    assert f"suggested, not applied: {first['id']}" in listed.stdout, listed.stdout + listed.stderr
 
 
 async def test_a_delete_about_someone_else_forgets_nothing(database: Database, settings: Settings, chat: ChatAPI,
@@ -90,6 +97,12 @@ async def test_a_right_update_still_applies(database: Database, settings: Settin
                                             alice: Principal, old: str, new: str) -> None:
     first, second, result = await decide(database, settings, chat, alice, old, new, UPDATE_1)
     assert first["superseded_by"] == second["id"], result
+
+
+def jobs_list(db_url: str, p: Principal) -> subprocess.CompletedProcess:
+    env = {**os.environ, "MCP_MEMORY_DATABASE_URL": db_url, "MCP_MEMORY_LOG_LEVEL": "WARNING"}
+    return subprocess.run([SERVE, "jobs", "list", "--user", p.user_id, "--agent", str(p.agent_id),
+                           "--project", str(p.project_id)], env=env, capture_output=True, text=True, timeout=60)
 
 
 class Down:

@@ -115,6 +115,7 @@ async def run(worker: DecisionWorker, job: Job, name: str) -> str:
         written = [str(m.id) for m in result.memories]
         worker.service._changed(result.created)
     return await _finish(worker, job, name, {"facts": len(written), "memories": written,
+                                             "reason": f"{len(written)} facts from {len(turns)} turns",
                                              "provider": worker.provider.name, "model": worker.provider.model},
                          tokens)
 
