@@ -35,6 +35,9 @@ from ..retrieval.query import NOT_NAMES
 # Masked cosine (MiniLM): at 0.25, of a fact and its next version on the knowledge-update dev sets
 # 79% (life) .. 96% (dataset) pass; of distractors, 4% (life) .. 55% (dataset, "her sister's phone").
 ATTRIBUTE_FLOOR = 0.25
+# A target this much less similar (masked) than the closest of its subject's candidates is not the
+# version the new memory replaces.
+CLOSEST_MARGIN = 0.05
 # A subject comes early in a memory ("Greta Ibarra drives ...", "FYI: Chiara ...").
 SUBJECT_WITHIN = 5
 # Words that open a sentence capitalised without naming anyone.
@@ -104,8 +107,11 @@ class Verdict:
 
 
 async def check(new: str, targets: Sequence[tuple[UUID, str]], vectors: Embeds | None,
-                floor: float = ATTRIBUTE_FLOOR) -> Verdict:
-    """Each target (id, its text) that the new memory's decision replaces, judged."""
+                floor: float = ATTRIBUTE_FLOOR, among: Sequence[tuple[UUID, str]] = ()) -> Verdict:
+    """Each target (id, its text) that the new memory's decision replaces, judged. `among`: every
+    candidate the model was shown (targets included): a target must also be about as close to
+    the new memory, masked, as the closest of the same subject's candidates (a small model lists
+    all of a person's memories; only the one holding the same attribute is a version)."""
     verdict = Verdict()
     same_subject: list[tuple[UUID, str]] = []
     for memory_id, text in targets:
@@ -116,23 +122,30 @@ async def check(new: str, targets: Sequence[tuple[UUID, str]], vectors: Embeds |
             same_subject.append((memory_id, text))
     if not same_subject:
         return verdict
+    chosen = {m for m, _ in same_subject}
+    rivals = [(m, t) for m, t in among if m not in chosen and other_subject(new, t) is None]
+    judged = same_subject + rivals
     # Only the names both share are the subject: the others are values ("from Railway to AWS Lambda").
     mine = names(new)
-    shared = [[a for a in mine for b in names(text) if _same(a, b)] for _, text in same_subject]
+    shared = [[a for a in mine for b in names(text) if _same(a, b)] for _, text in judged]
     texts = [masked(new, s) for s in shared]
-    texts += [masked(text, s) for (_, text), s in zip(same_subject, shared, strict=True)]
+    texts += [masked(text, s) for (_, text), s in zip(judged, shared, strict=True)]
     embedded = await vectors.documents_or_none(texts) if vectors is not None else None
-    n = len(same_subject)
+    n = len(judged)
     cosines = ([float(np.dot(embedded[k], embedded[n + k])) for k in range(n)] if embedded is not None else None)
+    best = max(cosines) if cosines else 0.0
     for k, (memory_id, _) in enumerate(same_subject):
         ignore = frozenset(w for name in shared[k] for w in name) | {MASK}
         if values_of(texts[k], ignore) & values_of(texts[n + k], ignore):
             verdict.allowed.append(memory_id)  # the new memory names the value it replaces
         elif cosines is None:
             verdict.suggested[memory_id] = "guard: the embedder is not answering, so the attribute was not checked"
-        elif cosines[k] >= floor:
-            verdict.allowed.append(memory_id)
-        else:
+        elif cosines[k] < floor:
             verdict.suggested[memory_id] = (f"guard: same subject, but another attribute by our check "
                                             f"(masked similarity {cosines[k]:.2f} < {floor:.2f})")
+        elif cosines[k] < best - CLOSEST_MARGIN:
+            verdict.suggested[memory_id] = (f"guard: another memory of the same subject is closer to it by our "
+                                            f"check (masked similarity {cosines[k]:.2f} < {best:.2f})")
+        else:
+            verdict.allowed.append(memory_id)
     return verdict
