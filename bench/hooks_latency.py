@@ -97,15 +97,21 @@ async def load(data_dir: Path, n: int) -> float:
         await db.close()
 
 
+# A one-word prompt is skipped by the entry point before it asks anyone: not a recall to time.
+ASKED = [q for q in QUERIES if len(q.split()) >= 2]
+
+
 class Bench:
     def __init__(self, data_dir: Path, work: Path, command: str) -> None:
         self.data_dir, self.work, self.command = data_dir, work, command
-        self.cwd = work / "project"           # no git repository: the hooks' project is none
+        self.cwd = work / "project"
         self.cwd.mkdir(exist_ok=True)
         self.transcripts = work / "transcripts"
         self.transcripts.mkdir(exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_MEMORY_")}
-        self.env = {**env, "MCP_MEMORY_DATA_DIR": str(data_dir), "MCP_MEMORY_USER": USER}
+        # No project: the bench's memories are the user's, and a hook in a plain folder would
+        # otherwise be that folder's project (as Claude Code's MCP server names it) and see none.
+        self.env = {**env, "MCP_MEMORY_DATA_DIR": str(data_dir), "MCP_MEMORY_USER": USER, "MCP_MEMORY_PROJECT": "none"}
         self.rng = random.Random(11)
 
     def payload(self, event: str) -> dict[str, Any]:
@@ -118,7 +124,7 @@ class Bench:
         data: dict[str, Any] = {"session_id": session, "transcript_path": str(transcript), "cwd": str(self.cwd),
                                 "hook_event_name": CLAUDE_NAMES[event], "permission_mode": "default"}
         if event == "prompt-submit":
-            data["prompt"] = self.rng.choice(QUERIES).capitalize() + "?"
+            data["prompt"] = self.rng.choice(ASKED).capitalize() + "?"
         if event == "session-start":
             data.update(source="startup", model="claude-sonnet-4-5")
         return data
