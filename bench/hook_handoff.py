@@ -1,15 +1,16 @@
 """How fast a capture hook (stop / pre-compact / session-end) gives the harness back its turn.
 
 The hook hands its work to a detached worker (mcp_memory/capture/worker.py) and returns; this
-measures that return two ways, on the full path (no `mcp-memory serve` running):
+measures that return with no `mcp-memory serve` running:
 
   process: spawned as Claude Code spawns a command hook (`sh -c "mcp-memory hook <event>"`, the
-           hook JSON on stdin), wall clock from spawn to exit: Python starting and importing
-           included;
-  hand-off: the hook's own work after the imports (`run_hook` called in this process): read the
-           input, check the transcript, write the job, start the worker;
-  stdlib:  a process that imports only the standard library and `mcp_memory.capture.worker`
-           (what a thin entry point can do: `worker.detach`), spawned as above.
+           hook JSON on stdin), wall clock from spawn to exit: the thin entry point (hookline.py)
+           finds no server and starts the worker itself, importing only the standard library;
+  full:    the same with MCP_MEMORY_HOOK_CHANNEL=off, which goes straight to the full command
+           line (what every capture hook cost before the entry point handed off itself);
+  hand-off: the full path's own work after the imports (`run_hook` called in this process): read
+           the input, check the transcript, write the job, start the worker;
+  floor:   `sh -c "python -c pass"`, what any Python process costs on this machine right now.
 
 And what every hook adds when nothing is behind: `catchup.look` over a project folder of
 `--transcripts` captured sessions (a directory scan and the state file; no database).
@@ -48,10 +49,6 @@ from stats import summary  # noqa: E402
 FIXTURE = Path(__file__).parent.parent / "tests" / "fixtures" / "transcripts" / "claude_code_session.jsonl"
 CLI = str(Path(sys.executable).with_name("mcp-memory"))
 EVENTS = {"stop": "Stop", "pre-compact": "PreCompact", "session-end": "SessionEnd"}
-THIN = ("import json, os, sys\n"
-        "from mcp_memory.capture.worker import detach\n"
-        "detach({'event': sys.argv[1], 'harness': 'claude-code', 'payload': json.loads(sys.stdin.buffer.read()),"
-        " 'settings': {}}, os.environ['MCP_MEMORY_DATA_DIR'])\n")
 
 
 def workers_done(data_dir: Path, timeout: float = 300) -> None:
@@ -105,7 +102,8 @@ def main() -> None:
             for event in EVENTS:
                 process: list[float] = []
                 handoff: list[float] = []
-                thin: list[float] = []
+                full: list[float] = []
+                floor: list[float] = []
                 for _ in range(args.runs):
                     n += 1
                     payload = json.dumps(session(folder, n, event)).encode()
@@ -124,12 +122,17 @@ def main() -> None:
                     n += 1
                     payload = json.dumps(session(folder, n, event)).encode()
                     started = time.perf_counter()
-                    out = subprocess.run(["sh", "-c", f"{shlex.quote(sys.executable)} -c {shlex.quote(THIN)} {event}"],
-                                         input=payload, capture_output=True, env=env, check=False)
-                    thin.append(time.perf_counter() - started)
+                    out = subprocess.run(["sh", "-c", f"{shlex.quote(CLI)} hook {event}"], input=payload,
+                                         capture_output=True, env={**env, "MCP_MEMORY_HOOK_CHANNEL": "off"},
+                                         check=False)
+                    full.append(time.perf_counter() - started)
                     assert out.returncode == 0 and out.stdout == b"" and out.stderr == b"", out.stderr
                     workers_done(data_dir)
-                results[event] = {"process": summary(process), "hand_off": summary(handoff), "stdlib": summary(thin)}
+                    started = time.perf_counter()
+                    subprocess.run(["sh", "-c", f"{shlex.quote(sys.executable)} -c pass"], check=True)
+                    floor.append(time.perf_counter() - started)
+                results[event] = {"process": summary(process), "full": summary(full), "hand_off": summary(handoff),
+                                  "floor": summary(floor)}
             many = root / "many"
             many.mkdir()
             for i in range(args.transcripts):
@@ -148,13 +151,14 @@ def main() -> None:
         finally:
             pg.stop()
 
-    print(f"capture hook return, {args.runs} runs per event, full path (no server), {os.cpu_count()} cores")
-    print(f"{'event':<12} {'process p50':>12} {'p95':>8}   {'hand-off p50':>12} {'p95':>8}   "
-          f"{'stdlib p50':>12} {'p95':>8}")
+    print(f"capture hook return, {args.runs} runs per event, no server running, {os.cpu_count()} cores")
+    print(f"{'event':<12} {'process p50':>12} {'p95':>8}   {'full p50':>10} {'p95':>8}   "
+          f"{'hand-off p50':>12} {'p95':>8}   {'floor p50':>10} {'p95':>8}")
     for event, r in results.items():
-        p, h, t = r["process"], r["hand_off"], r["stdlib"]
+        p, f, h, t = r["process"], r["full"], r["hand_off"], r["floor"]
         print(f"{event:<12} {p['p50_ms']:>10.0f}ms {p['p95_ms']:>6.0f}ms   "
-              f"{h['p50_ms']:>10.1f}ms {h['p95_ms']:>6.1f}ms   {t['p50_ms']:>10.0f}ms {t['p95_ms']:>6.0f}ms")
+              f"{f['p50_ms']:>8.0f}ms {f['p95_ms']:>6.0f}ms   "
+              f"{h['p50_ms']:>10.1f}ms {h['p95_ms']:>6.1f}ms   {t['p50_ms']:>8.0f}ms {t['p95_ms']:>6.0f}ms")
     look = summary(looks)
     print(f"catch-up look, nothing behind, {args.transcripts} transcripts in the folder: "
           f"p50 {look['p50_ms']:.2f} ms, p95 {look['p95_ms']:.2f} ms")
