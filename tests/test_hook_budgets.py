@@ -212,7 +212,7 @@ async def test_sessions_whose_hooks_were_killed_are_caught_up_by_the_next_hook(
 
 def test_catch_up_looks_only_at_what_changed_and_what_is_ours(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path / "data", capture_catch_up_days=1)
-    folder = tmp_path / "projects"
+    folder = tmp_path / "projects" / catchup.claude_project_key("/home/dana/shop")
     fresh = session_file(folder, "fresh")
     old = session_file(folder, "old")
     seen = session_file(folder, "seen-old")
@@ -240,6 +240,18 @@ def test_catch_up_looks_only_at_what_changed_and_what_is_ours(tmp_path: Path) ->
     assert catchup.look(settings, folder, None)
 
 
+def test_catch_up_takes_no_stranger_files_from_a_folder_that_is_no_harness_session_store(tmp_path: Path) -> None:
+    """A payload pointing at /tmp/x.jsonl must not make every other .jsonl in /tmp a session."""
+    settings = Settings(data_dir=tmp_path / "data", capture_catch_up_days=1)
+    folder = tmp_path / "scratch"
+    mine = session_file(folder, "mine")
+    stranger = session_file(folder, "someone-elses-data")
+    assert catchup.behind(settings, folder) == []          # nothing registered: nothing taken
+    assert not catchup.look(settings, folder, stranger)     # a hook of that session registers it...
+    assert catchup.behind(settings, folder) == [stranger]  # ...and only that one is ours
+    assert mine not in catchup.behind(settings, folder)
+
+
 @pytest.mark.parametrize("cwd, key", [
     ("/home/dana/work/shop", "-home-dana-work-shop"),
     ("/Users/foo/.config/my_app", "-Users-foo--config-my-app"),
@@ -265,7 +277,7 @@ async def test_a_catch_up_that_fails_is_told_once_and_not_retried_at_every_promp
                                                                                   data_dir: Path) -> None:
     """Database down: the catch-up a prompt started fails, is recorded against the folder (not
     against the session whose prompt started it), and the next prompts start no worker for a while."""
-    folder = tmp_path / "projects"
+    folder = tmp_path / "projects" / catchup.claude_project_key(str(tmp_path))
     behind = session_file(folder, "s-behind")
     mine = session_file(folder, "s-mine")
     env = {"MCP_MEMORY_DATABASE_URL": "postgresql://alice@127.0.0.1:1/memory"}

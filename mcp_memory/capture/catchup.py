@@ -220,8 +220,22 @@ def mark_failed(settings: Settings, folder: Path, failed: bool) -> None:
     _update(settings, change)
 
 
+def harness_folder(folder: Path) -> bool:
+    """A folder a harness keeps its sessions in: under Claude Code's projects root, or named as it
+    names a project (an encoded absolute path starts with '-'). Elsewhere (a hook payload pointing
+    at /tmp/x.jsonl) the folder's other files are not sessions of ours to take unless a hook of ours
+    registered them."""
+    try:
+        if folder.resolve().is_relative_to(claude_projects_root().resolve()):
+            return True
+    except OSError:
+        return False
+    return folder.name.startswith("-")
+
+
 def _candidates(settings: Settings, state: dict[str, Any], folder: Path, exclude: str | None) -> list[Path]:
     files: dict[str, Any] = state["files"]
+    ours = harness_folder(folder)
     since = time.time_ns() - int(settings.capture_catch_up_days * 86400 * 1e9)
     found: list[tuple[int, Path]] = []
     try:
@@ -240,8 +254,8 @@ def _candidates(settings: Settings, state: dict[str, Any], folder: Path, exclude
         known = files.get(_key(Path(entry.path)))
         if known == [st.st_size, st.st_mtime_ns]:
             continue
-        if known is None and st.st_mtime_ns < since:
-            continue   # history from before our hooks: not ours to take
+        if known is None and (st.st_mtime_ns < since or not ours):
+            continue   # history from before our hooks, or a file that is no harness session: not ours to take
         found.append((st.st_mtime_ns, Path(entry.path)))
     return [p for _, p in sorted(found)]
 
