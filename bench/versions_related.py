@@ -4,8 +4,7 @@ Writes a knowledge-update set (bench/knowledge_update/*.jsonl) through `MemorySe
 the order it happened, once per mode, each into its own user:
   none     nothing acts on `related` (the store as written);
   listed   an agent that writes again with `supersedes` naming every entry of `related` whose
-           `earlier_version` is true, once entries carry that field (they do not yet: then it
-           names every entry, which mostly supersedes the person's other facts);
+           `earlier_version` is true;
   oracle   the same agent told the truth (supersedes only the entries that are earlier versions of
            the fact): the ceiling of what `related` allows.
 For each update (a later version of a changing fact) it reports whether `related` held an earlier
@@ -44,6 +43,7 @@ async def write_in_order(service: Any, user: str, records: list[dict[str, Any]],
     updates = found = unrelated_updates = unrelated_all = writes = superseded = wrong = 0
     flagged = flagged_right = 0
     misses: list[dict[str, Any]] = []
+    wrong_flags: list[dict[str, Any]] = []
     for r, m in memories:
         p = bench_principal(user_of(user, r))
         result = await service.write(p, m["content"], kind="fact", occurred_at=parse_time(m["occurred_at"]) + shift)
@@ -58,6 +58,8 @@ async def write_in_order(service: Any, user: str, records: list[dict[str, Any]],
             if getattr(x, "earlier_version", None) is not None:
                 flagged += bool(x.earlier_version)
                 flagged_right += bool(x.earlier_version) and k in earlier
+                if x.earlier_version and k not in earlier and len(wrong_flags) < 400:
+                    wrong_flags.append({"new": m["content"], "flagged": x.snippet})
         if earlier:
             updates += 1
             hit = bool({k for k, _ in listed} & earlier)
@@ -83,7 +85,8 @@ async def write_in_order(service: Any, user: str, records: list[dict[str, Any]],
                "unrelated_per_write": round(unrelated_all / max(writes, 1), 3),
                "flag_precision": round(flagged_right / flagged, 4) if flagged else None,
                "supersedes": superseded, "wrong_supersedes": wrong,
-               "wrong_share": round(wrong / superseded, 4) if superseded else 0.0, "misses": misses}
+               "wrong_share": round(wrong / superseded, 4) if superseded else 0.0, "misses": misses,
+               "wrong_flags": wrong_flags}
     return ids, quality
 
 

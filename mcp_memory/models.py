@@ -162,6 +162,9 @@ class RelatedMemory(BaseModel):
     age: str
     similarity: float = Field(description="Cosine similarity to the memory just written (0-1).")
     superseded_by: UUID | None = None
+    earlier_version: bool | None = Field(default=None, description=(
+        "Whether it looks like an earlier version of the memory just written (same subject, same kind of "
+        "fact): pass those in `supersedes`. None: not judged (the embedder is not answering)."))
 
 
 RELATED_HINT = ("If one of these is an earlier version of the same fact, pass its id in `supersedes` (memory_write) "

@@ -30,3 +30,37 @@ async def test_versions_put_newest_first_carry_the_scores_of_their_places(servic
     for query in ("Where does Orla Novak live these days?", "Orla Novak", "Where did Orla Novak live before?"):
         scores = [h.score for h in (await service.search(alice, query)).hits]
         assert scores == sorted(scores, reverse=True), (query, scores)
+
+
+async def test_related_says_which_entries_look_like_earlier_versions(service: MemoryService, alice: Principal) -> None:
+    """Issue 30 item 2: on a person with many facts, `related` lists their other facts beside the
+    earlier version; each entry now says whether it looks like an earlier version of the new
+    memory (same subject, same kind of fact), so an agent supersedes only those."""
+    car = (await service.write(alice, "Greta Ibarra drives a Hyundai Ioniq.")).memory
+    book = (await service.write(alice, "Greta Ibarra is reading a thriller set in Iceland.")).memory
+    bakery = (await service.write(alice, "Greta Ibarra said the new bakery on the corner is overrated.")).memory
+    other = (await service.write(alice, "Katarina Mbeki drives a Kia Sportage these days.")).memory
+    # Saying "me" does not make it a note about the user: it is about Katarina.
+    lift = (await service.write(alice, "Katarina Mbeki gave me a lift in her Subaru Outback.")).memory
+    result = await service.write(alice, "Greta Ibarra drives a Subaru Outback these days.")
+    flags = {r.id: r.earlier_version for r in result.related}
+    assert flags.get(car.id) is True, [(r.snippet, r.earlier_version) for r in result.related]
+    for not_a_version in (book.id, bakery.id, other.id, lift.id):
+        assert flags.get(not_a_version) in (False, None) and not_a_version not in {
+            i for i, f in flags.items() if f}, [(r.snippet, r.earlier_version) for r in result.related]
+    # The decisions' candidates are the same list, flags and all.
+    again = await service.related(alice, result.memory.id, result.memory.content,
+                                  await service.vectors.document(result.memory.content))
+    assert {r.id: r.earlier_version for r in again} == flags
+
+
+async def test_an_update_naming_the_value_it_replaces_is_flagged_whatever_its_wording(
+        service: MemoryService, alice: Principal) -> None:
+    """"left Plumtree Media" names the employer it replaces: an earlier version, however far the
+    rest of its wording is; a name in the text is data, matched literally (no regex from it)."""
+    job = (await service.write(alice, "Odalys Pellegrini works at Plumtree Media (PLM*).")).memory
+    pet = (await service.write(alice, "Odalys Pellegrini adopted a greyhound called Biscuit.")).memory
+    result = await service.write(alice, "Odalys Pellegrini left Plumtree Media (PLM*) and signed with Saltmarsh Bank.")
+    flags = {r.id: r.earlier_version for r in result.related}
+    assert flags.get(job.id) is True, [(r.snippet, r.earlier_version) for r in result.related]
+    assert not flags.get(pet.id), [(r.snippet, r.earlier_version) for r in result.related]

@@ -3,16 +3,18 @@ the places the ranking gave them."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
+from uuid import UUID
 
 import asyncpg
 import numpy as np
 
 from ..models import SearchHit
 from .about_user import about_someone_else, speaks_of_user, without_user
-from .focus import MASK, TextVectors
-from .query import word_pairs
+from .focus import MASK, TextVectors, values_of
+from .query import NOT_NAMES, word_pairs
 
 # Full-text keys closer than this hold the same query words (the rest is ts_rank's tie-break).
 LEXICAL_TIE = 0.05
@@ -132,3 +134,102 @@ async def user_note_versions(content: str, near: Sequence[tuple[Any, float]], ve
     masked = matrix[1:] @ matrix[0]
     kept = [(k, float(masked[k])) for k, (_, cosine) in enumerate(notes) if masked[k] >= floor or cosine >= same_fact]
     return [notes[k] for k, _ in sorted(kept, key=lambda kc: -kc[1])]
+
+
+# Masked cosine (MiniLM) at or above which a memory about the same subject says the same kind of
+# thing as the new one: an earlier version of it rather than another of the subject's facts.
+EARLIER_VERSION_FLOOR = 0.40
+_CAPITALISED = re.compile(r"(?<![\w'-])[A-Z][\w'-]*")
+
+
+# A subject comes early in a memory ("Greta Ibarra drives ...", "Remind Greta Ibarra about ...").
+SUBJECT_WITHIN = 5
+_RUN = re.compile(r"(?<![\w'-])[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*")
+_WORD = re.compile(r"\w[\w'-]*")
+
+
+def subjects(text: str) -> list[frozenset[str]]:
+    """The runs of capitalised words among the first words of `text`, each as its lower-case
+    words: whom or what it is about ("Greta Ibarra", "Remind Greta Ibarra")."""
+    found = []
+    for m in _RUN.finditer(text):
+        if len(_WORD.findall(text[:m.start()])) >= SUBJECT_WITHIN:
+            break
+        words = frozenset(re.sub(r"'s$", "", w).lower() for w in m.group().split()) - NOT_NAMES
+        if words:
+            found.append(words)
+    # One capitalised word opening the text before another run is how a note starts ("Heard
+    # today: Benedikt Pereira ...", "Update - ..."), not whom it is about.
+    if len(found) > 1 and text.lstrip()[:1].isupper() and len(found[0]) == 1 and _RUN.match(text.lstrip()) \
+            and len(_RUN.match(text.lstrip()).group().split()) == 1:
+        found = found[1:]
+    return found
+
+
+def same_subject(new: str, old: str) -> bool:
+    """Whether two memories are about one subject: both notes about the user, or one's first
+    named run holds the other's ("Greta Ibarra" / "Remind Greta Ibarra"; not "Cressida Baptiste" /
+    "Cressida Grimaldi", nor "Zainab Novak" / "Ines Olawale" growing up on a farm alike); with
+    no name early in either, a shared pair of content words ("coupons pipeline")."""
+    mine, theirs = subjects(new), subjects(old)
+    if mine and theirs:  # the first names: "Emeka ... studied at ETH Zurich" is not about ETH Zurich
+        return mine[0] <= theirs[0] or theirs[0] <= mine[0]
+    if is_user_note(new) or is_user_note(old):
+        return is_user_note(new) and is_user_note(old)
+    return bool(word_pairs(new) & word_pairs(old))
+
+
+def shared_names(a: str, b: str) -> frozenset[str]:
+    """The capitalised words (lower case, possessives cut) both texts hold: their common subject
+    ("Greta", "Ibarra"), or a value both name ("Lisbon")."""
+    def caps(text: str) -> set[str]:
+        return {re.sub(r"'s$", "", w).lower() for w in _CAPITALISED.findall(text)} - NOT_NAMES
+    return frozenset(caps(a) & caps(b))
+
+
+def masked_pair(new: str, old: str) -> tuple[str, str, frozenset[str]]:
+    """Both texts with what they share of the subject masked (the names both hold and the words
+    for the user), and those names."""
+    names = shared_names(new, old)
+    # Only the subject is masked: a value both name stays ("left Plumtree Media" / "works at
+    # Plumtree Media"), for `earlier_versions` to see.
+    subject = frozenset().union(*(runs[0] for runs in (subjects(new), subjects(old)) if runs))
+    names = names & subject or names
+
+    def mask(text: str) -> str:
+        for name in names:
+            text = re.sub(rf"(?<![\w'-]){re.escape(name)}(?:'s)?(?![\w'-])", MASK, text, flags=re.IGNORECASE)
+        return without_user(text, MASK)
+    return mask(new), mask(old), names
+
+
+async def earlier_versions(content: str, rows: Sequence[Any], vectors: TextVectors,
+                           floor: float = EARLIER_VERSION_FLOOR) -> dict[UUID, bool] | None:
+    """Which of `rows` (the memories `related` lists for a new one saying `content`) look like
+    earlier versions of it: about the same subject (they share a pair of content words, or both
+    are notes about the user) and saying the same kind of thing of it, which is judged with the
+    subject masked on both sides ("someone drives a Hyundai Ioniq" / "someone is leasing a Subaru
+    Outback now" against "someone is reading a thriller set in Iceland"): their masked cosine is
+    at least `floor`. A memory about the subject whose value the new one names again is one too,
+    whatever its wording ("Plumtree Media" in "left Plumtree Media for Saltmarsh Bank"). None when
+    the embedder is not answering and no value decides."""
+    flags: dict[UUID, bool] = {}
+    judged: list[tuple[UUID, str, str]] = []
+    for row in rows:
+        text = row["content"]
+        if not same_subject(content, text):
+            flags[row["id"]] = False
+            continue
+        new, old, names = masked_pair(content, text)
+        ignore = names | {MASK} | NOT_NAMES
+        if values_of(new, ignore) & values_of(old, ignore):
+            flags[row["id"]] = True
+        else:
+            judged.append((row["id"], new, old))
+    if judged:
+        embedded = await vectors.documents_or_none([t for _, new, old in judged for t in (new, old)])
+        if embedded is None:
+            return None
+        for k, (memory_id, _, _) in enumerate(judged):
+            flags[memory_id] = float(np.dot(embedded[2 * k], embedded[2 * k + 1])) >= floor
+    return flags
