@@ -6,8 +6,9 @@ endpoint (a local model: /work/shared/models/serve_local_llm.py). Then, per set:
   decisions         jobs that asked the model (a memory with close older ones)
   right             UPDATE/DELETE of an earlier version of the same fact, as the model proposed
                     (before) and as applied (after the guard)
-  wrong             a memory marked replaced (UPDATE/DELETE/NONE) by one about something else:
-                    another record's memory, or a distractor; share of decisions
+  wrong             memories marked replaced (UPDATE/DELETE/NONE) by one about something else
+                    (another record's memory, or a distractor); wrong_pct: the share of
+                    decisions with at least one such target
   missed            earlier versions still current at the end (of all versions that have a later one)
   suggested         replaces the guard kept as suggestions instead of applying
   stable@3          a stable fact's memory within the top 3 for its question
@@ -74,7 +75,7 @@ async def one_set(path: Path, args: argparse.Namespace) -> dict[str, Any]:
             return record_of[old] is r and new in order and old in order and order[old] < order[new]
 
         rows = await bench.admin.fetch("SELECT memory_id, result FROM memory_jobs WHERE result IS NOT NULL")
-        decisions = right_before = right_after = wrong_before = wrong_after = suggested = 0
+        decisions = right_before = right_after = wrong_before = wrong_after = suggested = bad_before = bad_after = 0
         examples: list[str] = []
         for row in rows:
             res = row["result"] if isinstance(row["result"], dict) else json.loads(row["result"])
@@ -89,17 +90,22 @@ async def one_set(path: Path, args: argparse.Namespace) -> dict[str, Any]:
             suggested += len(res.get("suggested", {}))
             if res["action"] == "ADD":
                 continue
+            wrong_here = {"before": False, "after": False}
             for group, tally in ((proposed, "before"), (applied, "after")):
                 for old in group:
                     ok = res["action"] in ("UPDATE", "DELETE") and earlier_version(new, old)
                     if tally == "before":
                         right_before += ok
                         wrong_before += not ok and not earlier_version(new, old)
+                        wrong_here["before"] |= not ok and not earlier_version(new, old)
                     else:
                         right_after += ok
                         wrong_after += not ok and not earlier_version(new, old)
+                        wrong_here["after"] |= not ok and not earlier_version(new, old)
                         if not ok and not earlier_version(new, old) and len(examples) < 5:
                             examples.append(f"{res['action']}: {record_of[old]['id']}:{old} by {new}")
+            bad_before += wrong_here["before"]
+            bad_after += wrong_here["after"]
         states = {r["id"]: r for r in await bench.admin.fetch(
             "SELECT id, superseded_by, deleted_at FROM memories WHERE id = ANY($1::uuid[])", list(ids.values()))}
         later = [v["key"] for r in records for v in r["versions"][:-1]]
@@ -113,8 +119,8 @@ async def one_set(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     return {"set": path.stem, "records": len(records), "decisions": decisions, "guard": args.guard,
             "right_before": right_before, "right_after": right_after,
             "wrong_before": wrong_before, "wrong_after": wrong_after,
-            "wrong_before_pct": round(100 * wrong_before / max(decisions, 1), 1),
-            "wrong_after_pct": round(100 * wrong_after / max(decisions, 1), 1),
+            "wrong_before_pct": round(100 * bad_before / max(decisions, 1), 1),
+            "wrong_after_pct": round(100 * bad_after / max(decisions, 1), 1),
             "missed": missed, "updates": len(later), "suggested": suggested,
             "stable_top3": round(sum(top3) / len(top3), 3) if top3 else None,
             "s_per_decision": round(elapsed / max(decisions, 1), 2), "dead": drained["dead"],
@@ -137,7 +143,8 @@ def main() -> None:
         result = asyncio.run(one_set(REPO / "bench" / "knowledge_update" / f"{name}.jsonl", args))
         results.append(result)
         print(json.dumps(result), file=sys.stderr)
-    cols = ["set", "records", "decisions", "guard", "right_before", "right_after", "wrong_before_pct",
+    cols = ["set", "records", "decisions", "guard", "right_before", "right_after", "wrong_before",
+            "wrong_after", "wrong_before_pct",
             "wrong_after_pct", "missed", "updates", "suggested", "stable_top3", "s_per_decision"]
     print(" | ".join(cols))
     for r in results:
