@@ -21,10 +21,15 @@ from prometheus_client.parser import text_string_to_metric_families
 from mcp_memory.config import Settings
 from mcp_memory.db import Database, open_database
 from mcp_memory.db.embedded import EmbeddedPostgres
+from mcp_memory.decisions import provider_from
+from mcp_memory.decisions.jobs import DecisionWorker
+from mcp_memory.models import Principal
 from mcp_memory.server.errors import tool_errors
+from mcp_memory.service import MemoryService
 from mcp_memory.telemetry import tracing
 from mcp_memory.telemetry.logs import JsonFormatter, RequestIdFilter
 
+from .chat_api import ChatAPI
 from .http_server import http_client, http_server
 from .test_embeddings import EmbeddingsAPI
 from .test_http import make_key
@@ -325,3 +330,22 @@ async def test_a_stdio_server_serves_its_metrics_on_the_port_it_is_given(db_url:
             assert not (await client.call_tool("memory_write", {"content": f"stdio fact {i}"})).is_error
         found = samples(httpx2.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text)
         assert value(found, "mcp_memory_tool_calls_total", tool="memory_write", outcome="ok") == 2
+
+
+async def test_a_model_decision_is_a_span_naming_the_provider_and_no_memory_text(
+        spans: InMemorySpanExporter, database: Database, settings: Settings, chat: ChatAPI, alice: Principal) -> None:
+    from .test_decisions import decisions_settings, drain, two_versions
+
+    s = decisions_settings(settings, chat.url)
+    service = await MemoryService.open(database, s)
+    worker = DecisionWorker(database.admin, service, provider_from(s), s)
+    await two_versions(service, alice, worker)
+    spans.clear()
+    chat.script(("json", {"action": "UPDATE", "ids": ["1"], "reason": "Alice moved to Lisbon."}))
+    assert await drain(worker) == 1
+    [decided] = [x for x in spans.get_finished_spans() if x.name == "model.decide"]
+    assert decided.attributes["mcp_memory.provider"] == "openai-compatible"
+    assert decided.attributes["mcp_memory.model"] == "judge-1"
+    assert decided.attributes["mcp_memory.candidates"] == 1
+    text = json.dumps(dict(decided.attributes), default=str)
+    assert "Oslo" not in text and "Lisbon" not in text, text

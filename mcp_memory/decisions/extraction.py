@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..models import WriteItem
 from ..repository import jobs as queue
 from ..repository.jobs import Job
+from ..telemetry.tracing import span
 from .prompting import _record
 from .protocol import InvalidAnswer
 
@@ -96,7 +97,9 @@ async def run(worker: DecisionWorker, job: Job, name: str) -> str:
         await queue.defer(worker.admin, job, name, *waiting)
         return "queued"
     await queue.called(worker.admin, job)
-    text, tokens = await ask(SYSTEM, user_message(turns), MAX_TOKENS)
+    with span("model.extract", **{"mcp_memory.provider": worker.provider.name,
+                                  "mcp_memory.model": worker.provider.model, "mcp_memory.turns": len(turns)}):
+        text, tokens = await ask(SYSTEM, user_message(turns), MAX_TOKENS)
     facts = parse(text, tokens=tokens)
     by_label = {str(i): e for i, e in enumerate(job.sources, 1)}
     items = []

@@ -27,6 +27,7 @@ from ..models import Principal
 from ..repository import jobs as queue
 from ..repository.decisions import DecisionRepository
 from ..repository.jobs import Job, JobRepository
+from ..telemetry.tracing import span
 from . import apply as applying
 from . import extraction, guard
 from .protocol import Candidate, DecisionError, DecisionProvider, DecisionRequest, NotReachable
@@ -151,7 +152,10 @@ class DecisionWorker:
                                   kind=subject["kind"], occurred_at=subject["occurred_at"], candidates=candidates,
                                   agent_id=subject["agent_id"], project_id=subject["project_id"])
         await queue.called(self.admin, job)
-        answer = await self.provider.decide(request)
+        with span("model.decide", **{"mcp_memory.provider": self.provider.name,
+                                     "mcp_memory.model": self.provider.model,
+                                     "mcp_memory.candidates": len(candidates)}):
+            answer = await self.provider.decide(request)
         if self._down_until:  # it answers again: what waited for it is due now
             self._down_until = 0.0
             await queue.release(self.admin, WAIT_PROVIDER)
