@@ -138,7 +138,7 @@ async def user_note_versions(content: str, near: Sequence[tuple[Any, float]], ve
 
 # Masked cosine (MiniLM) at or above which a memory about the same subject says the same kind of
 # thing as the new one: an earlier version of it rather than another of the subject's facts.
-EARLIER_VERSION_FLOOR = 0.40
+EARLIER_VERSION_FLOOR = 0.45
 _CAPITALISED = re.compile(r"(?<![\w'-])[A-Z][\w'-]*")
 
 
@@ -206,13 +206,13 @@ def masked_pair(new: str, old: str) -> tuple[str, str, frozenset[str]]:
 async def earlier_versions(content: str, rows: Sequence[Any], vectors: TextVectors,
                            floor: float = EARLIER_VERSION_FLOOR) -> dict[UUID, bool] | None:
     """Which of `rows` (the memories `related` lists for a new one saying `content`) look like
-    earlier versions of it: about the same subject (they share a pair of content words, or both
-    are notes about the user) and saying the same kind of thing of it, which is judged with the
-    subject masked on both sides ("someone drives a Hyundai Ioniq" / "someone is leasing a Subaru
-    Outback now" against "someone is reading a thriller set in Iceland"): their masked cosine is
-    at least `floor`. A memory about the subject whose value the new one names again is one too,
-    whatever its wording ("Plumtree Media" in "left Plumtree Media for Saltmarsh Bank"). None when
-    the embedder is not answering and no value decides."""
+    earlier versions of it: about the same subject (`same_subject`) and saying the same kind of
+    thing of it, judged with the subject masked on both sides ("someone drives a Hyundai Ioniq" /
+    "someone drives a Subaru Outback these days", not "someone is reading a thriller set in
+    Iceland"): the one of them with the highest masked cosine, if at least `floor`. A memory about
+    the subject whose value the new one names beside a new value is one too, whatever its wording
+    ("left Plumtree Media and signed with Saltmarsh Bank"). None when the embedder is not
+    answering. Measured in bench/versions_related.py (flag precision, wrong supersedes)."""
     flags: dict[UUID, bool] = {}
     judged: list[tuple[UUID, str, str]] = []
     for row in rows:
@@ -222,7 +222,10 @@ async def earlier_versions(content: str, rows: Sequence[Any], vectors: TextVecto
             continue
         new, old, names = masked_pair(content, text)
         ignore = names | {MASK} | NOT_NAMES
-        if values_of(new, ignore) & values_of(old, ignore):
+        mine, theirs = values_of(new, ignore), values_of(old, ignore)
+        # It names the value it replaces and another: "left Plumtree Media for Saltmarsh Bank";
+        # the same value alone is the same fact of another thing ("emits metrics to Prometheus").
+        if mine & theirs and mine - theirs:
             flags[row["id"]] = True
         else:
             judged.append((row["id"], new, old))
@@ -230,6 +233,11 @@ async def earlier_versions(content: str, rows: Sequence[Any], vectors: TextVecto
         embedded = await vectors.documents_or_none([t for _, new, old in judged for t in (new, old)])
         if embedded is None:
             return None
+        cosines = [float(np.dot(embedded[2 * k], embedded[2 * k + 1])) for k in range(len(judged))]
+        # Only the closest: the versions before it were superseded by it when it was written (and
+        # are no longer listed), while the subject's other facts, short notes alike once masked
+        # ("someone joined the company in 2019"), pass the floor too.
+        best = int(np.argmax(cosines))
         for k, (memory_id, _, _) in enumerate(judged):
-            flags[memory_id] = float(np.dot(embedded[2 * k], embedded[2 * k + 1])) >= floor
+            flags[memory_id] = k == best and cosines[k] >= floor
     return flags
