@@ -11,3 +11,7 @@ MAX_REASON_CHARS = 1000
 MAX_KEY_CHARS = 200  # idempotency keys, forget tokens
 MAX_BATCH = 500
 MAX_PRIORITY = 1000
+# A request's line and headers as the HTTP parser buffers them (h11's own default is 16 KiB): room
+# for a browser's URL with an over-long query, so the console can answer it with a 400 naming the
+# field instead of the parser's bare "Invalid HTTP request received."
+MAX_REQUEST_HEAD_BYTES = 256 * 1024

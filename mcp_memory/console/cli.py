@@ -20,6 +20,7 @@ from starlette.responses import RedirectResponse
 from starlette.routing import Mount, Route
 
 from ..config import Settings
+from ..limits import MAX_REQUEST_HEAD_BYTES
 
 DEFAULT_PORT = 8766
 
@@ -71,7 +72,8 @@ def cmd_ui(args: argparse.Namespace, settings: Settings) -> int:
     print(f"review console on {url} (Ctrl-C stops it)", file=sys.stderr)
     if not args.no_browser:
         threading.Thread(target=_open_when_up, args=(url, settings.host, settings.port), daemon=True).start()
-    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning", lifespan="on")
+    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning", lifespan="on",
+                            h11_max_incomplete_event_size=MAX_REQUEST_HEAD_BYTES)
     uvicorn.Server(config).run()
     return 0
 

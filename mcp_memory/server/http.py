@@ -25,6 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..auth import Credential, JwtVerifier, parse_api_key
 from ..config import Settings
 from ..errors import MemoryServiceError
+from ..limits import MAX_REQUEST_HEAD_BYTES
 from ..repository.api_keys import ApiKeyRepository
 from . import operations
 from .app import build_server
@@ -186,6 +187,6 @@ def serve_http(settings: Settings, transports: tuple[Transport, ...]) -> None:
              " WITHOUT authentication" if settings.no_auth else "")
     # access_log off: uvicorn's line carries the query string; operations.AccessLog writes one without it
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
-                            access_log=False, log_config=None,
+                            access_log=False, log_config=None, h11_max_incomplete_event_size=MAX_REQUEST_HEAD_BYTES,
                             timeout_graceful_shutdown=int(settings.graceful_shutdown_s), lifespan="on")
     uvicorn.Server(config).run()
