@@ -164,7 +164,9 @@ class RelatedMemory(BaseModel):
     superseded_by: UUID | None = None
     earlier_version: bool | None = Field(default=None, description=(
         "Whether it looks like an earlier version of the memory just written (same subject, same kind of "
-        "fact): pass those in `supersedes`. None: not judged (the embedder is not answering)."))
+        "fact), by a check of wording, not meaning: a hint to read, not a verdict (often wrong where many "
+        "things share one wording, e.g. notes about several services); pass it in `supersedes` only when its "
+        "text says the same fact had another value. None: not judged (the embedder is not answering)."))
 
 
 RELATED_HINT = ("If one of these is an earlier version of the same fact, pass its id in `supersedes` (memory_write) "

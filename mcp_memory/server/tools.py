@@ -154,8 +154,9 @@ async def memory_write(
     new one: when one is an earlier version of the same fact (an old address, a former manager),
     write again with its id in `supersedes`, or call memory_update on it, so the newer one ranks
     first. Each entry's `earlier_version` says whether it looks like one (same subject, same kind of
-    fact, by our check): true ones are the likely versions, false ones are the subject's other facts
-    or someone else's; it misses versions phrased far apart, so read the rest too. When the server
+    fact, by a check of wording): a hint, not a verdict. It is often wrong where many things share one
+    wording (notes about several services) and misses versions phrased far apart, so read each text
+    and supersede only what says the same fact had another value. When the server
     has decisions on (a model configured), that model may also mark an older version replaced,
     merge it into the new one, or forget what the new one says is no longer true, never a pinned
     memory nor one you superseded; each change is in memory_history and memory_undo_decision
