@@ -26,22 +26,17 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import Settings
+from .localfiles import held, write_private
 
 if TYPE_CHECKING:
     from ..models import Principal
     from ..service import MemoryService
-
-try:
-    import fcntl
-except ImportError:  # Windows: no advisory locks; the database's own lock still keeps captures apart
-    fcntl = None  # type: ignore[assignment]
 
 log = logging.getLogger(__name__)
 
@@ -112,33 +107,6 @@ def _lock_path(settings: Settings, name: str) -> Path:
     return folder / (hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:32] + ".lock")
 
 
-@contextlib.contextmanager
-def held(path: Path, wait: float = 0.0) -> Iterator[bool]:
-    """An advisory lock on `path`, waiting at most `wait` seconds; yields whether it is held.
-    The kernel drops it when the holder dies, however it dies."""
-    if fcntl is None:
-        yield True
-        return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    got = False
-    try:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                got = True
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    break
-                time.sleep(0.01)
-        yield got
-    finally:
-        if got:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
-
-
 def lock(settings: Settings, name: str, wait: float = 0.0) -> contextlib.AbstractContextManager[bool]:
     """A named lock under the data dir (a transcript's capture, a folder's catch-up)."""
     return held(_lock_path(settings, name), wait)
@@ -169,16 +137,7 @@ def _save(settings: Settings, state: dict[str, Any]) -> None:
             del files[name]
         while len(files) > MAX_FILES:
             del files[next(iter(files))]   # insertion order: the longest known
-    path = _state_path(settings)
-    fd, tmp = tempfile.mkstemp(prefix=".capture-seen.", dir=path.parent)   # mode 0600
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump({"version": 1, **state}, f, ensure_ascii=False)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_private(_state_path(settings), json.dumps({"version": 1, **state}, ensure_ascii=False))
 
 
 def _update(settings: Settings, change: Callable[[dict[str, Any]], bool]) -> None:

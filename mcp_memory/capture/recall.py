@@ -16,7 +16,6 @@ import contextlib
 import hashlib
 import json
 import logging
-import os
 import re
 import time
 from collections.abc import Iterable, Sequence
@@ -31,6 +30,7 @@ from ..repository.related import nearest
 from ..retrieval import parse_query
 from ..retrieval import search as hybrid_search
 from ..service import MemoryService
+from .localfiles import write_private
 from .redact import redact
 
 log = logging.getLogger(__name__)
@@ -120,11 +120,7 @@ class Ledger:
         try:
             self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
             self._prune()
-            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as f:
-                f.write(data)
-            os.replace(tmp, self.path)
+            write_private(self.path, data)
         except OSError as exc:
             log.debug("recall ledger not written (%s): %s", self.path, exc)
 

@@ -9,25 +9,16 @@ crashed hook; the hook's own stderr line still says what happened."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
 import re
-import tempfile
-import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..config import Settings
-
-try:
-    import fcntl
-except ImportError:  # Windows: no advisory lock; os.replace still keeps the file whole
-    fcntl = None  # type: ignore[assignment]
+from .localfiles import held, write_private
 
 log = logging.getLogger(__name__)
 
@@ -60,35 +51,6 @@ def _clean_reason(reason: str) -> str:
     return line if len(line) <= REASON_CHARS else line[: REASON_CHARS - 1] + "…"
 
 
-@contextlib.contextmanager
-def _locked(folder: Path) -> Iterator[bool]:
-    """Yields whether the lock is held; without it the caller still writes (atomic replace keeps
-    the file whole, at worst one of two concurrent records is lost) rather than wait past a
-    hook's budget."""
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    if fcntl is None:
-        yield False
-        return
-    fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
-    held = False
-    try:
-        deadline = time.monotonic() + LOCK_WAIT_S
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                held = True
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    break
-                time.sleep(0.01)
-        yield held
-    finally:
-        if held:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
-
-
 def _load(path: Path) -> dict[str, dict[str, Any]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -105,22 +67,15 @@ def _save(path: Path, entries: dict[str, dict[str, Any]]) -> None:
     if len(entries) > MAX_ENTRIES:
         newest = sorted(entries.items(), key=lambda kv: str(kv[1].get("at", "")))[-MAX_ENTRIES:]
         entries = dict(newest)
-    fd, tmp = tempfile.mkstemp(prefix=".capture-status.", dir=path.parent)  # mode 0600
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump({"version": 1, "failures": entries}, f, ensure_ascii=False, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_private(path, json.dumps({"version": 1, "failures": entries}, ensure_ascii=False, indent=1), durable=True)
 
 
 def _update(settings: Settings, change: Any) -> Any:
     path = status_path(settings)
-    with _locked(path.parent):
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    # Without the lock in time the record is still written (atomic replace keeps the file whole;
+    # at worst one of two concurrent records is lost) rather than wait past a hook's budget.
+    with held(path.parent / LOCK, LOCK_WAIT_S):
         entries = _load(path)
         result, changed = change(entries)
         if changed:
