@@ -34,6 +34,7 @@ from .chat_api import ChatAPI, dead_url
 from .http_server import SERVE, http_server
 from .test_decisions import LISBON, OSLO, decisions_settings, drain, jobs_of, state
 from .test_http import make_key
+from .test_jobs import wait_for
 
 SECRET_1 = "p1-secret: our API signing key rotates on Fridays."
 SECRET_2 = "p1-secret: our API signing key now rotates on Mondays."
@@ -49,15 +50,6 @@ def sampler(answer: str = UPDATE_1) -> tuple[list[Any], Any]:
                                    content=TextContent(type="text", text=answer))
 
     return asked, sample
-
-
-async def wait_for(predicate: Any, seconds: float = 30) -> Any:
-    with anyio.fail_after(seconds):
-        while True:
-            value = await predicate()
-            if value:
-                return value
-            await anyio.sleep(0.1)
 
 
 def sampling_env(**extra: str) -> dict[str, str]:
