@@ -26,6 +26,7 @@ from mcp_memory.decisions.jobs import DecisionWorker
 from mcp_memory.decisions.prompting import user_message
 from mcp_memory.decisions.protocol import Candidate, DecisionRequest
 from mcp_memory.models import Principal, WriteItem
+from mcp_memory.repository import jobs as queue
 from mcp_memory.repository.jobs import JobRepository
 from mcp_memory.server import build_server
 from mcp_memory.service import MemoryService
@@ -630,3 +631,29 @@ async def test_waiting_jobs_listed_and_lifted_from_the_cli(database: Database, d
     assert lifted.returncode == 0 and f"queued again: {job['id']}" in lifted.stdout, lifted.stderr
     row = await database.admin.fetchrow("SELECT * FROM memory_jobs WHERE id = $1", job["id"])
     assert row["unbudgeted"] and row["waiting"] is None and row["run_after"] <= row["updated_at"]
+
+
+async def test_a_server_without_a_capable_client_leaves_the_job_to_one_that_has_one(
+        database: Database, settings: Settings) -> None:
+    """A worker that put a job back for want of a client does not take it again ahead of another
+    server's worker whose client may read it (that race lost the stdio test above under load)."""
+    from mcp_memory.server.sampling import SamplingProvider, SamplingSessions
+
+    writer = Principal(user_id="alice", project_id="p1", actor="local:alice")
+    s = settings.model_copy(update={"decisions_provider": "sampling"})
+    service = await MemoryService.open(database, s)
+    await service.write(writer, SECRET_1)
+    await service.write(writer, SECRET_2)
+    lonely = DecisionWorker(database.admin, service, SamplingProvider(SamplingSessions()), s)
+    while await lonely.run_once():   # the first job needs no model; the second waits for a client
+        pass
+    [_, waiting] = await jobs_of(database)
+    assert waiting["status"] == "queued" and waiting["waiting"].startswith("waiting for a client")
+    await database.admin.execute("UPDATE memory_jobs SET run_after = now() WHERE id = $1", waiting["id"])
+    assert not await lonely.run_once()   # due again, but left to the others
+    other = await queue.claim(database.admin, "another-server", 60)
+    assert other is not None and other.id == waiting["id"]
+    await database.admin.execute("UPDATE memory_jobs SET status = 'queued', run_after = now(), locked_by = NULL "
+                                 "WHERE id = $1", waiting["id"])
+    lonely.client_available("alice")    # a client connected here: this worker may try it again
+    assert await lonely.run_once()

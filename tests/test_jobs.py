@@ -70,8 +70,8 @@ async def test_two_servers_claim_one_queue_without_overlap(db_url: str, settings
         claimed: dict[str, list[int]] = {"server-0": [], "server-1": []}
         real_claim = queue.claim
 
-        async def counting_claim(admin: Any, worker: str, lease_s: float) -> Any:
-            job = await real_claim(admin, worker, lease_s)
+        async def counting_claim(admin: Any, worker: str, lease_s: float, skip: Any = ()) -> Any:
+            job = await real_claim(admin, worker, lease_s, skip)
             if job is not None:
                 claimed[worker.split("/")[0]].append(job.id)
             return job

@@ -43,6 +43,7 @@ MAX_BACKOFF_S = 3600
 WAIT_CLIENT = "waiting for a client"
 WAIT_PROVIDER = "waiting for the provider"
 WAIT_BUDGET = "waiting for the budget"
+MAX_UNSERVABLE = 10_000
 NOT_EMBEDDED_RECHECK_S = 60.0
 
 
@@ -63,6 +64,9 @@ class DecisionWorker:
         self._down_until = 0.0
         self._down_why = ""
         self._clients: set[str] = set()  # users a sampling client connected for since the last claim
+        # Jobs this process had no client for: left to another server's workers (whose client may read
+        # them) instead of being taken and put back here first, until a client connects here.
+        self._unservable: set[int] = set()
 
     # --- the loop -------------------------------------------------------------------------
 
@@ -72,6 +76,7 @@ class DecisionWorker:
     def client_available(self, user_id: str) -> None:
         """A client that can answer for this user connected: its waiting jobs are due now."""
         self._clients.add(user_id)
+        self._unservable.clear()
         self.wake()
 
     async def run_forever(self) -> None:
@@ -96,7 +101,7 @@ class DecisionWorker:
         worker = worker or self.name
         while self._clients:
             await queue.release(self.admin, WAIT_CLIENT, self._clients.pop())
-        job = await queue.claim(self.admin, worker, self.settings.decisions_lease_s)
+        job = await queue.claim(self.admin, worker, self.settings.decisions_lease_s, sorted(self._unservable))
         if job is None:
             return False
         await self.process(job, worker)
@@ -252,6 +257,8 @@ class DecisionWorker:
                 self._down_why = why if why.startswith(WAIT_PROVIDER) else f"{WAIT_PROVIDER}: {why}"
                 log.warning("decisions: %s; jobs wait and are taken when it answers", why)
             why = self._down_why
+        elif len(self._unservable) < MAX_UNSERVABLE:
+            self._unservable.add(job.id)
         await queue.defer(self.admin, job, worker, exc.recheck_s, why)
         return "queued"
 

@@ -98,16 +98,18 @@ async def enqueue_extraction(conn: asyncpg.Connection, p: Principal, episodes: S
     return None
 
 
-async def claim(admin: asyncpg.Pool, worker: str, lease_s: float) -> Job | None:
-    """Take one due job (or one whose worker's lease ran out) for `worker`, counting an attempt.
+async def claim(admin: asyncpg.Pool, worker: str, lease_s: float, skip: Sequence[int] = ()) -> Job | None:
+    """Take one due job (or one whose worker's lease ran out) for `worker`, counting an attempt,
+    other than the ids in `skip` (jobs this worker cannot serve: left to the others).
     SKIP LOCKED: two workers never take the same job, and never wait for each other."""
     row = await admin.fetchrow(
         """UPDATE memory_jobs j SET status = 'running', attempts = j.attempts + 1, locked_by = $1,
                   locked_until = now() + make_interval(secs => $2), updated_at = now()
            FROM (SELECT user_id, id FROM memory_jobs
-                 WHERE (status = 'queued' AND run_after <= now()) OR (status = 'running' AND locked_until < now())
+                 WHERE ((status = 'queued' AND run_after <= now()) OR (status = 'running' AND locked_until < now()))
+                   AND NOT (id = ANY($3::bigint[]))
                  ORDER BY run_after, id LIMIT 1 FOR UPDATE SKIP LOCKED) due
-           WHERE j.user_id = due.user_id AND j.id = due.id RETURNING j.*""", worker, lease_s)
+           WHERE j.user_id = due.user_id AND j.id = due.id RETURNING j.*""", worker, lease_s, list(skip))
     return _job(row) if row is not None else None
 
 
