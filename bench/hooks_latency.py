@@ -44,6 +44,7 @@ from mcp_memory.service import MemoryService
 from mcp_memory.validation import content_hash
 
 sys.path.insert(0, str(Path(__file__).parent))
+from scale import KINDS, PLACES, jittered  # noqa: E402
 from stats import summary  # noqa: E402
 from stdio_latency import OBJECTS, QUERIES, SUBJECTS, VERBS  # noqa: E402
 
@@ -53,8 +54,6 @@ EVENTS = ("session-start", "prompt-submit", "stop", "pre-compact", "session-end"
 CLAUDE_NAMES = {"session-start": "SessionStart", "prompt-submit": "UserPromptSubmit", "stop": "Stop",
                 "pre-compact": "PreCompact", "session-end": "SessionEnd"}
 TRANSCRIPT = Path(__file__).parent.parent / "tests" / "fixtures" / "transcripts" / "claude_code_session.jsonl"
-PLACES = ["Lisbon", "Oslo", "Berlin", "Nairobi", "Lima", "Osaka", "Toronto", "Auckland", "Seville", "Tartu"]
-KINDS = ["fact", "preference", "decision", "episode", "note"]
 
 
 async def load(data_dir: Path, n: int) -> float:
@@ -79,8 +78,7 @@ async def load(data_dir: Path, n: int) -> float:
         records = []
         for i in range(n):
             j = rng.randrange(len(bases))
-            v = base_vectors[j] + np.random.default_rng(i).normal(0, 0.02, base_vectors.shape[1]).astype(np.float32)
-            v /= np.linalg.norm(v)
+            v = jittered(base_vectors[j], i)
             text = f"{bases[j]} (note {i})"
             records.append((USER, uuid.uuid4(), None, None, rng.choice(KINDS), text, content_hash(text),
                             [f"t{i % 20}"], v, vectors.model, now - timedelta(days=rng.uniform(0, 720))))

@@ -47,6 +47,12 @@ EXTRA_QUERIES = ["who moved to Oslo", "Kafka", "nightly backups failing", "what 
 
 
 
+def jittered(base: np.ndarray, seed: int) -> np.ndarray:
+    """A unit vector near `base`: a generated memory close to, not equal to, its embedded sentence."""
+    v = base + np.random.default_rng(seed).normal(0, 0.02, base.shape[0]).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
 async def run(n: int, queries: int, data_dir: Path) -> dict:
     settings = Settings(data_dir=data_dir, retention_interval_hours=0, log_level="WARNING")
     db = await open_database(settings)
@@ -70,8 +76,7 @@ async def run(n: int, queries: int, data_dir: Path) -> dict:
         records = []
         for i in range(n):
             j = rng.randrange(len(bases))
-            v = base_vectors[j] + np.random.default_rng(i).normal(0, 0.02, base_vectors.shape[1]).astype(np.float32)
-            v /= np.linalg.norm(v)
+            v = jittered(base_vectors[j], i)
             text = f"{bases[j]} (record {i}, batch {i % 97})"
             if i % 5 == 0:  # questions pass their score to the next episode: measure that path too
                 text = f"Is it true that {text}?"
