@@ -14,7 +14,6 @@ from .config import Settings
 from .cursors import Cursors
 from .decisions.apply import reembed as reembed_undone
 from .decisions.apply import undo as undo_decision
-from .embeddings import conflict_similarity
 from .errors import InvalidInput, NotFound, PermissionDenied
 from .forgetting import Forgetting
 from .models import (
@@ -37,7 +36,6 @@ from .models import (
     WriteManyResult,
     WriteResult,
     WrittenItem,
-    human_age,
 )
 from .overview import Overview
 from .permissions import require
@@ -47,11 +45,10 @@ from .repository.embeddings import EmbeddingRepository
 from .repository.forget_tokens import ForgetTokenRepository
 from .repository.jobs import JobRepository, enqueue_extraction
 from .repository.maintenance import MaintenanceRepository
-from .repository.related import nearest
 from .repository.secrets import cursor_secret
+from .related_versions import RelatedVersions
 from .retrieval import ParsedQuery, intent_of, parse_query, versions
 from .retrieval import search as hybrid_search
-from .retrieval.about_user import about_someone_else
 from .review import Review
 from .statistics import Statistics
 from .validation import Validator, content_hash, moment, request_fingerprint, text
@@ -73,6 +70,7 @@ class MemoryService(Forgetting):
         self.cursors = cursors or Cursors(secrets.token_bytes(32))
         self.overview = Overview(repo, settings, vectors.model if vectors else None, self.list, self.cursors,
                                  self.check)
+        self.versions = RelatedVersions(repo, settings, vectors)  # what a new memory may replace
         self.review = Review(repo, settings)  # what the review console shows beyond the tools
         # Counts committed changes so planner statistics follow bursts (statistics.py); the
         # server runs its loop. None: nobody keeps them (a one-off command analyzes itself).
@@ -184,8 +182,8 @@ class MemoryService(Forgetting):
         # it being stored: it is looked up on another connection while the insert runs (a write
         # 3-4 ms sooner at 1,000 memories). One more neighbour is asked for, as the new memory
         # may already be committed and found; it is dropped below.
-        neighbours = (asyncio.ensure_future(self._neighbours(p, vector, new.content, len(skip) + 1))
-                      if self._relates(vector) else None)
+        neighbours = (asyncio.ensure_future(self.versions.neighbours(p, vector, new.content, len(skip) + 1))
+                      if vector is not None and self.versions.applies(vector) else None)
         try:
             memory, created = await self.repo.insert(
                 p, new, idempotency_key=idempotency_key,
@@ -199,7 +197,7 @@ class MemoryService(Forgetting):
         self._changed(int(created) + len(supersedes or ()))
         near = await neighbours if neighbours is not None else ([], 0)
         # A duplicate is the old memory itself, and what it touched was said when it was written.
-        related = await self._related(new.content, near, skip | {memory.id}) if created else []
+        related = await self.versions.listed(new.content, near, skip | {memory.id}) if created else []
         if created and self.settle is not None:
             await self.settle(p, memory.id)
         return WriteResult(status="created" if created else "duplicate", memory=memory, related=related)
@@ -233,66 +231,12 @@ class MemoryService(Forgetting):
                                memories=[WrittenItem(id=m.id, status="created" if c else "duplicate")
                                          for m, c in written])
 
-    def _relates(self, vector: list[float] | None) -> bool:
-        return vector is not None and self.vectors is not None and self.settings.related_limit > 0
-
-    async def _neighbours(self, p: Principal, vector: list[float], content: str, extra: int,
-                          exclude: UUID | None = None,
-                          before: datetime | None = None) -> tuple[list[tuple[Any, float]], int]:
-        """The visible live memories near `vector` that may be earlier versions of `content` or
-        near-duplicates, closest first, and how many of them to list. Of the 2 x related_limit
-        (+ `extra`) nearest above the related threshold, `likely_versions`. A note about the user,
-        whose versions share no words and sit below the threshold, or a note with nothing above it
-        that is about no one else ("Default shell: zsh."), is compared with the user's notes among
-        the 4 x related_limit nearest, the words for the user masked."""
-        vectors = self.vectors
-        assert vectors is not None
-        threshold = self.settings.related_similarity
-        if threshold is None:
-            threshold = max(0.0, conflict_similarity(vectors.model) - 0.25)
-        same_fact, limit = conflict_similarity(vectors.model), self.settings.related_limit
-
-        async def near(n: int, floor: float) -> list[tuple[Any, float]]:
-            return await nearest(self.repo, p, vector, model=vectors.model, dimension=vectors.dimension,
-                                 exclude=exclude, limit=n * limit + extra, min_similarity=floor,
-                                 created_before=before)
-
-        if not versions.is_user_note(content):
-            likely = versions.likely_versions(content, await near(2, threshold), same_fact)
-            if likely or about_someone_else(content):
-                return likely, limit
-        rows = await near(4, 0.0)
-        chosen = await versions.user_note_versions(content, rows, vectors,
-                                                   threshold - versions.USER_NOTE_FLOOR_BELOW, same_fact)
-        if chosen is not None:
-            return chosen, min(limit, versions.USER_NOTE_VERSIONS)
-        above = [(r, cosine) for r, cosine in rows if cosine >= threshold][:2 * limit + extra]
-        return versions.likely_versions(content, above, same_fact), limit
-
-    async def _related(self, content: str, near: tuple[list[tuple[Any, float]], int],
-                       skip: set[UUID] | frozenset[UUID]) -> list[RelatedMemory]:
-        rows, keep = near
-        rows = [(r, similarity) for r, similarity in rows if r["id"] not in skip][:keep]
-        if not rows or self.vectors is None:  # without an embedder nothing is near
-            return []
-        chars = self.settings.snippet_chars
-        earlier = await versions.earlier_versions(content, [r for r, _ in rows], self.vectors) or {}
-        return [RelatedMemory(id=r["id"], snippet=r["content"][:chars], kind=r["kind"], age=human_age(r["occurred_at"]),
-                              similarity=round(similarity, 4), superseded_by=r["superseded_by"],
-                              earlier_version=earlier.get(r["id"]))
-                for r, similarity in rows]
-
     async def related(self, p: Principal, memory_id: UUID, content: str, vector: list[float] | None, *,
                       skip: frozenset[UUID] | set[UUID] = frozenset(),
                       before: datetime | None = None) -> list[RelatedMemory]:
-        """Visible live memories close to `vector` (the memory `memory_id` was written with, saying
-        `content`): likely earlier versions of the same fact or near-duplicates, closest first.
-        Those in `skip` (already superseded by it) and those already superseded by another are
-        left out. `before`: only memories stored before then (a decision's candidates)."""
-        if vector is None or not self._relates(vector):
-            return []
-        return await self._related(content, await self._neighbours(p, vector, content, len(skip), exclude=memory_id,
-                                                    before=before), skip)
+        """What the memory `memory_id` may replace (related_versions.py): the decisions'
+        candidates, the same list a write shows."""
+        return await self.versions.related(p, memory_id, content, vector, skip=skip, before=before)
 
     async def get(self, p: Principal, ids: list[UUID]) -> GetResult:
         self.require(p, "read")

@@ -1,0 +1,88 @@
+"""What a new memory may replace: the visible live memories near it, for `related` (the agent's
+list) and for the decisions' candidates (the same list), each saying whether it looks like an
+earlier version of the new memory."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from .config import Settings
+from .embeddings import conflict_similarity
+from .models import Principal, RelatedMemory, human_age
+from .repository import MemoryRepository
+from .repository.related import nearest
+from .retrieval import versions
+from .retrieval.about_user import about_someone_else
+from .vectors import Vectors
+
+# The nearest memories and how many of them to list.
+Near = tuple[list[tuple[Any, float]], int]
+
+
+class RelatedVersions:
+    def __init__(self, repo: MemoryRepository, settings: Settings, vectors: Vectors | None) -> None:
+        self.repo = repo
+        self.settings = settings
+        self.vectors = vectors
+
+    def applies(self, vector: list[float] | None) -> bool:
+        return vector is not None and self.vectors is not None and self.settings.related_limit > 0
+
+    async def neighbours(self, p: Principal, vector: list[float], content: str, extra: int,
+                         exclude: UUID | None = None, before: datetime | None = None) -> Near:
+        """The visible live memories near `vector` that may be earlier versions of `content` or
+        near-duplicates, closest first, and how many of them to list. Of the 2 x related_limit
+        (+ `extra`) nearest above the related threshold, `likely_versions`. A note about the user,
+        whose versions share no words and sit below the threshold, or a note with nothing above it
+        that is about no one else ("Default shell: zsh."), is compared with the user's notes among
+        the 4 x related_limit nearest, the words for the user masked."""
+        vectors = self.vectors
+        assert vectors is not None
+        threshold = self.settings.related_similarity
+        if threshold is None:
+            threshold = max(0.0, conflict_similarity(vectors.model) - 0.25)
+        same_fact, limit = conflict_similarity(vectors.model), self.settings.related_limit
+
+        async def near(n: int, floor: float) -> list[tuple[Any, float]]:
+            return await nearest(self.repo, p, vector, model=vectors.model, dimension=vectors.dimension,
+                                 exclude=exclude, limit=n * limit + extra, min_similarity=floor,
+                                 created_before=before)
+
+        if not versions.is_user_note(content):
+            likely = versions.likely_versions(content, await near(2, threshold), same_fact)
+            if likely or about_someone_else(content):
+                return likely, limit
+        rows = await near(4, 0.0)
+        chosen = await versions.user_note_versions(content, rows, vectors,
+                                                   threshold - versions.USER_NOTE_FLOOR_BELOW, same_fact)
+        if chosen is not None:
+            return chosen, min(limit, versions.USER_NOTE_VERSIONS)
+        above = [(r, cosine) for r, cosine in rows if cosine >= threshold][:2 * limit + extra]
+        return versions.likely_versions(content, above, same_fact), limit
+
+    async def listed(self, content: str, near: Near, skip: set[UUID] | frozenset[UUID]) -> list[RelatedMemory]:
+        """The entries `related` shows of `near`, those in `skip` left out."""
+        rows, keep = near
+        rows = [(r, similarity) for r, similarity in rows if r["id"] not in skip][:keep]
+        if not rows or self.vectors is None:  # without an embedder nothing is near
+            return []
+        chars = self.settings.snippet_chars
+        earlier = await versions.earlier_versions(content, [r for r, _ in rows], self.vectors) or {}
+        return [RelatedMemory(id=r["id"], snippet=r["content"][:chars], kind=r["kind"], age=human_age(r["occurred_at"]),
+                              similarity=round(similarity, 4), superseded_by=r["superseded_by"],
+                              earlier_version=earlier.get(r["id"]))
+                for r, similarity in rows]
+
+    async def related(self, p: Principal, memory_id: UUID, content: str, vector: list[float] | None, *,
+                      skip: frozenset[UUID] | set[UUID] = frozenset(),
+                      before: datetime | None = None) -> list[RelatedMemory]:
+        """Visible live memories close to `vector` (the memory `memory_id` was written with, saying
+        `content`): likely earlier versions of the same fact or near-duplicates, closest first.
+        Those in `skip` (already superseded by it) and those already superseded by another are
+        left out. `before`: only memories stored before then (a decision's candidates)."""
+        if vector is None or not self.applies(vector):
+            return []
+        return await self.listed(content, await self.neighbours(p, vector, content, len(skip), exclude=memory_id,
+                                                                before=before), skip)
