@@ -11,8 +11,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable, Coroutine
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +19,9 @@ import anyio
 from pydantic import ValidationError
 
 from . import __version__
-from .auth import local_principal
+from .cli_common import opened
 from .config import Settings
-from .db import Database, open_database
 from .errors import MemoryServiceError
-from .models import Principal
-from .service import MemoryService
 
 log = logging.getLogger("mcp_memory")
 
@@ -57,16 +53,6 @@ def _settings(args: argparse.Namespace) -> Settings:
         **{name: getattr(args, name, None) for name in ("host", "port", "public_url", "allowed_hosts", "no_auth")},
     }.items() if v is not None}
     return Settings(**overrides)
-
-
-@asynccontextmanager
-async def _opened(settings: Settings, *, check_model: bool = True
-                  ) -> AsyncIterator[tuple[Database, MemoryService, Principal]]:
-    db = await open_database(settings)
-    try:
-        yield db, await MemoryService.open(db, settings, check_model=check_model), local_principal(settings)
-    finally:
-        await db.close()
 
 
 def _print_json(model: Any) -> None:
@@ -123,7 +109,7 @@ async def cmd_keys(args: argparse.Namespace, settings: Settings) -> int:
     from .auth import new_api_key, parse_api_key, parse_permissions
     from .repository.api_keys import ApiKeyRepository
 
-    async with _opened(settings) as (db, _, local):
+    async with opened(settings) as (db, _, local):
         keys = ApiKeyRepository(db.admin, db.pool)
         if args.keys_command == "create":
             key = new_api_key(local.user_id)
@@ -158,13 +144,13 @@ async def cmd_keys(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
-    async with _opened(settings) as (db, _, _):
+    async with opened(settings) as (db, _, _):
         print(f"applied: {', '.join(db.applied)}" if db.applied else "schema is up to date")
     return 0
 
 
 async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
-    async with _opened(settings) as (_, service, p):
+    async with opened(settings) as (_, service, p):
         result = await service.search(p, args.query, limit=args.limit)
     if args.json:
         _print_json(result)
@@ -179,7 +165,7 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
-    async with _opened(settings) as (_, service, p):
+    async with opened(settings) as (_, service, p):
         stats = await service.overview.stats(p)
     if args.json:
         _print_json(stats)
@@ -200,7 +186,7 @@ async def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
 async def cmd_purge(args: argparse.Namespace, settings: Settings) -> int:
     from .retention import sweep
 
-    async with _opened(settings) as (db, _, _):
+    async with opened(settings) as (db, _, _):
         report = await sweep(db.admin, settings, dry_run=args.dry_run)
     verb = "would remove" if report.dry_run else "removed"
     print(f"{verb}: {report.tombstones} forgotten memories past {settings.purge_after_days} days, "
@@ -215,7 +201,7 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     from .importers import import_paths
     from .repository.maintenance import MaintenanceRepository
 
-    async with _opened(settings) as (db, service, p):
+    async with opened(settings) as (db, service, p):
         report = await import_paths(service, MaintenanceRepository(db.admin), p, args.paths, scope=args.scope,
                                     progress=not args.quiet)
     print(f"imported {report.created} new memories from {report.files} file(s); "
@@ -227,7 +213,7 @@ async def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     from .importers import export_user
     from .repository.maintenance import MaintenanceRepository
 
-    async with _opened(settings) as (db, _, p):
+    async with opened(settings) as (db, _, p):
         maintenance = MaintenanceRepository(db.admin)
         if args.output in (None, "-"):
             count = await export_user(maintenance, p.user_id, sys.stdout, include_forgotten=not args.live_only)
@@ -240,7 +226,7 @@ async def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
-    async with _opened(settings, check_model=not args.reembed) as (_, service, _):
+    async with opened(settings, check_model=not args.reembed) as (_, service, _):
         assert service.vectors is not None
         done = await service.vectors.backfill(reembed=args.reembed, batch_size=args.batch_size,
                                               progress=not args.quiet)

@@ -150,3 +150,16 @@ def test_import_export_purge_commands(cli_env: dict[str, str], tmp_path: Path) -
 
     missing = run("import", str(tmp_path / "nope.md"), env=cli_env)
     assert missing.returncode == 1 and "no such file" in missing.stderr
+
+
+def test_subcommand_modules_do_not_import_the_command_line_back() -> None:
+    """`cli.py` registers the console's, decisions' and capture's subcommands; they share what they
+    need through `cli_common`, so none of them imports `mcp_memory.cli` (an import circle)."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1] / "mcp_memory"
+    for module in ("decisions/cli.py", "console/cli.py", "capture/cli.py"):
+        tree = ast.parse((root / module).read_text())
+        imported = {("." * n.level) + (n.module or "") for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        assert not imported & {"..cli", "mcp_memory.cli"}, f"{module} imports the command line back"

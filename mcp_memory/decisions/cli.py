@@ -8,6 +8,7 @@ import json
 import sys
 from typing import Any
 
+from ..cli_common import opened
 from ..config import Settings
 
 
@@ -41,10 +42,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 async def cmd_jobs(args: argparse.Namespace, settings: Settings) -> int:
-    from ..cli import _opened
     from ..repository.jobs import JobRepository
 
-    async with _opened(settings, check_model=False) as (_, service, p):
+    async with opened(settings, check_model=False) as (_, service, p):
         jobs = JobRepository(service.repo)
         if args.jobs_command == "list":
             listed = await jobs.list(p, args.status or (), args.limit)
@@ -99,9 +99,8 @@ async def cmd_jobs(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_decisions(args: argparse.Namespace, settings: Settings) -> int:
-    from ..cli import _opened
 
-    async with _opened(settings, check_model=False) as (_, service, p):
+    async with opened(settings, check_model=False) as (_, service, p):
         result = await service.undo_decision(p, args.target)
     if args.json:
         print(json.dumps(result, indent=2))
