@@ -27,8 +27,8 @@ from ..errors import (
     Unavailable,
 )
 from ..models import KINDS, Principal
+from ..netaddr import is_loopback
 from ..server.errors import UNAVAILABLE, is_outage, report_outage
-from ..server.http import is_loopback
 from ..server.state import AppState, StateHolder
 from ..service import MemoryService
 from . import forms

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import anyio
 import asyncpg
 
 from .. import __version__
+from ..checks import Check
 from ..config import Settings
 from ..errors import Unavailable
 from ..repository import catalog
@@ -15,14 +14,6 @@ from . import locate
 from .migrate import pending_migrations
 
 MIN_PGVECTOR = (0, 7)
-
-
-@dataclass
-class Check:
-    name: str
-    ok: bool
-    detail: str
-    fix: str | None = None
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:

@@ -3,8 +3,8 @@ JSON? One small request with a known answer (prompting.probe_message)."""
 
 from __future__ import annotations
 
+from ..checks import Check
 from ..config import Settings
-from ..db.doctor import Check
 
 
 async def check(settings: Settings) -> Check:

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from uuid import UUID
 
 import asyncpg
@@ -16,9 +17,6 @@ from pydantic import BaseModel
 
 from ..models import Principal
 from .sql import Sql, visible
-
-if TYPE_CHECKING:  # memories.py enqueues through this module
-    from .memories import MemoryRepository
 
 STATUSES = ("queued", "running", "done", "dead", "cancelled")
 
@@ -224,8 +222,16 @@ def _seen(q: Sql, p: Principal) -> str:
             f"AND m.id = j.memory_id AND {visible(q, p)})")
 
 
+class PrincipalTransactions(Protocol):
+    """What the queue needs of the memory repository: its transaction tagged with the caller
+    (row-level security keys on it). A protocol, because the repository enqueues through this
+    module and importing it back would make the queue's SQL depend on what it serves."""
+
+    def transaction(self, p: Principal, **gucs: str) -> AbstractAsyncContextManager[asyncpg.Connection]: ...
+
+
 class JobRepository:
-    def __init__(self, memories: MemoryRepository) -> None:
+    def __init__(self, memories: PrincipalTransactions) -> None:
         self.memories = memories
 
     async def list(self, p: Principal, statuses: Sequence[str] = (), limit: int = 50) -> list[Job]:

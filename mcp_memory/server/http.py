@@ -4,7 +4,6 @@ graceful shutdown."""
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -26,6 +25,7 @@ from ..auth import Credential, JwtVerifier, parse_api_key
 from ..config import Settings
 from ..errors import MemoryServiceError
 from ..limits import MAX_REQUEST_HEAD_BYTES
+from ..netaddr import is_loopback
 from ..repository.api_keys import ApiKeyRepository
 from . import operations
 from .app import build_server
@@ -35,15 +35,6 @@ from .state import StateHolder
 log = logging.getLogger(__name__)
 
 Transport = Literal["http", "sse"]
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def public_url(settings: Settings) -> str:
