@@ -1,0 +1,58 @@
+"""The Python stage after the SQL one: versions and on-topic memories re-ordered, rows made hits."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+import asyncpg
+
+from ..models import ScopeInfo, SearchHit, human_age, memory_uri
+from . import focus
+from .versions import successors_first
+
+
+def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool,
+         on_topic: focus.Closeness | None = None) -> SearchHit:
+    content: str = row["content"]
+    return SearchHit(
+        id=row["id"],
+        uri=memory_uri(row["id"]),
+        title=row["title"],
+        snippet=content[:snippet_chars],
+        truncated=len(content) > snippet_chars,
+        kind=row["kind"],
+        tags=list(row["tags"]),
+        scope=ScopeInfo.of(row["agent_id"], row["project_id"]),
+        occurred_at=row["occurred_at"],
+        age=human_age(row["occurred_at"]),
+        score=round(row["score"], 6),
+        superseded_by=row["superseded_by"],
+        explain={"vector": row["vec_rank"], "fulltext": row["fts_rank"], "trigram": row["trgm_rank"],
+                 "fused": round(row["fused"], 6), "reply": round(row["reply"], 6),
+                 "recency": round(row["recency"], 4), "subject": round(row["about"], 4),
+                 "period": round(row["period"], 4),
+                 **({"on_topic": round(on_topic.question, 4), "linked": round(on_topic.link, 4)}
+                    if on_topic is not None else {})} if explain else None,
+    )
+
+
+def reorder(rows: list[asyncpg.Record], on_topic: dict[UUID, focus.Closeness], margin: float, snippet_chars: int,
+            explain: bool) -> list[SearchHit]:
+    """The Python stage after the versions of one fact were put newest first: for a question
+    about the present, the subject's memories that answer it newest first (`on_topic`: how
+    close each is to the question and to the others, names masked); a successor above what it
+    superseded."""
+    rows = focus.newest_on_topic_first(rows, on_topic, margin)
+    return placed_scores(successors_first([_hit(r, snippet_chars, explain, on_topic.get(r["id"])) for r in rows]))
+
+
+def placed_scores(hits: list[SearchHit]) -> list[SearchHit]:
+    """Each hit carries the score of the place it holds: the SQL stage's scores, best first, given
+    to the hits in their final order. A superseded memory moved below its successor, or an older
+    version below the newest, showed its own score (0.80 under a 0.52): a caller cutting at a
+    score, or reading one as confidence, was told the opposite of the order. `explain.sql_score`
+    keeps the score the SQL stage gave it."""
+    places = sorted((h.score for h in hits), reverse=True)
+    return [h.model_copy(update={"score": score, "explain": h.explain and {**h.explain, "sql_score": h.score}})
+            if h.score != score or h.explain else h
+            for h, score in zip(hits, places, strict=True)]

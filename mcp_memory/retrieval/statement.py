@@ -1,0 +1,331 @@
+"""The SQL stage of hybrid retrieval, built as one statement: up to three candidate lists (HNSW
+vector kNN, full text, trigram) fused by weight (relative scores or reciprocal rank), replies
+lifted by the questions they answer, times a bounded recency factor and a factor for naming the
+question's subject."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config import Settings
+from ..embeddings import conflict_similarity
+from ..models import MemoryFilter, Principal
+from ..repository import Sql, filtered, visible
+from ..repository.embeddings import model_literal, vector_cast
+from .dates import Period
+from .query import ParsedQuery
+
+
+def _where(q: Sql, p: Principal, f: MemoryFilter | None, excluded: list[str]) -> str:
+    clauses = [visible(q, p), "m.deleted_at IS NULL", *filtered(q, f)]
+    if f is not None and f.as_of is not None:
+        clauses.append(f"m.created_at <= {q.arg(f.as_of)}")
+    if excluded:
+        clauses.append(f"NOT m.fts @@ websearch_to_tsquery('english', {q.arg(' or '.join(excluded))})")
+    return " AND ".join(clauses)
+
+
+# Past this many half-lives the recency factor is its floor (2^-60 is 1e-18); the cap keeps
+# power() from underflowing for a memory dated centuries ago, which would fail every search.
+MAX_HALVINGS = 60
+
+
+def _halvings(reference: str, half_life: str) -> str:
+    """Half-lives between a memory and the reference time, 0 for the future, capped, and defined
+    for every storable timestamp (±infinity included)."""
+    age_days = f"extract(epoch FROM ({reference} - m.occurred_at)) / 86400.0"
+    return (f"(CASE WHEN NOT isfinite(m.occurred_at) THEN {MAX_HALVINGS}::float8 "
+            f"ELSE least({MAX_HALVINGS}::float8, greatest(0::float8, {age_days}) / {half_life}::float8) END)")
+
+
+def _in_period(q: Sql, period: Period, after_days: float) -> str:
+    """Whether a memory was written in `period` or up to `after_days` after its end."""
+    def after() -> str:
+        return f"{q.arg(after_days)}::float8 * interval '1 day'"
+    if period.month is not None:  # a month of any year
+        month = q.arg(period.month)
+        return (f"(extract(month FROM m.occurred_at AT TIME ZONE 'UTC') = {month}::int "
+                f"OR extract(month FROM (m.occurred_at - {after()}) AT TIME ZONE 'UTC') = {month}::int)")
+    clauses = []
+    if period.start is not None:
+        clauses.append(f"m.occurred_at >= {q.arg(period.start)}::timestamptz")
+    if period.end is not None:
+        clauses.append(f"m.occurred_at < {q.arg(period.end)}::timestamptz + {after()}")
+    return "(" + " AND ".join(clauses) + ")"
+
+
+def _whole_word(name: str) -> str:
+    """A PostgreSQL regular expression matching `name` as a whole word (\\m, \\M)."""
+    return r"\m" + re.escape(name) + r"\M"
+
+
+# Words that greet or thank the one named next ("Hey Mel,", "Thanks Mel!"): said to them, not of them.
+GREETINGS = ("hey", "hi", "hello", "thanks", "dear", "bye")
+# The subject factor is first given for naming someone at all, then taken back from those of the
+# best this many places past the limit that only address them.
+ADDRESSED_WINDOW = 10
+
+
+def _named(name: str) -> str:
+    """A PostgreSQL regular expression matching `name` as a whole word where a text speaks of
+    them rather than to them. A turn that addresses someone ("Thanks, Mel! I painted this", "How
+    are you, Mel?", "Hey Mel, ...") is its speaker's, not about them (LoCoMo R@10 .756 -> .760,
+    nDCG@10 .600 -> .608). Addressed: after a greeting, before "!" or "?", or set off by commas
+    ("Wow, Mel, ..."); "Anna, Mel and I" and "I met Mel, who" still speak of them. Its
+    lookbehinds cost ~4 ms per 1,000 texts, so only the best candidates are tested."""
+    n = _whole_word(name)
+    greeting = "|".join(f"[{w[0].upper()}{w[0]}]{w[1:]}" for w in GREETINGS)
+    return rf"(?<!,\s)(?<!\m(?:{greeting})\s){n}(?!\s*[!?])|(?<=,\s){n}(?!\s*[,.!?])"
+
+
+def _share(settings: Settings, order: str) -> str:
+    """What one place in a candidate list is worth before its weight.
+
+    Reciprocal rank throws away how far apart the candidates are: the full-text list's clear
+    winner and a long tail of one-word matches step down by the same 1 / (k + r). Relative fusion
+    scales each list's own scores to 0..1 between its best and worst candidate, so a list that
+    is sure counts for more than one that is guessing (LoCoMo nDCG@10 .505 -> .540)."""
+    if settings.fusion == "rrf":
+        return f"1 / ({float(settings.rrf_k)}::float8 + r)"
+    high, low = "max(key) OVER ()", "min(key) OVER ()"
+    best, worst = (high, low) if order == "DESC" else (low, high)
+    return f"coalesce((key - {worst}) / nullif({best} - {worst}, 0), 1)"
+
+
+def _by_id(q: Sql, p: Principal, candidates: str, alias: str) -> str:
+    """Join each candidate to its memory by primary key, one index probe per candidate. A plain
+    join let the planner scan the whole scope and hash it, deforming ~30 columns of every row
+    (tuple deforming is the top function in a profile of the backend), for a candidate list of a
+    few hundred rows at most (LoCoMo: search SQL 3-8 % faster, same rows). LIMIT 1 (the key is
+    unique) keeps the subquery from being flattened back into a join."""
+    return (f"CROSS JOIN LATERAL (SELECT * FROM memories {alias} WHERE {alias}.user_id = {q.arg(p.user_id)} "
+            f"AND {alias}.id = {candidates}.id LIMIT 1) {alias}")
+
+
+# Only the best-scoring episodes among the candidates pass their score on to their replies.
+REPLY_SOURCES = 20
+# A question mark in most scripts; full width in Chinese and Japanese, reversed in Arabic.
+QUESTION = "[?\uff1f\u061f]"
+
+
+def _neighbour(where: str, existed: str, direction: str, weight: str, gap: str) -> str:
+    """The episode written next (`>`) or just before (`<`) each source that asks something, in
+    its scope, within the gap, and the share of the source's fused score it takes. The neighbour
+    is the adjacent live turn (of those `existed` at the search's `as_of`), taken only if the
+    search's filters let it through: not the nearest turn that passes them, which under a narrow
+    filter (a tag on 5% of 100,000) is some other turn further off, and a probe that walks past
+    every turn in between."""
+    order = "ASC" if direction == ">" else "DESC"
+    window = (f"m.occurred_at <= s.occurred_at + {gap}" if direction == ">"
+              else f"m.occurred_at >= s.occurred_at - {gap}")
+    return f"""
+        SELECT m.id, {weight} * s.fused AS s FROM sources s CROSS JOIN LATERAL (
+            SELECT m.* FROM memories m
+            WHERE s.asks AND m.user_id = s.user_id AND m.kind = 'episode' AND m.deleted_at IS NULL AND {existed}
+              AND m.agent_id IS NOT DISTINCT FROM s.agent_id AND m.project_id IS NOT DISTINCT FROM s.project_id
+              AND (m.occurred_at, m.created_at, m.id) {direction} (s.occurred_at, s.created_at, s.id)
+              AND {window}
+            ORDER BY m.occurred_at {order}, m.created_at {order}, m.id {order} LIMIT 1) m
+        WHERE {where}"""
+
+
+def _replies(q: Sql, p: Principal, where: str, f: MemoryFilter | None, settings: Settings) -> str:
+    """CTEs that add to `listed` the turns next to the best-matching questions.
+
+    A question shares the words of a later search ("What are you researching?"), its answer
+    often shares none ("Adoption agencies."). So an episode that asks something passes
+    `reply_weight` of its fused score to the episode written next in its scope, within
+    `reply_gap_minutes` (LoCoMo R@10 .685 -> .734, nDCG@10 .538 -> .577). A question is also often
+    a follow-up on the turn before it, in the search's words where that turn has others ("Ana:
+    We hiked around Lake Bled." / "Tom: Slovenia for your holiday? How was it?"), so it passes
+    `preceding_weight` to that turn too (R@10 .747 -> .756, nDCG .593 -> .600; from every
+    episode instead of questions only, nDCG .597 and one conversation worse). Facts,
+    preferences and the other kinds stand alone and neither give nor take."""
+    if settings.reply_weight <= 0 and settings.preceding_weight <= 0:
+        return ""
+    gap = f"{q.arg(settings.reply_gap_minutes)}::float8 * interval '1 minute'"
+    existed = f"m.created_at <= {q.arg(f.as_of)}" if f is not None and f.as_of is not None else "TRUE"
+    links = []
+    if settings.reply_weight > 0:
+        links.append(_neighbour(where, existed, ">", f"{q.arg(settings.reply_weight)}::float8", gap))
+    if settings.preceding_weight > 0:
+        links.append(_neighbour(where, existed, "<", f"{q.arg(settings.preceding_weight)}::float8", gap))
+    union = "\n        UNION ALL".join(links)
+    return f"""
+    sources AS MATERIALIZED (
+        SELECT l.fused, x.user_id, x.id, x.agent_id, x.project_id, x.occurred_at, x.created_at,
+               x.content ~ {q.arg(QUESTION)} AS asks
+        FROM listed l {_by_id(q, p, "l", "x")}
+        WHERE x.kind = 'episode'
+        ORDER BY l.fused DESC, x.id LIMIT {REPLY_SOURCES}
+    ),
+    replies AS ({union}
+    ),
+    fused AS (
+        SELECT id, sum(fused) AS fused, min(vec_rank) AS vec_rank, min(fts_rank) AS fts_rank,
+               min(trgm_rank) AS trgm_rank, max(fts_key) AS fts_key, sum(reply) AS reply
+        FROM (SELECT * FROM listed
+              UNION ALL
+              SELECT id, s, NULL, NULL, NULL, NULL, s FROM replies) u
+        GROUP BY id
+    ),"""
+
+
+@dataclass
+class SearchStatement:
+    """One search as the database will run it: the statement, its arguments, the transaction's
+    settings, and what the Python stage after it needs to know."""
+
+    sql: str
+    args: list[Any]
+    gucs: dict[str, str] = field(default_factory=dict)
+    past: bool = False
+    conflict: float = 1.0
+
+
+def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, limit: int, settings: Settings,
+                 vector: list[float] | None = None, model: str | None = None, dimension: int = 0,
+                 min_similarity: float | None = None) -> SearchStatement | None:
+    """The SQL stage; None when no candidate list applies. `min_similarity` keeps only vector
+    candidates at least that close (cosine): nearest neighbours always exist, but "what
+    matches" (a forget preview) must not include them all."""
+    q = Sql()
+    cap = q.arg(settings.search_candidates)
+    conflict = settings.conflict_similarity
+    if conflict is None:
+        conflict = conflict_similarity(model)
+    query, excluded = parsed.text, parsed.excluded
+    # A question about the past, or about a period it names, wants older versions as they ranked:
+    # no recency, no penalty for being superseded, no newest-first among versions.
+    past = parsed.tense == "past" or parsed.period is not None
+    # Every list, and the replies, read the same visible rows: one clause, its values bound once.
+    where = _where(q, p, f, excluded)
+    # name -> (weight, candidates query selecting id and key, order of key)
+    lists: dict[str, tuple[float, str, str]] = {}
+    if vector is not None and model and dimension and settings.weight_vector > 0:
+        distance = f"{vector_cast(dimension)} <=> {q.arg(vector)}::vector({int(dimension)})"
+        lists["vec"] = (settings.weight_vector, f"""
+            SELECT m.id, {distance} AS key FROM memories m
+            WHERE {where} AND m.embedding_model = {model_literal(model)}
+              {f"AND {distance} <= {q.arg(1 - min_similarity)}" if min_similarity is not None else ""}
+            ORDER BY {distance} LIMIT {cap}""", "ASC")
+    if settings.weight_fulltext > 0 and query:
+        # websearch syntax ANDs every word; a question rarely shares all its words with the
+        # answer, so conjunctions become disjunctions (negations and phrases keep their meaning).
+        # Ranking scores every match, and a common word matches a whole large scope: rank at most
+        # `fulltext_scan` rows that hold every word plus as many that hold any, never all of them.
+        words = q.arg(query)
+        any_word = f"regexp_replace(websearch_to_tsquery('english', {words})::text, ' & (?!!)', ' | ', 'g')::tsquery"
+        scan = q.arg(settings.fulltext_scan)
+        key, idf = "ts_rank(c.fts, c.tsq)", ""
+        if settings.fulltext_idf:
+            # ts_rank counts every query word alike, so a word in half the scope (a speaker's
+            # name) outweighs the rare one the question is about. Weight each word by its rarity
+            # among the candidates (BM25's idf; they are every memory holding a query word when
+            # there are fewer than `fulltext_scan`, a sample otherwise: no extra index scan) and
+            # let ts_rank break ties.
+            key = "coalesce((SELECT sum(w.idf) FROM idf w WHERE c.fts @@ w.q), 0) + 0.1 * ts_rank(c.fts, c.tsq)"
+            idf = f""",
+            idf AS MATERIALIZED (SELECT t.q, ln(1 + (SELECT count(*) FROM c)::float8
+                                      / (0.5 + count(*) FILTER (WHERE c.fts @@ t.q))) AS idf
+                    FROM (SELECT DISTINCT quote_literal(lexeme)::tsquery AS q
+                          FROM unnest(tsvector_to_array(to_tsvector('english', {words}))) lexeme) t, c
+                    GROUP BY t.q)"""
+        lists["fts"] = (settings.weight_fulltext, f"""
+            WITH c AS (
+                SELECT DISTINCT ON (id) id, fts, pq.tsq
+                FROM (SELECT {any_word} AS tsq, websearch_to_tsquery('english', {words}) AS every) pq,
+                     LATERAL ((SELECT m.id, m.fts FROM memories m
+                               WHERE {where} AND m.fts @@ pq.every LIMIT {scan})
+                              UNION ALL
+                              (SELECT m.id, m.fts FROM memories m
+                               WHERE {where} AND m.fts @@ pq.tsq LIMIT {scan})) both_){idf}
+            SELECT c.id, {key} AS key FROM c
+            ORDER BY key DESC, c.id LIMIT {cap}""", "DESC")
+    if settings.weight_trigram > 0 and query and len(query.split()) <= settings.trigram_max_words:
+        # Names, identifiers and typos in short queries; a long question's trigrams match
+        # everything a little and cost a similarity per row. A word most memories share
+        # ("Terraform" in 7% of 100,000) would have every one of them scored; those are full
+        # text's to rank, so only the first `trigram_scan` are, and none once full text has
+        # filled its list: the trigram list would be an arbitrary few hundred of thousands, at
+        # the price of reading the trigram index for all of them (100,000 memories, p95 of
+        # a search in the last 30 days 50 -> 46 ms, with no filter 26 -> 19 ms).
+        text = q.arg(query)
+        rescue = f"AND (SELECT count(*) FROM fts) < {cap}" if "fts" in lists else ""
+        lists["trgm"] = (settings.weight_trigram, f"""
+            SELECT c.id, word_similarity({text}, c.content) AS key FROM (
+                SELECT m.id, m.content FROM memories m
+                WHERE {where} AND {text} <% m.content {rescue}
+                LIMIT {q.arg(settings.trigram_scan)}) c
+            ORDER BY key DESC, c.id LIMIT {cap}""", "DESC")
+    if not lists:
+        return None
+
+    ctes = ",\n".join(
+        f"{name} AS MATERIALIZED (SELECT id, key::float8 AS key, row_number() OVER (ORDER BY key {order}, id) AS r "
+        f"FROM ({sql}) c)"
+        for name, (_, sql, order) in lists.items())
+    union = "\nUNION ALL\n".join(
+        f"SELECT id, {q.arg(weight)}::float8 * {_share(settings, order)} AS s, '{name}' AS list, r, key FROM {name}"
+        for name, (weight, _, order) in lists.items())
+    as_of = f.as_of if f is not None else None
+    reference = q.arg(as_of) + "::timestamptz" if as_of is not None else "now()"
+    floor = q.arg(1.0 if past else settings.recency_floor)
+    half_life = q.arg(settings.recency_half_life_days)
+    # A superseded memory ranks below its live successor (penalised, and re-ordered below).
+    penalty = (f"CASE WHEN s.id IS NULL THEN 1 ELSE {q.arg(settings.superseded_penalty)}::float8 END"
+               if as_of is None and not past else "1")
+    # A forget preview (min_similarity) lists what matches, never what merely answered it.
+    replies = _replies(q, p, where, f, settings) if min_similarity is None else ""
+    # A question about someone is about their memories: a memory naming everyone it names gains
+    # over one that only shares its other words ("how does Pavel Jankowski keep fit" is not
+    # answered by "Wendell Jankowski keeps fit with rowing"). Naming them only to address them
+    # ("Thanks, Pavel!") earns nothing: checked among the best `window` only (`_named`).
+    text = "(m.content || ' ' || coalesce(m.title, ''))"
+    subject = parsed.subject if settings.subject_boost != 1 else []
+    names = " AND ".join(f"{text} ~ {q.arg(_whole_word(name))}" for name in subject)
+    named = f"CASE WHEN {names} THEN {q.arg(settings.subject_boost)}::float8 ELSE 1 END" if names else "1"
+    spoken_of = " AND ".join(f"{text} ~ {q.arg(_named(name))}" for name in subject)
+    about = f"CASE WHEN m.named > 1 AND {spoken_of} THEN m.named ELSE 1 END" if spoken_of else "m.named"
+    window = limit + ADDRESSED_WINDOW if spoken_of else limit
+    # A query that names a period is about what was written in it (retrieval/dates.py).
+    period = (f"CASE WHEN {_in_period(q, parsed.period, settings.period_after_days)} "
+              f"THEN {q.arg(settings.period_boost)}::float8 ELSE 1 END"
+              if parsed.period is not None and settings.period_boost != 1 else "1")
+    sql = f"""
+    WITH {ctes},
+    listed AS (
+        SELECT id, sum(s) AS fused,
+               min(r) FILTER (WHERE list = 'vec') AS vec_rank,
+               min(r) FILTER (WHERE list = 'fts') AS fts_rank,
+               min(r) FILTER (WHERE list = 'trgm') AS trgm_rank,
+               max(key) FILTER (WHERE list = 'fts') AS fts_key,
+               0::float8 AS reply
+        FROM ({union}) u GROUP BY id
+    ),{replies or " fused AS (SELECT * FROM listed),"}
+    scored AS (
+        SELECT m.user_id, m.id, m.title, m.content, m.kind, m.tags, m.agent_id, m.project_id, m.occurred_at,
+               {"m.embedding" if conflict < 1 else "NULL::vector AS embedding"},
+               m.superseded_by, f.fused, f.vec_rank, f.fts_rank, f.trgm_rank, f.fts_key, f.reply,
+               {floor}::float8 + (1 - {floor}::float8)
+                   * power(2::float8, -{_halvings(reference, half_life)}) AS recency,
+               {named}::float8 AS named, {period}::float8 AS period
+        FROM fused f {_by_id(q, p, "f", "m")}
+    ),
+    best AS (
+        SELECT m.*, fused * recency * {penalty} * period AS base
+        FROM scored m LEFT JOIN memories s
+            ON s.user_id = m.user_id AND s.id = m.superseded_by AND s.deleted_at IS NULL
+        ORDER BY fused * recency * {penalty} * period * named DESC, length(m.content), m.id
+        LIMIT {q.arg(window)}
+    )
+    SELECT m.*, a.about, m.base * a.about AS score
+    FROM best m CROSS JOIN LATERAL (SELECT ({about})::float8 AS about) a
+    ORDER BY score DESC, length(m.content), m.id
+    LIMIT {q.arg(limit)}
+    """
+    gucs = {"pg_trgm__word_similarity_threshold": str(settings.trigram_threshold),
+            "hnsw__ef_search": str(settings.hnsw_ef_search), "hnsw__iterative_scan": "relaxed_order"}
+    return SearchStatement(sql, q.args, gucs, past, conflict)
