@@ -22,18 +22,24 @@ LEASE_MARGIN_S = 2.0
 MIN_TOKENS_PER_DAY = 4000
 
 
+ENV_PREFIX = "MCP_MEMORY_"
+
+
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="MCP_MEMORY_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
 
     # Storage
     database_url: str | None = Field(
         default=None,
         description="PostgreSQL URL; unset means the embedded server under data_dir.",
     )
-    data_dir: Path = Field(default_factory=default_data_dir)
-    pool_min_size: int = Field(default=1, ge=0)
-    pool_max_size: int = Field(default=10, ge=1)
-    db_start_timeout_s: float = Field(default=60.0, gt=0)
+    data_dir: Path = Field(default_factory=default_data_dir, description=(
+        "Where the embedded database, the hook status files and the logs live; default: the platform's user "
+        "data directory (~/.local/share/mcp-memory on Linux)."))
+    pool_min_size: int = Field(default=1, ge=0, description="Connections the pool keeps open when idle.")
+    pool_max_size: int = Field(default=10, ge=1, description="Most connections one server process opens.")
+    db_start_timeout_s: float = Field(default=60.0, gt=0, description=(
+        "How long start-up waits for the database (the embedded server's first start initialises it)."))
 
     # Local (stdio) identity; HTTP sessions take theirs from the credential.
     user: str | None = Field(default=None, description="Defaults to the OS user.")
@@ -49,13 +55,17 @@ class Settings(BaseSettings):
 
     # Limits
     # Each may tighten the limit the tools' schemas publish (limits.py), never loosen it.
-    max_content_chars: int = Field(default=limits.MAX_CONTENT_CHARS, ge=1, le=limits.MAX_CONTENT_CHARS)
-    max_title_chars: int = Field(default=limits.MAX_TITLE_CHARS, ge=1, le=limits.MAX_TITLE_CHARS)
-    max_tags: int = Field(default=limits.MAX_TAGS, ge=0, le=limits.MAX_TAGS)
-    max_tag_chars: int = Field(default=limits.MAX_TAG_CHARS, ge=1, le=limits.MAX_TAG_CHARS)
+    max_content_chars: int = Field(default=limits.MAX_CONTENT_CHARS, ge=1, le=limits.MAX_CONTENT_CHARS,
+                                   description="Longest memory content a write accepts.")
+    max_title_chars: int = Field(default=limits.MAX_TITLE_CHARS, ge=1, le=limits.MAX_TITLE_CHARS,
+                                 description="Longest title a write accepts.")
+    max_tags: int = Field(default=limits.MAX_TAGS, ge=0, le=limits.MAX_TAGS, description="Most tags on one memory.")
+    max_tag_chars: int = Field(default=limits.MAX_TAG_CHARS, ge=1, le=limits.MAX_TAG_CHARS,
+                               description="Longest tag.")
     max_batch: int = Field(default=limits.MAX_BATCH, ge=1, le=limits.MAX_BATCH,
                            description="Most memories one memory_write_many call takes.")
-    snippet_chars: int = Field(default=400, ge=40)
+    snippet_chars: int = Field(default=400, ge=40, description=(
+        "Characters of a memory shown where a list quotes it rather than returning it (forget previews, `related`)."))
     resource_page_size: int = Field(default=50, ge=1, le=500, description="Memories per resource page.")
     resource_page_chars: int = Field(default=24_000, ge=1000, description=(
         "A resource page stops before this many characters of JSON (memories are listed by their start; "
@@ -70,9 +80,11 @@ class Settings(BaseSettings):
     # Embeddings
     embedding_provider: str = Field(default="local", description="local, openai, openai-compatible, voyage, none")
     embedding_model: str | None = Field(default=None, description="Default: the provider's own.")
-    embedding_dimension: int | None = Field(default=None, ge=1)
+    embedding_dimension: int | None = Field(default=None, ge=1, description=(
+        "Vector size, for a model that can shorten its vectors; default: the model's own."))
     embedding_api_key: str | None = Field(default=None, description="Default: OPENAI_API_KEY / VOYAGE_API_KEY.")
-    embedding_base_url: str | None = None
+    embedding_base_url: str | None = Field(default=None, description=(
+        "Endpoint of the openai-compatible provider, e.g. http://localhost:11434/v1."))
     embedding_timeout_s: float = Field(default=10, gt=0, description="A write stores no vector past this.")
     embedding_breaker_failures: int = Field(default=3, ge=1, description=(
         "After this many embedder failures in a row, writes store without a vector at once (no waiting)..."))
@@ -81,30 +93,34 @@ class Settings(BaseSettings):
         "meanwhile are embedded in the background."))
 
     # Retrieval
-    search_candidates: int = Field(default=100, ge=10, le=2000)
+    search_candidates: int = Field(default=100, ge=10, le=2000, description=(
+        "Candidates each list (vector, full text, trigram) brings to the fusion."))
     fusion: Literal["relative", "rrf"] = Field(default="relative", description=(
         "relative: weight x each list's score scaled to 0..1 between its best and worst candidate; "
         "rrf: weight / (k + rank)."))
     rrf_k: int = Field(default=20, ge=1, description="Only with fusion rrf.")
-    weight_vector: float = Field(default=0.6, ge=0)
-    weight_fulltext: float = Field(default=1.0, ge=0)
-    weight_trigram: float = Field(default=0.5, ge=0)
+    weight_vector: float = Field(default=0.6, ge=0, description="Weight of the vector (cosine) list in the fusion.")
+    weight_fulltext: float = Field(default=1.0, ge=0, description="Weight of the full-text list in the fusion.")
+    weight_trigram: float = Field(default=0.5, ge=0, description="Weight of the trigram list in the fusion.")
     fulltext_scan: int = Field(default=1000, ge=100, description=(
         "At most this many rows holding every query word, and as many holding any, are ranked by full text."))
     fulltext_idf: bool = Field(default=True, description="Weight query words by their rarity in the scope.")
-    trigram_threshold: float = Field(default=0.3, gt=0, le=1)
+    trigram_threshold: float = Field(default=0.3, gt=0, le=1, description=(
+        "Least trigram similarity (pg_trgm) for the trigram list."))
     trigram_scan: int = Field(default=300, ge=10, description=(
         "At most this many rows that pass the trigram threshold are scored by similarity."))
     trigram_max_words: int = Field(default=2, ge=0, description=(
         "Longer queries skip the trigram list (it compares every candidate: 200 ms at 20,000 memories for 4 words)."))
     recency_floor: float = Field(default=0.7, ge=0, le=1, description="1 turns recency off.")
-    recency_half_life_days: float = Field(default=180, gt=0)
+    recency_half_life_days: float = Field(default=180, gt=0, description=(
+        "Age at which the recency factor is halfway between 1 and recency_floor."))
     conflict_similarity: float | None = Field(default=None, ge=0, le=1, description=(
         "Results this similar (cosine) are versions of one fact (episodes aside: a turn replaces no other): "
         "among those the query's words match "
         "equally well, the newest ranks first. Default: set per local model (MiniLM 0.65, e5 0.88, "
         "static 0.75), 0.8 for others. 1 turns it off."))
-    hnsw_ef_search: int = Field(default=100, ge=10, le=1000)
+    hnsw_ef_search: int = Field(default=100, ge=10, le=1000, description=(
+        "pgvector's hnsw.ef_search for the vector list: higher finds more of the true nearest, slower."))
     related_limit: int = Field(default=5, ge=0, le=20, description=(
         "memory_write / memory_update return up to this many close memories (`related`); 0 turns it off."))
     related_similarity: float | None = Field(default=None, ge=0, le=1, description=(
@@ -123,7 +139,8 @@ class Settings(BaseSettings):
     analyze_min_writes: int = Field(default=50, ge=1, description=(
         "ANALYZE memories in the background once this many writes, or analyze_fraction of the table if more, "
         "landed since the last one."))
-    analyze_fraction: float = Field(default=0.1, gt=0, le=1)
+    analyze_fraction: float = Field(default=0.1, gt=0, le=1, description=(
+        "See analyze_min_writes: the share of the table whose writes trigger an ANALYZE on a large store."))
 
     period_boost: float = Field(default=3.0, ge=1, le=10, description=(
         "Score factor for a memory written in the period a query names ('in October 2023', 'on 3 June, "
@@ -144,23 +161,25 @@ class Settings(BaseSettings):
                                       description="Score factor for a memory another one supersedes.")
 
     # Forgetting by query: preview -> execute.
-    forget_token_ttl_s: int = Field(default=600, ge=10)
+    forget_token_ttl_s: int = Field(default=600, ge=10, description=(
+        "A forget preview's token executes only within this many seconds."))
     forget_max_batch: int = Field(default=25, ge=1, description="Largest preview a non-admin may ask for.")
     forget_min_similarity: float = Field(default=0.6, ge=0, le=1, description=(
         "A forget preview by query lists a memory with no word in common only this close (cosine)."))
 
     # Retention: only time removes data.
     purge_after_days: int = Field(default=30, ge=1, description="How long a forgotten memory stays restorable.")
-    history_days: int = Field(default=180, ge=1)
-    idempotency_days: int = Field(default=30, ge=1)
+    history_days: int = Field(default=180, ge=1, description="How long the audit history of a memory is kept.")
+    idempotency_days: int = Field(default=30, ge=1, description=(
+        "How long a write's idempotency_key is remembered (a retry within it returns the first result)."))
     stale_after_days: int | None = Field(
         default=None, ge=1, description="Forget (softly) unpinned memories not read (memory_get) or changed "
         "in this many days; unset disables it.")
     retention_interval_hours: float = Field(default=6, ge=0, description="0 sweeps only at start-up.")
 
     # HTTP transports
-    host: str = Field(default="127.0.0.1")
-    port: int = Field(default=8765, ge=0, le=65535)
+    host: str = Field(default="127.0.0.1", description="Address the HTTP and SSE transports listen on.")
+    port: int = Field(default=8765, ge=0, le=65535, description="Port of the HTTP and SSE transports.")
     public_url: str | None = Field(default=None, description="The URL clients use, e.g. https://mem.example.com; "
                                    "default http://host:port.")
     allowed_hosts: list[str] = Field(default_factory=list, description="Extra Host header values to accept "
@@ -170,22 +189,31 @@ class Settings(BaseSettings):
         "A console sign-in ends this long after it began, however busy (absolute expiry)."))
     console_idle_minutes: float = Field(default=60, gt=0, le=24 * 60, description=(
         "A console session unused this long ends (idle expiry)."))
-    graceful_shutdown_s: float = Field(default=30, ge=0)
+    graceful_shutdown_s: float = Field(default=30, ge=0, description=(
+        "On SIGTERM, requests in flight get this long to finish."))
 
     # OAuth / JWT bearer tokens (API keys need no settings)
-    jwt_issuer: str | None = None
-    jwt_audience: str | None = None
-    jwt_jwks_url: str | None = None
+    jwt_issuer: str | None = Field(default=None, description=(
+        "The `iss` a bearer token must carry (required once tokens are on)."))
+    jwt_audience: str | None = Field(default=None, description=(
+        "The `aud` a bearer token must carry (required once tokens are on)."))
+    jwt_jwks_url: str | None = Field(default=None, description=(
+        "The issuer's signing keys (JWKS URL); this or jwt_secret turns OAuth / JWT bearer tokens on."))
     jwt_secret: str | None = Field(default=None, description="Shared HS256 secret instead of a JWKS.")
-    jwt_algorithms: list[str] = Field(default_factory=lambda: ["RS256", "ES256", "HS256"])
-    jwt_agents_claim: str = "mcp_memory_agents"
-    jwt_projects_claim: str = "mcp_memory_projects"
+    jwt_algorithms: list[str] = Field(default_factory=lambda: ["RS256", "ES256", "HS256"], description=(
+        "Signature algorithms accepted, JSON; HS* only with jwt_secret."))
+    jwt_agents_claim: str = Field(default="mcp_memory_agents", description=(
+        "Claim listing the agents a token may act as (absent: any)."))
+    jwt_projects_claim: str = Field(default="mcp_memory_projects", description=(
+        "Claim listing the projects a token may use (absent: any)."))
     jwt_default_permissions: str = Field(default="read,write,forget",
                                          description="Granted when a token carries no memory:* scope.")
 
     # Rate limits for remote principals, per minute (0 disables)
-    write_rate_per_minute: int = Field(default=300, ge=0)
-    forget_rate_per_minute: int = Field(default=60, ge=0)
+    write_rate_per_minute: int = Field(default=300, ge=0, description=(
+        "Writes per minute a remote principal may make (0: no limit)."))
+    forget_rate_per_minute: int = Field(default=60, ge=0, description=(
+        "Forgets per minute a remote principal may make (0: no limit)."))
 
     # Decisions (self-correcting memory): a model decides what a new memory does to the older ones
     # close to it (ADD / UPDATE / DELETE / NONE), through the durable job queue `memory_jobs`.
@@ -204,7 +232,8 @@ class Settings(BaseSettings):
     decisions_api_key: str | None = Field(default=None, description=(
         "Default: OPENAI_API_KEY, only when decisions_base_url is unset (a key is never sent elsewhere)."))
     decisions_timeout_s: float = Field(default=30, gt=0, description="One model call gives up after this long.")
-    decisions_sync_budget_s: float = Field(default=5, gt=0)
+    decisions_sync_budget_s: float = Field(default=5, gt=0, description=(
+        "How long a write waits for its decision in sync and auto mode."))
     decisions_structured: bool = Field(default=True, description=(
         "Ask for JSON-schema structured output (an endpoint that rejects it is asked for plain JSON)."))
     decisions_max_attempts: int = Field(default=5, ge=1, description="Then the job is a dead letter.")
@@ -256,9 +285,10 @@ class Settings(BaseSettings):
         "with it false does not ask (read by mcp_memory/hookline.py as well)."))
 
     # Row-level security: application queries run as this role ('' to skip).
-    db_app_role: str = "mcp_memory_app"
+    db_app_role: str = Field(default="mcp_memory_app", description=(
+        "The non-owner role application queries run as, so row-level security applies; '' skips it."))
 
-    log_level: str = Field(default="INFO")
+    log_level: str = Field(default="INFO", description="DEBUG, INFO, WARNING or ERROR; logs go to stderr.")
     log_format: Literal["text", "json"] = Field(default="text", description=(
         "json: one JSON object per log line (time, level, logger, message, request_id), on stderr."))
     metrics_port: int | None = Field(default=None, ge=1, le=65535, description=(
@@ -298,3 +328,54 @@ class Settings(BaseSettings):
     @property
     def embedded(self) -> bool:
         return not self.database_url
+
+
+# The configuration reference (docs/configuration.md, `python -m mcp_memory.config_reference`) lists
+# every setting under one of these, in this order; a new setting goes into one or the test fails.
+SECTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "server": ("The MCP server: HTTP transport, limits of the tools and resources, forgetting, rate limits.", (
+        "host", "port", "public_url", "allowed_hosts", "no_auth", "graceful_shutdown_s",
+        "max_content_chars", "max_title_chars", "max_tags", "max_tag_chars", "max_batch", "snippet_chars",
+        "resource_page_size", "resource_page_chars", "core_budget_chars", "core_budgets",
+        "forget_token_ttl_s", "forget_max_batch", "forget_min_similarity",
+        "write_rate_per_minute", "forget_rate_per_minute")),
+    "identity": ("Who a session is: the local (stdio) identity, and what OAuth / JWT tokens grant "
+                 "(API keys need no settings).", (
+        "user", "agent", "project", "local_permissions",
+        "jwt_issuer", "jwt_audience", "jwt_jwks_url", "jwt_secret", "jwt_algorithms",
+        "jwt_agents_claim", "jwt_projects_claim", "jwt_default_permissions")),
+    "storage": ("The database: embedded by default, or any PostgreSQL >= 15 with pgvector.", (
+        "database_url", "data_dir", "pool_min_size", "pool_max_size", "db_start_timeout_s", "db_app_role")),
+    "embeddings": ("The model that turns text into vectors; writes fail open (stored without a vector, "
+                   "embedded later).", (
+        "embedding_provider", "embedding_model", "embedding_dimension", "embedding_api_key",
+        "embedding_base_url", "embedding_timeout_s", "embedding_breaker_failures",
+        "embedding_breaker_cooldown_s")),
+    "decisions": ("What a new memory does to older ones, and extraction of facts from captured sessions "
+                  "(docs/decisions.md). Off by default; a remote endpoint is opt-in.", (
+        "decisions_provider", "decisions_mode", "decisions_base_url", "decisions_model", "decisions_api_key",
+        "decisions_timeout_s", "decisions_sync_budget_s", "decisions_structured", "decisions_max_attempts",
+        "decisions_retry_base_s", "decisions_lease_s", "decisions_workers", "decisions_poll_s",
+        "decisions_guard", "decisions_per_minute", "decisions_tokens_per_day",
+        "extraction", "extraction_per_session", "extraction_per_day")),
+    "capture": ("Auto-capture and auto-recall through harness hooks (docs/hooks.md).", (
+        "capture", "capture_exclude_projects", "capture_facts", "capture_languages", "capture_turn_chars",
+        "recall_limit", "recall_budget_chars", "recall_min_similarity", "recall_timeout_s",
+        "session_start_timeout_s", "session_start_recent", "capture_worker_timeout_s",
+        "capture_catch_up_days", "hook_channel")),
+    "console": ("The review console's sign-in sessions (docs/console.md).", (
+        "console_session_hours", "console_idle_minutes")),
+    "operations": ("Logs, metrics, retention and planner statistics (docs/operations.md).", (
+        "log_level", "log_format", "metrics_port",
+        "purge_after_days", "history_days", "idempotency_days", "stale_after_days", "retention_interval_hours",
+        "analyze_min_writes", "analyze_fraction")),
+    "ranking": ("Advanced: how search ranks (docs/ranking.md). The defaults were settled on several dev sets "
+                "phrased differently; change them only with the benchmarks at hand (docs/benchmarks.md).", (
+        "related_limit", "related_similarity", "recency_floor", "recency_half_life_days",
+        "period_boost", "period_after_days", "subject_boost", "present_focus", "present_margin",
+        "superseded_penalty", "conflict_similarity", "reply_weight", "preceding_weight", "reply_gap_minutes",
+        "search_candidates", "fusion", "rrf_k", "weight_vector", "weight_fulltext", "weight_trigram",
+        "fulltext_scan", "fulltext_idf", "trigram_threshold", "trigram_scan", "trigram_max_words",
+        "hnsw_ef_search")),
+}
+ADVANCED_SECTIONS = frozenset({"ranking"})
