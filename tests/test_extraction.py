@@ -159,11 +159,114 @@ async def test_an_answer_of_the_wrong_shape_is_retried_not_written(database: Dat
 
 async def test_with_sampling_the_trigger_patterns_stay(database: Database, settings: Settings,
                                                       alice: Principal) -> None:
-    """Sampling does not extract yet: its captures must keep their trigger facts, not queue jobs
-    nothing would answer."""
+    """Captures under sampling keep their trigger facts until the service queues extraction jobs
+    for sampling too (MemoryService.extracting); the sampling provider itself extracts (below)."""
     s = decisions_settings(settings, "http://127.0.0.1:9/v1", decisions_provider="sampling")
     service = await MemoryService.open(database, s)
     await Capturer(service, s, "cli").capture(alice, parse_text("User: I prefer tabs over spaces.\nAssistant: ok\n"),
                                               key="cli:sampling")
     assert await extract_jobs(database) == []
     assert await database.admin.fetch("SELECT 1 FROM memories WHERE kind <> 'episode'")
+
+
+# --- through MCP sampling ------------------------------------------------------------------------
+
+def sampling_model(asked: list[Any]) -> Any:
+    """A client's sampling callback answering as `Model` does: FLY from the turn naming Fly.io,
+    and FLY replaces HEROKU."""
+    from mcp_types import CreateMessageResult, TextContent
+
+    async def sample(context: Any, params: Any) -> CreateMessageResult:
+        asked.append(params)
+        user = params.messages[0].content.text
+        if "worth remembering" in params.system_prompt:
+            labels = [json.loads(line)["label"] for line in user.splitlines()
+                      if line.startswith("{") and "Fly.io" in json.loads(line)["text"]]
+            answer: dict[str, Any] = {"facts": [{"text": FLY, "kind": "fact", "turns": labels}]}
+        else:
+            new, _, existing = user.partition("EXISTING memories:")
+            heroku = [json.loads(line)["label"] for line in existing.splitlines()
+                      if line.startswith("{") and json.loads(line)["text"] == HEROKU]
+            answer = ({"action": "UPDATE", "ids": heroku, "reason": "moved"} if FLY in new and heroku
+                      else {"action": "ADD", "ids": [], "reason": "unrelated"})
+        return CreateMessageResult(role="assistant", model="client-model",
+                                   content=TextContent(type="text", text=json.dumps(answer)))
+
+    return sample
+
+
+async def capture_fly(database: Database, settings: Settings, writer: Principal) -> None:
+    """HEROKU stored, then the Fly.io session captured: one extraction job queued."""
+    # The capturing process queues the job (service.extracting); the server below answers it.
+    s = decisions_settings(settings, "http://127.0.0.1:9/v1")
+    service = await MemoryService.open(database, s)
+    await service.write(writer, HEROKU, kind="fact")
+    await Capturer(service, s, "cli").capture(writer, parse_text(SESSION), key="cli:fly")
+    assert len(await extract_jobs(database)) == 1
+
+
+def sampling_settings(settings: Settings) -> Settings:
+    return decisions_settings(settings, "http://127.0.0.1:9/v1", decisions_provider="sampling",
+                              decisions_poll_s=0.1)
+
+
+async def test_extraction_through_a_sampling_client_supersedes_heroku(database: Database, settings: Settings,
+                                                                      alice: Principal) -> None:
+    """The delta is answered by the connected client's model, and its fact is decided (through the
+    same client) like any write: Fly.io supersedes Heroku. What the client saw is redacted."""
+    from mcp import Client
+
+    from mcp_memory.server import build_server
+
+    from .test_jobs import wait_for
+
+    await capture_fly(database, settings, alice)
+    asked: list[Any] = []
+    async with Client(build_server(sampling_settings(settings)), mode="legacy",
+                      sampling_callback=sampling_model(asked)) as client:
+        await client.call_tool("memory_list", {})  # the session (and its sampling) is known once it calls
+
+        async def settled() -> bool:  # the extraction done, and every memory (its fact too) decided
+            return await database.admin.fetchval(
+                "SELECT bool_and(status = 'done') AND count(*) FILTER (WHERE kind = 'extract') = 1 "
+                "AND count(*) = (SELECT count(*) FROM memories) + 1 FROM memory_jobs")
+
+        await wait_for(settled)
+    (job,) = await extract_jobs(database)
+    result = json.loads(job["result"]) if isinstance(job["result"], str) else job["result"]
+    assert (result["facts"], result["provider"]) == (1, "sampling")
+    (fly,) = await memories_saying(database, FLY)
+    (heroku,) = await database.admin.fetch("SELECT superseded_by FROM memories WHERE content = $1", HEROKU)
+    assert heroku["superseded_by"] == fly["id"]
+    assert sum("worth remembering" in params.system_prompt for params in asked) == 1
+    extraction = next(params for params in asked if "worth remembering" in params.system_prompt)
+    assert extraction.include_context == "none"
+    assert "Fly.io last week" in extraction.messages[0].content.text
+    assert TOKEN not in json.dumps([params.messages[0].content.text for params in asked])
+
+
+async def test_extraction_waits_for_a_client_that_may_read_the_episodes(database: Database,
+                                                                         settings: Settings) -> None:
+    """A session captured in project p1 is never shown to a client confined to another project:
+    its job waits, visibly and uncounted, and that client's model is not asked."""
+    from mcp import Client
+
+    from mcp_memory.server import build_server
+
+    from .test_jobs import wait_for
+
+    writer = Principal(user_id="alice", agent_id="agent-a", project_id="p1", actor="local:alice")
+    await capture_fly(database, settings, writer)
+    asked: list[Any] = []
+    async with Client(build_server(sampling_settings(settings)), mode="legacy",  # project proj-x
+                      sampling_callback=sampling_model(asked)) as client:
+        await client.call_tool("memory_list", {})
+
+        async def waiting() -> Any:
+            (job,) = await extract_jobs(database)
+            return job if job["waiting"] else None
+
+        job = await wait_for(waiting)
+    assert job["status"] == "queued" and job["attempts"] == 0 and "may read these memories" in job["waiting"]
+    assert asked == []
+    assert await memories_saying(database, FLY) == []

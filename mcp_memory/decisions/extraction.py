@@ -21,7 +21,7 @@ from ..repository import jobs as queue
 from ..repository.jobs import Job
 from ..telemetry.tracing import span
 from .prompting import _record
-from .protocol import InvalidAnswer
+from .protocol import ExtractionRequest, InvalidAnswer
 
 if TYPE_CHECKING:
     from .jobs import DecisionWorker
@@ -88,18 +88,20 @@ async def run(worker: DecisionWorker, job: Job, name: str) -> str:
     p = job.acting_as()
     episodes = {m.id: m for m in await worker.service.repo.peek_many(p, list(job.sources))}
     turns = [(str(i), episodes[e].content) for i, e in enumerate(job.sources, 1) if e in episodes]
-    ask = getattr(worker.provider, "extract", None)
-    if not turns or ask is None:
-        why = "its episodes were forgotten" if not turns else f"the {worker.provider.name} provider does not extract"
+    provider = worker.provider
+    if not turns or not hasattr(provider, "extract_for") and not hasattr(provider, "extract"):
+        why = "its episodes were forgotten" if not turns else f"the {provider.name} provider does not extract"
         return await _finish(worker, job, name, {"facts": 0, "reason": why}, 0)
     waiting = await worker._over_budget(job)
     if waiting:
         await queue.defer(worker.admin, job, name, *waiting)
         return "queued"
+    request = ExtractionRequest(user_id=p.user_id, system=SYSTEM, prompt=user_message(turns), max_tokens=MAX_TOKENS,
+                                scopes={(m.scope.agent_id, m.scope.project_id) for m in episodes.values()})
     await queue.called(worker.admin, job)
-    with span("model.extract", **{"mcp_memory.provider": worker.provider.name,
-                                  "mcp_memory.model": worker.provider.model, "mcp_memory.turns": len(turns)}):
-        text, tokens = await ask(SYSTEM, user_message(turns), MAX_TOKENS)
+    with span("model.extract", **{"mcp_memory.provider": provider.name,
+                                  "mcp_memory.model": provider.model, "mcp_memory.turns": len(turns)}):
+        text, tokens = await _ask(provider, request)
     facts = parse(text, tokens=tokens)
     by_label = {str(i): e for i, e in enumerate(job.sources, 1)}
     items = []
@@ -121,6 +123,16 @@ async def run(worker: DecisionWorker, job: Job, name: str) -> str:
                                              "reason": f"{len(written)} facts from {len(turns)} turns",
                                              "provider": worker.provider.name, "model": worker.provider.model},
                          tokens)
+
+
+async def _ask(provider: Any, request: ExtractionRequest) -> tuple[str | None, int]:
+    """The model's answer and its tokens. A provider that must check who may read the turns
+    (sampling: only a client allowed every episode) takes the whole request; an endpoint only
+    its words."""
+    scoped = getattr(provider, "extract_for", None)
+    if scoped is not None:
+        return await scoped(request)
+    return await provider.extract(request.system, request.prompt, request.max_tokens)
 
 
 async def _finish(worker: DecisionWorker, job: Job, name: str, result: dict[str, Any], tokens: int) -> str:

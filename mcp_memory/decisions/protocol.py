@@ -96,6 +96,18 @@ class DecisionRequest(BaseModel):
         return {(self.agent_id, self.project_id)} | {(c.agent_id, c.project_id) for c in self.candidates}
 
 
+class ExtractionRequest(BaseModel):
+    """A session delta to extract facts from (extraction.py), as a provider is asked it. `scopes`
+    are the (agent, project) of its episodes: whoever answers must be allowed to read all of them,
+    the same rule as a decision's memories."""
+
+    user_id: str
+    system: str
+    prompt: str
+    max_tokens: int
+    scopes: set[tuple[str | None, str | None]]
+
+
 class Decision(BaseModel):
     """The model's answer, exactly this shape (unknown keys are an invalid answer)."""
 

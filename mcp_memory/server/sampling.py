@@ -3,9 +3,10 @@
 Only clients that declared the `sampling` capability are asked, on connections that keep a
 channel to them (the handshake era, ≤ 2025-11-25: what hosts speak today); the request asks
 for a fast, cheap model, includes no other context, and whatever the client's user decides is
-final (a decline is a refusal: the job is not asked again). Only a client whose principal may read
-every memory in the request is asked; with no such client connected, the job waits (NotReachable,
-the attempt uncounted) until one connects. It lives with the server
+final (a decline is a refusal: the job is not asked again). Decisions and extractions (a session
+delta's facts) go this way alike. Only a client whose principal may read every memory in the
+request (for an extraction: every episode of the delta) is asked; with no such client connected,
+the job waits (NotReachable, the attempt uncounted) until one connects. It lives with the server
 because it speaks MCP; the decisions package only sees a DecisionProvider."""
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..decisions.prompting import SYSTEM, user_message
 from ..decisions.protocol import (
     Answer,
     DecisionRequest,
+    ExtractionRequest,
     NotReachable,
     ProviderUnavailable,
     Refused,
@@ -86,6 +88,11 @@ class SamplingSessions:
         return None
 
 
+def _estimate(system: str, prompt: str, answer: str | None, max_tokens: int) -> int:
+    """The client reports no usage: an estimate, never above the request's own bound."""
+    return (len(system) + len(prompt)) // 4 + min(max_tokens, len(answer or "") // 4)
+
+
 def _connection(session: Any) -> Any:
     return getattr(session, "_connection", session)
 
@@ -100,14 +107,30 @@ class SamplingProvider:
         self.timeout_s = timeout_s
 
     async def decide(self, request: DecisionRequest) -> Answer:
+        prompt = user_message(request)
+        text, model = await self._sample(request.user_id, request.scopes(), SYSTEM, prompt, MAX_TOKENS)
+        tokens = _estimate(SYSTEM, prompt, text, MAX_TOKENS)
+        decision = parse_decision(text, tokens=tokens)
+        decision.targets(request.candidates)
+        return Answer(decision=decision, provider=self.name, model=model, tokens=tokens)
+
+    async def extract_for(self, request: ExtractionRequest) -> tuple[str | None, int]:
+        """A session delta's facts (decisions/extraction.py), asked of a client that may read every
+        episode of the delta; the answer's text and its estimated tokens."""
+        text, _ = await self._sample(request.user_id, request.scopes, request.system, request.prompt,
+                                     request.max_tokens)
+        return text, _estimate(request.system, request.prompt, text, request.max_tokens)
+
+    async def _sample(self, user_id: str, scopes: set[tuple[str | None, str | None]], system: str, prompt: str,
+                      max_tokens: int) -> tuple[str | None, str]:
+        """The text a capable client's model answers, and that model's name."""
         from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
         from mcp_types import ModelHint, ModelPreferences, SamplingMessage, TextContent
 
-        session = self.sessions.pick(request.user_id, request.scopes())
+        session = self.sessions.pick(user_id, scopes)
         if session is None:
-            raise NotReachable(f"waiting for a client to sample: no connected client of user {request.user_id} "
+            raise NotReachable(f"waiting for a client to sample: no connected client of user {user_id} "
                                "that may read these memories offers sampling", recheck_s=WAIT_RECHECK_S)
-        prompt = user_message(request)
         prefs = ModelPreferences(hints=[ModelHint(name=self.model_hint)] if self.model_hint else None,
                                  cost_priority=0.9, speed_priority=0.9, intelligence_priority=0.3)
         try:
@@ -116,21 +139,15 @@ class SamplingProvider:
                 warnings.simplefilter("ignore", MCPDeprecationWarning)
                 result = await session.create_message(
                     [SamplingMessage(role="user", content=TextContent(type="text", text=prompt))],
-                    max_tokens=MAX_TOKENS, system_prompt=SYSTEM, include_context="none", temperature=0,
+                    max_tokens=max_tokens, system_prompt=system, include_context="none", temperature=0,
                     model_preferences=prefs)
         except TimeoutError:
             raise ProviderUnavailable(f"the client did not answer the sampling request within {self.timeout_s:g} s"
                                       ) from None
         except MCPError as exc:
-            # The client (or its user) said no: respected, not asked again for this memory.
+            # The client (or its user) said no: respected, not asked again for this job.
             raise Refused(f"the client declined to sample: {exc}") from None
         except Exception as exc:  # the connection closed under us, no back channel, ...
-            self.sessions.drop(request.user_id, session)
+            self.sessions.drop(user_id, session)
             raise ProviderUnavailable(f"sampling through the client failed: {type(exc).__name__}: {exc}") from None
-        content = result.content
-        text = getattr(content, "text", None)
-        # The client reports no usage: an estimate, never above the request's own bound.
-        tokens = (len(SYSTEM) + len(prompt)) // 4 + min(MAX_TOKENS, len(text or "") // 4)
-        decision = parse_decision(text, tokens=tokens)
-        decision.targets(request.candidates)
-        return Answer(decision=decision, provider=self.name, model=result.model or self.model, tokens=tokens)
+        return getattr(result.content, "text", None), result.model or self.model
