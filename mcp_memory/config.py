@@ -31,7 +31,8 @@ class Settings(BaseSettings):
     # Storage
     database_url: str | None = Field(
         default=None,
-        description="PostgreSQL URL; unset means the embedded server under data_dir.",
+        description="PostgreSQL >= 15 with pgvector >= 0.7 (postgresql://user:pass@host/db); unset means the "
+        "embedded server under data_dir.",
     )
     data_dir: Path = Field(default_factory=default_data_dir, description=(
         "Where the embedded database, the hook status files and the logs live; default: the platform's user "
@@ -39,7 +40,8 @@ class Settings(BaseSettings):
     pool_min_size: int = Field(default=1, ge=0, description="Connections the pool keeps open when idle.")
     pool_max_size: int = Field(default=10, ge=1, description="Most connections one server process opens.")
     db_start_timeout_s: float = Field(default=60.0, gt=0, description=(
-        "How long start-up waits for the database (the embedded server's first start initialises it)."))
+        "How long a tool call waits for the database at start-up; also the most starting the embedded "
+        "server (or waiting for another process's start lock) and connecting may take."))
 
     # Local (stdio) identity; HTTP sessions take theirs from the credential.
     user: str | None = Field(default=None, description="Defaults to the OS user.")
@@ -65,7 +67,8 @@ class Settings(BaseSettings):
     max_batch: int = Field(default=limits.MAX_BATCH, ge=1, le=limits.MAX_BATCH,
                            description="Most memories one memory_write_many call takes.")
     snippet_chars: int = Field(default=400, ge=40, description=(
-        "Characters of a memory shown where a list quotes it rather than returning it (forget previews, `related`)."))
+        "Characters of a memory's content in a search hit's snippet (and forget previews, `related`, browse "
+        "pages)."))
     resource_page_size: int = Field(default=50, ge=1, le=500, description="Memories per resource page.")
     resource_page_chars: int = Field(default=24_000, ge=1000, description=(
         "A resource page stops before this many characters of JSON (memories are listed by their start; "
@@ -78,8 +81,11 @@ class Settings(BaseSettings):
         "substring, the longest matching pattern wins."))
 
     # Embeddings
-    embedding_provider: str = Field(default="local", description="local, openai, openai-compatible, voyage, none")
-    embedding_model: str | None = Field(default=None, description="Default: the provider's own.")
+    embedding_provider: str = Field(default="local", description=(
+        "local (offline, from pip packages), openai, openai-compatible (Ollama, vLLM, LM Studio), voyage, none."))
+    embedding_model: str | None = Field(default=None, description=(
+        "local: all-MiniLM-L6-v2-int8 (default), e5 (multilingual-e5-small 4-bit, extra e5), static; "
+        "openai: text-embedding-3-small by default; voyage: voyage-3.5 by default (extra voyage)."))
     embedding_dimension: int | None = Field(default=None, ge=1, description=(
         "Vector size, for a model that can shorten its vectors; default: the model's own."))
     embedding_api_key: str | None = Field(default=None, description="Default: OPENAI_API_KEY / VOYAGE_API_KEY.")
@@ -87,10 +93,10 @@ class Settings(BaseSettings):
         "Endpoint of the openai-compatible provider, e.g. http://localhost:11434/v1."))
     embedding_timeout_s: float = Field(default=10, gt=0, description="A write stores no vector past this.")
     embedding_breaker_failures: int = Field(default=3, ge=1, description=(
-        "After this many embedder failures in a row, writes store without a vector at once (no waiting)..."))
+        "After this many embedder failures in a row, writes store without a vector at once (no waiting); "
+        "the embedder is probed 1 s later, then 1.5x longer after each failed probe..."))
     embedding_breaker_cooldown_s: float = Field(default=30, gt=0, description=(
-        "...for this long; then one call probes the embedder, and once it answers the memories stored "
-        "meanwhile are embedded in the background."))
+        "...up to this long; once it answers, the memories stored meanwhile are embedded in the background."))
 
     # Retrieval
     search_candidates: int = Field(default=100, ge=10, le=2000, description=(
@@ -99,25 +105,29 @@ class Settings(BaseSettings):
         "relative: weight x each list's score scaled to 0..1 between its best and worst candidate; "
         "rrf: weight / (k + rank)."))
     rrf_k: int = Field(default=20, ge=1, description="Only with fusion rrf.")
-    weight_vector: float = Field(default=0.6, ge=0, description="Weight of the vector (cosine) list in the fusion.")
+    weight_vector: float = Field(default=0.6, ge=0, description=(
+        "Weight of the vector (cosine) list in the fusion; 0 turns the list off."))
     weight_fulltext: float = Field(default=1.0, ge=0, description="Weight of the full-text list in the fusion.")
     weight_trigram: float = Field(default=0.5, ge=0, description="Weight of the trigram list in the fusion.")
     fulltext_scan: int = Field(default=1000, ge=100, description=(
-        "At most this many rows holding every query word, and as many holding any, are ranked by full text."))
-    fulltext_idf: bool = Field(default=True, description="Weight query words by their rarity in the scope.")
+        "At most this many rows holding every query word, and as many holding any, are ranked by full text "
+        "(a common word must not rank a whole large scope)."))
+    fulltext_idf: bool = Field(default=True, description=(
+        "Weigh each query word by its rarity among the candidates (BM25's idf) instead of counting every word alike."))
     trigram_threshold: float = Field(default=0.3, gt=0, le=1, description=(
         "Least trigram similarity (pg_trgm) for the trigram list."))
     trigram_scan: int = Field(default=300, ge=10, description=(
         "At most this many rows that pass the trigram threshold are scored by similarity."))
     trigram_max_words: int = Field(default=2, ge=0, description=(
-        "Longer queries skip the trigram list (it compares every candidate: 200 ms at 20,000 memories for 4 words)."))
+        "Longer queries skip the trigram list (it compares every candidate: 200 ms at 20,000 memories for 4 words); "
+        "so does a query whose words full text already finds in a full list of candidates."))
     recency_floor: float = Field(default=0.7, ge=0, le=1, description="1 turns recency off.")
     recency_half_life_days: float = Field(default=180, gt=0, description=(
         "Age at which the recency factor is halfway between 1 and recency_floor."))
     conflict_similarity: float | None = Field(default=None, ge=0, le=1, description=(
         "Results this similar (cosine) are versions of one fact (episodes aside: a turn replaces no other): "
-        "among those the query's words match "
-        "equally well, the newest ranks first. Default: set per local model (MiniLM 0.65, e5 0.88, "
+        "among those the query's words match equally well, the newest ranks first (so 'when did order 5 ship' "
+        "keeps 'order 5 shipped' above a newer 'order 7 shipped'). Default: set per local model (MiniLM 0.65, e5 0.88, "
         "static 0.75), 0.8 for others. 1 turns it off."))
     hnsw_ef_search: int = Field(default=100, ge=10, le=1000, description=(
         "pgvector's hnsw.ef_search for the vector list: higher finds more of the true nearest, slower."))
@@ -126,8 +136,8 @@ class Settings(BaseSettings):
     related_similarity: float | None = Field(default=None, ge=0, le=1, description=(
         "Least cosine for `related`. Default: the model's conflict threshold minus 0.25 (MiniLM 0.40)."))
     reply_weight: float = Field(default=0.5, ge=0, le=1, description=(
-        "An episode that asks a question passes this share of its score to the episode written next in "
-        "its scope, the reply; 0 turns it off."))
+        "An episode that asks a question (holds ?, ？ or ؟) passes this share of its score to the episode "
+        "written next in its scope, the reply (only the best 20 candidate episodes pass it on); 0 turns it off."))
     preceding_weight: float = Field(default=0.25, ge=0, le=1, description=(
         "An episode that asks a question also passes this share of its score to the episode written just "
         "before it in its scope, the turn it follows up on; 0 turns it off."))
@@ -169,7 +179,8 @@ class Settings(BaseSettings):
 
     # Retention: only time removes data.
     purge_after_days: int = Field(default=30, ge=1, description="How long a forgotten memory stays restorable.")
-    history_days: int = Field(default=180, ge=1, description="How long the audit history of a memory is kept.")
+    history_days: int = Field(default=180, ge=1, description=(
+        "How long history rows (and finished decision jobs) are kept."))
     idempotency_days: int = Field(default=30, ge=1, description=(
         "How long a write's idempotency_key is remembered (a retry within it returns the first result)."))
     stale_after_days: int | None = Field(
