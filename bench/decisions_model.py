@@ -20,7 +20,8 @@ per set:
                     every stale one (bench/knowledge_update.py's judge, limit 50); newest@1: it is
                     the top hit
   stable@3          a stable fact's memory within the top 3 for its question
-  s/decision        wall-clock seconds of the drain per model decision; elapsed: the whole set
+  s/decision        wall-clock seconds of the drain per model decision (with --cache, per answer
+                    asked of the model, not replayed: see replayed / asked); elapsed: the whole set
 "before" is what the model proposed in the same run, "after" what was applied; with --guard off
 the store also evolves unguarded (then before = after). What leaves the machine with
 --model-kind endpoint: the decision prompt (mcp_memory/decisions/prompting.py) with the sets'
@@ -48,7 +49,7 @@ from decisions_mode import drain
 from decisions_tally import Truth, decisions, outcome
 from knowledge_update import load, load_copy, parse_time
 from locomo import REPO, bench_database, machine, table
-from scripted_models import adversarial, oracle, serving
+from scripted_models import Recorded, adversarial, oracle, scripted, serving
 
 
 def subset(records: list[dict[str, Any]], entities: int) -> list[dict[str, Any]]:
@@ -70,8 +71,10 @@ async def one_set(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     user = f"dm-{path.stem}"
     policy = {"adversarial": adversarial, "oracle": oracle(truth.earlier_text)}.get(args.model_kind)
     model = args.model if policy is None else f"scripted-{args.model_kind}"
+    recorded = Recorded(args.base_url, args.cache) if policy is None and args.cache else None
+    respond = scripted(policy) if policy else recorded
     async with bench_database(None, "dm") as bench:
-        with serving(policy) if policy else nullcontext(args.base_url) as url:
+        with serving(respond) if respond else nullcontext(args.base_url) as url:
             settings = bench.settings.model_copy(update={
                 "decisions_provider": "openai-compatible", "decisions_base_url": url,
                 "decisions_model": model, "decisions_api_key": None, "decisions_per_minute": 0,
@@ -89,7 +92,8 @@ async def one_set(path: Path, args: argparse.Namespace) -> dict[str, Any]:
         after = await outcome(bench, truth, user)
     return {"set": path.stem, "records": len(records), "entities": args.entities or "all", "guard": args.guard,
             "model": model, **tally, **after, "dead": drained["dead"],
-            "s_per_decision": round(drain_s / max(tally["decisions"], 1), 2), "drain_s": round(drain_s, 1),
+            "replayed": recorded.hits if recorded else 0, "asked": recorded.misses if recorded else None,
+            "s_per_decision": round(drain_s / max(recorded.misses if recorded else tally["decisions"], 1), 2), "drain_s": round(drain_s, 1),
             "elapsed_s": round(time.perf_counter() - started, 1),
             "load_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
             "finished_at": datetime.now(UTC).isoformat(timespec="seconds")}
@@ -120,6 +124,8 @@ def main() -> None:
                         help="endpoint: --base-url's model; adversarial / oracle: scripted, served in-process")
     parser.add_argument("--base-url", default="http://127.0.0.1:8181/v1")
     parser.add_argument("--model", default="local-qwen2.5-coder-1.5b-instruct-q4")
+    parser.add_argument("--cache", type=Path, help="with --model-kind endpoint: replay the answers recorded "
+                        "in this JSON-lines file for the very same prompts, and record the others")
     parser.add_argument("--guard", choices=("on", "off"), default="on")
     parser.add_argument("--timeout", type=float, default=120)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "decisions_model.json",
