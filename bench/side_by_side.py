@@ -31,7 +31,8 @@ Usage:
   python bench/side_by_side.py DATASET [--conversations conv-30,conv-42] [--quiet-load 0.5]
         [--max-wait 900] [--limit-turns N] [--limit-questions N] [--peer-dir DIR]
         [--out bench/results/side_by_side.json]
-  the full run (about 10-15 minutes on a quiet 2-core machine, plus the waits):
+  the full run (a few minutes of work on a quiet 2-core machine, plus the waits; under a load of
+  15-20 one conversation took six):
     python bench/side_by_side.py /path/to/locomo10.json
   a quick check on a loaded machine:
     python bench/side_by_side.py /path/to/locomo10.json --conversations conv-30 --limit-turns 60 \\
@@ -112,7 +113,7 @@ class Ours:
 
     async def analyze(self) -> None:
         """ANALYZE through the owner's connection to the store the server runs on."""
-        db = await open_database(Settings(data_dir=self.store_dir, log_level="WARNING",
+        db = await open_database(Settings(data_dir=self.store_dir, database_url=None, log_level="WARNING",
                                           pool_min_size=1, pool_max_size=1))
         try:
             await db.admin.execute("ANALYZE memories")
