@@ -5,7 +5,8 @@ or not at all. It never changes a pinned memory, never touches what the agent su
 explicitly nor re-links a memory something else already superseded (the agent's choice, or an
 earlier decision, stands), and never forgets on behalf of a writer that may not forget. Those
 targets are skipped and the job says why. Every change writes a history row naming the pipeline,
-the provider and model, and the reason; `undo` reverses exactly those rows."""
+the provider and model, and the reason; `undo` reverses exactly those rows. What the guard kept as
+a suggestion is applied by `accept`, on the user's word, under the same rules and the same job."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from ..permissions import require
 from ..repository import jobs as queue
 from ..repository.decisions import PIPELINE_ACTOR, DecisionRepository, request_id
 from ..repository.jobs import Job, JobRepository
+from ..repository.suggestions import record_accepted
 from ..validation import content_hash
 from .guard import Verdict
 from .protocol import Answer
@@ -86,50 +88,104 @@ async def apply(repo: DecisionRepository, job: Job, worker: str, answer: Answer,
         new = rows.get(job.memory_id)
         if new is None or new["deleted_at"] is not None:
             result["skipped"][str(job.memory_id)] = "the new memory was forgotten before the decision"
-        elif d.action in ("UPDATE", "DELETE"):
-            ok = []
-            for t in targets:
-                reason = _why_not(rows.get(t), job, p, d.action)
-                if reason:
-                    result["skipped"][str(t)] = reason
+        else:
+            ok, history = await _change(repo, conn, job, p, d.action, rows, targets, why, result)
+            if ok and d.action == "UPDATE" and merged is not None:
+                why_not = "pinned" if new["pinned"] else None
+                if why_not is None and not await repo.rewrite(conn, p.user_id, job.memory_id, merged.content,
+                                                              merged.content_hash, merged.embedding,
+                                                              merged.embedding_model):
+                    why_not = "an identical memory already exists in its scope"
+                if why_not:
+                    result["skipped"][f"text of {job.memory_id}"] = f"merged text not stored: {why_not}"
                 else:
-                    ok.append(t)
-            if ok and d.action == "UPDATE":
-                await repo.supersede(conn, ok, p.user_id, job.memory_id)
-                history += [(t, "UPDATE", {"superseded_by": None}, {"superseded_by": job.memory_id}) for t in ok]
-                if merged is not None:
-                    why_not = "pinned" if new["pinned"] else None
-                    if why_not is None and not await repo.rewrite(conn, p.user_id, job.memory_id, merged.content,
-                                                                  merged.content_hash, merged.embedding,
-                                                                  merged.embedding_model):
-                        why_not = "an identical memory already exists in its scope"
-                    if why_not:
-                        result["skipped"][f"text of {job.memory_id}"] = f"merged text not stored: {why_not}"
-                    else:
-                        history.append((job.memory_id, "UPDATE", {"content": new["content"]},
-                                        {"content": merged.content}))
-                        result["merged"] = True
-            elif ok:
-                await repo.forget(conn, ok, p.user_id, why[:500])
-                history += [(t, "DELETE", {"deleted_at": None}, {"deleted_reason": why[:500]}) for t in ok]
-            result["applied"] = [str(t) for t in ok]
-        elif d.action == "NONE" and targets:
-            (old,) = targets
-            reason = _why_not(new, job, p, "NONE")
-            old_row = rows.get(old)
-            if reason is None and (old_row is None or old_row["deleted_at"] is not None):
-                reason = f"the memory it duplicates ({old}) is gone"
-            if reason:
-                result["skipped"][str(job.memory_id)] = reason
-            else:
-                await repo.supersede(conn, [job.memory_id], p.user_id, old)
-                history.append((job.memory_id, "UPDATE", {"superseded_by": None}, {"superseded_by": old}))
-                result["applied"] = [str(job.memory_id)]
+                    history.append((job.memory_id, "UPDATE", {"content": new["content"]},
+                                    {"content": merged.content}))
+                    result["merged"] = True
         if history:
             await repo.history(conn, p.user_id, history, actor=PIPELINE_ACTOR, client=_label(answer),
                                reason=why, request=request_id(job.id))
         await queue.finish(conn, job, result, answer.tokens)
     return result
+
+
+async def _change(repo: DecisionRepository, conn: asyncpg.Connection, job: Job, p: Principal, action: str,
+                  rows: dict[UUID, asyncpg.Record], targets: list[UUID], why: str, result: dict[str, Any]
+                  ) -> tuple[list[UUID], list[tuple[UUID, str, Any, Any]]]:
+    """Link or softly forget what `action` names, each target only if the rules allow it (the
+    rest go to result["skipped"] with the reason); the targets changed, and their history rows."""
+    new = rows[job.memory_id]
+    history: list[tuple[UUID, str, Any, Any]] = []
+    ok: list[UUID] = []
+    if action in ("UPDATE", "DELETE"):
+        for t in targets:
+            reason = _why_not(rows.get(t), job, p, action)
+            if reason:
+                result["skipped"][str(t)] = reason
+            else:
+                ok.append(t)
+        if ok and action == "UPDATE":
+            await repo.supersede(conn, ok, p.user_id, job.memory_id)
+            history += [(t, "UPDATE", {"superseded_by": None}, {"superseded_by": job.memory_id}) for t in ok]
+        elif ok:
+            await repo.forget(conn, ok, p.user_id, why[:500])
+            history += [(t, "DELETE", {"deleted_at": None}, {"deleted_reason": why[:500]}) for t in ok]
+    elif action == "NONE" and targets:
+        (old,) = targets
+        reason = _why_not(new, job, p, "NONE")
+        old_row = rows.get(old)
+        if reason is None and (old_row is None or old_row["deleted_at"] is not None):
+            reason = f"the memory it duplicates ({old}) is gone"
+        if reason:
+            result["skipped"][str(job.memory_id)] = reason
+        else:
+            await repo.supersede(conn, [job.memory_id], p.user_id, old)
+            history.append((job.memory_id, "UPDATE", {"superseded_by": None}, {"superseded_by": old}))
+            ok = [job.memory_id]
+    result["applied"] = [*result.get("applied", []), *(str(t) for t in ok)]
+    return ok, history
+
+
+async def accept(repo: DecisionRepository, jobs: JobRepository, p: Principal, job_id: int,
+                 memory: UUID | None = None) -> dict[str, Any]:
+    """Apply what the guard kept from a model's decision as a suggestion (all of it, or only
+    `memory`), on the user's word: the same rules as the decision itself (nothing pinned, nothing
+    the agent superseded, ...), in one transaction with its history rows, which belong to the
+    decision's job so that undoing the decision undoes them too."""
+    require(p, "write")
+    job = await jobs.get(p, job_id)
+    if job is None:
+        raise NotFound(f"job: no decision job {job_id} about memories in this session's scope")
+    async with repo.transaction(p) as conn:
+        result = await jobs.result_in(conn, p, job_id) or {}  # locks the job: two accepts apply once
+        suggested: dict[str, str] = result.get("suggested") or {}
+        if result.get("undone_at"):
+            raise Conflict(f"decision job {job_id} was undone; accept nothing of it")
+        if not suggested:
+            raise InvalidInput(f"job: decision job {job_id} keeps no suggestion to accept (`mcp-memory jobs list` "
+                               "shows the ones that do)")
+        if memory is not None and str(memory) not in suggested:
+            raise InvalidInput(f"memory: {memory} is not among the suggestions of job {job_id} "
+                               f"({', '.join(suggested)})")
+        targets = [memory] if memory is not None else [UUID(t) for t in suggested]
+        rows = await repo.lock(conn, p, [job.memory_id, *targets])
+        new = rows.get(job.memory_id)
+        if new is None or new["deleted_at"] is not None:
+            raise Conflict(f"the memory decision job {job_id} was about ({job.memory_id}) is forgotten")
+        label = f"{result.get('provider')}/{result.get('model')}"
+        why = f"decision {result['action']} by {label}: {result.get('reason', '')} (suggestion accepted by {p.actor})"
+        outcome: dict[str, Any] = {"skipped": {}}
+        _, history = await _change(repo, conn, job, p, result["action"], rows, targets, why, outcome)
+        accepted = [str(t) for t in targets if not {str(t), str(job.memory_id)} & outcome["skipped"].keys()]
+        if history:
+            await repo.history(conn, p.user_id, history, actor=PIPELINE_ACTOR, client=label, reason=why,
+                               request=request_id(job_id))
+            skipped = {k: v for k, v in result.get("skipped", {}).items() if k not in accepted}
+            await record_accepted(conn, p, job_id, {
+                **result, "applied": [*result.get("applied", []), *outcome["applied"]], "skipped": skipped,
+                "suggested": {k: v for k, v in suggested.items() if k not in accepted},
+                "accepted": [*result.get("accepted", []), *accepted], "accepted_by": p.actor})
+    return {"job": job_id, "action": result["action"], "accepted": accepted, "kept": outcome["skipped"]}
 
 
 async def undo(repo: DecisionRepository, jobs: JobRepository, p: Principal, target: str) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""`mcp-memory jobs list|retry|cancel` and `mcp-memory decisions undo`: the queue and the
+"""`mcp-memory jobs list|retry|cancel|accept` and `mcp-memory decisions undo`: the queue and the
 decisions of the local user, from the shell."""
 
 from __future__ import annotations
@@ -6,10 +6,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
 from ..cli_common import opened
 from ..config import Settings
+
+if TYPE_CHECKING:
+    from ..models import Principal
+    from ..service import MemoryService
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -30,6 +35,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "every waiting job, now: lifts the per-minute and per-day budgets for them"))
     cancel = jobs_sub.add_parser("cancel", parents=[common], help="stop queued, running or dead jobs")
     cancel.add_argument("ids", nargs="+", type=int, help="job ids")
+    accept = jobs_sub.add_parser("accept", parents=[common], help=(
+        "apply what the guard kept from a model's decision as a suggestion (undo it with `decisions undo`)"))
+    accept.add_argument("job", type=int, help="the job id (`jobs list` marks its suggestions)")
+    accept.add_argument("--memory", help="only this suggested memory id (default: every suggestion of the job)")
+    accept.add_argument("--json", action="store_true")
     jobs.set_defaults(run=cmd_jobs)
 
     decisions = sub.add_parser("decisions", parents=[common], help="decisions a model made: undo")
@@ -69,6 +79,8 @@ async def cmd_jobs(args: argparse.Namespace, settings: Settings) -> int:
                     outcome = j.last_error[:80]
                 print(f"{j.id:>6}  {status:<9} {j.attempts}/{j.max_attempts}  {j.memory_id}  {outcome[:160]}")
             return 0
+        if args.jobs_command == "accept":
+            return await _accept(args, service, p)
         if args.jobs_command == "retry":
             ids = list(args.ids)
             if not ids and not args.dead and not args.waiting:
@@ -96,6 +108,28 @@ async def cmd_jobs(args: argparse.Namespace, settings: Settings) -> int:
             print(f"not cancelled (no such job, or already done/cancelled): {', '.join(map(str, missing))}",
                   file=sys.stderr)
         return 0 if done else 1
+
+
+async def _accept(args: argparse.Namespace, service: MemoryService, p: Principal) -> int:
+    from ..errors import InvalidInput
+    from ..repository.decisions import DecisionRepository
+    from ..repository.jobs import JobRepository
+    from .apply import accept
+
+    try:
+        memory = UUID(args.memory) if args.memory is not None else None
+    except ValueError:
+        raise InvalidInput(f"memory: {args.memory!r} is not a memory id") from None
+    result = await accept(DecisionRepository(service.repo), JobRepository(service.repo), p, args.job, memory)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        accepted = result["accepted"]
+        print(f"job {result['job']}: {result['action']} applied to {', '.join(accepted) or 'nothing'}"
+              + (f" (reverse it with `mcp-memory decisions undo {accepted[0]}`)" if accepted else ""))
+        for memory_id, why in result["kept"].items():
+            print(f"  not applied: {memory_id}: {why}", file=sys.stderr)
+    return 0 if result["accepted"] else 1
 
 
 async def cmd_decisions(args: argparse.Namespace, settings: Settings) -> int:
