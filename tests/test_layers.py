@@ -31,6 +31,17 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+def _outside(path: Path) -> set[str]:
+    """Top-level names of what a module imports from outside the package (`mcp`, `starlette`, …)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.partition(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.partition(".")[0])
+    return found - {"mcp_memory"}
+
+
 def _modules() -> dict[str, Path]:
     return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
@@ -122,3 +133,35 @@ def test_no_import_circles() -> None:
     found = cycles(pruned)
     assert not found, "import circles (move what both sides need down a layer): " + "; ".join(
         " <-> ".join(c) for c in found)
+
+
+# Where each outside library may be imported: MCP only in the server, HTTP serving only in the
+# server and the console (DESIGN.md: nothing below the service knows about MCP or HTTP).
+CONFINED = {
+    "mcp": ("mcp_memory.server",),
+    "mcp_types": ("mcp_memory.server",),
+    "starlette": ("mcp_memory.server", "mcp_memory.console"),
+    "uvicorn": ("mcp_memory.server", "mcp_memory.console"),
+}
+LOWER = ("mcp_memory.repository", "mcp_memory.retrieval", "mcp_memory.db", "mcp_memory.embeddings",
+         "mcp_memory.telemetry")
+UPPER = ("mcp_memory.service", "mcp_memory.server", "mcp_memory.console", "mcp_memory.cli", "mcp_memory.capture",
+         "mcp_memory.decisions", "mcp_memory.hookline")
+# `mcp-memory doctor` reports on every layer, the capture status file and the decisions provider included.
+REACHES_UP = {"mcp_memory.db.doctor"}
+
+
+def test_mcp_and_http_stay_in_their_layers() -> None:
+    wrong = [f"{name} imports {lib}" for name, path in _modules().items() for lib in sorted(_outside(path))
+             if lib in CONFINED and not name.startswith(CONFINED[lib])]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_lower_layers_do_not_import_upper_ones() -> None:
+    graph = import_graph()
+    wrong = [f"{name} imports {target}" for name, targets in sorted(graph.items())
+             if name.startswith(LOWER) and name not in REACHES_UP
+             for target in sorted(targets) if target.startswith(UPPER)]
+    assert not wrong, "\n".join(wrong)
+    unneeded = [name for name in REACHES_UP if not any(t.startswith(UPPER) for t in graph[name])]
+    assert not unneeded, f"exceptions no longer needed, remove them from REACHES_UP: {unneeded}"
