@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
 from uuid import UUID
 
 import asyncpg
 
+from ..config import Settings
 from ..models import ScopeInfo, SearchHit, human_age, memory_uri
 from . import focus
-from .versions import successors_first
+from .query import ParsedQuery
+from .versions import newest_of_conflicts, successors_first
+
+# A row of the SQL stage: an asyncpg record, or a mapping with its columns (a benchmark replaying
+# captured rows, bench/after_sql.py).
+Row = asyncpg.Record | Mapping[str, Any]
 
 
 def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool,
@@ -36,7 +44,20 @@ def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool,
     )
 
 
-def reorder(rows: list[asyncpg.Record], on_topic: dict[UUID, focus.Closeness], margin: float, snippet_chars: int,
+async def after_sql(rows: Sequence[Row], parsed: ParsedQuery, *, past: bool, conflict: float, settings: Settings,
+                    explain: bool, vectors: focus.TextVectors | None, listing: bool = False) -> list[SearchHit]:
+    """The whole Python stage after the SQL one: versions of one fact newest first (not for a
+    question about the past), the subject's memories that answer a question about the present
+    newest first, a successor above what it superseded, each hit the score of its place.
+    `listing` (a forget preview: what matches) leaves the subject's memories in their order."""
+    ordered = list(rows) if past else newest_of_conflicts(list(rows), conflict)
+    on_topic: dict[UUID, focus.Closeness] = {}
+    if vectors is not None and settings.present_focus and not listing and focus.applies(parsed):
+        on_topic = await focus.similarities(ordered, parsed, vectors)
+    return reorder(ordered, on_topic, settings.present_margin, settings.snippet_chars, explain)
+
+
+def reorder(rows: list[Row], on_topic: dict[UUID, focus.Closeness], margin: float, snippet_chars: int,
             explain: bool) -> list[SearchHit]:
     """The Python stage after the versions of one fact were put newest first: for a question
     about the present, the subject's memories that answer it newest first (`on_topic`: how
