@@ -34,14 +34,17 @@ CITIES = ["Oslo", "Lisbon", "Nairobi", "Osaka", "Quito", "Tallinn", "Porto", "Gh
 
 
 class Instant(BaseHTTPRequestHandler):
-    """POST /v1/chat/completions: UPDATE the first candidate, at once."""
+    """POST /v1/chat/completions, answered at once: a decision is UPDATE of the first candidate; an
+    extraction (bench/extraction_throughput.py) makes one fact of each user turn."""
 
     def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        content = json.dumps({"action": "UPDATE", "ids": ["1"], "reason": "newer"})
+        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        system, user = (m["content"] for m in request["messages"])
+        answer = extraction_answer(user) if "worth remembering" in system else {
+            "action": "UPDATE", "ids": ["1"], "reason": "newer"}
         body = json.dumps({"id": "b", "object": "chat.completion", "created": 0, "model": "instant",
                            "choices": [{"index": 0, "finish_reason": "stop",
-                                        "message": {"role": "assistant", "content": content}}],
+                                        "message": {"role": "assistant", "content": json.dumps(answer)}}],
                            "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -51,6 +54,13 @@ class Instant(BaseHTTPRequestHandler):
 
     def log_message(self, *args: Any) -> None:
         pass
+
+
+def extraction_answer(user: str) -> dict[str, Any]:
+    """Each turn the user spoke ("User: Amara 0 moved to Oslo.") is one fact, with its label."""
+    turns = [json.loads(line) for line in user.splitlines() if line.startswith("{")]
+    return {"facts": [{"text": t["text"].partition(": ")[2], "kind": "fact", "turns": [t["label"]]}
+                      for t in turns if t["text"].startswith("User: ")]}
 
 
 def facts(n: int, round_: int) -> list[str]:

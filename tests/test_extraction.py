@@ -270,3 +270,19 @@ async def test_extraction_waits_for_a_client_that_may_read_the_episodes(database
     assert job["status"] == "queued" and job["attempts"] == 0 and "may read these memories" in job["waiting"]
     assert asked == []
     assert await memories_saying(database, FLY) == []
+
+
+@pytest.mark.xfail(strict=True, reason="the extraction job is keyed by the delta's last episode, which a turn "
+                                       "stored once for both sessions ('Noted.') shares: the fix is in "
+                                       "repository/jobs.py enqueue_extraction (its owner's change)")
+async def test_two_sessions_ending_alike_are_each_extracted(database: Database, settings: Settings, model: Model,
+                                                            alice: Principal) -> None:
+    model.reset()
+    service, worker, s = await setup(database, settings, model.url)
+    capturer = Capturer(service, s, "cli")
+    for key, text in (("cli:a", "User: we moved the API to Fly.io.\nAssistant: Noted.\n"),
+                      ("cli:b", "User: the API on Fly.io now has 3 machines.\nAssistant: Noted.\n")):
+        await capturer.capture(alice, parse_text(text), key=key)
+    await drain(worker)
+    jobs = await extract_jobs(database)
+    assert len(jobs) == 2 and all(j["status"] == "done" for j in jobs)
