@@ -159,14 +159,19 @@ async def main_async(args: argparse.Namespace) -> None:
     print(f"wrote {args.out}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--memories", type=int, default=200)
+def queue_options(parser: argparse.ArgumentParser, name: str) -> argparse.Namespace:
+    """The options of the benchmarks that drain the queue (this one, extraction_throughput.py)."""
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeat", type=int, default=3, help="runs per throughput row (the median is shown)")
     parser.add_argument("--database-url")
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "decisions_throughput.json")
-    asyncio.run(main_async(parser.parse_args()))
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / f"{name}.json")
+    return parser.parse_args()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--memories", type=int, default=200)
+    asyncio.run(main_async(queue_options(parser, "decisions_throughput")))
 
 
 if __name__ == "__main__":

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from decisions_throughput import CITIES, NAMES, Instant, drained  # noqa: E402
-from locomo import REPO, bench_database, bench_principal, latency, machine, table  # noqa: E402
+from decisions_throughput import CITIES, NAMES, Instant, drained, queue_options  # noqa: E402
+from locomo import bench_database, bench_principal, latency, machine, table  # noqa: E402
 
 from mcp_memory.capture.capture import Capturer  # noqa: E402
 from mcp_memory.capture.transcripts import parse_text  # noqa: E402
@@ -119,11 +119,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--turns", type=int, default=10, help="turns per session (user and assistant in turn)")
-    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--repeat", type=int, default=3, help="runs per throughput row (the median is shown)")
-    parser.add_argument("--database-url")
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "extraction_throughput.json")
-    asyncio.run(main_async(parser.parse_args()))
+    asyncio.run(main_async(queue_options(parser, "extraction_throughput")))
 
 
 if __name__ == "__main__":

@@ -30,22 +30,25 @@ SESSION = (f"User: we moved the API to Fly.io last week; the deploy token is {TO
            "Assistant: Noted, I will deploy there.\n")
 
 
-class Model(ChatAPI):
+def sensible(system: str, user: str) -> dict[str, Any]:
     """Answers as a sensible model would: extraction requests get FLY from the turn naming
     Fly.io; a decision about FLY replaces the Heroku memory; everything else is ADD."""
+    if "worth remembering" in system:
+        labels = [json.loads(line)["label"] for line in user.splitlines()
+                  if line.startswith("{") and "Fly.io" in json.loads(line)["text"]]
+        return {"facts": [{"text": FLY, "kind": "fact", "turns": labels}] if labels else []}
+    new, _, existing = user.partition("EXISTING memories:")
+    heroku = [json.loads(line)["label"] for line in existing.splitlines()
+              if line.startswith("{") and json.loads(line)["text"] == HEROKU]
+    return ({"action": "UPDATE", "ids": heroku, "reason": "moved"} if FLY in new and heroku
+            else {"action": "ADD", "ids": [], "reason": "unrelated"})
+
+
+class Model(ChatAPI):
+    """The sensible model behind a chat-completions endpoint."""
 
     def handle(self, path: str, body: dict[str, Any]) -> Any:
-        system, user = (m["content"] for m in body["messages"])
-        if "worth remembering" in system:
-            labels = [json.loads(line)["label"] for line in user.splitlines()
-                      if line.startswith("{") and "Fly.io" in json.loads(line)["text"]]
-            answer: dict[str, Any] = {"facts": [{"text": FLY, "kind": "fact", "turns": labels}] if labels else []}
-        else:
-            new, _, existing = user.partition("EXISTING memories:")
-            heroku = [json.loads(line)["label"] for line in existing.splitlines()
-                      if line.startswith("{") and json.loads(line)["text"] == HEROKU]
-            answer = ({"action": "UPDATE", "ids": heroku, "reason": "moved"} if FLY in new and heroku
-                      else {"action": "ADD", "ids": [], "reason": "unrelated"})
+        answer = sensible(*(m["content"] for m in body["messages"]))
         message = {"role": "assistant", "content": json.dumps(answer), "refusal": None}
         return 200, {"id": "chatcmpl-1", "object": "chat.completion", "created": int(time.time()),
                      "model": body.get("model"), "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
@@ -172,23 +175,12 @@ async def test_with_sampling_the_trigger_patterns_stay(database: Database, setti
 # --- through MCP sampling ------------------------------------------------------------------------
 
 def sampling_model(asked: list[Any]) -> Any:
-    """A client's sampling callback answering as `Model` does: FLY from the turn naming Fly.io,
-    and FLY replaces HEROKU."""
+    """A client's sampling callback: the sensible model behind it."""
     from mcp_types import CreateMessageResult, TextContent
 
     async def sample(context: Any, params: Any) -> CreateMessageResult:
         asked.append(params)
-        user = params.messages[0].content.text
-        if "worth remembering" in params.system_prompt:
-            labels = [json.loads(line)["label"] for line in user.splitlines()
-                      if line.startswith("{") and "Fly.io" in json.loads(line)["text"]]
-            answer: dict[str, Any] = {"facts": [{"text": FLY, "kind": "fact", "turns": labels}]}
-        else:
-            new, _, existing = user.partition("EXISTING memories:")
-            heroku = [json.loads(line)["label"] for line in existing.splitlines()
-                      if line.startswith("{") and json.loads(line)["text"] == HEROKU]
-            answer = ({"action": "UPDATE", "ids": heroku, "reason": "moved"} if FLY in new and heroku
-                      else {"action": "ADD", "ids": [], "reason": "unrelated"})
+        answer = sensible(params.system_prompt, params.messages[0].content.text)
         return CreateMessageResult(role="assistant", model="client-model",
                                    content=TextContent(type="text", text=json.dumps(answer)))
 
