@@ -13,7 +13,7 @@ from uuid import UUID
 from knowledge_update import judge, summarize, user_of
 from locomo import Bench, bench_principal
 
-EXAMPLES = 8  # of each kind of miss kept in the JSON
+EXAMPLES = 20  # of each kind of miss kept in the JSON
 
 
 @dataclass
@@ -23,6 +23,7 @@ class Truth:
     records: list[dict[str, Any]]
     ids: dict[str, UUID]
     record_of: dict[str, dict[str, Any]] = field(init=False)
+    text_of: dict[str, str] = field(init=False)
     order: dict[str, int] = field(init=False)
     key_of_text: dict[str, str] = field(init=False)
 
@@ -30,6 +31,7 @@ class Truth:
         self.record_of = {m["key"]: r for r in self.records for m in (*r["versions"], *r["distractors"])}
         self.order = {v["key"]: i for r in self.records for i, v in enumerate(r["versions"])}
         self.key_of_text = {m["content"]: m["key"] for r in self.records for m in (*r["versions"], *r["distractors"])}
+        self.text_of = {k: t for t, k in self.key_of_text.items()}
 
     def earlier(self, new: str, old: str) -> bool:
         """`old` (a key) is an earlier version of the same record as `new`."""
@@ -51,7 +53,8 @@ async def decisions(bench: Bench, truth: Truth) -> dict[str, Any]:
     key_of = {v: k for k, v in truth.ids.items()}
     rows = await bench.admin.fetch("SELECT memory_id, result FROM memory_jobs WHERE result IS NOT NULL")
     t = {"decisions": 0, "right_before": 0, "right_after": 0, "wrong_before": 0, "wrong_after": 0,
-         "bad_before": 0, "bad_after": 0, "suggested": 0, "earlier_shown": 0, "earlier_in_set": 0}
+         "bad_before": 0, "bad_after": 0, "suggested": 0, "earlier_shown": 0, "earlier_in_set": 0,
+         "wrong_after_same_entity": 0}
     examples: dict[str, list[str]] = {"wrong_after": [], "right_refused": []}
     for row in rows:
         res = _result(row)
@@ -78,12 +81,13 @@ async def decisions(bench: Bench, truth: Truth) -> dict[str, Any]:
             t[f"wrong_{when}"] += len(wrong)
             t[f"bad_{when}"] += bool(wrong)
             if when == "after":
-                examples["wrong_after"] += [f"{res['action']} {old} by {new}: {truth.record_of[new]['id']}"
-                                            for old in wrong]
+                t["wrong_after_same_entity"] += sum(truth.record_of[old]["entity"] == record["entity"] for old in wrong)
+                examples["wrong_after"] += [f"{res['action']} {old} {truth.text_of[old]!r} by {new} "
+                                            f"{truth.text_of[new]!r}" for old in wrong]
         for old in set(proposed) - set(applied):
             if replaces and truth.earlier(new, old):
                 why = res.get("skipped", {}).get(str(truth.ids[old]), "?")
-                examples["right_refused"].append(f"{old} by {new}: {why}")
+                examples["right_refused"].append(f"{old} {truth.text_of[old]!r} by {new} {truth.text_of[new]!r}: {why}")
     n = max(t["decisions"], 1)
     return t | {"wrong_before_pct": round(100 * t["bad_before"] / n, 1),
                 "wrong_after_pct": round(100 * t["bad_after"] / n, 1),
