@@ -26,7 +26,8 @@ DEFAULT_PORT = 8766
 
 
 def build_app(settings: Settings) -> Starlette:
-    from ..server.http import OutageMiddleware, _transport_security, is_loopback
+    from ..netaddr import is_loopback
+    from ..server.http import OutageMiddleware, _transport_security
     from ..server.state import StateHolder
     from .app import build_console
 

@@ -15,6 +15,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
+from ..netaddr import is_loopback
 from ..readiness import check, summary
 from ..repository import operations as ops_sql
 from ..telemetry import metrics
@@ -28,8 +29,6 @@ _CLEAN_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 
 def _loopback(request: Request) -> bool:
-    from .http import is_loopback
-
     return request.client is not None and is_loopback(request.client.host)
 
 
