@@ -13,7 +13,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import stat
 import sys
 import time
 
@@ -23,19 +22,7 @@ try:
 except ImportError:  # pragma: no cover
     import signal  # type: ignore[no-redef]
 
-# The C modules under `socket` and `hashlib`: their Python wrappers (enums, selectors, OpenSSL)
-# cost a hook several milliseconds on every prompt, more on a busy machine.
-try:
-    import _socket as socket
-except ImportError:  # pragma: no cover
-    import socket  # type: ignore[no-redef]
-try:
-    from _sha2 import sha256  # Python >= 3.12
-except ImportError:
-    try:
-        from _sha256 import sha256  # Python 3.11
-    except ImportError:  # pragma: no cover
-        from hashlib import sha256
+from .hooksocket import MAX_STDIN, PROTOCOL, default_data_dir, peer_uid, private_dir_ok, socket, socket_path
 
 EVENTS = ("session-start", "prompt-submit", "stop", "pre-compact", "session-end")
 CAPTURE_EVENTS = ("stop", "pre-compact", "session-end")
@@ -47,77 +34,10 @@ RECALL_EVENTS = {"session-start": ("MCP_MEMORY_SESSION_START_TIMEOUT_S", 5.0),
 ACK_WAIT_S = 0.3
 FLAGS = ("--harness", "--database-url", "--data-dir", "--user", "--agent", "--project", "--log-level")
 IDENTITY = ("user", "agent", "project")
-MAX_STDIN = 8 * 1024 * 1024  # as capture/hooks.py: an OpenClaw agent_end event carries the conversation
 MAX_REPLY = 16 * 1024 * 1024
-PROTOCOL = 1
 OFF = ("0", "false", "f", "no", "n", "off")  # MCP_MEMORY_HOOK_CHANNEL as pydantic reads a false bool
 ON = ("1", "true", "t", "yes", "y", "on")
 SETTINGS_FLAGS = ("database_url", "data_dir", "user", "agent", "project", "log_level")  # as cli._settings
-SUN_PATH_MAX = 100  # sun_path holds 108 bytes on Linux, 104 on macOS; keep a margin
-
-
-def default_data_dir() -> str | None:
-    """platformdirs.user_data_dir("mcp-memory", appauthor=False), which config.py uses, without
-    importing it (tests/test_hook_channel.py checks they agree). None where this is not known."""
-    if sys.platform == "darwin":
-        return os.path.expanduser("~/Library/Application Support/mcp-memory")
-    if sys.platform.startswith("win"):
-        return None
-    base = os.environ.get("XDG_DATA_HOME", "")
-    if not base.strip():
-        base = os.path.expanduser("~/.local/share")
-    return os.path.join(base, "mcp-memory")
-
-
-def store_key(database_url: str | None, data_dir: str | os.PathLike[str] | None) -> str | None:
-    """What names a store: the database URL as given, else the embedded server's data dir."""
-    if database_url:
-        return "url\0" + database_url
-    where = os.fspath(data_dir) if data_dir else default_data_dir()
-    if where is None:
-        return None
-    return "dir\0" + os.path.realpath(os.path.expanduser(where))
-
-
-def runtime_dir() -> str:
-    """The user's own directory for sockets: under XDG_RUNTIME_DIR (per user, in memory) when
-    set, else /tmp; the uid in the name keeps users apart, the 0700 mode checked keeps others out."""
-    base = os.environ.get("XDG_RUNTIME_DIR") or ""
-    if not base.startswith("/") or len(base) > 60:
-        base = "/tmp"
-    return os.path.join(base, f"mcp-memory-{os.getuid()}")
-
-
-def socket_path(database_url: str | None, data_dir: str | os.PathLike[str] | None) -> str | None:
-    """Where the server of this store listens: a hash, since a data dir or a URL can be longer than
-    a socket path may be (and a URL may hold a password)."""
-    key = store_key(database_url, data_dir)
-    if key is None or not hasattr(socket, "AF_UNIX"):
-        return None
-    name = sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:24] + ".sock"
-    path = os.path.join(runtime_dir(), name)
-    if len(path.encode()) > SUN_PATH_MAX:
-        path = os.path.join("/tmp", f"mcp-memory-{os.getuid()}", name)
-    return path
-
-
-def private_dir_ok(path: str) -> bool:
-    """The directory is ours and no one else may enter it (not a link someone else planted)."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
-
-
-def peer_uid(sock: object) -> int | None:
-    """The uid of the process at the other end (Linux SO_PEERCRED: struct ucred, three 32-bit
-    ints pid, uid, gid); None where not available."""
-    option = getattr(socket, "SO_PEERCRED", None)
-    if option is None:
-        return None
-    cred = sock.getsockopt(socket.SOL_SOCKET, option, 12)  # type: ignore[attr-defined]
-    return int.from_bytes(cred[4:8], sys.byteorder)
 
 
 def parse(argv: list[str]) -> dict[str, str] | None:
@@ -253,7 +173,7 @@ class Said(Exception):
 
 def hand_off(args: dict[str, str], raw: bytes) -> bool:
     """A capture event no server took: the checks capture/hooks.py's hand_off makes, then the
-    detached worker started from here (worker.detach is stdlib-only), so the hook returns without
+    detached worker started from here (capture/detach.py is stdlib-only), so the hook returns without
     importing the full command line. False: leave it to the full path (input or settings it would
     report, or a worker that could not be started; it records that failure). Settings of a config
     the worker reads (e.g. a project excluded from capture) are the worker's to check."""
@@ -286,7 +206,7 @@ def hand_off(args: dict[str, str], raw: bytes) -> bool:
         raise Said("nothing captured: the event carries messages but no sessionId / sessionKey to track them by")
     settings = {k: args[k] for k in SETTINGS_FLAGS if k in args}
     data_dir = args.get("data_dir", os.environ.get("MCP_MEMORY_DATA_DIR")) or default_data_dir()
-    from .capture.worker import detach
+    from .capture.detach import detach
 
     try:
         detach({"event": args["event"], "harness": args["harness"], "payload": data, "settings": settings},

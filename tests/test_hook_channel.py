@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_memory import hookline
+from mcp_memory import hookline, hooksocket
 from mcp_memory.capture.channel import Channel, differing_settings
 from mcp_memory.config import Settings, default_data_dir
 from mcp_memory.db import open_database
@@ -56,7 +56,7 @@ class Store:
         old = os.environ.get("XDG_RUNTIME_DIR")
         os.environ["XDG_RUNTIME_DIR"] = str(self.runtime)
         try:
-            path = hookline.socket_path(self.url, None)
+            path = hooksocket.socket_path(self.url, None)
         finally:
             if old is None:
                 del os.environ["XDG_RUNTIME_DIR"]
@@ -265,7 +265,7 @@ async def test_openclaw_hooks_through_the_server(store: Store, server: subproces
 
 def test_socket_and_directory_are_the_users_only(store: Store, server: subprocess.Popen[bytes]) -> None:
     path = store.socket
-    assert len(path.encode()) <= hookline.SUN_PATH_MAX
+    assert len(path.encode()) <= hooksocket.SUN_PATH_MAX
     sock, folder = os.lstat(path), os.lstat(os.path.dirname(path))
     assert stat.S_ISSOCK(sock.st_mode) and stat.S_IMODE(sock.st_mode) == 0o600
     assert stat.S_IMODE(folder.st_mode) == 0o700 and folder.st_uid == os.getuid()
@@ -419,7 +419,7 @@ def test_the_hook_loads_only_the_standard_library(store: Store, server: subproce
                           "--user", "alice"], input=json.dumps(prompt()), capture_output=True, text=True,
                          timeout=60, env=store.env)
     assert answered_by(out) == server.pid, out.stderr
-    assert json.loads(out.stderr.splitlines()[-1]) == ["mcp_memory", "mcp_memory.hookline"]
+    assert json.loads(out.stderr.splitlines()[-1]) == LIGHT
     assert "black over autopep8" in out.stdout
 
 
@@ -436,18 +436,18 @@ def test_the_thin_default_data_dir_is_the_servers(xdg: str | None, monkeypatch: 
         monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     else:
         monkeypatch.setenv("XDG_DATA_HOME", xdg)
-    assert hookline.default_data_dir() == str(default_data_dir())
-    assert hookline.socket_path(None, None) == hookline.socket_path(None, default_data_dir())
+    assert hooksocket.default_data_dir() == str(default_data_dir())
+    assert hooksocket.socket_path(None, None) == hooksocket.socket_path(None, default_data_dir())
 
 
 def test_socket_paths_fit_and_keep_stores_apart(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/" + "x" * 200)
     long_dir = "/home/someone/" + "deep/" * 60
-    path = hookline.socket_path(None, long_dir)
-    assert path is not None and len(path.encode()) <= hookline.SUN_PATH_MAX
+    path = hooksocket.socket_path(None, long_dir)
+    assert path is not None and len(path.encode()) <= hooksocket.SUN_PATH_MAX
     url = "postgresql://u:secret@db.example.com/memory"
-    assert "secret" not in (hookline.socket_path(url, None) or "")
-    assert len({hookline.socket_path(url, None), hookline.socket_path(url + "2", None), path}) == 3
+    assert "secret" not in (hooksocket.socket_path(url, None) or "")
+    assert len({hooksocket.socket_path(url, None), hooksocket.socket_path(url + "2", None), path}) == 3
 
 
 async def test_a_request_for_another_store_is_left_to_the_full_path(module_service: MemoryService, store: Store,
@@ -543,8 +543,9 @@ def own_transcript(folder: Path) -> Path:
     return path
 
 
-LIGHT = ["mcp_memory", "mcp_memory.hookline"]
-HANDOFF = ["mcp_memory", "mcp_memory.capture", "mcp_memory.capture.worker", "mcp_memory.hookline"]
+LIGHT = ["mcp_memory", "mcp_memory.hookline", "mcp_memory.hooksocket"]
+HANDOFF = ["mcp_memory", "mcp_memory.capture", "mcp_memory.capture.detach", "mcp_memory.hookline",
+           "mcp_memory.hooksocket"]
 
 
 @pytest.mark.parametrize("asked", ["yes", "/compact", "  continue  ", "", None])

@@ -13,12 +13,6 @@ PACKAGE = Path(__file__).resolve().parent.parent / "mcp_memory"
 # the graph has no circle. Empty is the goal: an entry whose import is gone fails the test, so it
 # cannot outlive its fix.
 ALLOWED: set[tuple[str, str]] = {
-    # the hook fast path falls back to the full command line (hookline.main); channel imports hookline
-    ("mcp_memory.hookline", "mcp_memory.cli"),
-    # is_loopback now lives in mcp_memory.netaddr: import it from there
-    ("mcp_memory.server.operations", "mcp_memory.server.http"),
-    # spawn_worker imports worker.detach while the worker imports the hook helpers
-    ("mcp_memory.capture.hooks", "mcp_memory.capture.worker"),
     # a TYPE_CHECKING import of DecisionWorker, while jobs imports extraction
     ("mcp_memory.decisions.extraction", "mcp_memory.decisions.jobs"),
 }

@@ -30,7 +30,7 @@ import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .. import hookline
+from .. import hooksocket
 from ..config import Settings
 from ..models import Principal
 from ..service import MemoryService
@@ -204,7 +204,7 @@ class Channel:
     async def connection(self, stream: anyio.abc.SocketStream) -> None:
         async with stream:
             raw_socket = stream.extra(anyio.abc.SocketAttribute.raw_socket)
-            uid = hookline.peer_uid(raw_socket)
+            uid = hooksocket.peer_uid(raw_socket)
             if uid is not None and uid != os.getuid():
                 log.warning("hook channel: refused a connection from uid %s", uid)
                 return
@@ -213,7 +213,7 @@ class Channel:
                 with anyio.fail_after(READ_TIMEOUT_S):
                     header = await reader.receive_until(b"\n", MAX_HEADER)
                     body = bytearray()
-                    while len(body) <= hookline.MAX_STDIN:
+                    while len(body) <= hooksocket.MAX_STDIN:
                         try:
                             body += await reader.receive()
                         except anyio.EndOfStream:
@@ -222,11 +222,11 @@ class Channel:
                 return
             reply = await self.reply(header, bytes(body))
             with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                await stream.send(json.dumps({"v": hookline.PROTOCOL, "pid": self.pid, **reply}).encode())
+                await stream.send(json.dumps({"v": hooksocket.PROTOCOL, "pid": self.pid, **reply}).encode())
 
     async def reply(self, header: bytes, body: bytes) -> dict[str, Any]:
         try:
-            if len(body) > hookline.MAX_STDIN:
+            if len(body) > hooksocket.MAX_STDIN:
                 raise Fallback("hook input too large")
             try:
                 req = Request.model_validate_json(header)
@@ -259,7 +259,7 @@ def private_dir(path: str) -> None:
     """The socket directory, created 0700; refuses one someone else owns or may enter."""
     with contextlib.suppress(FileExistsError):
         os.mkdir(path, 0o700)
-    if not hookline.private_dir_ok(path):
+    if not hooksocket.private_dir_ok(path):
         raise PermissionError(f"{path} is not a directory only this user can enter; remove it or set "
                               "XDG_RUNTIME_DIR to a private directory")
 
@@ -307,7 +307,7 @@ async def _when_open(state: HasService, settings: Settings, tg: anyio.abc.TaskGr
 async def listen(service: MemoryService, settings: Settings, tg: anyio.abc.TaskGroup,
                  ready: anyio.Event | None = None) -> None:
     """Serve hooks until cancelled: wait for the store's lock, then listen on its socket."""
-    path = hookline.socket_path(settings.database_url, settings.data_dir)
+    path = hooksocket.socket_path(settings.database_url, settings.data_dir)
     if path is None or fcntl is None:
         log.info("hook channel: not available on this platform; hooks take the full path")
         return

@@ -194,8 +194,8 @@ def budget(event: str, settings: Settings) -> float:
 # --- handing work to the detached worker ----------------------------------------------------------
 
 def spawn_worker(settings: Settings, job: dict[str, Any]) -> None:
-    """The detached worker on `job` (worker.detach), its log under the data dir."""
-    from .worker import detach
+    """The detached worker on `job` (detach.py), its log under the data dir."""
+    from .detach import detach
 
     detach(job, settings.data_dir)
 

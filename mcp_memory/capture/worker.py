@@ -5,7 +5,7 @@ finds sessions of its project behind starts one for the catch-up alone (catchup.
 session of its own, so a harness that kills the hook's process group leaves it alone, and it has a
 budget of its own (MCP_MEMORY_CAPTURE_WORKER_TIMEOUT_S): past it, or on a failure of ours (database
 down, a bug), it records the failure (status.py) for the next session start to tell, and leaves.
-Its stderr goes to `capture.log` under the data dir.
+Its stderr goes to `capture.log` under the data dir; detach.py starts it.
 
 The job, one JSON object: {"event": "stop" | "pre-compact" | "session-end" | "catch-up",
 "harness": "claude-code" | "openclaw", "payload": <the hook's input>, "settings": {<Settings
@@ -17,14 +17,11 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import signal
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..models import Principal
@@ -34,40 +31,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcp_memory.capture.worker")
 
 ROUNDS = 5   # captures of one transcript while it keeps growing under this worker
-LOG_FILE = "capture.log"
-LOG_BYTES = 1024 * 1024
-
-
-def _log_file(data_dir: str | os.PathLike[str]) -> IO[bytes]:
-    """The worker's stderr: a log under the data dir, cut back to one old copy past 1 MB."""
-    folder = Path(data_dir)
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path = folder / LOG_FILE
-    try:
-        if path.stat().st_size > LOG_BYTES:
-            os.replace(path, path.with_name(LOG_FILE + ".1"))
-    except OSError:
-        pass
-    return open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab", buffering=0)
-
-
-def detach(job: dict[str, Any], data_dir: str | os.PathLike[str] | None) -> None:
-    """Start the worker on `job`, detached: its own session and process group (a harness that
-    kills the hook's group leaves it alone), the job on stdin from an anonymous file (a hook's input
-    can be megabytes, and the settings may hold a database password, so not in argv), nothing on
-    the caller's stdout, its stderr to `capture.log` under `data_dir`. Returns once it is started."""
-    data = json.dumps(job, ensure_ascii=False).encode("utf-8", "surrogatepass")
-    with tempfile.TemporaryFile() as jobfile:
-        jobfile.write(data)
-        jobfile.seek(0)
-        log_file = _log_file(data_dir) if data_dir else None
-        try:
-            subprocess.Popen([sys.executable, "-m", "mcp_memory.capture.worker"], stdin=jobfile,
-                             stdout=subprocess.DEVNULL, stderr=log_file or subprocess.DEVNULL,
-                             start_new_session=True, close_fds=True)
-        finally:
-            if log_file is not None:
-                log_file.close()
 
 
 class Job:
