@@ -2,7 +2,8 @@
 on short text (recall passes its output through it), and on 1 MB of hostile text (runs that
 make a backtracking pattern rescan from every start).
 
-The transcript is made of this repository's own files: user prose from the README, tool calls
+The transcript is made of this repository's own files: user prose from the docs pages (docs/*.md,
+where the README's text moved; the sample's size is printed and kept in the JSON), tool calls
 that read source files, their output (code, JSON, SQL), assistant replies, and a secret every
 ~50 KB. Reports: `redact` over the whole text at once; parsing the transcript (which redacts
 every tool input and output whole before cutting it) plus redacting every turn as capture
@@ -15,6 +16,7 @@ recall line.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import sys
@@ -35,9 +37,15 @@ SECRETS = ["ghp_Zq8vB2mN8kL4pR7tY1wZ3sD6fG0hJ5cVx9Aa", "sk-proj-Qw3eRt5yUi7oP9aS
            'DB_PASSWORD="Zx9!kq2#Lm7"']
 
 
-def transcript(mb: float) -> str:
+def prose() -> list[str]:
+    """The user's side of the conversation: the docs' paragraphs, each cut to what a prompt holds,
+    taken a page at a time in turn, so a short transcript's prompts come from every page."""
+    pages = [page.read_text().split("\n\n") for page in sorted(ROOT.glob("docs/*.md"))]
+    return [para[:600] for para in itertools.chain.from_iterable(itertools.zip_longest(*pages)) if para is not None]
+
+
+def transcript(mb: float, prompts: list[str]) -> str:
     files = sorted(p for p in ROOT.glob("mcp_memory/**/*.py")) + sorted(ROOT.glob("sql/*.sql"))
-    readme = (ROOT / "README.md").read_text().split("\n\n")
     session = str(uuid.uuid4())
     lines: list[str] = []
     size = n = 0
@@ -51,7 +59,7 @@ def transcript(mb: float) -> str:
 
     while size < mb * 1_000_000:
         path = files[n % len(files)]
-        said = readme[n % len(readme)][:600]
+        said = prompts[n % len(prompts)]
         if n % 25 == 0:
             said += f" By the way the key is {SECRETS[(n // 25) % len(SECRETS)]} for now."
         add("user", said)
@@ -83,7 +91,8 @@ def main() -> None:
     t = time.perf_counter()
     redact("warm up: imports detect-secrets")
     first = time.perf_counter() - t
-    text = transcript(args.mb)
+    pool = prose()
+    text = transcript(args.mb, pool)
     parsed = transcripts.parse_text(text)
     turns_text = [turn.text for turn in parsed.turns]
 
@@ -113,9 +122,11 @@ def main() -> None:
     found = sum(len(redact(t)[1]) for t in turns_text)
     print(f"transcript: {len(text) / 1e6:.2f} MB, {len(parsed.turns)} turns, "
           f"{sum(len(t.tools) for t in parsed.turns)} tool summaries; secret kinds found in stored turns: {found}")
+    print(f"user prose: {len(pool)} paragraphs, {sum(map(len, pool)) / 1e3:.0f} KB from docs/*.md")
     print(f"first call (imports detect-secrets): {first * 1000:.0f} ms")
     print(f"{'what':64} {'median':>10} {'min':>10}")
     result: dict[str, object] = {"mb": round(len(text) / 1e6, 3), "turns": len(parsed.turns),
+                                 "prose_paragraphs": len(pool), "prose_kb": round(sum(map(len, pool)) / 1e3, 1),
                                  "first_call_ms": round(first * 1000, 1), "rows": {}}
     for name, times in rows.items():
         med, low = statistics.median(times), min(times)
