@@ -264,9 +264,6 @@ async def test_extraction_waits_for_a_client_that_may_read_the_episodes(database
     assert await memories_saying(database, FLY) == []
 
 
-@pytest.mark.xfail(strict=True, reason="the extraction job is keyed by the delta's last episode, which a turn "
-                                       "stored once for both sessions ('Noted.') shares: the fix is in "
-                                       "repository/jobs.py enqueue_extraction (its owner's change)")
 async def test_two_sessions_ending_alike_are_each_extracted(database: Database, settings: Settings, model: Model,
                                                             alice: Principal) -> None:
     model.reset()

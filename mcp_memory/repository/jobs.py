@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any, Protocol
-from uuid import UUID
+from uuid import NAMESPACE_URL, UUID, uuid5
 
 import asyncpg
 from pydantic import BaseModel
@@ -73,11 +73,17 @@ async def enqueue(conn: asyncpg.Connection, p: Principal, memory_ids: Sequence[U
         [(p.user_id, mid, _principal_json(p), list(explicit), max_attempts) for mid in memory_ids])
 
 
+def delta_key(episodes: Sequence[UUID], session_id: str | None) -> UUID:
+    """The extraction job's key (memory_id has no foreign key for kind 'extract')."""
+    return uuid5(NAMESPACE_URL, f"mcp-memory:extract:{session_id or ''}:{','.join(map(str, episodes))}")
+
+
 async def enqueue_extraction(conn: asyncpg.Connection, p: Principal, episodes: Sequence[UUID],
                              session_id: str | None, *, max_attempts: int, per_session: int,
                              per_day: int) -> str | None:
-    """One extraction job for a captured session delta, keyed by its last episode (the same delta
-    captured again is a no-op). None when queued; otherwise why not (a cap is reached)."""
+    """One extraction job for a captured session delta, keyed by the delta itself (its session and
+    episodes): the same delta captured again is a no-op, while two sessions whose last turn is one
+    stored episode ("Noted.") are each extracted. None when queued; otherwise why not (a cap)."""
     if not episodes:
         return None
     counts = await conn.fetchrow(
@@ -92,7 +98,7 @@ async def enqueue_extraction(conn: asyncpg.Connection, p: Principal, episodes: S
         """INSERT INTO memory_jobs (user_id, kind, memory_id, principal, sources, session_id, max_attempts)
            VALUES ($1, 'extract', $2, $3::jsonb, $4::uuid[], $5, $6)
            ON CONFLICT (user_id, memory_id, kind) DO NOTHING""",
-        p.user_id, episodes[-1], _principal_json(p), list(episodes), session_id, max_attempts)
+        p.user_id, delta_key(episodes, session_id), _principal_json(p), list(episodes), session_id, max_attempts)
     return None
 
 
