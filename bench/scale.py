@@ -25,6 +25,7 @@ import asyncio
 import json
 import os
 import random
+import re
 import sys
 import tempfile
 import time
@@ -221,6 +222,8 @@ def main() -> None:
         parser.error("--memories and --queries must be at least 1")
     if not 0 < args.spread < 1:
         parser.error("--spread must be between 0 and 1")
+    if not re.fullmatch(r"[1-9][0-9]*(kB|MB|GB)", args.maintenance_work_mem):
+        parser.error("--maintenance-work-mem takes a size such as 512MB or 2GB")
     if args.data_dir:
         results = asyncio.run(run(args.memories, args.queries, args.data_dir, args.spread, args.maintenance_work_mem))
     else:
