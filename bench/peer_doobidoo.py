@@ -50,6 +50,12 @@ def server_params(peer_dir: Path, store_dir: Path) -> StdioServerParameters:
     return StdioServerParameters(command=str(command), args=["server"], env=env, cwd=str(store_dir))
 
 
+def version(peer_dir: Path) -> str:
+    """The installed peer's version, from its wheel's metadata directory name."""
+    found = sorted((peer_dir / "venv" / "lib").glob("python3*/site-packages/mcp_memory_service-*.dist-info"))
+    return found[-1].name.removeprefix("mcp_memory_service-").removesuffix(".dist-info") if found else "unknown"
+
+
 def write_arguments(content: str, conversation: str) -> dict[str, Any]:
     return {"content": content, "conversation_id": conversation, "metadata": {"tags": "locomo", "type": "note"}}
 

@@ -239,7 +239,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             "load": [{k: r[k] for k in ("load_before_writes", "load_after_searches")} for r in per_conv]}
     return {"benchmark": "side-by-side", "dataset": str(args.dataset), "conversations": [c.sample_id for c in convs],
             "turns": sum(r["turns"] for r in runs["ours"]), "questions": sum(r["questions"] for r in runs["ours"]),
-            "limit": args.limit, "peer": "doobidoo mcp-memory-service (sqlite-vec, hybrid, RRF)", "sides": sides,
+            "limit": args.limit, "sides": sides,
+            "peer": f"doobidoo mcp-memory-service {peer.version(args.peer_dir)} (sqlite-vec, hybrid, RRF)",
             "machine": machine(), "finished_at": datetime.now(UTC).isoformat(timespec="seconds")}
 
 
