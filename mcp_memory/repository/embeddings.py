@@ -10,6 +10,7 @@ from uuid import UUID
 
 import asyncpg
 import numpy as np
+from pgvector import Vector
 
 from ..encoding import sha256_hex
 
@@ -56,14 +57,21 @@ class EmbeddingRepository:
         return {r["text_hash"]: r["embedding"].to_list() for r in rows}
 
     async def remember(self, model: str, vectors: dict[str, list[float]]) -> None:
-        # A cache entry lost in a crash is only computed again, so its commit does not wait for
-        # the WAL to reach the disk: one flush less per memory_write (the memory's own
-        # transaction still waits for its flush). A session setting any user may change.
-        async with self.app.acquire() as conn, conn.transaction():
-            await conn.execute("SET LOCAL synchronous_commit TO off")
-            await conn.executemany(
-                "INSERT INTO embedding_cache (model, text_hash, embedding) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-                [(model, h, np.asarray(v, dtype=np.float32)) for h, v in vectors.items()])
+        """Cache vectors, in one round trip: a write waits for this twice (its own vector and the
+        masked texts `related` compares), and BEGIN, SET LOCAL, the insert and COMMIT were four.
+        A cache entry lost in a crash is only computed again, so the commit does not wait for the
+        WAL to reach the disk: the statement's own implicit transaction turns synchronous_commit
+        off (set_config local to it, a session setting any user may change; read at its commit),
+        one flush less per memory_write (the memory's own transaction still waits for its flush).
+        The join makes the setting part of the insert, so it is set whenever a row is."""
+        await self.app.execute(
+            """INSERT INTO embedding_cache (model, text_hash, embedding)
+               SELECT $1, v.text_hash, v.embedding
+               FROM unnest($2::text[], $3::vector[]) AS v(text_hash, embedding),
+                    (SELECT set_config('synchronous_commit', 'off', true)) AS unflushed
+               ON CONFLICT DO NOTHING""",
+            # Vector, not an ndarray: asyncpg would take an array for one more dimension of the list.
+            model, list(vectors), [Vector(np.asarray(v, dtype=np.float32)) for v in vectors.values()])
 
     # --- what the database was built with ----------------------------------------------------
 

@@ -1,0 +1,39 @@
+"""The embedding cache (repository/embeddings.py): what it stores comes back exactly, a hash
+already cached keeps its first vector, and the unflushed commit it asks for stays in its own
+statement."""
+
+from __future__ import annotations
+
+import asyncpg
+import numpy as np
+
+from mcp_memory.db import init_connection, reset_connection
+from mcp_memory.repository.embeddings import EmbeddingRepository
+
+
+async def test_remembered_vectors_come_back_and_the_first_one_stays(database) -> None:
+    cache = EmbeddingRepository(database.pool, database.admin)
+    rng = np.random.default_rng(3)
+    first = {f"hash-{i}": rng.random(384).tolist() for i in range(3)}
+    await cache.remember("model-a", first)
+    await cache.remember("model-a", {"hash-0": rng.random(384).tolist(), "hash-9": rng.random(384).tolist()})
+
+    got = await cache.cached("model-a", ["hash-0", "hash-1", "hash-2", "hash-9", "unknown"])
+    assert sorted(got) == ["hash-0", "hash-1", "hash-2", "hash-9"]
+    for h, vector in first.items():  # float32 in the database: equal at that precision
+        assert np.array_equal(np.float32(got[h]), np.float32(vector))
+    assert await cache.cached("model-b", ["hash-0"]) == {}
+
+
+async def test_the_unflushed_commit_does_not_outlive_the_statement(database) -> None:
+    """The next transaction on the same connection (a memory's own) must still wait for its flush."""
+    one = await asyncpg.create_pool(database.dsn, min_size=1, max_size=1, init=init_connection,
+                                    reset=reset_connection)  # as the app pool: no RESET ALL
+    try:
+        cache = EmbeddingRepository(one)
+        await cache.remember("model-a", {"hash-x": [0.5] * 384})
+        async with one.acquire() as conn:
+            assert await conn.fetchval("SHOW synchronous_commit") == "on"
+        assert await cache.cached("model-a", ["hash-x"]) != {}
+    finally:
+        await one.close()
