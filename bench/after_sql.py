@@ -8,6 +8,13 @@ working tree's code and the local embedder (masked texts cached in a file beside
 and prints newest-first / newest@1 for the changing facts and the share of stable facts in the
 top 3, as bench/knowledge_update.py counts them. `--misses N` prints the top N of every question
 whose newest version is not first, with each hit's lists, subject factor and masked closeness.
+Each miss is also put in the first of these that holds (what it would take to get it right):
+  no focus          the question has no time word, so the subject's memories are not re-ordered
+  not in window     the newest version is not among the subject's memories compared
+  closest is other  the memory closest to the question (subject masked) is another fact
+  too narrow        the newest version was not grouped with the closest
+  too wide          a newer memory that is another fact was grouped with it
+  other             none of these (a question about no one, or the embedder not answering)
 Rows are the SQL stage's: a change to the statement needs a new capture.
 
 Usage: python bench/after_sql.py capture circle crm ...
@@ -31,15 +38,18 @@ from knowledge_update import judge, load, load_copy, parse_time, user_of
 from locomo import REPO, bench_database, bench_principal, machine, table
 
 from mcp_memory.config import Settings
-from mcp_memory.retrieval import parse_query
+from mcp_memory.retrieval import focus, parse_query
+from mcp_memory.retrieval.query import ParsedQuery
 from mcp_memory.retrieval.reorder import after_sql
 from mcp_memory.retrieval.statement import build_search
+from mcp_memory.retrieval.versions import newest_of_conflicts
 from mcp_memory.vectors import embedder_from
 
 SETS = REPO / "bench" / "knowledge_update"
 STORE = REPO / "bench" / "results" / "after_sql"
 LIMIT = 50
 SEED = 7  # bench/knowledge_update.py's first copy
+MISSES = ("no focus", "not in window", "closest is other", "too narrow", "too wide", "other")
 
 
 async def capture(name: str) -> None:
@@ -109,25 +119,52 @@ def miss_lines(r: dict[str, Any], hits: list[Any], key_of: dict[Any, str], judge
     return lines
 
 
+async def why_missed(q: dict[str, Any], parsed: ParsedQuery, key_of: dict[Any, str], vectors: CachedVectors,
+                     settings: Settings) -> str:
+    """Which step of the present-tense focus (retrieval/focus.py) a miss went wrong at."""
+    r = q["record"]
+    if q["past"] or not (settings.present_focus and focus.applies(parsed)):
+        return "no focus"
+    rows = newest_of_conflicts(list(q["rows"]), q["conflict"])
+    closeness = await focus.similarities(rows, parsed, vectors)
+    keys = {key_of.get(memory_id): memory_id for memory_id in closeness}
+    if not closeness:
+        return "other"
+    if r["newest"] not in keys:
+        return "not in window"
+    versions = {v["key"] for v in r["versions"]}
+    if key_of.get(next(k for k, c in closeness.items() if c.joined == 0)) not in versions:
+        return "closest is other"
+    if keys[r["newest"]] not in focus.answering(closeness, settings.present_margin):
+        return "too narrow"
+    return "too wide"
+
+
 async def replay(name: str, vectors: CachedVectors, settings: Settings, misses: int) -> dict[str, Any]:
     captured = pickle.loads((STORE / f"{name}.pkl").read_bytes())
     ids = captured["ids"]
     key_of = {memory_id: key for key, memory_id in ids.items()}
     judged = []
+    why: dict[str, int] = {}
     for q in captured["questions"]:
         r = q["record"]
-        hits = await after_sql(q["rows"], parse_query(r["query"]), past=q["past"], conflict=q["conflict"],
+        parsed = parse_query(r["query"])
+        hits = await after_sql(q["rows"], parsed, past=q["past"], conflict=q["conflict"],
                                settings=settings, explain=True, vectors=vectors)
         result = judge(r, [h.id for h in hits], ids)
         judged.append(result)
-        if misses and r["type"] != "stable" and not result["newest_at_1"]:
-            print("\n".join(miss_lines(r, hits, key_of, result, misses)))
+        if r["type"] != "stable" and not result["newest_at_1"]:
+            reason = await why_missed(q, parsed, key_of, vectors, settings)
+            why[reason] = why.get(reason, 0) + 1
+            if misses:
+                print("\n".join([*miss_lines(r, hits, key_of, result, misses), f"  ({reason})"]))
     changing = [j for j in judged if j["type"] != "stable"]
     stable = [j for j in judged if j["type"] == "stable"]
     return {"set": name, "changing": len(changing), "stable": len(stable),
             "newest_first": round(statistics.fmean(j["newest_first"] for j in changing), 4),
             "newest_at_1": round(statistics.fmean(j["newest_at_1"] for j in changing), 4),
-            "stable_top_3": round(statistics.fmean(j["top_3"] for j in stable), 4) if stable else None}
+            "stable_top_3": round(statistics.fmean(j["top_3"] for j in stable), 4) if stable else None,
+            "missed_newest_at_1": {reason: why.get(reason, 0) for reason in MISSES}}
 
 
 async def run(names: list[str], misses: int) -> list[dict[str, Any]]:
@@ -142,6 +179,8 @@ async def run(names: list[str], misses: int) -> list[dict[str, Any]]:
 def report(results: list[dict[str, Any]], out: Path) -> None:
     cols = ["set", "changing", "newest_first", "newest_at_1", "stable", "stable_top_3"]
     print(table(cols, [[r[c] for c in cols] for r in results]))
+    print("\nchanging facts whose newest version is not first, by the step that went wrong")
+    print(table(["set", *MISSES], [[r["set"], *r["missed_newest_at_1"].values()] for r in results]))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"benchmark": "after-sql", "results": results, "machine": machine(),
                                "finished_at": datetime.now(UTC).isoformat(timespec="seconds")}, indent=2))
