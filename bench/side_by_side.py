@@ -19,7 +19,10 @@ Protocol, the same for both servers and for each conversation (sides alternate w
     second call with bench/locomo_data.py's judging;
   * ours is measured again after ANALYZE (same process, each question warmed and timed again):
     right after the writes its planner statistics may be missing (autovacuum may or may not
-    have run), which is what a fresh store sees.
+    have run), which is what a fresh store sees;
+  * ours alone (the peer has no call that stores many separate memories) writes the same turns
+    again through `memory_write_many` in batches of --batch, on a fresh store and process: the
+    time per memory (a batch's time over its size) and memories per second.
 
 Installs nothing: the peer comes from ../shared/peers/setup_doobidoo.sh (default --peer-dir
 /tmp/peer-doobidoo). The default conversations, conv-30 and conv-42 (998 turns, 280 questions),
@@ -29,7 +32,7 @@ keep it out of the repository).
 
 Usage:
   python bench/side_by_side.py DATASET [--conversations conv-30,conv-42] [--quiet-load 0.5]
-        [--max-wait 900] [--limit-turns N] [--limit-questions N] [--peer-dir DIR]
+        [--max-wait 900] [--batch 50] [--limit-turns N] [--limit-questions N] [--peer-dir DIR]
         [--out bench/results/side_by_side.json]
   the full run (a few minutes of work on a quiet 2-core machine, plus the waits; under a load of
   15-20 one conversation took six):
@@ -95,11 +98,14 @@ class Ours:
     def params(self) -> StdioServerParameters:
         return StdioServerParameters(command=SERVE, args=["serve"], env=env_for(self.store_dir))
 
+    @staticmethod
+    def item(conv: Conversation, number: int, when: datetime, turn: dict[str, Any]) -> dict[str, Any]:
+        return {"content": turn_text(turn), "kind": "episode", "occurred_at": when.isoformat(),
+                "metadata": {"dia_id": turn["dia_id"], "conversation": conv.sample_id, "session": number}}
+
     async def write(self, client: Client, conv: Conversation, number: int, when: datetime,
                     turn: dict[str, Any]) -> tuple[str, bool]:
-        result = await client.call_tool("memory_write", {
-            "content": turn_text(turn), "kind": "episode", "occurred_at": when.isoformat(),
-            "metadata": {"dia_id": turn["dia_id"], "conversation": conv.sample_id, "session": number}})
+        result = await client.call_tool("memory_write", self.item(conv, number, when, turn))
         if result.is_error:
             raise RuntimeError(f"memory_write failed: {result.content}")
         out = result.structured_content
@@ -163,7 +169,7 @@ async def run_side(side: Ours | Peer, conv: Conversation, args: argparse.Namespa
         out["load_before_writes"] = wait_quiet(args.quiet_load, args.max_wait, f"{side.name} {conv.sample_id}")
         keys: dict[str, str] = {}
         by_text: dict[str, str] = {}
-        turns = [(n, when, turn) for n, when, ts in conv.sessions for turn in ts][:args.limit_turns]
+        turns = turns_of(conv, args.limit_turns)
         for number, when, turn in turns:
             try:
                 key, duplicate = await timed(side.write(client, conv, number, when, turn), times["write"])
@@ -207,6 +213,30 @@ async def run_side(side: Ours | Peer, conv: Conversation, args: argparse.Namespa
     return out
 
 
+def turns_of(conv: Conversation, limit: int | None) -> list[tuple[int, datetime, dict[str, Any]]]:
+    return [(n, when, turn) for n, when, ts in conv.sessions for turn in ts][:limit]
+
+
+async def run_batches(store_dir: Path, conv: Conversation, args: argparse.Namespace) -> dict[str, Any]:
+    """Ours only: the same turns through `memory_write_many` in batches of --batch, on a fresh
+    store and process (the peer has no call that stores many separate memories: its
+    memory_store_session keeps a whole session as one memory)."""
+    side = Ours(store_dir)
+    times: dict[str, list[float]] = {"batch": [], "per_memory": []}
+    async with Client(side.params(), mode="legacy") as client:
+        for query in WARM_UP:
+            await side.search(client, query, args.limit)
+        load = wait_quiet(args.quiet_load, args.max_wait, f"ours {conv.sample_id}, batches")
+        turns = turns_of(conv, args.limit_turns)
+        for start in range(0, len(turns), args.batch):
+            chunk = [Ours.item(conv, *t) for t in turns[start:start + args.batch]]
+            result = await timed(client.call_tool("memory_write_many", {"items": chunk}), times["batch"])
+            if result.is_error:
+                raise RuntimeError(f"memory_write_many failed: {result.content}")
+            times["per_memory"].append(times["batch"][-1] / len(chunk))
+    return {"times": times, "memories": len(turns), "load_before_writes": load}
+
+
 def pick(convs: list[Conversation], names: str) -> list[Conversation]:
     wanted = [n.strip() for n in names.split(",") if n.strip()]
     by_id = {c.sample_id: c for c in convs}
@@ -220,6 +250,7 @@ def pick(convs: list[Conversation], names: str) -> list[Conversation]:
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     convs = pick(load_dataset(args.dataset, None), args.conversations)
     runs: dict[str, list[dict[str, Any]]] = {s: [] for s in SIDES}
+    batches: list[dict[str, Any]] = []
     for i, conv in enumerate(convs):
         for name in (SIDES if i % 2 == 0 else SIDES[::-1]):  # neither side always first
             with tempfile.TemporaryDirectory(prefix=f"mcp-memory-side-{name}-") as tmp:
@@ -228,6 +259,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 runs[name].append(await run_side(side, conv, args))
                 print(f"{name} {conv.sample_id}: {runs[name][-1]['turns']} turns, {runs[name][-1]['questions']} "
                       f"questions in {time.perf_counter() - t:.0f} s", file=sys.stderr, flush=True)
+        if args.batch:
+            with tempfile.TemporaryDirectory(prefix="mcp-memory-side-batch-") as tmp:
+                batches.append(await run_batches(Path(tmp), conv, args))
     sides = {}
     for name, per_conv in runs.items():
         measures = {k: latency([t for r in per_conv for t in r["times"].get(k, [])])
@@ -237,6 +271,13 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             "duplicates": sum(r["duplicates"] for r in per_conv),
             "refused_writes": sum(r["failed_writes"] for r in per_conv),
             "load": [{k: r[k] for k in ("load_before_writes", "load_after_searches")} for r in per_conv]}
+    if batches:
+        seconds = sum(sum(b["times"]["batch"]) for b in batches)
+        memories = sum(b["memories"] for b in batches)
+        sides["ours"]["write_many"] = {
+            "batch": args.batch, "per_batch": latency([t for b in batches for t in b["times"]["batch"]]),
+            "per_memory": latency([t for b in batches for t in b["times"]["per_memory"]]),
+            "memories_per_s": round(memories / seconds, 1), "load": [b["load_before_writes"] for b in batches]}
     return {"benchmark": "side-by-side", "dataset": str(args.dataset), "conversations": [c.sample_id for c in convs],
             "turns": sum(r["turns"] for r in runs["ours"]), "questions": sum(r["questions"] for r in runs["ours"]),
             "limit": args.limit, "sides": sides,
@@ -256,6 +297,10 @@ def report(results: dict[str, Any]) -> str:
             continue
         rows.append([label, f"{p['p50_ms']:.1f} / {p['p95_ms']:.1f}", f"{o['p50_ms']:.1f} / {o['p95_ms']:.1f}",
                      f"{p['p50_ms'] / o['p50_ms']:.2f}x / {p['p95_ms'] / o['p95_ms']:.2f}x", o["n"]])
+    if many := ours.get("write_many"):
+        o = many["per_memory"]
+        rows.append([f"write_many by {many['batch']}: ms/memory", "-", f"{o['p50_ms']:.1f} / {o['p95_ms']:.1f}",
+                     f"({many['memories_per_s']:.0f}/s)", o["n"]])
     quality = [[f"{m}", peer_side["quality"].get(m, 0.0), ours["quality"].get(m, 0.0)]
                for m in ("R@5", "R@10", "nDCG@10", "MRR")]
     loads = ", ".join(f"{name} {[r['load_before_writes']['load_1m'] for r in results['sides'][name]['load']]}"
@@ -280,6 +325,8 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=10, help="search limit (R@10, nDCG@10 need 10)")
     parser.add_argument("--limit-turns", type=int, help="write only the first N turns of each conversation")
     parser.add_argument("--limit-questions", type=int, help="search only the first N scorable questions of each")
+    parser.add_argument("--batch", type=int, default=50,
+                        help="also write the turns through memory_write_many in batches of this size (ours; 0: no)")
     parser.add_argument("--quiet-load", type=float, default=0.5, help="wait for a 1-minute load average below this")
     parser.add_argument("--max-wait", type=float, default=900, help="seconds to wait for it, each time")
     parser.add_argument("--peer-dir", type=Path, default=peer.DEFAULT_DIR)
@@ -289,6 +336,8 @@ def main() -> None:
         parser.error(f"dataset: no file {args.dataset}")
     if args.limit < 10:
         parser.error("--limit must be at least 10 (R@10, nDCG@10)")
+    if not 0 <= args.batch <= 500:
+        parser.error("--batch must be between 0 and 500 (memory_write_many takes at most 500)")
     for name in ("limit_turns", "limit_questions"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
