@@ -114,3 +114,33 @@ async def test_without_the_embedder_a_same_subject_replace_is_only_suggested() -
     verdict = await guard.check("Arjun moved to Oslo.", [(1, "Arjun lives in Rome."), (2, "Caleb lives in Rome.")],
                                 Down())
     assert verdict.allowed == [] and list(verdict.suggested) == [1] and list(verdict.refused) == [2]
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    # Speaking of the user ("my", "me") does not make a note about a named person the user's.
+    ("Eilidh Haverkamp laughed at my terrible pun during dinner.", "Soren Moreau laughed at my terrible pun during dinner."),
+    ("Ines Olawale gave me a lift in their a Mazda MX-5.", "Jarek Olawale gave me a lift in their a Mazda MX-5."),
+])
+async def test_two_people_alike_are_two_subjects(old: str, new: str) -> None:
+    """Before, both counted as notes about the user, and the masked texts matched word for word."""
+    verdict = await guard.check(new, [(1, old)], Down())
+    assert list(verdict.refused) == [1] and verdict.allowed == [] and not verdict.suggested, verdict
+
+
+async def test_a_place_both_name_is_no_subject(database: Database, settings: Settings) -> None:
+    """"ETH Zurich" among the first words of both once passed for their common subject, and with
+    the place masked the two said the same thing: now the subject is unconfirmed, a suggestion."""
+    service = await MemoryService.open(database, settings)
+    verdict = await guard.check("Emeka Gunawardena studied at ETH Zurich.",
+                                [(1, "Quinn Ostrowski studied at ETH Zurich.")], service.vectors)
+    assert verdict.allowed == [] and list(verdict.suggested) == [1], verdict
+
+
+async def test_a_first_name_is_the_full_name_it_opens(database: Database, settings: Settings) -> None:
+    """"Nilufar left Growth for Payments" is about "Nilufar Pereira" (a note's opening word is
+    no subject, but a name is) and names the squad she left: the update is allowed."""
+    service = await MemoryService.open(database, settings)
+    verdict = await guard.check("From standup: Nilufar left Growth for Payments.",
+                                [(1, "Heard today: Nilufar Pereira joined Growth squad."),
+                                 (2, "Nilufar Pereira speaks Romanian natively.")], service.vectors)
+    assert verdict.allowed == [1] and list(verdict.suggested) == [2], verdict
