@@ -15,7 +15,7 @@ from ..errors import NotFound
 from ..models import Principal
 from . import jobs
 from .memory_rows import _ids_text, _own
-from .sql import Sql, local_transaction, visible
+from .sql import Sql, local_transaction, read_transaction, visible
 
 
 class MemoryStore:
@@ -34,10 +34,14 @@ class MemoryStore:
     async def transaction(self, p: Principal, **gucs: str) -> AsyncIterator[asyncpg.Connection]:
         """One short transaction tagged with the caller's user (row-level security keys on it);
         `gucs` are further transaction-local settings (`hnsw__ef_search` sets hnsw.ef_search)."""
-        settings = {f"mcp_memory.{name}": value or "" for name, value in
-                    (("user_id", p.user_id), ("agent_id", p.agent_id), ("project_id", p.project_id))}
-        settings |= {name.replace("__", "."): value for name, value in gucs.items()}
-        async with local_transaction(self.pool, settings) as conn:
+        async with local_transaction(self.pool, _settings(p, gucs)) as conn:
+            yield conn
+
+    @asynccontextmanager
+    async def reading(self, p: Principal, **gucs: str) -> AsyncIterator[asyncpg.Connection]:
+        """`transaction` for a body that only reads (a search): read only, and the caller does
+        not wait for its end (sql.read_transaction)."""
+        async with read_transaction(self.pool, _settings(p, gucs)) as conn:
             yield conn
 
     async def _history(self, conn: asyncpg.Connection, p: Principal, rows: Sequence[tuple[UUID, str, Any, Any]],
@@ -68,3 +72,10 @@ class MemoryStore:
             raise NotFound(missing.format(ids=_ids_text(sorted(absent))))
         _own(p, rows, verb)
         return rows
+
+
+def _settings(p: Principal, gucs: dict[str, str]) -> dict[str, str]:
+    """The caller's user, agent and project (row-level security keys on them) and `gucs`."""
+    settings = {f"mcp_memory.{name}": value or "" for name, value in
+                (("user_id", p.user_id), ("agent_id", p.agent_id), ("project_id", p.project_id))}
+    return settings | {name.replace("__", "."): value for name, value in gucs.items()}

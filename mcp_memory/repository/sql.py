@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -55,6 +56,42 @@ async def local_transaction(pool: asyncpg.Pool, settings: Mapping[str, str]) -> 
             await _rollback(conn)
             raise
         await conn.execute("COMMIT")
+
+
+# Read transactions still ending (read_transaction): held here so that none is collected unfinished.
+_ENDING: set[asyncio.Task[None]] = set()
+
+
+@asynccontextmanager
+async def read_transaction(pool: asyncpg.Pool, settings: Mapping[str, str]) -> AsyncIterator[asyncpg.Connection]:
+    """`local_transaction` for a body that only reads: its COMMIT, which changes nothing, is sent
+    after the caller has its rows, the connection going back to the pool once it is answered. A
+    search waited for that round trip (a tenth of a millisecond, ten under load at p95). The
+    pool's close waits for the connection, so nothing is left open at shutdown."""
+    sets = ", ".join(f"set_config({literal(name)}, {literal(value)}, true)" for name, value in settings.items())
+    conn = await pool.acquire()
+    try:
+        await conn.execute(f"BEGIN READ ONLY; SELECT {sets}")
+        yield conn
+    except BaseException:
+        try:
+            await _rollback(conn)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await pool.release(conn)
+        raise
+    task = asyncio.ensure_future(_end(pool, conn))
+    _ENDING.add(task)
+    task.add_done_callback(_ENDING.discard)
+
+
+async def _end(pool: asyncpg.Pool, conn: asyncpg.Connection) -> None:
+    try:
+        await conn.execute("COMMIT")
+    except Exception:  # nothing was written: a connection that cannot commit is only closed
+        conn.terminate()
+    finally:
+        await pool.release(conn)
 
 
 async def _rollback(conn: asyncpg.Connection) -> None:

@@ -29,7 +29,7 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
                              dimension=dimension, min_similarity=min_similarity)
     if statement is None:
         return []
-    async with repo.transaction(p, **statement.gucs) as conn:
+    async with repo.reading(p, **statement.gucs) as conn:
         rows = await conn.fetch(statement.sql, *statement.args)
     if not statement.past:
         rows = newest_of_conflicts(rows, statement.conflict)
