@@ -10,6 +10,10 @@ the order it happened, once per mode, each into its own user:
 For each update (a later version of a changing fact) it reports whether `related` held an earlier
 version and how many other memories it listed, and, per write, the memories it listed that are no
 version of the new one; for the agents, the supersedes that named no earlier version (wrong).
+Every `related` list is also judged by the decisions' guard (decisions/guard.py) as if a model
+replaced every entry: of entries that are no earlier version, the share it accepts (its
+false-accept bound against a model that replaces everything), and of true earlier versions, the
+share it accepts (its recall with a model that names exactly those).
 Then it asks every question of the set (bench/knowledge_update.py's judge): newest-first and
 newest@1 over changing facts, stable facts in the top 3.
 
@@ -30,6 +34,8 @@ from typing import Any
 from knowledge_update import judge, load, parse_time, summarize, user_of
 from locomo import REPO, bench_database, bench_principal, machine, table
 
+from mcp_memory.decisions import guard
+
 MODES = ("none", "listed", "oracle")
 
 
@@ -42,6 +48,9 @@ async def write_in_order(service: Any, user: str, records: list[dict[str, Any]],
     versions_of = {v["key"]: {x["key"] for x in r["versions"]} for r in records for v in r["versions"]}
     updates = found = unrelated_updates = unrelated_all = writes = superseded = wrong = 0
     flagged = flagged_right = 0
+    guard_others = guard_others_kept = guard_versions = guard_versions_kept = 0
+    guard_wrong: list[dict[str, Any]] = []
+    content_of: dict[str, str] = {}
     misses: list[dict[str, Any]] = []
     wrong_flags: list[dict[str, Any]] = []
     for r, m in memories:
@@ -69,6 +78,18 @@ async def write_in_order(service: Any, user: str, records: list[dict[str, Any]],
                 misses.append({"new": m["content"], "earlier": [v["content"] for v in r["versions"]
                                                                 if v["key"] in earlier],
                                "listed": [x.snippet for _, x in listed]})
+        if listed:  # every candidate judged by the guard as if a model replaced them all (issue 27 item 11)
+            texts = [(x.id, content_of[k]) for k, x in listed]
+            verdict = await guard.check(m["content"], texts, service.vectors, among=texts)
+            for k, x in listed:
+                accepted = x.id in verdict.allowed
+                if k in earlier:
+                    guard_versions, guard_versions_kept = guard_versions + 1, guard_versions_kept + accepted
+                else:
+                    guard_others, guard_others_kept = guard_others + 1, guard_others_kept + accepted
+                    if accepted and len(guard_wrong) < 400:
+                        guard_wrong.append({"new": m["content"], "accepted": content_of[k]})
+        content_of[m["key"]] = m["content"]
         if mode == "none" or not listed:
             continue
         if mode == "oracle":
@@ -86,7 +107,10 @@ async def write_in_order(service: Any, user: str, records: list[dict[str, Any]],
                "flag_precision": round(flagged_right / flagged, 4) if flagged else None,
                "supersedes": superseded, "wrong_supersedes": wrong,
                "wrong_share": round(wrong / superseded, 4) if superseded else 0.0, "misses": misses,
-               "wrong_flags": wrong_flags}
+               "wrong_flags": wrong_flags,
+               "guard_accepts_others": round(guard_others_kept / guard_others, 4) if guard_others else None,
+               "guard_accepts_versions": round(guard_versions_kept / guard_versions, 4) if guard_versions else None,
+               "guard_wrong": guard_wrong}
     return ids, quality
 
 
@@ -121,13 +145,15 @@ async def main_async(args: argparse.Namespace) -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2, default=str))
     print(f"\n{args.dataset.stem}: {len(records)} questions, written in order")
-    head = ["mode", "earlier listed", "others/update", "others/write", "flag precision", "wrong supersedes",
+    head = ["mode", "earlier listed", "others/update", "others/write", "flag precision", "guard others",
+            "guard versions", "wrong supersedes",
             "newest-first", "newest@1", "stable top-3", "nf time words", "@1 time words", "nf plain", "@1 plain"]
     rows = []
     for mode, r in report["modes"].items():
         q, o, w = r["related"], r["overall"], r["by_time_words"]
         rows.append([mode, q["earlier_version_listed"], q["unrelated_per_update"], q["unrelated_per_write"],
-                     q["flag_precision"], f"{q['wrong_supersedes']}/{q['supersedes']}", o["newest_first"],
+                     q["flag_precision"], q["guard_accepts_others"], q["guard_accepts_versions"],
+                     f"{q['wrong_supersedes']}/{q['supersedes']}", o["newest_first"],
                      o["newest_at_1"], r["stable_top_3"], w["True"].get("newest_first"), w["True"].get("newest_at_1"),
                      w["False"].get("newest_first"), w["False"].get("newest_at_1")])
     print(table(head, rows))

@@ -149,6 +149,15 @@ def same_subject(new: str, old: str) -> bool:
     return not (mine or theirs) or bool(word_pairs(new) & word_pairs(old))
 
 
+def _subject_names(new: str, old: str) -> list[tuple[str, ...]]:
+    """The names both texts hold (anywhere) that are the subject of one of them: what is masked.
+    The others are values ("from Railway to AWS Lambda", "left the Amsterdam office")."""
+    subjects = [s for s in (subject(new), subject(old)) if s]
+    theirs = names(old, anywhere=True)
+    return [a for a in names(new, anywhere=True)
+            if any(_same(a, b) for b in theirs) and any(_same(a, s) for s in subjects)]
+
+
 # Why a memory is not taken for the same subject when nothing says it is another one either.
 UNSURE = "not about the same subject by our check"
 
@@ -164,23 +173,22 @@ class Judged:
 
 
 async def judge(new: str, olds: Sequence[str], vectors: Embeds | None,
-                floor: float = ATTRIBUTE_FLOOR) -> list[Judged]:
-    """Each of `olds` judged as an earlier version of `new` or not: the one judgement both
-    `related` (its `earlier_version` flag and its order) and the guard (what a decision may
-    replace) make. An earlier version is about the same subject (`same_subject`) and either names
+                floor: float = ATTRIBUTE_FLOOR, margin: float = CLOSEST_MARGIN) -> list[Judged]:
+    """Each of `olds` judged as an earlier version of `new` or not: what the guard lets a
+    decision replace. (`related`'s `earlier_version` still comes from retrieval/versions.py:
+    listed from the 20 nearest by this judgement, flag precision fell on ops and dataset.) An
+    earlier version is about the same subject (`same_subject`) and either names
     a value the new memory names beside a new one ("left Plumtree Media and signed with Saltmarsh
     Bank" / "works at Plumtree Media"), or says the same kind of thing: with the subject's names
     and the words for the user masked on both sides, a cosine of at least `floor` and within
-    `CLOSEST_MARGIN` of the closest of the subject's memories judged with it (the subject's other
+    `margin` of the closest of the subject's memories judged with it (the subject's other
     facts pass a floor too; the version is the closest)."""
     subject = [None if same_subject(new, old) else (other_subject(new, old) or UNSURE) for old in olds]
     same = [k for k, why in enumerate(subject) if why is None]
     out = [Judged(other_subject=why) for why in subject]
     if not same:
         return out
-    mine = names(new)
-    # Only the names both share are the subject: the others are values ("from Railway to AWS Lambda").
-    shared = {k: [a for a in mine for b in names(olds[k]) if _same(a, b)] for k in same}
+    shared = {k: _subject_names(new, olds[k]) for k in same}
     pairs = {k: (masked(new, shared[k]), masked(olds[k], shared[k])) for k in same}
     embedded = await vectors.documents_or_none([t for k in same for t in pairs[k]]) if vectors is not None else None
     cosines = ({k: float(np.dot(embedded[2 * i], embedded[2 * i + 1])) for i, k in enumerate(same)}
@@ -193,7 +201,7 @@ async def judge(new: str, olds: Sequence[str], vectors: Embeds | None,
         replaces = bool(values & theirs and values - theirs)
         cosine = cosines.get(k)
         earlier: bool | None = (True if replaces else None if cosine is None
-                                else cosine >= floor and cosine >= best - CLOSEST_MARGIN)
+                                else cosine >= floor and cosine >= best - margin)
         out[k] = Judged(other_subject=None, similarity=cosine, names_value=replaces, earlier=earlier)
     return out
 
