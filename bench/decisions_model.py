@@ -93,7 +93,8 @@ async def one_set(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     return {"set": path.stem, "records": len(records), "entities": args.entities or "all", "guard": args.guard,
             "model": model, **tally, **after, "dead": drained["dead"],
             "replayed": recorded.hits if recorded else 0, "asked": recorded.misses if recorded else None,
-            "s_per_decision": round(drain_s / max(recorded.misses if recorded else tally["decisions"], 1), 2), "drain_s": round(drain_s, 1),
+            "s_per_decision": round(drain_s / max(recorded.misses if recorded else tally["decisions"], 1), 2),
+            "drain_s": round(drain_s, 1),
             "elapsed_s": round(time.perf_counter() - started, 1),
             "load_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
             "finished_at": datetime.now(UTC).isoformat(timespec="seconds")}

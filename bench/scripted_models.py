@@ -94,7 +94,8 @@ def scripted(policy: Policy) -> Callable[[dict[str, Any]], dict[str, Any]]:
         user = next(m["content"] for m in reversed(request["messages"]) if m["role"] == "user")
         content = json.dumps(policy(*parse_prompt(user)))
         return {"id": "s", "object": "chat.completion", "created": 0, "model": "scripted",
-                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": content}}],
                 "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}
     return answer
 
