@@ -63,6 +63,10 @@ def subset(records: list[dict[str, Any]], entities: int) -> list[dict[str, Any]]
     return [r for r in records if (r.get("scope") or r["entity"]) in keep]
 
 
+def per_call(seconds: float, calls: int) -> float | None:
+    return round(seconds / calls, 2) if calls else None
+
+
 async def one_set(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     load_before = os.getloadavg()[0]
@@ -93,7 +97,7 @@ async def one_set(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     return {"set": path.stem, "records": len(records), "entities": args.entities or "all", "guard": args.guard,
             "model": model, **tally, **after, "dead": drained["dead"],
             "replayed": recorded.hits if recorded else 0, "asked": recorded.misses if recorded else None,
-            "s_per_decision": round(drain_s / max(recorded.misses if recorded else tally["decisions"], 1), 2),
+            "s_per_decision": per_call(drain_s, recorded.misses if recorded else tally["decisions"]),
             "drain_s": round(drain_s, 1),
             "elapsed_s": round(time.perf_counter() - started, 1),
             "load_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
