@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import json
 from typing import Any
-from uuid import UUID
 
 from ..config import Settings
 from ..models import MemoryFilter, Principal, SearchHit
 from ..repository import MemoryRepository
 from . import focus
 from .query import ParsedQuery
-from .reorder import reorder
+from .reorder import after_sql
 from .statement import SearchStatement, build_search
-from .versions import newest_of_conflicts
 
 __all__ = ["SearchStatement", "build_search", "plan", "search"]
 
@@ -31,12 +29,8 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
         return []
     async with repo.reading(p, **statement.gucs) as conn:
         rows = await conn.fetch(statement.sql, *statement.args)
-    if not statement.past:
-        rows = newest_of_conflicts(rows, statement.conflict)
-    on_topic: dict[UUID, focus.Closeness] = {}
-    if vectors is not None and settings.present_focus and min_similarity is None and focus.applies(parsed):
-        on_topic = await focus.similarities(rows, parsed, vectors)
-    return reorder(rows, on_topic, settings.present_margin, settings.snippet_chars, explain)
+    return await after_sql(rows, parsed, past=statement.past, conflict=statement.conflict, settings=settings,
+                           explain=explain, vectors=vectors, listing=min_similarity is not None)
 
 
 async def plan(repo: MemoryRepository, p: Principal, statement: SearchStatement) -> dict[str, Any]:
