@@ -277,9 +277,6 @@ async def test_two_sessions_ending_alike_are_each_extracted(database: Database, 
     assert len(jobs) == 2 and all(j["status"] == "done" for j in jobs)
 
 
-@pytest.mark.xfail(strict=True, reason="since 94a4b04 an extraction job's memory_id is a key of its delta, no memory, "
-                                       "and repository/jobs.py _seen lists a job only by its memory: _seen must "
-                                       "look at the episodes of an extract job (its owner's change)")
 async def test_an_extraction_job_is_listed_to_whoever_may_read_its_episodes(
         database: Database, settings: Settings, model: Model, alice: Principal) -> None:
     """Visible in jobs (issue 27 item 10): listed to its user, as `mcp-memory jobs list` shows it,

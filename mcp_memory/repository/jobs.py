@@ -223,9 +223,13 @@ async def spent(admin: asyncpg.Pool, user_id: str, job_id: int) -> tuple[int, in
 
 def _seen(q: Sql, p: Principal) -> str:
     """A job is seen by whoever may see its memory (the scope rule of memories), so a credential
-    confined to some agents / projects never reads decisions about the others' memories."""
-    return (f"j.user_id = {q.arg(p.user_id)} AND EXISTS (SELECT 1 FROM memories m WHERE m.user_id = j.user_id "
-            f"AND m.id = j.memory_id AND {visible(q, p)})")
+    confined to some agents / projects never reads decisions about the others' memories; an
+    extraction job (keyed by its delta, no memory) by whoever may see every episode of it."""
+    user, scope = q.arg(p.user_id), visible(q, p)
+    return (f"j.user_id = {user} AND CASE WHEN j.kind = 'extract' THEN cardinality(j.sources) > 0 AND NOT EXISTS ("
+            f"SELECT 1 FROM unnest(j.sources) AS s(id) WHERE NOT EXISTS (SELECT 1 FROM memories m "
+            f"WHERE m.user_id = j.user_id AND m.id = s.id AND {scope})) "
+            f"ELSE EXISTS (SELECT 1 FROM memories m WHERE m.user_id = j.user_id AND m.id = j.memory_id AND {scope}) END")
 
 
 class PrincipalTransactions(Protocol):
