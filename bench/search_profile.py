@@ -1,0 +1,168 @@
+"""Where a search's and a write's time goes, in process (no MCP, no pipes).
+
+Loads LoCoMo conversations through `MemoryService.write`, runs ANALYZE, then times each stage
+of `retrieval.search` as the service runs it (query vectors cached): building the statement, the
+transaction's first round trip (BEGIN and its settings), the statement (and, from EXPLAIN
+ANALYZE on the same statement, how much of it is planning), the transaction's end, the Python
+stage after SQL and the result's JSON serialization; then the same split for writes (embedding, insert,
+neighbours, the `related` list). Each stage's p50 / p95 is printed as a table and written as JSON.
+
+Usage: python bench/search_profile.py [DATASET] [--limit-conversations 1] [--searches 300]
+                                      [--writes 100] [--out bench/results/search_profile.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+sys.path.insert(0, str(Path(__file__).parent))
+from locomo import (  # noqa: E402
+    DEFAULT_DATASET,
+    bench_database,
+    bench_principal,
+    load_conversation,
+    load_dataset,
+    turn_text,
+    warm_query,
+)
+from stats import summary  # noqa: E402
+
+from mcp_memory.models import Principal, SearchResult  # noqa: E402
+from mcp_memory.retrieval import parse_query  # noqa: E402
+from mcp_memory.retrieval.reorder import after_sql  # noqa: E402
+from mcp_memory.retrieval.statement import build_search  # noqa: E402
+from mcp_memory.server.results import compact  # noqa: E402
+from mcp_memory.service import MemoryService  # noqa: E402
+
+T = TypeVar("T")
+
+
+class Stages:
+    """Seconds per named stage, appended in call order."""
+
+    def __init__(self) -> None:
+        self.times: dict[str, list[float]] = defaultdict(list)
+
+    async def timed(self, name: str, work: Awaitable[T]) -> T:
+        t = time.perf_counter()
+        out = await work
+        self.times[name].append(time.perf_counter() - t)
+        return out
+
+    def run(self, name: str, work: Callable[[], T]) -> T:
+        t = time.perf_counter()
+        out = work()
+        self.times[name].append(time.perf_counter() - t)
+        return out
+
+
+async def profile_search(service: MemoryService, p: Principal, question: str, stages: Stages) -> None:
+    """One search, stage by stage, as `retrieval.search` runs it (keep the two in step)."""
+    settings, vectors, repo = service.settings, service.vectors, service.repo
+    started = time.perf_counter()
+    parsed = stages.run("parse query", lambda: parse_query(question))
+    vector = await stages.timed("query vector (cached)", vectors.query(parsed.text)) if vectors else None
+    statement = stages.run("build statement", lambda: build_search(
+        p, parsed, None, limit=10, settings=settings, vector=vector, model=vectors.model if vectors else None,
+        dimension=vectors.dimension if vectors else 0))
+    if statement is None:
+        return
+    t = time.perf_counter()
+    async with repo.reading(p, **statement.gucs) as conn:
+        stages.times["BEGIN + settings"].append(time.perf_counter() - t)
+        rows = await stages.timed("statement", conn.fetch(statement.sql, *statement.args))
+        t = time.perf_counter()
+    stages.times["end (COMMIT in the background)"].append(time.perf_counter() - t)
+    hits = await stages.timed("Python stage after SQL", after_sql(
+        rows, parsed, past=statement.past, conflict=statement.conflict, settings=settings, explain=False,
+        vectors=vectors))
+    result = SearchResult(query=question, hits=hits)
+    stages.times["service total"].append(time.perf_counter() - started)
+    stages.run("serialize (text + structured)", lambda: (compact(result), result.model_dump(mode="json")))
+
+
+async def planning(service: MemoryService, p: Principal, question: str) -> tuple[float, float]:
+    """(planning ms, execution ms) as EXPLAIN ANALYZE reports them for this search's statement."""
+    vectors = service.vectors
+    parsed = parse_query(question)
+    vector = await vectors.query(parsed.text) if vectors else None
+    statement = build_search(p, parsed, None, limit=10, settings=service.settings, vector=vector,
+                             model=vectors.model if vectors else None, dimension=vectors.dimension if vectors else 0)
+    assert statement is not None
+    async with service.repo.transaction(p, **statement.gucs) as conn:
+        text = await conn.fetchval(f"EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) {statement.sql}", *statement.args)
+    plan = json.loads(text)[0]
+    return plan["Planning Time"], plan["Execution Time"]
+
+
+async def profile_write(service: MemoryService, p: Principal, text: str, stages: Stages) -> None:
+    """One `service.write` timed whole, and its embedding on its own (the cache is per query,
+    documents are always embedded)."""
+    if service.vectors is not None:
+        await stages.timed("embed document", service.vectors.document(text + " (again)"))
+    result = await stages.timed("service.write", service.write(p, text, kind="note"))
+    stages.run("serialize (text + structured)", lambda: (compact(result), result.model_dump(mode="json")))
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    convs = load_dataset(args.dataset, args.limit_conversations)
+    async with bench_database(None, "profile") as bench:
+        service = bench.service()
+        jobs: list[tuple[Principal, str]] = []
+        for conv in convs:
+            p = bench_principal(f"profile-{conv.sample_id}")
+            await load_conversation(service, p, conv, [])
+            jobs += [(p, q["question"]) for q in conv.questions]
+        await bench.analyze()
+        jobs = jobs[:args.searches]
+        for p, question in jobs:  # untimed: vectors cached, statements prepared
+            await warm_query(service, question)
+            await service.search(p, question, limit=10)
+        search, whole = Stages(), Stages()
+        for p, question in jobs:
+            await profile_search(service, p, question, search)
+            await whole.timed("service.search", service.search(p, question, limit=10))
+        plans = [await planning(service, p, question) for p, question in jobs[:50]]
+        search.times["  of which planning (EXPLAIN)"] = [plan / 1000 for plan, _ in plans]
+        search.times["  of which execution (EXPLAIN)"] = [execute / 1000 for _, execute in plans]
+        search.times |= whole.times
+        writes = Stages()
+        p = bench_principal("profile-writes")
+        for i in range(args.writes):
+            conv = convs[i % len(convs)]
+            turns = [t for _, _, session in conv.sessions for t in session]
+            await profile_write(service, p, f"{turn_text(turns[i % len(turns)])} (note {i})", writes)
+    return {"search": {k: summary(v) for k, v in search.times.items()},
+            "write": {k: summary(v) for k, v in writes.times.items()},
+            "searches": len(jobs), "writes": args.writes}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dataset", nargs="?", type=Path, default=DEFAULT_DATASET)
+    parser.add_argument("--limit-conversations", type=int, default=1)
+    parser.add_argument("--searches", type=int, default=300)
+    parser.add_argument("--writes", type=int, default=100)
+    parser.add_argument("--out", type=Path, default=Path("bench/results/search_profile.json"))
+    args = parser.parse_args()
+    results = asyncio.run(run(args))
+    print(f"{'stage':<36}{'p50 ms':>10}{'p95 ms':>10}{'n':>6}")
+    for part in ("search", "write"):
+        print(f"-- {part}")
+        for name, s in results[part].items():
+            print(f"{name:<36}{s['p50_ms']:>10.2f}{s['p95_ms']:>10.2f}{s['n']:>6}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2))
+    print(f"\nwrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
