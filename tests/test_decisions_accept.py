@@ -69,6 +69,7 @@ async def test_accept_from_the_cli_applies_the_suggestion_and_undo_reverses_it(
     assert str(first["id"]) not in result["skipped"]
     listed = cli(db_url, alice, "jobs", "list")
     assert "suggested, not applied" not in listed.stdout, listed.stdout
+    assert f"accepted by local:alice: {first['id']}" in listed.stdout, listed.stdout
 
     again = cli(db_url, alice, "jobs", "accept", str(job))
     assert again.returncode == 1 and f"job: decision job {job} keeps no suggestion" in again.stderr

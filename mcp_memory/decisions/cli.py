@@ -73,6 +73,8 @@ async def cmd_jobs(args: argparse.Namespace, settings: Settings) -> int:
                     outcome = f"{j.result.get('action')}: {j.result.get('reason', '')}"[:80]
                     if j.result.get("suggested"):  # what the guard kept from the model for the user
                         outcome += f" (suggested, not applied: {', '.join(j.result['suggested'])})"
+                    if j.result.get("accepted"):  # suggestions the user applied (`jobs accept`)
+                        outcome += f" (accepted by {j.result.get('accepted_by')}: {', '.join(j.result['accepted'])})"
                     if j.result.get("undone_at"):
                         outcome += " (undone)"
                 elif j.last_error:
