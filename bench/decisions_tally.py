@@ -25,13 +25,15 @@ class Truth:
     record_of: dict[str, dict[str, Any]] = field(init=False)
     text_of: dict[str, str] = field(init=False)
     order: dict[str, int] = field(init=False)
-    key_of_text: dict[str, str] = field(init=False)
+    keys_of_text: dict[str, list[str]] = field(init=False)
 
     def __post_init__(self) -> None:
         self.record_of = {m["key"]: r for r in self.records for m in (*r["versions"], *r["distractors"])}
         self.order = {v["key"]: i for r in self.records for i, v in enumerate(r["versions"])}
-        self.key_of_text = {m["content"]: m["key"] for r in self.records for m in (*r["versions"], *r["distractors"])}
-        self.text_of = {k: t for t, k in self.key_of_text.items()}
+        self.text_of = {m["key"]: m["content"] for r in self.records for m in (*r["versions"], *r["distractors"])}
+        self.keys_of_text = {}
+        for key, text in self.text_of.items():  # households of one set may share a text
+            self.keys_of_text.setdefault(text, []).append(key)
 
     def earlier(self, new: str, old: str) -> bool:
         """`old` (a key) is an earlier version of the same record as `new`."""
@@ -39,9 +41,9 @@ class Truth:
                 and self.order[old] < self.order[new])
 
     def earlier_text(self, new: str, old: str) -> bool:
-        """The same, by the memories' texts (what a scripted endpoint sees)."""
-        a, b = self.key_of_text.get(new), self.key_of_text.get(old)
-        return a is not None and b is not None and self.earlier(a, b)
+        """The same, by the memories' texts (what a scripted endpoint sees): a text that two
+        households share is an earlier version if it is one in either."""
+        return any(self.earlier(a, b) for a in self.keys_of_text.get(new, ()) for b in self.keys_of_text.get(old, ()))
 
 
 def _result(row: Any) -> dict[str, Any]:
