@@ -12,6 +12,7 @@ from uuid import UUID
 
 from .config import Settings
 from .cursors import Cursors
+from .decisions.apply import accept as accept_suggested
 from .decisions.apply import reembed as reembed_undone
 from .decisions.apply import undo as undo_decision
 from .errors import InvalidInput, NotFound, PermissionDenied
@@ -337,6 +338,11 @@ class MemoryService(Forgetting):
         self._changed(len(restored))
         return RestoreResult(restored=restored)
 
+    async def accept_suggestion(self, p: Principal, job: int, memory: UUID | None = None) -> dict[str, Any]:
+        """Apply what the guard kept from a decision as a suggestion (all of it, or one memory). The
+        CLI and the memory_accept_suggestion tool both come here."""
+        return await accept_suggested(DecisionRepository(self.repo), JobRepository(self.repo), p, job, memory)
+
     async def undo_decision(self, p: Principal, target: str) -> dict[str, Any]:
         """Reverse a model's decision, named by one of its history rows (seq) or by a memory it
         changed or was made about. The CLI and the console both come here."""
@@ -347,9 +353,9 @@ class MemoryService(Forgetting):
 
     @property
     def extracting(self) -> bool:
-        """Captured sessions go to a model for their facts (decisions/extraction.py), not to triggers.
-        Only through an endpoint for now: sampling extracts nothing yet, so there triggers stay."""
-        return self.settings.decisions_provider == "openai-compatible" and self.settings.extraction
+        """Captured sessions go to a model for their facts (decisions/extraction.py), not to triggers:
+        an endpoint's, or a connected client's through sampling (the job waits for one)."""
+        return self.settings.decisions_provider != "none" and self.settings.extraction
 
     async def enqueue_extraction(self, p: Principal, episodes: list[UUID], session_id: str | None) -> str | None:
         """One extraction job for a captured session delta; why not, when a cap stops it."""

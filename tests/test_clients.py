@@ -85,7 +85,8 @@ def structured(result: dict[str, Any]) -> dict[str, Any]:
 
 
 EXPECTED_TOOLS = {"memory_search", "memory_get", "memory_list", "memory_write", "memory_write_many", "memory_update",
-                  "memory_forget", "memory_restore", "memory_undo_decision", "memory_history"}
+                  "memory_forget", "memory_restore", "memory_undo_decision", "memory_accept_suggestion",
+                  "memory_history"}
 EXPECTED_TEMPLATES = {"memory://memories{?cursor}", "memory://memories/{id}", "memory://tags/{tag}{?cursor}",
                       "memory://kinds/{kind}{?cursor}", "memory://core{?model}", "memory://stats{?top}",
                       "memory://jobs{?limit}"}

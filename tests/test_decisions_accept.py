@@ -114,3 +114,26 @@ async def test_a_credential_that_cannot_see_the_job_accepts_nothing(
     assert (await state(service, alice, first["id"]))["superseded_by"] is None
     with pytest.raises(InvalidInput, match="memory: "):
         await accept(DecisionRepository(service.repo), JobRepository(service.repo), alice, job, uuid4())
+
+
+async def test_accept_over_mcp_with_the_cli_checks(database: Database, settings: Settings, chat: ChatAPI,
+                                                   alice: Principal) -> None:
+    from mcp import Client
+
+    from mcp_memory.server import build_server
+
+    first, second, job = await suggested(database, settings, chat, alice, UPDATE_1)
+    read_only = settings.model_copy(update={"local_permissions": "read"})
+    async with Client(build_server(read_only)) as client:
+        denied = await client.call_tool("memory_accept_suggestion", {"job": job})
+        assert denied.is_error and "write" in denied.content[0].text
+    async with Client(build_server(settings)) as client:
+        bad = await client.call_tool("memory_accept_suggestion", {"job": job, "memory": str(uuid4())})
+        assert bad.is_error and "memory: " in bad.content[0].text
+        done = await client.call_tool("memory_accept_suggestion", {"job": job})
+        assert not done.is_error, done.content[0].text
+        assert done.structured_content["accepted"] == [str(first["id"])]
+        service = await MemoryService.open(database, settings)
+        assert (await state(service, alice, first["id"]))["superseded_by"] == second["id"]
+        undone = await client.call_tool("memory_undo_decision", {"target": str(first["id"])})
+        assert not undone.is_error and (await state(service, alice, first["id"]))["superseded_by"] is None

@@ -160,18 +160,6 @@ async def test_an_answer_of_the_wrong_shape_is_retried_not_written(database: Dat
     assert await database.admin.fetch("SELECT 1 FROM memories WHERE kind <> 'episode'") == []
 
 
-async def test_with_sampling_the_trigger_patterns_stay(database: Database, settings: Settings,
-                                                      alice: Principal) -> None:
-    """Captures under sampling keep their trigger facts until the service queues extraction jobs
-    for sampling too (MemoryService.extracting); the sampling provider itself extracts (below)."""
-    s = decisions_settings(settings, "http://127.0.0.1:9/v1", decisions_provider="sampling")
-    service = await MemoryService.open(database, s)
-    await Capturer(service, s, "cli").capture(alice, parse_text("User: I prefer tabs over spaces.\nAssistant: ok\n"),
-                                              key="cli:sampling")
-    assert await extract_jobs(database) == []
-    assert await database.admin.fetch("SELECT 1 FROM memories WHERE kind <> 'episode'")
-
-
 # --- through MCP sampling ------------------------------------------------------------------------
 
 def sampling_model(asked: list[Any]) -> Any:
@@ -188,13 +176,14 @@ def sampling_model(asked: list[Any]) -> Any:
 
 
 async def capture_fly(database: Database, settings: Settings, writer: Principal) -> None:
-    """HEROKU stored, then the Fly.io session captured: one extraction job queued."""
-    # The capturing process queues the job (service.extracting); the server below answers it.
-    s = decisions_settings(settings, "http://127.0.0.1:9/v1")
+    """HEROKU stored, then the Fly.io session captured by a hook (no client to sample there): one
+    extraction job queued, and no trigger facts."""
+    s = sampling_settings(settings)
     service = await MemoryService.open(database, s)
     await service.write(writer, HEROKU, kind="fact")
     await Capturer(service, s, "cli").capture(writer, parse_text(SESSION), key="cli:fly")
     assert len(await extract_jobs(database)) == 1
+    assert await database.admin.fetch("SELECT 1 FROM memories WHERE kind <> 'episode' AND content <> $1", HEROKU) == []
 
 
 def sampling_settings(settings: Settings) -> Settings:

@@ -15,7 +15,8 @@ from mcp_memory.config import Settings
 from mcp_memory.server import build_server
 
 TOOLS = {"memory_search", "memory_get", "memory_list", "memory_write", "memory_write_many", "memory_update",
-         "memory_forget", "memory_restore", "memory_undo_decision", "memory_history"}
+         "memory_forget", "memory_restore", "memory_undo_decision", "memory_accept_suggestion",
+         "memory_history"}
 
 
 async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:

@@ -114,15 +114,12 @@ async def cmd_jobs(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _accept(args: argparse.Namespace, service: MemoryService, p: Principal) -> int:
     from ..errors import InvalidInput
-    from ..repository.decisions import DecisionRepository
-    from ..repository.jobs import JobRepository
-    from .apply import accept
 
     try:
         memory = UUID(args.memory) if args.memory is not None else None
     except ValueError:
         raise InvalidInput(f"memory: {args.memory!r} is not a memory id") from None
-    result = await accept(DecisionRepository(service.repo), JobRepository(service.repo), p, args.job, memory)
+    result = await service.accept_suggestion(p, args.job, memory)
     if args.json:
         print(json.dumps(result, indent=2))
     else:

@@ -47,3 +47,13 @@ class UndoResult(BaseModel):
     job: int
     reverted: list[UUID]
     kept: dict[str, str]
+
+
+class AcceptResult(BaseModel):
+    """What accepting a decision's suggestions did: the memories changed as the model said, and
+    those left as they are (with why: pinned since, forgotten, ...)."""
+
+    job: int
+    action: str
+    accepted: list[UUID]
+    kept: dict[str, str]

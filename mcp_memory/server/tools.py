@@ -14,7 +14,7 @@ from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from .. import limits
-from ..decisions.overview import UndoResult
+from ..decisions.overview import AcceptResult, UndoResult
 from ..models import (
     ForgetResult,
     GetResult,
@@ -292,6 +292,21 @@ async def memory_undo_decision(
 
 
 @tool_errors
+async def memory_accept_suggestion(
+    job: Annotated[int, Field(ge=1, description=(
+        "The decision job whose suggestions to apply (memory://jobs lists them under decision.suggested)."))],
+    ctx: Context,
+    memory: Annotated[UUID | None, Field(description=(
+        "Only this suggested memory (default: every suggestion of the job)."))] = None,
+) -> AcceptResult:
+    """Apply a replace the decisions guard kept as a suggestion instead of applying it (it was not
+    sure the two memories say the same thing): under the decision's own rules, recorded in history,
+    reversed by memory_undo_decision. Needs the write permission, as `mcp-memory jobs accept`."""
+    service, p = await bind(ctx)
+    return AcceptResult.model_validate(await service.accept_suggestion(p, job, memory))
+
+
+@tool_errors
 async def memory_history(
     id: Annotated[UUID, Field(description="The memory whose audit trail to show.")],
     ctx: Context,
@@ -318,5 +333,7 @@ TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = [
                                      open_world_hint=False)),
     (memory_undo_decision, ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
                                            open_world_hint=False)),
+    (memory_accept_suggestion, ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                                               open_world_hint=False)),
     (memory_history, READ_ONLY),
 ]
