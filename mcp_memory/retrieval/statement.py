@@ -153,15 +153,13 @@ def _replies(q: Sql, p: Principal, where: str, f: MemoryFilter | None, settings:
     if settings.preceding_weight > 0:
         links.append(_neighbour(where, existed, "<", f"{q.arg(settings.preceding_weight)}::float8", gap))
     union = "\n        UNION ALL".join(links)
-    # The candidates are walked best first and joined to their rows only until REPLY_SOURCES
-    # episodes are found: 20 index probes instead of one per candidate (same sources).
     return f"""
     sources AS MATERIALIZED (
         SELECT l.fused, x.user_id, x.id, x.agent_id, x.project_id, x.occurred_at, x.created_at,
                x.content ~ {q.arg(QUESTION)} AS asks
-        FROM (SELECT * FROM listed ORDER BY fused DESC, id) l {_by_id(q, p, "l", "x")}
+        FROM listed l {_by_id(q, p, "l", "x")}
         WHERE x.kind = 'episode'
-        ORDER BY l.fused DESC, l.id LIMIT {REPLY_SOURCES}
+        ORDER BY l.fused DESC, x.id LIMIT {REPLY_SOURCES}
     ),
     replies AS ({union}
     ),
