@@ -81,6 +81,8 @@ class MemoryService(Forgetting):
         self.settle: Callable[[Principal, UUID | None], Awaitable[None]] | None = None
         if settings.decisions_provider != "none":
             repo.decision_attempts = settings.decisions_max_attempts
+            if settings.extraction:
+                repo.undecided_kinds = frozenset({"episode"})
 
     @classmethod
     async def open(cls, db: Database, settings: Settings, *, check_model: bool = True) -> MemoryService:

@@ -101,6 +101,27 @@ async def test_a_session_that_moved_the_api_supersedes_heroku(database: Database
     assert "Fly.io last week" in bodies and TOKEN not in bodies
 
 
+async def decided_kinds(database: Database) -> set[str]:
+    return {r["kind"] for r in await database.admin.fetch(
+        "SELECT m.kind FROM memory_jobs j JOIN memories m ON m.id = j.memory_id WHERE j.kind = 'decide'")}
+
+
+@pytest.mark.parametrize("extraction", [True, False])
+async def test_with_extraction_on_the_turns_themselves_are_not_decided(
+        database: Database, settings: Settings, model: Model, alice: Principal, extraction: bool) -> None:
+    """A captured turn's facts are extracted and decided; deciding the turn too would spend a model
+    call per turn (a 10-turn session: 10 calls before extraction runs). Without extraction, turns
+    are decided like any write."""
+    model.reset()
+    service, worker, s = await setup(database, settings, model.url, extraction=extraction)
+    await Capturer(service, s, "cli").capture(alice, parse_text(SESSION), key="cli:fly")
+    await drain(worker)
+    assert ("episode" in await decided_kinds(database)) is not extraction
+    if extraction:
+        assert await memories_saying(database, FLY)  # the fact is written, and decided
+        assert "fact" in await decided_kinds(database)
+
+
 async def test_a_delta_is_extracted_once_even_after_a_crash(database: Database, settings: Settings, model: Model,
                                                             alice: Principal) -> None:
     model.reset()
@@ -207,10 +228,10 @@ async def test_extraction_through_a_sampling_client_supersedes_heroku(database: 
                       sampling_callback=sampling_model(asked)) as client:
         await client.call_tool("memory_list", {})  # the session (and its sampling) is known once it calls
 
-        async def settled() -> bool:  # the extraction done, and every memory (its fact too) decided
+        async def settled() -> bool:  # the extraction done, and every fact decided
             return await database.admin.fetchval(
                 "SELECT bool_and(status = 'done') AND count(*) FILTER (WHERE kind = 'extract') = 1 "
-                "AND count(*) = (SELECT count(*) FROM memories) + 1 FROM memory_jobs")
+                "AND count(*) = (SELECT count(*) FROM memories WHERE kind <> 'episode') + 1 FROM memory_jobs")
 
         await wait_for(settled)
     (job,) = await extract_jobs(database)

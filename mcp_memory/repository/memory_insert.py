@@ -60,7 +60,7 @@ class MemoryInsert(MemoryStore):
                 return to_memory(row), False
             await self._history(conn, p, [(row["id"], "ADD", None, _snapshot(row))], None, request_id)
             await self._supersede(conn, p, row["id"], supersedes, request_id)
-            await self._enqueue(conn, p, [row["id"]], supersedes)
+            await self._enqueue(conn, p, [row], supersedes)
             return to_memory(row), True
 
     async def _insert_row(self, conn: asyncpg.Connection, p: Principal, new: NewMemory, new_id: UUID,
@@ -109,7 +109,7 @@ class MemoryInsert(MemoryStore):
                 rows.append((row, True) if row is not None else (existing, False))
             await self._history(conn, p, [(r["id"], "ADD", None, _snapshot(r)) for r, created in rows if created],
                                 None, request_id)
-            await self._enqueue(conn, p, [r["id"] for r, created in rows if created])
+            await self._enqueue(conn, p, [r for r, created in rows if created])
         return [(to_memory(r), created) for r, created in rows]
 
     async def _supersede(self, conn: asyncpg.Connection, p: Principal, successor: UUID,

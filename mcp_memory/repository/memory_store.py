@@ -24,10 +24,14 @@ class MemoryStore:
         # Set when a decisions provider is configured: each new memory gets a decision job in
         # its write's transaction, tried this many times (decisions/jobs.py).
         self.decision_attempts: int | None = None
+        # Kinds whose memories get no decision job: with extraction on, a captured turn's facts are
+        # extracted and decided, so deciding the turn itself would only spend a model call on it.
+        self.undecided_kinds: frozenset[str] = frozenset()
 
-    async def _enqueue(self, conn: asyncpg.Connection, p: Principal, ids: Sequence[UUID],
+    async def _enqueue(self, conn: asyncpg.Connection, p: Principal, rows: Sequence[asyncpg.Record],
                        explicit: Sequence[UUID] = ()) -> None:
-        if self.decision_attempts is not None:
+        ids = [r["id"] for r in rows if r["kind"] not in self.undecided_kinds]
+        if self.decision_attempts is not None and ids:
             await jobs.enqueue(conn, p, ids, explicit=explicit, max_attempts=self.decision_attempts)
 
     @asynccontextmanager
