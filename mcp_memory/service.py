@@ -84,6 +84,19 @@ class MemoryService(Forgetting):
             if settings.extraction:
                 repo.undecided_kinds = frozenset({"episode"})
 
+    @property
+    def settings(self) -> Settings:
+        return self._settings
+
+    @settings.setter
+    def settings(self, settings: Settings) -> None:
+        # The parts hold the service's settings: a replaced one (a benchmark's variant, a test's)
+        # reaches them all, not only the service.
+        self._settings = settings
+        for part in ("check", "overview", "versions", "review"):
+            if hasattr(self, part):
+                getattr(self, part).settings = settings
+
     @classmethod
     async def open(cls, db: Database, settings: Settings, *, check_model: bool = True) -> MemoryService:
         """The service over a database with the configured embedder; `check_model` refuses a model
