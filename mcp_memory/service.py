@@ -40,6 +40,7 @@ from .models import (
 )
 from .overview import Overview
 from .permissions import require
+from .related_versions import RelatedVersions
 from .repository import MemoryRepository, rate_limits
 from .repository.decisions import DecisionRepository
 from .repository.embeddings import EmbeddingRepository
@@ -47,7 +48,6 @@ from .repository.forget_tokens import ForgetTokenRepository
 from .repository.jobs import JobRepository, enqueue_extraction
 from .repository.maintenance import MaintenanceRepository
 from .repository.secrets import cursor_secret
-from .related_versions import RelatedVersions
 from .retrieval import ParsedQuery, intent_of, parse_query, versions
 from .retrieval import search as hybrid_search
 from .review import Review

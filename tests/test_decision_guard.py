@@ -118,7 +118,8 @@ async def test_without_the_embedder_a_same_subject_replace_is_only_suggested() -
 
 @pytest.mark.parametrize(("old", "new"), [
     # Speaking of the user ("my", "me") does not make a note about a named person the user's.
-    ("Eilidh Haverkamp laughed at my terrible pun during dinner.", "Soren Moreau laughed at my terrible pun during dinner."),
+    ("Eilidh Haverkamp laughed at my terrible pun during dinner.",
+     "Soren Moreau laughed at my terrible pun during dinner."),
     ("Ines Olawale gave me a lift in their a Mazda MX-5.", "Jarek Olawale gave me a lift in their a Mazda MX-5."),
 ])
 async def test_two_people_alike_are_two_subjects(old: str, new: str) -> None:

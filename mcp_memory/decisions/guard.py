@@ -16,8 +16,9 @@ our job, not the model's, so before an UPDATE, DELETE or NONE is applied each ta
   holds beside a new one ("left Leipzig for Berlin" replaces "lives in Leipzig").
 
 A target about another subject is refused outright. A target about the same subject whose
-attribute differs, or one whose subject our check cannot confirm, is a low-confidence replace: it is not applied but kept in the job's result as a
-suggestion (`suggested`), which the user sees in `mcp-memory jobs list` and may apply by hand.
+attribute differs, or one whose subject our check cannot confirm, is a low-confidence replace: it
+is not applied but kept in the job's result as a suggestion (`suggested`), which the user sees in
+`mcp-memory jobs list` and may apply by hand (`mcp-memory jobs accept`, `memory_accept_suggestion`).
 When the embedder is not answering the attribute cannot be judged, and the replace is a
 suggestion too: a decision only removes a fact from view when we agree with the model."""
 

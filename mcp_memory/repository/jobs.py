@@ -229,7 +229,8 @@ def _seen(q: Sql, p: Principal) -> str:
     return (f"j.user_id = {user} AND CASE WHEN j.kind = 'extract' THEN cardinality(j.sources) > 0 AND NOT EXISTS ("
             f"SELECT 1 FROM unnest(j.sources) AS s(id) WHERE NOT EXISTS (SELECT 1 FROM memories m "
             f"WHERE m.user_id = j.user_id AND m.id = s.id AND {scope})) "
-            f"ELSE EXISTS (SELECT 1 FROM memories m WHERE m.user_id = j.user_id AND m.id = j.memory_id AND {scope}) END")
+            f"ELSE EXISTS (SELECT 1 FROM memories m WHERE m.user_id = j.user_id AND m.id = j.memory_id "
+            f"AND {scope}) END")
 
 
 class PrincipalTransactions(Protocol):
