@@ -562,11 +562,13 @@ async def test_merged_text_only_with_update(setup_chat: Any, chat: ChatAPI, data
 async def test_captured_turns_are_decided_against_earlier_turns_of_the_capture(
         database: Database, settings: Settings, chat: ChatAPI, alice: Principal) -> None:
     """Transcript capture stores a session's turns in one batch: the later turn is put to the
-    model with the earlier one as a candidate (before, rows of one batch never saw each other)."""
+    model with the earlier one as a candidate (before, rows of one batch never saw each other).
+    With extraction off: with it on, the turns' facts are extracted and decided instead
+    (tests/test_extraction.py)."""
     from mcp_memory.capture.capture import Capturer
     from mcp_memory.capture.transcripts import parse_text
 
-    s = decisions_settings(settings, chat.url)
+    s = decisions_settings(settings, chat.url, extraction=False)
     service = await MemoryService.open(database, s)
     worker = DecisionWorker(database.admin, service, provider_from(s), s)
     transcript = parse_text("User: I live in Berlin, in Kreuzberg.\nAssistant: Noted.\n"
