@@ -5,7 +5,7 @@ earlier version of the new memory."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 from .config import Settings
@@ -17,8 +17,14 @@ from .retrieval import versions
 from .retrieval.about_user import about_someone_else
 from .vectors import Vectors
 
-# The nearest memories and how many of them to list.
-Near = tuple[list[tuple[Any, float]], int]
+
+class Near(NamedTuple):
+    """The nearest memories and how many of them to list; `earlier`, when already judged, the
+    ids of the first `keep` of them and which look like earlier versions (`earlier_versions`).
+    A plain `(rows, keep)` tuple is one with nothing judged yet."""
+    rows: list[tuple[Any, float]]
+    keep: int
+    earlier: tuple[tuple[UUID, ...], dict[UUID, bool]] | None = None
 
 
 class RelatedVersions:
@@ -53,23 +59,38 @@ class RelatedVersions:
         if not versions.is_user_note(content):
             likely = versions.likely_versions(content, await near(2, threshold), same_fact)
             if likely or about_someone_else(content):
-                return likely, limit
+                return await self._judged(content, likely, limit)
         rows = await near(4, 0.0)
         chosen = await versions.user_note_versions(content, rows, vectors,
                                                    threshold - versions.USER_NOTE_FLOOR_BELOW, same_fact)
         if chosen is not None:
-            return chosen, min(limit, versions.USER_NOTE_VERSIONS)
+            return await self._judged(content, chosen, min(limit, versions.USER_NOTE_VERSIONS))
         above = [(r, cosine) for r, cosine in rows if cosine >= threshold][:2 * limit + extra]
-        return versions.likely_versions(content, above, same_fact), limit
+        return await self._judged(content, versions.likely_versions(content, above, same_fact), limit)
+
+    async def _judged(self, content: str, rows: list[tuple[Any, float]], keep: int) -> Near:
+        """`rows` with the earlier versions among the first `keep` judged now: a write runs
+        `neighbours` beside its insert, so the masked texts are embedded while the insert's
+        transaction waits on the database (a quarter of LoCoMo's writes embedded two long texts
+        here after the insert, 20-50 ms of their time). `listed` judges again only when it
+        shows other rows (the write's supersedes, or the new memory itself found)."""
+        assert self.vectors is not None
+        first = [r for r, _ in rows[:keep]]
+        flags = await versions.earlier_versions(content, first, self.vectors) if first else {}
+        return Near(rows, keep, (tuple(r["id"] for r in first), flags) if flags is not None else None)
 
     async def listed(self, content: str, near: Near, skip: set[UUID] | frozenset[UUID]) -> list[RelatedMemory]:
         """The entries `related` shows of `near`, those in `skip` left out."""
-        rows, keep = near
+        rows, keep, *judged = near
         rows = [(r, similarity) for r, similarity in rows if r["id"] not in skip][:keep]
         if not rows or self.vectors is None:  # without an embedder nothing is near
             return []
         chars = self.settings.snippet_chars
-        earlier = await versions.earlier_versions(content, [r for r, _ in rows], self.vectors) or {}
+        known = judged[0] if judged else None
+        if known is not None and known[0] == tuple(r["id"] for r, _ in rows):
+            earlier = known[1]
+        else:
+            earlier = await versions.earlier_versions(content, [r for r, _ in rows], self.vectors) or {}
         return [RelatedMemory(id=r["id"], snippet=r["content"][:chars], kind=r["kind"], age=human_age(r["occurred_at"]),
                               similarity=round(similarity, 4), superseded_by=r["superseded_by"],
                               earlier_version=earlier.get(r["id"]))

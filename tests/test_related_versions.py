@@ -64,3 +64,22 @@ async def test_an_update_naming_the_value_it_replaces_is_flagged_whatever_its_wo
     flags = {r.id: r.earlier_version for r in result.related}
     assert flags.get(job.id) is True, [(r.snippet, r.earlier_version) for r in result.related]
     assert not flags.get(pet.id), [(r.snippet, r.earlier_version) for r in result.related]
+
+
+async def test_the_earlier_version_is_judged_among_the_entries_shown(service: MemoryService, alice: Principal) -> None:
+    """Only the closest is flagged, and the flags are judged beside the insert, on the nearest
+    entries: an entry left out (one the write supersedes) must not take the flag with it, the
+    next earlier version gets it."""
+    hyundai = (await service.write(alice, "Greta Ibarra drives a Hyundai Ioniq.")).memory
+    kia = (await service.write(alice, "Greta Ibarra drives a Kia Niro now.")).memory
+    await service.write(alice, "Greta Ibarra is reading a thriller set in Iceland.")
+    result = await service.write(alice, "Greta Ibarra drives a Subaru Outback these days.")
+    flagged = [r.id for r in result.related if r.earlier_version]
+    assert len(flagged) == 1 and flagged[0] in (hyundai.id, kia.id), [(r.snippet, r.earlier_version)
+                                                                      for r in result.related]
+    vector = await service.vectors.document(result.memory.content)
+    shown = await service.related(alice, result.memory.id, result.memory.content, vector, skip={flagged[0]})
+    flags = {r.id: r.earlier_version for r in shown}
+    assert flagged[0] not in flags
+    assert flags.get(kia.id if flagged[0] == hyundai.id else hyundai.id) is True, [
+        (r.snippet, r.earlier_version) for r in shown]
