@@ -33,7 +33,7 @@ keep it out of the repository).
 Usage:
   python bench/side_by_side.py DATASET [--conversations conv-30,conv-42] [--quiet-load 0.5]
         [--max-wait 900] [--batch 50] [--limit-turns N] [--limit-questions N] [--peer-dir DIR]
-        [--out bench/results/side_by_side.json]
+        [--out bench/results/side_by_side.json] [--dump-writes writes.json]
   the full run (a few minutes of work on a quiet 2-core machine, plus the waits; under a load of
   15-20 one conversation took six):
     python bench/side_by_side.py /path/to/locomo10.json
@@ -181,6 +181,8 @@ async def run_side(side: Ours | Peer, conv: Conversation, args: argparse.Namespa
                 out["failed_writes"] += 1
             keys[turn["dia_id"]] = by_text.setdefault(turn_text(turn), key)
             out["duplicates"] += duplicate
+            out.setdefault("write_log", []).append({"dia_id": turn["dia_id"], "chars": len(turn_text(turn)),
+                                                    "ms": round(times["write"][-1] * 1000, 2)})
         jobs = []
         for q in conv.questions:
             evidence = [keys[d] for d in evidence_ids(q.get("evidence", [])) if d in keys]
@@ -262,6 +264,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         if args.batch:
             with tempfile.TemporaryDirectory(prefix="mcp-memory-side-batch-") as tmp:
                 batches.append(await run_batches(Path(tmp), conv, args))
+    if args.dump_writes:
+        dump = [{"side": name, "conversation": conv.sample_id, **w}
+                for name, per_conv in runs.items() for conv, r in zip(convs, per_conv, strict=True)
+                for w in r.get("write_log", [])]
+        args.dump_writes.write_text(json.dumps(dump, indent=1))
     sides = {}
     for name, per_conv in runs.items():
         measures = {k: latency([t for r in per_conv for t in r["times"].get(k, [])])
@@ -330,6 +337,8 @@ def main() -> None:
     parser.add_argument("--quiet-load", type=float, default=0.5, help="wait for a 1-minute load average below this")
     parser.add_argument("--max-wait", type=float, default=900, help="seconds to wait for it, each time")
     parser.add_argument("--peer-dir", type=Path, default=peer.DEFAULT_DIR)
+    parser.add_argument("--dump-writes", type=Path,
+                        help="also write every memory_write's time (ms), turn and length as JSON here")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "side_by_side.json")
     args = parser.parse_args()
     if not args.dataset.is_file():
