@@ -4,8 +4,10 @@ Loads LoCoMo conversations through `MemoryService.write`, runs ANALYZE, then tim
 of `retrieval.search` as the service runs it (query vectors cached): building the statement, the
 transaction's first round trip (BEGIN and its settings), the statement (and, from EXPLAIN
 ANALYZE on the same statement, how much of it is planning), the transaction's end, the Python
-stage after SQL and the result's JSON serialization; then the same split for writes (embedding, insert,
-neighbours, the `related` list). Each stage's p50 / p95 is printed as a table and written as JSON.
+stage after SQL and the result's JSON serialization; then the writes of bench/side_by_side.py (turns as
+episodes, one call each, into an empty scope) by stage (embedding, insert, neighbours, the `related`
+list), with each stage's mean over the slowest quarter of the writes beside the rest's. Each stage's
+p50 / p95 is printed as a table and written as JSON.
 
 Usage: python bench/search_profile.py [DATASET] [--limit-conversations 1] [--searches 300]
                                       [--writes 100] [--out bench/results/search_profile.json]
@@ -103,17 +105,60 @@ async def planning(service: MemoryService, p: Principal, question: str) -> tuple
     return plan["Planning Time"], plan["Execution Time"]
 
 
-async def profile_write(service: MemoryService, p: Principal, text: str, stages: Stages) -> None:
-    """One `service.write` timed whole, and its embedding on its own (the cache is per query,
-    documents are always embedded)."""
-    if service.vectors is not None:
-        await stages.timed("embed document", service.vectors.document(text + " (again)"))
-    result = await stages.timed("service.write", service.write(p, text, kind="note"))
-    stages.run("serialize (text + structured)", lambda: (compact(result), result.model_dump(mode="json")))
+class WriteStages:
+    """Each write's time by stage, taken by wrapping the service's parts for the run: its vector
+    (with the masked companion a note about the user embeds beside it), the insert's transaction,
+    the nearest memories (and, beside the insert, the earlier versions among them), the `related`
+    list after the insert. The neighbours run beside the insert, so the stages overlap."""
+
+    PARTS = (("vectors", "document", "embed (write's batch)"), ("repo", "insert", "insert transaction"),
+             ("versions", "neighbours", "neighbours (beside the insert)"), ("versions", "listed", "related list"))
+
+    def __init__(self, service: MemoryService) -> None:
+        self.current: dict[str, float] = {}
+        self.writes: list[dict[str, float]] = []
+        for owner, method, name in self.PARTS:
+            part = getattr(service, owner)
+            if part is not None:
+                setattr(part, method, self._timed(getattr(part, method), name))
+
+    def _timed(self, work: Callable[..., Awaitable[T]], name: str) -> Callable[..., Awaitable[T]]:
+        async def timed(*args: Any, **kwargs: Any) -> T:
+            t = time.perf_counter()
+            try:
+                return await work(*args, **kwargs)
+            finally:
+                self.current[name] = self.current.get(name, 0.0) + time.perf_counter() - t
+        return timed
+
+    async def write(self, service: MemoryService, p: Principal, turn: dict[str, Any], when: Any) -> None:
+        self.current = {}
+        t = time.perf_counter()
+        await service.write(p, turn_text(turn), kind="episode", occurred_at=when,
+                            metadata={"dia_id": turn["dia_id"]})
+        self.current["service.write"] = time.perf_counter() - t
+        self.writes.append(self.current)
+
+    def summary(self) -> dict[str, Any]:
+        """Each stage's p50 / p95 over all writes, and its mean over the slowest quarter of the
+        writes beside its mean over the rest: where the tail's time goes."""
+        names = [name for _, _, name in self.PARTS] + ["service.write"]
+        order = sorted(self.writes, key=lambda w: w["service.write"])
+        cut = len(order) * 3 // 4
+        rest, slow = order[:cut], order[cut:]
+
+        def mean_ms(writes: list[dict[str, float]], name: str) -> float:
+            return round(1000 * sum(w.get(name, 0.0) for w in writes) / max(len(writes), 1), 2)
+
+        return {name: {**summary([w.get(name, 0.0) for w in self.writes]),
+                       "rest_mean_ms": mean_ms(rest, name), "slow_quarter_mean_ms": mean_ms(slow, name)}
+                for name in names}
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    convs = load_dataset(args.dataset, args.limit_conversations)
+    # One conversation more than the searches use: the writes', whose texts are then new to the
+    # embedding cache (a turn written twice is embedded once).
+    *convs, fresh = load_dataset(args.dataset, args.limit_conversations + 1)
     async with bench_database(None, "profile") as bench:
         service = bench.service()
         jobs: list[tuple[Principal, str]] = []
@@ -134,14 +179,15 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         search.times["  of which planning (EXPLAIN)"] = [plan / 1000 for plan, _ in plans]
         search.times["  of which execution (EXPLAIN)"] = [execute / 1000 for _, execute in plans]
         search.times |= whole.times
-        writes = Stages()
+        # The writes of bench/side_by_side.py: a conversation's turns as episodes, one call each,
+        # into a scope of their own (empty at first, as the side-by-side store is). No background
+        # ANALYZE here (the server runs one every 50 writes at first: statistics.py).
+        writes = WriteStages(service)
         p = bench_principal("profile-writes")
-        for i in range(args.writes):
-            conv = convs[i % len(convs)]
-            turns = [t for _, _, session in conv.sessions for t in session]
-            await profile_write(service, p, f"{turn_text(turns[i % len(turns)])} (note {i})", writes)
-    return {"search": {k: summary(v) for k, v in search.times.items()},
-            "write": {k: summary(v) for k, v in writes.times.items()},
+        turns = [(when, t) for _, when, session in fresh.sessions for t in session]
+        for when, turn in turns[:args.writes]:
+            await writes.write(service, p, turn, when)
+    return {"search": {k: summary(v) for k, v in search.times.items()}, "write": writes.summary(),
             "searches": len(jobs), "writes": args.writes}
 
 
@@ -150,15 +196,19 @@ def main() -> None:
     parser.add_argument("dataset", nargs="?", type=Path, default=DEFAULT_DATASET)
     parser.add_argument("--limit-conversations", type=int, default=1)
     parser.add_argument("--searches", type=int, default=300)
-    parser.add_argument("--writes", type=int, default=100)
+    parser.add_argument("--writes", type=int, default=300,
+                        help="turns of the next conversation written one by one (at most its length)")
     parser.add_argument("--out", type=Path, default=Path("bench/results/search_profile.json"))
     args = parser.parse_args()
     results = asyncio.run(run(args))
     print(f"{'stage':<36}{'p50 ms':>10}{'p95 ms':>10}{'n':>6}")
-    for part in ("search", "write"):
-        print(f"-- {part}")
-        for name, s in results[part].items():
-            print(f"{name:<36}{s['p50_ms']:>10.2f}{s['p95_ms']:>10.2f}{s['n']:>6}")
+    print("-- search")
+    for name, s in results["search"].items():
+        print(f"{name:<36}{s['p50_ms']:>10.2f}{s['p95_ms']:>10.2f}{s['n']:>6}")
+    print(f"-- write{'':<29}{'p50 ms':>10}{'p95 ms':>10}{'n':>6}{'mean, fastest 3/4':>19}{'slowest 1/4':>13}")
+    for name, s in results["write"].items():
+        print(f"{name:<36}{s['p50_ms']:>10.2f}{s['p95_ms']:>10.2f}{s['n']:>6}{s['rest_mean_ms']:>19.2f}"
+              f"{s['slow_quarter_mean_ms']:>13.2f}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2))
     print(f"\nwrote {args.out}")
