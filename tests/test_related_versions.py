@@ -83,3 +83,17 @@ async def test_the_earlier_version_is_judged_among_the_entries_shown(service: Me
     assert flagged[0] not in flags
     assert flags.get(kia.id if flagged[0] == hyundai.id else hyundai.id) is True, [
         (r.snippet, r.earlier_version) for r in shown]
+
+
+async def test_the_new_memory_found_beside_its_insert_is_not_judged(service: MemoryService, alice: Principal) -> None:
+    """The neighbours are looked up while the insert runs, and find the new memory when its
+    transaction commits first: it is no earlier version of itself, and the list is the same."""
+    car = (await service.write(alice, "Greta Ibarra drives a Hyundai Ioniq.")).memory
+    result = await service.write(alice, "Greta Ibarra drives a Subaru Outback these days.")
+    new = result.memory
+    near = await service.versions.neighbours(alice, await service.vectors.document(new.content), new.content, 1)
+    assert new.id in {r["id"] for r, _ in near.rows}  # found, as when the insert commits first
+    assert near.earlier is not None and new.id not in near.earlier[0]
+    listed = await service.versions.listed(new.content, near, {new.id})
+    assert [(r.id, r.earlier_version) for r in listed] == [(r.id, r.earlier_version) for r in result.related]
+    assert {r.id: r.earlier_version for r in listed}.get(car.id) is True
