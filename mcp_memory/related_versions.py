@@ -81,7 +81,8 @@ class RelatedVersions:
         flags = await versions.earlier_versions(content, first, self.vectors) if first else {}
         return Near(rows, keep, (tuple(r["id"] for r in first), flags) if flags is not None else None)
 
-    async def listed(self, content: str, near: Near, skip: set[UUID] | frozenset[UUID]) -> list[RelatedMemory]:
+    async def listed(self, content: str, near: Near | tuple[list[tuple[Any, float]], int],
+                     skip: set[UUID] | frozenset[UUID]) -> list[RelatedMemory]:
         """The entries `related` shows of `near`, those in `skip` left out."""
         rows, keep, *judged = near
         rows = [(r, similarity) for r, similarity in rows if r["id"] not in skip][:keep]
