@@ -21,10 +21,12 @@ from .vectors import Vectors
 class Near(NamedTuple):
     """The nearest memories and how many of them to list; `earlier`, when already judged, the
     ids of the first `keep` of them and which look like earlier versions (`earlier_versions`).
-    A plain `(rows, keep)` tuple is one with nothing judged yet."""
+    A plain `(rows, keep)` tuple is one with nothing judged yet. `replaces`: False for an
+    episode, which has no earlier versions."""
     rows: list[tuple[Any, float]]
     keep: int
     earlier: tuple[tuple[UUID, ...], dict[UUID, bool]] | None = None
+    replaces: bool = True
 
 
 class RelatedVersions:
@@ -37,7 +39,8 @@ class RelatedVersions:
         return vector is not None and self.vectors is not None and self.settings.related_limit > 0
 
     async def neighbours(self, p: Principal, vector: list[float], content: str, extra: int,
-                         exclude: UUID | None = None, before: datetime | None = None) -> Near:
+                         exclude: UUID | None = None, before: datetime | None = None,
+                         kind: str | None = None) -> Near:
         """The visible live memories near `vector` that may be earlier versions of `content` or
         near-duplicates, closest first, and how many of them to list. Of the 2 x related_limit
         (+ `extra`) nearest above the related threshold, `likely_versions`. A note about the user,
@@ -56,6 +59,13 @@ class RelatedVersions:
                                  exclude=exclude, limit=n * limit + extra, min_similarity=floor,
                                  created_before=before)
 
+        if kind == "episode":
+            # A turn is what was said at its moment and replaces nothing (search leaves episodes
+            # where they are too): its nearest are listed, none judged an earlier version, and no
+            # masked text is embedded for it (long first-person turns spent ~3/4 of the slowest
+            # writes' time embedding them).
+            return Near(versions.likely_versions(content, await near(2, threshold), same_fact), limit,
+                        replaces=False)
         if not versions.is_user_note(content):
             likely = versions.likely_versions(content, await near(2, threshold), same_fact)
             if likely or about_someone_else(content):
@@ -84,13 +94,15 @@ class RelatedVersions:
     async def listed(self, content: str, near: Near | tuple[list[tuple[Any, float]], int],
                      skip: set[UUID] | frozenset[UUID]) -> list[RelatedMemory]:
         """The entries `related` shows of `near`, those in `skip` left out."""
-        rows, keep, *judged = near
-        rows = [(r, similarity) for r, similarity in rows if r["id"] not in skip][:keep]
+        near = Near(*near)
+        rows = [(r, similarity) for r, similarity in near.rows if r["id"] not in skip][:near.keep]
         if not rows or self.vectors is None:  # without an embedder nothing is near
             return []
         chars = self.settings.snippet_chars
-        known = judged[0] if judged else None
-        if known is not None and known[0] == tuple(r["id"] for r, _ in rows):
+        known = near.earlier
+        if not near.replaces:
+            earlier = {r["id"]: False for r, _ in rows}
+        elif known is not None and known[0] == tuple(r["id"] for r, _ in rows):
             earlier = known[1]
         else:
             earlier = await versions.earlier_versions(content, [r for r, _ in rows], self.vectors) or {}
@@ -101,7 +113,7 @@ class RelatedVersions:
 
     async def related(self, p: Principal, memory_id: UUID, content: str, vector: list[float] | None, *,
                       skip: frozenset[UUID] | set[UUID] = frozenset(),
-                      before: datetime | None = None) -> list[RelatedMemory]:
+                      before: datetime | None = None, kind: str | None = None) -> list[RelatedMemory]:
         """Visible live memories close to `vector` (the memory `memory_id` was written with, saying
         `content`): likely earlier versions of the same fact or near-duplicates, closest first.
         Those in `skip` (already superseded by it) and those already superseded by another are
@@ -109,4 +121,4 @@ class RelatedVersions:
         if vector is None or not self.applies(vector):
             return []
         return await self.listed(content, await self.neighbours(p, vector, content, len(skip), exclude=memory_id,
-                                                                before=before), skip)
+                                                                before=before, kind=kind), skip)

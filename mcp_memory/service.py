@@ -189,8 +189,8 @@ class MemoryService(Forgetting):
             text("idempotency_key", idempotency_key)
         await self._limit(p, "write")
         # A note about the user is compared masked for `related`: embedded with it, in one batch.
-        companions = ([versions.masked_note(new.content)]
-                      if self.settings.related_limit > 0 and versions.is_user_note(new.content) else [])
+        companions = ([versions.masked_note(new.content)] if self.settings.related_limit > 0
+                      and new.kind != "episode" and versions.is_user_note(new.content) else [])
         vector = await self.vectors.document(new.content, companions) if self.vectors else None
         new = self._embedded(new, vector)
         skip = set(supersedes or ())
@@ -198,7 +198,8 @@ class MemoryService(Forgetting):
         # it being stored: it is looked up on another connection while the insert runs (a write
         # 3-4 ms sooner at 1,000 memories). One more neighbour is asked for, as the new memory
         # may already be committed and found; it is dropped below.
-        neighbours = (asyncio.ensure_future(self.versions.neighbours(p, vector, new.content, len(skip) + 1))
+        neighbours = (asyncio.ensure_future(self.versions.neighbours(p, vector, new.content, len(skip) + 1,
+                                                                             kind=new.kind))
                       if vector is not None and self.versions.applies(vector) else None)
         try:
             memory, created = await self.repo.insert(
@@ -249,10 +250,10 @@ class MemoryService(Forgetting):
 
     async def related(self, p: Principal, memory_id: UUID, content: str, vector: list[float] | None, *,
                       skip: frozenset[UUID] | set[UUID] = frozenset(),
-                      before: datetime | None = None) -> list[RelatedMemory]:
-        """What the memory `memory_id` may replace (related_versions.py): the decisions'
-        candidates, the same list a write shows."""
-        return await self.versions.related(p, memory_id, content, vector, skip=skip, before=before)
+                      before: datetime | None = None, kind: str | None = None) -> list[RelatedMemory]:
+        """What the memory `memory_id` (of `kind`) may replace (related_versions.py): the
+        decisions' candidates, the same list a write shows."""
+        return await self.versions.related(p, memory_id, content, vector, skip=skip, before=before, kind=kind)
 
     async def get(self, p: Principal, ids: list[UUID]) -> GetResult:
         self.require(p, "read")
@@ -338,7 +339,7 @@ class MemoryService(Forgetting):
             p, memory_id, changes, reason=reason, if_version=if_version,
             may_override_pin=self._may_override_pin(p, force), request_id=request_id)
         self._changed(int(changed))
-        related = (await self.related(p, memory.id, memory.content, changes["embedding"])
+        related = (await self.related(p, memory.id, memory.content, changes["embedding"], kind=memory.kind)
                    if changed and "content" in changes else [])
         return UpdateResult(status="updated" if changed else "unchanged", memory=memory, related=related)
 

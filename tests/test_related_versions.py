@@ -97,3 +97,30 @@ async def test_the_new_memory_found_beside_its_insert_is_not_judged(service: Mem
     listed = await service.versions.listed(new.content, near, {new.id})
     assert [(r.id, r.earlier_version) for r in listed] == [(r.id, r.earlier_version) for r in result.related]
     assert {r.id: r.earlier_version for r in listed}.get(car.id) is True
+
+
+async def test_an_episode_lists_its_nearest_and_replaces_none(service: MemoryService, alice: Principal) -> None:
+    """A turn is what was said at its moment (search leaves episodes where they are): its
+    `related` lists the nearest memories, none flagged an earlier version, and no masked text is
+    embedded for it, where a note about the user is compared masked. The decisions' candidates agree."""
+    berlin = (await service.write(alice, "I live in Berlin, in Kreuzberg.", kind="episode")).memory
+    turn = await service.write(alice, "I moved to Lisbon last month, so I no longer live in Berlin.", kind="episode")
+    assert [(r.id, r.earlier_version) for r in turn.related] == [(berlin.id, False)]
+    again = await service.related(alice, turn.memory.id, turn.memory.content,
+                                  await service.vectors.document(turn.memory.content), kind="episode")
+    assert [(r.id, r.earlier_version) for r in again] == [(berlin.id, False)]
+    asked: list[str] = []
+    cached = service.vectors._cached
+
+    async def recorded(texts: list[str], embed: object) -> object:
+        asked.extend(texts)
+        return await cached(texts, embed)  # type: ignore[arg-type]
+
+    service.vectors._cached = recorded  # type: ignore[method-assign]
+    note = "I moved to Porto last month, so I no longer live in Lisbon."
+    await service.write(alice, note, kind="note")
+    assert set(asked) - {note}, "a note about the user is compared masked"
+    asked.clear()
+    episode = "I moved to Faro last month, so I no longer live in Porto."
+    await service.write(alice, episode, kind="episode")
+    assert asked == [episode]

@@ -225,7 +225,7 @@ class DecisionWorker:
         # filtered after the nearest were taken), so the rows written before it in its own batch
         # are candidates, as they would be had they been written one by one.
         related = await self.service.related(p, job.memory_id, subject["content"], vector, skip=set(job.explicit),
-                                             before=subject["created_at"])
+                                             before=subject["created_at"], kind=subject["kind"])
         fresh = [r for r in related if r.superseded_by is None]
         if not fresh:
             return []
