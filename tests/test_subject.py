@@ -10,6 +10,8 @@ import pytest
 
 from mcp_memory.config import Settings
 from mcp_memory.models import Principal
+from mcp_memory.retrieval import search
+from mcp_memory.retrieval.query import full_names_of, parse_query
 from mcp_memory.service import MemoryService
 
 QUESTION = "What did Melanie paint recently?"
@@ -39,3 +41,44 @@ async def test_a_memory_that_only_addresses_someone_is_not_about_them(
     factors = await _factors(service, alice, [text, "Jon painted a boat."])
     assert factors[text] == pytest.approx(settings.subject_boost if about else 1.0)
     assert factors["Jon painted a boat."] == 1.0
+
+
+@pytest.mark.parametrize(("text", "about"), [
+    ("Benedikt Pereira owns the Puffin roadmap.", True),
+    ("From standup: Benedikt picked up Osprey.", True),  # the first name alone, among colleagues
+    ("Heard today: Benedikt's new manager is Helena Sousa.", True),
+    ("Benedikt Nascimento picked up Osprey.", False),  # another Benedikt
+    ("Zofia Benedikt picked up Osprey.", False),  # a surname
+    ("Pereira Logistics picked up Osprey.", False),  # the surname alone is no one in particular
+])
+async def test_a_person_named_in_full_may_be_called_by_the_first_name(
+        service: MemoryService, alice: Principal, settings: Settings, text: str, about: bool) -> None:
+    await service.write(alice, text, kind="note", occurred_at=datetime.now(UTC) - timedelta(days=1))
+    await service.write(alice, "Jon picked up Osprey.", kind="note", occurred_at=datetime.now(UTC))
+    hits = (await service.search(alice, "Which project did Benedikt Pereira pick up?", limit=20, explain=True)).hits
+    factors = {h.snippet: h.explain["subject"] for h in hits}
+    assert factors[text] == pytest.approx(settings.subject_boost if about else 1.0)
+    assert factors["Jon picked up Osprey."] == 1.0
+
+
+def test_full_names_are_the_names_written_together() -> None:
+    assert full_names_of("What's Benedikt Pereira's project right now?") == (("Benedikt", "Pereira"),)
+    assert full_names_of("Did Ana Lima meet Jon at Acme Labs?") == (("Ana", "Lima"), ("Acme", "Labs"))
+    assert full_names_of("What did Mel tell Jon?") == ()
+    assert full_names_of("Where does Ana's Bob live?") == ()  # a possessive ends a name
+
+
+async def test_a_first_name_alone_weighs_as_much_in_full_text_as_the_full_name(
+        service: MemoryService, alice: Principal, settings: Settings) -> None:
+    """Full text alone (no query vector): the surname's word is matched by the first name too."""
+    texts = ["Benedikt Pereira sent the quarterly Osprey report.",
+             "From standup: Benedikt sent the quarterly Osprey report.",
+             "Benedikt Nascimento sent the quarterly Osprey report.", "Jon read a report."]
+    for text in texts:
+        await service.write(alice, text, kind="note")
+    hits = await search(service.repo, alice, parse_query("which quarterly report did Benedikt Pereira send"), None,
+                        limit=10, settings=settings, explain=True)
+    fused = {h.snippet: h.explain["fused"] for h in hits}
+    assert fused[texts[1]] == pytest.approx(fused[texts[0]], rel=0.01)  # ts_rank, the tie-break, still differs
+    assert fused[texts[2]] < fused[texts[0]]  # another Benedikt
+    assert fused[texts[3]] < fused[texts[0]]

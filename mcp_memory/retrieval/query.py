@@ -54,6 +54,7 @@ class ParsedQuery:
     year: int | None = None
     period: Period | None = None  # the span of time it names ("in October 2023"), taken out of `text`
     subject: tuple[str, ...] = ()  # the names the question is about ("Pavel", "Jankowski")
+    full_names: tuple[tuple[str, ...], ...] = ()  # those of them written together (("Pavel", "Jankowski"),)
     asked: str = ""  # the question as asked, time words kept (exclusions removed)
 
 
@@ -83,7 +84,7 @@ def parse_query(query: str) -> ParsedQuery:
     text = tidy(text, wanted)
     phrases = tuple(p for ps in found.values() for p in ps)
     return ParsedQuery(text=text, excluded=excluded, tense=tense, phrases=phrases, year=year, period=period,
-                       subject=subject_of(text), asked=wanted)
+                       subject=subject_of(text), full_names=full_names_of(text), asked=wanted)
 
 
 def intent_of(parsed: ParsedQuery) -> QueryIntent | None:
@@ -115,6 +116,28 @@ def subject_of(text: str) -> tuple[str, ...]:
         if word.lower() not in NOT_NAMES and len(word) > 1 and word not in names:
             names.append(word)
     return tuple(names)
+
+
+def full_names_of(text: str) -> tuple[tuple[str, ...], ...]:
+    """The runs of two or more adjacent names in a question ("Benedikt Pereira's project" ->
+    ("Benedikt", "Pereira")): a person named in full, whom a memory may call by the first alone."""
+    runs: list[tuple[str, ...]] = []
+    run: list[str] = []
+    end = -1
+    for match in _NAME.finditer(text):
+        word = re.sub(r"'s$", "", match.group(1))
+        name = word.lower() not in NOT_NAMES and len(word) > 1
+        adjacent = name and run and not text[end:match.start()].strip() and not text[end - 2:end] == "'s"
+        if not adjacent:
+            if len(run) > 1:
+                runs.append(tuple(run))
+            run = []
+        if name:
+            run.append(word)
+        end = match.end()
+    if len(run) > 1:
+        runs.append(tuple(run))
+    return tuple(runs)
 
 
 _WORD = re.compile(r"\w[\w'-]*")

@@ -6,6 +6,7 @@ question's subject."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,6 +81,43 @@ def _named(name: str) -> str:
     return rf"(?<!,\s)(?<!\m(?:{greeting})\s){n}(?!\s*[!?])|(?<=,\s){n}(?!\s*[,.!?])"
 
 
+def _first_name_alone(name: str) -> str:
+    """A PostgreSQL regular expression matching a first name with no other name next to it: "From
+    standup: Benedikt picked up Osprey." but not "Benedikt Nascimento" nor "Zofia Benedikt",
+    someone else."""
+    return r"(?<![[:upper:]][[:alnum:]'-]*\s)" + _whole_word(name) + r"(?!\s+[[:upper:]])"
+
+
+def _naming(q: Sql, text: str, subject: Sequence[str], full_names: Sequence[tuple[str, ...]],
+            pattern: Callable[[str], str]) -> str:
+    """A condition: `text` names everyone in `subject` (each matched by `pattern`). A person the
+    question names in full ("Benedikt Pereira") may be called by the first name alone: a note
+    among colleagues rarely repeats the surname ("From standup: Benedikt picked up Osprey."), and
+    it is one of their memories for the present-tense focus too (retrieval/focus.py)."""
+    firsts = {rest: run[0] for run in full_names for rest in run[1:]}
+    clauses = []
+    for name in subject:
+        clause = f"{text} ~ {q.arg(pattern(name))}"
+        if name in firsts:
+            clause = f"({clause} OR {text} ~ {q.arg(_first_name_alone(firsts[name]))})"
+        clauses.append(clause)
+    return " AND ".join(clauses)
+
+
+def _first_name_of(q: Sql, full_names: Sequence[tuple[str, ...]]) -> tuple[str, str]:
+    """For one of the question's words (`lexeme`), if it is the surname of someone the question
+    names in full: their first name's full-text query and the pattern of it alone
+    (`_first_name_alone`); NULLs otherwise."""
+    if not full_names:
+        return "NULL::tsquery", "NULL::text"
+    lasts = q.arg([run[-1] for run in full_names])
+    firsts = q.arg([run[0] for run in full_names])
+    alone = q.arg([_first_name_alone(run[0]) for run in full_names])
+    pick = (f"FROM unnest({lasts}::text[], {firsts}::text[], {alone}::text[]) a(last, first, alone) "
+            f"WHERE plainto_tsquery('english', a.last) = quote_literal(lexeme)::tsquery LIMIT 1")
+    return f"(SELECT plainto_tsquery('english', a.first) {pick})", f"(SELECT a.alone {pick})"
+
+
 def _share(settings: Settings, order: str) -> str:
     """What one place in a candidate list is worth before its weight.
 
@@ -104,6 +142,8 @@ def _by_id(q: Sql, p: Principal, candidates: str, alias: str) -> str:
             f"AND {alias}.id = {candidates}.id LIMIT 1) {alias}")
 
 
+# What the subject factor reads of a memory.
+TEXT = "(m.content || ' ' || coalesce(m.title, ''))"
 # Only the best-scoring episodes among the candidates pass their score on to their replies.
 REPLY_SOURCES = 20
 # A question mark in most scripts; full width in Chinese and Japanese, reversed in Arabic.
@@ -219,28 +259,35 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
         words = q.arg(query)
         any_word = f"regexp_replace(websearch_to_tsquery('english', {words})::text, ' & (?!!)', ' | ', 'g')::tsquery"
         scan = q.arg(settings.fulltext_scan)
-        key, idf = "ts_rank(c.fts, c.tsq)", ""
+        key, idf, called = "ts_rank(c.fts, c.tsq)", "", ""
         if settings.fulltext_idf:
             # ts_rank counts every query word alike, so a word in half the scope (a speaker's
             # name) outweighs the rare one the question is about. Weight each word by its rarity
             # among the candidates (BM25's idf; they are every memory holding a query word when
             # there are fewer than `fulltext_scan`, a sample otherwise: no extra index scan) and
             # let ts_rank break ties.
-            key = "coalesce((SELECT sum(w.idf) FROM idf w WHERE c.fts @@ w.q), 0) + 0.1 * ts_rank(c.fts, c.tsq)"
+            # A surname the question names in full is matched by the first name alone too ("From
+            # standup: Benedikt picked up Osprey."): colleagues' notes rarely repeat it, and
+            # lacking its weight such a note ranked below all of the person's other memories.
+            first, alone = _first_name_of(q, parsed.full_names)
+            called = " OR (c.fts @@ w.first AND c.text ~ w.alone)" if parsed.full_names else ""
+            key = (f"coalesce((SELECT sum(w.idf) FROM idf w WHERE c.fts @@ w.q{called}), 0)"
+                   " + 0.1 * ts_rank(c.fts, c.tsq)")
             idf = f""",
-            idf AS MATERIALIZED (SELECT t.q, ln(1 + (SELECT count(*) FROM c)::float8
+            idf AS MATERIALIZED (SELECT t.q, t.first, t.alone, ln(1 + (SELECT count(*) FROM c)::float8
                                       / (0.5 + count(*) FILTER (WHERE c.fts @@ t.q))) AS idf
-                    FROM (SELECT DISTINCT quote_literal(lexeme)::tsquery AS q
+                    FROM (SELECT DISTINCT quote_literal(lexeme)::tsquery AS q, {first} AS first, {alone} AS alone
                           FROM unnest(tsvector_to_array(to_tsvector('english', {words}))) lexeme) t, c
-                    GROUP BY t.q)"""
+                    GROUP BY t.q, t.first, t.alone)"""
+        read = f", {TEXT} AS text" if called else ""
         lists["fts"] = (settings.weight_fulltext, f"""
             WITH c AS (
-                SELECT DISTINCT ON (id) id, fts, pq.tsq
+                SELECT DISTINCT ON (id) id, fts, {"text, " if called else ""}pq.tsq
                 FROM (SELECT {any_word} AS tsq, websearch_to_tsquery('english', {words}) AS every) pq,
-                     LATERAL ((SELECT m.id, m.fts FROM memories m
+                     LATERAL ((SELECT m.id, m.fts{read} FROM memories m
                                WHERE {where} AND m.fts @@ pq.every LIMIT {scan})
                               UNION ALL
-                              (SELECT m.id, m.fts FROM memories m
+                              (SELECT m.id, m.fts{read} FROM memories m
                                WHERE {where} AND m.fts @@ pq.tsq LIMIT {scan})) both_){idf}
             SELECT c.id, {key} AS key FROM c
             ORDER BY key DESC, c.id LIMIT {cap}""", "DESC")
@@ -283,11 +330,11 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
     # over one that only shares its other words ("how does Pavel Jankowski keep fit" is not
     # answered by "Wendell Jankowski keeps fit with rowing"). Naming them only to address them
     # ("Thanks, Pavel!") earns nothing: checked among the best `window` only (`_named`).
-    text = "(m.content || ' ' || coalesce(m.title, ''))"
+    text = TEXT
     subject = parsed.subject if settings.subject_boost != 1 else []
-    names = " AND ".join(f"{text} ~ {q.arg(_whole_word(name))}" for name in subject)
+    names = _naming(q, text, subject, parsed.full_names, _whole_word)
     named = f"CASE WHEN {names} THEN {q.arg(settings.subject_boost)}::float8 ELSE 1 END" if names else "1"
-    spoken_of = " AND ".join(f"{text} ~ {q.arg(_named(name))}" for name in subject)
+    spoken_of = _naming(q, text, subject, parsed.full_names, _named)
     about = f"CASE WHEN m.named > 1 AND {spoken_of} THEN m.named ELSE 1 END" if spoken_of else "m.named"
     window = limit + ADDRESSED_WINDOW if spoken_of else limit
     # A query that names a period is about what was written in it (retrieval/dates.py).
