@@ -40,6 +40,12 @@ def literal(value: str) -> str:
     return "'" + value.replace("\x00", "").replace("'", "''") + "'"
 
 
+def _begin(settings: Mapping[str, str], mode: str = "") -> str:
+    """BEGIN and the transaction-local settings, as one simple query (one round trip)."""
+    sets = ", ".join(f"set_config({literal(name)}, {literal(value)}, true)" for name, value in settings.items())
+    return f"BEGIN{' ' + mode if mode else ''}; SELECT {sets}"
+
+
 @asynccontextmanager
 async def local_transaction(pool: asyncpg.Pool, settings: Mapping[str, str]) -> AsyncIterator[asyncpg.Connection]:
     """A transaction whose first round trip also sets its transaction-local settings (row-level
@@ -47,10 +53,9 @@ async def local_transaction(pool: asyncpg.Pool, settings: Mapping[str, str]) -> 
     body fails or is cancelled (a session ending mid-call) the transaction is rolled back here, before
     the connection goes back: asyncpg logs "Resetting connection with an active transaction" at ERROR
     for every connection released inside one. On success it commits."""
-    sets = ", ".join(f"set_config({literal(name)}, {literal(value)}, true)" for name, value in settings.items())
     async with pool.acquire() as conn:
         try:
-            await conn.execute(f"BEGIN; SELECT {sets}")
+            await conn.execute(_begin(settings))
             yield conn
         except BaseException:
             await _rollback(conn)
@@ -68,10 +73,9 @@ async def read_transaction(pool: asyncpg.Pool, settings: Mapping[str, str]) -> A
     after the caller has its rows, the connection going back to the pool once it is answered. A
     search waited for that round trip (a tenth of a millisecond, ten under load at p95). The
     pool's close waits for the connection, so nothing is left open at shutdown."""
-    sets = ", ".join(f"set_config({literal(name)}, {literal(value)}, true)" for name, value in settings.items())
     conn = await pool.acquire()
     try:
-        await conn.execute(f"BEGIN READ ONLY; SELECT {sets}")
+        await conn.execute(_begin(settings, "READ ONLY"))
         yield conn
     except BaseException:
         try:
