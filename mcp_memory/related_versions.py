@@ -38,6 +38,13 @@ class RelatedVersions:
     def applies(self, vector: list[float] | None) -> bool:
         return vector is not None and self.vectors is not None and self.settings.related_limit > 0
 
+    def companions(self, content: str, kind: str) -> list[str]:
+        """The texts `neighbours` will embed to judge a new memory, to embed with it in one batch:
+        a note about the user is compared masked; an episode, which replaces nothing, is not."""
+        if self.settings.related_limit > 0 and kind != "episode" and versions.is_user_note(content):
+            return [versions.masked_note(content)]
+        return []
+
     async def neighbours(self, p: Principal, vector: list[float], content: str, extra: int,
                          exclude: UUID | None = None, before: datetime | None = None,
                          kind: str | None = None) -> Near:

@@ -48,7 +48,7 @@ from .repository.forget_tokens import ForgetTokenRepository
 from .repository.jobs import JobRepository, enqueue_extraction
 from .repository.maintenance import MaintenanceRepository
 from .repository.secrets import cursor_secret
-from .retrieval import ParsedQuery, intent_of, parse_query, versions
+from .retrieval import ParsedQuery, intent_of, parse_query
 from .retrieval import search as hybrid_search
 from .review import Review
 from .statistics import Statistics
@@ -188,10 +188,9 @@ class MemoryService(Forgetting):
         if idempotency_key is not None:
             text("idempotency_key", idempotency_key)
         await self._limit(p, "write")
-        # A note about the user is compared masked for `related`: embedded with it, in one batch.
-        companions = ([versions.masked_note(new.content)] if self.settings.related_limit > 0
-                      and new.kind != "episode" and versions.is_user_note(new.content) else [])
-        vector = await self.vectors.document(new.content, companions) if self.vectors else None
+        # What `related` will compare the new memory by is embedded with it, in one batch.
+        vector = (await self.vectors.document(new.content, self.versions.companions(new.content, new.kind))
+                  if self.vectors else None)
         new = self._embedded(new, vector)
         skip = set(supersedes or ())
         # What the new memory touches, for the agent to decide on (supersedes), does not depend on
