@@ -49,7 +49,7 @@ class Worker(Protocol):
 
     admin: asyncpg.Pool
     service: MemoryService
-    provider: Any  # a DecisionProvider that also extracts (extract_for or extract)
+    provider: Any  # a DecisionProvider that also extracts (extract_for)
     repo: DecisionRepository
 
     async def _over_budget(self, job: Job) -> tuple[float, str] | None: ...
@@ -104,7 +104,7 @@ async def run(worker: Worker, job: Job, name: str) -> str:
     episodes = {m.id: m for m in await worker.service.repo.peek_many(p, list(job.sources))}
     turns = [(str(i), episodes[e].content) for i, e in enumerate(job.sources, 1) if e in episodes]
     provider = worker.provider
-    if not turns or not hasattr(provider, "extract_for") and not hasattr(provider, "extract"):
+    if not turns or not hasattr(provider, "extract_for"):
         why = "its episodes were forgotten" if not turns else f"the {provider.name} provider does not extract"
         return await _finish(worker, job, name, {"facts": 0, "reason": why}, 0)
     waiting = await worker._over_budget(job)
@@ -116,7 +116,7 @@ async def run(worker: Worker, job: Job, name: str) -> str:
     await queue.called(worker.admin, job)
     with span("model.extract", **{"mcp_memory.provider": provider.name,
                                   "mcp_memory.model": provider.model, "mcp_memory.turns": len(turns)}):
-        text, tokens = await _ask(provider, request)
+        text, tokens = await provider.extract_for(request)
     facts = parse(text, tokens=tokens)
     by_label = {str(i): e for i, e in enumerate(job.sources, 1)}
     items = []
@@ -138,16 +138,6 @@ async def run(worker: Worker, job: Job, name: str) -> str:
                                              "reason": f"{len(written)} facts from {len(turns)} turns",
                                              "provider": worker.provider.name, "model": worker.provider.model},
                          tokens)
-
-
-async def _ask(provider: Any, request: ExtractionRequest) -> tuple[str | None, int]:
-    """The model's answer and its tokens. A provider that must check who may read the turns
-    (sampling: only a client allowed every episode) takes the whole request; an endpoint only
-    its words."""
-    scoped = getattr(provider, "extract_for", None)
-    if scoped is not None:
-        return await scoped(request)
-    return await provider.extract(request.system, request.prompt, request.max_tokens)
 
 
 async def _finish(worker: Worker, job: Job, name: str, result: dict[str, Any], tokens: int) -> str:

@@ -16,6 +16,7 @@ from .protocol import (
     DECISION_SCHEMA,
     Answer,
     DecisionRequest,
+    ExtractionRequest,
     InvalidAnswer,
     NotReachable,
     ProviderUnavailable,
@@ -129,9 +130,10 @@ class OpenAICompatibleProvider:
         return await self.complete(SYSTEM, user, structured=False)
 
 
-    async def extract(self, system: str, user: str, max_tokens: int) -> tuple[str | None, int]:
-        """An extraction (decisions/extraction.py): plain JSON, its own prompt and bound."""
-        return await self.complete(system, user, structured=False, max_tokens=max_tokens)
+    async def extract_for(self, request: ExtractionRequest) -> tuple[str | None, int]:
+        """An extraction (decisions/extraction.py): plain JSON, its own prompt and bound. The
+        endpoint is the user's own configuration, so the episodes' scopes ask nothing of it."""
+        return await self.complete(request.system, request.prompt, structured=False, max_tokens=request.max_tokens)
 
 
 class _NoStructuredOutput(Exception):
