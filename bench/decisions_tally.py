@@ -6,6 +6,7 @@ the decisions as bench/knowledge_update.py's judge computes it."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
@@ -14,6 +15,15 @@ from knowledge_update import judge, summarize, user_of
 from locomo import Bench, bench_principal
 
 EXAMPLES = 20  # of each kind of miss kept in the JSON
+_WORD = re.compile(r"[a-z0-9][a-z0-9'-]*")
+_AGAIN = re.compile(r"\(noted again\)")
+
+
+def restated(new: str, old: str) -> bool:
+    """`new` says every word `old` said (the sets' "(noted again)" repeats): marking `old` replaced
+    by it hides no fact, so it is counted apart from the wrong targets."""
+    words = lambda t: set(_WORD.findall(_AGAIN.sub("", t.lower())))  # noqa: E731
+    return words(old) <= words(new)
 
 
 @dataclass
@@ -56,7 +66,7 @@ async def decisions(bench: Bench, truth: Truth) -> dict[str, Any]:
     rows = await bench.admin.fetch("SELECT memory_id, result FROM memory_jobs WHERE result IS NOT NULL")
     t = {"decisions": 0, "right_before": 0, "right_after": 0, "wrong_before": 0, "wrong_after": 0,
          "bad_before": 0, "bad_after": 0, "suggested": 0, "earlier_shown": 0, "earlier_in_set": 0,
-         "wrong_after_same_entity": 0}
+         "wrong_after_same_entity": 0, "restated_after": 0}
     examples: dict[str, list[str]] = {"wrong_after": [], "right_refused": []}
     for row in rows:
         res = _result(row)
@@ -78,7 +88,10 @@ async def decisions(bench: Bench, truth: Truth) -> dict[str, Any]:
             continue
         replaces = res["action"] in ("UPDATE", "DELETE")
         for group, when in ((proposed, "before"), (applied, "after")):
-            wrong = [old for old in group if not truth.earlier(new, old)]
+            wrong = [old for old in group if not truth.earlier(new, old)
+                     and not restated(truth.text_of[new], truth.text_of[old])]
+            if when == "after":
+                t["restated_after"] += sum(not truth.earlier(new, old) for old in group) - len(wrong)
             t[f"right_{when}"] += sum(replaces for old in group if truth.earlier(new, old))
             t[f"wrong_{when}"] += len(wrong)
             t[f"bad_{when}"] += bool(wrong)
