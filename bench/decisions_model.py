@@ -13,6 +13,8 @@ per set:
   wrong             memories marked replaced (UPDATE/DELETE/NONE) by one about something else
                     (another record's memory, or a distractor); wrong %: the share of decisions
                     with at least one such target
+  restated          applied targets that are no earlier version but whose every word the new memory
+                    says again (the sets' "(noted again)" repeats): no fact hidden, so not wrong
   refused right     earlier versions the model replaced that the guard did not apply
   missed            earlier versions still current at the end (of all versions that have a later one)
   suggested         replaces the guard kept as suggestions instead of applying
@@ -51,6 +53,8 @@ from knowledge_update import load, load_copy, parse_time
 from locomo import REPO, bench_database, machine, table
 from scripted_models import Recorded, adversarial, oracle, scripted, serving
 
+from mcp_memory.config import Settings
+
 
 def subset(records: list[dict[str, Any]], entities: int) -> list[dict[str, Any]]:
     """Every record of the first `entities` entities (scopes for the household sets); 0: all."""
@@ -84,7 +88,7 @@ async def one_set(path: Path, args: argparse.Namespace) -> dict[str, Any]:
                 "decisions_model": model, "decisions_api_key": None, "decisions_per_minute": 0,
                 "decisions_tokens_per_day": 0, "decisions_retry_base_s": 1, "decisions_max_attempts": 3,
                 "decisions_timeout_s": args.timeout, "decisions_lease_s": args.timeout + 120,
-                "decisions_guard": args.guard == "on"})
+                "decisions_guard": args.guard == "on", "decisions_guard_floor": args.guard_floor})
             bench.settings = settings
             as_of = parse_time(records[0]["as_of"])
             shift = timedelta(days=(datetime.now(UTC) - as_of).days)
@@ -94,7 +98,8 @@ async def one_set(path: Path, args: argparse.Namespace) -> dict[str, Any]:
             drain_s = time.perf_counter() - drain_started
         tally = await decisions(bench, truth)
         after = await outcome(bench, truth, user)
-    return {"set": path.stem, "records": len(records), "entities": args.entities or "all", "guard": args.guard,
+    return {"set": path.stem, "records": len(records), "entities": args.entities or "all",
+            "guard": args.guard if args.guard == "off" else f"{args.guard_floor:.2f}",
             "model": model, **tally, **after, "dead": drained["dead"],
             "replayed": recorded.hits if recorded else 0, "asked": recorded.misses if recorded else None,
             "s_per_decision": per_call(drain_s, recorded.misses if recorded else tally["decisions"]),
@@ -107,7 +112,8 @@ async def one_set(path: Path, args: argparse.Namespace) -> dict[str, Any]:
 COLUMNS = [("set", "set"), ("guard", "guard"), ("records", "records"), ("decisions", "decisions"),
            ("shown", None), ("right_before", "right b"), ("right_after", "right a"),
            ("wrong_before", "wrong b"), ("wrong_after", "wrong a"), ("wrong_before_pct", "wrong% b"),
-           ("wrong_after_pct", "wrong% a"), ("right_refused_n", "refused right"), ("missed", "missed"),
+           ("wrong_after_pct", "wrong% a"), ("restated_after", "restated"),
+           ("right_refused_n", "refused right"), ("missed", "missed"),
            ("updates", "updates"), ("suggested", "suggested"), ("newest_first", "newest-first"),
            ("newest_at_1", "newest@1"), ("stable_top3", "stable@3"), ("s_per_decision", "s/decision"),
            ("elapsed_s", "elapsed s")]
@@ -132,6 +138,8 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, help="with --model-kind endpoint: replay the answers recorded "
                         "in this JSON-lines file for the very same prompts, and record the others")
     parser.add_argument("--guard", choices=("on", "off"), default="on")
+    parser.add_argument("--guard-floor", type=float, default=Settings().decisions_guard_floor,
+                        help="MCP_MEMORY_DECISIONS_GUARD_FLOOR: the masked similarity of the same attribute")
     parser.add_argument("--timeout", type=float, default=120)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "decisions_model.json",
                         help="the runs are appended to the list this file holds")

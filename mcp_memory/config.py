@@ -261,6 +261,9 @@ class Settings(BaseSettings):
     decisions_guard: bool = Field(default=True, description=(
         "Our own check on what a model may replace: the same subject (shared names) and attribute (masked "
         "similarity); a replace about someone else is refused, a doubtful one kept as a suggestion in the job."))
+    decisions_guard_floor: float = Field(default=0.25, ge=0, le=1, description=(
+        "The masked similarity at which the guard takes a same-subject memory for the same attribute. Higher: "
+        "fewer wrong replaces by a small model, more right ones left as suggestions (docs/decisions.md)."))
     decisions_per_minute: int = Field(default=30, ge=0, description="Model calls per user per minute (0: no limit).")
     decisions_tokens_per_day: int = Field(default=200_000, ge=0, description=(
         "Tokens per user per day (0: no limit); past it jobs wait for the budget, nothing is lost."))
@@ -367,7 +370,7 @@ SECTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
         "decisions_provider", "decisions_mode", "decisions_base_url", "decisions_model", "decisions_api_key",
         "decisions_timeout_s", "decisions_sync_budget_s", "decisions_structured", "decisions_max_attempts",
         "decisions_retry_base_s", "decisions_lease_s", "decisions_workers", "decisions_poll_s",
-        "decisions_guard", "decisions_per_minute", "decisions_tokens_per_day",
+        "decisions_guard", "decisions_guard_floor", "decisions_per_minute", "decisions_tokens_per_day",
         "extraction", "extraction_per_session", "extraction_per_day")),
     "capture": ("Auto-capture and auto-recall through harness hooks (docs/hooks.md).", (
         "capture", "capture_exclude_projects", "capture_facts", "capture_languages", "capture_turn_chars",

@@ -26,8 +26,8 @@ UPDATE_1 = {"action": "UPDATE", "ids": ["1"], "reason": "newer"}
 
 
 async def decide(database: Database, settings: Settings, chat: ChatAPI, p: Principal, old: str, new: str,
-                 answer: dict[str, Any], *, on: bool = True) -> tuple[Any, Any, dict[str, Any]]:
-    s = decisions_settings(settings, chat.url, decisions_guard=on)
+                 answer: dict[str, Any], *, on: bool = True, **over: Any) -> tuple[Any, Any, dict[str, Any]]:
+    s = decisions_settings(settings, chat.url, decisions_guard=on, **over)
     service = await MemoryService.open(database, s)
     worker = DecisionWorker(database.admin, service, provider_from(s), s)
     first = (await service.write(p, old)).memory
@@ -97,6 +97,17 @@ async def test_a_right_update_still_applies(database: Database, settings: Settin
                                             alice: Principal, old: str, new: str) -> None:
     first, second, result = await decide(database, settings, chat, alice, old, new, UPDATE_1)
     assert first["superseded_by"] == second["id"], result
+
+
+async def test_a_higher_floor_leaves_a_doubtful_update_to_the_user(database: Database, settings: Settings,
+                                                                    chat: ChatAPI, alice: Principal) -> None:
+    """MCP_MEMORY_DECISIONS_GUARD_FLOOR trades a small model's right updates for fewer wrong ones:
+    the update the default floor applies (test above) is only suggested under a strict one."""
+    first, _, result = await decide(database, settings, chat, alice, "Alice lives in Oslo, Norway.",
+                                    "Alice lives in Lisbon, Portugal now.", UPDATE_1, decisions_guard_floor=0.95)
+    assert first["superseded_by"] is None and result["applied"] == []
+    assert "another attribute" in result["suggested"][str(first["id"])]
+    assert "< 0.95" in result["suggested"][str(first["id"])]
 
 
 def jobs_list(db_url: str, p: Principal) -> subprocess.CompletedProcess:
