@@ -108,6 +108,7 @@ async def test_a_higher_floor_leaves_a_doubtful_update_to_the_user(database: Dat
     assert first["superseded_by"] is None and result["applied"] == []
     assert "another attribute" in result["suggested"][str(first["id"])]
     assert "< 0.95" in result["suggested"][str(first["id"])]
+    assert Settings().decisions_guard_floor == guard.ATTRIBUTE_FLOOR  # one default for the worker and the benches
 
 
 def jobs_list(db_url: str, p: Principal) -> subprocess.CompletedProcess:

@@ -42,6 +42,8 @@ from ..retrieval.query import NOT_NAMES, word_pairs
 # circle 4.4%, crm 11.0%, life 5.4%, dataset 14.4%, workbench 24.2%, assistant 31.3%, ops 22.5%;
 # of true earlier versions, 74%, 68%, 63%, 69%, 64%, 74%, 50%. At 0.35: 0.8% .. 16% of the
 # others, 32% .. 59% of the versions.
+# The default of MCP_MEMORY_DECISIONS_GUARD_FLOOR, which the worker passes in (docs/decisions.md has
+# the figures at 0.45 and 0.55: fewer wrong replaces by a small model, fewer right ones applied).
 ATTRIBUTE_FLOOR = 0.25
 # A target this much less similar (masked) than the closest of its subject's candidates is not the
 # version the new memory replaces.
