@@ -133,11 +133,21 @@ async def test_without_the_embedder_a_same_subject_replace_is_only_suggested() -
     ("Eilidh Haverkamp laughed at my terrible pun during dinner.",
      "Soren Moreau laughed at my terrible pun during dinner."),
     ("Ines Olawale gave me a lift in their a Mazda MX-5.", "Jarek Olawale gave me a lift in their a Mazda MX-5."),
+    # Someone in a named person's life is not that person.
+    ("Kenji Chaudhry's phone number is +351 856 661 8209.",
+     "Kenji Chaudhry's brother has the phone number +351 557 328 5623."),
+    ("1:1 notes: Omar Kim's mentor prefers the IntelliJ IDEA editor.", "Omar Kim prefers Nano as an editor."),
 ])
 async def test_two_people_alike_are_two_subjects(old: str, new: str) -> None:
     """Before, both counted as notes about the user, and the masked texts matched word for word."""
     verdict = await guard.check(new, [(1, old)], Down())
     assert list(verdict.refused) == [1] and verdict.allowed == [] and not verdict.suggested, verdict
+
+
+async def test_the_same_relation_of_one_person_is_one_subject() -> None:
+    verdict = await guard.check("Bastien Iwasaki's sister moved to Turin.",
+                                [(1, "Bastien Iwasaki's sister lives in Bologna at present.")], Down())
+    assert list(verdict.suggested) == [1] and not verdict.refused, verdict  # judged on its attribute
 
 
 async def test_a_place_both_name_is_no_subject(database: Database, settings: Settings) -> None:

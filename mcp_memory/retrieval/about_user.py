@@ -56,6 +56,9 @@ _ROLE = _role(PEOPLE)
 # At the start of the memory: its subject. "My wife and I moved to Berlin" is the user's too.
 _SOMEONE_ELSE = re.compile(r"(?i)^\W*(?:" + _THEIRS + r"|the|a|an)" + _ROLE
                            + r"(?!\s+and\s+(?:i|me|we|the\s+user|user)" + _E + ")")
+# At the start, after a note's label: someone in a named person's life is the subject ("Kenji
+# Chaudhry's brother has the phone number ...", "FYI: Omar Kim's mentor prefers IntelliJ").
+_NAMED_PERSONS = re.compile(r"^\W*(?:.{1,30}?:\s+)?(?:the\s+)?[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*'s" + _ROLE)
 # Anywhere in a question: "Where does my sister live now?".
 _THEIR_PERSON = re.compile(r"(?i)" + _B + _THEIRS + _ROLE)
 
@@ -70,6 +73,15 @@ def person_asked_about(question: str) -> str | None:
 def their_person(role: str) -> re.Pattern[str]:
     """That person as a memory names them: "User's sister", "my older sister's"."""
     return re.compile(r"(?i)" + _B + _THEIRS + _role((role,)))
+
+
+def named_persons_relation(text: str) -> str | None:
+    """The role of the person a memory is about when that is someone in a named person's life
+    ("Kenji Chaudhry's brother has the phone number ..." -> "brother"), or None ("Kenji
+    Chaudhry's phone number is ..."; work roles such as "manager" are the named person's own
+    facts, PEOPLE)."""
+    match = _NAMED_PERSONS.search(text)
+    return match.group(1).lower() if match else None
 
 
 def speaks_of_user(text: str) -> bool:
