@@ -137,6 +137,9 @@ async def test_without_the_embedder_a_same_subject_replace_is_only_suggested() -
     ("Kenji Chaudhry's phone number is +351 856 661 8209.",
      "Kenji Chaudhry's brother has the phone number +351 557 328 5623."),
     ("1:1 notes: Omar Kim's mentor prefers the IntelliJ IDEA editor.", "Omar Kim prefers Nano as an editor."),
+    # A channel opening a note is its subject.
+    ("#eng-core is busy at the moment because of an incident.",
+     "#platform-help is busy at the moment because of an incident."),
 ])
 async def test_two_people_alike_are_two_subjects(old: str, new: str) -> None:
     """Before, both counted as notes about the user, and the masked texts matched word for word."""
