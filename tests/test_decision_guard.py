@@ -147,6 +147,13 @@ async def test_two_people_alike_are_two_subjects(old: str, new: str) -> None:
     assert list(verdict.refused) == [1] and verdict.allowed == [] and not verdict.suggested, verdict
 
 
+async def test_a_notes_label_is_no_value_it_replaces() -> None:
+    """Both "1:1 notes:": the "1:1" once counted as a value the new note named beside a new one."""
+    judged = await guard.judge("1:1 notes: Oisin Esposito moved desks to Austin.",
+                               ["1:1 notes: Oisin Esposito owns the Osprey roadmap."], Down())
+    assert judged[0].other_subject is None and not judged[0].names_value, judged
+
+
 async def test_the_same_relation_of_one_person_is_one_subject() -> None:
     verdict = await guard.check("Bastien Iwasaki's sister moved to Turin.",
                                 [(1, "Bastien Iwasaki's sister lives in Bologna at present.")], Down())
