@@ -42,8 +42,9 @@ from ..retrieval.query import NOT_NAMES, word_pairs
 # circle 4.4%, crm 11.0%, life 5.4%, dataset 14.4%, workbench 24.2%, assistant 31.3%, ops 22.5%;
 # of true earlier versions, 74%, 68%, 63%, 69%, 64%, 74%, 50%. At 0.35: 0.8% .. 16% of the
 # others, 32% .. 59% of the versions.
-# The default of MCP_MEMORY_DECISIONS_GUARD_FLOOR, which the worker passes in (docs/decisions.md has
-# the figures at 0.45 and 0.55: fewer wrong replaces by a small model, fewer right ones applied).
+# The default of MCP_MEMORY_DECISIONS_GUARD_FLOOR, which the worker passes in (docs/benchmarks.md,
+# "Decisions guard: the floor", has 0.45 and 0.55: fewer wrong replaces by a small model, fewer
+# right ones applied).
 ATTRIBUTE_FLOOR = 0.25
 # A target this much less similar (masked) than the closest of its subject's candidates is not the
 # version the new memory replaces.
@@ -59,10 +60,10 @@ _POSSESSIVE = re.compile(r"'s$")
 # A Slack channel or a handle opening a memory, after a note's label ("Standup: #deploys ..."):
 # its subject, though not capitalised (ops 36.6 -> 34.8% wrong under the adversary, no other set
 # changed).
+_CHANNEL = re.compile(r"^\s*(?:.{1,30}?:\s+)?([#@][\w-]+)")
 # A note's label names no value: "1:1 notes:" in both once made any two of a colleague's notes
 # share the value "1:1" (crm 23.3 -> 22.9% wrong under the adversary, no other set changed).
 _LABEL = re.compile(r"^\s*(?:\S+\s+){0,2}?\S+:\s+")
-_CHANNEL = re.compile(r"^\s*(?:.{1,30}?:\s+)?([#@][\w-]+)")
 
 
 class Embeds(Protocol):
