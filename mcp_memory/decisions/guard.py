@@ -10,10 +10,12 @@ our job, not the model's, so before an UPDATE, DELETE or NONE is applied each ta
   "ETH Zurich" where two people studied is no subject), or the old memory's subject named in the
   new one ("Diego Yilmaz took over from Hana Dubois as Kwame Larsen's manager"); a note about
   the user is not about a person in their life, nor about a named person who "gave me a lift";
+  a named person's brother or mentor is not that person; a channel opening a note is a subject;
 - attribute: with the subject's names and the words for the user masked, the two texts say the
-  same kind of thing (cosine of their embeddings at least `ATTRIBUTE_FLOOR`, and about as close
-  as the closest of the subject's other candidates), or the new one names a value the old one
-  holds beside a new one ("left Leipzig for Berlin" replaces "lives in Leipzig").
+  same kind of thing (cosine of their embeddings at least the floor, `ATTRIBUTE_FLOOR` unless
+  MCP_MEMORY_DECISIONS_GUARD_FLOOR says otherwise, and about as close as the closest of the
+  subject's other candidates), or the new one names a value the old one holds beside a new one
+  ("left Leipzig for Berlin" replaces "lives in Leipzig"; a note's label names no value).
 
 A target about another subject is refused outright. A target about the same subject whose
 attribute differs, or one whose subject our check cannot confirm, is a low-confidence replace: it
