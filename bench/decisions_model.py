@@ -53,7 +53,7 @@ from knowledge_update import load, load_copy, parse_time
 from locomo import REPO, bench_database, machine, table
 from scripted_models import Recorded, adversarial, oracle, scripted, serving
 
-from mcp_memory.config import Settings
+from mcp_memory.decisions.guard import floor_for
 
 
 def subset(records: list[dict[str, Any]], entities: int) -> list[dict[str, Any]]:
@@ -99,7 +99,7 @@ async def one_set(path: Path, args: argparse.Namespace) -> dict[str, Any]:
         tally = await decisions(bench, truth)
         after = await outcome(bench, truth, user)
     return {"set": path.stem, "records": len(records), "entities": args.entities or "all",
-            "guard": args.guard if args.guard == "off" else f"{args.guard_floor:.2f}",
+            "guard": args.guard if args.guard == "off" else f"{floor_for(bench.settings):.2f}",
             "model": model, **tally, **after, "dead": drained["dead"],
             "replayed": recorded.hits if recorded else 0, "asked": recorded.misses if recorded else None,
             "s_per_decision": per_call(drain_s, recorded.misses if recorded else tally["decisions"]),
@@ -138,8 +138,9 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, help="with --model-kind endpoint: replay the answers recorded "
                         "in this JSON-lines file for the very same prompts, and record the others")
     parser.add_argument("--guard", choices=("on", "off"), default="on")
-    parser.add_argument("--guard-floor", type=float, default=Settings().decisions_guard_floor,
-                        help="MCP_MEMORY_DECISIONS_GUARD_FLOOR: the masked similarity of the same attribute")
+    parser.add_argument("--guard-floor", type=float, default=None,
+                        help="MCP_MEMORY_DECISIONS_GUARD_FLOOR: the masked similarity of the same attribute "
+                        "(unset: the server's default, 0.45 for these endpoints on loopback)")
     parser.add_argument("--timeout", type=float, default=120)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "decisions_model.json",
                         help="the runs are appended to the list this file holds")

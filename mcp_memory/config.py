@@ -261,9 +261,10 @@ class Settings(BaseSettings):
     decisions_guard: bool = Field(default=True, description=(
         "Our own check on what a model may replace: the same subject (shared names) and attribute (masked "
         "similarity); a replace about someone else is refused, a doubtful one kept as a suggestion in the job."))
-    decisions_guard_floor: float = Field(default=0.25, ge=0, le=1, description=(
+    decisions_guard_floor: float | None = Field(default=None, ge=0, le=1, description=(
         "The masked similarity at which the guard takes a same-subject memory for the same attribute. Higher: "
-        "fewer wrong replaces by a small model, more right ones left as suggestions (docs/decisions.md)."))
+        "fewer wrong replaces by a small model, more right ones left as suggestions (docs/decisions.md). "
+        "Unset: 0.45 for an `openai-compatible` endpoint on this machine (where small models run), else 0.25."))
     decisions_per_minute: int = Field(default=30, ge=0, description="Model calls per user per minute (0: no limit).")
     decisions_tokens_per_day: int = Field(default=200_000, ge=0, description=(
         "Tokens per user per day (0: no limit); past it jobs wait for the budget, nothing is lost."))

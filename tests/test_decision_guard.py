@@ -108,7 +108,33 @@ async def test_a_higher_floor_leaves_a_doubtful_update_to_the_user(database: Dat
     assert first["superseded_by"] is None and result["applied"] == []
     assert "another attribute" in result["suggested"][str(first["id"])]
     assert "< 0.95" in result["suggested"][str(first["id"])]
-    assert Settings().decisions_guard_floor == guard.ATTRIBUTE_FLOOR  # one default for the worker and the benches
+
+
+@pytest.mark.parametrize(("base_url", "floor"), [
+    ("http://127.0.0.1:8181/v1", guard.LOCAL_MODEL_FLOOR), ("http://localhost:11434/v1", guard.LOCAL_MODEL_FLOOR),
+    ("http://[::1]:8000/v1", guard.LOCAL_MODEL_FLOOR), ("https://api.openai.com/v1", guard.ATTRIBUTE_FLOOR),
+    (None, guard.ATTRIBUTE_FLOOR),
+])
+def test_a_model_on_this_machine_gets_the_stricter_floor(settings: Settings, base_url: str | None,
+                                                         floor: float) -> None:
+    """Small models run locally and replace whatever they are shown; the floor is theirs unless set."""
+    s = settings.model_copy(update={"decisions_provider": "openai-compatible", "decisions_base_url": base_url,
+                                    "decisions_model": "m", "decisions_guard_floor": None})
+    assert guard.floor_for(s) == floor
+    assert guard.floor_for(s.model_copy(update={"decisions_guard_floor": 0.3})) == 0.3
+    assert guard.floor_for(s.model_copy(update={"decisions_provider": "sampling"})) == guard.ATTRIBUTE_FLOOR
+
+
+async def test_a_local_model_s_doubtful_update_waits_for_the_user(database: Database, settings: Settings,
+                                                                   chat: ChatAPI, alice: Principal) -> None:
+    """Unset, the floor of a model on loopback is the stricter one: an update our check judges
+    below it (applied at the floor of other models, test above) is only suggested."""
+    first, _, result = await decide(database, settings, chat, alice,
+                                    "Odalys Pellegrini has settled down in Quebec City.",
+                                    "After Quebec City, Odalys Pellegrini ended up in Leipzig.", UPDATE_1,
+                                    decisions_guard_floor=None)
+    assert first["superseded_by"] is None and result["applied"] == []
+    assert f"< {guard.LOCAL_MODEL_FLOOR:.2f}" in result["suggested"][str(first["id"])]
 
 
 def jobs_list(db_url: str, p: Principal) -> subprocess.CompletedProcess:

@@ -36,9 +36,11 @@ LISBON = "Alice lives in Lisbon, Portugal now."
 
 
 def decisions_settings(settings: Settings, url: str, **over: Any) -> Settings:
+    # The scripted endpoint listens on loopback, where the guard's floor would be a small local
+    # model's (decisions/guard.py floor_for); it stands for any model here, so the usual floor.
     values = dict(decisions_provider="openai-compatible", decisions_base_url=url, decisions_model="judge-1",
                   decisions_max_attempts=2, decisions_retry_base_s=0, decisions_per_minute=0,
-                  decisions_tokens_per_day=0, decisions_timeout_s=5)
+                  decisions_tokens_per_day=0, decisions_timeout_s=5, decisions_guard_floor=0.25)
     return settings.model_copy(update={**values, **over})
 
 

@@ -264,6 +264,7 @@ def test_doctor_checks_the_provider(db_url: str, chat: ChatAPI) -> None:
                          capture_output=True, text=True, timeout=120)
     line = next(x for x in out.stdout.splitlines() if "decisions:" in x)
     assert line.startswith("[ok  ]") and "answers structured output (120 tokens)" in line, out.stdout
+    assert "guard floor 0.45" in line  # an endpoint on loopback: a local model's floor (decisions/guard.py)
     out = subprocess.run([SERVE, "doctor"], env=env_for(db_url, dead_url()),
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 1

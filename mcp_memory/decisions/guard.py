@@ -30,10 +30,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
+from urllib.parse import urlsplit
 from uuid import UUID
 
 import numpy as np
 
+from ..config import Settings
+from ..netaddr import is_loopback
 from ..retrieval.about_user import about_someone_else, named_persons_relation, speaks_of_user, without_user
 from ..retrieval.focus import MASK, values_of
 from ..retrieval.query import NOT_NAMES, word_pairs
@@ -44,10 +47,14 @@ from ..retrieval.query import NOT_NAMES, word_pairs
 # circle 4.4%, crm 11.0%, life 5.4%, dataset 14.4%, workbench 24.2%, assistant 31.3%, ops 22.5%;
 # of true earlier versions, 74%, 68%, 63%, 69%, 64%, 74%, 50%. At 0.35: 0.8% .. 16% of the
 # others, 32% .. 59% of the versions.
-# The default of MCP_MEMORY_DECISIONS_GUARD_FLOOR, which the worker passes in (docs/benchmarks.md,
-# "Decisions guard: the floor", has 0.45 and 0.55: fewer wrong replaces by a small model, fewer
-# right ones applied).
+# The floor unless MCP_MEMORY_DECISIONS_GUARD_FLOOR says otherwise (`floor_for`).
 ATTRIBUTE_FLOOR = 0.25
+# The floor for a model served on this machine. Small local models replace whatever they are
+# shown (Qwen2.5-Coder-1.5B answered UPDATE to every list): at 0.45 their wrong replaces fall to
+# ≤ 1% of decisions on the sets about friends and family and about the user, stable facts stay in
+# view, and a third to three quarters of right updates wait as suggestions instead of being applied
+# (docs/benchmarks.md, "Decisions guard: the floor").
+LOCAL_MODEL_FLOOR = 0.45
 # A target this much less similar (masked) than the closest of its subject's candidates is not the
 # version the new memory replaces.
 CLOSEST_MARGIN = 0.05
@@ -66,6 +73,15 @@ _CHANNEL = re.compile(r"^\s*(?:.{1,30}?:\s+)?([#@][\w-]+)")
 # A note's label names no value: "1:1 notes:" in both once made any two of a colleague's notes
 # share the value "1:1" (crm 23.3 -> 22.9% wrong under the adversary, no other set changed).
 _LABEL = re.compile(r"^\s*(?:\S+\s+){0,2}?\S+:\s+")
+
+
+def floor_for(settings: Settings) -> float:
+    """The attribute floor the worker judges with: the setting, or by where the model runs."""
+    if settings.decisions_guard_floor is not None:
+        return settings.decisions_guard_floor
+    host = urlsplit(settings.decisions_base_url or "").hostname or ""
+    local = settings.decisions_provider == "openai-compatible" and is_loopback(host)
+    return LOCAL_MODEL_FLOOR if local else ATTRIBUTE_FLOOR
 
 
 class Embeds(Protocol):

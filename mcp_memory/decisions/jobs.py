@@ -169,7 +169,7 @@ class DecisionWorker:
         if self.settings.decisions_guard and answer.decision.action != "ADD" and targets:
             texts = {c.id: c.content for c in candidates}
             verdict = await guard.check(subject["content"], [(t, texts[t]) for t in targets], self.service.vectors,
-                                        floor=self.settings.decisions_guard_floor, among=list(texts.items()))
+                                        floor=guard.floor_for(self.settings), among=list(texts.items()))
             targets = verdict.allowed
         merged, refused = await self._merged(answer.decision.text, subject["content"]) if targets else (None, None)
         result = await applying.apply(self.repo, job, worker, answer, targets, [c.id for c in candidates],
