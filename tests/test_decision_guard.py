@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from mcp_memory.config import Settings
 from mcp_memory.db import Database
 from mcp_memory.decisions import guard, provider_from
 from mcp_memory.decisions.jobs import DecisionWorker
+from mcp_memory.limits import MAX_CONTENT_CHARS
 from mcp_memory.models import Principal
 from mcp_memory.service import MemoryService
 
@@ -178,6 +180,16 @@ async def test_a_notes_label_is_no_value_it_replaces() -> None:
     judged = await guard.judge("1:1 notes: Oisin Esposito moved desks to Austin.",
                                ["1:1 notes: Oisin Esposito owns the Osprey roadmap."], Down())
     assert judged[0].other_subject is None and not judged[0].names_value, judged
+
+
+async def test_hostile_text_does_not_stall_the_worker() -> None:
+    """A memory at the content limit made of short names once took the guard 37 s (a pass per
+    name, and the words before every name counted again); a decision worker must not stall."""
+    hostile = "Ab:" * (MAX_CONTENT_CHARS // 3)
+    started = time.monotonic()  # the guard's work is synchronous: no cancel scope could stop it
+    verdict = await guard.check(hostile, [(1, hostile[:-3]), (2, "Ab is here.")], Down())
+    assert time.monotonic() - started < 10  # ~0.2 s now; the bound is for a stall, not a speed target
+    assert 1 in verdict.suggested  # the same subject, its attribute unjudged without the embedder
 
 
 async def test_the_same_relation_of_one_person_is_one_subject() -> None:
