@@ -19,11 +19,14 @@ _WORD = re.compile(r"[a-z0-9][a-z0-9'-]*")
 _AGAIN = re.compile(r"\(noted again\)")
 
 
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(_AGAIN.sub("", text.lower())))
+
+
 def restated(new: str, old: str) -> bool:
     """`new` says every word `old` said (the sets' "(noted again)" repeats): marking `old` replaced
     by it hides no fact, so it is counted apart from the wrong targets."""
-    words = lambda t: set(_WORD.findall(_AGAIN.sub("", t.lower())))  # noqa: E731
-    return words(old) <= words(new)
+    return _words(old) <= _words(new)
 
 
 @dataclass

@@ -21,8 +21,7 @@ from .vectors import Vectors
 class Near(NamedTuple):
     """The nearest memories and how many of them to list; `earlier`, when already judged, the
     ids of the first `keep` of them and which look like earlier versions (`earlier_versions`).
-    A plain `(rows, keep)` tuple is one with nothing judged yet. `replaces`: False for an
-    episode, which has no earlier versions."""
+    `replaces`: False for an episode, which has no earlier versions."""
     rows: list[tuple[Any, float]]
     keep: int
     earlier: tuple[tuple[UUID, ...], dict[UUID, bool]] | None = None
@@ -98,10 +97,8 @@ class RelatedVersions:
         flags = await versions.earlier_versions(content, first, self.vectors) if first else {}
         return Near(rows, keep, (tuple(r["id"] for r in first), flags) if flags is not None else None)
 
-    async def listed(self, content: str, near: Near | tuple[list[tuple[Any, float]], int],
-                     skip: set[UUID] | frozenset[UUID]) -> list[RelatedMemory]:
+    async def listed(self, content: str, near: Near, skip: set[UUID] | frozenset[UUID]) -> list[RelatedMemory]:
         """The entries `related` shows of `near`, those in `skip` left out."""
-        near = Near(*near)
         rows = [(r, similarity) for r, similarity in near.rows if r["id"] not in skip][:near.keep]
         if not rows or self.vectors is None:  # without an embedder nothing is near
             return []

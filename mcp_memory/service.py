@@ -81,7 +81,7 @@ class MemoryService(Forgetting):
         self.settle: Callable[[Principal, UUID | None], Awaitable[None]] | None = None
         if settings.decisions_provider != "none":
             repo.decision_attempts = settings.decisions_max_attempts
-            if settings.extraction:
+            if self.extracting:
                 repo.undecided_kinds = frozenset({"episode"})
 
     @property

@@ -19,7 +19,7 @@ from mcp_types import CreateMessageResult, TextContent
 from mcp_memory.config import Settings
 from mcp_memory.db import Database
 from mcp_memory.decisions import apply as applying
-from mcp_memory.decisions import provider_from
+from mcp_memory.decisions import guard, provider_from
 from mcp_memory.decisions.jobs import DecisionWorker
 from mcp_memory.decisions.protocol import Candidate, Decision, InvalidAnswer, parse_decision
 from mcp_memory.errors import Conflict
@@ -40,7 +40,7 @@ def decisions_settings(settings: Settings, url: str, **over: Any) -> Settings:
     # model's (decisions/guard.py floor_for); it stands for any model here, so the usual floor.
     values = dict(decisions_provider="openai-compatible", decisions_base_url=url, decisions_model="judge-1",
                   decisions_max_attempts=2, decisions_retry_base_s=0, decisions_per_minute=0,
-                  decisions_tokens_per_day=0, decisions_timeout_s=5, decisions_guard_floor=0.25)
+                  decisions_tokens_per_day=0, decisions_timeout_s=5, decisions_guard_floor=guard.ATTRIBUTE_FLOOR)
     return settings.model_copy(update={**values, **over})
 
 
