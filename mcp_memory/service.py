@@ -40,7 +40,7 @@ from .models import (
 )
 from .overview import Overview
 from .permissions import require
-from .related_versions import RelatedVersions
+from .related_versions import Near, RelatedVersions
 from .repository import MemoryRepository, rate_limits
 from .repository.decisions import DecisionRepository
 from .repository.embeddings import EmbeddingRepository
@@ -211,7 +211,7 @@ class MemoryService(Forgetting):
                 await asyncio.gather(neighbours, return_exceptions=True)
             raise
         self._changed(int(created) + len(supersedes or ()))
-        near = await neighbours if neighbours is not None else ([], 0)
+        near = await neighbours if neighbours is not None else Near([], 0)
         # A duplicate is the old memory itself, and what it touched was said when it was written.
         related = await self.versions.listed(new.content, near, skip | {memory.id}) if created else []
         if created and self.settle is not None:
