@@ -40,7 +40,7 @@ from ..config import Settings
 from ..netaddr import is_loopback
 from ..retrieval.about_user import about_someone_else, named_persons_relation, speaks_of_user, without_user
 from ..retrieval.focus import MASK, values_of
-from ..retrieval.query import NOT_NAMES, word_pairs
+from ..retrieval.query import LABEL, NOT_NAMES, word_pairs
 
 # Masked cosine (MiniLM) at or above which a memory about the same subject may say the same kind
 # of thing as the new one (with the closest of them). Every candidate `related` listed on the
@@ -71,9 +71,6 @@ _POSSESSIVE = re.compile(r"'s$")
 # its subject, though not capitalised (ops 36.6 -> 34.8% wrong under the adversary, no other set
 # changed).
 _CHANNEL = re.compile(r"^\s*(?:.{1,30}?:\s+)?([#@][\w-]+)")
-# A note's label names no value: "1:1 notes:" in both once made any two of a colleague's notes
-# share the value "1:1" (crm 23.3 -> 22.9% wrong under the adversary, no other set changed).
-_LABEL = re.compile(r"^\s*(?:\S+\s+){0,2}?\S+:\s+")
 
 
 def floor_for(settings: Settings) -> float:
@@ -239,8 +236,11 @@ async def judge(new: str, olds: Sequence[str], vectors: Embeds | None,
     best = max(cosines.values(), default=0.0)
     for k in same:
         ignore = frozenset(w for name in shared[k] for w in name) | {MASK} | NOT_NAMES
-        values, theirs = (values_of(_LABEL.sub("", pairs[k][0], count=1), ignore),
-                          values_of(_LABEL.sub("", pairs[k][1], count=1), ignore))
+        # A note's label names no value: "1:1 notes:" in both once made any two of a colleague's
+        # notes share the value "1:1" (crm 23.3 -> 22.9% wrong under the adversary, no other set
+        # changed; a dash closing it too, "Update -", changes no verdict of the replay).
+        values, theirs = (values_of(LABEL.sub("", pairs[k][0], count=1), ignore),
+                          values_of(LABEL.sub("", pairs[k][1], count=1), ignore))
         # The same value alone is the same fact of another thing ("emits metrics to Prometheus").
         replaces = bool(values & theirs and values - theirs)
         cosine = cosines.get(k)

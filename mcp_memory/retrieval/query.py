@@ -156,6 +156,10 @@ def phrases_of(text: str) -> list[str]:
     return runs
 
 
+# A note's label: up to three words closed by a colon or a dash ("1:1 notes:", "Update -").
+LABEL = re.compile(r"^\s*(?:\S+\s+){0,2}?\S+(?::|\s+-)\s+")
+
+
 def word_pairs(text: str) -> set[tuple[str, str]]:
     """Each content word with the next and the one after it, lower case, possessives cut: "Maya
     Okafor's flat" gives (maya, okafor), (maya, flat), (okafor, flat); "User now prefers tabs"
