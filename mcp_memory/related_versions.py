@@ -49,10 +49,12 @@ class RelatedVersions:
                          kind: str | None = None) -> Near:
         """The visible live memories near `vector` that may be earlier versions of `content` or
         near-duplicates, closest first, and how many of them to list. Of the 2 x related_limit
-        (+ `extra`) nearest above the related threshold, `likely_versions`. A note about the user,
-        whose versions share no words and sit below the threshold, or a note with nothing above it
-        that is about no one else ("Default shell: zsh."), is compared with the user's notes among
-        the 4 x related_limit nearest, the words for the user masked."""
+        (+ `extra`) nearest above the related threshold, `likely_versions`; for a memory that
+        names its subject, the subject's own memories among the 4 x related_limit nearest come
+        first (`_subject_first`). A note about the user, whose versions share no words and sit
+        below the threshold, or a note with nothing above it that is about no one else ("Default
+        shell: zsh."), is compared with the user's notes among the 4 x related_limit nearest, the
+        words for the user masked."""
         vectors = self.vectors
         assert vectors is not None
         threshold = self.settings.related_similarity
@@ -73,7 +75,12 @@ class RelatedVersions:
             return Near(versions.likely_versions(content, await near(2, threshold), same_fact), limit,
                         replaces=False)
         if not versions.is_user_note(content):
-            likely = versions.likely_versions(content, await near(2, threshold), same_fact)
+            named = versions.named_subject(content) is not None
+            pool = await near(4, 0.0) if named else await near(2, threshold)
+            likely = versions.likely_versions(content, [(r, cosine) for r, cosine in pool if cosine >= threshold]
+                                              [:2 * limit + extra], same_fact)
+            if named and (first := await self._subject_first(content, pool, likely)) is not None:
+                return first
             if likely or about_someone_else(content):
                 return await self._judged(content, likely, limit)
         rows = await near(4, 0.0)
@@ -84,7 +91,25 @@ class RelatedVersions:
         above = [(r, cosine) for r, cosine in rows if cosine >= threshold][:2 * limit + extra]
         return await self._judged(content, versions.likely_versions(content, above, same_fact), limit)
 
-    async def _judged(self, content: str, rows: list[tuple[Any, float]], keep: int) -> Near:
+    async def _subject_first(self, content: str, pool: list[tuple[Any, float]],
+                             likely: list[tuple[Any, float]]) -> Near | None:
+        """For a memory that names its subject (`named_subject`): up to SUBJECT_VERSIONS of the
+        subject's own memories, closest with the subject masked first, then the nearest of the
+        rest, since a version may name the subject elsewhere ("Oskar Lund rotated off the billing
+        API; Aurelio Conti took it" for "Ping Wiebke Janssen for anything billing API"). None when
+        nothing in the pool is about the subject, or the embedder is not answering."""
+        assert self.vectors is not None
+        found = await versions.subject_versions(content, pool, self.vectors)
+        if not found or not found[0]:
+            return None
+        ranked, masked = found
+        first = ranked[:versions.SUBJECT_VERSIONS]
+        shown = {r["id"] for r, _ in first}
+        return await self._judged(content, first + [(r, c) for r, c in likely if r["id"] not in shown],
+                                  versions.SUBJECT_VERSIONS + 1, known=masked)
+
+    async def _judged(self, content: str, rows: list[tuple[Any, float]], keep: int,
+                      known: dict[UUID, float] | None = None) -> Near:
         """`rows` with the earlier versions among the first `keep` judged now: a write runs
         `neighbours` beside its insert, so the masked texts are embedded while the insert's
         transaction waits on the database (a quarter of LoCoMo's writes embedded two long texts
@@ -94,7 +119,7 @@ class RelatedVersions:
         # Beside the insert, the new memory itself may already be found: the same text is no
         # earlier version of itself (it would take the flag, and cost an embedding).
         first = [r for r, _ in rows if r["content"] != content][:keep]
-        flags = await versions.earlier_versions(content, first, self.vectors) if first else {}
+        flags = await versions.earlier_versions(content, first, self.vectors, known=known) if first else {}
         return Near(rows, keep, (tuple(r["id"] for r in first), flags) if flags is not None else None)
 
     async def listed(self, content: str, near: Near, skip: set[UUID] | frozenset[UUID]) -> list[RelatedMemory]:

@@ -1,8 +1,11 @@
-"""Scores that follow the order (issue 30 item 6): the score a hit shows is that of the place it holds."""
+"""What `related` lists of a new memory (issue 30 item 2) and scores that follow the order (item 6)."""
 
 from __future__ import annotations
 
+import pytest
+
 from mcp_memory.models import Principal
+from mcp_memory.retrieval import versions
 from mcp_memory.service import MemoryService
 
 
@@ -124,3 +127,69 @@ async def test_an_episode_lists_its_nearest_and_replaces_none(service: MemorySer
     episode = "I moved to Faro last month, so I no longer live in Porto."
     await service.write(alice, episode, kind="episode")
     assert asked == [episode]
+
+
+async def test_a_persons_earlier_version_worded_unlike_is_listed_among_their_many_facts(
+        service: MemoryService, alice: Principal) -> None:
+    """Issue 30 item 2: a person's other facts, and other people's notes naming the same phone,
+    are nearer the new memory whole than its earlier version ("texts from a Pixel 8" /
+    "upgraded to a Sony Xperia 10"); with the person masked it is the closest of their memories,
+    and listed first, with at most three others."""
+    phone = (await service.write(alice, "Jarek Lachance texts from a Pixel 8.")).memory
+    for text in ("Jarek Lachance and Marisol are a couple.",
+                 "Jarek Lachance laughed at my terrible pun during dinner.",
+                 "Owe Jarek Lachance twenty euros for the concert tickets.",
+                 "Jarek Lachance is organising a surprise party for a colleague.",
+                 "Jarek Lachance keeps a Maine Coon at home.",
+                 "Jarek Lachance goes to water polo practice on Thursdays.",
+                 "Jarek Lachance's place is in Innsbruck, near the river.",
+                 "Jarek Lachance's birthday is on 11 December.",
+                 "Jarek Lachance's first language is Yoruba.",
+                 "Wilhelmina Ibarra switched to a Sony Xperia 10.",
+                 "Cressida Grimaldi uses a Sony Xperia 10.",
+                 "Zainab Baptiste upgraded to a Sony Xperia 10.",
+                 "Ines Novak finally replaced the a Nokia G42 with a Sony Xperia 10."):
+        await service.write(alice, text)
+    result = await service.write(alice, "Jarek Lachance upgraded to a Sony Xperia 10.")
+    listed = [(r.snippet, r.earlier_version) for r in result.related]
+    assert result.related and result.related[0].id == phone.id, listed
+    assert result.related[0].earlier_version is True, listed
+    assert len(result.related) <= 4, listed
+    # The decisions' candidates are the same list.
+    again = await service.related(alice, result.memory.id, result.memory.content,
+                                  await service.vectors.document(result.memory.content))
+    assert [r.id for r in again] == [r.id for r in result.related]
+
+
+async def test_with_the_embedder_not_answering_a_named_subject_still_lists_its_nearest(
+        service: MemoryService, alice: Principal) -> None:
+    """The masked comparison needs the embedder; without it the nearest are listed as before,
+    none judged (earlier_version unknown), and nothing fails."""
+    phone = (await service.write(alice, "Jarek Lachance texts from a Pixel 8.")).memory
+    new = (await service.write(alice, "Jarek Lachance upgraded to a Sony Xperia 10.")).memory
+    vector = await service.vectors.document(new.content)
+
+    async def not_answering(texts: object, batch: int = 32) -> None:
+        return None
+
+    service.vectors.documents_or_none = not_answering  # type: ignore[method-assign,assignment]
+    listed = await service.related(alice, new.id, new.content, vector)
+    assert [(r.id, r.earlier_version) for r in listed] == [(phone.id, None)]
+
+
+@pytest.mark.parametrize(("text", "subject"), [
+    ("Greta Ibarra drives a Kia.", {"greta", "ibarra"}),
+    ("Greta's birthday is on 5 May.", {"greta"}),
+    ("FYI: Kasimir Ivanova now staffed on Albatross.", {"kasimir", "ivanova"}),
+    ("Update - Maelle Ivanova started on Magpie.", {"maelle", "ivanova"}),
+    ("1:1 notes: Re-org: Lars Petersen takes over Kiran Dvorak.", {"lars", "petersen"}),
+    ("For code, Tariq Andersen prefers the IntelliJ IDEA editor.", {"tariq", "andersen"}),
+    # Sentence case, not a name, and what follows may be what is said of the subject.
+    ("Escalations for the webhooks pipeline go to Zuzana Hruba.", None),
+    ("Heard today: Congrats to Anouk Mwangi: new title SRE.", None),
+    ("Audit worker persists to MongoDB.", None),
+    # Someone in a life: the subject is the relation.
+    ("User's father drives a Tesla Model 3.", None),
+])
+def test_the_subject_a_memory_surely_names(text: str, subject: set[str] | None) -> None:
+    assert versions.named_subject(text) == (frozenset(subject) if subject else None)

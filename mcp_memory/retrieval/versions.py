@@ -3,8 +3,9 @@ the places the ranking gave them."""
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -14,7 +15,7 @@ import numpy as np
 from ..models import SearchHit
 from .about_user import about_someone_else, speaks_of_user, without_user
 from .focus import MASK, TextVectors, values_of
-from .query import NOT_NAMES, word_pairs
+from .query import LABEL, NOT_NAMES, word_pairs
 
 # Full-text keys closer than this hold the same query words (the rest is ts_rank's tie-break).
 LEXICAL_TIE = 0.05
@@ -148,10 +149,20 @@ _RUN = re.compile(r"(?<![\w'-])[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*")
 _WORD = re.compile(r"\w[\w'-]*")
 
 
-def subjects(text: str) -> list[frozenset[str]]:
+# Where a subject's run must start: within SUBJECT_WITHIN words, and for `subjects` within this
+# many characters (no real text has five words longer than that; a hostile one is cut short).
+SUBJECT_CHARS = 240
+
+
+def subjects(text: str) -> tuple[frozenset[str], ...]:
     """The runs of capitalised words among the first words of `text`, each as its lower-case
     words: whom or what it is about ("Greta Ibarra", "Remind Greta Ibarra")."""
-    found = []
+    return _subjects(text[:SUBJECT_CHARS])
+
+
+@functools.lru_cache(maxsize=2048)  # a write compares its text with every candidate's
+def _subjects(text: str) -> tuple[frozenset[str], ...]:
+    found: list[frozenset[str]] = []
     for m in _RUN.finditer(text):
         if len(_WORD.findall(text[:m.start()])) >= SUBJECT_WITHIN:
             break
@@ -163,7 +174,37 @@ def subjects(text: str) -> list[frozenset[str]]:
     if len(found) > 1 and text.lstrip()[:1].isupper() and len(found[0]) == 1 and _RUN.match(text.lstrip()) \
             and len(_RUN.match(text.lstrip()).group().split()) == 1:
         found = found[1:]
-    return found
+    return tuple(found)
+
+
+def named_subject(text: str) -> frozenset[str] | None:
+    """The subject `text` surely names: the first named run of its sentence, past any labels
+    ("1:1 notes: Re-org: Lars Petersen takes over ..." is about Lars Petersen). None when that is
+    unsure: the sentence opens with one capitalised word, which sentence case capitalises whether
+    or not it is a name ("Escalations for the webhooks pipeline ...", "Manager change for ...",
+    "Congrats to ..."; a possessive marks a name: "Greta's birthday ..."), or the text is about
+    someone in a life ("User's son ...", "Kenji Chaudhry's brother ..."), whose subject is that
+    relation."""
+    if about_someone_else(text):
+        return None
+    body = text[:SUBJECT_CHARS]
+    for _ in range(3):  # "1:1 notes: Re-org: Lars Petersen ..."
+        label = LABEL.match(body)
+        if label is None:
+            break
+        body = body[label.end():]
+    runs = subjects(body)
+    return runs[0] if runs and not _opens_with_one_capital(body) else None
+
+
+def _opens_with_one_capital(text: str) -> bool:
+    """Whether `text` opens with one capitalised word that may be no name, since sentence case
+    capitalises it either way (a possessive marks a name, "Greta's"; a function word is none)."""
+    lead = _RUN.match(text.lstrip())
+    if lead is None:
+        return False
+    word = lead.group()
+    return len(word.split()) == 1 and not word.endswith("'s") and word.lower() not in NOT_NAMES
 
 
 def same_subject(new: str, old: str) -> bool:
@@ -203,18 +244,60 @@ def masked_pair(new: str, old: str) -> tuple[str, str, frozenset[str]]:
     return mask(new), mask(old), names
 
 
+# How many of a named subject's own memories `related` lists, closest with the subject masked
+# first: an earlier version phrased unlike the new memory is often not among the subject's
+# memories closest whole ("packed everything into a van and drove to Kaunas" / "moved to
+# Lisbon"), while masked it is among the first three for 93% of circle's updates
+# (bench/closeness_ceiling.py).
+SUBJECT_VERSIONS = 3
+
+
+async def masked_similarities(content: str, rows: Sequence[Any], vectors: TextVectors,
+                              known: Mapping[UUID, float] | None = None) -> dict[UUID, float] | None:
+    """Each row's cosine with `content`, what they share of the subject masked on both sides
+    (`masked_pair`); those in `known` are not embedded again. None when the embedder is not
+    answering."""
+    found = dict(known or {})
+    todo = [row for row in rows if row["id"] not in found]
+    if todo:
+        pairs = [masked_pair(content, row["content"])[:2] for row in todo]
+        embedded = await vectors.documents_or_none([t for pair in pairs for t in pair])
+        if embedded is None:
+            return None
+        for k, row in enumerate(todo):
+            found[row["id"]] = float(np.dot(embedded[2 * k], embedded[2 * k + 1]))
+    return {row["id"]: found[row["id"]] for row in rows}
+
+
+async def subject_versions(content: str, near: Sequence[tuple[Any, float]], vectors: TextVectors
+                           ) -> tuple[list[tuple[Any, float]], dict[UUID, float]] | None:
+    """Of the nearest memories (row, cosine), those about the subject `content` names, each surely
+    naming its own (`named_subject`, `same_subject`: not "Moved the alerts API off ..." for "Uploads
+    API ..."), closest first with the subject masked on both sides (the cosine each keeps is the
+    whole texts'), and their masked similarities. None when the embedder is not answering."""
+    same = [(row, cosine) for row, cosine in near
+            if row["content"] != content and named_subject(row["content"]) is not None
+            and same_subject(content, row["content"])]
+    masked = await masked_similarities(content, [row for row, _ in same], vectors)
+    if masked is None:
+        return None
+    return sorted(same, key=lambda rc: -masked[rc[0]["id"]]), masked
+
+
 async def earlier_versions(content: str, rows: Sequence[Any], vectors: TextVectors,
-                           floor: float = EARLIER_VERSION_FLOOR) -> dict[UUID, bool] | None:
+                           floor: float = EARLIER_VERSION_FLOOR,
+                           known: Mapping[UUID, float] | None = None) -> dict[UUID, bool] | None:
     """Which of `rows` (the memories `related` lists for a new one saying `content`) look like
     earlier versions of it: about the same subject (`same_subject`) and saying the same kind of
     thing of it, judged with the subject masked on both sides ("someone drives a Hyundai Ioniq" /
     "someone drives a Subaru Outback these days", not "someone is reading a thriller set in
     Iceland"): the one of them with the highest masked cosine, if at least `floor`. A memory about
     the subject whose value the new one names beside a new value is one too, whatever its wording
-    ("left Plumtree Media and signed with Saltmarsh Bank"). None when the embedder is not
-    answering. Measured in bench/versions_related.py (flag precision, wrong supersedes)."""
+    ("left Plumtree Media and signed with Saltmarsh Bank"). `known`: masked similarities already
+    found (`masked_similarities`). None when the embedder is not answering. Measured in
+    bench/versions_related.py (flag precision, wrong supersedes)."""
     flags: dict[UUID, bool] = {}
-    judged: list[tuple[UUID, str, str]] = []
+    judged: list[Any] = []
     for row in rows:
         text = row["content"]
         if not same_subject(content, text):
@@ -228,16 +311,15 @@ async def earlier_versions(content: str, rows: Sequence[Any], vectors: TextVecto
         if mine & theirs and mine - theirs:
             flags[row["id"]] = True
         else:
-            judged.append((row["id"], new, old))
+            judged.append(row)
     if judged:
-        embedded = await vectors.documents_or_none([t for _, new, old in judged for t in (new, old)])
-        if embedded is None:
+        cosines = await masked_similarities(content, judged, vectors, known)
+        if cosines is None:
             return None
-        cosines = [float(np.dot(embedded[2 * k], embedded[2 * k + 1])) for k in range(len(judged))]
         # Only the closest: the versions before it were superseded by it when it was written (and
         # are no longer listed), while the subject's other facts, short notes alike once masked
         # ("someone joined the company in 2019"), pass the floor too.
-        best = int(np.argmax(cosines))
-        for k, (memory_id, _, _) in enumerate(judged):
-            flags[memory_id] = k == best and cosines[k] >= floor
+        best = max(judged, key=lambda row: cosines[row["id"]])["id"]
+        for row in judged:
+            flags[row["id"]] = row["id"] == best and cosines[row["id"]] >= floor
     return flags
