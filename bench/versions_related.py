@@ -7,6 +7,7 @@ the order it happened, once per mode, each into its own user:
            `earlier_version` is true;
   oracle   the same agent told the truth (supersedes only the entries that are earlier versions of
            the fact): the ceiling of what `related` allows.
+Each write through the service is timed (embedding included; the agents' second writes not).
 For each update (a later version of a changing fact) it reports whether `related` held an earlier
 version and how many other memories it listed, and, per write, the memories it listed that are no
 version of the new one; for the agents, the supersedes that named no earlier version (wrong).
@@ -26,7 +27,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import statistics
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -53,9 +56,12 @@ async def write_in_order(service: Any, user: str, records: list[dict[str, Any]],
     content_of: dict[str, str] = {}
     misses: list[dict[str, Any]] = []
     wrong_flags: list[dict[str, Any]] = []
+    write_ms: list[float] = []
     for r, m in memories:
         p = bench_principal(user_of(user, r))
+        started = time.perf_counter()
         result = await service.write(p, m["content"], kind="fact", occurred_at=parse_time(m["occurred_at"]) + shift)
+        write_ms.append((time.perf_counter() - started) * 1000)
         ids[m["key"]] = result.memory.id
         key_of[result.memory.id] = m["key"]
         mine = versions_of.get(m["key"], set())
@@ -101,7 +107,11 @@ async def write_in_order(service: Any, user: str, records: list[dict[str, Any]],
                                 supersedes=chosen)
             superseded += len(chosen)
             wrong += sum(key_of[c] not in earlier for c in chosen)
-    quality = {"writes": writes, "updates": updates, "earlier_version_listed": round(found / max(updates, 1), 4),
+    write_ms.sort()
+    quality = {"writes": writes, "updates": updates,
+               "write_ms_p50": round(statistics.median(write_ms), 2),
+               "write_ms_p95": round(write_ms[int(0.95 * (len(write_ms) - 1))], 2),
+               "earlier_version_listed": round(found / max(updates, 1), 4),
                "unrelated_per_update": round(unrelated_updates / max(updates, 1), 3),
                "unrelated_per_write": round(unrelated_all / max(writes, 1), 3),
                "flag_precision": round(flagged_right / flagged, 4) if flagged else None,
@@ -147,7 +157,8 @@ async def main_async(args: argparse.Namespace) -> None:
     print(f"\n{args.dataset.stem}: {len(records)} questions, written in order")
     head = ["mode", "earlier listed", "others/update", "others/write", "flag precision", "guard others",
             "guard versions", "wrong supersedes",
-            "newest-first", "newest@1", "stable top-3", "nf time words", "@1 time words", "nf plain", "@1 plain"]
+            "newest-first", "newest@1", "stable top-3", "nf time words", "@1 time words", "nf plain", "@1 plain",
+            "write p50 ms", "write p95 ms"]
     rows = []
     for mode, r in report["modes"].items():
         q, o, w = r["related"], r["overall"], r["by_time_words"]
@@ -155,7 +166,8 @@ async def main_async(args: argparse.Namespace) -> None:
                      q["flag_precision"], q["guard_accepts_others"], q["guard_accepts_versions"],
                      f"{q['wrong_supersedes']}/{q['supersedes']}", o["newest_first"],
                      o["newest_at_1"], r["stable_top_3"], w["True"].get("newest_first"), w["True"].get("newest_at_1"),
-                     w["False"].get("newest_first"), w["False"].get("newest_at_1")])
+                     w["False"].get("newest_first"), w["False"].get("newest_at_1"),
+                     q["write_ms_p50"], q["write_ms_p95"]])
     print(table(head, rows))
     for mode, r in report["modes"].items():
         for miss in r["related"]["misses"][:args.misses]:

@@ -1,0 +1,138 @@
+"""How far closeness by the embedder can go on people with many facts, computed offline from a
+knowledge-update set and the local model.
+
+  newest@1 ceiling  every earlier version superseded, so a person's live memories are the newest
+                    version of each changing fact, their stable facts and their notes: the share
+                    of questions about a changing fact whose answer is the live memory closest to
+                    the question, whole or with the person masked on both sides (`masked_pair`,
+                    as the present-tense rule compares them). No ordering of versions passes it
+                    while the order within a person is closeness to the question.
+  related@k         every memory about the same subject (`same_subject`) there was when an update
+                    was written, ranked by closeness to the update with the subject masked: the
+                    share of updates with an earlier version among the first k (`related` lists 3
+                    of them, then the nearest other memory).
+
+Meant for sets shaped like one user's store (circle, crm: many people with many facts each;
+assistant, workbench: one user per scope, the scope taken as the person); on sets of one fact
+per subject (life, ops, dataset) a "person's" memories are mostly other subjects' distractors.
+
+Usage: python bench/closeness_ceiling.py circle crm assistant workbench
+       [--out bench/results/closeness_ceiling.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from knowledge_update import load
+from locomo import REPO, machine, table
+
+from mcp_memory.config import Settings
+from mcp_memory.retrieval.versions import masked_pair, same_subject
+from mcp_memory.vectors import embedder_from
+
+SETS = REPO / "bench" / "knowledge_update"
+KS = (1, 2, 3)
+
+
+class Cached:
+    """The local embedder, each text embedded once."""
+
+    def __init__(self) -> None:
+        embedder = embedder_from(Settings())
+        assert embedder is not None, "the local embedder is needed"
+        self.embedder = embedder
+        self.known: dict[str, np.ndarray] = {}
+
+    async def __call__(self, texts: list[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.known]
+        for start in range(0, len(missing), 64):
+            chunk = missing[start:start + 64]
+            for text, vector in zip(chunk, await self.embedder.embed_documents(chunk), strict=True):
+                self.known[text] = np.asarray(vector, dtype=np.float32)
+        return np.stack([self.known[t] for t in texts])
+
+
+def person(record: dict[str, Any]) -> tuple[Any, str]:
+    return record.get("scope"), record["entity"]
+
+
+async def newest_at_1(records: list[dict[str, Any]], embed: Cached) -> dict[str, float]:
+    live: dict[tuple[Any, str], list[str]] = defaultdict(list)
+    for r in records:
+        live[person(r)].append(max(r["versions"], key=lambda v: v["occurred_at"])["content"])
+        live[person(r)] += [d["content"] for d in r["distractors"]]
+    whole = masked = asked = 0
+    for r in records:
+        if r["type"] == "stable" or len(r["versions"]) < 2:
+            continue
+        memories = list(dict.fromkeys(live[person(r)]))
+        answer = memories.index(max(r["versions"], key=lambda v: v["occurred_at"])["content"])
+        vectors = await embed([r["query"], *memories])
+        pairs = [masked_pair(r["query"], m)[:2] for m in memories]
+        hidden = await embed([t for pair in pairs for t in pair])
+        asked += 1
+        whole += int(np.argmax(vectors[1:] @ vectors[0])) == answer
+        masked += int(np.argmax([hidden[2 * k] @ hidden[2 * k + 1] for k in range(len(pairs))])) == answer
+    return {"questions": asked, "whole": round(whole / max(asked, 1), 3), "masked": round(masked / max(asked, 1), 3)}
+
+
+async def related_at_k(records: list[dict[str, Any]], embed: Cached) -> dict[str, float]:
+    written = sorted(((r, m) for r in records for m in (*r["versions"], *r["distractors"])),
+                     key=lambda rm: rm[1]["occurred_at"])
+    seen: dict[tuple[Any, str], list[str]] = defaultdict(list)
+    found = dict.fromkeys(KS, 0)
+    updates = 0
+    for r, m in written:
+        earlier = {v["content"] for v in r["versions"] if v["occurred_at"] < m["occurred_at"]} \
+            if m in r["versions"] else set()
+        own = [t for t in dict.fromkeys(seen[person(r)]) if t != m["content"]]
+        if r.get("scope") is None:  # a store of many people: only what names the same subject
+            own = [t for t in own if same_subject(m["content"], t)]
+        seen[person(r)].append(m["content"])
+        if not earlier:
+            continue
+        updates += 1
+        if not own:
+            continue
+        pairs = [masked_pair(m["content"], t)[:2] for t in own]
+        hidden = await embed([t for pair in pairs for t in pair])
+        order = np.argsort([-(hidden[2 * k] @ hidden[2 * k + 1]) for k in range(len(own))])
+        for k in KS:
+            found[k] += any(own[i] in earlier for i in order[:k])
+    return {"updates": updates, **{f"at_{k}": round(found[k] / max(updates, 1), 3) for k in KS}}
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    embed = Cached()
+    report: dict[str, Any] = {"benchmark": "closeness-ceiling", "model": embed.embedder.model,
+                              "machine": machine(), "sets": {}}
+    for name in args.sets:
+        records = load(SETS / f"{name}.jsonl")
+        report["sets"][name] = {"newest_at_1": await newest_at_1(records, embed),
+                                "related": await related_at_k(records, embed)}
+    rows = [[name, s["newest_at_1"]["questions"], s["newest_at_1"]["whole"], s["newest_at_1"]["masked"],
+             s["related"]["updates"], *(s["related"][f"at_{k}"] for k in KS)]
+            for name, s in report["sets"].items()]
+    print(table(["set", "questions", "newest@1 whole", "newest@1 masked", "updates",
+                 *(f"related@{k} masked" for k in KS)], rows))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2))
+    print(f"wrote {args.out}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sets", nargs="+")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "closeness_ceiling.json")
+    asyncio.run(main_async(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
