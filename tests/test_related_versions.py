@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from mcp_memory.limits import MAX_CONTENT_CHARS
 from mcp_memory.models import Principal
 from mcp_memory.retrieval import versions
 from mcp_memory.service import MemoryService
@@ -193,3 +196,18 @@ async def test_with_the_embedder_not_answering_a_named_subject_still_lists_its_n
 ])
 def test_the_subject_a_memory_surely_names(text: str, subject: set[str] | None) -> None:
     assert versions.named_subject(text) == (frozenset(subject) if subject else None)
+
+
+async def test_a_hostile_memory_naming_a_subject_is_written_without_a_stall(service: MemoryService,
+                                                                            alice: Principal) -> None:
+    """Labels, runs and masks are read from a memory's start, and each pass is linear: a memory at
+    the content limit made of labels and one name, beside others naming the same subject, is
+    written in well under the time a stall would take."""
+    hostile = ("Greta Ibarra: " * (MAX_CONTENT_CHARS // 14))[:MAX_CONTENT_CHARS]
+    for text in ("Greta Ibarra drives a Hyundai Ioniq.", "Greta Ibarra's birthday is on 30 September.",
+                 hostile[:-14]):
+        await service.write(alice, text)
+    started = time.monotonic()
+    result = await service.write(alice, hostile)
+    assert time.monotonic() - started < 20  # a bound for a stall, not a speed target
+    assert result.status == "created" and len(result.related) <= 4
