@@ -30,60 +30,48 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from after_sql import STORE, CachedVectors
 from knowledge_update import load
 from locomo import REPO, machine, table
 
-from mcp_memory.config import Settings
 from mcp_memory.retrieval.versions import masked_pair, same_subject
-from mcp_memory.vectors import embedder_from
 
 SETS = REPO / "bench" / "knowledge_update"
 KS = (1, 2, 3)
 
 
-class Cached:
-    """The local embedder, each text embedded once."""
-
-    def __init__(self) -> None:
-        embedder = embedder_from(Settings())
-        assert embedder is not None, "the local embedder is needed"
-        self.embedder = embedder
-        self.known: dict[str, np.ndarray] = {}
-
-    async def __call__(self, texts: list[str]) -> np.ndarray:
-        missing = [t for t in dict.fromkeys(texts) if t not in self.known]
-        for start in range(0, len(missing), 64):
-            chunk = missing[start:start + 64]
-            for text, vector in zip(chunk, await self.embedder.embed_documents(chunk), strict=True):
-                self.known[text] = np.asarray(vector, dtype=np.float32)
-        return np.stack([self.known[t] for t in texts])
+async def embed(vectors: CachedVectors, texts: list[str]) -> np.ndarray:
+    found = await vectors.documents_or_none(texts)
+    assert found is not None  # the file-cached local embedder always answers
+    return np.asarray(found, dtype=np.float32)
 
 
 def person(record: dict[str, Any]) -> tuple[Any, str]:
     return record.get("scope"), record["entity"]
 
 
-async def newest_at_1(records: list[dict[str, Any]], embed: Cached) -> dict[str, float]:
+async def newest_at_1(records: list[dict[str, Any]], vectors: CachedVectors) -> dict[str, float]:
     live: dict[tuple[Any, str], list[str]] = defaultdict(list)
     for r in records:
         live[person(r)].append(max(r["versions"], key=lambda v: v["occurred_at"])["content"])
         live[person(r)] += [d["content"] for d in r["distractors"]]
-    whole = masked = asked = 0
+    closest_whole = masked = asked = 0
     for r in records:
         if r["type"] == "stable" or len(r["versions"]) < 2:
             continue
         memories = list(dict.fromkeys(live[person(r)]))
         answer = memories.index(max(r["versions"], key=lambda v: v["occurred_at"])["content"])
-        vectors = await embed([r["query"], *memories])
+        whole = await embed(vectors, [r["query"], *memories])
         pairs = [masked_pair(r["query"], m)[:2] for m in memories]
-        hidden = await embed([t for pair in pairs for t in pair])
+        hidden = await embed(vectors, [t for pair in pairs for t in pair])
         asked += 1
-        whole += int(np.argmax(vectors[1:] @ vectors[0])) == answer
+        closest_whole += int(np.argmax(whole[1:] @ whole[0])) == answer
         masked += int(np.argmax([hidden[2 * k] @ hidden[2 * k + 1] for k in range(len(pairs))])) == answer
-    return {"questions": asked, "whole": round(whole / max(asked, 1), 3), "masked": round(masked / max(asked, 1), 3)}
+    return {"questions": asked, "whole": round(closest_whole / max(asked, 1), 3),
+            "masked": round(masked / max(asked, 1), 3)}
 
 
-async def related_at_k(records: list[dict[str, Any]], embed: Cached) -> dict[str, float]:
+async def related_at_k(records: list[dict[str, Any]], vectors: CachedVectors) -> dict[str, float]:
     written = sorted(((r, m) for r in records for m in (*r["versions"], *r["distractors"])),
                      key=lambda rm: rm[1]["occurred_at"])
     seen: dict[tuple[Any, str], list[str]] = defaultdict(list)
@@ -102,7 +90,7 @@ async def related_at_k(records: list[dict[str, Any]], embed: Cached) -> dict[str
         if not own:
             continue
         pairs = [masked_pair(m["content"], t)[:2] for t in own]
-        hidden = await embed([t for pair in pairs for t in pair])
+        hidden = await embed(vectors, [t for pair in pairs for t in pair])
         order = np.argsort([-(hidden[2 * k] @ hidden[2 * k + 1]) for k in range(len(own))])
         for k in KS:
             found[k] += any(own[i] in earlier for i in order[:k])
@@ -110,13 +98,15 @@ async def related_at_k(records: list[dict[str, Any]], embed: Cached) -> dict[str
 
 
 async def main_async(args: argparse.Namespace) -> None:
-    embed = Cached()
-    report: dict[str, Any] = {"benchmark": "closeness-ceiling", "model": embed.embedder.model,
+    STORE.mkdir(parents=True, exist_ok=True)
+    vectors = CachedVectors(STORE / "vectors.pkl")  # after_sql.py's cache of masked texts
+    report: dict[str, Any] = {"benchmark": "closeness-ceiling", "model": vectors.embedder.model,
                               "machine": machine(), "sets": {}}
     for name in args.sets:
         records = load(SETS / f"{name}.jsonl")
-        report["sets"][name] = {"newest_at_1": await newest_at_1(records, embed),
-                                "related": await related_at_k(records, embed)}
+        report["sets"][name] = {"newest_at_1": await newest_at_1(records, vectors),
+                                "related": await related_at_k(records, vectors)}
+    vectors.save()
     rows = [[name, s["newest_at_1"]["questions"], s["newest_at_1"]["whole"], s["newest_at_1"]["masked"],
              s["related"]["updates"], *(s["related"][f"at_{k}"] for k in KS)]
             for name, s in report["sets"].items()]
