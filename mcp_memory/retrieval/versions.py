@@ -171,10 +171,15 @@ def _subjects(text: str) -> tuple[frozenset[str], ...]:
             found.append(words)
     # One capitalised word opening the text before another run is how a note starts ("Heard
     # today: Benedikt Pereira ...", "Update - ..."), not whom it is about.
-    if len(found) > 1 and text.lstrip()[:1].isupper() and len(found[0]) == 1 and _RUN.match(text.lstrip()) \
-            and len(_RUN.match(text.lstrip()).group().split()) == 1:
+    if len(found) > 1 and len(found[0]) == 1 and _lone_opener(text) is not None:
         found = found[1:]
     return tuple(found)
+
+
+def _lone_opener(text: str) -> str | None:
+    """The capitalised word `text` opens with, when no other capitalised word follows it."""
+    lead = _RUN.match(text.lstrip())
+    return lead.group() if lead is not None and len(lead.group().split()) == 1 else None
 
 
 def named_subject(text: str) -> frozenset[str] | None:
@@ -194,17 +199,11 @@ def named_subject(text: str) -> frozenset[str] | None:
             break
         body = body[label.end():]
     runs = subjects(body)
-    return runs[0] if runs and not _opens_with_one_capital(body) else None
-
-
-def _opens_with_one_capital(text: str) -> bool:
-    """Whether `text` opens with one capitalised word that may be no name, since sentence case
-    capitalises it either way (a possessive marks a name, "Greta's"; a function word is none)."""
-    lead = _RUN.match(text.lstrip())
-    if lead is None:
-        return False
-    word = lead.group()
-    return len(word.split()) == 1 and not word.endswith("'s") and word.lower() not in NOT_NAMES
+    # Sentence case capitalises an opening word either way; a possessive marks a name, a function
+    # word is none.
+    word = _lone_opener(body)
+    unsure = word is not None and not word.endswith("'s") and word.lower() not in NOT_NAMES
+    return runs[0] if runs and not unsure else None
 
 
 def same_subject(new: str, old: str) -> bool:
