@@ -10,6 +10,7 @@ from mcp_memory.limits import MAX_CONTENT_CHARS
 from mcp_memory.models import Principal
 from mcp_memory.retrieval import versions
 from mcp_memory.service import MemoryService
+from tests.conftest import principal
 
 
 async def test_the_listed_score_is_the_one_the_list_is_ordered_by(service: MemoryService, alice: Principal) -> None:
@@ -211,3 +212,15 @@ async def test_a_hostile_memory_naming_a_subject_is_written_without_a_stall(serv
     result = await service.write(alice, hostile)
     assert time.monotonic() - started < 20  # a bound for a stall, not a speed target
     assert result.status == "created" and len(result.related) <= 4
+
+
+async def test_a_subjects_memories_in_other_scopes_are_not_listed(service: MemoryService, alice: Principal) -> None:
+    """The subject's own memories come from the same visible nearest as before: another user's, or
+    another project's project-scoped memory about the same person, is never listed."""
+    other_project = principal(project="proj-y")
+    bob = principal(user="bob")
+    hidden = [(await service.write(other_project, "Jarek Lachance texts from a Pixel 8.", scope="project")).memory.id,
+              (await service.write(bob, "Jarek Lachance uses a Fairphone 5.")).memory.id]
+    mine = (await service.write(alice, "Jarek Lachance's birthday is on 11 December.", scope="project")).memory
+    result = await service.write(alice, "Jarek Lachance upgraded to a Sony Xperia 10.", scope="project")
+    assert [r.id for r in result.related] == [mine.id], [(r.snippet, r.id in hidden) for r in result.related]
