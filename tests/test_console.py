@@ -92,7 +92,9 @@ async def test_sign_in_pages_and_curation(database: Database, db_url: str, servi
 
         found = client.get("/ui/search", params={"q": "where does alice live", "explain": "1"}).text
         assert str(ids["paris"]) in found and "found by" in found and "recency" in found
-        assert "4711" not in client.get("/ui/search", params={"q": "bunker code"}).text
+        # Bob's memory, by its text or its id ("4711" alone also matched a random id of Alice's).
+        bunker = client.get("/ui/search", params={"q": "bunker code"}).text
+        assert "code is 4711" not in bunker and str(ids["bob"]) not in bunker
         tagged = client.get("/ui/search", params={"q": "alice", "tag": "food"}).text
         assert str(ids["tea"]) in tagged and str(ids["paris"]) not in tagged
         assert "kind: &#39;nonsense&#39;" in client.get("/ui/search", params={"q": "x", "kind": "nonsense"}).text
