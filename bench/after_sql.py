@@ -17,14 +17,20 @@ Each miss is also put in the first of these that holds (what it would take to ge
   other             none of these (a question about no one, or the embedder not answering)
 Rows are the SQL stage's: a change to the statement needs a new capture.
 
-Usage: python bench/after_sql.py capture circle crm ...
-       python bench/after_sql.py run circle crm ... [--misses 8]
+Stores other than the set as written: `capture --superseded` marks every earlier version
+replaced by the next (what an agent or a model that supersedes exactly the earlier versions
+leaves); bench/versions_related.py --capture keeps each of its modes' stores (none, listed,
+oracle: what its agents left). `run --store NAME` replays one of them.
+
+Usage: python bench/after_sql.py capture circle crm ... [--superseded]
+       python bench/after_sql.py run circle crm ... [--misses 8] [--store superseded|none|listed|oracle]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import pickle
 import statistics
@@ -43,6 +49,7 @@ from mcp_memory.retrieval.query import ParsedQuery
 from mcp_memory.retrieval.reorder import after_sql
 from mcp_memory.retrieval.statement import build_search
 from mcp_memory.retrieval.versions import newest_of_conflicts
+from mcp_memory.review import Review
 from mcp_memory.vectors import embedder_from
 
 SETS = REPO / "bench" / "knowledge_update"
@@ -52,28 +59,46 @@ SEED = 7  # bench/knowledge_update.py's first copy
 MISSES = ("no focus", "not in window", "closest is other", "too narrow", "too wide", "other")
 
 
-async def capture(name: str) -> None:
+async def sql_stage(service: Any, p: Any, record: dict[str, Any]) -> dict[str, Any]:
+    """One question's SQL-stage rows, as the Python stage receives them."""
+    parsed = parse_query(record["query"])
+    statement = build_search(p, parsed, None, limit=LIMIT, settings=service.settings,
+                             vector=await service.vectors.query(parsed.text),
+                             model=service.vectors.model, dimension=service.vectors.dimension)
+    assert statement is not None
+    async with service.repo.transaction(p, **statement.gucs) as conn:
+        rows = [dict(row) for row in await conn.fetch(statement.sql, *statement.args)]
+    return {"record": record, "rows": rows, "past": statement.past, "conflict": statement.conflict}
+
+
+def save_capture(name: str, ids: dict[str, Any], questions: list[dict[str, Any]]) -> None:
+    STORE.mkdir(parents=True, exist_ok=True)
+    (STORE / f"{name}.pkl").write_bytes(pickle.dumps({"ids": ids, "questions": questions}))
+    print(f"captured {name}: {len(questions)} questions", file=sys.stderr)
+
+
+async def capture(name: str, superseded: bool = False) -> None:
     records = load(SETS / f"{name}.jsonl")
     shift = timedelta(days=(datetime.now(UTC) - parse_time(records[0]["as_of"])).days)
     async with bench_database(None, "after-sql") as bench:
         ids = await load_copy(bench, "after-sql", records, shift, SEED, [])
+        if superseded:
+            await supersede_earlier(bench, records, ids)
         await bench.analyze()
         service = bench.service()
         assert service.vectors is not None
-        questions = []
-        for r in records:
-            p = bench_principal(user_of("after-sql", r))
-            parsed = parse_query(r["query"])
-            statement = build_search(p, parsed, None, limit=LIMIT, settings=service.settings,
-                                     vector=await service.vectors.query(parsed.text),
-                                     model=service.vectors.model, dimension=service.vectors.dimension)
-            assert statement is not None
-            async with service.repo.transaction(p, **statement.gucs) as conn:
-                rows = [dict(row) for row in await conn.fetch(statement.sql, *statement.args)]
-            questions.append({"record": r, "rows": rows, "past": statement.past, "conflict": statement.conflict})
-    STORE.mkdir(parents=True, exist_ok=True)
-    (STORE / f"{name}.pkl").write_bytes(pickle.dumps({"ids": ids, "questions": questions}))
-    print(f"captured {name}: {len(questions)} questions", file=sys.stderr)
+        questions = [await sql_stage(service, bench_principal(user_of("after-sql", r)), r) for r in records]
+    save_capture(f"{name}_superseded" if superseded else name, ids, questions)
+
+
+async def supersede_earlier(bench: Any, records: list[dict[str, Any]], ids: dict[str, Any]) -> None:
+    """Every earlier version marked replaced by the next one: the store an agent or a model that
+    supersedes exactly the earlier versions leaves behind."""
+    review = Review(bench.service().repo, Settings())
+    for r in records:
+        versions = sorted(r["versions"], key=lambda v: v["occurred_at"])
+        for older, newer in itertools.pairwise(versions):
+            await review.supersede(bench_principal(user_of("after-sql", r)), ids[newer["key"]], [ids[older["key"]]])
 
 
 class CachedVectors:
@@ -140,8 +165,9 @@ async def why_missed(q: dict[str, Any], parsed: ParsedQuery, key_of: dict[Any, s
     return "too wide"
 
 
-async def replay(name: str, vectors: CachedVectors, settings: Settings, misses: int) -> dict[str, Any]:
-    captured = pickle.loads((STORE / f"{name}.pkl").read_bytes())
+async def replay(name: str, vectors: CachedVectors, settings: Settings, misses: int,
+                 store: str = "") -> dict[str, Any]:
+    captured = pickle.loads((STORE / f"{name}{'_' + store if store else ''}.pkl").read_bytes())
     ids = captured["ids"]
     key_of = {memory_id: key for key, memory_id in ids.items()}
     judged = []
@@ -167,11 +193,11 @@ async def replay(name: str, vectors: CachedVectors, settings: Settings, misses: 
             "missed_newest_at_1": {reason: why.get(reason, 0) for reason in MISSES}}
 
 
-async def run(names: list[str], misses: int) -> list[dict[str, Any]]:
+async def run(names: list[str], misses: int, store: str = "") -> list[dict[str, Any]]:
     vectors = CachedVectors(STORE / "vectors.pkl")
     settings = Settings()
     try:
-        return [await replay(name, vectors, settings, misses) for name in names]
+        return [await replay(name, vectors, settings, misses, store) for name in names]
     finally:
         vectors.save()
 
@@ -192,13 +218,17 @@ def main() -> None:
     parser.add_argument("action", choices=("capture", "run"))
     parser.add_argument("sets", nargs="+", help="names of bench/knowledge_update/*.jsonl")
     parser.add_argument("--misses", type=int, default=0, help="print this many hits of every miss")
+    parser.add_argument("--superseded", action="store_true",
+                        help="capture: supersede every earlier version by the next (the store a perfect agent leaves)")
+    parser.add_argument("--store", default="", help="run: replay another capture of each set: superseded (above), "
+                        "or none / listed / oracle (bench/versions_related.py --capture)")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "after_sql.json")
     args = parser.parse_args()
     if args.action == "capture":
         for name in args.sets:
-            asyncio.run(capture(name))
+            asyncio.run(capture(name, args.superseded))
     else:
-        report(asyncio.run(run(args.sets, args.misses)), args.out)
+        report(asyncio.run(run(args.sets, args.misses, args.store)), args.out)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from after_sql import save_capture, sql_stage
 from knowledge_update import judge, load, parse_time, summarize, user_of
 from locomo import REPO, bench_database, bench_principal, machine, table
 
@@ -143,6 +144,9 @@ async def main_async(args: argparse.Namespace) -> None:
                 row = judge(r, [h.id for h in found.hits], ids)
                 row["time_words"] = r.get("time_words")
                 rows.append(row)
+            if args.capture:  # the SQL stage's rows, for bench/after_sql.py run --store MODE
+                save_capture(f"{args.dataset.stem}_{mode}", ids,
+                             [await sql_stage(service, bench_principal(user_of(user, r)), r) for r in records])
             changing = [x for x in rows if x["type"] != "stable"]
             stable = [x for x in rows if x["type"] == "stable"]
             by_words = {str(w): summarize([x for x, r in zip(rows, records, strict=True)
@@ -180,6 +184,8 @@ def main() -> None:
     parser.add_argument("dataset", type=Path)
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--misses", type=int, default=5, help="print this many `related` misses per mode")
+    parser.add_argument("--capture", action="store_true",
+                        help="keep each mode's SQL-stage rows for bench/after_sql.py run --store MODE")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "versions_related.json")
     asyncio.run(main_async(parser.parse_args()))
 
