@@ -215,3 +215,43 @@ async def test_a_first_name_is_the_full_name_it_opens(database: Database, settin
                                 [(1, "Heard today: Nilufar Pereira joined Growth squad."),
                                  (2, "Nilufar Pereira speaks Romanian natively.")], service.vectors)
     assert verdict.allowed == [1] and list(verdict.suggested) == [2], verdict
+
+
+@pytest.mark.parametrize(("new", "old", "other_thing"), [
+    ("The scheduling pipeline exposes a GraphQL endpoint.", "The webhooks pipeline exposes a GraphQL endpoint.", True),
+    ("Prod for the rosters pipeline sits in us-west-2.", "Prod for the geo pipeline sits in us-west-2.", True),
+    ("Calendar: team vole check-in, 10:00.", "Calendar: team moraine check-in, 10:00.", True),
+    # The value changed, the words around it did not: a version.
+    ("The media worker uses Postgres version 16.", "The media worker uses Postgres version 14.", False),
+    # Worded differently: the frame says nothing.
+    ("Coupons API failed over to eu-central-1 for good.", "Prod for the coupons API sits in eu-central-1.", False),
+    ("The webhooks pipeline exposes a GraphQL endpoint.", "The webhooks pipeline exposes a GraphQL endpoint.", False),
+])
+def test_the_same_words_ending_on_the_same_value(new: str, old: str, other_thing: bool) -> None:
+    assert guard.same_words_other_thing(new, old) is other_thing
+
+
+async def test_the_same_fact_of_another_thing_is_only_a_suggestion(database: Database, settings: Settings) -> None:
+    """Nothing names a person, so no name tells the two pipelines apart, and with nothing masked
+    the two texts are one sentence: a model replacing one by the other (as Qwen did) was let
+    through. A version naming the value it replaces, and named subjects, are judged as before."""
+    service = await MemoryService.open(database, settings)
+    verdict = await guard.check("The scheduling pipeline exposes a GraphQL endpoint.",
+                                [(1, "The webhooks pipeline exposes a GraphQL endpoint.")], service.vectors)
+    assert verdict.allowed == [] and verdict.suggested == {1: f"guard: {guard.OTHER_THING}"}, verdict
+    for new, old in [("The identity API is now deployed in the eu-west-1 region instead of ca-central-1.",
+                      "The identity API is deployed to region ca-central-1."),
+                     ("Amara Petrov took over from Yuki Yilmaz and now leads the Unity team.",
+                      "Yuki Yilmaz leads the Unity team.")]:
+        verdict = await guard.check(new, [(1, old)], service.vectors)
+        assert verdict.allowed == [1], (new, verdict)
+
+
+def test_long_texts_are_not_aligned_word_by_word() -> None:
+    """Aligning two memories at the content limit took 10 s; a fact is said in a sentence."""
+    words = "alpha beta gamma delta x1 y2".split()
+    long_a = " ".join(words[i * 7 % 6] for i in range(MAX_CONTENT_CHARS // 6))
+    long_b = " ".join(words[i * 5 % 6] for i in range(MAX_CONTENT_CHARS // 6))
+    started = time.monotonic()
+    assert not guard.same_words_other_thing(long_a, long_b)
+    assert time.monotonic() - started < 1
