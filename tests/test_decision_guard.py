@@ -217,18 +217,27 @@ async def test_a_first_name_is_the_full_name_it_opens(database: Database, settin
     assert verdict.allowed == [1] and list(verdict.suggested) == [2], verdict
 
 
-@pytest.mark.parametrize(("new", "old", "other_thing"), [
-    ("The scheduling pipeline exposes a GraphQL endpoint.", "The webhooks pipeline exposes a GraphQL endpoint.", True),
-    ("Prod for the rosters pipeline sits in us-west-2.", "Prod for the geo pipeline sits in us-west-2.", True),
-    ("Calendar: team vole check-in, 10:00.", "Calendar: team moraine check-in, 10:00.", True),
+@pytest.mark.parametrize(("new", "old", "ends", "opens"), [
+    ("The scheduling pipeline exposes a GraphQL endpoint.", "The webhooks pipeline exposes a GraphQL endpoint.",
+     True, False),
+    ("Prod for the rosters pipeline sits in us-west-2.", "Prod for the geo pipeline sits in us-west-2.", True, False),
+    ("Calendar: team vole check-in, 10:00.", "Calendar: team moraine check-in, 10:00.", True, False),
+    ("Kasimir replaced the MacBook Pro 14 with a ThinkPad X1 Carbon.",
+     "Priya replaced the MacBook Pro 14 with a ThinkPad T14.", False, True),
     # The value changed, the words around it did not: a version.
-    ("The media worker uses Postgres version 16.", "The media worker uses Postgres version 14.", False),
-    # Worded differently: the frame says nothing.
-    ("Coupons API failed over to eu-central-1 for good.", "Prod for the coupons API sits in eu-central-1.", False),
-    ("The webhooks pipeline exposes a GraphQL endpoint.", "The webhooks pipeline exposes a GraphQL endpoint.", False),
+    ("The media worker uses Postgres version 16.", "The media worker uses Postgres version 14.", False, False),
+    # A label that differs opens no other name.
+    ("From standup: Nilufar left Growth for Payments.", "Heard today: Nilufar left Growth for Payments.",
+     False, False),
+    # Worded differently, or the same: the words say nothing.
+    ("Coupons API failed over to eu-central-1 for good.", "Prod for the coupons API sits in eu-central-1.",
+     False, False),
+    ("The webhooks pipeline exposes a GraphQL endpoint.", "The webhooks pipeline exposes a GraphQL endpoint.",
+     False, False),
 ])
-def test_the_same_words_ending_on_the_same_value(new: str, old: str, other_thing: bool) -> None:
-    assert guard.same_words_other_thing(new, old) is other_thing
+def test_the_same_words_about_something_else(new: str, old: str, ends: bool, opens: bool) -> None:
+    assert guard.ends_on_its_value(new, old) is ends
+    assert guard.opens_on_another_name(new, old) is opens
 
 
 async def test_the_same_fact_of_another_thing_is_only_a_suggestion(database: Database, settings: Settings) -> None:
@@ -245,6 +254,9 @@ async def test_the_same_fact_of_another_thing_is_only_a_suggestion(database: Dat
                       "Yuki Yilmaz leads the Unity team.")]:
         verdict = await guard.check(new, [(1, old)], service.vectors)
         assert verdict.allowed == [1], (new, verdict)
+    verdict = await guard.check("Kasimir replaced the MacBook Pro 14 with a ThinkPad X1 Carbon.",
+                                [(1, "Priya replaced the MacBook Pro 14 with a ThinkPad T14.")], service.vectors)
+    assert verdict.allowed == [] and 1 in verdict.suggested, verdict
 
 
 def test_long_texts_are_not_aligned_word_by_word() -> None:
@@ -253,5 +265,5 @@ def test_long_texts_are_not_aligned_word_by_word() -> None:
     long_a = " ".join(words[i * 7 % 6] for i in range(MAX_CONTENT_CHARS // 6))
     long_b = " ".join(words[i * 5 % 6] for i in range(MAX_CONTENT_CHARS // 6))
     started = time.monotonic()
-    assert not guard.same_words_other_thing(long_a, long_b)
+    assert not guard.ends_on_its_value(long_a, long_b) and not guard.opens_on_another_name(long_a, long_b)
     assert time.monotonic() - started < 1

@@ -204,9 +204,10 @@ def _subject_names(new: str, old: str) -> list[tuple[str, ...]]:
 
 # Why a memory is not taken for the same subject when nothing says it is another one either.
 UNSURE = "not about the same subject by our check"
-# Why a memory naming no one is taken for a fact of another thing (`same_words_other_thing`).
-OTHER_THING = "it says the same in the same words, ending on the same value: about another thing by our check"
-# Longer memories are not compared word by word (`same_words_other_thing`).
+# Why a memory is taken for the same fact of something else (`opens_on_another_name`,
+# `ends_on_its_value`).
+OTHER_THING = "it says what the new memory says in the same words, about something else by our check"
+# Longer memories are not compared word by word (`_aligned`).
 FRAME_CHARS = 400
 # A word, for comparing two memories word by word ("eu-west-1", "9:45", "GraphQL" each one).
 _TOKEN = re.compile(r"\w[\w'.:+@-]*\w|\w")
@@ -216,21 +217,36 @@ def _tokens(text: str) -> list[str]:
     return [t.lower().rstrip(".:") for t in _TOKEN.findall(text)]
 
 
-def same_words_other_thing(new: str, old: str) -> bool:
-    """Whether `new` says what `old` says in the same words (at least half of them, in order) and
-    ends on a value `old` names, so that what differs is what they are about: "The webhooks
-    pipeline exposes a GraphQL endpoint" / "The scheduling pipeline exposes a GraphQL endpoint",
-    "Prod for the rosters pipeline sits in us-west-2." / "Prod for the geo pipeline sits in
-    us-west-2."."""
+def _aligned(new: str, old: str) -> tuple[list[str], list[str], list[tuple[str, int, int, int, int]]] | None:
+    """Both texts' words after any label ("Heard today:") and the blocks where they differ, when
+    they say one thing in the same words (at least half of them, in order); None otherwise."""
     if max(len(new), len(old)) > FRAME_CHARS:
-        return False  # one fact is said briefly; aligning two long texts is quadratic (10 s at the limit)
-    a, b = _tokens(new), _tokens(old)
+        return None  # one fact is said briefly; aligning two long texts is quadratic (339 s at the limit)
+    a, b = _tokens(LABEL.sub("", new, count=1)), _tokens(LABEL.sub("", old, count=1))
     blocks = difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()
     changed = [block for block in blocks if block[0] != "equal"]
     same = sum(i2 - i1 for tag, i1, i2, _, _ in blocks if tag == "equal")
-    if not changed or same < min(len(a), len(b)) / 2:
+    return (a, b, changed) if changed and same >= min(len(a), len(b)) / 2 else None
+
+
+def opens_on_another_name(new: str, old: str) -> bool:
+    """The same words opening on another name: "Kasimir replaced the MacBook Pro 14 with a
+    ThinkPad X1 Carbon." / "Priya replaced the MacBook Pro 14 with a ThinkPad T14." (the full name
+    both hold, "MacBook Pro", passed for their subject)."""
+    aligned = _aligned(new, old)
+    if aligned is None:
         return False
-    return bool(values_of(old, frozenset()) & set(a[changed[-1][2]:]))
+    a, b, changed = aligned
+    return changed[0] == ("replace", 0, 1, 0, 1) and not {a[0], b[0]} & _NOT_NAMES and \
+        all(LABEL.sub("", text, count=1).lstrip()[:1].isupper() for text in (new, old))
+
+
+def ends_on_its_value(new: str, old: str) -> bool:
+    """The same words ending on a value `old` names: "The webhooks pipeline exposes a GraphQL
+    endpoint" / "The scheduling pipeline exposes a GraphQL endpoint", "Prod for the geo pipeline
+    sits in us-west-2." / "Prod for the rosters pipeline sits in us-west-2."."""
+    aligned = _aligned(new, old)
+    return aligned is not None and bool(values_of(old, frozenset()) & set(aligned[0][aligned[2][-1][2]:]))
 
 
 @dataclass(frozen=True)
@@ -276,15 +292,15 @@ async def judge(new: str, olds: Sequence[str], vectors: Embeds | None,
                           values_of(LABEL.sub("", pairs[k][1], count=1), ignore))
         # The same value alone is the same fact of another thing ("emits metrics to Prometheus").
         replaces = bool(values & theirs and values - theirs)
-        # Naming no one by a full name, a memory's subject is a run of common words, which the
-        # names above cannot tell apart: the same words ending on the same value are the same
-        # fact of another thing, unless the new one names that value beside a new one ("now in
-        # eu-west-1 instead of ca-central-1"). Under the adversary at 0.45, ops 24.7 -> 22.3% and
-        # dataset 16.0 -> 12.5% wrong, at 0.25 34.8 -> 32.4% and 20.5 -> 17.0%; no right update
-        # lost and no other set changed (the replay of 4,600 recorded decisions). Between named
-        # memories the words around a name are its values ("X took over from Y and now leads
-        # the Unity team" / "Y leads the Unity team").
-        if not replaces and unnamed and same_words_other_thing(new, olds[k]):
+        # The same words about something else, unless the new one names the old value beside a
+        # new one ("now in eu-west-1 instead of ca-central-1"). Naming no one by a full name, a
+        # memory's subject is a run of common words the names above cannot tell apart: ending on
+        # the same value, under the adversary at 0.45 ops 24.7 -> 22.3% and dataset 16.0 -> 12.5%
+        # wrong, at 0.25 34.8 -> 32.4% and 20.5 -> 17.0%; opening on another name, crm 2.6 ->
+        # 2.2% and 22.9 -> 22.5%. No right update lost and no other set changed (the replay of
+        # 4,600 recorded decisions). Between named memories the words around a name are its
+        # values ("X took over from Y and now leads the Unity team" / "Y leads the Unity team").
+        if opens_on_another_name(new, olds[k]) or not replaces and unnamed and ends_on_its_value(new, olds[k]):
             out[k] = Judged(other_subject=OTHER_THING)
             continue
         cosine = cosines.get(k)
