@@ -11,9 +11,11 @@ our job, not the model's, so before an UPDATE, DELETE or NONE is applied each ta
   new one ("Diego Yilmaz took over from Hana Dubois as Kwame Larsen's manager"); a note about
   the user is not about a person in their life, nor about a named person who "gave me a lift";
   a named person's brother or mentor is not that person; a channel opening a note is a subject;
-  between memories naming no one by a full name, the same words ending on the same value are the
-  same fact of another thing ("The webhooks pipeline exposes a GraphQL endpoint" / "The
-  scheduling pipeline exposes a GraphQL endpoint"), a suggestion at most;
+  the same words opening on another name, with another value further on, are another person's
+  fact ("Kasimir replaced the MacBook Pro 14 with ..." / "Priya replaced the MacBook Pro 14 with
+  ..."); between memories naming no one by a full name, the same words ending on the same value
+  are the same fact of another thing ("The webhooks pipeline exposes a GraphQL endpoint" / "The
+  scheduling pipeline exposes a GraphQL endpoint"); both a suggestion at most;
 - attribute: with the subject's names and the words for the user masked, the two texts say the
   same kind of thing (cosine of their embeddings at least the floor, `ATTRIBUTE_FLOOR` unless
   MCP_MEMORY_DECISIONS_GUARD_FLOOR says otherwise, and about as close as the closest of the
@@ -230,15 +232,21 @@ def _aligned(new: str, old: str) -> tuple[list[str], list[str], list[tuple[str, 
 
 
 def opens_on_another_name(new: str, old: str) -> bool:
-    """The same words opening on another name: "Kasimir replaced the MacBook Pro 14 with a
-    ThinkPad X1 Carbon." / "Priya replaced the MacBook Pro 14 with a ThinkPad T14." (the full name
-    both hold, "MacBook Pro", passed for their subject)."""
+    """The same words opening on another name and naming another value further on: "Kasimir
+    replaced the MacBook Pro 14 with a ThinkPad X1 Carbon." / "Priya replaced the MacBook Pro 14
+    with a ThinkPad T14." (the full name both hold, "MacBook Pro", passed for their subject). With
+    nothing else changed, the opening word may be the value itself ("Rust is my main language" /
+    "Python is my main language"), which this leaves to the other checks."""
     aligned = _aligned(new, old)
     if aligned is None:
         return False
     a, b, changed = aligned
-    return changed[0] == ("replace", 0, 1, 0, 1) and not {a[0], b[0]} & _NOT_NAMES and \
-        all(LABEL.sub("", text, count=1).lstrip()[:1].isupper() for text in (new, old))
+    if changed[0] != ("replace", 0, 1, 0, 1) or {a[0], b[0]} & _NOT_NAMES or \
+            not all(LABEL.sub("", text, count=1).lstrip()[:1].isupper() for text in (new, old)):
+        return False
+    mine, theirs = values_of(new, frozenset()), values_of(old, frozenset())
+    return any(tag == "replace" and mine & set(a[i1:i2]) and theirs & set(b[j1:j2])
+               for tag, i1, i2, j1, j2 in changed[1:])
 
 
 def ends_on_its_value(new: str, old: str) -> bool:
