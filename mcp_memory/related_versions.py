@@ -74,16 +74,18 @@ class RelatedVersions:
             # writes' time embedding them).
             return Near(versions.likely_versions(content, await near(2, threshold), same_fact), limit,
                         replaces=False)
+        widest: list[tuple[Any, float]] | None = None  # near(4, 0.0), once fetched
         if not versions.is_user_note(content):
             named = versions.named_subject(content) is not None
-            pool = await near(4, 0.0) if named else await near(2, threshold)
+            widest = await near(4, 0.0) if named else None
+            pool = widest if widest is not None else await near(2, threshold)
             likely = versions.likely_versions(content, [(r, cosine) for r, cosine in pool if cosine >= threshold]
                                               [:2 * limit + extra], same_fact)
             if named and (first := await self._subject_first(content, pool, likely)) is not None:
                 return first
             if likely or about_someone_else(content):
                 return await self._judged(content, likely, limit)
-        rows = await near(4, 0.0)
+        rows = widest if widest is not None else await near(4, 0.0)
         chosen = await versions.user_note_versions(content, rows, vectors,
                                                    threshold - versions.USER_NOTE_FLOOR_BELOW, same_fact)
         if chosen is not None:
