@@ -32,6 +32,7 @@ suggestion too: a decision only removes a fact from view when we agree with the 
 from __future__ import annotations
 
 import difflib
+import functools
 import itertools
 import re
 from collections.abc import Sequence
@@ -185,7 +186,7 @@ def same_subject(new: str, old: str) -> bool:
     if _user_note(new) or _user_note(old):
         # A note naming no one by a full name, and no one else's, is the user's too ("Migrated
         # the repo from npm to pnpm").
-        return all(_user_note(t) or not any(len(n) > 1 for n in names(t)) and not about_someone_else(t)
+        return all(_user_note(t) or not _names_in_full(t, anywhere=False) and not about_someone_else(t)
                    for t in (new, old))
     mine, theirs = subject(new), subject(old)
     if mine and theirs:
@@ -204,6 +205,11 @@ def _subject_names(new: str, old: str) -> list[tuple[str, ...]]:
             if any(_same(a, b) for b in theirs) and any(_same(a, s) for s in subjects)]
 
 
+def _names_in_full(text: str, anywhere: bool = True) -> bool:
+    """Whether `text` names someone by a full name (among its first words unless `anywhere`)."""
+    return any(len(n) > 1 for n in names(text, anywhere))
+
+
 # Why a memory is not taken for the same subject when nothing says it is another one either.
 UNSURE = "not about the same subject by our check"
 # Why a memory is taken for the same fact of something else (`opens_on_another_name`,
@@ -211,22 +217,31 @@ UNSURE = "not about the same subject by our check"
 OTHER_THING = "it says what the new memory says in the same words, about something else by our check"
 # Longer memories are not compared word by word (`_aligned`).
 FRAME_CHARS = 400
-# A word, for comparing two memories word by word ("eu-west-1", "9:45", "GraphQL" each one).
+# A word, for comparing two memories word by word ("eu-west-1", "9:45", "GraphQL" each one). Not
+# `values_of`'s reading, which cuts possessives: "User's working hours are Brazil time" would then
+# share "user" with "User is on Japan time now, not Brazil time" and pass for the same words
+# (a right update lost on workbench).
 _TOKEN = re.compile(r"\w[\w'.:+@-]*\w|\w")
+Block = tuple[str, int, int, int, int]  # a difflib opcode
 
 
-def _tokens(text: str) -> list[str]:
-    return [t.lower().rstrip(".:") for t in _TOKEN.findall(text)]
+def _tokens(text: str) -> tuple[str, ...]:
+    return tuple(t.lower().rstrip(".:") for t in _TOKEN.findall(text))
 
 
-def _aligned(new: str, old: str) -> tuple[list[str], list[str], list[tuple[str, int, int, int, int]]] | None:
+def _aligned(new: str, old: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[Block, ...]] | None:
     """Both texts' words after any label ("Heard today:") and the blocks where they differ, when
     they say one thing in the same words (at least half of them, in order); None otherwise."""
     if max(len(new), len(old)) > FRAME_CHARS:
         return None  # one fact is said briefly; aligning two long texts is quadratic (339 s at the limit)
+    return _align(new, old)
+
+
+@functools.lru_cache(maxsize=1024)  # `judge` asks both rules of a pair; the cache holds short texts only
+def _align(new: str, old: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[Block, ...]] | None:
     a, b = _tokens(LABEL.sub("", new, count=1)), _tokens(LABEL.sub("", old, count=1))
     blocks = difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()
-    changed = [block for block in blocks if block[0] != "equal"]
+    changed = tuple(block for block in blocks if block[0] != "equal")
     same = sum(i2 - i1 for tag, i1, i2, _, _ in blocks if tag == "equal")
     return (a, b, changed) if changed and same >= min(len(a), len(b)) / 2 else None
 
@@ -289,9 +304,9 @@ async def judge(new: str, olds: Sequence[str], vectors: Embeds | None,
     cosines = ({k: float(np.dot(embedded[2 * i], embedded[2 * i + 1])) for i, k in enumerate(same)}
                if embedded is not None else {})
     best = max(cosines.values(), default=0.0)
-    full_names = [any(len(n) > 1 for n in names(t, anywhere=True)) for t in (new, *olds)]
+    new_named = _names_in_full(new)
     for k in same:
-        unnamed = not full_names[0] and not full_names[k + 1]
+        unnamed = not new_named and not _names_in_full(olds[k])
         ignore = frozenset(w for name in shared[k] for w in name) | {MASK} | NOT_NAMES
         # A note's label names no value: "1:1 notes:" in both once made any two of a colleague's
         # notes share the value "1:1" (crm 23.3 -> 22.9% wrong under the adversary, no other set
