@@ -37,6 +37,7 @@ from typing import Any
 from after_sql import save_capture, sql_stage
 from knowledge_update import judge, load, parse_time, summarize, user_of
 from locomo import REPO, bench_database, bench_principal, machine, table
+from stats import percentile
 
 from mcp_memory.decisions import guard
 
@@ -108,10 +109,9 @@ async def write_in_order(service: Any, user: str, records: list[dict[str, Any]],
                                 supersedes=chosen)
             superseded += len(chosen)
             wrong += sum(key_of[c] not in earlier for c in chosen)
-    write_ms.sort()
     quality = {"writes": writes, "updates": updates,
                "write_ms_p50": round(statistics.median(write_ms), 2),
-               "write_ms_p95": round(write_ms[int(0.95 * (len(write_ms) - 1))], 2),
+               "write_ms_p95": round(percentile(write_ms, 95), 2),
                "earlier_version_listed": round(found / max(updates, 1), 4),
                "unrelated_per_update": round(unrelated_updates / max(updates, 1), 3),
                "unrelated_per_write": round(unrelated_all / max(writes, 1), 3),
