@@ -8,6 +8,7 @@ Protocol, the same for both servers and for each conversation (sides alternate w
     searches untimed (model loaded, database ready);
   * the machine is waited on until its 1-minute load average is below --quiet-load (at most
     --max-wait seconds; the load seen is printed and kept);
+  * 200 pings timed: what client, pipes and the SDK's dispatch take with no tool run;
   * every turn written, one call per turn, timed ("Speaker: text [shares caption]"; ours as an
     episode with the session's date, the peer with a conversation_id);
   * every question of categories 1-4 with evidence searched twice in a row, limit 10: the first
@@ -71,6 +72,7 @@ from stdio_latency import SERVE, env_for  # noqa: E402
 SIDES = ("peer", "ours")
 DEFAULT_CONVERSATIONS = "conv-30,conv-42"
 WARM_UP = ("what happened last week", "hello")
+PINGS = 200
 
 
 def wait_quiet(threshold: float, max_wait: float, what: str) -> dict[str, float]:
@@ -161,12 +163,14 @@ async def timed(call: Awaitable[Any], into: list[float]) -> Any:
 async def run_side(side: Ours | Peer, conv: Conversation, args: argparse.Namespace) -> dict[str, Any]:
     """One server, one conversation: writes, searches (embedded, cached) and, for ours, again
     after ANALYZE. Returns the raw timings (seconds) and per-question scores."""
-    times: dict[str, list[float]] = {"write": [], "search_embedded": [], "search_cached": []}
+    times: dict[str, list[float]] = {"ping": [], "write": [], "search_embedded": [], "search_cached": []}
     out: dict[str, Any] = {"times": times, "duplicates": 0, "failed_writes": 0}
     async with Client(side.params(), mode="legacy") as client:
         for query in WARM_UP:  # model loaded, database ready, first plans made: untimed
             await side.search(client, query, args.limit)
         out["load_before_writes"] = wait_quiet(args.quiet_load, args.max_wait, f"{side.name} {conv.sample_id}")
+        for _ in range(PINGS):  # the floor under every call: client, pipes and the SDK's dispatch, no tool
+            await timed(client.send_ping(), times["ping"])
         keys: dict[str, str] = {}
         by_text: dict[str, str] = {}
         turns = turns_of(conv, args.limit_turns)
@@ -295,7 +299,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
 def report(results: dict[str, Any]) -> str:
     peer_side, ours = results["sides"]["peer"], results["sides"]["ours"]
     rows = []
-    for key, label in (("write", "write"), ("search_embedded", "search, query embedded"),
+    for key, label in (("ping", "ping (no tool: the floor)"), ("write", "write"),
+                       ("search_embedded", "search, query embedded"),
                        ("search_cached", "search, vector cached"),
                        ("search_cached_analyzed", "search, cached, after ANALYZE")):
         p = peer_side["latency"].get("search_cached" if key == "search_cached_analyzed" else key)
