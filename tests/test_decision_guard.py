@@ -47,6 +47,11 @@ async def decide(database: Database, settings: Settings, chat: ChatAPI, p: Princ
     ("Bianca's birthday is on 5 January.", "Caleb's birthday is on 25 May."),
     ("Caleb has moved over to Emacs.", "Bianca has moved over to Emacs."),
     ("Odalys Pellegrini left Leipzig behind for Berlin.", "Katarina Nascimento visited Berlin for a conference."),
+    # What two names own are two people's facts, whoever else both name.
+    ("Yasmin Haddad is Leopold Kuznetsov's skip-level and direct manager.",
+     "Adaeze Halvorsen's manager: Yasmin Haddad."),
+    ("Adaeze Halvorsen's ThinkPad T14 died; loaner Dell XPS 13 for now.",
+     "Update - Priya Mwangi's ThinkPad T14 died; loaner ThinkPad X1 Carbon for now."),
 ])
 @pytest.mark.parametrize("on", [True, False])
 async def test_a_replace_about_someone_else_is_refused(database: Database, settings: Settings, chat: ChatAPI,
@@ -94,6 +99,7 @@ async def test_a_duplicate_of_someone_else_does_not_hide_the_new_memory(database
     ("Kwame Larsen reports to Hana Dubois, the manager of the group.",
      "Diego Yilmaz took over from Hana Dubois as Kwame Larsen's manager."),
     ("I do cycling on weekends.", "User gave up cycling and took up yoga."),
+    ("Hiroshi Lindqvist's manager: Rohan Mehta.", "Hiroshi's new manager is Helena Sousa (Rohan Mehta moved on)."),
 ])
 async def test_a_right_update_still_applies(database: Database, settings: Settings, chat: ChatAPI,
                                             alice: Principal, old: str, new: str) -> None:
@@ -190,6 +196,16 @@ async def test_hostile_text_does_not_stall_the_worker() -> None:
     verdict = await guard.check(hostile, [(1, hostile[:-3]), (2, "Ab is here.")], Down())
     assert time.monotonic() - started < 10  # ~0.2 s now; the bound is for a stall, not a speed target
     assert 1 in verdict.suggested  # the same subject, its attribute unjudged without the embedder
+
+
+async def test_a_run_of_possessives_does_not_stall_the_worker() -> None:
+    """Every possessive of one long run of capitalised words once counted as a name near the
+    start, and two such memories had their names compared pairwise: 12 s for a pair."""
+    mine, theirs = "Ab's " * (MAX_CONTENT_CHARS // 5), "Cd's " * (MAX_CONTENT_CHARS // 5)
+    started = time.monotonic()
+    verdict = await guard.check(mine, [(1, theirs)], Down())
+    assert time.monotonic() - started < 1  # ~0.05 s now
+    assert list(verdict.refused) == [1]  # Ab's and Cd's are two owners
 
 
 async def test_the_same_relation_of_one_person_is_one_subject() -> None:

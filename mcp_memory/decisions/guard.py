@@ -10,7 +10,8 @@ our job, not the model's, so before an UPDATE, DELETE or NONE is applied each ta
   "ETH Zurich" where two people studied is no subject), or the old memory's subject named in the
   new one ("Diego Yilmaz took over from Hana Dubois as Kwame Larsen's manager"); a note about
   the user is not about a person in their life, nor about a named person who "gave me a lift";
-  a named person's brother or mentor is not that person; a channel opening a note is a subject;
+  a named person's brother or mentor is not that person; what two different names own ("X's
+  manager", "Y's laptop") are two people's facts; a channel opening a note is a subject;
   the same words opening on another name, with another value further on, are another person's
   fact ("Kasimir replaced the MacBook Pro 14 with ..." / "Priya replaced the MacBook Pro 14 with
   ..."); between memories naming no one by a full name, the same words ending on the same value
@@ -74,6 +75,8 @@ moved switched from standup also just new prod heard congrats""".split())
 _RUN = re.compile(r"(?<![\w'-])[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*")
 _WORD = re.compile(r"\w[\w'-]*")
 _POSSESSIVE = re.compile(r"'s$")
+# A run of capitalised words cut after each possessive: "Adaeze Halvorsen's", "ThinkPad T14".
+_POSSESSIVE_END = re.compile(r"\S.*?(?:'s(?=\s)|$)", re.DOTALL)
 # A Slack channel or a handle opening a memory, after a note's label ("Standup: #deploys ..."):
 # its subject, though not capitalised (ops 36.6 -> 34.8% wrong under the adversary, no other set
 # changed).
@@ -105,9 +108,13 @@ def names(text: str, anywhere: bool = False) -> list[tuple[str, ...]]:
     for m in _RUN.finditer(text):
         if m.start() >= limit:
             break
-        # A possessive ends a name: "Adaeze Halvorsen's ThinkPad T14" is Adaeze Halvorsen, then a value.
-        for run in re.split(r"(?<='s)\s+", m.group()):
-            words = _words(run)
+        # A possessive ends a name: "Adaeze Halvorsen's ThinkPad T14" is Adaeze Halvorsen, then a
+        # value. Only the names that start early count: one run of thousands of possessives
+        # ("Ab's Ab's ...") made the subjects of two such texts compared pairwise, 12 s a pair.
+        for run in _POSSESSIVE_END.finditer(m.group()):
+            if m.start() + run.start() >= limit:
+                break
+            words = _words(run.group())
             if words:
                 found.append(words)
     return found
@@ -136,7 +143,28 @@ def other_subject(new: str, old: str) -> str | None:
     new_role, old_role = named_persons_relation(new), named_persons_relation(old)
     if new_role != old_role:
         return f"one is about someone's {new_role or old_role}, the other is not"
+    # What a name owns is that name's fact, whoever else both name: "Adaeze Halvorsen's manager:
+    # Yasmin Haddad." is no version of "Yasmin Haddad is Leopold Kuznetsov's skip-level", nor
+    # "Priya Mwangi's ThinkPad T14 died" of "Adaeze Halvorsen's ThinkPad T14 died" (under the
+    # adversary at 0.45 crm 2.2 -> 1.7% wrong, life 0.5 -> 0.3%, at 0.25 crm 22.5 -> 21.9%, life
+    # 6.8 -> 6.2%; no right update lost on any set).
+    new_owners, old_owners = owners(new), owners(old)
+    if new_owners and old_owners \
+            and not any(_same(a, b) for a in new_owners for b in names(old, anywhere=True)) \
+            and not any(_same(a, b) for a in old_owners for b in names(new, anywhere=True)):
+        return f"about {' '.join(old_owners[0]).title()}'s, not {' '.join(new_owners[0]).title()}'s"
     return None
+
+
+def owners(text: str, most: int = 3) -> list[tuple[str, ...]]:
+    """The first `most` names in `text` that own something ("Leopold Kuznetsov's skip-level",
+    "Mom's birthday"), each as its lower-case words: one fact has an owner or two, and each is
+    compared with every name of the other text (all of them would be quadratic in a hostile
+    text of thousands). Read off the runs of capitalised words as `names` does: a pattern ending
+    in "'s" would retry every shorter run, quadratic too."""
+    found = (words for m in _RUN.finditer(text) for run in _POSSESSIVE_END.finditer(m.group())
+             if run.group().endswith("'s") and (words := _words(run.group())))
+    return list(itertools.islice(found, most))
 
 
 def _user_note(text: str) -> bool:
