@@ -50,6 +50,8 @@ from stats import summary  # noqa: E402
 from stdio_latency import OBJECTS, QUERIES, SUBJECTS, VERBS  # noqa: E402
 
 KINDS = ["fact", "preference", "decision", "episode", "note"]
+# The one user whose scope holds every generated memory.
+BIG = Principal(user_id="scale", project_id="big", permissions=ALL_PERMISSIONS, actor="bench")
 PLACES = ["Lisbon", "Oslo", "Berlin", "Nairobi", "Lima", "Osaka", "Toronto", "Auckland", "Seville", "Tartu"]
 EXTRA_QUERIES = ["who moved to Oslo", "Kafka", "nightly backups failing", "what did the team decide about Rust",
                  "feature flags in the mobile app", "Tartu", "PostgreSQL upgrade plan", "green tea"]
@@ -69,7 +71,7 @@ async def run(n: int, queries: int, data_dir: Path, spread: float, work_mem: str
     db = await open_database(settings)
     service = await MemoryService.open(db, settings)
     vectors = service.vectors
-    p = Principal(user_id="scale", project_id="big", permissions=ALL_PERMISSIONS, actor="bench")
+    p = BIG
     rng = random.Random(3)
     try:
         bases = sorted({f"{s} {v} {o} in {rng.choice(PLACES)}" for s in SUBJECTS for v in VERBS for o in OBJECTS})

@@ -171,8 +171,10 @@ async def _open(settings: Settings, limit: float | None) -> Database:
             await conn.close()
         # register_vector needs the extension, which the first migration creates.
         # Plan each search with its real values: the generic plan a prepared statement falls back to
-        # after five runs cannot see the query vector or the scope and ran 3x slower (11 ms vs 3.6 ms
-        # at LoCoMo scale). JIT compiling costs more than these short queries run.
+        # after five runs is made for the average scope. Beside a scope of 100,000 memories it
+        # walked the big scope's HNSW graph for a small one and returned other rows for 55 of 80
+        # LoCoMo questions, and a big scope's "last 30 days" took 64 ms instead of 23
+        # (bench/plan_modes.py). JIT compiling costs more than these short queries run.
         server_settings = {"plan_cache_mode": "force_custom_plan", "jit": "off",
                            "standard_conforming_strings": "on", **({"role": role} if role else {})}
         pools.append(await asyncpg.create_pool(
