@@ -261,6 +261,14 @@ def table(header: list[str], rows: list[list[Any]], first_width: int = 16) -> st
     return "\n".join(lines)
 
 
+def publish(results: dict[str, Any], out: Path, report: str) -> None:
+    """Write a benchmark's `results` as JSON to `out`, then print its `report` and where they went."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2))
+    print(report)
+    print(f"\nwrote {out}")
+
+
 def machine() -> dict[str, Any]:
     return {"cpus": os.cpu_count(), "python": sys.version.split()[0]}
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
 import time
@@ -25,7 +24,15 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from locomo import DEFAULT_DATASET, bench_principal, load_conversation, load_dataset, machine, table  # noqa: E402
+from locomo import (  # noqa: E402
+    DEFAULT_DATASET,
+    bench_principal,
+    load_conversation,
+    load_dataset,
+    machine,
+    publish,
+    table,
+)
 from scale import BIG, EXTRA_QUERIES  # noqa: E402
 from stats import summary  # noqa: E402
 from stdio_latency import QUERIES  # noqa: E402
@@ -120,10 +127,7 @@ def main() -> None:
     if args.questions < 2 or args.reps < 1:
         parser.error("--questions must be at least 2 and --reps at least 1")
     results = asyncio.run(run(args.data_dir, args.questions, args.reps))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2))
-    print(report(results))
-    print(f"\nwrote {args.out}")
+    publish(results, args.out, report(results))
 
 
 if __name__ == "__main__":

@@ -66,7 +66,7 @@ from mcp_memory.retrieval import parse_query
 
 sys.path.insert(0, str(Path(__file__).parent))
 import peer_doobidoo as peer  # noqa: E402
-from locomo import Conversation, latency, load_dataset, machine, table  # noqa: E402
+from locomo import Conversation, latency, load_dataset, machine, publish, table  # noqa: E402
 from locomo_data import evidence_ids, mean_metrics, score, turn_text  # noqa: E402
 from stdio_latency import SERVE, env_for  # noqa: E402
 
@@ -359,10 +359,7 @@ def main() -> None:
         if getattr(args, name) is not None and getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
     results = asyncio.run(main_async(args))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2))
-    print(report(results))
-    print(f"\nwrote {args.out}")
+    publish(results, args.out, report(results))
 
 
 if __name__ == "__main__":
