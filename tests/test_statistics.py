@@ -3,14 +3,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import anyio
 
 from mcp_memory.db import Database
-from mcp_memory.models import Principal, WriteItem
+from mcp_memory.models import MemoryFilter, Principal, WriteItem
+from mcp_memory.retrieval.narrowing import few_pass
 from mcp_memory.retrieval.query import parse_query
-from mcp_memory.retrieval.search import build_search, plan
+from mcp_memory.retrieval.search import SearchStatement, build_search, plan
 from mcp_memory.service import MemoryService
 
 
@@ -121,3 +123,41 @@ async def test_a_short_query_reads_the_trigram_index(service: MemoryService, dat
                              model=service.vectors.model, dimension=service.vectors.dimension)
     shape = plan_shape(await plan(service.repo, alice, statement))
     assert "memories_content_trgm" in shape, shape
+
+
+async def test_a_narrow_filter_sorts_its_few_memories_instead_of_walking_the_index(
+        service: MemoryService, database: Database, alice: Principal) -> None:
+    """Past a filter that leaves few memories, walking the HNSW graph skips most of what it finds
+    (100,000 memories, last 30 days: p95 54 ms, sorted 31 ms); the planner's estimate of how
+    many pass chooses the exact sort, and a search that filters nothing never asks."""
+    items = [WriteItem(content=f"Note {i}: the team discussed step {i % 17} of the rollout",
+                       tags=["rare"] if i % 50 == 0 else []) for i in range(400)]
+    await service.write_many(alice, items)
+    async with database.admin.acquire() as conn:
+        await conn.execute("ANALYZE memories")
+    parsed = parse_query("what did the team discuss about the rollout")
+    vector = await service.vectors.query(parsed.text)
+
+    def built(f: MemoryFilter | None, exact: bool = False) -> SearchStatement:
+        statement = build_search(alice, parsed, f, limit=10, settings=service.settings, vector=vector,
+                                 model=service.vectors.model, dimension=service.vectors.dimension, exact=exact)
+        assert statement is not None
+        # What the planner prefers at this size, off: only the index orders by distance unsorted.
+        return replace(statement, gucs={**statement.gucs, "enable_seqscan": "off", "enable_bitmapscan": "off",
+                                        "enable_sort": "off"})
+
+    def walks_the_graph(shape: set[str]) -> bool:
+        return any(name.startswith("memories_hnsw") for name in shape)
+
+
+    narrow = built(MemoryFilter(tags=["rare"]))
+    assert narrow.walks_graph and not built(MemoryFilter(tags=["rare"]), exact=True).walks_graph
+    async with service.repo.reading(alice, **narrow.gucs) as conn:
+        assert await few_pass(conn, alice, MemoryFilter(tags=["rare"]), service.vectors.model)
+        assert not await few_pass(conn, alice, None, service.vectors.model)  # filters nothing: never asks
+    assert walks_the_graph(plan_shape(await plan(service.repo, alice, narrow)))
+    assert not walks_the_graph(plan_shape(await plan(service.repo, alice, built(MemoryFilter(tags=["rare"]),
+                                                                                exact=True))))
+    hits = (await service.search(alice, "what did the team discuss about the rollout",
+                                 MemoryFilter(tags=["rare"]), limit=20)).hits
+    assert len(hits) == 8 and all("rare" in h.tags for h in hits)

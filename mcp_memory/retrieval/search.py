@@ -10,6 +10,7 @@ from ..config import Settings
 from ..models import MemoryFilter, Principal, SearchHit
 from ..repository import MemoryRepository
 from . import focus
+from .narrowing import few_pass
 from .query import ParsedQuery
 from .reorder import after_sql
 from .statement import SearchStatement, build_search
@@ -23,11 +24,16 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
                  vectors: focus.TextVectors | None = None) -> list[SearchHit]:
     """`vectors` (the service's embedder behind its cache) lets a question about the present
     that names someone find which of their memories answer it (retrieval/focus.py)."""
-    statement = build_search(p, parsed, f, limit=limit, settings=settings, vector=vector, model=model,
-                             dimension=dimension, min_similarity=min_similarity)
+    def built(exact: bool = False) -> SearchStatement | None:
+        return build_search(p, parsed, f, limit=limit, settings=settings, vector=vector, model=model,
+                            dimension=dimension, min_similarity=min_similarity, exact=exact)
+
+    statement = built()
     if statement is None:
         return []
     async with repo.reading(p, **statement.gucs) as conn:
+        if statement.walks_graph and model and await few_pass(conn, p, f, model):
+            statement = built(exact=True) or statement
         rows = await conn.fetch(statement.sql, *statement.args)
     return await after_sql(rows, parsed, past=statement.past, conflict=statement.conflict, settings=settings,
                            explain=explain, vectors=vectors, listing=min_similarity is not None)

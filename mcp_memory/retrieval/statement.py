@@ -223,14 +223,18 @@ class SearchStatement:
     gucs: dict[str, str] = field(default_factory=dict)
     past: bool = False
     conflict: float = 1.0
+    # Whether the vector list may walk the HNSW graph; past a filter that leaves few memories
+    # they are sorted instead (`exact`, when retrieval/narrowing.py says so).
+    walks_graph: bool = False
 
 
 def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, limit: int, settings: Settings,
                  vector: list[float] | None = None, model: str | None = None, dimension: int = 0,
-                 min_similarity: float | None = None) -> SearchStatement | None:
+                 min_similarity: float | None = None, exact: bool = False) -> SearchStatement | None:
     """The SQL stage; None when no candidate list applies. `min_similarity` keeps only vector
     candidates at least that close (cosine): nearest neighbours always exist, but "what
-    matches" (a forget preview) must not include them all."""
+    matches" (a forget preview) must not include them all. `exact`: the vector list sorts every
+    memory passing the filter by distance, the index unused (retrieval/narrowing.py says when)."""
     q = Sql()
     cap = q.arg(settings.search_candidates)
     conflict = settings.conflict_similarity
@@ -246,11 +250,12 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
     lists: dict[str, tuple[float, str, str]] = {}
     if vector is not None and model and dimension and settings.weight_vector > 0:
         distance = f"{vector_cast(dimension)} <=> {q.arg(vector)}::vector({int(dimension)})"
+        # An index orders only by its own operator: "+ 0" makes the planner sort instead.
         lists["vec"] = (settings.weight_vector, f"""
             SELECT m.id, {distance} AS key FROM memories m
             WHERE {where} AND m.embedding_model = {model_literal(model)}
               {f"AND {distance} <= {q.arg(1 - min_similarity)}" if min_similarity is not None else ""}
-            ORDER BY {distance} LIMIT {cap}""", "ASC")
+            ORDER BY {f"({distance}) + 0" if exact else distance} LIMIT {cap}""", "ASC")
     if settings.weight_fulltext > 0 and query:
         # websearch syntax ANDs every word; a question rarely shares all its words with the
         # answer, so conjunctions become disjunctions (negations and phrases keep their meaning).
@@ -376,4 +381,4 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
     """
     gucs = {"pg_trgm__word_similarity_threshold": str(settings.trigram_threshold),
             "hnsw__ef_search": str(settings.hnsw_ef_search), "hnsw__iterative_scan": "relaxed_order"}
-    return SearchStatement(sql, q.args, gucs, past, conflict)
+    return SearchStatement(sql, q.args, gucs, past, conflict, walks_graph="vec" in lists and not exact)
