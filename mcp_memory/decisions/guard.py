@@ -36,7 +36,7 @@ import difflib
 import functools
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import urlsplit
@@ -105,19 +105,23 @@ def names(text: str, anywhere: bool = False) -> list[tuple[str, ...]]:
     # before every run made a long text of short names quadratic, 22 s for 60,000 characters).
     early = list(itertools.islice(_WORD.finditer(text), SUBJECT_WITHIN))
     limit = early[-1].end() if len(early) == SUBJECT_WITHIN and not anywhere else len(text) + 1
-    for m in _RUN.finditer(text):
-        if m.start() >= limit:
+    # Only the names that start early count: one run of thousands of possessives ("Ab's Ab's
+    # ...") made the subjects of two such texts compared pairwise, 12 s a pair.
+    for start, run in _runs(text):
+        if start >= limit:
             break
-        # A possessive ends a name: "Adaeze Halvorsen's ThinkPad T14" is Adaeze Halvorsen, then a
-        # value. Only the names that start early count: one run of thousands of possessives
-        # ("Ab's Ab's ...") made the subjects of two such texts compared pairwise, 12 s a pair.
-        for run in _POSSESSIVE_END.finditer(m.group()):
-            if m.start() + run.start() >= limit:
-                break
-            words = _words(run.group())
-            if words:
-                found.append(words)
+        words = _words(run)
+        if words:
+            found.append(words)
     return found
+
+
+def _runs(text: str) -> Iterator[tuple[int, str]]:
+    """The runs of capitalised words in `text`, each with where it starts. A possessive ends a
+    name: "Adaeze Halvorsen's ThinkPad T14" is "Adaeze Halvorsen's", then "ThinkPad T14"."""
+    for m in _RUN.finditer(text):
+        for run in _POSSESSIVE_END.finditer(m.group()):
+            yield m.start() + run.start(), run.group()
 
 
 def _same(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
@@ -162,8 +166,7 @@ def owners(text: str, most: int = 3) -> list[tuple[str, ...]]:
     compared with every name of the other text (all of them would be quadratic in a hostile
     text of thousands). Read off the runs of capitalised words as `names` does: a pattern ending
     in "'s" would retry every shorter run, quadratic too."""
-    found = (words for m in _RUN.finditer(text) for run in _POSSESSIVE_END.finditer(m.group())
-             if run.group().endswith("'s") and (words := _words(run.group())))
+    found = (words for _, run in _runs(text) if run.endswith("'s") and (words := _words(run)))
     return list(itertools.islice(found, most))
 
 
