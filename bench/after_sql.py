@@ -71,10 +71,16 @@ async def sql_stage(service: Any, p: Any, record: dict[str, Any]) -> dict[str, A
     return {"record": record, "rows": rows, "past": statement.past, "conflict": statement.conflict}
 
 
-def save_capture(name: str, ids: dict[str, Any], questions: list[dict[str, Any]]) -> None:
+def capture_path(name: str, store: str = "") -> Path:
+    """Where a set's capture is kept: the set as written, or another `store` of it."""
+    return STORE / (f"{name}_{store}.pkl" if store else f"{name}.pkl")
+
+
+def save_capture(name: str, ids: dict[str, Any], questions: list[dict[str, Any]], store: str = "") -> None:
+    path = capture_path(name, store)
     STORE.mkdir(parents=True, exist_ok=True)
-    (STORE / f"{name}.pkl").write_bytes(pickle.dumps({"ids": ids, "questions": questions}))
-    print(f"captured {name}: {len(questions)} questions", file=sys.stderr)
+    path.write_bytes(pickle.dumps({"ids": ids, "questions": questions}))
+    print(f"captured {path.stem}: {len(questions)} questions", file=sys.stderr)
 
 
 async def capture(name: str, superseded: bool = False) -> None:
@@ -88,7 +94,7 @@ async def capture(name: str, superseded: bool = False) -> None:
         service = bench.service()
         assert service.vectors is not None
         questions = [await sql_stage(service, bench_principal(user_of("after-sql", r)), r) for r in records]
-    save_capture(f"{name}_superseded" if superseded else name, ids, questions)
+    save_capture(name, ids, questions, "superseded" if superseded else "")
 
 
 async def supersede_earlier(bench: Any, records: list[dict[str, Any]], ids: dict[str, Any]) -> None:
@@ -167,7 +173,7 @@ async def why_missed(q: dict[str, Any], parsed: ParsedQuery, key_of: dict[Any, s
 
 async def replay(name: str, vectors: CachedVectors, settings: Settings, misses: int,
                  store: str = "") -> dict[str, Any]:
-    captured = pickle.loads((STORE / f"{name}{'_' + store if store else ''}.pkl").read_bytes())
+    captured = pickle.loads(capture_path(name, store).read_bytes())
     ids = captured["ids"]
     key_of = {memory_id: key for key, memory_id in ids.items()}
     judged = []

@@ -145,8 +145,8 @@ async def main_async(args: argparse.Namespace) -> None:
                 row["time_words"] = r.get("time_words")
                 rows.append(row)
             if args.capture:  # the SQL stage's rows, for bench/after_sql.py run --store MODE
-                save_capture(f"{args.dataset.stem}_{mode}", ids,
-                             [await sql_stage(service, bench_principal(user_of(user, r)), r) for r in records])
+                save_capture(args.dataset.stem, ids,
+                             [await sql_stage(service, bench_principal(user_of(user, r)), r) for r in records], mode)
             changing = [x for x in rows if x["type"] != "stable"]
             stable = [x for x in rows if x["type"] == "stable"]
             by_words = {str(w): summarize([x for x, r in zip(rows, records, strict=True)
