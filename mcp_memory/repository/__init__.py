@@ -3,6 +3,6 @@ the caller's scope; every mutation writes its history in the same transaction.""
 
 from . import rate_limits
 from .memories import TRACKED, MemoryRepository, to_memory
-from .sql import Sql, filtered, visible
+from .sql import Sql, filtered, live, visible
 
-__all__ = ["rate_limits", "TRACKED", "MemoryRepository", "Sql", "filtered", "to_memory", "visible"]
+__all__ = ["rate_limits", "TRACKED", "MemoryRepository", "Sql", "filtered", "live", "to_memory", "visible"]

@@ -10,12 +10,12 @@ from datetime import date, datetime
 from ..models import Memory, MemoryFilter, Principal
 from .memories import MemoryRepository
 from .memory_rows import to_memory
-from .sql import Sql, filtered, visible
+from .sql import Sql, live, visible
 
 
 async def count_live(repo: MemoryRepository, p: Principal, f: MemoryFilter | None) -> int:
     q = Sql()
-    where = [visible(q, p), "m.deleted_at IS NULL", *filtered(q, f)]
+    where = live(q, p, f)
     async with repo.transaction(p) as conn:
         return int(await conn.fetchval(f"SELECT count(*) FROM memories m WHERE {' AND '.join(where)}", *q.args))
 
@@ -40,7 +40,7 @@ async def list_containing(repo: MemoryRepository, p: Principal, f: MemoryFilter 
     q = Sql()
     pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
     like = q.arg(pattern)
-    where = [visible(q, p), "m.deleted_at IS NULL", *filtered(q, f),
+    where = [*live(q, p, f),
              f"(m.content ILIKE {like} OR coalesce(m.title, '') ILIKE {like})"]
     keys = {"recent": "m.occurred_at DESC, m.id DESC", "oldest": "m.occurred_at ASC, m.id ASC",
             "importance": "m.importance DESC, m.occurred_at DESC, m.id DESC"}[order]

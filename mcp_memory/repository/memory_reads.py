@@ -11,7 +11,7 @@ from ..errors import NotFound
 from ..models import HistoryEntry, ListOrder, Memory, MemoryFilter, Principal
 from .memory_rows import to_memory
 from .memory_store import MemoryStore
-from .sql import Sql, filtered, visible
+from .sql import Sql, live
 
 
 class MemoryReads(MemoryStore):
@@ -24,7 +24,7 @@ class MemoryReads(MemoryStore):
     async def get_many(self, p: Principal, ids: Sequence[UUID]) -> list[Memory]:
         """Live, visible memories among `ids`, counting the access (bookkeeping, never ranking)."""
         q = Sql()
-        where = [visible(q, p), "m.deleted_at IS NULL", f"m.id = ANY({q.arg(list(ids))}::uuid[])"]
+        where = [*live(q, p), f"m.id = ANY({q.arg(list(ids))}::uuid[])"]
         async with self.transaction(p) as conn:
             rows = await conn.fetch(
                 f"""UPDATE memories m SET access_count = access_count + 1, last_accessed = now()
@@ -37,7 +37,7 @@ class MemoryReads(MemoryStore):
         """One page in keyset order; returns it with the sort key to pass as `after` for the next
         page (None on the last page)."""
         q = Sql()
-        where = [visible(q, p), "m.deleted_at IS NULL", *filtered(q, f)]
+        where = live(q, p, f)
         keys = ["occurred_at", "id"] if order != "importance" else ["importance", "occurred_at", "id"]
         direction = "ASC" if order == "oldest" else "DESC"
         if after is not None:

@@ -12,7 +12,7 @@ import numpy as np
 from ..models import Principal
 from .embeddings import model_literal, vector_cast
 from .memories import MemoryRepository
-from .sql import Sql, visible
+from .sql import Sql, live
 
 
 async def nearest(repo: MemoryRepository, p: Principal, vector: Sequence[float], *, model: str, dimension: int,
@@ -25,7 +25,7 @@ async def nearest(repo: MemoryRepository, p: Principal, vector: Sequence[float],
     distance = f"{vector_cast(dimension)} <=> {q.arg(np.asarray(vector, dtype=np.float32))}::vector({int(dimension)})"
     sql = f"""
         SELECT m.*, 1 - ({distance}) AS similarity FROM memories m
-        WHERE {visible(q, p)} AND m.deleted_at IS NULL{f" AND m.id <> {q.arg(exclude)}" if exclude else ""}
+        WHERE {" AND ".join(live(q, p))}{f" AND m.id <> {q.arg(exclude)}" if exclude else ""}
           {f"AND m.created_at < {q.arg(created_before)}" if created_before is not None else ""}
           AND m.embedding_model = {model_literal(model)} AND {distance} <= {q.arg(1 - min_similarity)}
         ORDER BY {distance} LIMIT {q.arg(limit)}"""

@@ -11,7 +11,7 @@ from uuid import UUID
 from ..errors import NotFound
 from ..models import Memory, Principal
 from .memories import MemoryRepository, to_memory
-from .sql import Sql, visible
+from .sql import Sql, live, visible
 
 
 async def forgotten(repo: MemoryRepository, p: Principal, since: datetime, limit: int) -> list[Memory]:
@@ -51,11 +51,11 @@ async def stalest(repo: MemoryRepository, p: Principal, limit: int) -> list[tupl
     """Live unpinned memories by when they were last read or changed, oldest first: the order in
     which the stale sweep (when configured) forgets them. Same rule as maintenance._forget_stale."""
     q = Sql()
-    where = visible(q, p)
+    where = " AND ".join(live(q, p))
     async with repo.transaction(p) as conn:
         rows = await conn.fetch(
             f"""SELECT *, greatest(coalesce(m.last_accessed, m.created_at), m.updated_at) AS touched
-                FROM memories m WHERE {where} AND m.deleted_at IS NULL AND NOT m.pinned
+                FROM memories m WHERE {where} AND NOT m.pinned
                 ORDER BY touched, m.id LIMIT {q.arg(limit)}""", *q.args)
     return [(to_memory(r), r["touched"]) for r in rows]
 

@@ -151,3 +151,9 @@ def filtered(q: Sql, f: MemoryFilter | None, alias: str = "m") -> list[str]:
     if f.scope is not None:
         where.append(_LEVELS[f.scope].format(a=a))
     return where
+
+
+def live(q: Sql, p: Principal, f: MemoryFilter | None = None) -> list[str]:
+    """The WHERE clauses of the memories `p` may see that are not forgotten and pass `f`: what a
+    read, a count, a browse and a search start from (alias m)."""
+    return [visible(q, p), "m.deleted_at IS NULL", *filtered(q, f)]

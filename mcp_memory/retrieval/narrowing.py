@@ -9,7 +9,7 @@ from typing import Any
 import asyncpg
 
 from ..models import MemoryFilter, Principal
-from ..repository import Sql, filtered, visible
+from ..repository import Sql, live
 from ..repository.embeddings import model_literal
 
 # Below this many memories passing a filter, sorting them beats the graph. At 100,000 memories in
@@ -27,7 +27,7 @@ def estimate(p: Principal, f: MemoryFilter | None, model: str) -> tuple[str, lis
     if f is None or not (f.kinds or f.tags or f.since is not None or f.until is not None):
         return None
     q = Sql()
-    where = " AND ".join([visible(q, p), "m.deleted_at IS NULL", *filtered(q, f)])
+    where = " AND ".join(live(q, p, f))
     return f"EXPLAIN (FORMAT JSON) SELECT 1 FROM memories m WHERE {where} AND m.embedding_model = " \
            f"{model_literal(model)}", q.args
 

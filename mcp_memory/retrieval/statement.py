@@ -13,14 +13,14 @@ from typing import Any
 from ..config import Settings
 from ..embeddings import conflict_similarity
 from ..models import MemoryFilter, Principal
-from ..repository import Sql, filtered, visible
+from ..repository import Sql, live
 from ..repository.embeddings import model_literal, vector_cast
 from .dates import Period
 from .query import ParsedQuery
 
 
 def _where(q: Sql, p: Principal, f: MemoryFilter | None, excluded: list[str]) -> str:
-    clauses = [visible(q, p), "m.deleted_at IS NULL", *filtered(q, f)]
+    clauses = live(q, p, f)
     if f is not None and f.as_of is not None:
         clauses.append(f"m.created_at <= {q.arg(f.as_of)}")
     if excluded:
