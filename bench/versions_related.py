@@ -59,6 +59,7 @@ async def write_in_order(service: Any, user: str, records: list[dict[str, Any]],
     misses: list[dict[str, Any]] = []
     wrong_flags: list[dict[str, Any]] = []
     write_ms: list[float] = []
+    lists: list[tuple[set[str], set[str], list[tuple[str | None, bool]]]] = []  # for `shapes`
     for r, m in memories:
         p = bench_principal(user_of(user, r))
         started = time.perf_counter()
@@ -69,6 +70,7 @@ async def write_in_order(service: Any, user: str, records: list[dict[str, Any]],
         mine = versions_of.get(m["key"], set())
         earlier = {v["key"] for v in r["versions"] if v["occurred_at"] < m["occurred_at"]} if mine else set()
         listed = [(key_of.get(x.id), x) for x in result.related]
+        lists.append((mine, earlier, [(k, bool(getattr(x, "earlier_version", False))) for k, x in listed]))
         writes += 1
         unrelated_all += sum(k not in mine for k, _ in listed)
         for k, x in listed:
@@ -121,8 +123,36 @@ async def write_in_order(service: Any, user: str, records: list[dict[str, Any]],
                "wrong_flags": wrong_flags,
                "guard_accepts_others": round(guard_others_kept / guard_others, 4) if guard_others else None,
                "guard_accepts_versions": round(guard_versions_kept / guard_versions, 4) if guard_versions else None,
-               "guard_wrong": guard_wrong}
+               "guard_wrong": guard_wrong, "shapes": shapes(lists)}
     return ids, quality
+
+
+# Shorter lists than `related` shows, judged on the same writes (issue 30 item 2: an earlier
+# version for >= 90% of updates with <= 2 others per write): what a cut would cost before making it.
+SHAPES: dict[str, Any] = {
+    "first 3": lambda lst: lst[:3],
+    "first 2": lambda lst: lst[:2],
+    "2 unless one is flagged": lambda lst: lst if any(f for _, f in lst) else lst[:2],
+    "1 unless one is flagged": lambda lst: lst if any(f for _, f in lst) else lst[:1],
+    "3 if one is flagged, else 2": lambda lst: lst[:3] if any(f for _, f in lst) else lst[:2],
+}
+
+
+def shapes(lists: list[tuple[set[str], set[str], list[tuple[str | None, bool]]]]) -> dict[str, dict[str, float]]:
+    """For each of SHAPES: the share of updates whose list still holds an earlier version, and the
+    others (no version of the new memory) per write."""
+    out = {}
+    for name, cut in SHAPES.items():
+        found = others = updates = 0
+        for mine, earlier, listed in lists:
+            kept = cut(listed)
+            others += sum(k not in mine for k, _ in kept)
+            if earlier:
+                updates += 1
+                found += any(k in earlier for k, _ in kept)
+        out[name] = {"earlier_version_listed": round(found / max(updates, 1), 4),
+                     "unrelated_per_write": round(others / max(len(lists), 1), 3)}
+    return out
 
 
 async def main_async(args: argparse.Namespace) -> None:
@@ -173,6 +203,11 @@ async def main_async(args: argparse.Namespace) -> None:
                      w["False"].get("newest_first"), w["False"].get("newest_at_1"),
                      q["write_ms_p50"], q["write_ms_p95"]])
     print(table(head, rows))
+    for mode, r in report["modes"].items():
+        cut = r["related"]["shapes"]
+        print(f"{mode}, shorter lists (earlier version listed / others per write): "
+              + "; ".join(f"{name} {v['earlier_version_listed']} / {v['unrelated_per_write']}"
+                          for name, v in cut.items()))
     for mode, r in report["modes"].items():
         for miss in r["related"]["misses"][:args.misses]:
             print(f"  miss ({mode}): {miss['new']!r} earlier {miss['earlier']} listed {miss['listed']}")
