@@ -136,11 +136,12 @@ def other_subject(new: str, old: str) -> str | None:
     if new_user != old_user and (about_someone_else(new) or about_someone_else(old)):
         return "one is about the user, the other about someone in their life"
     mine, theirs = names(new), names(old)
+    all_mine, all_theirs = names(new, anywhere=True), names(old, anywhere=True)
     # The other's subject (its first name) named anywhere counts ("Dieter Vogel inherited Ottilie
     # Jablonski"), not any name it holds: "Katarina visited Berlin" is not about a Berlin resident.
     if mine and theirs and not any(_same(a, b) for a in mine for b in theirs) \
-            and not any(_same(mine[0], b) for b in names(old, anywhere=True)) \
-            and not any(_same(a, theirs[0]) for a in names(new, anywhere=True)):
+            and not any(_same(mine[0], b) for b in all_theirs) \
+            and not any(_same(a, theirs[0]) for a in all_mine):
         return (f"about {' '.join(theirs[0]).title()}, not {' '.join(mine[0]).title()}")
     # "Kenji Chaudhry's brother has the phone number ..." is no fact of Kenji's (dataset 26.6 ->
     # 20.5% wrong under the adversary, life 7.2 -> 6.8; no right update lost on any set).
@@ -154,8 +155,8 @@ def other_subject(new: str, old: str) -> str | None:
     # 6.8 -> 6.2%; no right update lost on any set).
     new_owners, old_owners = owners(new), owners(old)
     if new_owners and old_owners \
-            and not any(_same(a, b) for a in new_owners for b in names(old, anywhere=True)) \
-            and not any(_same(a, b) for a in old_owners for b in names(new, anywhere=True)):
+            and not any(_same(a, b) for a in new_owners for b in all_theirs) \
+            and not any(_same(a, b) for a in old_owners for b in all_mine):
         return f"about {' '.join(old_owners[0]).title()}'s, not {' '.join(new_owners[0]).title()}'s"
     return None
 
