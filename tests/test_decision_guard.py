@@ -14,7 +14,7 @@ import pytest
 
 from mcp_memory.config import Settings
 from mcp_memory.db import Database
-from mcp_memory.decisions import guard, provider_from
+from mcp_memory.decisions import guard, provider_from, wording
 from mcp_memory.decisions.jobs import DecisionWorker
 from mcp_memory.limits import MAX_CONTENT_CHARS
 from mcp_memory.models import Principal
@@ -256,8 +256,8 @@ async def test_a_first_name_is_the_full_name_it_opens(database: Database, settin
      False, False),
 ])
 def test_the_same_words_about_something_else(new: str, old: str, ends: bool, opens: bool) -> None:
-    assert guard.ends_on_its_value(new, old) is ends
-    assert guard.opens_on_another_name(new, old) is opens
+    assert wording.ends_on_its_value(new, old) is ends
+    assert wording.opens_on_another_name(new, old) is opens
 
 
 async def test_the_same_fact_of_another_thing_is_only_a_suggestion(database: Database, settings: Settings) -> None:
@@ -279,11 +279,45 @@ async def test_the_same_fact_of_another_thing_is_only_a_suggestion(database: Dat
     assert verdict.allowed == [] and 1 in verdict.suggested, verdict
 
 
+@pytest.mark.parametrize(("new", "old", "another"), [
+    ("Storage for the wallets service: MySQL 8.", "Storage for the carts service: SQLite.", True),
+    ("Moved the invoices API off eu-west-1; it runs in eu-north-1.",
+     "Moved the uploads API off us-west-2; it runs in eu-west-1.", True),
+    ("Escalations for the coupons API go to Priti Shah.", "Escalations for the payouts API go to Priti Shah.", True),
+    # In that place a number, a version or a name is the value that changed.
+    ("Sprint length for the Glacier team: four weeks.", "Sprint length for the Glacier team: three weeks.", False),
+    ("The search gateway is deployed in the eu-central-1 region.",
+     "The search gateway is deployed in the eu-north-1 region.", False),
+    ("The shipping worker is written in the Ruby language.", "The shipping worker is written in the Go language.",
+     False),
+    # A possessive is the same word; worded differently, the words say nothing.
+    ("The Onyx team standup is now at 8:00 am instead of 8:15 am.", "The Onyx team's standup is at 8:15 am.", False),
+    ("User traded tennis for yoga.", "User plays tennis twice a week.", False),
+])
+def test_another_plain_word_before_a_shared_one_names_another_thing(new: str, old: str, another: bool) -> None:
+    assert wording.qualifies_another_thing(new, old) is another
+
+
+async def test_another_thing_of_the_same_kind_is_only_a_suggestion(database: Database, settings: Settings) -> None:
+    """A model replaced one service's storage by another's (Qwen did, on ops): nothing names a
+    person, and masked the two texts are one sentence but for the service and its value. Named,
+    the same change is a person's value ("added to storage on-call" / "added to streaming
+    on-call") and is judged as before."""
+    service = await MemoryService.open(database, settings)
+    verdict = await guard.check("Storage for the wallets service: MySQL 8.",
+                                [(1, "Storage for the carts service: SQLite.")], service.vectors)
+    assert verdict.allowed == [] and verdict.suggested == {1: f"guard: {guard.OTHER_THING}"}, verdict
+    verdict = await guard.check("Heard today: Jovan Ostrowski added to streaming on-call.",
+                                [(1, "Heard today: Jovan Ostrowski added to storage on-call.")], service.vectors)
+    assert verdict.allowed == [1], verdict
+
+
 def test_long_texts_are_not_aligned_word_by_word() -> None:
     """Aligning these two memories at the content limit took 339 s; a fact is said in a sentence."""
     words = "alpha beta gamma delta x1 y2".split()
     long_a = " ".join(words[i * 7 % 6] for i in range(MAX_CONTENT_CHARS // 6))
     long_b = " ".join(words[i * 5 % 6] for i in range(MAX_CONTENT_CHARS // 6))
     started = time.monotonic()
-    assert not guard.ends_on_its_value(long_a, long_b) and not guard.opens_on_another_name(long_a, long_b)
+    assert not wording.ends_on_its_value(long_a, long_b) and not wording.opens_on_another_name(long_a, long_b)
+    assert not wording.qualifies_another_thing(long_a, long_b)
     assert time.monotonic() - started < 1

@@ -1,0 +1,106 @@
+"""Two memories that say one thing in the same words, read word by word: which differences make
+them the same fact of something else rather than versions of one fact (the decisions guard's
+rules past the names, decisions/guard.py).
+
+Each rule was found in the offline replay of the scripted adversary's 4,600 recorded decisions
+on the knowledge-update dev sets and kept only where it changed no right update on any set."""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+
+from ..retrieval.focus import values_of
+from ..retrieval.query import LABEL, NOT_NAMES
+
+# Words that open a sentence capitalised without naming anyone.
+NOT_A_NAME = NOT_NAMES | frozenset("""user user's fyi note notes update after before since now today yesterday
+moved switched from standup also just new prod heard congrats""".split())
+# Longer memories are not compared word by word (`_aligned`).
+FRAME_CHARS = 400
+# A word, for comparing two memories word by word ("eu-west-1", "9:45", "GraphQL" each one). Not
+# `values_of`'s reading, which cuts possessives: "User's working hours are Brazil time" would then
+# share "user" with "User is on Japan time now, not Brazil time" and pass for the same words
+# (a right update lost on workbench).
+_TOKEN = re.compile(r"\w[\w'.:+@-]*\w|\w")
+Block = tuple[str, int, int, int, int]  # a difflib opcode
+# A plain lower-case word: no digit, no capital ("carts", "uploads"), which names a thing where a
+# value would be a number, a version or a name.
+_PLAIN = re.compile(r"[a-z][a-z'-]*")
+# Numbers in words are values ("three weeks" / "four weeks"), as digits are.
+_NUMBERS = frozenset("""one two three four five six seven eight nine ten eleven twelve twenty thirty forty
+fifty hundred thousand half twice first second third fourth fifth last next""".split())
+
+
+def _words(text: str) -> tuple[str, ...]:
+    """The words after any label, as they are written."""
+    return tuple(t.rstrip(".:") for t in _TOKEN.findall(LABEL.sub("", text, count=1)))
+
+
+def _aligned(new: str, old: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[Block, ...]] | None:
+    """Both texts' words after any label ("Heard today:"), lower case, and the blocks where they
+    differ, when they say one thing in the same words (at least half of them, in order); None
+    otherwise."""
+    if max(len(new), len(old)) > FRAME_CHARS:
+        return None  # one fact is said briefly; aligning two long texts is quadratic (339 s at the limit)
+    return _align(new, old)
+
+
+@functools.lru_cache(maxsize=1024)  # `judge` asks every rule of a pair; the cache holds short texts only
+def _align(new: str, old: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[Block, ...]] | None:
+    a, b = (tuple(w.lower() for w in _words(text)) for text in (new, old))
+    blocks = difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()
+    changed = tuple(block for block in blocks if block[0] != "equal")
+    same = sum(i2 - i1 for tag, i1, i2, _, _ in blocks if tag == "equal")
+    return (a, b, changed) if changed and same >= min(len(a), len(b)) / 2 else None
+
+
+def opens_on_another_name(new: str, old: str) -> bool:
+    """The same words opening on another name and naming another value further on: "Kasimir
+    replaced the MacBook Pro 14 with a ThinkPad X1 Carbon." / "Priya replaced the MacBook Pro 14
+    with a ThinkPad T14." (the full name both hold, "MacBook Pro", passed for their subject). With
+    nothing else changed, the opening word may be the value itself ("Rust is my main language" /
+    "Python is my main language"), which this leaves to the other checks."""
+    aligned = _aligned(new, old)
+    if aligned is None:
+        return False
+    a, b, changed = aligned
+    if changed[0] != ("replace", 0, 1, 0, 1) or {a[0], b[0]} & NOT_A_NAME or \
+            not all(LABEL.sub("", text, count=1).lstrip()[:1].isupper() for text in (new, old)):
+        return False
+    mine, theirs = values_of(new, frozenset()), values_of(old, frozenset())
+    return any(tag == "replace" and mine & set(a[i1:i2]) and theirs & set(b[j1:j2])
+               for tag, i1, i2, j1, j2 in changed[1:])
+
+
+def ends_on_its_value(new: str, old: str) -> bool:
+    """The same words ending on a value `old` names: "The webhooks pipeline exposes a GraphQL
+    endpoint" / "The scheduling pipeline exposes a GraphQL endpoint", "Prod for the geo pipeline
+    sits in us-west-2." / "Prod for the rosters pipeline sits in us-west-2."."""
+    aligned = _aligned(new, old)
+    return aligned is not None and bool(values_of(old, frozenset()) & set(aligned[0][aligned[2][-1][2]:]))
+
+
+def qualifies_another_thing(new: str, old: str) -> bool:
+    """The same words with another plain word before one both hold: the thing named differs, not
+    its value ("Storage for the carts service: SQLite." / "Storage for the wallets service: MySQL
+    8.", "Moved the uploads API off us-west-2; ..." / "Moved the invoices API off eu-west-1; ...").
+    A number, a version or a capitalised word in that place is a value ("three weeks" / "four
+    weeks", "the eu-north-1 region", "the Go language" / "the Ruby language"); a possessive is the
+    same word ("team" / "team's")."""
+    aligned = _aligned(new, old)
+    if aligned is None:
+        return False
+    a, b, changed = aligned
+    as_written = _words(new), _words(old)
+    for tag, i1, i2, j1, j2 in changed:
+        if tag != "replace" or i2 - i1 != 1 or j2 - j1 != 1 or i2 >= len(a) or j2 >= len(b):
+            continue
+        if a[i2] != b[j2] or a[i2] in NOT_NAMES:
+            continue
+        mine, theirs = as_written[0][i1], as_written[1][j1]
+        if mine.removesuffix("'s") != theirs.removesuffix("'s") and all(
+                _PLAIN.fullmatch(w) and w not in NOT_NAMES and w not in _NUMBERS for w in (mine, theirs)):
+            return True
+    return False
