@@ -321,3 +321,15 @@ def test_long_texts_are_not_aligned_word_by_word() -> None:
     assert not wording.ends_on_its_value(long_a, long_b) and not wording.opens_on_another_name(long_a, long_b)
     assert not wording.qualifies_another_thing(long_a, long_b)
     assert time.monotonic() - started < 1
+
+
+async def test_a_one_word_label_names_no_one(database: Database, settings: Settings) -> None:
+    """"Calendar:" opening two teams' notes made them one subject, and "Rescheduled:" another
+    subject than the team's call it moves (what Qwen replaced, and what it should, on ops)."""
+    service = await MemoryService.open(database, settings)
+    verdict = await guard.check("Calendar: team Whimbrel check-in, 15:30.",
+                                [(1, "Calendar: team Wharf check-in, 13:45.")], service.vectors)
+    assert verdict.allowed == [] and 1 in verdict.refused, verdict
+    verdict = await guard.check("Rescheduled: team Heron sync is 11:00 from Monday.",
+                                [(1, "Team Heron daily call: 14:00 sharp.")], service.vectors)
+    assert verdict.allowed == [1], verdict
