@@ -35,6 +35,7 @@ suggestion too: a decision only removes a fact from view when we agree with the 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Iterator, Sequence
@@ -143,12 +144,14 @@ def other_subject(new: str, old: str) -> str | None:
     if new_user != old_user and (about_someone_else(new) or about_someone_else(old)):
         return "one is about the user, the other about someone in their life"
     mine, theirs = names(new), names(old)
-    all_mine, all_theirs = names(new, anywhere=True), names(old, anywhere=True)
+    # Every name a text holds is read only when a rule below needs it (most pairs share a name
+    # early), and then once.
+    anywhere = functools.cache(functools.partial(names, anywhere=True))
     # The other's subject (its first name) named anywhere counts ("Dieter Vogel inherited Ottilie
     # Jablonski"), not any name it holds: "Katarina visited Berlin" is not about a Berlin resident.
     if mine and theirs and not any(_same(a, b) for a in mine for b in theirs) \
-            and not any(_same(mine[0], b) for b in all_theirs) \
-            and not any(_same(a, theirs[0]) for a in all_mine):
+            and not any(_same(mine[0], b) for b in anywhere(old)) \
+            and not any(_same(a, theirs[0]) for a in anywhere(new)):
         return (f"about {' '.join(theirs[0]).title()}, not {' '.join(mine[0]).title()}")
     # "Kenji Chaudhry's brother has the phone number ..." is no fact of Kenji's (dataset 26.6 ->
     # 20.5% wrong under the adversary, life 7.2 -> 6.8; no right update lost on any set).
@@ -162,8 +165,8 @@ def other_subject(new: str, old: str) -> str | None:
     # 6.8 -> 6.2%; no right update lost on any set).
     new_owners, old_owners = owners(new), owners(old)
     if new_owners and old_owners \
-            and not any(_same(a, b) for a in new_owners for b in all_theirs) \
-            and not any(_same(a, b) for a in old_owners for b in all_mine):
+            and not any(_same(a, b) for a in new_owners for b in anywhere(old)) \
+            and not any(_same(a, b) for a in old_owners for b in anywhere(new)):
         return f"about {' '.join(old_owners[0]).title()}'s, not {' '.join(new_owners[0]).title()}'s"
     return None
 
