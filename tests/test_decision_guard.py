@@ -312,6 +312,22 @@ async def test_another_thing_of_the_same_kind_is_only_a_suggestion(database: Dat
     assert verdict.allowed == [1], verdict
 
 
+async def test_a_name_further_on_is_a_value_and_the_user_owns_their_things(database: Database,
+                                                                            settings: Settings) -> None:
+    """A person named at the end is the value, so the thing named first is still the subject
+    (Qwen replaced the coupons API's escalations by the payouts API's); and in a note about the
+    user the word before a shared one is the user's value, not another thing: "coffee" replaces
+    "tea" (the rule had kept that update from being applied)."""
+    service = await MemoryService.open(database, settings)
+    verdict = await guard.check("Escalations for the coupons API go to Priti Shah.",
+                                [(1, "Escalations for the payouts API go to Priti Shah.")], service.vectors)
+    assert verdict.allowed == [] and verdict.suggested == {1: f"guard: {guard.OTHER_THING}"}, verdict
+    for new, old in [("I drink coffee every morning.", "I drink tea every morning."),
+                     ("My team uses the wallets service daily.", "My team uses the carts service daily.")]:
+        verdict = await guard.check(new, [(1, old)], service.vectors, floor=guard.LOCAL_MODEL_FLOOR)
+        assert verdict.allowed == [1], (new, verdict)
+
+
 def test_long_texts_are_not_aligned_word_by_word() -> None:
     """Aligning these two memories at the content limit took 339 s; a fact is said in a sentence."""
     words = "alpha beta gamma delta x1 y2".split()
