@@ -317,13 +317,18 @@ async def test_a_name_further_on_is_a_value_and_the_user_owns_their_things(datab
     """A person named at the end is the value, so the thing named first is still the subject
     (Qwen replaced the coupons API's escalations by the payouts API's); and in a note about the
     user the word before a shared one is the user's value, not another thing: "coffee" replaces
-    "tea" (the rule had kept that update from being applied)."""
+    "tea" (the rule had kept that update from being applied). A name in two notes about the user
+    is no subject to mask either: masked, "I switched from VS Code to Zed" named no value that
+    "I use VS Code" holds, and was kept a suggestion at the local floor."""
     service = await MemoryService.open(database, settings)
     verdict = await guard.check("Escalations for the coupons API go to Priti Shah.",
                                 [(1, "Escalations for the payouts API go to Priti Shah.")], service.vectors)
     assert verdict.allowed == [] and verdict.suggested == {1: f"guard: {guard.OTHER_THING}"}, verdict
     for new, old in [("I drink coffee every morning.", "I drink tea every morning."),
-                     ("My team uses the wallets service daily.", "My team uses the carts service daily.")]:
+                     ("My team uses the wallets service daily.", "My team uses the carts service daily."),
+                     # The name the user leaves is the value replaced, not their subject to mask.
+                     ("I switched from VS Code to Zed.", "I use VS Code for everything."),
+                     ("User replaced the Volvo XC40 with a Kia Niro.", "I drive a Volvo XC40.")]:
         verdict = await guard.check(new, [(1, old)], service.vectors, floor=guard.LOCAL_MODEL_FLOOR)
         assert verdict.allowed == [1], (new, verdict)
 

@@ -241,7 +241,14 @@ def same_subject(new: str, old: str) -> bool:
 
 def _subject_names(new: str, old: str) -> list[tuple[str, ...]]:
     """The names both texts hold (anywhere) that are the subject of one of them: what is masked.
-    The others are values ("from Railway to AWS Lambda", "left the Amsterdam office")."""
+    The others are values ("from Railway to AWS Lambda", "left the Amsterdam office"), and so is
+    every name in two notes about the user, whose words are masked instead: "VS Code" masked,
+    "I switched from VS Code to Zed" no longer named the value it replaces in "I use VS Code"
+    (under the adversary at 0.45 right updates applied on assistant 47 -> 85 and workbench 59 ->
+    70 with no wrong one more; at 0.25 169 -> 182 and 136 -> 142, wrong 54 -> 51 and 48 -> 48; no
+    other set changed. Either one a note about the user: ops and workbench wrong ones more)."""
+    if _user_note(new) and _user_note(old):
+        return []
     subjects = [s for s in (subject(new), subject(old)) if s]
     theirs = names(old, anywhere=True)
     return [a for a in names(new, anywhere=True)
