@@ -298,6 +298,24 @@ def test_another_plain_word_before_a_shared_one_names_another_thing(new: str, ol
     assert wording.qualifies_another_thing(new, old) is another
 
 
+@pytest.mark.parametrize(("new", "old", "another"), [
+    ("Cleaned up stale feature flags in payouts worker.", "Cleaned up stale feature flags in team Foxglove.", True),
+    ("Infra note - badges API hosted in eu-north-1.", "Infra note - pricing worker hosted in eu-north-1.", True),
+    ("Moved the thumbnails worker off eu-north-1; it runs in ca-central-1.",
+     "Moved the badges API off eu-central-1; it runs in ca-central-1.", True),
+    # One word against one at the end, a channel, a number: the value that changed.
+    ("Lockfile is from bun.", "Lockfile is from pnpm.", False),
+    ("Questions for team Dunlin -> #kestrel-ops.", "Questions for team Dunlin -> #incidents-live.", False),
+    ("The ledger worker has 24 replicas in production.", "The ledger worker has 21 replicas in production.", False),
+    # Worded differently besides: a paraphrase of one fact, not another thing.
+    ("The Opal team moved from Slack channel #crew to #general.", "The Opal team uses the Slack channel #crew.",
+     False),
+    ("FYI: Ignatius off auth pager, now storage.", "FYI: Ignatius off edge network pager, now auth.", False),
+])
+def test_another_name_in_a_word_or_two_names_another_thing(new: str, old: str, another: bool) -> None:
+    assert wording.names_another_thing(new, old) is another
+
+
 async def test_another_thing_of_the_same_kind_is_only_a_suggestion(database: Database, settings: Settings) -> None:
     """A model replaced one service's storage by another's (Qwen did, on ops): nothing names a
     person, and masked the two texts are one sentence but for the service and its value. Named,
@@ -315,15 +333,20 @@ async def test_another_thing_of_the_same_kind_is_only_a_suggestion(database: Dat
 async def test_a_name_further_on_is_a_value_and_the_user_owns_their_things(database: Database,
                                                                             settings: Settings) -> None:
     """A person named at the end is the value, so the thing named first is still the subject
-    (Qwen replaced the coupons API's escalations by the payouts API's); and in a note about the
-    user the word before a shared one is the user's value, not another thing: "coffee" replaces
-    "tea" (the rule had kept that update from being applied). A name in two notes about the user
+    (Qwen replaced the coupons API's escalations by the payouts API's), and a thing named in a word
+    or two is another thing (Qwen replaced team Foxglove's clean-up by the payouts worker's); in a
+    note about the user the word before a shared one is the user's value, not another thing:
+    "coffee" replaces "tea" (the rule had kept that update from being applied). A name in two
+    notes about the user
     is no subject to mask either: masked, "I switched from VS Code to Zed" named no value that
     "I use VS Code" holds, and was kept a suggestion at the local floor."""
     service = await MemoryService.open(database, settings)
-    verdict = await guard.check("Escalations for the coupons API go to Priti Shah.",
-                                [(1, "Escalations for the payouts API go to Priti Shah.")], service.vectors)
-    assert verdict.allowed == [] and verdict.suggested == {1: f"guard: {guard.OTHER_THING}"}, verdict
+    for new, old in [("Escalations for the coupons API go to Priti Shah.",
+                      "Escalations for the payouts API go to Priti Shah."),
+                     ("Cleaned up stale feature flags in payouts worker.",
+                      "Cleaned up stale feature flags in team Foxglove.")]:
+        verdict = await guard.check(new, [(1, old)], service.vectors)
+        assert verdict.allowed == [] and verdict.suggested == {1: f"guard: {guard.OTHER_THING}"}, (new, verdict)
     for new, old in [("I drink coffee every morning.", "I drink tea every morning."),
                      ("My team uses the wallets service daily.", "My team uses the carts service daily."),
                      # The name the user leaves is the value replaced, not their subject to mask.
@@ -340,7 +363,7 @@ def test_long_texts_are_not_aligned_word_by_word() -> None:
     long_b = " ".join(words[i * 5 % 6] for i in range(MAX_CONTENT_CHARS // 6))
     started = time.monotonic()
     assert not wording.ends_on_its_value(long_a, long_b) and not wording.opens_on_another_name(long_a, long_b)
-    assert not wording.qualifies_another_thing(long_a, long_b)
+    assert not wording.qualifies_another_thing(long_a, long_b) and not wording.names_another_thing(long_a, long_b)
     assert time.monotonic() - started < 1
 
 

@@ -20,7 +20,8 @@ our job, not the model's, so before an UPDATE, DELETE or NONE is applied each ta
   are the same fact of another thing ("The webhooks pipeline exposes a GraphQL endpoint" / "The
   scheduling pipeline exposes a GraphQL endpoint"), and so are the same words with another plain
   word before one both hold ("Storage for the carts service: ..." / "Storage for the wallets
-  service: ...", decisions/wording.py); both a suggestion at most;
+  service: ...") or another thing named in a word or two ("in payouts worker" / "in team
+  Foxglove", decisions/wording.py); each a suggestion at most;
 - attribute: with the subject's names and the words for the user masked, the two texts say the
   same kind of thing (cosine of their embeddings at least the floor, `ATTRIBUTE_FLOOR` unless
   MCP_MEMORY_DECISIONS_GUARD_FLOOR says otherwise, and about as close as the closest of the
@@ -52,7 +53,7 @@ from ..netaddr import is_loopback
 from ..retrieval.about_user import about_someone_else, named_persons_relation, speaks_of_user, without_user
 from ..retrieval.focus import MASK, values_of
 from ..retrieval.query import LABEL, NOT_NAMES, word_pairs
-from .wording import NOT_A_NAME, ends_on_its_value, opens_on_another_name, qualifies_another_thing
+from .wording import NOT_A_NAME, ends_on_its_value, names_another_thing, opens_on_another_name, qualifies_another_thing
 
 # Masked cosine (MiniLM) at or above which a memory about the same subject may say the same kind
 # of thing as the new one (with the closest of them). Every candidate `related` listed on the
@@ -316,22 +317,15 @@ async def judge(new: str, olds: Sequence[str], vectors: Embeds | None,
                           values_of(LABEL.sub("", pairs[k][1], count=1), ignore))
         # The same value alone is the same fact of another thing ("emits metrics to Prometheus").
         replaces = bool(values & theirs and values - theirs)
-        # The same words about something else, unless the new one names the old value beside a
-        # new one ("now in eu-west-1 instead of ca-central-1"). About no one (`_owned_by_someone`),
-        # a memory's subject is a run of common words the names above cannot tell apart: ending on
-        # the same value, under the adversary at 0.45 ops 24.7 -> 22.3% and dataset 16.0 -> 12.5%
-        # wrong, at 0.25 34.8 -> 32.4% and 20.5 -> 17.0%; opening on another name, crm 2.6 ->
-        # 2.2% and 22.9 -> 22.5%. No right update lost and no other set changed (the replay of
-        # 4,600 recorded decisions). Between memories about someone the words around a name are
-        # values ("X took over from Y and now leads the Unity team" / "Y leads the Unity team").
-        # Another thing of the same kind, named by a plain word before one both hold ("the carts
-        # service" / "the wallets service"): under the adversary at 0.45 ops 22.3 -> 20.4% and
-        # dataset 12.4 -> 10.1% wrong, at 0.25 32.4 -> 30.3% and 16.9 -> 14.4%; no right update
-        # lost and no other set changed (the same replay). About someone, such a word is the
-        # value ("added to storage on-call" / "added to streaming on-call", "I drink tea every
+        # The same words about something else (decisions/wording.py: each rule with its figures;
+        # ending on the same value, unless the new one names the old value beside a new one, "now
+        # in eu-west-1 instead of ca-central-1"). About no one (`_owned_by_someone`), a memory's subject is a run of
+        # common words the names above cannot tell apart; about someone, the words around a name
+        # are values ("X took over from Y and now leads the Unity team" / "Y leads the Unity
+        # team", "added to storage on-call" / "added to streaming on-call", "I drink tea every
         # morning" / "I drink coffee every morning").
         if opens_on_another_name(new, olds[k]) or not replaces and unnamed and ends_on_its_value(new, olds[k]) \
-                or unnamed and qualifies_another_thing(new, olds[k]):
+                or unnamed and (qualifies_another_thing(new, olds[k]) or names_another_thing(new, olds[k])):
             out[k] = Judged(other_subject=OTHER_THING)
             continue
         cosine = cosines.get(k)

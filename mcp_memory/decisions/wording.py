@@ -3,7 +3,10 @@ them the same fact of something else rather than versions of one fact (the decis
 rules past the names, decisions/guard.py).
 
 Each rule was found in the offline replay of the scripted adversary's 4,600 recorded decisions
-on the knowledge-update dev sets and kept only where it changed no right update on any set."""
+on the knowledge-update dev sets and kept only where it changed no right update on any set and
+no other set's verdicts (its figures: wrong replaces applied, before -> after, at the guard's
+floors 0.45 and 0.25). All but `opens_on_another_name` apply only between memories about no one
+(guard.judge)."""
 
 from __future__ import annotations
 
@@ -31,6 +34,8 @@ _PLAIN = re.compile(r"[a-z][a-z'-]*")
 # Numbers in words are values ("three weeks" / "four weeks"), as digits are.
 _NUMBERS = frozenset("""one two three four five six seven eight nine ten eleven twelve twenty thirty forty
 fifty hundred thousand half twice first second third fourth fifth last next""".split())
+# A channel or a handle ("#kestrel-ops", "@oncall"), which `_TOKEN` reads without its mark.
+_HANDLE = re.compile(r"[#@](\w[\w'.:+@-]*\w|\w)")
 
 
 def _words(text: str) -> tuple[str, ...]:
@@ -61,7 +66,8 @@ def opens_on_another_name(new: str, old: str) -> bool:
     replaced the MacBook Pro 14 with a ThinkPad X1 Carbon." / "Priya replaced the MacBook Pro 14
     with a ThinkPad T14." (the full name both hold, "MacBook Pro", passed for their subject). With
     nothing else changed, the opening word may be the value itself ("Rust is my main language" /
-    "Python is my main language"), which this leaves to the other checks."""
+    "Python is my main language"), which this leaves to the other checks. Under the adversary crm
+    2.6 -> 2.2% wrong at 0.45 and 22.9 -> 22.5% at 0.25."""
     aligned = _aligned(new, old)
     if aligned is None:
         return False
@@ -77,7 +83,9 @@ def opens_on_another_name(new: str, old: str) -> bool:
 def ends_on_its_value(new: str, old: str) -> bool:
     """The same words ending on a value `old` names: "The webhooks pipeline exposes a GraphQL
     endpoint" / "The scheduling pipeline exposes a GraphQL endpoint", "Prod for the geo pipeline
-    sits in us-west-2." / "Prod for the rosters pipeline sits in us-west-2."."""
+    sits in us-west-2." / "Prod for the rosters pipeline sits in us-west-2.". Under the adversary
+    at 0.45 ops 24.7 -> 22.3% and dataset 16.0 -> 12.5% wrong, at 0.25 34.8 -> 32.4% and 20.5 ->
+    17.0%."""
     aligned = _aligned(new, old)
     return aligned is not None and bool(values_of(old, frozenset()) & set(aligned[0][aligned[2][-1][2]:]))
 
@@ -88,7 +96,8 @@ def qualifies_another_thing(new: str, old: str) -> bool:
     8.", "Moved the uploads API off us-west-2; ..." / "Moved the invoices API off eu-west-1; ...").
     A number, a version or a capitalised word in that place is a value ("three weeks" / "four
     weeks", "the eu-north-1 region", "the Go language" / "the Ruby language"); a possessive is the
-    same word ("team" / "team's")."""
+    same word ("team" / "team's"). Under the adversary at 0.45 ops 22.3 -> 20.4% and dataset 12.4
+    -> 10.1% wrong, at 0.25 32.4 -> 30.3% and 16.9 -> 14.4%."""
     aligned = _aligned(new, old)
     if aligned is None:
         return False
@@ -104,3 +113,52 @@ def qualifies_another_thing(new: str, old: str) -> bool:
                 _PLAIN.fullmatch(w) and w not in NOT_NAMES and w not in _NUMBERS for w in (mine, theirs)):
             return True
     return False
+
+
+def names_another_thing(new: str, old: str) -> bool:
+    """The same words but for the thing they are about, named in a word or two with a plain word on
+    both sides ("Cleaned up stale feature flags in payouts worker." / "... in team Foxglove.",
+    "Infra note - badges API hosted in eu-north-1." / "... pricing worker hosted in eu-north-1."),
+    and every other difference a value on both sides ("Moved the thumbnails worker off
+    eu-north-1; ..." / "Moved the badges API off eu-central-1; ..."). One word against one is
+    left to `qualifies_another_thing`: alone at the end it is the value ("Lockfile is from bun." /
+    "Lockfile is from pnpm."). A number, a channel or a handle there is a value too ("team
+    Dunlin -> #kestrel-ops" / "-> #incidents-live"). Under the adversary at 0.45 ops 18.1 ->
+    15.6% and dataset 10.1 -> 7.5% wrong, at 0.25 27.9 -> 25.0% and 14.4 -> 11.8%."""
+    aligned = _aligned(new, old)
+    if aligned is None:
+        return False
+    written = _words(new), _words(old)
+    handles = frozenset(m.group(1) for text in (new, old) for m in _HANDLE.finditer(text))
+    things = 0
+    for tag, i1, i2, j1, j2 in aligned[2]:
+        mine, theirs = written[0][i1:i2], written[1][j1:j2]
+        if tag != "replace":
+            return False
+        if _another_name(mine, theirs, handles):
+            things += 1
+        elif not (any(_value(w, handles) for w in mine) and any(_value(w, handles) for w in theirs)):
+            return False
+    return things == 1
+
+
+def _another_name(mine: tuple[str, ...], theirs: tuple[str, ...], handles: frozenset[str]) -> bool:
+    """Two names of a thing: a word or two each, three or more in all, a plain word in both, no
+    word in common and no number or handle."""
+    both = mine + theirs
+    return (len(mine) <= 2 and len(theirs) <= 2 and len(both) > 2
+            and not {w.lower() for w in mine} & {w.lower() for w in theirs}
+            and not any(_number(w) or w in handles for w in both)
+            and all(any(_plain(w, handles) for w in side) for side in (mine, theirs)))
+
+
+def _plain(word: str, handles: frozenset[str]) -> bool:
+    return bool(_PLAIN.fullmatch(word)) and word not in NOT_NAMES and word not in _NUMBERS and word not in handles
+
+
+def _number(word: str) -> bool:
+    return any(c.isdigit() for c in word) or word.lower() in _NUMBERS
+
+
+def _value(word: str, handles: frozenset[str]) -> bool:
+    return _number(word) or word in handles or word[:1].isupper()
