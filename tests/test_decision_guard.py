@@ -356,6 +356,13 @@ async def test_a_name_further_on_is_a_value_and_the_user_owns_their_things(datab
         assert verdict.allowed == [1], (new, verdict)
 
 
+def test_a_shared_number_is_no_shared_thing() -> None:
+    """A note naming no one shares only a time with a named team's note: no common subject. A
+    pair of words naming a thing still is one ("badges worker")."""
+    assert not guard.same_subject("The all-hands is at 10:15 these days.", "Team Wharf syncs daily at 10:15.")
+    assert guard.same_subject("The badges worker moved to eu-west-1.", "Team Wharf owns the badges worker.")
+
+
 def test_long_texts_are_not_aligned_word_by_word() -> None:
     """Aligning these two memories at the content limit took 339 s; a fact is said in a sentence."""
     words = "alpha beta gamma delta x1 y2".split()
