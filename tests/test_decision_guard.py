@@ -356,6 +356,15 @@ async def test_a_name_further_on_is_a_value_and_the_user_owns_their_things(datab
         assert verdict.allowed == [1], (new, verdict)
 
 
+def test_a_label_that_uses_up_the_first_words_hides_no_name() -> None:
+    """"1:1 notes: Congrats to Matteo Mwangi: ..." names no one in its first five words; Qwen
+    replaced Maelle Ivanova's title by it. Matteo's own earlier title is still his."""
+    new = "1:1 notes: Congrats to Matteo Mwangi: new title Principal Engineer."
+    assert guard.other_subject(new, "Congrats to Maelle Ivanova: new title Director of Engineering.")
+    assert guard.other_subject("Congrats to Maelle Ivanova: new title Director of Engineering.", new)
+    assert guard.other_subject(new, "Matteo Mwangi works as a Staff Engineer.") is None
+
+
 def test_a_shared_number_is_no_shared_thing() -> None:
     """A note naming no one shares only a time with a named team's note: no common subject. A
     pair of words naming a thing still is one ("badges worker")."""

@@ -149,6 +149,14 @@ def other_subject(new: str, old: str) -> str | None:
     # Every name a text holds is read only when a rule below needs it (most pairs share a name
     # early), and then once.
     anywhere = functools.cache(functools.partial(names, anywhere=True))
+    # A label may use up the first words ("1:1 notes: Congrats to Matteo Mwangi: new title ..."):
+    # such a note naming no one early, beside one that does, is about its first full name (under
+    # the adversary crm 1.6 -> 1.3% wrong at 0.45 and 21.6 -> 21.5% at 0.25, no other set changed;
+    # without a label, ops and workbench lost right updates).
+    if theirs and not mine and LABEL.match(new):
+        mine = [n for n in anywhere(new) if len(n) > 1][:1]
+    if mine and not theirs and LABEL.match(old):
+        theirs = [n for n in anywhere(old) if len(n) > 1][:1]
     # The other's subject (its first name) named anywhere counts ("Dieter Vogel inherited Ottilie
     # Jablonski"), not any name it holds: "Katarina visited Berlin" is not about a Berlin resident.
     if mine and theirs and not any(_same(a, b) for a in mine for b in theirs) \
