@@ -303,6 +303,9 @@ def test_another_plain_word_before_a_shared_one_names_another_thing(new: str, ol
     ("Infra note - badges API hosted in eu-north-1.", "Infra note - pricing worker hosted in eu-north-1.", True),
     ("Moved the thumbnails worker off eu-north-1; it runs in ca-central-1.",
      "Moved the badges API off eu-central-1; it runs in ca-central-1.", True),
+    # Two words in common are enough when every other difference is a value.
+    ("Infra note - audit service hosted in eu-central-1.", "Infra note - wallets API hosted in ca-central-1.", True),
+    ("Cut-over done: pricing worker now in us-west-2.", "Cut-over done: sessions pipeline now in us-east-1.", True),
     # One word against one at the end, a channel, a number: the value that changed.
     ("Lockfile is from bun.", "Lockfile is from pnpm.", False),
     ("Questions for team Dunlin -> #kestrel-ops.", "Questions for team Dunlin -> #incidents-live.", False),

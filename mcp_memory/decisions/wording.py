@@ -28,6 +28,7 @@ FRAME_CHARS = 400
 # (a right update lost on workbench).
 _TOKEN = re.compile(r"\w[\w'.:+@-]*\w|\w")
 Block = tuple[str, int, int, int, int]  # a difflib opcode
+Aligned = tuple[tuple[str, ...], tuple[str, ...], tuple[Block, ...]]  # both texts' words, and blocks
 # A plain lower-case word: no digit, no capital ("carts", "uploads"), which names a thing where a
 # value would be a number, a version or a name.
 _PLAIN = re.compile(r"[a-z][a-z'-]*")
@@ -43,22 +44,23 @@ def _words(text: str) -> tuple[str, ...]:
     return tuple(t.rstrip(".:") for t in _TOKEN.findall(LABEL.sub("", text, count=1)))
 
 
-def _aligned(new: str, old: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[Block, ...]] | None:
+def _aligned(new: str, old: str, least: int | None = None) -> Aligned | None:
     """Both texts' words after any label ("Heard today:"), lower case, and the blocks where they
-    differ, when they say one thing in the same words (at least half of them, in order); None
-    otherwise."""
+    differ, when they say one thing in the same words (at least half of them, in order, or at
+    least `least`); None otherwise."""
     if max(len(new), len(old)) > FRAME_CHARS:
         return None  # one fact is said briefly; aligning two long texts is quadratic (339 s at the limit)
-    return _align(new, old)
+    a, b, blocks = _align(new, old)
+    changed = tuple(block for block in blocks if block[0] != "equal")
+    same = sum(i2 - i1 for tag, i1, i2, _, _ in blocks if tag == "equal")
+    enough = min(len(a), len(b)) / 2 if least is None else least
+    return (a, b, changed) if changed and same >= enough else None
 
 
 @functools.lru_cache(maxsize=1024)  # `judge` asks every rule of a pair; the cache holds short texts only
-def _align(new: str, old: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[Block, ...]] | None:
+def _align(new: str, old: str) -> Aligned:
     a, b = (tuple(w.lower() for w in _words(text)) for text in (new, old))
-    blocks = difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()
-    changed = tuple(block for block in blocks if block[0] != "equal")
-    same = sum(i2 - i1 for tag, i1, i2, _, _ in blocks if tag == "equal")
-    return (a, b, changed) if changed and same >= min(len(a), len(b)) / 2 else None
+    return a, b, tuple(difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes())
 
 
 def opens_on_another_name(new: str, old: str) -> bool:
@@ -124,8 +126,12 @@ def names_another_thing(new: str, old: str) -> bool:
     left to `qualifies_another_thing`: alone at the end it is the value ("Lockfile is from bun." /
     "Lockfile is from pnpm."). A number, a channel or a handle there is a value too ("team
     Dunlin -> #kestrel-ops" / "-> #incidents-live"). Under the adversary at 0.45 ops 18.1 ->
-    15.6% and dataset 10.1 -> 7.5% wrong, at 0.25 27.9 -> 25.0% and 14.4 -> 11.8%."""
-    aligned = _aligned(new, old)
+    15.6% and dataset 10.1 -> 7.5% wrong, at 0.25 27.9 -> 25.0% and 14.4 -> 11.8%; with two words
+    in common enough, ops 15.4 -> 14.8% at 0.45 and 24.8 -> 24.1% at 0.25, dataset 11.6 -> 11.5%
+    at 0.25."""
+    # Every other difference a value, two words in common suffice: "Infra note - audit service
+    # hosted in eu-central-1." / "... wallets API hosted in ca-central-1." share two of five.
+    aligned = _aligned(new, old, least=2)
     if aligned is None:
         return False
     written = _words(new), _words(old)
