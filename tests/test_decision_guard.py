@@ -254,6 +254,8 @@ async def test_a_first_name_is_the_full_name_it_opens(database: Database, settin
      False, False),
     ("The webhooks pipeline exposes a GraphQL endpoint.", "The webhooks pipeline exposes a GraphQL endpoint.",
      False, False),
+    # A channel is a value as a region is.
+    ("Questions for team Cinder -> #platform-help.", "Questions for team Vole -> #platform-help.", True, False),
 ])
 def test_the_same_words_about_something_else(new: str, old: str, ends: bool, opens: bool) -> None:
     assert wording.ends_on_its_value(new, old) is ends

@@ -87,9 +87,12 @@ def ends_on_its_value(new: str, old: str) -> bool:
     endpoint" / "The scheduling pipeline exposes a GraphQL endpoint", "Prod for the geo pipeline
     sits in us-west-2." / "Prod for the rosters pipeline sits in us-west-2.". Under the adversary
     at 0.45 ops 24.7 -> 22.3% and dataset 16.0 -> 12.5% wrong, at 0.25 34.8 -> 32.4% and 20.5 ->
-    17.0%."""
+    17.0%. A channel or a handle is a value too ("Questions for team Cinder -> #platform-help." /
+    "Questions for team Vole -> #platform-help."; ops 14.8 -> 14.2% at 0.45 and 24.1 -> 23.6% at
+    0.25)."""
     aligned = _aligned(new, old)
-    return aligned is not None and bool(values_of(old, frozenset()) & set(aligned[0][aligned[2][-1][2]:]))
+    values = values_of(old, frozenset()) | {h.lower() for h in _handles(old)}
+    return aligned is not None and bool(values & set(aligned[0][aligned[2][-1][2]:]))
 
 
 def qualifies_another_thing(new: str, old: str) -> bool:
@@ -135,7 +138,7 @@ def names_another_thing(new: str, old: str) -> bool:
     if aligned is None:
         return False
     written = _words(new), _words(old)
-    handles = frozenset(m.group(1) for text in (new, old) for m in _HANDLE.finditer(text))
+    handles = _handles(new) | _handles(old)
     things = 0
     for tag, i1, i2, j1, j2 in aligned[2]:
         mine, theirs = written[0][i1:i2], written[1][j1:j2]
@@ -146,6 +149,10 @@ def names_another_thing(new: str, old: str) -> bool:
         elif not (any(_value(w, handles) for w in mine) and any(_value(w, handles) for w in theirs)):
             return False
     return things == 1
+
+
+def _handles(text: str) -> frozenset[str]:
+    return frozenset(m.group(1) for m in _HANDLE.finditer(text))
 
 
 def _another_name(mine: tuple[str, ...], theirs: tuple[str, ...], handles: frozenset[str]) -> bool:
