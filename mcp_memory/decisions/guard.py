@@ -16,12 +16,12 @@ our job, not the model's, so before an UPDATE, DELETE or NONE is applied each ta
   the same words opening on another name, with another value further on, are another person's
   fact ("Kasimir replaced the MacBook Pro 14 with ..." / "Priya replaced the MacBook Pro 14 with
   ..."); between memories about no one (neither the user nor a full name among their first
-  words), the same words ending on the same value
-  are the same fact of another thing ("The webhooks pipeline exposes a GraphQL endpoint" / "The
-  scheduling pipeline exposes a GraphQL endpoint"), and so are the same words with another plain
-  word before one both hold ("Storage for the carts service: ..." / "Storage for the wallets
-  service: ...") or another thing named in a word or two ("in payouts worker" / "in team
-  Foxglove", decisions/wording.py); each a suggestion at most;
+  words), the same words ending on the same value are the same fact of another thing ("The
+  webhooks pipeline exposes a GraphQL endpoint" / "The scheduling pipeline exposes a GraphQL
+  endpoint"), and so are the same words with another plain word before one both hold ("Storage
+  for the carts service: ..." / "Storage for the wallets service: ...") or another thing named in
+  a word or two ("in payouts worker" / "in team Foxglove", decisions/wording.py); each a
+  suggestion at most;
 - attribute: with the subject's names and the words for the user masked, the two texts say the
   same kind of thing (cosine of their embeddings at least the floor, `ATTRIBUTE_FLOOR` unless
   MCP_MEMORY_DECISIONS_GUARD_FLOOR says otherwise, and about as close as the closest of the
@@ -335,11 +335,11 @@ async def judge(new: str, olds: Sequence[str], vectors: Embeds | None,
         replaces = bool(values & theirs and values - theirs)
         # The same words about something else (decisions/wording.py: each rule with its figures;
         # ending on the same value, unless the new one names the old value beside a new one, "now
-        # in eu-west-1 instead of ca-central-1"). About no one (`_owned_by_someone`), a memory's subject is a run of
-        # common words the names above cannot tell apart; about someone, the words around a name
-        # are values ("X took over from Y and now leads the Unity team" / "Y leads the Unity
-        # team", "added to storage on-call" / "added to streaming on-call", "I drink tea every
-        # morning" / "I drink coffee every morning").
+        # in eu-west-1 instead of ca-central-1"). About no one (`_owned_by_someone`), a memory's
+        # subject is a run of common words the names above cannot tell apart; about someone, the
+        # words around a name are values ("X took over from Y and now leads the Unity team" / "Y
+        # leads the Unity team", "added to storage on-call" / "added to streaming on-call", "I
+        # drink tea every morning" / "I drink coffee every morning").
         if opens_on_another_name(new, olds[k]) or not replaces and unnamed and ends_on_its_value(new, olds[k]) \
                 or unnamed and (qualifies_another_thing(new, olds[k]) or names_another_thing(new, olds[k])):
             out[k] = Judged(other_subject=OTHER_THING)

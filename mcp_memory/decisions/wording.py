@@ -91,8 +91,10 @@ def ends_on_its_value(new: str, old: str) -> bool:
     "Questions for team Vole -> #platform-help."; ops 14.8 -> 14.2% at 0.45 and 24.1 -> 23.6% at
     0.25)."""
     aligned = _aligned(new, old)
+    if aligned is None:
+        return False
     values = values_of(old, frozenset()) | {h.lower() for h in _handles(old)}
-    return aligned is not None and bool(values & set(aligned[0][aligned[2][-1][2]:]))
+    return bool(values & set(aligned[0][aligned[2][-1][2]:]))
 
 
 def qualifies_another_thing(new: str, old: str) -> bool:
