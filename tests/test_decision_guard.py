@@ -342,9 +342,8 @@ async def test_a_name_further_on_is_a_value_and_the_user_owns_their_things(datab
     or two is another thing (Qwen replaced team Foxglove's clean-up by the payouts worker's); in a
     note about the user the word before a shared one is the user's value, not another thing:
     "coffee" replaces "tea" (the rule had kept that update from being applied). A name in two
-    notes about the user
-    is no subject to mask either: masked, "I switched from VS Code to Zed" named no value that
-    "I use VS Code" holds, and was kept a suggestion at the local floor."""
+    notes about the user is no subject to mask either: masked, "I switched from VS Code to Zed"
+    named no value that "I use VS Code" holds, and was kept a suggestion at the local floor."""
     service = await MemoryService.open(database, settings)
     for new, old in [("Escalations for the coupons API go to Priti Shah.",
                       "Escalations for the payouts API go to Priti Shah."),
