@@ -117,7 +117,7 @@ def qualifies_another_thing(new: str, old: str) -> bool:
             continue
         mine, theirs = as_written[0][i1], as_written[1][j1]
         if mine.removesuffix("'s") != theirs.removesuffix("'s") and all(
-                _PLAIN.fullmatch(w) and w not in NOT_NAMES and w not in _NUMBERS for w in (mine, theirs)):
+                _plain(w, frozenset()) for w in (mine, theirs)):
             return True
     return False
 
