@@ -15,6 +15,10 @@ per set:
                     with at least one such target
   restated          applied targets that are no earlier version but whose every word the new memory
                     says again (the sets' "(noted again)" repeats): no fact hidden, so not wrong
+  superseded        applied targets of another record that state an earlier value of the one fact
+                    the new memory states ("Cost report: X is currently our cheapest region", "Team
+                    Upland moved lunch to X": the `fact` of varied.py's decoys): the store's current
+                    truth, so not wrong
   refused right     earlier versions the model replaced that the guard did not apply
   missed            earlier versions still current at the end (of all versions that have a later one)
   suggested         replaces the guard kept as suggestions instead of applying
@@ -112,7 +116,7 @@ async def one_set(path: Path, args: argparse.Namespace) -> dict[str, Any]:
 COLUMNS = [("set", "set"), ("guard", "guard"), ("records", "records"), ("decisions", "decisions"),
            ("shown", None), ("right_before", "right b"), ("right_after", "right a"),
            ("wrong_before", "wrong b"), ("wrong_after", "wrong a"), ("wrong_before_pct", "wrong% b"),
-           ("wrong_after_pct", "wrong% a"), ("restated_after", "restated"),
+           ("wrong_after_pct", "wrong% a"), ("restated_after", "restated"), ("superseded_after", "superseded"),
            ("right_refused_n", "refused right"), ("missed", "missed"),
            ("updates", "updates"), ("suggested", "suggested"), ("newest_first", "newest-first"),
            ("newest_at_1", "newest@1"), ("stable_top3", "stable@3"), ("s_per_decision", "s/decision"),

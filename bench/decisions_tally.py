@@ -39,11 +39,16 @@ class Truth:
     text_of: dict[str, str] = field(init=False)
     order: dict[str, int] = field(init=False)
     keys_of_text: dict[str, list[str]] = field(init=False)
+    fact_of: dict[str, tuple[str, str]] = field(init=False)
 
     def __post_init__(self) -> None:
         self.record_of = {m["key"]: r for r in self.records for m in (*r["versions"], *r["distractors"])}
         self.order = {v["key"]: i for r in self.records for i, v in enumerate(r["versions"])}
         self.text_of = {m["key"]: m["content"] for r in self.records for m in (*r["versions"], *r["distractors"])}
+        # A fact that two records' memories state, one value at a time ("our cheapest region"),
+        # with when each was written (bench/knowledge_update/varied.py's `single` decoys).
+        self.fact_of = {m["key"]: (m["fact"], m["occurred_at"]) for r in self.records
+                        for m in r["distractors"] if "fact" in m}
         self.keys_of_text = {}
         for key, text in self.text_of.items():  # households of one set may share a text
             self.keys_of_text.setdefault(text, []).append(key)
@@ -52,6 +57,13 @@ class Truth:
         """`old` (a key) is an earlier version of the same record as `new`."""
         return (self.record_of[old] is self.record_of[new] and new in self.order and old in self.order
                 and self.order[old] < self.order[new])
+
+    def superseded(self, new: str, old: str) -> bool:
+        """`old` (a key) states an earlier value of the one fact `new` states, in another record
+        ("Cost report: eu-west-1 is currently our cheapest region" / "... us-east-1 ..."): marking
+        it replaced is what keeps the store true now, so it is counted apart from the wrong targets."""
+        mine, theirs = self.fact_of.get(new), self.fact_of.get(old)
+        return mine is not None and theirs is not None and mine[0] == theirs[0] and theirs[1] < mine[1]
 
     def earlier_text(self, new: str, old: str) -> bool:
         """The same, by the memories' texts (what a scripted endpoint sees): a text that two
@@ -69,7 +81,7 @@ async def decisions(bench: Bench, truth: Truth) -> dict[str, Any]:
     rows = await bench.admin.fetch("SELECT memory_id, result FROM memory_jobs WHERE result IS NOT NULL")
     t = {"decisions": 0, "right_before": 0, "right_after": 0, "wrong_before": 0, "wrong_after": 0,
          "bad_before": 0, "bad_after": 0, "suggested": 0, "earlier_shown": 0, "earlier_in_set": 0,
-         "wrong_after_same_entity": 0, "restated_after": 0}
+         "wrong_after_same_entity": 0, "restated_after": 0, "superseded_before": 0, "superseded_after": 0}
     examples: dict[str, list[str]] = {"wrong_after": [], "right_refused": []}
     for row in rows:
         res = _result(row)
@@ -91,10 +103,12 @@ async def decisions(bench: Bench, truth: Truth) -> dict[str, Any]:
             continue
         replaces = res["action"] in ("UPDATE", "DELETE")
         for group, when in ((proposed, "before"), (applied, "after")):
-            wrong = [old for old in group if not truth.earlier(new, old)
+            superseded = [old for old in group if truth.superseded(new, old)]
+            wrong = [old for old in group if not truth.earlier(new, old) and old not in superseded
                      and not restated(truth.text_of[new], truth.text_of[old])]
+            t[f"superseded_{when}"] += len(superseded)
             if when == "after":
-                t["restated_after"] += sum(not truth.earlier(new, old) for old in group) - len(wrong)
+                t["restated_after"] += sum(not truth.earlier(new, old) for old in group) - len(wrong) - len(superseded)
             t[f"right_{when}"] += sum(replaces for old in group if truth.earlier(new, old))
             t[f"wrong_{when}"] += len(wrong)
             t[f"bad_{when}"] += bool(wrong)

@@ -18,8 +18,10 @@ generic words ("Dana uses Vim every day now"), other attributes of the same subj
 not be taken for versions), stable facts written long ago with a question each (they must not
 sink below newer memories), and fillers.
 
-Output (same schema as dataset.jsonl, plus `stable` records whose single version is the answer):
-one JSON object per line in bench/knowledge_update/<set>.jsonl.
+Output (same schema as dataset.jsonl, plus `stable` records whose single version is the answer,
+and a decoy's `fact` when its subject holds one value of it at a time, "Team Upland moved lunch
+to …": decoys of two records with the same `fact` are versions of one fact): one JSON object per
+line in bench/knowledge_update/<set>.jsonl.
 
 Deterministic: `python bench/knowledge_update/varied.py [--seed 4242]`.
 """
@@ -50,6 +52,10 @@ class Fact:
     # Memories of other subjects that share the question's generic words, not its subject.
     decoys: tuple[str, ...]
     pool: str = "default"  # which of the style's subject pools it describes
+    # Of the decoys, those that hold one value at a time for their subject ("{x} moved lunch to
+    # {v}", "... our cheapest region"): two of them drawn for two records with the same subject
+    # are versions of one fact, and the later one replacing the earlier is right (`fact`).
+    single: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -98,7 +104,8 @@ LIFE = Style(
               "{e} left {o} behind for {v}.", "After {o}, {e} ended up in {v}."),
              tuple(LIFE_CITIES),
              ("{x} is based in {v} these days.", "{x}'s sister lives in {v} at present.",
-              "{x} visited {v} for a conference.")),
+              "{x} visited {v} for a conference."),
+             single=("{x} is based in {v} these days.", "{x}'s sister lives in {v} at present.")),
         Fact("employer",
              ("Which company is {e} with currently?", "Who employs {e} now?", "Where does {e} have a job these days?",
               "What firm is {e} at nowadays?"),
@@ -118,7 +125,8 @@ LIFE = Style(
               "{e} now works for {v} instead of {o}."),
              tuple(BOSSES),
              ("{x}'s manager is currently on leave.", "{x} reports to {v} as well.",
-              "{x} is in charge of the book club these days.")),
+              "{x} is in charge of the book club these days."),
+             single=("{x} reports to {v} as well.",)),
         Fact("editor",
              ("What editor is {e} on at present?", "Which text editor does {e} use these days?",
               "What does {e} write code in nowadays?", "What's {e}'s editor of choice right now?"),
@@ -147,7 +155,8 @@ LIFE = Style(
              ("{e} sold {o} and bought {v}.", "{e} picked up {v} from the dealer.", "{e} upgraded to {v}.",
               "{e}'s latest car is {v}."),
              tuple(CARS),
-             ("{x} is driving {v} now.", "{x} rented {v} for the holiday.", "{x} currently takes the train.")),
+             ("{x} is driving {v} now.", "{x} rented {v} for the holiday.", "{x} currently takes the train."),
+             single=("{x} is driving {v} now.",)),
     ),
     stable=(
         Stable("birthday", "When is {e}'s birthday?", "{e} was born on {v}.",
@@ -193,7 +202,9 @@ OPS = Style(
               "Moved the {e} off {o}; it runs in {v}."),
              tuple(REGIONS),
              ("Cost report: {v} is currently our cheapest region.", "{x} still runs a test box in {v}.",
-              "The latest outage in {v} hit other customers.")),
+              "The latest outage in {v} hit other customers."),
+             single=("Cost report: {v} is currently our cheapest region.",
+                     "The latest outage in {v} hit other customers.")),
         Fact("store",
              ("What database backs the {e} now?", "Which datastore does the {e} use at present?",
               "What is the {e} persisting to these days?", "Which DB is the {e} currently on?"),
@@ -213,7 +224,8 @@ OPS = Style(
               "{o} rotated off the {e}; {v} took it."),
              tuple(OPS_PEOPLE),
              ("{v} is currently on holiday.", "{v} owns the coffee rota now.",
-              "{x} is responsible for hiring these days.")),
+              "{x} is responsible for hiring these days."),
+             single=("{v} owns the coffee rota now.",)),
         Fact("standup",
              ("When does {e} meet these days?", "What time is {e}'s daily sync now?",
               "When is the morning meeting for {e} at present?", "What's the latest daily slot for {e}?"),
@@ -223,7 +235,9 @@ OPS = Style(
               "Rescheduled: {e} sync is {v} from Monday."),
              tuple(TIMES),
              ("{x} currently meets its vendor at {v}.", "The all-hands is at {v} these days.",
-              "{x} moved lunch to {v}."), "team"),
+              "{x} moved lunch to {v}."), "team",
+             single=("{x} currently meets its vendor at {v}.", "The all-hands is at {v} these days.",
+                     "{x} moved lunch to {v}.")),
         Fact("channel",
              ("Where does {e} chat at the moment?", "Which Slack room is {e} using now?",
               "Where should I post questions for {e} these days?", "What's {e}'s current channel?"),
@@ -233,7 +247,8 @@ OPS = Style(
               "{e} opened {v} as the new home."),
              tuple(CHANNELS),
              ("{v} is currently muted by most people.", "{x} posts release notes in {v} these days.",
-              "{v} is busy at the moment because of an incident."), "team"),
+              "{v} is busy at the moment because of an incident."), "team",
+             single=("{x} posts release notes in {v} these days.",)),
     ),
     stable=(
         Stable("language", "What language is the {e} written in?", "{e} codebase: {v}.",
@@ -304,9 +319,11 @@ def generate(style_name: str, seed: int, n_facts: int = 100, n_stable: int = 24)
                         "occurred_at": iso(when[-1]), "why": "same subject, other attribute"}]
         # Someone else, sharing the question's generic and time words, written recently.
         for k, decoy in enumerate(rng.sample(list(fact.decoys), 2)):
-            distractors.append({"key": f"{style_name}{i:03d}.d{k + 2}",
-                                "content": unique(decoy.format(x=someone(fact.pool), v=rng.choice(fact.values))),
+            x, v = someone(fact.pool), rng.choice(fact.values)
+            distractors.append({"key": f"{style_name}{i:03d}.d{k + 2}", "content": unique(decoy.format(x=x, v=v)),
                                 "occurred_at": iso(when[-2 - k]), "why": "other subject, shared words"})
+            if decoy in fact.single:
+                distractors[-1]["fact"] = decoy.format(x=x, v="…")
         distractors.append({"key": f"{style_name}{i:03d}.f1",
                             "content": unique(rng.choice(style.fillers).format(x=someone(fact.pool))),
                             "occurred_at": iso(when[-3]), "why": "filler"})
