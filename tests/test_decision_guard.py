@@ -397,3 +397,15 @@ async def test_a_one_word_label_names_no_one(database: Database, settings: Setti
     verdict = await guard.check("Rescheduled: team Heron sync is 11:00 from Monday.",
                                 [(1, "Team Heron daily call: 14:00 sharp.")], service.vectors)
     assert verdict.allowed == [1], verdict
+
+
+async def test_a_verb_before_an_acronym_names_no_one(database: Database, settings: Settings) -> None:
+    """"Rotated TLS" opening two notes read as a full name, so both were about that someone and
+    Qwen's replace of one team's rotation by a worker's was applied. A name ending the same way
+    ("Ahmed Saleh") is still a name."""
+    assert guard.names("Rotated TLS certs for tokens worker.") == [("tls",)]
+    assert guard.names("Ahmed Saleh rotated the TLS certs.") == [("ahmed", "saleh"), ("tls",)]
+    service = await MemoryService.open(database, settings)
+    verdict = await guard.check("Rotated TLS certs for tokens worker.", [(1, "Rotated TLS certs for team Bittern.")],
+                                service.vectors, floor=guard.LOCAL_MODEL_FLOOR)
+    assert verdict.allowed == [] and verdict.suggested == {1: f"guard: {guard.OTHER_THING}"}, verdict
