@@ -308,6 +308,10 @@ def test_another_plain_word_before_a_shared_one_names_another_thing(new: str, ol
     # Two words in common are enough when every other difference is a value.
     ("Infra note - audit service hosted in eu-central-1.", "Infra note - wallets API hosted in ca-central-1.", True),
     ("Cut-over done: pricing worker now in us-west-2.", "Cut-over done: sessions pipeline now in us-east-1.", True),
+    # A capitalised word after a common noun both hold names another one of its kind; after a
+    # verb it is the value.
+    ("Cleaned up stale feature flags in team Lapwing.", "Cleaned up stale feature flags in team Foxglove.", True),
+    ("The team uses Linear.", "The team uses Jira.", False),
     # One word against one at the end, a channel, a number: the value that changed.
     ("Lockfile is from bun.", "Lockfile is from pnpm.", False),
     ("Questions for team Dunlin -> #kestrel-ops.", "Questions for team Dunlin -> #incidents-live.", False),

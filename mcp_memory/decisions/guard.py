@@ -91,8 +91,9 @@ _ONE_WORD_LABEL = re.compile(r"^\s*[A-Z][\w'-]*:\s")
 # A note opening on a verb in the past tense before an acronym ("Rotated TLS certs for team
 # Grebe.", "Upgraded CI runners in ...") names no one "Rotated TLS": read as a full name, every
 # such note was about that someone, and the rules for notes about things never applied (ops 9.9 ->
-# 9.2% wrong under the adversary at 0.45 and 19.3 -> 18.6% at 0.25, no other set changed, no
-# right update lost). A name ending so ("Ahmed Saleh") has no acronym after it.
+# 9.2% wrong under the adversary at 0.45 and 19.3 -> 18.6% at 0.25, two records' notes of one fact
+# counted apart as bench/decisions_tally.py does; no other set changed, no right update lost). A
+# name ending so ("Ahmed Saleh") has no acronym after it.
 _VERB_BEFORE_ACRONYM = re.compile(r"[A-Z][a-z]+ed\s+[A-Z]{2,}\b")
 
 
