@@ -312,6 +312,7 @@ def test_another_plain_word_before_a_shared_one_names_another_thing(new: str, ol
     # verb it is the value.
     ("Cleaned up stale feature flags in team Lapwing.", "Cleaned up stale feature flags in team Foxglove.", True),
     ("The team uses Linear.", "The team uses Jira.", False),
+    ("The repo default branch: Main.", "The repo default branch: Trunk.", False),
     # One word against one at the end, a channel, a number: the value that changed.
     ("Lockfile is from bun.", "Lockfile is from pnpm.", False),
     ("Questions for team Dunlin -> #kestrel-ops.", "Questions for team Dunlin -> #incidents-live.", False),

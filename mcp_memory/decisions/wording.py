@@ -153,7 +153,8 @@ def names_another_thing(new: str, old: str) -> bool:
             return False
         if _another_name(mine, theirs, handles) or (
                 i1 and j1 and aligned[0][i1 - 1] == aligned[1][j1 - 1]
-                and _named_after_a_noun(written[0][i1 - 1], mine, theirs, handles)):
+                and _named_after_a_noun(written[0][i1 - 1], mine, theirs, handles)
+                and _follows(new, written[0][i1 - 1], mine[0]) and _follows(old, written[1][j1 - 1], theirs[0])):
             things += 1
         elif not (any(_value(w, handles) for w in mine) and any(_value(w, handles) for w in theirs)):
             return False
@@ -180,6 +181,12 @@ def _named_after_a_noun(before: str, mine: tuple[str, ...], theirs: tuple[str, .
     Linear."): a word ending as verbs do ("uses", "adopted", "running") is no noun here."""
     return (len(mine) == len(theirs) == 1 and _plain(before, handles) and not before.endswith(_VERB_ENDINGS)
             and all(w[:1].isupper() and not _number(w) and w not in handles for w in mine + theirs))
+
+
+def _follows(text: str, before: str, word: str) -> bool:
+    """`word` stands right after `before` in `text`, nothing but a space between them: "default
+    branch Trunk", not "default branch: Trunk" (there the noun is a label, the word its value)."""
+    return re.search(rf"(?<![\w'-]){re.escape(before)}\s+{re.escape(word)}(?![\w'-])", text) is not None
 
 
 def _plain(word: str, handles: frozenset[str]) -> bool:
