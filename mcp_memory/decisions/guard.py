@@ -122,13 +122,14 @@ def names(text: str, anywhere: bool = False) -> list[tuple[str, ...]]:
     # Only the names that start early count: one run of thousands of possessives ("Ab's Ab's
     # ...") made the subjects of two such texts compared pairwise, 12 s a pair.
     label = _ONE_WORD_LABEL.match(text)
+    first = len(text) - len(text.lstrip())  # where the text's first word starts
     for start, run in _runs(text):
         if start >= limit:
             break
         if label is not None and start < label.end():
             continue
         words = _words(run)
-        if not text[:start].strip() and _VERB_BEFORE_ACRONYM.match(run):
+        if start == first and _VERB_BEFORE_ACRONYM.match(run):
             words = words[1:]
         if words:
             found.append(words)
