@@ -414,3 +414,42 @@ async def test_a_verb_before_an_acronym_names_no_one(database: Database, setting
     verdict = await guard.check("Rotated TLS certs for tokens worker.", [(1, "Rotated TLS certs for team Bittern.")],
                                 service.vectors, floor=guard.LOCAL_MODEL_FLOOR)
     assert verdict.allowed == [] and verdict.suggested == {1: f"guard: {guard.OTHER_THING}"}, verdict
+
+
+def test_a_name_after_a_label_and_nothing_else_is_its_value() -> None:
+    """"Billing worker maintainer: Oskar Lund." is about the billing worker: read as a note about
+    Oskar Lund, Qwen's replace of it by "New maintainer of the billing API is Oskar Lund." passed
+    for one person's fact. A name the note goes on about after a label is its subject still."""
+    assert guard.names("Billing worker maintainer: Oskar Lund.") == [("billing",)]
+    assert ("oskar", "lund") in guard.names("Billing worker maintainer: Oskar Lund.", anywhere=True)
+    assert guard.names("Adaeze Halvorsen's manager: Yasmin Haddad.") == [("adaeze", "halvorsen")]
+    assert guard.names("Heard today: Nilufar Pereira joined Growth squad.")[0] == ("nilufar", "pereira")
+
+
+@pytest.mark.parametrize(("new", "old", "another"), [
+    ("New maintainer of the reviews API is Aurelio Conti.",
+     "Oskar Lund rotated off the billing API; Aurelio Conti took it.", True),
+    ("Owner of the pricing gateway: the Pulsar team owns it.", "The Pulsar team owns the analytics gateway.", True),
+    # The same thing, said again or beside another; a name or a number qualifying is a value.
+    ("The refunds pipeline moved prod to eu-west-1.", "Prod for the refunds pipeline sits in us-east-1.", False),
+    ("Moved the refunds pipeline off us-east-1; the billing pipeline stays.",
+     "Prod for the refunds pipeline sits in us-east-1.", False),
+    ("The team left the Amsterdam office.", "The team moved into the Dublin office.", False),
+    ("The cluster runs 24 nodes now.", "The cluster runs on the 16 nodes we bought.", False),
+    ("The reviews API " + "is fine and " * 40 + "done.", "The billing API is fine.", False),  # no fact is this long
+])
+def test_another_of_its_kind_in_sentences_of_any_shape(new: str, old: str, another: bool) -> None:
+    assert wording.another_of_its_kind(new, old) is another
+
+
+async def test_another_of_its_kind_about_no_one_is_only_a_suggestion(database: Database, settings: Settings) -> None:
+    """One team's gateway replaced by another's (the adversary's, on the generator's set) is a
+    suggestion; about a person, the word qualifying is their value and the update applies."""
+    service = await MemoryService.open(database, settings)
+    verdict = await guard.check("Owner of the pricing gateway: the Pulsar team owns it.",
+                                [(1, "The Pulsar team owns the analytics gateway.")], service.vectors)
+    assert verdict.allowed == [] and verdict.suggested == {1: f"guard: {guard.OTHER_THING}"}, verdict
+    verdict = await guard.check("FYI: Tariq Pereira swapped onto the streaming rotation.",
+                                [(1, "Tariq Pereira swapped onto the auth rotation.")], service.vectors,
+                                floor=guard.LOCAL_MODEL_FLOOR)
+    assert verdict.allowed == [1], verdict

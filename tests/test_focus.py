@@ -22,6 +22,7 @@ from mcp_memory.retrieval.focus import (
     answering,
     applies,
     chain,
+    names_its_value,
     newest_on_topic_first,
     sharing_values,
     subject_positions,
@@ -106,6 +107,18 @@ def test_values_a_memory_names() -> None:
     assert values_of("Moved the API off ca-central-1; it runs in MySQL 8.0. Tomorrow's plan: none",
                      ignore) == {"api", "ca-central-1", "mysql", "8.0"}  # sentence openers are no values
     assert values_of("someone's Standup is at nine.", ignore) == frozenset()  # the question's words are not
+
+
+def test_a_value_the_old_memory_says_anywhere_is_no_new_one() -> None:
+    """Only a value the old memory does not say at all is a new one: "Aurelio" opening a clause is
+    no value of the old text, and was read as the new name beside the shared "Conti"."""
+    ignore = frozenset({"someone"})
+    assert names_its_value("someone left Orchid Telecom and joined Thistle & Co.", "someone works at Orchid Telecom.",
+                           ignore)
+    assert not names_its_value("New maintainer of the reviews API is Aurelio Conti.",
+                               "Oskar Lund rotated off the billing API; Aurelio Conti took it.", ignore)
+    assert not names_its_value("The reporting worker emits metrics to Prometheus.",
+                               "The ledger API emits metrics to Prometheus.", ignore)  # the same value alone
 
 
 def test_a_memory_naming_an_answers_value_answers_too() -> None:

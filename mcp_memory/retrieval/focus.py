@@ -146,6 +146,22 @@ def values_of(text: str, ignore: frozenset[str]) -> frozenset[str]:
     return frozenset(found)
 
 
+def words_of(text: str) -> frozenset[str]:
+    """Every word of `text` as `values_of` reads it (lower case, possessives cut), values or not."""
+    return frozenset(_POSSESSIVE.sub("", m.group()).lower() for m in _TOKEN.finditer(text))
+
+
+def names_its_value(new: str, old: str, ignore: frozenset[str]) -> bool:
+    """Whether `new` names a value `old` names and another one `old` does not say at all: "left
+    Plumtree Media for Saltmarsh Bank" of "works at Plumtree Media". The same value alone is the
+    same fact of another thing ("emits metrics to Prometheus"). A word `old` says where
+    `values_of` does not read it as a value is no new one: "Aurelio" opening a clause ("Oskar Lund
+    rotated off the billing API; Aurelio Conti took it.") is still the name in "New maintainer of
+    the reviews API is Aurelio Conti."."""
+    mine, theirs = values_of(new, ignore), values_of(old, ignore)
+    return bool(mine & theirs and mine - theirs - words_of(old))
+
+
 @dataclass(frozen=True)
 class Closeness:
     """How a subject memory relates to a present-tense question, names masked on both sides."""

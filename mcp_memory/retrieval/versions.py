@@ -14,7 +14,7 @@ import numpy as np
 
 from ..models import SearchHit
 from .about_user import about_someone_else, speaks_of_user, without_user
-from .focus import MASK, TextVectors, values_of
+from .focus import MASK, TextVectors, names_its_value
 from .query import LABEL, NOT_NAMES, word_pairs
 
 # Full-text keys closer than this hold the same query words (the rest is ts_rank's tie-break).
@@ -303,11 +303,7 @@ async def earlier_versions(content: str, rows: Sequence[Any], vectors: TextVecto
             flags[row["id"]] = False
             continue
         new, old, names = masked_pair(content, text)
-        ignore = names | {MASK} | NOT_NAMES
-        mine, theirs = values_of(new, ignore), values_of(old, ignore)
-        # It names the value it replaces and another: "left Plumtree Media for Saltmarsh Bank";
-        # the same value alone is the same fact of another thing ("emits metrics to Prometheus").
-        if mine & theirs and mine - theirs:
+        if names_its_value(new, old, names | {MASK} | NOT_NAMES):
             flags[row["id"]] = True
         else:
             judged.append(row)
