@@ -427,22 +427,27 @@ def test_a_name_after_a_label_and_nothing_else_is_its_value() -> None:
 
 
 @pytest.mark.parametrize(("new", "old", "another"), [
+    # Another of one kind.
     ("New maintainer of the reviews API is Aurelio Conti.",
      "Oskar Lund rotated off the billing API; Aurelio Conti took it.", True),
     ("Owner of the pricing gateway: the Pulsar team owns it.", "The Pulsar team owns the analytics gateway.", True),
-    # The same thing, said again or beside another; a name or a number qualifying is a value.
+    # Another kind.
+    ("Audit worker storage migration to MySQL 8 landed.", "Audit pipeline swapped ClickHouse for MySQL 8.", True),
+    ("New maintainer of the billing API is Oskar Lund.", "Billing worker maintainer: Oskar Lund.", True),
+    # The same thing, said again or beside another; a verb is no kind, a name or a number no qualifier.
     ("The refunds pipeline moved prod to eu-west-1.", "Prod for the refunds pipeline sits in us-east-1.", False),
     ("Moved the refunds pipeline off us-east-1; the billing pipeline stays.",
      "Prod for the refunds pipeline sits in us-east-1.", False),
+    ("Backend moved to Java.", "Backend runs Kotlin.", False),
     ("The team left the Amsterdam office.", "The team moved into the Dublin office.", False),
     ("The cluster runs 24 nodes now.", "The cluster runs on the 16 nodes we bought.", False),
     ("The reviews API " + "is fine and " * 40 + "done.", "The billing API is fine.", False),  # no fact is this long
 ])
-def test_another_of_its_kind_in_sentences_of_any_shape(new: str, old: str, another: bool) -> None:
-    assert wording.another_of_its_kind(new, old) is another
+def test_another_thing_of_a_kind_in_sentences_of_any_shape(new: str, old: str, another: bool) -> None:
+    assert wording.another_thing_of_a_kind(new, old) is another
 
 
-async def test_another_of_its_kind_about_no_one_is_only_a_suggestion(database: Database, settings: Settings) -> None:
+async def test_another_thing_of_a_kind_about_no_one_is_only_a_suggestion(database: Database, settings: Settings) -> None:
     """One team's gateway replaced by another's (the adversary's, on the generator's set) is a
     suggestion; about a person, the word qualifying is their value and the update applies."""
     service = await MemoryService.open(database, settings)

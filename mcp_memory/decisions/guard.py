@@ -12,7 +12,8 @@ our job, not the model's, so before an UPDATE, DELETE or NONE is applied each ta
   the user is not about a person in their life, nor about a named person who "gave me a lift";
   a named person's brother or mentor is not that person; what two different names own ("X's
   manager", "Y's laptop") are two people's facts; a channel opening a note is a subject, a
-  one-word label ("Calendar:") none;
+  one-word label ("Calendar:") none, nor a name that is all a label is followed by ("Billing
+  worker maintainer: Oskar Lund.");
   the same words opening on another name, with another value further on, are another person's
   fact ("Kasimir replaced the MacBook Pro 14 with ..." / "Priya replaced the MacBook Pro 14 with
   ..."); between memories about no one (neither the user nor a full name among their first
@@ -20,13 +21,15 @@ our job, not the model's, so before an UPDATE, DELETE or NONE is applied each ta
   webhooks pipeline exposes a GraphQL endpoint" / "The scheduling pipeline exposes a GraphQL
   endpoint"), and so are the same words with another plain word before one both hold ("Storage
   for the carts service: ..." / "Storage for the wallets service: ...") or another thing named in
-  a word or two ("in payouts worker" / "in team Foxglove", decisions/wording.py); each a
-  suggestion at most;
+  a word or two ("in payouts worker" / "in team Foxglove"), and, in sentences of any shape, two
+  things named in two words sharing one ("the reviews API" / "the billing API", "Audit worker" /
+  "Audit pipeline"; decisions/wording.py); each a suggestion at most;
 - attribute: with the subject's names and the words for the user masked, the two texts say the
   same kind of thing (cosine of their embeddings at least the floor, `ATTRIBUTE_FLOOR` unless
   MCP_MEMORY_DECISIONS_GUARD_FLOOR says otherwise, and about as close as the closest of the
-  subject's other candidates), or the new one names a value the old one holds beside a new one
-  ("left Leipzig for Berlin" replaces "lives in Leipzig"; a note's label names no value).
+  subject's other candidates), or the new one names a value the old one holds beside one the old
+  one does not say at all ("left Leipzig for Berlin" replaces "lives in Leipzig"; a note's label
+  names no value).
 
 A target about another subject is refused outright. A target about the same subject whose
 attribute differs, or one whose subject our check cannot confirm, is a low-confidence replace: it
@@ -55,7 +58,7 @@ from ..retrieval.focus import MASK, names_its_value
 from ..retrieval.query import LABEL, NOT_NAMES, word_pairs
 from .wording import (
     NOT_A_NAME,
-    another_of_its_kind,
+    another_thing_of_a_kind,
     ends_on_its_value,
     names_another_thing,
     opens_on_another_name,
@@ -364,7 +367,7 @@ async def judge(new: str, olds: Sequence[str], vectors: Embeds | None,
         # drink tea every morning" / "I drink coffee every morning").
         if opens_on_another_name(new, olds[k]) or not replaces and unnamed and ends_on_its_value(new, olds[k]) \
                 or unnamed and (qualifies_another_thing(new, olds[k]) or names_another_thing(new, olds[k])
-                                or another_of_its_kind(new, olds[k])):
+                                or another_thing_of_a_kind(new, olds[k])):
             out[k] = Judged(other_subject=OTHER_THING)
             continue
         cosine = cosines.get(k)
