@@ -447,7 +447,8 @@ def test_another_thing_of_a_kind_in_sentences_of_any_shape(new: str, old: str, a
     assert wording.another_thing_of_a_kind(new, old) is another
 
 
-async def test_another_thing_of_a_kind_about_no_one_is_only_a_suggestion(database: Database, settings: Settings) -> None:
+async def test_another_thing_of_a_kind_about_no_one_is_only_a_suggestion(database: Database,
+                                                                          settings: Settings) -> None:
     """One team's gateway replaced by another's (the adversary's, on the generator's set) is a
     suggestion; about a person, the word qualifying is their value and the update applies."""
     service = await MemoryService.open(database, settings)
@@ -457,4 +458,31 @@ async def test_another_thing_of_a_kind_about_no_one_is_only_a_suggestion(databas
     verdict = await guard.check("FYI: Tariq Pereira swapped onto the streaming rotation.",
                                 [(1, "Tariq Pereira swapped onto the auth rotation.")], service.vectors,
                                 floor=guard.LOCAL_MODEL_FLOOR)
+    assert verdict.allowed == [1], verdict
+
+
+@pytest.mark.parametrize(("new", "old", "another"), [
+    ("Consent pipeline lives in ca-central-1.", "Consent pipeline maintainer: Yaw Boateng.", True),
+    ("someone joined the company in 2016.", "someone joined Billing squad.", True),
+    ("someone has 14 engineers.", "someone celebrated its 14th release.", True),  # the subject masked, as judged
+    # One kind in common, a number after a word with a capital being a name, or no value at all.
+    ("someone upgraded to an iPhone 15.", "someone uses a Sony Xperia 10.", False),
+    ("Standup moved to 9:30.", "Standup is at 9 every day.", False),
+    ("The backend is Kotlin.", "The backend moved to Java 21.", False),
+    ("Sprint length: four weeks.", "Sprint length: 3 weeks.", False),
+])
+def test_values_of_another_kind_say_another_attribute(new: str, old: str, another: bool) -> None:
+    assert wording.values_of_another_kind(new, old) is another
+
+
+async def test_values_of_another_kind_are_only_a_suggestion(database: Database, settings: Settings) -> None:
+    """Qwen replaced a pipeline's maintainer by its region (ops): one subject, close once masked,
+    but a person is no region. A value the new memory names beside the old one ("moved from
+    ca-central-1 to ...") still replaces, whatever kinds the rest are."""
+    service = await MemoryService.open(database, settings)
+    verdict = await guard.check("Consent pipeline lives in ca-central-1.",
+                                [(1, "Consent pipeline maintainer: Yaw Boateng.")], service.vectors)
+    assert verdict.allowed == [] and verdict.suggested == {1: f"guard: {guard.OTHER_VALUES}"}, verdict
+    verdict = await guard.check("Consent pipeline moved from ca-central-1 to Hetzner.",
+                                [(1, "Consent pipeline lives in ca-central-1.")], service.vectors)
     assert verdict.allowed == [1], verdict

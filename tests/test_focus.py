@@ -26,6 +26,7 @@ from mcp_memory.retrieval.focus import (
     newest_on_topic_first,
     sharing_values,
     subject_positions,
+    value_kinds,
     values_of,
     without_names,
 )
@@ -107,6 +108,14 @@ def test_values_a_memory_names() -> None:
     assert values_of("Moved the API off ca-central-1; it runs in MySQL 8.0. Tomorrow's plan: none",
                      ignore) == {"api", "ca-central-1", "mysql", "8.0"}  # sentence openers are no values
     assert values_of("someone's Standup is at nine.", ignore) == frozenset()  # the question's words are not
+
+
+def test_the_kinds_of_value_a_memory_names() -> None:
+    assert value_kinds("someone moved lunch to 9:45, 14 people came.") == {"number"}
+    assert value_kinds("Prod sits in us-east-1; it passed at 2x, its 14th release.") == {"code"}
+    assert value_kinds("maintainer: Yaw Boateng, on a Framework 13 with MySQL 8.0 and an iPhone 15.") == {"name"}
+    assert value_kinds("2024 was good.") == {"number"}  # a sentence's first word is no name
+    assert value_kinds("nothing here") == frozenset()
 
 
 def test_a_value_the_old_memory_says_anywhere_is_no_new_one() -> None:

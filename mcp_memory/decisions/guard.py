@@ -63,6 +63,7 @@ from .wording import (
     names_another_thing,
     opens_on_another_name,
     qualifies_another_thing,
+    values_of_another_kind,
 )
 
 # Masked cosine (MiniLM) at or above which a memory about the same subject may say the same kind
@@ -318,11 +319,13 @@ def _names_in_full(text: str, anywhere: bool = True) -> bool:
 UNSURE = "not about the same subject by our check"
 # Why a memory is taken for the same fact of something else (decisions/wording.py).
 OTHER_THING = "it says what the new memory says in the same words, about something else by our check"
+# Why a memory about the same thing is taken for another attribute of it (decisions/wording.py).
+OTHER_VALUES = "its values are of another kind than the new memory's (a name, a code, a number) by our check"
 @dataclass(frozen=True)
 class Judged:
     """How one older memory stands to a new one, by our own check."""
 
-    other_subject: str | None  # why it is about another subject; None: the same one
+    other_subject: str | None  # why it is not the same subject's version (UNSURE, OTHER_THING, OTHER_VALUES: maybe)
     similarity: float | None = None  # masked cosine (None: another subject, or the embedder is down)
     names_value: bool = False  # the new memory names its value beside a new one ("left X for Y")
     earlier: bool | None = False  # an earlier version of the new memory (None: could not be judged)
@@ -370,6 +373,9 @@ async def judge(new: str, olds: Sequence[str], vectors: Embeds | None,
                                 or another_thing_of_a_kind(new, olds[k])):
             out[k] = Judged(other_subject=OTHER_THING)
             continue
+        if not replaces and values_of_another_kind(*pairs[k]):
+            out[k] = Judged(other_subject=OTHER_VALUES)
+            continue
         cosine = cosines.get(k)
         earlier: bool | None = (True if replaces else None if cosine is None
                                 else cosine >= floor and cosine >= best - margin)
@@ -397,7 +403,7 @@ async def check(new: str, targets: Sequence[tuple[UUID, str]], vectors: Embeds |
     judged = list(targets) + [(m, t) for m, t in among if m not in chosen]
     found = await judge(new, [t for _, t in judged], vectors, floor)
     for (memory_id, _), j in zip(targets, found[:len(targets)], strict=True):
-        if j.other_subject in (UNSURE, OTHER_THING):
+        if j.other_subject in (UNSURE, OTHER_THING, OTHER_VALUES):
             verdict.suggested[memory_id] = f"guard: {j.other_subject}"
         elif j.other_subject:
             verdict.refused[memory_id] = f"guard: {j.other_subject}"

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Protocol
@@ -130,20 +130,36 @@ def _narrowed(rows: Sequence[asyncpg.Record], named: list[int],
 _TOKEN = re.compile(r"\w[\w'-]*(?:[:.]\d+)*")
 _POSSESSIVE = re.compile(r"'s$")
 _SENTENCE_END = ".:;!?"
+_NUMBER = re.compile(r"\d+(?:[:.]\d+)*")
 
 
 def values_of(text: str, ignore: frozenset[str]) -> frozenset[str]:
     """The values `text` names, lower case, other than the words in `ignore`."""
-    found = set()
+    return frozenset(word for token, _ in _values(text) if (word := _POSSESSIVE.sub("", token).lower()) not in ignore)
+
+
+def value_kinds(text: str) -> frozenset[str]:
+    """The kinds of value `text` names, which versions of one attribute share: a number ("9:30",
+    "14", "8.0"), a code ("us-east-1", "2x", "14th") or a name ("Yaw Boateng", "M3"; a number
+    after a word with a capital too, "Framework 13", "MySQL 8", "iPhone 15")."""
+    return frozenset(kind for _, kind in _values(text))
+
+
+def _values(text: str) -> Iterator[tuple[str, str]]:
+    """Each value `text` names with its kind (`value_kinds`): a token with a digit, or a
+    capitalised word that does not open a sentence."""
+    end, last = 0, ""  # where the previous token ends, and the last character before this one
     for match in _TOKEN.finditer(text):
         token = match.group()
-        before = text[:match.start()].rstrip()
-        opens_sentence = not before or before[-1] in _SENTENCE_END
-        if any(c.isdigit() for c in token) or (token[0].isupper() and not opens_sentence):
-            word = _POSSESSIVE.sub("", token).lower()
-            if word not in ignore:
-                found.add(word)
-    return frozenset(found)
+        gap = text[end:match.start()].rstrip()
+        opens_sentence = not (gap or last) or (gap or last)[-1] in _SENTENCE_END
+        after_a_name = any(c.isupper() for c in last) and not gap  # "MySQL 8", "iPhone 15"
+        if any(c.isdigit() for c in token):
+            named = after_a_name or not token.islower() and not _NUMBER.fullmatch(token)
+            yield token, ("name" if named else "number" if _NUMBER.fullmatch(token) else "code")
+        elif token[0].isupper() and not opens_sentence:
+            yield token, "name"
+        end, last = match.end(), token
 
 
 def words_of(text: str) -> frozenset[str]:
