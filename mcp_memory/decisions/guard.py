@@ -29,7 +29,8 @@ our job, not the model's, so before an UPDATE, DELETE or NONE is applied each ta
   MCP_MEMORY_DECISIONS_GUARD_FLOOR says otherwise, and about as close as the closest of the
   subject's other candidates), or the new one names a value the old one holds beside one the old
   one does not say at all ("left Leipzig for Berlin" replaces "lives in Leipzig"; a note's label
-  names no value).
+  names no value); otherwise values of no kind in common (a name, a code, a number) are another
+  attribute, a suggestion at most.
 
 A target about another subject is refused outright. A target about the same subject whose
 attribute differs, or one whose subject our check cannot confirm, is a low-confidence replace: it
