@@ -148,15 +148,18 @@ def value_kinds(text: str) -> frozenset[str]:
 def _values(text: str) -> Iterator[tuple[str, str]]:
     """Each value `text` names with its kind (`value_kinds`): a token with a digit, or a
     capitalised word that does not open a sentence."""
-    end, last = 0, ""  # where the previous token ends, and the last character before this one
+    # What stands before each token, kept as the tokens go: the text before every token, stripped,
+    # made a long text quadratic.
+    end, last = 0, ""  # where the previous token ends, and that token
     for match in _TOKEN.finditer(text):
         token = match.group()
         gap = text[end:match.start()].rstrip()
         opens_sentence = not (gap or last) or (gap or last)[-1] in _SENTENCE_END
-        after_a_name = any(c.isupper() for c in last) and not gap  # "MySQL 8", "iPhone 15"
         if any(c.isdigit() for c in token):
-            named = after_a_name or not token.islower() and not _NUMBER.fullmatch(token)
-            yield token, ("name" if named else "number" if _NUMBER.fullmatch(token) else "code")
+            number = _NUMBER.fullmatch(token) is not None
+            after_a_name = any(c.isupper() for c in last) and not gap  # "MySQL 8", "iPhone 15"
+            yield token, ("name" if after_a_name or not (number or token.islower()) else
+                          "number" if number else "code")
         elif token[0].isupper() and not opens_sentence:
             yield token, "name"
         end, last = match.end(), token
