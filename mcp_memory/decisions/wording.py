@@ -209,12 +209,13 @@ def _things(text: str, other: str) -> dict[tuple[str, str], tuple[bool, bool]]:
     lower case with whether the qualifier is a plain word and the kind a noun, but for the pairs
     `other` says too, anywhere."""
     said = set(itertools.pairwise(w.lower() for w in _TOKEN.findall(other)))
+    first = len(text) - len(text.lstrip())  # where the text's first word starts
     found = {}
     for m in _THING.finditer(text):
         qualifier, kind = m.group(1), m.group(2)
         pair = (qualifier.lower(), kind.lower())
         if not {*pair} & NOT_NAMES and pair not in said:
-            plain = qualifier.islower() or m.start(1) == len(text) - len(text.lstrip())
+            plain = qualifier.islower() or m.start(1) == first
             noun = kind.islower() and not kind.endswith(_VERB_ENDINGS) or kind.isupper() and len(kind) > 1
             found[pair] = (plain, noun)
     return found
