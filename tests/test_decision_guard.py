@@ -311,6 +311,7 @@ def test_another_plain_word_before_a_shared_one_names_another_thing(new: str, ol
     # A capitalised word after a common noun both hold names another one of its kind; after a
     # verb it is the value.
     ("Cleaned up stale feature flags in team Lapwing.", "Cleaned up stale feature flags in team Foxglove.", True),
+    ("Questions for team Ibis -> #kestrel-ops.", "Questions for team Skua -> #oncall.", True),  # and its value
     ("The team uses Linear.", "The team uses Jira.", False),
     ("The repo default branch: Main.", "The repo default branch: Trunk.", False),
     # One word against one at the end, a channel, a number: the value that changed.
@@ -434,6 +435,10 @@ def test_a_name_after_a_label_and_nothing_else_is_its_value() -> None:
     # Another kind.
     ("Audit worker storage migration to MySQL 8 landed.", "Audit pipeline swapped ClickHouse for MySQL 8.", True),
     ("New maintainer of the billing API is Oskar Lund.", "Billing worker maintainer: Oskar Lund.", True),
+    # After a verb opening the note, and where it opens again after its label.
+    ("Moved the orders API off eu-west-1; it runs in us-east-1.",
+     "Moved the orders service off ca-central-1; it runs in us-east-1.", True),
+    ("Infra note - search API hosted in ap-south-1.", "Infra note - search worker hosted in eu-north-1.", True),
     # The same thing, said again or beside another; a verb is no kind, a name or a number no qualifier.
     ("The refunds pipeline moved prod to eu-west-1.", "Prod for the refunds pipeline sits in us-east-1.", False),
     ("Moved the refunds pipeline off us-east-1; the billing pipeline stays.",
@@ -442,6 +447,7 @@ def test_a_name_after_a_label_and_nothing_else_is_its_value() -> None:
     ("The team left the Amsterdam office.", "The team moved into the Dublin office.", False),
     ("The cluster runs 24 nodes now.", "The cluster runs on the 16 nodes we bought.", False),
     ("The reviews API " + "is fine and " * 40 + "done.", "The billing API is fine.", False),  # no fact is this long
+    ("Daily driver: ThinkPad X1 Carbon.", "Daily driver: Framework 13.", False),  # a name after the label
 ])
 def test_another_thing_of_a_kind_in_sentences_of_any_shape(new: str, old: str, another: bool) -> None:
     assert wording.another_thing_of_a_kind(new, old) is another
@@ -485,4 +491,33 @@ async def test_values_of_another_kind_are_only_a_suggestion(database: Database, 
     assert verdict.allowed == [] and verdict.suggested == {1: f"guard: {guard.OTHER_VALUES}"}, verdict
     verdict = await guard.check("Consent pipeline moved from ca-central-1 to Hetzner.",
                                 [(1, "Consent pipeline lives in ca-central-1.")], service.vectors)
+    assert verdict.allowed == [1], verdict
+
+
+@pytest.mark.parametrize(("text", "bare"), [
+    ("Rotated TLS certs for team Upland (noted again) (noted again).", "Rotated TLS certs for team Upland."),
+    ("Bumped dependencies across maps pipeline (per Slack)", "Bumped dependencies across maps pipeline"),
+    ("I live in Berlin (Kreuzberg) now.", "I live in Berlin (Kreuzberg) now."),  # not closing the note
+    pytest.param("(a)" * 200, "(a)" * 200, id="longer than any note the rules read"),
+])
+def test_a_remark_closing_a_note_is_left_out(text: str, bare: str) -> None:
+    assert wording.without_aside(text) == bare
+
+
+async def test_a_closing_remark_or_a_things_acronym_hides_no_other_thing(database: Database,
+                                                                         settings: Settings) -> None:
+    """Qwen replaced one team's clean-up by a pipeline's, the older note said again "(noted
+    again)", and one API's region by its pipeline's, "Webhooks API" read as someone's full name
+    (ops, whole set): both about something else, so suggestions. The API's own new region still
+    replaces its old one."""
+    service = await MemoryService.open(database, settings)
+    for new, old in [("Cleaned up stale feature flags in team Foxglove.",
+                      "Cleaned up stale feature flags in feeds pipeline (noted again)."),
+                     ("Webhooks pipeline traffic is served out of eu-north-1.",
+                      "Webhooks API traffic is served out of eu-north-1.")]:
+        verdict = await guard.check(new, [(1, old)], service.vectors, floor=guard.LOCAL_MODEL_FLOOR)
+        assert verdict.allowed == [] and verdict.suggested == {1: f"guard: {guard.OTHER_THING}"}, (new, verdict)
+    verdict = await guard.check("Webhooks API traffic moved to us-east-1.",
+                                [(1, "Webhooks API traffic is served out of eu-north-1.")], service.vectors,
+                                floor=guard.LOCAL_MODEL_FLOOR)
     assert verdict.allowed == [1], verdict

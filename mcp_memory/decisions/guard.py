@@ -21,9 +21,11 @@ our job, not the model's, so before an UPDATE, DELETE or NONE is applied each ta
   webhooks pipeline exposes a GraphQL endpoint" / "The scheduling pipeline exposes a GraphQL
   endpoint"), and so are the same words with another plain word before one both hold ("Storage
   for the carts service: ..." / "Storage for the wallets service: ...") or another thing named in
-  a word or two ("in payouts worker" / "in team Foxglove"), and, in sentences of any shape, two
-  things named in two words sharing one ("the reviews API" / "the billing API", "Audit worker" /
-  "Audit pipeline"; decisions/wording.py); each a suggestion at most;
+  a word or two ("in payouts worker" / "in team Foxglove", "team Skua -> #oncall" / "team Ibis ->
+  #kestrel-ops"), and, in sentences of any shape, two things named in two words sharing one ("the
+  reviews API" / "the billing API", "Audit worker" / "Audit pipeline"; decisions/wording.py), all
+  read without a remark in parentheses closing a note ("(noted again)"); each a suggestion at
+  most; a name ending on an acronym ("Webhooks API") names a thing, not someone;
 - attribute: with the subject's names and the words for the user masked, the two texts say the
   same kind of thing (cosine of their embeddings at least the floor, `ATTRIBUTE_FLOOR` unless
   MCP_MEMORY_DECISIONS_GUARD_FLOOR says otherwise, and about as close as the closest of the
@@ -65,6 +67,7 @@ from .wording import (
     opens_on_another_name,
     qualifies_another_thing,
     values_of_another_kind,
+    without_aside,
 )
 
 # Masked cosine (MiniLM) at or above which a memory about the same subject may say the same kind
@@ -107,6 +110,7 @@ _ONE_WORD_LABEL = re.compile(r"^\s*[A-Z][\w'-]*:\s")
 # counted apart as bench/decisions_tally.py does; no other set changed, no right update lost). A
 # name ending so ("Ahmed Saleh") has no acronym after it.
 _VERB_BEFORE_ACRONYM = re.compile(r"[A-Z][a-z]+ed\s+[A-Z]{2,}\b")
+_ACRONYM = re.compile(r"(?<![\w'-])[A-Z]{2,}(?![\w'-])")  # "API", "TLS"
 
 
 def floor_for(settings: Settings) -> float:
@@ -307,8 +311,14 @@ def _owned_by_someone(text: str) -> bool:
     ("Jovan added to storage on-call", "I drink tea every morning"): a note about the user, or a
     full name among its first words. A name further on is a value ("Escalations for the coupons
     API go to Priti Shah"; ops 19.2 -> 18.1% wrong under the adversary at 0.45, 29.1 -> 27.9% at
-    0.25, no other set changed)."""
-    return _user_note(text) or _names_in_full(text, anywhere=False)
+    0.25, no other set changed). A name ending on an acronym names a thing, not someone ("Webhooks
+    API traffic is served out of eu-north-1." / "Webhooks pipeline traffic ..."; ops 7.2 -> 6.1%
+    wrong under the adversary at 0.45, 14.9 -> 13.2% at 0.25, no other set changed, no right
+    update lost)."""
+    if _user_note(text):
+        return True
+    acronyms = {m.group().lower() for m in _ACRONYM.finditer(text)}
+    return any(len(name) > 1 and name[-1] not in acronyms for name in names(text))
 
 
 def _names_in_full(text: str, anywhere: bool = True) -> bool:
@@ -369,9 +379,10 @@ async def judge(new: str, olds: Sequence[str], vectors: Embeds | None,
         # words around a name are values ("X took over from Y and now leads the Unity team" / "Y
         # leads the Unity team", "added to storage on-call" / "added to streaming on-call", "I
         # drink tea every morning" / "I drink coffee every morning").
-        if opens_on_another_name(new, olds[k]) or not replaces and unnamed and ends_on_its_value(new, olds[k]) \
-                or unnamed and (qualifies_another_thing(new, olds[k]) or names_another_thing(new, olds[k])
-                                or another_thing_of_a_kind(new, olds[k])):
+        bare, bare_old = without_aside(new), without_aside(olds[k])
+        if opens_on_another_name(bare, bare_old) or not replaces and unnamed and ends_on_its_value(bare, bare_old) \
+                or unnamed and (qualifies_another_thing(bare, bare_old) or names_another_thing(bare, bare_old)
+                                or another_thing_of_a_kind(bare, bare_old)):
             out[k] = Judged(other_subject=OTHER_THING)
             continue
         if not replaces and values_of_another_kind(*pairs[k]):
