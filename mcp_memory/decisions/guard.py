@@ -272,7 +272,7 @@ def same_subject(new: str, old: str) -> bool:
     if _user_note(new) or _user_note(old):
         # A note naming no one by a full name, and no one else's, is the user's too ("Migrated
         # the repo from npm to pnpm").
-        return all(_user_note(t) or not _names_in_full(t, anywhere=False) and not about_someone_else(t)
+        return all(_user_note(t) or not _names_in_full(t) and not about_someone_else(t)
                    for t in (new, old))
     mine, theirs = subject(new), subject(old)
     if mine and theirs:
@@ -315,15 +315,14 @@ def _owned_by_someone(text: str) -> bool:
     API traffic is served out of eu-north-1." / "Webhooks pipeline traffic ..."; ops 7.2 -> 6.1%
     wrong under the adversary at 0.45, 14.9 -> 13.2% at 0.25, no other set changed, no right
     update lost)."""
-    if _user_note(text):
-        return True
-    acronyms = {m.group().lower() for m in _ACRONYM.finditer(text)}
+    return _user_note(text) or _names_in_full(text, things_too=False)
+
+
+def _names_in_full(text: str, things_too: bool = True) -> bool:
+    """Whether `text` names someone by a full name among its first words; unless `things_too`, a
+    name ending on an acronym ("Webhooks API") does not count."""
+    acronyms = set() if things_too else {m.group().lower() for m in _ACRONYM.finditer(text)}
     return any(len(name) > 1 and name[-1] not in acronyms for name in names(text))
-
-
-def _names_in_full(text: str, anywhere: bool = True) -> bool:
-    """Whether `text` names someone by a full name (among its first words unless `anywhere`)."""
-    return any(len(n) > 1 for n in names(text, anywhere))
 
 
 # Why a memory is not taken for the same subject when nothing says it is another one either.
@@ -365,6 +364,7 @@ async def judge(new: str, olds: Sequence[str], vectors: Embeds | None,
                if embedded is not None else {})
     best = max(cosines.values(), default=0.0)
     new_owned = _owned_by_someone(new)
+    bare = without_aside(new)
     for k in same:
         unnamed = not new_owned and not _owned_by_someone(olds[k])
         ignore = frozenset(w for name in shared[k] for w in name) | {MASK} | NOT_NAMES
@@ -379,7 +379,7 @@ async def judge(new: str, olds: Sequence[str], vectors: Embeds | None,
         # words around a name are values ("X took over from Y and now leads the Unity team" / "Y
         # leads the Unity team", "added to storage on-call" / "added to streaming on-call", "I
         # drink tea every morning" / "I drink coffee every morning").
-        bare, bare_old = without_aside(new), without_aside(olds[k])
+        bare_old = without_aside(olds[k])
         if opens_on_another_name(bare, bare_old) or not replaces and unnamed and ends_on_its_value(bare, bare_old) \
                 or unnamed and (qualifies_another_thing(bare, bare_old) or names_another_thing(bare, bare_old)
                                 or another_thing_of_a_kind(bare, bare_old)):

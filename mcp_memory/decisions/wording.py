@@ -227,20 +227,23 @@ def _things(text: str, other: str) -> dict[tuple[str, str], tuple[bool, bool]]:
     lower case with whether the qualifier is a plain word and the kind a noun, but for the pairs
     `other` says too, anywhere."""
     said = set(itertools.pairwise(w.lower() for w in _TOKEN.findall(other)))
-    # The text opens twice when it has a label: on its first word and on the first after the
-    # label ("Infra note - pricing worker hosted in ...").
+    found: dict[tuple[str, str], tuple[bool, bool]] = {}
+
+    def add(m: re.Match[str], part: str) -> None:
+        qualifier, kind = m.group(1), m.group(2)
+        pair = (qualifier.lower(), kind.lower())
+        if {*pair} & NOT_NAMES or pair in said:
+            return
+        plain = qualifier.islower() or m.start(1) == len(part) - len(part.lstrip())  # where it opens
+        noun = kind.islower() and not kind.endswith(_VERB_ENDINGS) or kind.isupper() and len(kind) > 1
+        found[pair] = (plain or found.get(pair, (False, noun))[0], noun)
+
+    for m in _THING.finditer(text):
+        add(m, text)
+    # A note with a label opens again after it ("Infra note - pricing worker hosted in ...").
     label = LABEL.match(text)
-    found = {}
-    for part in (text, text[label.end():]) if label else (text,):
-        first = len(part) - len(part.lstrip())  # where the part's first word starts
-        for m in _THING.finditer(part):
-            qualifier, kind = m.group(1), m.group(2)
-            pair = (qualifier.lower(), kind.lower())
-            if {*pair} & NOT_NAMES or pair in said:
-                continue
-            plain = qualifier.islower() or m.start(1) == first
-            noun = kind.islower() and not kind.endswith(_VERB_ENDINGS) or kind.isupper() and len(kind) > 1
-            found[pair] = (plain or found.get(pair, (False, noun))[0], noun)
+    if label and (m := _THING.match(body := text[label.end():])):
+        add(m, body)
     return found
 
 
