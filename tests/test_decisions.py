@@ -100,7 +100,9 @@ def test_targets_are_checked_against_the_candidates() -> None:
     cands = [Candidate(label="1", id=a, content="x", kind="fact", age="now", similarity=0.9),
              Candidate(label="2", id=b, content="y", kind="fact", age="now", similarity=0.8)]
     assert Decision(action="UPDATE", ids=["2", str(a).upper()], reason="r").targets(cands) == [b, a]
-    for action, ids in (("UPDATE", ["3"]), ("UPDATE", [str(uuid.uuid4())]), ("ADD", ["1"]), ("NONE", ["1", "2"]),
+    # ADD keeps both memories: what it names is no target, known or not.
+    assert Decision(action="ADD", ids=["1", "9"], reason="r").targets(cands) == []
+    for action, ids in (("UPDATE", ["3"]), ("UPDATE", [str(uuid.uuid4())]), ("NONE", ["1", "2"]),
                         ("DELETE", [])):
         with pytest.raises(InvalidAnswer):
             Decision(action=action, ids=ids, reason="r").targets(cands)
@@ -176,10 +178,11 @@ async def test_none_links_the_duplicate_to_the_old_memory(setup, chat: ChatAPI, 
     assert (h["memory_id"], h["new"]) == (new.id, {"superseded_by": str(old.id)})
 
 
-async def test_add_changes_nothing(setup, chat: ChatAPI, database: Database, alice: Principal) -> None:
+@pytest.mark.parametrize("ids", [[], ["1"]], ids=["naming-none", "naming-a-candidate"])
+async def test_add_changes_nothing(setup, chat: ChatAPI, database: Database, alice: Principal, ids: list[str]) -> None:
     service, worker, _ = setup
     old, new = await two_versions(service, alice, worker)
-    chat.script(("json", {"action": "ADD", "ids": [], "reason": "Different facts."}))
+    chat.script(("json", {"action": "ADD", "ids": ids, "reason": "Different facts."}))
     await drain(worker)
     for m in (old, new):
         row = await state(service, alice, m.id)
@@ -187,6 +190,7 @@ async def test_add_changes_nothing(setup, chat: ChatAPI, database: Database, ali
     assert await decision_history(database) == []
     job = (await jobs_of(database))[1]
     assert (job["status"], job["result"]["action"], job["result"]["reason"]) == ("done", "ADD", "Different facts.")
+    assert (job["attempts"], job["result"]["targets"]) == (1, [])
 
 
 async def test_plain_json_when_the_endpoint_has_no_structured_output(setup, chat: ChatAPI, alice: Principal) -> None:

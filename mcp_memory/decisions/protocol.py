@@ -121,8 +121,12 @@ class Decision(BaseModel):
         "UPDATE only: the new memory rewritten to keep what is still true of the ones it replaces."))
 
     def targets(self, candidates: list[Candidate]) -> list[UUID]:
-        """The candidate ids this decision names, checked: every one must be a candidate; ADD
-        names none, NONE exactly one, UPDATE and DELETE at least one."""
+        """The candidate ids this decision names, checked: every one must be a candidate; NONE
+        names exactly one, UPDATE and DELETE at least one. ADD acts on none: whatever it names is
+        left out (small models name the candidate they compared against), since a job retried to
+        its death over an answer that changes nothing would be a dead letter for no failure."""
+        if self.action == "ADD":
+            return []
         by_key = {c.label.lower(): c.id for c in candidates} | {str(c.id): c.id for c in candidates}
         unknown = [i for i in self.ids if i.strip().lower() not in by_key]
         if unknown:
@@ -130,8 +134,6 @@ class Decision(BaseModel):
                                 f"{'is' if len(unknown) == 1 else 'are'} not among the candidates "
                                 f"({', '.join(c.label for c in candidates) or 'none'})")
         ids = list(dict.fromkeys(by_key[i.strip().lower()] for i in self.ids))
-        if self.action == "ADD" and ids:
-            raise InvalidAnswer("ADD keeps both memories, so it names no candidate")
         if self.action == "NONE" and len(ids) != 1:
             raise InvalidAnswer("NONE links the new memory to the one it duplicates: name exactly one candidate")
         if self.action in ("UPDATE", "DELETE") and not ids:
