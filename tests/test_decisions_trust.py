@@ -552,11 +552,18 @@ async def test_merged_text_only_with_update(setup_chat: Any, chat: ChatAPI, data
     await service.write(alice, VIM)
     await drain(worker)
     new = (await service.write(alice, NEOVIM)).memory
-    chat.script(*[("json", {"action": "ADD", "ids": [], "reason": "x", "text": "I use Emacs."})] * 2)
+    chat.script(*[("json", {"action": "DELETE", "ids": ["1"], "reason": "x", "text": "I use Emacs."})] * 2)
     await drain(worker)
     job = (await jobs_of(database))[1]
     assert job["status"] == "dead" and "only UPDATE may carry merged text" in job["last_error"]
     assert (await state(service, alice, new.id))["content"] == NEOVIM
+    # An ADD changes nothing, whatever it carries: done at its first answer, the text left out.
+    newer = (await service.write(alice, "I use Neovim at work too.")).memory
+    chat.script(("json", {"action": "ADD", "ids": ["1"], "reason": "x", "text": "I use Emacs."}))
+    await drain(worker)
+    job = (await jobs_of(database))[2]
+    assert (job["status"], job["attempts"], job["result"]["action"]) == ("done", 1, "ADD")
+    assert (await state(service, alice, newer.id))["content"] == "I use Neovim at work too."
 
 
 async def test_captured_turns_are_decided_against_earlier_turns_of_the_capture(

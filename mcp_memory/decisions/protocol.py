@@ -122,9 +122,10 @@ class Decision(BaseModel):
 
     def targets(self, candidates: list[Candidate]) -> list[UUID]:
         """The candidate ids this decision names, checked: every one must be a candidate; NONE
-        names exactly one, UPDATE and DELETE at least one. ADD acts on none: whatever it names is
-        left out (small models name the candidate they compared against), since a job retried to
-        its death over an answer that changes nothing would be a dead letter for no failure."""
+        names exactly one, UPDATE and DELETE at least one; only UPDATE carries text. ADD acts on
+        none: whatever it names or carries is left out (small models name the candidate they
+        compared against), since a job retried to its death over an answer that changes nothing
+        would be a dead letter for no failure."""
         if self.action == "ADD":
             return []
         by_key = {c.label.lower(): c.id for c in candidates} | {str(c.id): c.id for c in candidates}
