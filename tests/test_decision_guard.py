@@ -521,3 +521,62 @@ async def test_a_closing_remark_or_a_things_acronym_hides_no_other_thing(databas
                                 [(1, "Webhooks API traffic is served out of eu-north-1.")], service.vectors,
                                 floor=guard.LOCAL_MODEL_FLOOR)
     assert verdict.allowed == [1], verdict
+
+
+@pytest.mark.parametrize(("new", "old", "another"), [
+    ("The checkout worker's analytics replica uses Postgres version 17.", "The checkout worker uses Postgres 13.",
+     True),
+    ("The Kestrel team's alerts go to a separate Slack channel, #dev-alerts.",
+     "The Kestrel team's Slack channel is #squad.", True),
+    ("The Indigo team owns the profile pipeline's client library.", "The profile pipeline is owned by the Raven team.",
+     True),
+    # The part said in the other note too, or no part at all: a contraction, a verb after it.
+    ("The Kelvin team now uses a sprint length of one week.", "The Kelvin team's sprint length is two weeks.", False),
+    ("Slack channel of the Sierra team: #hq.", "The Sierra team's Slack channel is #crew.", False),
+    ("It's Lisbon for the payments API now.", "The payments API runs in Porto.", False),
+    ("Let's say the payments API runs in Lisbon.", "The payments API runs in Porto.", False),
+    ("The team's moving the payments API to Lisbon.", "The payments API runs in Porto.", False),
+    ("The team's now in Lisbon.", "The team is in Porto.", False),
+])
+def test_a_part_of_a_thing_is_another_subject(new: str, old: str, another: bool) -> None:
+    assert wording.names_another_part(new, old) is another
+
+
+async def test_a_part_of_a_thing_is_only_a_suggestion(database: Database, settings: Settings) -> None:
+    """The adversary replaced a worker's database by its analytics replica's (dataset): one subject by
+    the names, close once masked, but a part of the worker is not the worker. The worker's own
+    part said again still replaces, and so does a person's possessive, which names their attribute."""
+    service = await MemoryService.open(database, settings)
+    verdict = await guard.check("The checkout worker's analytics replica uses Postgres version 17.",
+                                [(1, "The checkout worker uses Postgres 13.")], service.vectors,
+                                floor=guard.LOCAL_MODEL_FLOOR)
+    assert verdict.allowed == [] and verdict.suggested == {1: f"guard: {guard.OTHER_THING}"}, verdict
+    for new, old in [("The Kelvin team now uses a sprint length of one week instead of two weeks.",
+                      "The Kelvin team's sprint length is two weeks."),
+                     ("Priya Fischer's manager is Aisha Esposito.",
+                      "Priya Fischer reports to Zara Okafor, the manager of the group.")]:
+        verdict = await guard.check(new, [(1, old)], service.vectors, floor=guard.LOCAL_MODEL_FLOOR)
+        assert verdict.allowed == [1], (new, verdict)
+
+
+def test_a_note_opening_on_what_it_tells_of_a_name_is_about_that_name() -> None:
+    assert guard.names("Office for the Atlas team: based in Zurich.") == [("atlas",)]
+    assert guard.names("Sprint length for the Glacier team: four weeks.") == [("glacier",)]
+    assert guard.names("Job title of Chen Ortiz: Staff Engineer.")[0] == ("chen", "ortiz")
+    # Opening on a name: it is one ("Nilufar"), whatever follows it.
+    assert guard.names("Nilufar left Growth for Payments.")[0] == ("nilufar",)
+
+
+async def test_another_team_s_note_of_that_shape_is_refused(database: Database, settings: Settings) -> None:
+    """"Office for the Argon team: ..." passed for a version of "Office for the Atlas team: ..."
+    (their opening word, read as a name, was the subject of both), while the Delta team's own
+    office in other words was another subject (dataset)."""
+    service = await MemoryService.open(database, settings)
+    verdict = await guard.check("Office for the Argon team: based in Dublin.",
+                                [(1, "Office for the Atlas team: based in Zurich.")], service.vectors,
+                                floor=guard.LOCAL_MODEL_FLOOR)
+    assert verdict.allowed == [] and list(verdict.refused) == [1], verdict
+    verdict = await guard.check("Office for the Delta team: based in Kyoto.",
+                                [(1, "The Delta team is based at the Copenhagen office.")], service.vectors,
+                                floor=guard.LOCAL_MODEL_FLOOR)
+    assert verdict.allowed == [1], verdict

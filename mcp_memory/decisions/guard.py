@@ -13,7 +13,8 @@ our job, not the model's, so before an UPDATE, DELETE or NONE is applied each ta
   a named person's brother or mentor is not that person; what two different names own ("X's
   manager", "Y's laptop") are two people's facts; a channel opening a note is a subject, a
   one-word label ("Calendar:") none, nor a name that is all a label is followed by ("Billing
-  worker maintainer: Oskar Lund.");
+  worker maintainer: Oskar Lund."), nor the word opening what a note tells of a name ("Office for
+  the Atlas team: ...");
   the same words opening on another name, with another value further on, are another person's
   fact ("Kasimir replaced the MacBook Pro 14 with ..." / "Priya replaced the MacBook Pro 14 with
   ..."); between memories about no one (neither the user nor a full name among their first
@@ -23,7 +24,9 @@ our job, not the model's, so before an UPDATE, DELETE or NONE is applied each ta
   for the carts service: ..." / "Storage for the wallets service: ...") or another thing named in
   a word or two ("in payouts worker" / "in team Foxglove", "team Skua -> #oncall" / "team Ibis ->
   #kestrel-ops"), and, in sentences of any shape, two things named in two words sharing one ("the
-  reviews API" / "the billing API", "Audit worker" / "Audit pipeline"; decisions/wording.py), all
+  reviews API" / "the billing API", "Audit worker" / "Audit pipeline"; decisions/wording.py), and
+  a part of a thing the other note does not speak of ("The checkout worker's analytics replica"
+  / "The checkout worker"), all
   read without a remark in parentheses closing a note ("(noted again)"); each a suggestion at
   most; a name ending on an acronym ("Webhooks API") names a thing, not someone;
 - attribute: with the subject's names and the words for the user masked, the two texts say the
@@ -63,6 +66,7 @@ from .wording import (
     NOT_A_NAME,
     another_thing_of_a_kind,
     ends_on_its_value,
+    names_another_part,
     names_another_thing,
     opens_on_another_name,
     qualifies_another_thing,
@@ -103,6 +107,14 @@ _CHANNEL = re.compile(r"^\s*(?:.{1,30}?:\s+)?([#@][\w-]+)")
 # call (ops 20.4 -> 19.2% wrong under the adversary at 0.45, right updates applied 86 -> 90; crm
 # one wrong fewer and one right more; no set lost one).
 _ONE_WORD_LABEL = re.compile(r"^\s*[A-Z][\w'-]*:\s")
+# A note opening on what it tells of a name ("Office for the Atlas team: based in Zurich.",
+# "Sprint length for the Glacier team: ...", "Slack channel of the Lotus team: ..."): its opening
+# word names no one. Taken for a name, every such note shared it with the others and was one
+# subject with them, so another team's note passed for a version and the team's own note in other
+# words ("The Delta team is based at the Copenhagen office.") was another subject (under the
+# adversary at 0.45 dataset 2.1 -> 1.2% wrong, right updates applied 298 -> 307; at 0.25 6.3 ->
+# 5.2%, 321 -> 332; no other set changed).
+_OF_A_NAME = re.compile(r"\s*[A-Z][\w'-]*(?:\s+[a-z][\w'-]*)*\s+(?:for|of)\s+(?:the\s+)?[A-Z]")
 # A note opening on a verb in the past tense before an acronym ("Rotated TLS certs for team
 # Grebe.", "Upgraded CI runners in ...") names no one "Rotated TLS": read as a full name, every
 # such note was about that someone, and the rules for notes about things never applied (ops 9.9 ->
@@ -148,7 +160,7 @@ def names(text: str, anywhere: bool = False) -> list[tuple[str, ...]]:
     for start, run in _runs(text):
         if start >= limit:
             break
-        if label is not None and start < label.end():
+        if label is not None and start < label.end() or start == first and _OF_A_NAME.match(text):
             continue
         if valued is not None and start == valued.end() and not text[start + len(run):].strip(" .!"):
             continue
@@ -382,7 +394,7 @@ async def judge(new: str, olds: Sequence[str], vectors: Embeds | None,
         bare_old = without_aside(olds[k])
         if opens_on_another_name(bare, bare_old) or not replaces and unnamed and ends_on_its_value(bare, bare_old) \
                 or unnamed and (qualifies_another_thing(bare, bare_old) or names_another_thing(bare, bare_old)
-                                or another_thing_of_a_kind(bare, bare_old)):
+                                or another_thing_of_a_kind(bare, bare_old) or names_another_part(bare, bare_old)):
             out[k] = Judged(other_subject=OTHER_THING)
             continue
         if not replaces and values_of_another_kind(*pairs[k]):
