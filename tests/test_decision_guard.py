@@ -537,6 +537,8 @@ async def test_a_closing_remark_or_a_things_acronym_hides_no_other_thing(databas
     ("Let's say the payments API runs in Lisbon.", "The payments API runs in Porto.", False),
     ("The team's moving the payments API to Lisbon.", "The payments API runs in Porto.", False),
     ("The team's now in Lisbon.", "The team is in Porto.", False),
+    ("Mom drives a Kia now.", "Mom's car is a Volvo.", False),  # a name owns an attribute
+    ("The orders API's disaster-recovery copy is in us-east-1.", "The orders API runs in us-east-2.", True),
 ])
 def test_a_part_of_a_thing_is_another_subject(new: str, old: str, another: bool) -> None:
     assert wording.names_another_part(new, old) is another

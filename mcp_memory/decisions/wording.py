@@ -50,7 +50,7 @@ _THING = re.compile(r"(?:(?<![\w'-])(?:[Tt]he|[Aa]n?|[Oo]ur|[Ii]ts|[Tt]heir|[Tt]
 _ASIDE = re.compile(r"(?:\s*\([^()]{1,40}\))+(?=\s*[.!]?\s*$)")
 # A part of a thing named by a possessive: "The checkout worker's analytics replica", "owns the
 # checkout service's client library" (`names_another_part`). Not a contraction: "it's now", "the
-# team's moving".
+# team's moving"; not a name's attribute (`_a_things`).
 _PART = re.compile(r"(?<![\w'-])([\w-]+)'s\s+([A-Za-z][\w-]*)")
 _NOT_OWNERS = NOT_A_NAME | {"let"}  # "it's", "that's", "let's": no one's part
 # A channel or a handle ("#kestrel-ops", "@oncall"), which `_TOKEN` reads without its mark.
@@ -233,8 +233,15 @@ def names_another_part(new: str, old: str) -> bool:
 
 def _parts(text: str) -> set[str]:
     """The parts `text` names by a possessive (`_PART`), in lower case."""
-    return {part for m in _PART.finditer(text) if m.group(1).lower() not in _NOT_OWNERS
+    return {part for m in _PART.finditer(text) if _a_things(m.group(1))
             and (part := m.group(2).lower()) not in NOT_A_NAME and not part.endswith(("ed", "ing"))}
+
+
+def _a_things(owner: str) -> bool:
+    """A possessive's owner that is a thing: a common noun or an acronym ("worker's", "team's",
+    "API's"). A name owns an attribute ("Mom's car is a Volvo" / "Mom drives a Kia now"), and a
+    pronoun's "'s" is a contraction ("it's", "that's")."""
+    return (owner.islower() or owner.isupper() and len(owner) > 1) and owner.lower() not in _NOT_OWNERS
 
 
 def _lower_words(text: str) -> set[str]:
