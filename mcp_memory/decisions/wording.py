@@ -217,14 +217,13 @@ def names_another_part(new: str, old: str) -> bool:
     """One note about a part of a thing the other does not speak of: "The checkout worker's
     analytics replica uses Postgres version 17." is no version of "The checkout worker uses
     Postgres 13.", nor "The Kestrel team's alerts go to a separate Slack channel, #dev-alerts." of
-    "The Kestrel team's Slack channel is #squad." The part is the word after a possessive ("The Indigo
-    team owns the profile pipeline's client library."); the other note speaks of it when it holds
-    that word anywhere ("The Kelvin
-    team's sprint length is two weeks." / "The Kelvin team now uses a sprint length of one
-    week ..."). Only between notes about no one (guard.judge): a person's possessive names their
-    attribute ("Priya Fischer's manager is ..." / "Priya Fischer reports to ..."). Under the
-    adversary at 0.45 dataset 6.8 -> 2.1% wrong, at 0.25 12.5 -> 6.3%, no other set changed, no
-    right update lost."""
+    "The Kestrel team's Slack channel is #squad.". The part is the word after a thing's possessive
+    ("The Indigo team owns the profile pipeline's client library."); the other note speaks of it
+    when it holds that word anywhere ("The Kelvin team's sprint length is two weeks." / "The Kelvin
+    team now uses a sprint length of one week ..."). Only between notes about no one (guard.judge):
+    a person's possessive names their attribute ("Priya Fischer's manager is ..." / "Priya Fischer
+    reports to ..."). Under the adversary at 0.45 dataset 6.8 -> 2.1% wrong, at 0.25 12.5 -> 6.3%,
+    no other set changed, no right update lost."""
     if max(len(new), len(old)) > FRAME_CHARS:
         return False  # one fact is said briefly
     return any(part not in _lower_words(other) for text, other in ((new, old), (old, new))
