@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from decisions_mode import drain
-from decisions_tally import Truth, decisions, outcome
+from decisions_tally import Truth, decisions, outcome, shown
 from knowledge_update import load, load_copy, parse_time
 from locomo import REPO, bench_database, machine, table
 from scripted_models import Recorded, adversarial, oracle, scripted, serving
@@ -102,6 +102,10 @@ async def one_set(path: Path, args: argparse.Namespace) -> dict[str, Any]:
             drain_s = time.perf_counter() - drain_started
         tally = await decisions(bench, truth)
         after = await outcome(bench, truth, user)
+        if args.record:  # for bench/guard_replay.py
+            args.record.mkdir(parents=True, exist_ok=True)
+            (args.record / f"{path.stem}_{floor_for(bench.settings):.2f}.json").write_text(
+                json.dumps(await shown(bench, truth)))
     return {"set": path.stem, "records": len(records), "entities": args.entities or "all",
             "guard": args.guard if args.guard == "off" else f"{floor_for(bench.settings):.2f}",
             "model": model, **tally, **after, "dead": drained["dead"],
@@ -146,6 +150,8 @@ def main() -> None:
                         help="MCP_MEMORY_DECISIONS_GUARD_FLOOR: the masked similarity of the same attribute "
                         "(unset: the server's default, 0.45 for these endpoints on loopback)")
     parser.add_argument("--timeout", type=float, default=120)
+    parser.add_argument("--record", type=Path, help="write every decision with the texts it was shown to "
+                        "RECORD/<set>_<floor>.json, for bench/guard_replay.py")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "decisions_model.json",
                         help="the runs are appended to the list this file holds")
     args = parser.parse_args()

@@ -127,6 +127,30 @@ async def decisions(bench: Bench, truth: Truth) -> dict[str, Any]:
                 "right_refused_n": len(examples["right_refused"])}
 
 
+async def shown(bench: Bench, truth: Truth) -> list[dict[str, Any]]:
+    """Every decision a model made, with the texts it was shown and what each candidate is by the
+    set's records (right: an earlier version; superseded, restated: counted apart as above;
+    wrong: anything else), for bench/guard_replay.py to judge again offline."""
+    key_of = {v: k for k, v in truth.ids.items()}
+    rows = await bench.admin.fetch("SELECT memory_id, result FROM memory_jobs WHERE result IS NOT NULL "
+                                   "ORDER BY created_at, id")
+    out = []
+    for row in rows:
+        res = _result(row)
+        if res.get("provider") == "none":
+            continue
+        new = key_of[row["memory_id"]]
+        candidates = []
+        for c in res.get("candidates", []):
+            old = key_of[UUID(c)]
+            kind = ("right" if truth.earlier(new, old) else "superseded" if truth.superseded(new, old)
+                    else "restated" if restated(truth.text_of[new], truth.text_of[old]) else "wrong")
+            candidates.append({"key": old, "text": truth.text_of[old], "is": kind})
+        out.append({"key": new, "text": truth.text_of[new], "action": res["action"], "candidates": candidates,
+                    "applied": [key_of[UUID(x)] for x in res["applied"]]})
+    return out
+
+
 async def outcome(bench: Bench, truth: Truth, user: str) -> dict[str, Any]:
     """Earlier versions still current at the end, and search over the store the decisions left:
     newest-first and newest@1 over the changing facts (limit 50, as bench/knowledge_update.py),
