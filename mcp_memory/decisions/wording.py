@@ -15,7 +15,7 @@ import functools
 import itertools
 import re
 
-from ..retrieval.focus import value_kinds, values_of
+from ..retrieval.focus import value_kinds, values_of, words_of
 from ..retrieval.query import LABEL, NOT_NAMES
 
 # Words that open a sentence capitalised without naming anyone.
@@ -226,7 +226,7 @@ def names_another_part(new: str, old: str) -> bool:
     no other set changed, no right update lost."""
     if max(len(new), len(old)) > FRAME_CHARS:
         return False  # one fact is said briefly
-    return any(part not in _lower_words(other) for text, other in ((new, old), (old, new))
+    return any(part not in words_of(other) for text, other in ((new, old), (old, new))
                for part in _parts(text))
 
 
@@ -241,10 +241,6 @@ def _a_things(owner: str) -> bool:
     "API's"). A name owns an attribute ("Mom's car is a Volvo" / "Mom drives a Kia now"), and a
     pronoun's "'s" is a contraction ("it's", "that's")."""
     return (owner.islower() or owner.isupper() and len(owner) > 1) and owner.lower() not in _NOT_OWNERS
-
-
-def _lower_words(text: str) -> set[str]:
-    return {w.lower().removesuffix("'s") for w in _TOKEN.findall(text)}
 
 
 def values_of_another_kind(new: str, old: str) -> bool:
