@@ -65,6 +65,12 @@ class Truth:
         mine, theirs = self.fact_of.get(new), self.fact_of.get(old)
         return mine is not None and theirs is not None and mine[0] == theirs[0] and theirs[1] < mine[1]
 
+    def kind(self, new: str, old: str) -> str:
+        """What `old` (a key) is to `new` marked replaced: right (an earlier version), superseded,
+        restated (counted apart: no fact hidden) or wrong."""
+        return ("right" if self.earlier(new, old) else "superseded" if self.superseded(new, old)
+                else "restated" if restated(self.text_of[new], self.text_of[old]) else "wrong")
+
     def earlier_text(self, new: str, old: str) -> bool:
         """The same, by the memories' texts (what a scripted endpoint sees): a text that two
         households share is an earlier version if it is one in either."""
@@ -103,9 +109,8 @@ async def decisions(bench: Bench, truth: Truth) -> dict[str, Any]:
             continue
         replaces = res["action"] in ("UPDATE", "DELETE")
         for group, when in ((proposed, "before"), (applied, "after")):
-            superseded = [old for old in group if truth.superseded(new, old)]
-            wrong = [old for old in group if not truth.earlier(new, old) and old not in superseded
-                     and not restated(truth.text_of[new], truth.text_of[old])]
+            superseded = [old for old in group if truth.kind(new, old) == "superseded"]
+            wrong = [old for old in group if truth.kind(new, old) == "wrong"]
             t[f"superseded_{when}"] += len(superseded)
             if when == "after":
                 t["restated_after"] += sum(not truth.earlier(new, old) for old in group) - len(wrong) - len(superseded)
@@ -129,8 +134,7 @@ async def decisions(bench: Bench, truth: Truth) -> dict[str, Any]:
 
 async def shown(bench: Bench, truth: Truth) -> list[dict[str, Any]]:
     """Every decision a model made, with the texts it was shown and what each candidate is by the
-    set's records (right: an earlier version; superseded, restated: counted apart as above;
-    wrong: anything else), for bench/guard_replay.py to judge again offline."""
+    set's records (`Truth.kind`), for bench/guard_replay.py to judge again offline."""
     key_of = {v: k for k, v in truth.ids.items()}
     rows = await bench.admin.fetch("SELECT memory_id, result FROM memory_jobs WHERE result IS NOT NULL "
                                    "ORDER BY created_at, id")
@@ -140,12 +144,8 @@ async def shown(bench: Bench, truth: Truth) -> list[dict[str, Any]]:
         if res.get("provider") == "none":
             continue
         new = key_of[row["memory_id"]]
-        candidates = []
-        for c in res.get("candidates", []):
-            old = key_of[UUID(c)]
-            kind = ("right" if truth.earlier(new, old) else "superseded" if truth.superseded(new, old)
-                    else "restated" if restated(truth.text_of[new], truth.text_of[old]) else "wrong")
-            candidates.append({"key": old, "text": truth.text_of[old], "is": kind})
+        candidates = [{"key": old, "text": truth.text_of[old], "is": truth.kind(new, old)}
+                      for old in (key_of[UUID(c)] for c in res.get("candidates", []))]
         out.append({"key": new, "text": truth.text_of[new], "action": res["action"], "candidates": candidates,
                     "applied": [key_of[UUID(x)] for x in res["applied"]]})
     return out

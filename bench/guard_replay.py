@@ -21,42 +21,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import pickle
 import uuid
 from pathlib import Path
 from typing import Any
 
+from after_sql import CachedVectors
 from locomo import REPO, table
 
 from mcp_memory.decisions import guard
-from mcp_memory.embeddings.local import make_local_embedder
 
-CACHE = REPO / "bench" / "results" / "guard_replay_vectors.pkl"  # text -> vector, MiniLM
-
-
-class CachedVectors:
-    """The guard's `Embeds` over the local embedder, keeping every vector for the next replay."""
-
-    def __init__(self) -> None:
-        self.embedder = make_local_embedder()
-        self.vectors: dict[str, list[float]] = pickle.loads(CACHE.read_bytes()) if CACHE.exists() else {}
-        self.added = 0
-
-    async def documents_or_none(self, texts: list[str], batch: int = 32) -> list[list[float]] | None:
-        missing = list(dict.fromkeys(t for t in texts if t not in self.vectors))
-        for start in range(0, len(missing), 64):
-            chunk = missing[start:start + 64]
-            self.vectors.update(zip(chunk, await self.embedder.embed_documents(chunk), strict=True))
-            self.added += len(chunk)
-        return [self.vectors[t] for t in texts]
-
-    def save(self) -> None:
-        if self.added:
-            CACHE.parent.mkdir(parents=True, exist_ok=True)
-            CACHE.write_bytes(pickle.dumps(self.vectors))
+CACHE = REPO / "bench" / "results" / "guard_replay_vectors.pkl"  # text -> vector, the local embedder
 
 
-async def replay(decisions: list[dict[str, Any]], vectors: CachedVectors, floor: float) -> list[dict[str, Any]]:
+async def replay(decisions: list[dict[str, Any]], vectors: guard.Embeds, floor: float) -> list[dict[str, Any]]:
     """Each decision's targets the guard applies now, by what they are."""
     out = []
     for d in decisions:
@@ -78,9 +55,8 @@ def summary(name: str, judged: list[dict[str, Any]]) -> list[Any]:
             sum(len(j["right"]) for j in judged)]
 
 
-def changes(name: str, decisions: list[dict[str, Any]], now: list[dict[str, Any]],
+def changes(name: str, decisions: list[dict[str, Any]], text: dict[str, str], now: list[dict[str, Any]],
             before: list[dict[str, Any]]) -> list[str]:
-    text = {c["key"]: c["text"] for d in decisions for c in d["candidates"]}
     lines = []
     for d, a, b in zip(decisions, before, now, strict=True):
         for kind in ("wrong", "right"):
@@ -99,8 +75,8 @@ async def main() -> None:
     parser.add_argument("--against", type=Path, help="an earlier --out of the same records: print what changed")
     parser.add_argument("--out", type=Path, help="write each decision's applied targets here")
     args = parser.parse_args()
-    vectors = CachedVectors()
-    await vectors.embedder.load()
+    CACHE.parent.mkdir(parents=True, exist_ok=True)
+    vectors = CachedVectors(CACHE)
     before = json.loads(args.against.read_text()) if args.against else {}
     rows, result = [], {}
     for name in args.sets.split(","):
@@ -111,13 +87,13 @@ async def main() -> None:
         decisions = json.loads(path.read_text())
         judged = result[name] = await replay(decisions, vectors, args.floor)
         rows.append(summary(name, judged))
+        text = {c["key"]: c["text"] for d in decisions for c in d["candidates"]}
         if args.show:
-            text = {c["key"]: c["text"] for d in decisions for c in d["candidates"]}
             for d, j in zip(decisions, judged, strict=True):
                 for key in j["wrong"]:
                     print(f"{name} wrong {text[key]!r}\n    by {d['text']!r}")
-        if name in before:
-            print("\n".join(changes(name, decisions, judged, before[name])))
+        if name in before and (changed := changes(name, decisions, text, judged, before[name])):
+            print("\n".join(changed))
     vectors.save()
     print(table(["set", "decisions", "wrong %", "wrong targets", "right applied"], rows, first_width=10))
     if args.out:
