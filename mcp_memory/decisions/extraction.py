@@ -21,7 +21,7 @@ from ..repository import jobs as queue
 from ..repository.jobs import Job
 from ..telemetry.tracing import span
 from .prompting import _record
-from .protocol import ExtractionRequest, InvalidAnswer
+from .protocol import InvalidAnswer, PromptRequest
 
 if TYPE_CHECKING:
     import asyncpg
@@ -49,7 +49,7 @@ class Worker(Protocol):
 
     admin: asyncpg.Pool
     service: MemoryService
-    provider: Any  # a DecisionProvider that also extracts (extract_for)
+    provider: Any  # a DecisionProvider that also answers plain prompts (complete_for)
     repo: DecisionRepository
 
     async def _over_budget(self, job: Job) -> tuple[float, str] | None: ...
@@ -104,19 +104,19 @@ async def run(worker: Worker, job: Job, name: str) -> str:
     episodes = {m.id: m for m in await worker.service.repo.peek_many(p, list(job.sources))}
     turns = [(str(i), episodes[e].content) for i, e in enumerate(job.sources, 1) if e in episodes]
     provider = worker.provider
-    if not turns or not hasattr(provider, "extract_for"):
+    if not turns or not hasattr(provider, "complete_for"):
         why = "its episodes were forgotten" if not turns else f"the {provider.name} provider does not extract"
         return await _finish(worker, job, name, {"facts": 0, "reason": why}, 0)
     waiting = await worker._over_budget(job)
     if waiting:
         await queue.defer(worker.admin, job, name, *waiting)
         return "queued"
-    request = ExtractionRequest(user_id=p.user_id, system=SYSTEM, prompt=user_message(turns), max_tokens=MAX_TOKENS,
-                                scopes={(m.scope.agent_id, m.scope.project_id) for m in episodes.values()})
+    request = PromptRequest(user_id=p.user_id, system=SYSTEM, prompt=user_message(turns), max_tokens=MAX_TOKENS,
+                            scopes={(m.scope.agent_id, m.scope.project_id) for m in episodes.values()})
     await queue.called(worker.admin, job)
     with span("model.extract", **{"mcp_memory.provider": provider.name,
                                   "mcp_memory.model": provider.model, "mcp_memory.turns": len(turns)}):
-        text, tokens = await provider.extract_for(request)
+        text, tokens = await provider.complete_for(request)
     facts = parse(text, tokens=tokens)
     by_label = {str(i): e for i, e in enumerate(job.sources, 1)}
     items = []

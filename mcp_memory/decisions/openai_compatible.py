@@ -9,6 +9,7 @@ are off: the job queue retries with backoff, so one decision is one request per 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from .prompting import SYSTEM, user_message
@@ -16,9 +17,9 @@ from .protocol import (
     DECISION_SCHEMA,
     Answer,
     DecisionRequest,
-    ExtractionRequest,
     InvalidAnswer,
     NotReachable,
+    PromptRequest,
     ProviderUnavailable,
     Refused,
     parse_decision,
@@ -55,9 +56,10 @@ class OpenAICompatibleProvider:
                                        max_retries=0)
         return self._client
 
-    async def complete(self, system: str, user: str, *, structured: bool,
-                       max_tokens: int = MAX_TOKENS) -> tuple[str | None, int]:
-        """One chat completion: (text, tokens used). Raises DecisionError subclasses."""
+    async def complete(self, system: str, user: str, *, structured: bool, max_tokens: int = MAX_TOKENS,
+                       examples: Sequence[tuple[str, str]] = ()) -> tuple[str | None, int]:
+        """One chat completion, after `examples` as earlier turns: (text, tokens used). Raises
+        DecisionError subclasses."""
         import openai
 
         kwargs: dict[str, Any] = {}
@@ -67,7 +69,10 @@ class OpenAICompatibleProvider:
         try:
             reply = await self._sdk().chat.completions.create(
                 model=self.model, temperature=0, max_tokens=max_tokens,
-                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}], **kwargs)
+                messages=[{"role": "system", "content": system},
+                          *({"role": role, "content": text} for q, a in examples
+                            for role, text in (("user", q), ("assistant", a))),
+                          {"role": "user", "content": user}], **kwargs)
         except openai.APITimeoutError:
             raise ProviderUnavailable(f"{self.where} did not answer within {self.timeout_s:g} s") from None
         except openai.APIConnectionError as exc:
@@ -91,7 +96,7 @@ class OpenAICompatibleProvider:
             raise InvalidAnswer(f"{self.where} answered with a body that is not JSON: {str(exc)[:200]}") from None
         # Counted at most at what was asked for (the prompt, one token per character at worst, and
         # max_tokens): an endpoint reporting absurd usage cannot spend a user's day in one answer.
-        bound = len(system) + len(user) + PROMPT_OVERHEAD + max_tokens
+        bound = len(system) + len(user) + sum(len(q) + len(a) for q, a in examples) + PROMPT_OVERHEAD + max_tokens
         reported = getattr(reply, "usage", None)
         tokens = min(bound, max(0, int(getattr(reported, "total_tokens", 0) or 0))) if reported is not None else 0
         if not isinstance(getattr(reply, "choices", None), list):
@@ -130,10 +135,11 @@ class OpenAICompatibleProvider:
         return await self.complete(SYSTEM, user, structured=False)
 
 
-    async def extract_for(self, request: ExtractionRequest) -> tuple[str | None, int]:
-        """An extraction (decisions/extraction.py): plain JSON, its own prompt and bound. The
-        endpoint is the user's own configuration, so the episodes' scopes ask nothing of it."""
-        return await self.complete(request.system, request.prompt, structured=False, max_tokens=request.max_tokens)
+    async def complete_for(self, request: PromptRequest) -> tuple[str | None, int]:
+        """A plain prompt (an extraction, a second look): its own system text and bound, no schema.
+        The endpoint is the user's own configuration, so the request's scopes ask nothing of it."""
+        return await self.complete(request.system, request.prompt, structured=False, max_tokens=request.max_tokens,
+                                   examples=request.examples)
 
 
 class _NoStructuredOutput(Exception):

@@ -96,16 +96,24 @@ class DecisionRequest(BaseModel):
         return {(self.agent_id, self.project_id)} | {(c.agent_id, c.project_id) for c in self.candidates}
 
 
-class ExtractionRequest(BaseModel):
-    """A session delta to extract facts from (extraction.py), as a provider is asked it. `scopes`
-    are the (agent, project) of its episodes: whoever answers must be allowed to read all of them,
-    the same rule as a decision's memories."""
+class PromptRequest(BaseModel):
+    """A plain question to the model beside a decision (a session delta to extract facts from,
+    extraction.py; a replace to look at again, second_look.py), as a provider is asked it.
+    `scopes` are the (agent, project) of every memory or episode it shows: whoever answers must be
+    allowed to read all of them, the same rule as a decision's memories."""
 
     user_id: str
     system: str
     prompt: str
     max_tokens: int
     scopes: set[tuple[str | None, str | None]]
+    # Worked examples, asked and answered before the prompt as earlier turns of the conversation
+    # (a small model follows them there, not written into the system text: second_look.py).
+    examples: list[tuple[str, str]] = []
+
+    def text_chars(self) -> int:
+        """Characters of everything sent: what a call's token count is bounded by."""
+        return len(self.system) + len(self.prompt) + sum(len(q) + len(a) for q, a in self.examples)
 
 
 class Decision(BaseModel):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
@@ -22,8 +22,8 @@ from ..decisions.prompting import SYSTEM, user_message
 from ..decisions.protocol import (
     Answer,
     DecisionRequest,
-    ExtractionRequest,
     NotReachable,
+    PromptRequest,
     ProviderUnavailable,
     Refused,
     parse_decision,
@@ -88,9 +88,9 @@ class SamplingSessions:
         return None
 
 
-def _estimate(system: str, prompt: str, answer: str | None, max_tokens: int) -> int:
+def _estimate(sent_chars: int, answer: str | None, max_tokens: int) -> int:
     """The client reports no usage: an estimate, never above the request's own bound."""
-    return (len(system) + len(prompt)) // 4 + min(max_tokens, len(answer or "") // 4)
+    return sent_chars // 4 + min(max_tokens, len(answer or "") // 4)
 
 
 def _connection(session: Any) -> Any:
@@ -109,20 +109,20 @@ class SamplingProvider:
     async def decide(self, request: DecisionRequest) -> Answer:
         prompt = user_message(request)
         text, model = await self._sample(request.user_id, request.scopes(), SYSTEM, prompt, MAX_TOKENS)
-        tokens = _estimate(SYSTEM, prompt, text, MAX_TOKENS)
+        tokens = _estimate(len(SYSTEM) + len(prompt), text, MAX_TOKENS)
         decision = parse_decision(text, tokens=tokens)
         decision.targets(request.candidates)
         return Answer(decision=decision, provider=self.name, model=model, tokens=tokens)
 
-    async def extract_for(self, request: ExtractionRequest) -> tuple[str | None, int]:
-        """A session delta's facts (decisions/extraction.py), asked of a client that may read every
-        episode of the delta; the answer's text and its estimated tokens."""
+    async def complete_for(self, request: PromptRequest) -> tuple[str | None, int]:
+        """A plain prompt (a session delta's facts, a second look at a replace), asked of a client
+        that may read every memory or episode it shows; the answer's text and its estimated tokens."""
         text, _ = await self._sample(request.user_id, request.scopes, request.system, request.prompt,
-                                     request.max_tokens)
-        return text, _estimate(request.system, request.prompt, text, request.max_tokens)
+                                     request.max_tokens, request.examples)
+        return text, _estimate(request.text_chars(), text, request.max_tokens)
 
     async def _sample(self, user_id: str, scopes: set[tuple[str | None, str | None]], system: str, prompt: str,
-                      max_tokens: int) -> tuple[str | None, str]:
+                      max_tokens: int, examples: Sequence[tuple[str, str]] = ()) -> tuple[str | None, str]:
         """The text a capable client's model answers, and that model's name."""
         from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
         from mcp_types import ModelHint, ModelPreferences, SamplingMessage, TextContent
@@ -137,8 +137,10 @@ class SamplingProvider:
             with anyio.fail_after(self.timeout_s), warnings.catch_warnings():
                 # Deprecated in the 2026 protocol; still what handshake-era hosts offer.
                 warnings.simplefilter("ignore", MCPDeprecationWarning)
+                turns = [(role, text) for q, a in examples for role, text in (("user", q), ("assistant", a))]
                 result = await session.create_message(
-                    [SamplingMessage(role="user", content=TextContent(type="text", text=prompt))],
+                    [SamplingMessage(role=role, content=TextContent(type="text", text=text))
+                     for role, text in [*turns, ("user", prompt)]],
                     max_tokens=max_tokens, system_prompt=system, include_context="none", temperature=0,
                     model_preferences=prefs)
         except TimeoutError:
