@@ -265,6 +265,10 @@ class Settings(BaseSettings):
         "The masked similarity at which the guard takes a same-subject memory for the same attribute. Higher: "
         "fewer wrong replaces by a small model, more right ones left as suggestions (docs/decisions.md). "
         "Unset: 0.45 for an `openai-compatible` endpoint on this machine (where small models run), else 0.25."))
+    decisions_second_look: bool | None = Field(default=None, description=(
+        "Ask the model once more, alone with the two memories, about each replace the guard allows by similarity "
+        "alone; one not confirmed is kept as a suggestion. A short extra call per such replace (docs/decisions.md). "
+        "Unset: on for an `openai-compatible` endpoint on this machine (where small models run), else off."))
     decisions_per_minute: int = Field(default=30, ge=0, description="Model calls per user per minute (0: no limit).")
     decisions_tokens_per_day: int = Field(default=200_000, ge=0, description=(
         "Tokens per user per day (0: no limit); past it jobs wait for the budget, nothing is lost."))
@@ -371,7 +375,8 @@ SECTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
         "decisions_provider", "decisions_mode", "decisions_base_url", "decisions_model", "decisions_api_key",
         "decisions_timeout_s", "decisions_sync_budget_s", "decisions_structured", "decisions_max_attempts",
         "decisions_retry_base_s", "decisions_lease_s", "decisions_workers", "decisions_poll_s",
-        "decisions_guard", "decisions_guard_floor", "decisions_per_minute", "decisions_tokens_per_day",
+        "decisions_guard", "decisions_guard_floor", "decisions_second_look", "decisions_per_minute",
+        "decisions_tokens_per_day",
         "extraction", "extraction_per_session", "extraction_per_day")),
     "capture": ("Auto-capture and auto-recall through harness hooks (docs/hooks.md).", (
         "capture", "capture_exclude_projects", "capture_facts", "capture_languages", "capture_turn_chars",

@@ -36,11 +36,13 @@ LISBON = "Alice lives in Lisbon, Portugal now."
 
 
 def decisions_settings(settings: Settings, url: str, **over: Any) -> Settings:
-    # The scripted endpoint listens on loopback, where the guard's floor would be a small local
-    # model's (decisions/guard.py floor_for); it stands for any model here, so the usual floor.
+    # The scripted endpoint listens on loopback, where the guard's floor and its second look would
+    # be a small local model's (decisions/guard.py floor_for, second_look.enabled); it stands for
+    # any model here, so the usual floor and no second look.
     values = dict(decisions_provider="openai-compatible", decisions_base_url=url, decisions_model="judge-1",
                   decisions_max_attempts=2, decisions_retry_base_s=0, decisions_per_minute=0,
-                  decisions_tokens_per_day=0, decisions_timeout_s=5, decisions_guard_floor=guard.ATTRIBUTE_FLOOR)
+                  decisions_tokens_per_day=0, decisions_timeout_s=5, decisions_guard_floor=guard.ATTRIBUTE_FLOOR,
+                  decisions_second_look=False)
     return settings.model_copy(update={**values, **over})
 
 

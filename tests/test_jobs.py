@@ -39,7 +39,7 @@ def env_for(db_url: str, chat_url: str, **extra: str) -> dict[str, str]:
             "MCP_MEMORY_DECISIONS_PROVIDER": "openai-compatible", "MCP_MEMORY_DECISIONS_BASE_URL": chat_url,
             "MCP_MEMORY_DECISIONS_MODEL": "judge-1", "MCP_MEMORY_DECISIONS_PER_MINUTE": "0",
             "MCP_MEMORY_DECISIONS_RETRY_BASE_S": "0", "MCP_MEMORY_DECISIONS_POLL_S": "0.2",
-            "MCP_MEMORY_LOG_LEVEL": "WARNING", **extra}
+            "MCP_MEMORY_DECISIONS_SECOND_LOOK": "false", "MCP_MEMORY_LOG_LEVEL": "WARNING", **extra}
 
 
 def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:

@@ -414,6 +414,7 @@ class Verdict:
     """Which targets a decision may act on, and why the others may not."""
 
     allowed: list[UUID] = field(default_factory=list)
+    by_closeness: set[UUID] = field(default_factory=set)  # allowed by the masked cosine alone (second_look.py)
     refused: dict[UUID, str] = field(default_factory=dict)  # another subject: never applied
     suggested: dict[UUID, str] = field(default_factory=dict)  # low confidence: the user decides
 
@@ -435,6 +436,8 @@ async def check(new: str, targets: Sequence[tuple[UUID, str]], vectors: Embeds |
             verdict.refused[memory_id] = f"guard: {j.other_subject}"
         elif j.earlier:
             verdict.allowed.append(memory_id)
+            if not j.names_value:
+                verdict.by_closeness.add(memory_id)
         elif j.similarity is None:
             verdict.suggested[memory_id] = "guard: the embedder is not answering, so the attribute was not checked"
         elif j.similarity < floor:

@@ -29,7 +29,7 @@ from ..repository.decisions import DecisionRepository
 from ..repository.jobs import Job, JobRepository
 from ..telemetry.tracing import span
 from . import apply as applying
-from . import extraction, guard
+from . import extraction, guard, second_look
 from .protocol import Candidate, DecisionError, DecisionProvider, DecisionRequest, NotReachable
 
 if TYPE_CHECKING:
@@ -170,6 +170,11 @@ class DecisionWorker:
             texts = {c.id: c.content for c in candidates}
             verdict = await guard.check(subject["content"], [(t, texts[t]) for t in targets], self.service.vectors,
                                         floor=guard.floor_for(self.settings), among=list(texts.items()))
+            if verdict.by_closeness and second_look.enabled(self.settings):
+                with span("model.second_look", **{"mcp_memory.provider": self.provider.name,
+                                                  "mcp_memory.targets": len(verdict.by_closeness)}):
+                    spent = await second_look.review(self.provider, request, verdict)
+                answer = answer.model_copy(update={"tokens": answer.tokens + spent})
             targets = verdict.allowed
         merged, refused = await self._merged(answer.decision.text, subject["content"]) if targets else (None, None)
         result = await applying.apply(self.repo, job, worker, answer, targets, [c.id for c in candidates],
