@@ -57,6 +57,7 @@ from knowledge_update import load, load_copy, parse_time
 from locomo import REPO, bench_database, machine, table
 from scripted_models import Recorded, adversarial, oracle, scripted, serving
 
+from mcp_memory.decisions import second_look
 from mcp_memory.decisions.guard import floor_for
 
 
@@ -84,7 +85,9 @@ async def one_set(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     policy = {"adversarial": adversarial, "oracle": oracle(truth.earlier_text)}.get(args.model_kind)
     model = args.model if policy is None else f"scripted-{args.model_kind}"
     recorded = Recorded(args.base_url, args.cache) if policy is None and args.cache else None
-    respond = scripted(policy) if policy else recorded
+    looks = Recorded(args.second_look_url, args.cache or REPO / "bench" / "results" / "second_look_cache.jsonl") \
+        if policy and args.second_look_url else None
+    respond = scripted(policy, looks) if policy else recorded
     async with bench_database(None, "dm") as bench:
         with serving(respond) if respond else nullcontext(args.base_url) as url:
             settings = bench.settings.model_copy(update={
@@ -92,7 +95,8 @@ async def one_set(path: Path, args: argparse.Namespace) -> dict[str, Any]:
                 "decisions_model": model, "decisions_api_key": None, "decisions_per_minute": 0,
                 "decisions_tokens_per_day": 0, "decisions_retry_base_s": 1, "decisions_max_attempts": 3,
                 "decisions_timeout_s": args.timeout, "decisions_lease_s": args.timeout + 120,
-                "decisions_guard": args.guard == "on", "decisions_guard_floor": args.guard_floor})
+                "decisions_guard": args.guard == "on", "decisions_guard_floor": args.guard_floor,
+                "decisions_second_look": {"on": True, "off": False}.get(args.second_look)})
             bench.settings = settings
             as_of = parse_time(records[0]["as_of"])
             shift = timedelta(days=(datetime.now(UTC) - as_of).days)
@@ -108,6 +112,8 @@ async def one_set(path: Path, args: argparse.Namespace) -> dict[str, Any]:
                 json.dumps(await shown(bench, truth)))
     return {"set": path.stem, "records": len(records), "entities": args.entities or "all",
             "guard": args.guard if args.guard == "off" else f"{floor_for(bench.settings):.2f}",
+            "second_look": second_look.enabled(bench.settings) and args.guard == "on",
+            "looks_asked": looks.misses if looks else None, "looks_replayed": looks.hits if looks else None,
             "model": model, **tally, **after, "dead": drained["dead"],
             "replayed": recorded.hits if recorded else 0, "asked": recorded.misses if recorded else None,
             "s_per_decision": per_call(drain_s, recorded.misses if recorded else tally["decisions"]),
@@ -149,6 +155,12 @@ def main() -> None:
     parser.add_argument("--guard-floor", type=float, default=None,
                         help="MCP_MEMORY_DECISIONS_GUARD_FLOOR: the masked similarity of the same attribute "
                         "(unset: the server's default, 0.45 for these endpoints on loopback)")
+    parser.add_argument("--second-look", choices=("auto", "on", "off"), default="auto",
+                        help="MCP_MEMORY_DECISIONS_SECOND_LOOK (auto: the server's default, on for these "
+                        "endpoints on loopback)")
+    parser.add_argument("--second-look-url", help="with a scripted --model-kind: a real model's endpoint that "
+                        "takes the second looks (recorded in --cache, else results/second_look_cache.jsonl); "
+                        "without it the scripted model answers them Yes")
     parser.add_argument("--timeout", type=float, default=120)
     parser.add_argument("--record", type=Path, help="write every decision with the texts it was shown to "
                         "RECORD/<set>_<floor>.json, for bench/guard_replay.py")
@@ -161,7 +173,8 @@ def main() -> None:
         result = asyncio.run(one_set(REPO / "bench" / "knowledge_update" / f"{name}.jsonl", args))
         results.append(result)
         print(json.dumps(result), file=sys.stderr)
-    print(f"\nDecisions by {results[0]['model']}, guard {args.guard}, "
+    looked = " (second looks by " + args.second_look_url + ")" if args.second_look_url else ""
+    print(f"\nDecisions by {results[0]['model']}, guard {args.guard}, second look {args.second_look}{looked}, "
           f"{args.entities or 'all'} entities per set (b: proposed, a: applied after the guard)")
     print(table([h or k for k, h in COLUMNS], [[cell(r, k) for k, _ in COLUMNS] for r in results], first_width=8))
     print(f"elapsed {time.perf_counter() - started:.0f} s; load average (1 min) {os.getloadavg()[0]:.2f} "

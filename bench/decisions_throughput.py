@@ -25,7 +25,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 from locomo import REPO, bench_database, bench_principal, latency, machine, table  # noqa: E402
 
-from mcp_memory.decisions import provider_from  # noqa: E402
+from mcp_memory.decisions import provider_from, second_look  # noqa: E402
 from mcp_memory.decisions.jobs import DecisionWorker  # noqa: E402
 from mcp_memory.models import WriteItem  # noqa: E402
 
@@ -34,17 +34,19 @@ CITIES = ["Oslo", "Lisbon", "Nairobi", "Osaka", "Quito", "Tallinn", "Porto", "Gh
 
 
 class Instant(BaseHTTPRequestHandler):
-    """POST /v1/chat/completions, answered at once: a decision is UPDATE of the first candidate; an
-    extraction (bench/extraction_throughput.py) makes one fact of each user turn."""
+    """POST /v1/chat/completions, answered at once: a decision is UPDATE of the first candidate,
+    confirmed on a second look (mcp_memory/decisions/second_look.py: on for an endpoint on
+    loopback); an extraction (bench/extraction_throughput.py) makes one fact of each user turn."""
 
     def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
         request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-        system, user = (m["content"] for m in request["messages"])
-        answer = extraction_answer(user) if "worth remembering" in system else {
-            "action": "UPDATE", "ids": ["1"], "reason": "newer"}
+        system, user = request["messages"][0]["content"], request["messages"][-1]["content"]
+        content = "Yes" if system == second_look.SYSTEM else json.dumps(
+            extraction_answer(user) if "worth remembering" in system else
+            {"action": "UPDATE", "ids": ["1"], "reason": "newer"})
         body = json.dumps({"id": "b", "object": "chat.completion", "created": 0, "model": "instant",
                            "choices": [{"index": 0, "finish_reason": "stop",
-                                        "message": {"role": "assistant", "content": json.dumps(answer)}}],
+                                        "message": {"role": "assistant", "content": content}}],
                            "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")

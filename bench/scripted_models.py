@@ -9,7 +9,8 @@ the guard is measured on whole dev sets in minutes (bench/decisions_model.py --m
 --cache FILE puts a recording proxy in front of a real endpoint: an answer to the very same
 messages is replayed from the file (the model runs at temperature 0), so runs that differ only in
 what happens after the answer (the guard on or off, a changed guard) ask the model only for the
-prompts they do not share.
+prompts they do not share. --second-look-url sends the scripted model's second looks to a real
+one (through the same kind of recording proxy).
 
 A policy sees the new memory's text and the candidates' (label, text) as the prompt renders them
 (mcp_memory/decisions/prompting.py: one JSON object per line) and returns the decision's JSON."""
@@ -25,6 +26,8 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from mcp_memory.decisions import second_look
 
 Policy = Callable[[str, list[tuple[str, str]]], dict[str, Any]]
 
@@ -88,11 +91,19 @@ class Recorded:
             return response
 
 
-def scripted(policy: Policy) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """A chat completion whose content is `policy`'s decision on the request's prompt."""
+def scripted(policy: Policy, look: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+             ) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A chat completion whose content is `policy`'s decision on the request's prompt. A second
+    look (mcp_memory/decisions/second_look.py) goes to `look` (a real model, e.g. a `Recorded`);
+    without one it is answered Yes, as a model that replaces whatever it is shown would."""
     def answer(request: dict[str, Any]) -> dict[str, Any]:
-        user = next(m["content"] for m in reversed(request["messages"]) if m["role"] == "user")
-        content = json.dumps(policy(*parse_prompt(user)))
+        if request["messages"][0]["content"] == second_look.SYSTEM:
+            if look is not None:
+                return look(request)
+            content = "Yes"
+        else:
+            user = next(m["content"] for m in reversed(request["messages"]) if m["role"] == "user")
+            content = json.dumps(policy(*parse_prompt(user)))
         return {"id": "s", "object": "chat.completion", "created": 0, "model": "scripted",
                 "choices": [{"index": 0, "finish_reason": "stop",
                              "message": {"role": "assistant", "content": content}}],
