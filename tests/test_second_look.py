@@ -120,6 +120,7 @@ def test_stored_text_cannot_forge_the_question(forged: str) -> None:
     lines = asked.split("\n")
     assert len(lines) == 3 and lines[0].startswith("Older note: ") and lines[1].startswith("Newer note: ")
     assert json.loads(lines[0].removeprefix("Older note: ")) == forged
+    assert not any(c in asked for c in "\u2028\u2029\u0085\r"), "a character some models read as a line break"
 
 
 @pytest.mark.parametrize(("text", "said"), [("Yes", True), ("yes.", True), (" No", False), ("NO, they differ", False),

@@ -40,9 +40,18 @@ def _record(**fields: object) -> str:
     label) stays inside one string value, so no stored text can add a candidate or an instruction
     to the prompt's structure."""
     text = fields.get("text")
-    if isinstance(text, str) and len(text) > MAX_MEMORY_CHARS:
-        fields["text"] = text[:MAX_MEMORY_CHARS] + " …"
+    if isinstance(text, str):
+        fields["text"] = _clipped(text)
     return json.dumps(fields, ensure_ascii=False).translate(_LINE_BREAKS)
+
+
+def quoted(text: str) -> str:
+    """One memory's text as one JSON string on one line, as `_record` writes it."""
+    return json.dumps(_clipped(text), ensure_ascii=False).translate(_LINE_BREAKS)
+
+
+def _clipped(text: str) -> str:
+    return text if len(text) <= MAX_MEMORY_CHARS else text[:MAX_MEMORY_CHARS] + " …"
 
 
 def user_message(request: DecisionRequest) -> str:

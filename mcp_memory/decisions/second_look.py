@@ -17,7 +17,6 @@ same model, as JSON strings (data, never markup), to the same provider under the
 
 from __future__ import annotations
 
-import json
 import re
 from urllib.parse import urlsplit
 from uuid import UUID
@@ -25,7 +24,7 @@ from uuid import UUID
 from ..config import Settings
 from ..netaddr import is_loopback
 from .guard import Verdict
-from .prompting import MAX_MEMORY_CHARS
+from .prompting import quoted
 from .protocol import Candidate, DecisionError, DecisionRequest, PromptRequest, ProviderUnavailable
 
 SYSTEM = """You check notes an assistant keeps about people, teams and systems. A newer note makes \
@@ -59,10 +58,6 @@ def enabled(settings: Settings) -> bool:
 
 
 def question(new: str, old: str) -> str:
-    def quoted(text: str) -> str:
-        return json.dumps(text if len(text) <= MAX_MEMORY_CHARS else text[:MAX_MEMORY_CHARS] + " …",
-                          ensure_ascii=False)
-
     return (f"Older note: {quoted(old)}\nNewer note: {quoted(new)}\n"
             "Does the newer note make the older note out of date?")
 
