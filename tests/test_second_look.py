@@ -166,3 +166,13 @@ async def test_through_sampling_the_same_client_looks_again(database: Database, 
     assert asked[1].messages[-1].content.text == second_look.question(LISBON, OSLO)
     result = result_of(rows[1])
     assert result["applied"] == [] and "second look" in next(iter(result["suggested"].values()))
+
+
+async def test_a_look_that_hangs_applies_nothing(database: Database, settings: Settings, chat: ChatAPI,
+                                                 alice: Principal) -> None:
+    """The model stops answering during the second look: the attempt fails on the timeout and the
+    replace is not applied (the job is tried again from its decision, here answered ADD)."""
+    first, _, job, asked = await decide(database, settings, chat, alice, OSLO, LISBON,
+                                        ("json", UPDATE_1), ("sleep", 3), decisions_timeout_s=1)
+    assert len(asked) >= 2 and first["superseded_by"] is None
+    assert job["attempts"] == 2 and job["status"] == "done", (job["status"], job["last_error"])
