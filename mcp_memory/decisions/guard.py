@@ -131,9 +131,14 @@ def floor_for(settings: Settings) -> float:
     """The attribute floor the worker judges with: the setting, or by where the model runs."""
     if settings.decisions_guard_floor is not None:
         return settings.decisions_guard_floor
+    return LOCAL_MODEL_FLOOR if served_here(settings) else ATTRIBUTE_FLOOR
+
+
+def served_here(settings: Settings) -> bool:
+    """Whether decisions go to a model on this machine (an `openai-compatible` endpoint on
+    loopback), where small models run: the stricter defaults are theirs."""
     host = urlsplit(settings.decisions_base_url or "").hostname or ""
-    local = settings.decisions_provider == "openai-compatible" and is_loopback(host)
-    return LOCAL_MODEL_FLOOR if local else ATTRIBUTE_FLOOR
+    return settings.decisions_provider == "openai-compatible" and is_loopback(host)
 
 
 class Embeds(Protocol):

@@ -18,12 +18,10 @@ same model, as JSON strings (data, never markup), to the same provider under the
 from __future__ import annotations
 
 import re
-from urllib.parse import urlsplit
 from uuid import UUID
 
 from ..config import Settings
-from ..netaddr import is_loopback
-from .guard import Verdict
+from .guard import Verdict, served_here
 from .prompting import quoted
 from .protocol import Candidate, DecisionError, DecisionRequest, PromptRequest, ProviderUnavailable
 
@@ -53,8 +51,7 @@ def enabled(settings: Settings) -> bool:
     model runs (on for a model served on this machine, as the guard's stricter floor is)."""
     if settings.decisions_second_look is not None:
         return settings.decisions_second_look
-    host = urlsplit(settings.decisions_base_url or "").hostname or ""
-    return settings.decisions_provider == "openai-compatible" and is_loopback(host)
+    return served_here(settings)
 
 
 def question(new: str, old: str) -> str:
