@@ -260,11 +260,13 @@ async def test_jobs_resource_and_stats(database: Database, settings: Settings) -
 
 def test_doctor_checks_the_provider(db_url: str, chat: ChatAPI) -> None:
     chat.script(("json", {"action": "UPDATE", "ids": ["1"], "reason": "changed"}))
-    out = subprocess.run([SERVE, "doctor"], env=env_for(db_url, chat.url),
-                         capture_output=True, text=True, timeout=120)
+    env = env_for(db_url, chat.url)
+    del env["MCP_MEMORY_DECISIONS_SECOND_LOOK"]  # the defaults, as a user has them
+    out = subprocess.run([SERVE, "doctor"], env=env, capture_output=True, text=True, timeout=120)
     line = next(x for x in out.stdout.splitlines() if "decisions:" in x)
     assert line.startswith("[ok  ]") and "answers structured output (120 tokens)" in line, out.stdout
-    assert "guard floor 0.45" in line  # an endpoint on loopback: a local model's floor (decisions/guard.py)
+    # An endpoint on loopback: a local model's floor and its second look (decisions/guard.py, second_look.py).
+    assert "guard floor 0.45, second look on" in line
     out = subprocess.run([SERVE, "doctor"], env=env_for(db_url, dead_url()),
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 1

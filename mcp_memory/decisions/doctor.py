@@ -8,7 +8,7 @@ from ..config import Settings
 
 
 async def check(settings: Settings) -> Check:
-    from . import provider_from
+    from . import provider_from, second_look
     from .guard import floor_for
     from .openai_compatible import OpenAICompatibleProvider
     from .prompting import probe_message
@@ -33,7 +33,8 @@ async def check(settings: Settings) -> Check:
                      "check MCP_MEMORY_DECISIONS_BASE_URL, _MODEL and _API_KEY, and that the model answers JSON")
     format_ = "structured output" if provider.structured else "plain JSON (no structured output)"
     verdict = "" if decision.action == "UPDATE" else f"; it answered {decision.action} where UPDATE was expected"
-    guard = (f"guard floor {floor_for(settings):.2f}" if settings.decisions_guard
+    looks = ", second look on" if second_look.enabled(settings) else ""
+    guard = (f"guard floor {floor_for(settings):.2f}{looks}" if settings.decisions_guard
              else "guard off: the model's replaces are applied unchecked")
     return Check(name, True, f"{provider.where} answers {format_} ({tokens} tokens), mode "
                  f"{settings.decisions_mode}, {guard}{verdict}")
