@@ -23,6 +23,8 @@ from .protocol import (
     ProviderUnavailable,
     Refused,
     parse_decision,
+    sent_chars,
+    turns,
 )
 
 MAX_TOKENS = 300  # a decision is a few dozen tokens; the cap bounds the cost of a rambling model
@@ -70,9 +72,7 @@ class OpenAICompatibleProvider:
             reply = await self._sdk().chat.completions.create(
                 model=self.model, temperature=0, max_tokens=max_tokens,
                 messages=[{"role": "system", "content": system},
-                          *({"role": role, "content": text} for q, a in examples
-                            for role, text in (("user", q), ("assistant", a))),
-                          {"role": "user", "content": user}], **kwargs)
+                          *({"role": role, "content": text} for role, text in turns(user, examples))], **kwargs)
         except openai.APITimeoutError:
             raise ProviderUnavailable(f"{self.where} did not answer within {self.timeout_s:g} s") from None
         except openai.APIConnectionError as exc:
@@ -96,7 +96,7 @@ class OpenAICompatibleProvider:
             raise InvalidAnswer(f"{self.where} answered with a body that is not JSON: {str(exc)[:200]}") from None
         # Counted at most at what was asked for (the prompt, one token per character at worst, and
         # max_tokens): an endpoint reporting absurd usage cannot spend a user's day in one answer.
-        bound = len(system) + len(user) + sum(len(q) + len(a) for q, a in examples) + PROMPT_OVERHEAD + max_tokens
+        bound = sent_chars(system, user, examples) + PROMPT_OVERHEAD + max_tokens
         reported = getattr(reply, "usage", None)
         tokens = min(bound, max(0, int(getattr(reported, "total_tokens", 0) or 0))) if reported is not None else 0
         if not isinstance(getattr(reply, "choices", None), list):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Literal, Protocol
 from uuid import UUID
@@ -113,7 +114,19 @@ class PromptRequest(BaseModel):
 
     def text_chars(self) -> int:
         """Characters of everything sent: what a call's token count is bounded by."""
-        return len(self.system) + len(self.prompt) + sum(len(q) + len(a) for q, a in self.examples)
+        return sent_chars(self.system, self.prompt, self.examples)
+
+
+def turns(prompt: str, examples: Sequence[tuple[str, str]] = ()) -> list[tuple[str, str]]:
+    """The (role, text) messages after the system text: each worked example asked and answered,
+    then the prompt."""
+    return [*((role, text) for q, a in examples for role, text in (("user", q), ("assistant", a))),
+            ("user", prompt)]
+
+
+def sent_chars(system: str, prompt: str, examples: Sequence[tuple[str, str]] = ()) -> int:
+    """Characters of a call's system text, examples and prompt."""
+    return len(system) + sum(len(text) for _, text in turns(prompt, examples))
 
 
 class Decision(BaseModel):

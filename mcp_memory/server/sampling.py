@@ -27,6 +27,8 @@ from ..decisions.protocol import (
     ProviderUnavailable,
     Refused,
     parse_decision,
+    sent_chars,
+    turns,
 )
 from ..models import Principal
 
@@ -88,9 +90,9 @@ class SamplingSessions:
         return None
 
 
-def _estimate(sent_chars: int, answer: str | None, max_tokens: int) -> int:
-    """The client reports no usage: an estimate, never above the request's own bound."""
-    return sent_chars // 4 + min(max_tokens, len(answer or "") // 4)
+def _estimate(chars: int, answer: str | None, max_tokens: int) -> int:
+    """The client reports no usage: an estimate (`chars` sent), never above the request's own bound."""
+    return chars // 4 + min(max_tokens, len(answer or "") // 4)
 
 
 def _connection(session: Any) -> Any:
@@ -109,7 +111,7 @@ class SamplingProvider:
     async def decide(self, request: DecisionRequest) -> Answer:
         prompt = user_message(request)
         text, model = await self._sample(request.user_id, request.scopes(), SYSTEM, prompt, MAX_TOKENS)
-        tokens = _estimate(len(SYSTEM) + len(prompt), text, MAX_TOKENS)
+        tokens = _estimate(sent_chars(SYSTEM, prompt), text, MAX_TOKENS)
         decision = parse_decision(text, tokens=tokens)
         decision.targets(request.candidates)
         return Answer(decision=decision, provider=self.name, model=model, tokens=tokens)
@@ -137,10 +139,9 @@ class SamplingProvider:
             with anyio.fail_after(self.timeout_s), warnings.catch_warnings():
                 # Deprecated in the 2026 protocol; still what handshake-era hosts offer.
                 warnings.simplefilter("ignore", MCPDeprecationWarning)
-                turns = [(role, text) for q, a in examples for role, text in (("user", q), ("assistant", a))]
                 result = await session.create_message(
                     [SamplingMessage(role=role, content=TextContent(type="text", text=text))
-                     for role, text in [*turns, ("user", prompt)]],
+                     for role, text in turns(prompt, examples)],
                     max_tokens=max_tokens, system_prompt=system, include_context="none", temperature=0,
                     model_preferences=prefs)
         except TimeoutError:
