@@ -21,39 +21,32 @@ import argparse
 import asyncio
 import json
 import math
-import uuid
 from pathlib import Path
 from typing import Any
 
 from after_sql import CachedVectors
-from guard_replay import CACHE
+from guard_replay import CACHE, applied
 from locomo import table
 from openai import AsyncOpenAI
 
-from mcp_memory.decisions import guard
+from mcp_memory.decisions import guard, second_look
 
-SYSTEM = ("You check notes an assistant keeps about people, teams and systems. A newer note makes an older one "
-          "out of date only when both record the same property of the same subject and the newer value takes the "
-          "place of the older one. Notes about different properties, different subjects, or facts that can both be "
-          "true at the same time do not. Answer Yes or No.")
 CUTS = (0.0, 1.0, 2.0)
 
 
 async def applied_pairs(decisions: list[dict[str, Any]], vectors: guard.Embeds, floor: float) -> list[dict[str, Any]]:
-    """Every target the guard applies when each candidate is proposed, with its masked cosine."""
+    """Every target the guard applies when each candidate is proposed (guard_replay.applied), with
+    its masked cosine."""
     pairs = []
     for d in decisions:
-        if d["action"] == "ADD" or not d["candidates"]:
+        kept = await applied(d, vectors, floor)
+        if not kept:
             continue
-        texts = [c["text"] for c in d["candidates"]]
-        judged = await guard.judge(d["text"], texts, vectors, floor)
-        ids = [uuid.UUID(int=i) for i in range(len(texts))]
-        targets = list(zip(ids, texts, strict=True))
-        verdict = await guard.check(d["text"], targets, vectors, floor=floor, among=targets)
-        for i in verdict.allowed:
-            c, j = d["candidates"][ids.index(i)], judged[ids.index(i)]
-            if c["is"] in ("right", "wrong"):
-                pairs.append({"new": d["text"], "old": c["text"], "is": c["is"], "cosine": j.similarity or 1.0})
+        judged = dict(zip((c["key"] for c in d["candidates"]),
+                          await guard.judge(d["text"], [c["text"] for c in d["candidates"]], vectors, floor),
+                          strict=True))
+        pairs += [{"new": d["text"], "old": c["text"], "is": c["is"], "cosine": judged[c["key"]].similarity or 1.0}
+                  for c in kept if c["is"] in ("right", "wrong")]
     return pairs
 
 
@@ -71,11 +64,11 @@ class Asker:
 
     async def score(self, new: str, old: str) -> float:
         if (new, old) not in self.known:
-            question = (f"Older note: {json.dumps(old)}\nNewer note: {json.dumps(new)}\n"
-                        "Does the newer note make the older note out of date?")
+            # The second look's own question, bare: without its worked examples.
             r = await self.client.chat.completions.create(
                 model="local", temperature=0, max_tokens=1, logprobs=True, top_logprobs=10,
-                messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}])
+                messages=[{"role": "system", "content": second_look.SYSTEM},
+                          {"role": "user", "content": second_look.question(new, old)}])
             content = r.choices[0].logprobs.content if r.choices[0].logprobs else None
             if not content:
                 raise SystemExit("the endpoint returned no logprobs: this probe needs them")

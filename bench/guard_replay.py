@@ -33,19 +33,23 @@ from mcp_memory.decisions import guard
 CACHE = REPO / "bench" / "results" / "guard_replay_vectors.pkl"  # text -> vector, the local embedder
 
 
+async def applied(d: dict[str, Any], vectors: guard.Embeds, floor: float) -> list[dict[str, Any]]:
+    """The candidates of one recorded decision the guard applies now, each one proposed."""
+    if d["action"] == "ADD" or not d["candidates"]:
+        return []
+    ids = [uuid.UUID(int=i) for i in range(len(d["candidates"]))]
+    targets = [(i, c["text"]) for i, c in zip(ids, d["candidates"], strict=True)]
+    verdict = await guard.check(d["text"], targets, vectors, floor=floor, among=targets)
+    return [d["candidates"][ids.index(i)] for i in verdict.allowed]
+
+
 async def replay(decisions: list[dict[str, Any]], vectors: guard.Embeds, floor: float) -> list[dict[str, Any]]:
     """Each decision's targets the guard applies now, by what they are."""
     out = []
     for d in decisions:
-        if d["action"] == "ADD" or not d["candidates"]:
-            out.append({"key": d["key"], "wrong": [], "right": []})
-            continue
-        ids = [uuid.UUID(int=i) for i in range(len(d["candidates"]))]
-        targets = [(i, c["text"]) for i, c in zip(ids, d["candidates"], strict=True)]
-        verdict = await guard.check(d["text"], targets, vectors, floor=floor, among=targets)
-        applied = [d["candidates"][ids.index(i)] for i in verdict.allowed]
-        out.append({"key": d["key"], "wrong": [c["key"] for c in applied if c["is"] == "wrong"],
-                    "right": [c["key"] for c in applied if c["is"] == "right"]})
+        kept = await applied(d, vectors, floor)
+        out.append({"key": d["key"], "wrong": [c["key"] for c in kept if c["is"] == "wrong"],
+                    "right": [c["key"] for c in kept if c["is"] == "right"]})
     return out
 
 
