@@ -29,18 +29,32 @@ UPDATE_1 = {"action": "UPDATE", "ids": ["1"], "reason": "newer"}
 
 async def decide(database: Database, settings: Settings, chat: ChatAPI, p: Principal, old: str, new: str,
                  answer: dict[str, Any], *, on: bool = True, **over: Any) -> tuple[Any, Any, dict[str, Any]]:
-    s = decisions_settings(settings, chat.url, decisions_guard=on, **over)
+    first, second, job, asked = await written_in_turn(database, settings, chat, p, old, new, ("json", answer),
+                                                      decisions_guard=on, **over)
+    assert asked, "the model was not asked: the test would prove nothing"
+    return first, second, result_of(job)
+
+
+async def written_in_turn(database: Database, settings: Settings, chat: ChatAPI, p: Principal, old: str, new: str,
+                          *steps: tuple[str, Any], **over: Any) -> tuple[Any, Any, Any, list[dict[str, Any]]]:
+    """`old` written and decided, then `new` decided by the scripted `steps`: both memories' rows
+    after it, the new one's job, and the bodies of the requests its decision sent."""
+    s = decisions_settings(settings, chat.url, **over)
     service = await MemoryService.open(database, s)
     worker = DecisionWorker(database.admin, service, provider_from(s), s)
     first = (await service.write(p, old)).memory
     await drain(worker)
     second = (await service.write(p, new)).memory
-    chat.script(("json", answer))
+    chat.take()
+    chat.script(*steps)
     await drain(worker)
-    assert chat.take(), "the model was not asked: the test would prove nothing"
+    asked = [r["body"] for r in chat.take()]
     job = (await jobs_of(database))[-1]
-    result = job["result"] if isinstance(job["result"], dict) else json.loads(job["result"])
-    return await state(service, p, first.id), await state(service, p, second.id), result
+    return await state(service, p, first.id), await state(service, p, second.id), job, asked
+
+
+def result_of(job: Any) -> dict[str, Any]:
+    return job["result"] if isinstance(job["result"], dict) else json.loads(job["result"])
 
 
 @pytest.mark.parametrize(("old", "new"), [

@@ -22,6 +22,7 @@ from mcp_memory.server import build_server
 from mcp_memory.service import MemoryService
 
 from .chat_api import ChatAPI
+from .test_decision_guard import result_of, written_in_turn
 from .test_decisions import LISBON, OSLO, decisions_settings, drain, jobs_of, state
 from .test_jobs import wait_for
 
@@ -33,23 +34,8 @@ LUNCH = "Team Grebe moved lunch to 9:45."
 
 
 async def decide(database: Database, settings: Settings, chat: ChatAPI, p: Principal, old: str, new: str,
-                 *steps: tuple[str, Any], **over: Any) -> tuple[Any, Any, Any, list[Any]]:
-    s = decisions_settings(settings, chat.url, decisions_second_look=True, **over)
-    service = await MemoryService.open(database, s)
-    worker = DecisionWorker(database.admin, service, provider_from(s), s)
-    first = (await service.write(p, old)).memory
-    await drain(worker)
-    second = (await service.write(p, new)).memory
-    chat.take()
-    chat.script(*steps)
-    await drain(worker)
-    asked = [r["body"] for r in chat.take()]
-    job = (await jobs_of(database))[-1]
-    return await state(service, p, first.id), await state(service, p, second.id), job, asked
-
-
-def result_of(job: Any) -> dict[str, Any]:
-    return job["result"] if isinstance(job["result"], dict) else json.loads(job["result"])
+                 *steps: tuple[str, Any], **over: Any) -> tuple[Any, Any, Any, list[dict[str, Any]]]:
+    return await written_in_turn(database, settings, chat, p, old, new, *steps, decisions_second_look=True, **over)
 
 
 @pytest.mark.parametrize(("old", "new"), [(VENDOR, LUNCH), (OSLO, LISBON)])
