@@ -27,6 +27,7 @@ from mcp_memory.retrieval.focus import (
     sharing_values,
     subject_positions,
     value_kinds,
+    value_runs,
     values_of,
     without_names,
 )
@@ -128,6 +129,25 @@ def test_a_value_the_old_memory_says_anywhere_is_no_new_one() -> None:
                                "Oskar Lund rotated off the billing API; Aurelio Conti took it.", ignore)
     assert not names_its_value("The reporting worker emits metrics to Prometheus.",
                                "The ledger API emits metrics to Prometheus.", ignore)  # the same value alone
+
+
+def test_a_value_both_say_is_one_name_in_both() -> None:
+    """A word two names share is no shared value: a surname of two people, "Data" of a team and a
+    title. Read as one, the new note "named the old value beside a new one" and the guard applied
+    it without asking (crm under the adversary: 18 -> 12 wrong replaces applied)."""
+    ignore = frozenset({"someone"})
+    assert value_runs("someone quit Brightwater Health and signed with Plumtree Media.", ignore) == \
+        {("brightwater", "health"), ("plumtree", "media")}
+    assert value_runs("Team someone standup moved 9:45 -> 9:15.", ignore) == {("9:45",), ("9:15",)}
+    assert not names_its_value("someone inherited Oisin Esposito from Helena Sousa.",
+                               "someone is Zoltan Esposito's skip-level manager.", ignore)
+    assert not names_its_value("someone moved from Data Scientist to Senior Engineer.",
+                               "someone is on the Data Infra team.", ignore)
+    assert names_its_value("someone quit Plumtree Media for Saltmarsh Bank.", "someone works at Plumtree Media.",
+                           ignore)
+    # One name holding the other is one value: "Yasmin" opening a clause is no value of the old note.
+    assert names_its_value("someone left Yasmin Haddad's team for Gustavo Lima's.",
+                           "someone's manager: Yasmin Haddad.", ignore)
 
 
 def test_a_memory_naming_an_answers_value_answers_too() -> None:

@@ -148,6 +148,12 @@ def value_kinds(text: str) -> frozenset[str]:
 def _values(text: str) -> Iterator[tuple[str, str]]:
     """Each value `text` names with its kind (`value_kinds`): a token with a digit, or a
     capitalised word that does not open a sentence."""
+    for match, kind in _value_matches(text):
+        yield match.group(), kind
+
+
+def _value_matches(text: str) -> Iterator[tuple[re.Match[str], str]]:
+    """`_values`, each token as its match (`value_runs` reads what stands between them)."""
     # What stands before each token, kept as the tokens go: the text before every token, stripped,
     # made a long text quadratic.
     end, last = 0, ""  # where the previous token ends, and that token
@@ -158,10 +164,10 @@ def _values(text: str) -> Iterator[tuple[str, str]]:
         if any(c.isdigit() for c in token):
             number = _NUMBER.fullmatch(token) is not None
             after_a_name = any(c.isupper() for c in last) and not gap  # "MySQL 8", "iPhone 15"
-            yield token, ("name" if after_a_name or not (number or token.islower()) else
+            yield match, ("name" if after_a_name or not (number or token.islower()) else
                           "number" if number else "code")
         elif token[0].isupper() and not opens_sentence:
-            yield token, "name"
+            yield match, "name"
         end, last = match.end(), token
 
 
@@ -176,9 +182,27 @@ def names_its_value(new: str, old: str, ignore: frozenset[str]) -> bool:
     same fact of another thing ("emits metrics to Prometheus"). A word `old` says where
     `values_of` does not read it as a value is no new one: "Aurelio" opening a clause ("Oskar Lund
     rotated off the billing API; Aurelio Conti took it.") is still the name in "New maintainer of
-    the reviews API is Aurelio Conti."."""
+    the reviews API is Aurelio Conti.". The value shared is one name in both (`value_runs`, one
+    holding the other: "Haddad" opening a clause is "Yasmin Haddad"); a word of two names is not
+    ("inherited Oisin Esposito" / "is Zoltan Esposito's manager", "is on the Data Infra team" /
+    "is a Data Scientist")."""
     mine, theirs = values_of(new, ignore), values_of(old, ignore)
-    return bool(mine & theirs and mine - theirs - words_of(old))
+    shared = any(set(a) <= set(b) or set(b) <= set(a)
+                 for a in value_runs(new, ignore) for b in value_runs(old, ignore))
+    return shared and bool(mine - theirs - words_of(old))
+
+
+def value_runs(text: str, ignore: frozenset[str]) -> set[tuple[str, ...]]:
+    """The values `text` names as whole names: each run of values with nothing but white space
+    between them ("Plumtree Media", "MySQL 8"), lower case, less the words in `ignore`."""
+    runs: list[list[str]] = []
+    end = None
+    for match, _ in _value_matches(text):
+        if end is None or text[end:match.start()].strip():
+            runs.append([])
+        runs[-1].append(_POSSESSIVE.sub("", match.group()).lower())
+        end = match.end()
+    return {kept for run in runs if (kept := tuple(w for w in run if w not in ignore))}
 
 
 @dataclass(frozen=True)
