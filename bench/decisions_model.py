@@ -58,7 +58,7 @@ from locomo import REPO, bench_database, machine, table
 from scripted_models import Recorded, adversarial, oracle, scripted, serving
 
 from mcp_memory.decisions import second_look
-from mcp_memory.decisions.guard import floor_for
+from mcp_memory.decisions.guard import LOCAL_MODEL_FLOOR, floor_for
 
 
 def subset(records: list[dict[str, Any]], entities: int) -> list[dict[str, Any]]:
@@ -154,7 +154,7 @@ def main() -> None:
     parser.add_argument("--guard", choices=("on", "off"), default="on")
     parser.add_argument("--guard-floor", type=float, default=None,
                         help="MCP_MEMORY_DECISIONS_GUARD_FLOOR: the masked similarity of the same attribute "
-                        "(unset: the server's default, 0.45 for these endpoints on loopback)")
+                        f"(unset: the server's default, {LOCAL_MODEL_FLOOR:.2f} for these endpoints on loopback)")
     parser.add_argument("--second-look", choices=("auto", "on", "off"), default="auto",
                         help="MCP_MEMORY_DECISIONS_SECOND_LOOK (auto: the server's default, on for these "
                         "endpoints on loopback)")

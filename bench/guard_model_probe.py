@@ -11,7 +11,7 @@ per set: the AUC of that score (right above wrong; 0.5 is chance) beside the gua
 cosine on the same pairs, and what a cut at each score would keep.
 
     cd bench && python3 decisions_model.py --sets ops,crm --entities 0 --model-kind adversarial \\
-        --guard on --guard-floor 0.45 --record results/decisions
+        --guard on --guard-floor 0.5 --record results/decisions
     python3 guard_model_probe.py results/decisions --sets ops,crm --base-url http://127.0.0.1:8181/v1
 """
 

@@ -11,9 +11,9 @@ confirms it). --show prints the wrong targets applied, --against an earlier repl
 what changed. Read the misses here before changing a rule or the floor.
 
     cd bench && python3 decisions_model.py --sets ops,dataset --entities 0 --model-kind adversarial \\
-        --guard on --guard-floor 0.45 --record results/decisions
-    python3 guard_replay.py results/decisions --sets ops,dataset --floor 0.45 --out results/replay.json
-    python3 guard_replay.py results/decisions --sets ops,dataset --floor 0.45 --against results/replay.json
+        --guard on --guard-floor 0.5 --record results/decisions
+    python3 guard_replay.py results/decisions --sets ops,dataset --floor 0.5 --out results/replay.json
+    python3 guard_replay.py results/decisions --sets ops,dataset --floor 0.5 --against results/replay.json
 """
 
 from __future__ import annotations

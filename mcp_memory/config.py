@@ -264,7 +264,7 @@ class Settings(BaseSettings):
     decisions_guard_floor: float | None = Field(default=None, ge=0, le=1, description=(
         "The masked similarity at which the guard takes a same-subject memory for the same attribute. Higher: "
         "fewer wrong replaces by a small model, more right ones left as suggestions (docs/decisions.md). "
-        "Unset: 0.45 for an `openai-compatible` endpoint on this machine (where small models run), else 0.25."))
+        "Unset: 0.50 for an `openai-compatible` endpoint on this machine (where small models run), else 0.25."))
     decisions_second_look: bool | None = Field(default=None, description=(
         "Ask the model once more, alone with the two memories, about each replace the guard allows by similarity "
         "alone; one not confirmed is kept as a suggestion. A short extra call per such replace (docs/decisions.md). "

@@ -376,7 +376,7 @@ async def test_a_name_further_on_is_a_value_and_the_user_owns_their_things(datab
                      # The name the user leaves is the value replaced, not their subject to mask.
                      ("I switched from VS Code to Zed.", "I use VS Code for everything."),
                      ("User replaced the Volvo XC40 with a Kia Niro.", "I drive a Volvo XC40.")]:
-        verdict = await guard.check(new, [(1, old)], service.vectors, floor=guard.LOCAL_MODEL_FLOOR)
+        verdict = await guard.check(new, [(1, old)], service.vectors)  # the wording passes it; the floor decides
         assert verdict.allowed == [1], (new, verdict)
 
 
@@ -475,9 +475,9 @@ async def test_another_thing_of_a_kind_about_no_one_is_only_a_suggestion(databas
     verdict = await guard.check("Owner of the pricing gateway: the Pulsar team owns it.",
                                 [(1, "The Pulsar team owns the analytics gateway.")], service.vectors)
     assert verdict.allowed == [] and verdict.suggested == {1: f"guard: {guard.OTHER_THING}"}, verdict
+    # (Masked similarity 0.45: past the wording, only the floor decides; here the default one.)
     verdict = await guard.check("FYI: Tariq Pereira swapped onto the streaming rotation.",
-                                [(1, "Tariq Pereira swapped onto the auth rotation.")], service.vectors,
-                                floor=guard.LOCAL_MODEL_FLOOR)
+                                [(1, "Tariq Pereira swapped onto the auth rotation.")], service.vectors)
     assert verdict.allowed == [1], verdict
 
 
@@ -571,7 +571,7 @@ async def test_a_part_of_a_thing_is_only_a_suggestion(database: Database, settin
                       "The Kelvin team's sprint length is two weeks."),
                      ("Priya Fischer's manager is Aisha Esposito.",
                       "Priya Fischer reports to Zara Okafor, the manager of the group.")]:
-        verdict = await guard.check(new, [(1, old)], service.vectors, floor=guard.LOCAL_MODEL_FLOOR)
+        verdict = await guard.check(new, [(1, old)], service.vectors)  # the wording passes it; the floor decides
         assert verdict.allowed == [1], (new, verdict)
 
 

@@ -266,7 +266,7 @@ def test_doctor_checks_the_provider(db_url: str, chat: ChatAPI) -> None:
     line = next(x for x in out.stdout.splitlines() if "decisions:" in x)
     assert line.startswith("[ok  ]") and "answers structured output (120 tokens)" in line, out.stdout
     # An endpoint on loopback: a local model's floor and its second look (decisions/guard.py, second_look.py).
-    assert "guard floor 0.45, second look on" in line
+    assert "guard floor 0.50, second look on" in line
     out = subprocess.run([SERVE, "doctor"], env=env_for(db_url, dead_url()),
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 1
