@@ -7,6 +7,7 @@ the same capable client."""
 from __future__ import annotations
 
 import json
+import signal
 from typing import Any
 
 import pytest
@@ -24,7 +25,7 @@ from mcp_memory.service import MemoryService
 from .chat_api import ChatAPI
 from .test_decision_guard import result_of, written_in_turn
 from .test_decisions import LISBON, OSLO, decisions_settings, drain, jobs_of, state
-from .test_jobs import wait_for
+from .test_jobs import env_for, start_server, wait_for
 
 UPDATE_1 = {"action": "UPDATE", "ids": ["1"], "reason": "newer"}
 # Same subject, close enough to pass the guard's floor, and no value of the old one named: the
@@ -162,3 +163,39 @@ async def test_a_look_that_hangs_applies_nothing(database: Database, settings: S
                                         ("json", UPDATE_1), ("sleep", 3), decisions_timeout_s=1)
     assert len(asked) >= 2 and first["superseded_by"] is None
     assert job["attempts"] == 2 and job["status"] == "done", (job["status"], job["last_error"])
+
+
+async def test_a_server_killed_during_the_look_applies_nothing_until_a_new_one_decides(
+        database: Database, db_url: str, settings: Settings, chat: ChatAPI, alice: Principal) -> None:
+    """SIGKILL while the second look waits for the model: the replace the decision proposed is not
+    applied; once the lease runs out another server decides and looks again, and applies it once."""
+    service = await MemoryService.open(database, decisions_settings(settings, chat.url))
+    old = (await service.write(alice, OSLO)).memory
+    new = (await service.write(alice, LISBON)).memory
+    chat.script(("json", UPDATE_1), ("sleep", 60))  # the decision answers; the look never does
+    env = env_for(db_url, chat.url, MCP_MEMORY_DECISIONS_LEASE_S="4", MCP_MEMORY_DECISIONS_TIMEOUT_S="2",
+                  MCP_MEMORY_DECISIONS_SECOND_LOOK="true", MCP_MEMORY_DECISIONS_GUARD_FLOOR="0.25")
+    first, _ = start_server(env)
+    try:
+        async def looking() -> bool:
+            return len(chat.requests) >= 2
+        await wait_for(looking)
+        assert chat.requests[1]["body"]["messages"][0]["content"] == second_look.SYSTEM
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    assert (await state(service, alice, old.id))["superseded_by"] is None
+    chat.script(("json", UPDATE_1), ("text", "Yes"))
+    second, _ = start_server(env)
+    try:
+        async def done() -> Any:
+            row = await database.admin.fetchrow("SELECT * FROM memory_jobs WHERE memory_id = $1", new.id)
+            return row if row["status"] == "done" else None
+        job = await wait_for(done)
+    finally:
+        second.terminate()
+        second.wait(timeout=30)
+    assert job["attempts"] == 2 and result_of(job)["applied"] == [str(old.id)]
+    assert (await state(service, alice, old.id))["superseded_by"] == new.id
+    history = await database.admin.fetch("SELECT * FROM memory_history WHERE actor = 'pipeline:decisions'")
+    assert len(history) == 1
