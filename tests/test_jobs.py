@@ -121,6 +121,19 @@ def start_server(env: dict[str, str]) -> tuple[subprocess.Popen, str]:
         time.sleep(0.2)
 
 
+async def done_by_a_new_server(database: Database, env: dict[str, str], memory_id: Any) -> Any:
+    """Start a server and wait until it has finished the job of `memory_id`: its row."""
+    server, _ = start_server(env)
+    try:
+        async def done() -> Any:
+            row = await database.admin.fetchrow("SELECT * FROM memory_jobs WHERE memory_id = $1", memory_id)
+            return row if row["status"] == "done" else None
+        return await wait_for(done)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 async def test_a_job_survives_its_server_dying(database: Database, db_url: str, settings: Settings, chat: ChatAPI,
                                                alice: Principal) -> None:
     """A server killed (SIGKILL) while it waits for the model leaves the job claimed; once the
@@ -142,15 +155,7 @@ async def test_a_job_survives_its_server_dying(database: Database, db_url: str, 
         first.send_signal(signal.SIGKILL)
         first.wait()
     chat.script(("json", {"action": "UPDATE", "ids": ["1"], "reason": "moved"}))
-    second, _ = start_server(env)
-    try:
-        async def done() -> Any:
-            row = await database.admin.fetchrow("SELECT * FROM memory_jobs WHERE memory_id = $1", new.id)
-            return row if row["status"] == "done" else None
-        job = await wait_for(done)
-    finally:
-        second.terminate()
-        second.wait(timeout=30)
+    job = await done_by_a_new_server(database, env, new.id)
     assert job["attempts"] == 2 and job["result"]["action"] == "UPDATE"
     row = await database.admin.fetchrow("SELECT superseded_by, version FROM memories WHERE id = $1", old.id)
     assert (row["superseded_by"], row["version"]) == (new.id, 2)

@@ -25,7 +25,7 @@ from mcp_memory.service import MemoryService
 from .chat_api import ChatAPI
 from .test_decision_guard import result_of, written_in_turn
 from .test_decisions import LISBON, OSLO, decisions_settings, drain, jobs_of, state
-from .test_jobs import env_for, start_server, wait_for
+from .test_jobs import done_by_a_new_server, env_for, start_server, wait_for
 
 UPDATE_1 = {"action": "UPDATE", "ids": ["1"], "reason": "newer"}
 # Same subject, close enough to pass the guard's floor, and no value of the old one named: the
@@ -186,15 +186,7 @@ async def test_a_server_killed_during_the_look_applies_nothing_until_a_new_one_d
         first.wait()
     assert (await state(service, alice, old.id))["superseded_by"] is None
     chat.script(("json", UPDATE_1), ("text", "Yes"))
-    second, _ = start_server(env)
-    try:
-        async def done() -> Any:
-            row = await database.admin.fetchrow("SELECT * FROM memory_jobs WHERE memory_id = $1", new.id)
-            return row if row["status"] == "done" else None
-        job = await wait_for(done)
-    finally:
-        second.terminate()
-        second.wait(timeout=30)
+    job = await done_by_a_new_server(database, env, new.id)
     assert job["attempts"] == 2 and result_of(job)["applied"] == [str(old.id)]
     assert (await state(service, alice, old.id))["superseded_by"] == new.id
     history = await database.admin.fetch("SELECT * FROM memory_history WHERE actor = 'pipeline:decisions'")
