@@ -21,7 +21,7 @@ from mcp_types import CreateMessageResult, TextContent
 
 from mcp_memory.config import Settings
 from mcp_memory.db import Database
-from mcp_memory.decisions import provider_from
+from mcp_memory.decisions import provider_from, second_look
 from mcp_memory.decisions.jobs import DecisionWorker
 from mcp_memory.decisions.prompting import user_message
 from mcp_memory.decisions.protocol import Candidate, DecisionRequest
@@ -61,7 +61,12 @@ def sampling_env(**extra: str) -> dict[str, str]:
 
 # --- 1. sampling goes only to a client that may read every memory in the request ------------------
 
-async def test_sampling_over_http_never_shows_a_confined_key_other_projects(database: Database, db_url: str) -> None:
+@pytest.mark.parametrize(("first", "second", "looks"), [(SECRET_1, SECRET_2, False), (OSLO, LISBON, True)])
+async def test_sampling_over_http_never_shows_a_confined_key_other_projects(database: Database, db_url: str,
+                                                                            first: str, second: str,
+                                                                            looks: bool) -> None:
+    """(The second pair is replaced by closeness alone, so with the second look on the model is
+    asked again about the two p1 memories: that question goes the same way.)"""
     full = await make_key(database, "alice", name="full")
     confined = await make_key(database, "alice", name="confined", projects=["p2"], perms=("read", "write"))
     b_asked, b_sample = sampler()
@@ -73,13 +78,13 @@ async def test_sampling_over_http_never_shows_a_confined_key_other_projects(data
         return http, Client(streamable_http_client(f"{base}/mcp", http_client=http), mode="legacy",
                             sampling_callback=sample)
 
-    with http_server(db_url, env=sampling_env()) as base:
+    with http_server(db_url, env=sampling_env(MCP_MEMORY_DECISIONS_SECOND_LOOK=str(looks).lower())) as base:
         b_http, b = client(base, confined, "p2", b_sample)
         a_http, a = client(base, full, "p1")
         async with b_http, a_http, b, a:
             await b.call_tool("memory_search", {"query": "anything"})  # B is bound and offers sampling
-            await a.call_tool("memory_write", {"content": SECRET_1})
-            await a.call_tool("memory_write", {"content": SECRET_2})
+            await a.call_tool("memory_write", {"content": first})
+            await a.call_tool("memory_write", {"content": second})
 
             async def waiting() -> Any:
                 rows = await jobs_of(database)
@@ -89,7 +94,7 @@ async def test_sampling_over_http_never_shows_a_confined_key_other_projects(data
             assert rows[1]["status"] == "queued" and rows[1]["attempts"] == 0
             assert "may read these memories" in rows[1]["waiting"]
             # B's own search does not find them either: what B may not read, B's model is not shown.
-            found = (await b.call_tool("memory_search", {"query": "API signing key"})).structured_content
+            found = (await b.call_tool("memory_search", {"query": first})).structured_content
             assert found["hits"] == []
             # A client that may read p1 connects with sampling: the waiting job is taken at once.
             c_http, c = client(base, full, "p1", c_sample)
@@ -100,8 +105,10 @@ async def test_sampling_over_http_never_shows_a_confined_key_other_projects(data
                     rows = await jobs_of(database)
                     return rows if rows[1]["status"] == "done" else None
                 rows = await wait_for(done, 20)
-    assert b_asked == [] and len(c_asked) == 1
-    assert SECRET_1 in c_asked[0].messages[0].content.text
+    assert b_asked == [] and len(c_asked) == 1 + looks
+    assert first in c_asked[0].messages[0].content.text
+    if looks:
+        assert c_asked[1].system_prompt == second_look.SYSTEM and first in c_asked[1].messages[-1].content.text
     assert rows[1]["result"]["action"] == "UPDATE"
 
 
