@@ -4,6 +4,8 @@ migrated template (CREATE DATABASE … TEMPLATE), so tests are isolated and fast
 from __future__ import annotations
 
 import asyncio
+import shutil
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -24,11 +26,19 @@ TEMPLATE = "mcp_memory_template"
 
 
 @pytest.fixture(scope="session")
-def pg(tmp_path_factory: pytest.TempPathFactory) -> EmbeddedPostgres:
-    server = EmbeddedPostgres(tmp_path_factory.mktemp("pgsession"))
+def pg() -> Iterator[EmbeddedPostgres]:
+    # Not under pytest's own base directory: as root the server runs as its own system user, and
+    # every pytest session that starts meanwhile makes /tmp/pytest-of-root private again (0700),
+    # which took the data directory from under a running suite's server (PANIC, then every test
+    # "connection refused").
+    home = Path(tempfile.mkdtemp(prefix="mcp-memory-tests-"))
+    server = EmbeddedPostgres(home)
     server.start()
-    yield server
-    server.stop()
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
