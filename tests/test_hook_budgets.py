@@ -198,7 +198,10 @@ async def test_sessions_whose_hooks_were_killed_are_caught_up_by_the_next_hook(
                 break
             await anyio.sleep(0.2)
     await settle(data_dir)
-    assert before == set()   # the kills did lose them (else this test proves nothing)
+    # The kills lost some (else this test proves nothing). Not always all five: on a loaded
+    # machine one hook got its turns in before its kill (CI at load ~6); the others still
+    # prove the catch-up.
+    assert before < set(sessions), before
     assert len((await service.list(p, MemoryFilter(kinds=["episode"]), limit=100)).memories) == 4
     settings = Settings(data_dir=data_dir)
     assert catchup.behind(settings, folder) == []
