@@ -376,7 +376,7 @@ async def test_a_name_further_on_is_a_value_and_the_user_owns_their_things(datab
                      # The name the user leaves is the value replaced, not their subject to mask.
                      ("I switched from VS Code to Zed.", "I use VS Code for everything."),
                      ("User replaced the Volvo XC40 with a Kia Niro.", "I drive a Volvo XC40.")]:
-        verdict = await guard.check(new, [(1, old)], service.vectors)  # the wording passes it; the floor decides
+        verdict = await guard.check(new, [(1, old)], service.vectors, floor=guard.LOCAL_MODEL_FLOOR)
         assert verdict.allowed == [1], (new, verdict)
 
 
