@@ -79,10 +79,11 @@ async def review(provider: object, request: DecisionRequest, verdict: Verdict) -
         return 0
     by_id: dict[UUID, Candidate] = {c.id: c for c in request.candidates}
     spent = 0
+    worked = examples()
     for memory_id in [m for m in verdict.allowed if m in verdict.by_closeness]:
         old = by_id[memory_id]
         prompt = PromptRequest(user_id=request.user_id, system=SYSTEM, prompt=question(request.content, old.content),
-                               max_tokens=MAX_TOKENS, examples=examples(),
+                               max_tokens=MAX_TOKENS, examples=worked,
                                scopes={(request.agent_id, request.project_id), (old.agent_id, old.project_id)})
         try:
             text, tokens = await complete_for(prompt)

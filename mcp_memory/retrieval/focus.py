@@ -186,9 +186,9 @@ def names_its_value(new: str, old: str, ignore: frozenset[str]) -> bool:
     holding the other: "Haddad" opening a clause is "Yasmin Haddad"); a word of two names is not
     ("inherited Oisin Esposito" / "is Zoltan Esposito's manager", "is on the Data Infra team" /
     "is a Data Scientist")."""
-    mine, theirs = values_of(new, ignore), values_of(old, ignore)
-    shared = any(set(a) <= set(b) or set(b) <= set(a)
-                 for a in value_runs(new, ignore) for b in value_runs(old, ignore))
+    new_runs, old_runs = value_runs(new, ignore), value_runs(old, ignore)
+    mine, theirs = (frozenset(word for run in runs for word in run) for runs in (new_runs, old_runs))  # values_of
+    shared = any(set(a) <= set(b) or set(b) <= set(a) for a in new_runs for b in old_runs)
     return shared and bool(mine - theirs - words_of(old))
 
 
