@@ -118,8 +118,8 @@ class RelatedVersions:
         here after the insert, 20-50 ms of their time). `listed` judges again only when it
         shows other rows (the write's supersedes, or the same text in another scope)."""
         assert self.vectors is not None
-        # Beside the insert, the new memory itself may already be found: the same text is no
-        # earlier version of itself (it would take the flag, and cost an embedding).
+        # The same text in another scope is no earlier version of this one (it would take the
+        # flag, and cost an embedding).
         first = [r for r, _ in rows if r["content"] != content][:keep]
         flags = await versions.earlier_versions(content, first, self.vectors, known=known) if first else {}
         return Near(rows, keep, (tuple(r["id"] for r in first), flags) if flags is not None else None)

@@ -8,7 +8,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from .config import Settings
 from .cursors import Cursors
@@ -195,14 +195,16 @@ class MemoryService(Forgetting):
         skip = set(supersedes or ())
         # What the new memory touches, for the agent to decide on (supersedes), does not depend on
         # it being stored: it is looked up on another connection while the insert runs (a write
-        # 3-4 ms sooner at 1,000 memories). One more neighbour is asked for, as the new memory
-        # may already be committed and found; it is dropped below.
-        neighbours = (asyncio.ensure_future(self.versions.neighbours(p, vector, new.content, len(skip) + 1,
-                                                                             kind=new.kind))
+        # 3-4 ms sooner at 1,000 memories). The insert may commit first, so the lookup leaves out
+        # the new memory by the id it is about to get: found, it would be the nearest of all and
+        # take the place of what the new one is compared with.
+        new_id = uuid4()
+        neighbours = (asyncio.ensure_future(self.versions.neighbours(p, vector, new.content, len(skip),
+                                                                     exclude=new_id, kind=new.kind))
                       if vector is not None and self.versions.applies(vector) else None)
         try:
             memory, created = await self.repo.insert(
-                p, new, idempotency_key=idempotency_key,
+                p, new, new_id, idempotency_key=idempotency_key,
                 request_hash=request_fingerprint(new, supersedes) if idempotency_key is not None else None,
                 supersedes=supersedes or (), request_id=request_id)
         except BaseException:

@@ -486,6 +486,28 @@ async def test_related_for_a_clipped_note_with_nothing_near(service: MemoryServi
     assert len(heroku.related) <= 2
 
 
+async def test_related_when_the_insert_commits_before_the_lookup(service: MemoryService, alice: Principal,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The neighbours of a new memory are looked up while it is inserted; when the insert commits
+    first (as under load), the new memory itself is not among them: it would be the nearest, and
+    with it "Production runs on Heroku." listed nothing (CI, 1 run in ~60 with the CPU busy)."""
+    import mcp_memory.related_versions as related_versions
+    looked_up = related_versions.nearest
+
+    async def after_the_insert(*args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(0.3)
+        return await looked_up(*args, **kwargs)
+
+    fly = (await service.write(alice, "We deploy to Fly.io.")).memory
+    for text in ("User works at Quillstone.", "The client hosts on Render."):
+        await service.write(alice, text)
+    monkeypatch.setattr(related_versions, "nearest", after_the_insert)
+    heroku = await service.write(alice, "Production runs on Heroku.")
+    assert [r.id for r in heroku.related] == [fly.id], [r.snippet for r in heroku.related]
+    oslo = (await service.write(alice, "I live in Oslo.")).memory
+    assert oslo.id in {r.id for r in (await service.write(alice, "I moved to Berlin.")).related}
+
+
 async def test_related_without_shared_words_still_lists_what_is_near(service: MemoryService,
                                                                      alice: Principal) -> None:
     """First-person notes share no content words; the nearest are listed as before."""

@@ -21,14 +21,13 @@ _INSERT_COLUMNS = ("id", "user_id", "agent_id", "project_id", "kind", "title", "
 
 
 class MemoryInsert(MemoryStore):
-    async def insert(self, p: Principal, new: NewMemory, *, idempotency_key: str | None = None,
+    async def insert(self, p: Principal, new: NewMemory, new_id: UUID, *, idempotency_key: str | None = None,
                      request_hash: str | None = None, supersedes: Sequence[UUID] = (),
                      request_id: str | None = None) -> tuple[Memory, bool]:
-        """Store a memory; returns (memory, created). An identical live text in the same scope,
-        or an idempotency key seen before with the same request (`request_hash`), returns the
-        existing memory instead; the key with another request is a conflict. `supersedes` marks
-        older memories as replaced by this one, in the same transaction."""
-        new_id = uuid4()
+        """Store a memory as `new_id`; returns (memory, created). An identical live text in the
+        same scope, or an idempotency key seen before with the same request (`request_hash`),
+        returns the existing memory instead; the key with another request is a conflict.
+        `supersedes` marks older memories as replaced by this one, in the same transaction."""
         async with self.transaction(p) as conn:
             if idempotency_key is not None:
                 claimed = await conn.fetchval(
