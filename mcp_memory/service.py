@@ -215,7 +215,7 @@ class MemoryService(Forgetting):
         self._changed(int(created) + len(supersedes or ()))
         near = await neighbours if neighbours is not None else Near([], 0)
         # A duplicate is the old memory itself, and what it touched was said when it was written.
-        related = await self.versions.listed(new.content, near, skip | {memory.id}) if created else []
+        related = await self.versions.listed(new.content, near, skip) if created else []
         if created and self.settle is not None:
             await self.settle(p, memory.id)
         return WriteResult(status="created" if created else "duplicate", memory=memory, related=related)
