@@ -10,6 +10,9 @@ MAX_QUERY_CHARS = 2000
 MAX_REASON_CHARS = 1000
 MAX_KEY_CHARS = 200  # idempotency keys, forget tokens
 MAX_BATCH = 500
+MAX_ABOUT = 10  # entities a memory is said to be about
+MAX_NAME_CHARS = 100  # one entity's name, as the writer gives it
+MAX_KEY_WORDS_CHARS = 60  # an attribute, in the writer's words ('home city')
 MAX_PRIORITY = 1000
 # A request's line and headers as the HTTP parser buffers them (h11's own default is 16 KiB): room
 # for a browser's URL with an over-long query, so the console can answer it with a 400 naming the

@@ -180,6 +180,12 @@ class WriteResult(BaseModel):
         "Up to 5 memories close to this one (likely earlier versions or near-duplicates). " + RELATED_HINT))
 
 
+ABOUT_HINT = ("Who or what the memory is about, by name as you would say it (a person, 'me' for the user, a "
+              "project, a place); default: the names found in the text.")
+KEY_HINT = ("The attribute it states of them, in a few words ('home city', 'employer'): a newer memory with the "
+            "same key replaces an older one where the attribute holds one value at a time.")
+
+
 class WriteItem(BaseModel):
     """One memory of a memory_write_many call (the fields of memory_write that suit a batch)."""
 
@@ -194,6 +200,8 @@ class WriteItem(BaseModel):
     importance: float = Field(default=0.5, ge=0, le=1)
     scope: ScopeLevel | None = None
     occurred_at: datetime | None = Field(default=None, description="When it became true (ISO 8601); default now.")
+    about: list[str] | None = Field(default=None, max_length=limits.MAX_ABOUT, description=ABOUT_HINT)
+    key: str | None = Field(default=None, max_length=limits.MAX_KEY_WORDS_CHARS, description=KEY_HINT)
 
 
 class WrittenItem(BaseModel):

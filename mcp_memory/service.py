@@ -180,7 +180,8 @@ class MemoryService(Forgetting):
                     importance: float = 0.5, confidence: float = 1.0, pinned: bool = False, priority: int = 0,
                     scope: ScopeLevel | None = None, occurred_at: datetime | None = None,
                     source: str | None = None, idempotency_key: str | None = None,
-                    supersedes: list[UUID] | None = None, request_id: str | None = None) -> WriteResult:
+                    supersedes: list[UUID] | None = None, about: list[str] | None = None,
+                    key: str | None = None, request_id: str | None = None) -> WriteResult:
         self.require(p, "write")
         new = self._new(p, content, title=title, kind=kind, tags=tags, metadata=metadata, importance=importance,
                         confidence=confidence, pinned=pinned, priority=priority, scope=scope,
