@@ -103,6 +103,10 @@ class Memory(BaseModel):
     deleted_at: datetime | None = None
     deleted_reason: str | None = None
     superseded_by: UUID | None = Field(default=None, description="The newer memory that replaces this one.")
+    about: list[str] | None = Field(default=None, description="Whom or what it is about ('the user', a name).")
+    key: str | None = Field(default=None, description="The attribute it states of them.")
+    replaced: list[UUID] | None = Field(default=None, description=(
+        "Written just now: the older memories its key replaced (the same attribute's earlier value)."))
 
 
 class SearchHit(BaseModel):

@@ -10,11 +10,11 @@ from uuid import UUID
 
 from .config import Settings
 from .embeddings import conflict_similarity
+from .graph.about_user import about_someone_else
 from .models import Principal, RelatedMemory, human_age
 from .repository import MemoryRepository
 from .repository.related import nearest
 from .retrieval import versions
-from .retrieval.about_user import about_someone_else
 from .vectors import Vectors
 
 

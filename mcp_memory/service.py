@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID, uuid4
 
+from . import limits
 from .config import Settings
 from .cursors import Cursors
 from .decisions.apply import accept as accept_suggested
@@ -17,6 +18,10 @@ from .decisions.apply import reembed as reembed_undone
 from .decisions.apply import undo as undo_decision
 from .errors import InvalidInput, NotFound, PermissionDenied
 from .forgetting import Forgetting
+from .graph import Said
+from .graph.keys import key_of
+from .graph.names import names_in, writer_names
+from .lexicon.english import ENGLISH
 from .models import (
     GetResult,
     HistoryResult,
@@ -50,6 +55,7 @@ from .repository.maintenance import MaintenanceRepository
 from .repository.secrets import cursor_secret
 from .retrieval import ParsedQuery, intent_of, parse_query
 from .retrieval import search as hybrid_search
+from .retrieval.rerank import Reranking
 from .review import Review
 from .statistics import Statistics
 from .validation import Validator, content_hash, moment, request_fingerprint, text
@@ -73,6 +79,9 @@ class MemoryService(Forgetting):
                                  self.check)
         self.versions = RelatedVersions(repo, settings, vectors)  # what a new memory may replace
         self.review = Review(repo, settings)  # what the review console shows beyond the tools
+        self.lexicon = ENGLISH  # the language names, keys and questions are read in
+        # The opt-in reranker over a search's best hits (retrieval/rerank.py); None: off (default).
+        self.reranking = Reranking.from_settings(settings)
         # Counts committed changes so planner statistics follow bursts (statistics.py); the
         # server runs its loop. None: nobody keeps them (a one-off command analyzes itself).
         self.statistics = statistics
@@ -170,6 +179,33 @@ class MemoryService(Forgetting):
             importance=importance, confidence=confidence, pinned=pinned, priority=priority,
             source=text("source", source) if source else p.client, occurred_at=moment("occurred_at", occurred_at))
 
+    def _said(self, content: str, about: list[str] | None, key: str | None, where: str = "") -> Said:
+        """What a new memory says of the graph: the writer's `about` and `key` where given, the names
+        its text holds by rules always (a name the writer did not list is one it mentions)."""
+        lexicon = self.lexicon
+        if about is not None:
+            if len(about) > limits.MAX_ABOUT:
+                raise InvalidInput(f"{where}about has {len(about)} names; at most {limits.MAX_ABOUT}")
+            for i, name in enumerate(about):
+                if not isinstance(name, str) or not name.strip() or len(name) > limits.MAX_NAME_CHARS:
+                    raise InvalidInput(f"{where}about[{i}] must be a name of 1-{limits.MAX_NAME_CHARS} characters "
+                                       "(a person, 'me' for the user, a project, a place)")
+                text(f"{where}about[{i}]", name)
+        rules = names_in(content)
+        names = writer_names(about or [], lexicon.user_names)
+        given = {n.canonical for n in names}
+        names += [n if not names else type(n)(n.display, n.canonical, "mentioned", n.sure, n.user)
+                  for n in rules if n.canonical not in given]
+        said_key = None
+        if key is not None:
+            said_key = key_of(text(f"{where}key", key), lexicon)
+            if said_key is None:
+                raise InvalidInput(f"{where}key '{key}' names no attribute: say which, in a few words ('home city')")
+            if not any(n.role == "about" for n in names):
+                raise InvalidInput(f"{where}key '{key}' needs whom it is about, and the text names no one: pass "
+                                   "about (e.g. ['me'] for the user, or a name)")
+        return Said(names, said_key, "writer" if about or key else "rules")
+
     def _embedded(self, new: NewMemory, vector: list[float] | None) -> NewMemory:
         if vector is None or self.vectors is None:
             return new
@@ -186,6 +222,7 @@ class MemoryService(Forgetting):
         new = self._new(p, content, title=title, kind=kind, tags=tags, metadata=metadata, importance=importance,
                         confidence=confidence, pinned=pinned, priority=priority, scope=scope,
                         occurred_at=occurred_at, source=source)
+        said = self._said(new.content, about, key)
         if idempotency_key is not None:
             text("idempotency_key", idempotency_key)
         await self._limit(p, "write")
@@ -207,7 +244,7 @@ class MemoryService(Forgetting):
             memory, created = await self.repo.insert(
                 p, new, new_id, idempotency_key=idempotency_key,
                 request_hash=request_fingerprint(new, supersedes) if idempotency_key is not None else None,
-                supersedes=supersedes or (), request_id=request_id)
+                supersedes=supersedes or (), request_id=request_id, said=said)
         except BaseException:
             if neighbours is not None:
                 neighbours.cancel()
@@ -231,17 +268,18 @@ class MemoryService(Forgetting):
             raise InvalidInput("items is empty: pass at least one memory")
         if len(items) > self.settings.max_batch:
             raise InvalidInput(f"items has {len(items)} memories; at most {self.settings.max_batch} per call")
-        news = []
+        news, said = [], []
         for i, item in enumerate(items):
             try:
-                news.append(self._new(p, **item.model_dump(), source=source))
+                news.append(self._new(p, **item.model_dump(exclude={"about", "key"}), source=source))
+                said.append(self._said(news[-1].content, item.about, item.key))
             except (InvalidInput, PermissionDenied) as exc:
                 raise type(exc)(f"items[{i}]: {exc}; nothing was written") from None
         await self._limit(p, "write")
         vectors = await self.vectors.documents_or_none([n.content for n in news]) if self.vectors else None
         if vectors is not None:
             news = [self._embedded(n, v) for n, v in zip(news, vectors, strict=True)]
-        written = await self.repo.insert_many(p, news, request_id=request_id)
+        written = await self.repo.insert_many(p, news, request_id=request_id, said=said)
         created = sum(c for _, c in written)
         self._changed(created)
         if created and self.settle is not None:  # a batch never waits: the workers decide it
@@ -288,10 +326,19 @@ class MemoryService(Forgetting):
                       explain: bool = False, min_similarity: float | None = None) -> list[SearchHit]:
         # Words about time steer the ranking; the meaning searched for is the rest.
         vector = await self.vectors.query(parsed.text) if self.vectors and parsed.text else None
-        return await hybrid_search(self.repo, p, parsed, f, limit=limit, settings=self.settings, explain=explain,
+        # A listing by similarity (a forget preview) is what matches, not an order: never reranked.
+        rerank = self.reranking if min_similarity is None else None
+        hits = await hybrid_search(self.repo, p, parsed, f, limit=rerank.candidates(limit) if rerank else limit,
+                                   settings=self.settings, explain=explain,
                                    vector=vector, model=self.vectors.model if self.vectors else None,
                                    dimension=self.vectors.dimension if self.vectors else 0,
                                    min_similarity=min_similarity, vectors=self.vectors)
+        if rerank is None:
+            return hits
+        # The reranker sees the question as asked (time words kept) and only these hits: memories
+        # this principal's own search found, so never text it could not read. It fails open: on a
+        # timeout or an error the hits keep their order.
+        return await rerank.apply(self.repo, p, parsed.asked or parsed.text, hits, limit=limit, explain=explain)
 
     async def list(self, p: Principal, f: MemoryFilter | None = None, *, order: ListOrder = "recent",
                    limit: int = 20, cursor: str | None = None) -> MemoryPage:

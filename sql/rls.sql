@@ -34,7 +34,11 @@ BEGIN
     END IF;
     GRANT EXECUTE ON FUNCTION mcp_memory_setting(text) TO mcp_memory_app;
     FOREACH t IN ARRAY ARRAY['memories', 'memory_history', 'forget_tokens', 'idempotency_keys', 'api_keys',
-                             'rate_limits', 'memory_jobs', 'transcript_cursors', 'console_sessions'] LOOP
+                             'rate_limits', 'memory_jobs', 'transcript_cursors', 'console_sessions',
+                             'entities', 'memory_entities', 'memory_facts', 'memory_edges'] LOOP
+        IF to_regclass(t) IS NULL THEN
+            CONTINUE;
+        END IF;
         EXECUTE format('GRANT SELECT, INSERT, UPDATE ON %I TO mcp_memory_app', t);
         IF NOT (SELECT relrowsecurity AND relforcerowsecurity FROM pg_class WHERE oid = t::regclass) THEN
             EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
@@ -44,7 +48,9 @@ BEGIN
             EXECUTE format('CREATE POLICY owner_all ON %I TO %I USING (true) WITH CHECK (true)', t, current_user);
         END IF;
         IF NOT EXISTS (SELECT 1 FROM pg_policies WHERE tablename = t AND policyname = 'tenant') THEN
-            tenant_rule := CASE WHEN t = 'memories' THEN
+            -- The graph's rows carry their memory's (or first memory's) namespace: the memories' rule.
+            tenant_rule := CASE WHEN t IN ('memories', 'entities', 'memory_entities', 'memory_facts',
+                                           'memory_edges') THEN
                 'user_id = mcp_memory_setting(''user_id'')'
                 ' AND (agent_id IS NULL OR agent_id = mcp_memory_setting(''agent_id''))'
                 ' AND (project_id IS NULL OR project_id = mcp_memory_setting(''project_id''))'
@@ -57,14 +63,22 @@ BEGIN
     -- transaction that also sets mcp_memory.scope = 'user' may read them (permissive policies OR
     -- together), never write through this one (FOR SELECT; writes still pass `tenant`), and still
     -- sees nothing of another user. The console keeps a key's agent / project grants by its WHERE.
-    IF NOT EXISTS (SELECT 1 FROM pg_policies WHERE tablename = 'memories' AND policyname = 'tenant_user_read') THEN
-        CREATE POLICY tenant_user_read ON memories AS PERMISSIVE FOR SELECT TO mcp_memory_app
-            USING (user_id = mcp_memory_setting('user_id') AND mcp_memory_setting('scope') = 'user');
-    END IF;
+    FOREACH t IN ARRAY ARRAY['memories', 'entities', 'memory_entities', 'memory_facts', 'memory_edges'] LOOP
+        IF NOT EXISTS (SELECT 1 FROM pg_policies WHERE tablename = t AND policyname = 'tenant_user_read') THEN
+            EXECUTE format('CREATE POLICY tenant_user_read ON %I AS PERMISSIVE FOR SELECT TO mcp_memory_app '
+                           'USING (user_id = mcp_memory_setting(''user_id'') AND mcp_memory_setting(''scope'') = ''user'')',
+                           t);
+        END IF;
+    END LOOP;
     -- Only time removes data (the retention sweep runs as the owner), history is append-only,
     -- and a key's grants are the operator's to change: the application role may do none of it.
     REVOKE DELETE ON memories, memory_history, forget_tokens, idempotency_keys, api_keys, rate_limits,
-        memory_jobs, transcript_cursors FROM mcp_memory_app;
+        memory_jobs, transcript_cursors, entities FROM mcp_memory_app;
+    -- A memory's mentions, keyed facts and edges are read off its text, its writer and a model: a
+    -- new text or a person's correction replaces them (the history keeps what they were).
+    IF to_regclass('memory_edges') IS NOT NULL THEN
+        GRANT DELETE ON memory_entities, memory_facts, memory_edges TO mcp_memory_app;
+    END IF;
     REVOKE UPDATE ON memory_history FROM mcp_memory_app;
     REVOKE UPDATE ON api_keys FROM mcp_memory_app;
     GRANT UPDATE (last_used_at) ON api_keys TO mcp_memory_app;

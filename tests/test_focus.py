@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from mcp_memory.models import Principal, SearchResult
-from mcp_memory.retrieval.about_user import (
+from mcp_memory.graph.about_user import (
     about_someone_else,
     person_asked_about,
     speaks_of_user,

@@ -58,8 +58,10 @@ from uuid import UUID
 import numpy as np
 
 from ..config import Settings
+from ..graph.about_user import about_someone_else, named_persons_relation, speaks_of_user, without_user
+from ..graph.names import RUN as _RUN
+from ..graph.names import SUBJECT_WITHIN
 from ..netaddr import is_loopback
-from ..retrieval.about_user import about_someone_else, named_persons_relation, speaks_of_user, without_user
 from ..retrieval.focus import MASK, names_its_value
 from ..retrieval.query import LABEL, NOT_NAMES, word_pairs
 from .wording import (
@@ -93,9 +95,6 @@ LOCAL_MODEL_FLOOR = 0.50
 # A target this much less similar (masked) than the closest of its subject's candidates is not the
 # version the new memory replaces.
 CLOSEST_MARGIN = 0.05
-# A subject comes early in a memory ("Greta Ibarra drives ...", "FYI: Chiara ...").
-SUBJECT_WITHIN = 5
-_RUN = re.compile(r"(?<![\w'-])[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*")
 _WORD = re.compile(r"\w[\w'-]*")
 _POSSESSIVE = re.compile(r"'s$")
 # A run of capitalised words cut after each possessive: "Adaeze Halvorsen's", "ThinkPad T14".

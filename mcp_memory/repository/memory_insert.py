@@ -10,7 +10,9 @@ import asyncpg
 import numpy as np
 
 from ..errors import Conflict
+from ..graph import Said
 from ..models import Memory, NewMemory, Principal
+from . import graph
 from .memory_rows import _snapshot, to_memory
 from .memory_store import MemoryStore
 from .sql import Sql
@@ -23,11 +25,12 @@ _INSERT_COLUMNS = ("id", "user_id", "agent_id", "project_id", "kind", "title", "
 class MemoryInsert(MemoryStore):
     async def insert(self, p: Principal, new: NewMemory, new_id: UUID, *, idempotency_key: str | None = None,
                      request_hash: str | None = None, supersedes: Sequence[UUID] = (),
-                     request_id: str | None = None) -> tuple[Memory, bool]:
+                     request_id: str | None = None, said: Said | None = None) -> tuple[Memory, bool]:
         """Store a memory as `new_id`; returns (memory, created). An identical live text in the
         same scope, or an idempotency key seen before with the same request (`request_hash`),
         returns the existing memory instead; the key with another request is a conflict.
-        `supersedes` marks older memories as replaced by this one, in the same transaction."""
+        `supersedes` marks older memories as replaced by this one, and `said` (what it names and the
+        key it states) is recorded in the graph, in the same transaction."""
         async with self.transaction(p) as conn:
             if idempotency_key is not None:
                 claimed = await conn.fetchval(
@@ -59,8 +62,17 @@ class MemoryInsert(MemoryStore):
                 return to_memory(row), False
             await self._history(conn, p, [(row["id"], "ADD", None, _snapshot(row))], None, request_id)
             await self._supersede(conn, p, row["id"], supersedes, request_id)
+            recorded = await graph.record(conn, p, row, said) if said is not None else graph.Recorded()
             await self._enqueue(conn, p, [row], supersedes)
-            return to_memory(row), True
+            return self._with_graph(row, recorded), True
+
+    @staticmethod
+    def _with_graph(row: asyncpg.Record, recorded: graph.Recorded) -> Memory:
+        memory = to_memory(row)
+        return memory.model_copy(update={
+            "about": [recorded.entities[e] for e in recorded.about] or None, "key": recorded.key,
+            "replaced": recorded.replaced or None,
+            "superseded_by": recorded.replaced_by or memory.superseded_by})
 
     async def _insert_row(self, conn: asyncpg.Connection, p: Principal, new: NewMemory, new_id: UUID,
                           in_order: bool = False) -> tuple[asyncpg.Record | None, asyncpg.Record | None]:
@@ -95,8 +107,8 @@ class MemoryInsert(MemoryStore):
                 break
         return row, existing
 
-    async def insert_many(self, p: Principal, news: Sequence[NewMemory],
-                          request_id: str | None = None) -> list[tuple[Memory, bool]]:
+    async def insert_many(self, p: Principal, news: Sequence[NewMemory], request_id: str | None = None,
+                          said: Sequence[Said | None] = ()) -> list[tuple[Memory, bool]]:
         """Store memories in one transaction, all or none: (memory, created) for each, in order; a
         text already live in its scope (or earlier in the batch) returns that memory."""
         rows: list[tuple[asyncpg.Record, bool]] = []
@@ -108,8 +120,11 @@ class MemoryInsert(MemoryStore):
                 rows.append((row, True) if row is not None else (existing, False))
             await self._history(conn, p, [(r["id"], "ADD", None, _snapshot(r)) for r, created in rows if created],
                                 None, request_id)
+            # In the batch's order, so a later item's key replaces an earlier one's.
+            recorded = [await graph.record(conn, p, r, s) if created and s is not None else graph.Recorded()
+                        for (r, created), s in zip(rows, list(said) or [None] * len(rows), strict=True)]
             await self._enqueue(conn, p, [r for r, created in rows if created])
-        return [(to_memory(r), created) for r, created in rows]
+        return [(self._with_graph(r, g), created) for (r, created), g in zip(rows, recorded, strict=True)]
 
     async def _supersede(self, conn: asyncpg.Connection, p: Principal, successor: UUID,
                          older: Sequence[UUID], request_id: str | None) -> None:

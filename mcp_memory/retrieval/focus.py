@@ -13,7 +13,7 @@ follow in their order.
 
 A question that names nobody but speaks of the user an agent works for ("What car do I drive
 now?") is about every result not about someone in the user's life, the words for the user
-masked (retrieval/about_user.py); one about someone in the user's life ("Where does my sister
+masked (graph/about_user.py); one about someone in the user's life ("Where does my sister
 live now?") is about the results that name them so. Any other question that names nobody
 ("What is the coupons pipeline persisting to these days?") is about the longest run of its words
 that at least two of the results share ("coupons pipeline"), masked the same way.
@@ -39,7 +39,7 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
-from .about_user import about_someone_else, person_asked_about, speaks_of_user, their_person, without_user
+from ..graph.about_user import about_someone_else, person_asked_about, speaks_of_user, their_person, without_user
 from .query import NOT_NAMES, ParsedQuery, phrases_of
 
 # The subject's memories among this many top results are the ones compared: the answer is
@@ -77,7 +77,7 @@ def subject_positions(rows: Sequence[asyncpg.Record],
     the subject out of a text. The subject is the names the question names (the memories the
     subject factor lifted); or else the user the agent works for, when the question speaks of
     them ("What car do I drive now?": every memory not about someone in their life,
-    retrieval/about_user.py); or else its longest run of words at least two of them share.
+    graph/about_user.py); or else its longest run of words at least two of them share.
     Episodes aside: an episode is what happened at its moment, and a later one does not replace it
     (in a conversation every turn names its speaker; newest-first among them only reshuffles what
     was said)."""

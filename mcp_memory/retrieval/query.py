@@ -13,8 +13,11 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from ..graph.names import NOT_NAMES, full_names_of, subject_of
 from ..models import QueryIntent, QueryPeriod
 from .dates import YEAR, Period, find_period, tidy
+
+__all__ = ["NOT_NAMES", "ParsedQuery", "full_names_of", "intent_of", "parse_query", "subject_of"]
 
 Tense = Literal["present", "past"]
 
@@ -95,49 +98,6 @@ def intent_of(parsed: ParsedQuery) -> QueryIntent | None:
                                            end=parsed.period.end, month=parsed.period.month)
     return QueryIntent(tense=parsed.tense, phrases=list(parsed.phrases), year=parsed.year, period=period,
                        matched=parsed.text)
-
-
-# Capitalised words that are not names: question words and the like at the start of a clause.
-NOT_NAMES = frozenset("""a an the i i'm i've i'd what which who whom whose where when why how is are was were
-do does did can could should would will shall may might has have had please tell show list find give
-any anyone anything some my our your their his her its this that these those there here and or but if
-in on at of for to from with by about as it we you they he she me us them
-monday tuesday wednesday thursday friday saturday sunday january february march april may june july
-august september october november december""".split())
-_NAME = re.compile(r"(?<![\w'])([A-Z][\w]*(?:[-'][A-Z]?[\w]+)*)")
-
-
-def subject_of(text: str) -> tuple[str, ...]:
-    """The proper names a question is about: capitalised words other than question words and
-    calendar names, possessives cut ("Gaia's" -> "Gaia"). Empty when it names nobody."""
-    names = []
-    for match in _NAME.finditer(text):
-        word = re.sub(r"'s$", "", match.group(1))
-        if word.lower() not in NOT_NAMES and len(word) > 1 and word not in names:
-            names.append(word)
-    return tuple(names)
-
-
-def full_names_of(text: str) -> tuple[tuple[str, ...], ...]:
-    """The runs of two or more adjacent names in a question ("Benedikt Pereira's project" ->
-    ("Benedikt", "Pereira")): a person named in full, whom a memory may call by the first alone."""
-    runs: list[tuple[str, ...]] = []
-    run: list[str] = []
-    end = -1
-    for match in _NAME.finditer(text):
-        word = re.sub(r"'s$", "", match.group(1))
-        name = word.lower() not in NOT_NAMES and len(word) > 1
-        adjacent = name and run and not text[end:match.start()].strip() and not text[end - 2:end] == "'s"
-        if not adjacent:
-            if len(run) > 1:
-                runs.append(tuple(run))
-            run = []
-        if name:
-            run.append(word)
-        end = match.end()
-    if len(run) > 1:
-        runs.append(tuple(run))
-    return tuple(runs)
 
 
 _WORD = re.compile(r"\w[\w'-]*")

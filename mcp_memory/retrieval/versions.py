@@ -12,8 +12,10 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
+from ..graph.about_user import about_someone_else, speaks_of_user, without_user
+from ..graph.names import RUN as _RUN
+from ..graph.names import SUBJECT_WITHIN
 from ..models import SearchHit
-from .about_user import about_someone_else, speaks_of_user, without_user
 from .focus import MASK, TextVectors, names_its_value
 from .query import LABEL, NOT_NAMES, word_pairs
 
@@ -143,9 +145,6 @@ EARLIER_VERSION_FLOOR = 0.45
 _CAPITALISED = re.compile(r"(?<![\w'-])[A-Z][\w'-]*")
 
 
-# A subject comes early in a memory ("Greta Ibarra drives ...", "Remind Greta Ibarra about ...").
-SUBJECT_WITHIN = 5
-_RUN = re.compile(r"(?<![\w'-])[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*")
 _WORD = re.compile(r"\w[\w'-]*")
 
 

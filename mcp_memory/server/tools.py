@@ -16,6 +16,8 @@ from pydantic import BaseModel, Field
 from .. import limits
 from ..decisions.overview import AcceptResult, UndoResult
 from ..models import (
+    ABOUT_HINT,
+    KEY_HINT,
     ForgetResult,
     GetResult,
     HistoryResult,
@@ -148,8 +150,12 @@ async def memory_write(
         "Retrying with the same key returns the first result instead of writing again."))] = None,
     supersedes: Annotated[list[UUID] | None, Field(max_length=50, description=(
         "Older memories this one replaces: they stay retrievable but rank below it."))] = None,
+    about: Annotated[list[str] | None, Field(max_length=limits.MAX_ABOUT, description=ABOUT_HINT)] = None,
+    key: Annotated[str | None, Field(max_length=limits.MAX_KEY_WORDS_CHARS, description=KEY_HINT)] = None,
 ) -> WriteResult:
-    """Remember something. Identical text already stored in the same scope returns the existing
+    """Remember something. Pass `about` (whom it is about) and `key` (the attribute it states) for
+    a fact about someone or something: a newer value of a one-at-a-time attribute then replaces the
+    older by itself. Identical text already stored in the same scope returns the existing
     memory with status 'duplicate' instead of a second copy. `related` lists memories close to the
     new one: when one is an earlier version of the same fact (an old address, a former manager),
     write again with its id in `supersedes`, or call memory_update on it, so the newer one ranks
@@ -165,7 +171,7 @@ async def memory_write(
     return await service.write(p, content, title=title, kind=kind, tags=tags, metadata=metadata,
                                importance=importance, pinned=pinned, priority=priority, scope=scope,
                                occurred_at=occurred_at, idempotency_key=idempotency_key,
-                               supersedes=supersedes, request_id=ctx.request_id)
+                               supersedes=supersedes, about=about, key=key, request_id=ctx.request_id)
 
 
 @tool_errors

@@ -1,0 +1,32 @@
+"""The graph room: who a memory is about (entities and mentions), which attribute it states (keyed
+facts with validity) and how memories link (edges). Rules here are pure (names.py, keys.py) and
+read a language as data (mcp_memory/lexicon); what they find is stored by the repository in the
+memory's own transaction (repository/graph.py) and read back by retrieval and decisions. Imports
+neither of them: they import it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .keys import Key
+from .names import Name
+
+Source = Literal["writer", "rules", "model"]
+
+
+@dataclass(frozen=True)
+class Said:
+    """What a new memory says of the graph: the things it names (its subject first) and the
+    attribute it states of its subject, and who said so."""
+
+    names: list[Name] = field(default_factory=list)
+    key: Key | None = None
+    source: Source = "rules"
+
+    @property
+    def about(self) -> list[Name]:
+        return [n for n in self.names if n.role == "about"]
+
+
+__all__ = ["Key", "Name", "Said", "Source"]

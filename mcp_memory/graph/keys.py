@@ -1,0 +1,98 @@
+"""Which attribute a key names, and which a question asks about, by a language's words.
+
+A writer's key is in its own words ("home city", "lives in", "where they live"): those of one
+attribute of the lexicon are that attribute; different attributes are never merged, and a key the
+lexicon does not know is an attribute of its own, named by its stems ("favourite colour" and
+"favourite colours" are one). Cosine similarity of key phrases cannot do this with the shipped
+embedder: "employer" is closer to "job title" (.61) than "where they live" to "home city" (.44)."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from ..lexicon import Attribute, Lexicon
+
+
+@dataclass(frozen=True)
+class Key:
+    attribute: str  # the attribute's name: the lexicon's, or the key's own stems
+    words: str  # the key as written, spaces tidied
+    single: bool  # holds one value at a time
+
+
+@functools.lru_cache(maxsize=8)
+def _phrases(lexicon: Lexicon) -> dict[tuple[str, ...], frozenset[str]]:
+    """Each phrase's stems (fillers dropped) -> the attributes that use it."""
+    found: dict[tuple[str, ...], set[str]] = {}
+    for attribute in lexicon.attributes:
+        for phrase in (attribute.name, *attribute.phrases):
+            stems = lexicon.stems(phrase, drop=lexicon.key_fillers)
+            if stems:
+                found.setdefault(stems, set()).add(attribute.name)
+    return {k: frozenset(v) for k, v in found.items()}
+
+
+@functools.lru_cache(maxsize=8)
+def _by_name(lexicon: Lexicon) -> dict[str, Attribute]:
+    return {a.name: a for a in lexicon.attributes}
+
+
+def _contains(seq: tuple[str, ...], part: tuple[str, ...]) -> bool:
+    n = len(part)
+    return n > 0 and any(seq[i:i + n] == part for i in range(len(seq) - n + 1))
+
+
+def _cued(lexicon: Lexicon, stems: tuple[str, ...], attributes: list[Attribute]) -> list[tuple[int, str]]:
+    """(length of the longest cue or phrase of each attribute found in `stems`, its name)."""
+    found = []
+    for attribute in attributes:
+        parts = [lexicon.stems(c) for c in attribute.cues]
+        parts += [lexicon.stems(p, drop=lexicon.key_fillers) for p in (attribute.name, *attribute.phrases)]
+        best = max((len(p) for p in parts if _contains(stems, p)), default=0)
+        if best:
+            found.append((best, attribute.name))
+    return sorted(found, reverse=True)
+
+
+def key_of(words: str, lexicon: Lexicon) -> Key | None:
+    """The attribute `words` names; None when they hold nothing but fillers."""
+    tidy = " ".join(words.split())
+    stems = lexicon.stems(tidy, drop=lexicon.key_fillers)
+    if not stems:
+        return None
+    named = _phrases(lexicon).get(stems, frozenset())
+    if len(named) == 1:
+        attribute = _by_name(lexicon)[next(iter(named))]
+        return Key(attribute.name, tidy, attribute.single)
+    if not named:
+        cued = _cued(lexicon, stems, list(lexicon.attributes))
+        # Only a cue that is the whole key's head, and of one attribute alone ("what they drive").
+        if len(cued) == 1 or len(cued) > 1 and cued[0][0] > cued[1][0]:
+            attribute = _by_name(lexicon)[cued[0][1]]
+            return Key(attribute.name, tidy, attribute.single)
+    # Its own attribute. A plural head ("favourite colours") holds many values.
+    last = lexicon.words(tidy)[-1]
+    plural = last != stems[-1] and last.endswith("s") and not last.endswith("ss")
+    return Key(" ".join(stems), tidy, not plural)
+
+
+def asked(question: str, lexicon: Lexicon, known: dict[str, list[str]]) -> str | None:
+    """Which of `known` (an entity's attributes -> the words its keys were written in) `question`
+    asks about: the one whose cues, phrases or keys its words hold, the longest match winning; None
+    when none or a tie."""
+    stems = lexicon.stems(question)
+    scored = []
+    for attribute, keys in known.items():
+        in_lexicon = _by_name(lexicon).get(attribute)
+        best = max((len(p) for p in (lexicon.stems(k, drop=lexicon.key_fillers) for k in keys)
+                    if _contains(stems, p)), default=0)
+        if in_lexicon is not None:
+            cued = _cued(lexicon, stems, [in_lexicon])
+            best = max(best, cued[0][0] if cued else 0)
+        if best:
+            scored.append((best, attribute))
+    scored.sort(reverse=True)
+    if not scored or len(scored) > 1 and scored[0][0] == scored[1][0]:
+        return None
+    return scored[0][1]

@@ -1,0 +1,147 @@
+"""Who a text names, by rules: runs of capitalised words (a person, a company, a tool, a place) and
+the user it speaks of. The one place these rules live; the query's subject (retrieval/query.py),
+the guard's and the versions' subjects read the same patterns."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+from .about_user import about_someone_else, speaks_of_user
+
+# Capitalised words that are not names: question words and the like at the start of a clause.
+NOT_NAMES = frozenset("""a an the i i'm i've i'd what which who whom whose where when why how is are was were
+do does did can could should would will shall may might has have had please tell show list find give
+any anyone anything some my our your their his her its this that these those there here and or but if
+in on at of for to from with by about as it we you they he she me us them
+monday tuesday wednesday thursday friday saturday sunday january february march april may june july
+august september october november december""".split())
+_NAME = re.compile(r"(?<![\w'])([A-Z][\w]*(?:[-'][A-Z]?[\w]+)*)")
+# A run of capitalised words ("Greta Ibarra", "Remind Greta Ibarra"), and a subject comes early in a
+# memory: within its first SUBJECT_WITHIN words.
+RUN = re.compile(r"(?<![\w'-])[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*")
+SUBJECT_WITHIN = 5
+_WORD = re.compile(r"\w[\w'-]*")
+_POSSESSIVE = re.compile(r"['’]s$")
+# A possessive ends a name: "Adaeze Halvorsen's ThinkPad T14" is "Adaeze Halvorsen's", then "ThinkPad T14".
+_POSSESSIVE_END = re.compile(r"\S.*?(?:'s(?=\s)|$)", re.DOTALL)
+# Where a clause starts: the text's start, or after a sentence's end or a label's colon or dash.
+_CLAUSE_START = re.compile(r"(?:^|[.!?:;]\s+|\s-\s+|\n)\W*$")
+# Names are read from this much of a text: no real memory names its subject later, and a hostile
+# text of thousands of capitalised words costs no more than this.
+NAMES_WITHIN_CHARS = 2000
+USER = "(user)"  # the canonical name of the user's own entity
+
+
+def subject_of(text: str) -> tuple[str, ...]:
+    """The proper names a question is about: capitalised words other than question words and
+    calendar names, possessives cut ("Gaia's" -> "Gaia"). Empty when it names nobody."""
+    names = []
+    for match in _NAME.finditer(text):
+        word = re.sub(r"'s$", "", match.group(1))
+        if word.lower() not in NOT_NAMES and len(word) > 1 and word not in names:
+            names.append(word)
+    return tuple(names)
+
+
+def full_names_of(text: str) -> tuple[tuple[str, ...], ...]:
+    """The runs of two or more adjacent names in a question ("Benedikt Pereira's project" ->
+    ("Benedikt", "Pereira")): a person named in full, whom a memory may call by the first alone."""
+    runs: list[tuple[str, ...]] = []
+    run: list[str] = []
+    end = -1
+    for match in _NAME.finditer(text):
+        word = re.sub(r"'s$", "", match.group(1))
+        name = word.lower() not in NOT_NAMES and len(word) > 1
+        adjacent = name and run and not text[end:match.start()].strip() and not text[end - 2:end] == "'s"
+        if not adjacent:
+            if len(run) > 1:
+                runs.append(tuple(run))
+            run = []
+        if name:
+            run.append(word)
+        end = match.end()
+    if len(run) > 1:
+        runs.append(tuple(run))
+    return tuple(runs)
+
+
+def canonical(name: str) -> str:
+    """How a name is compared: its words in lower case, possessives cut, one space apart."""
+    return " ".join(_POSSESSIVE.sub("", w) for w in name.lower().split())
+
+
+Role = Literal["about", "mentioned"]
+
+
+@dataclass(frozen=True)
+class Name:
+    """A thing a text names. `sure`: a name for certain; a lone capitalised word opening a clause
+    may be only sentence case ("Heard today: ...", "Escalations for ..."), so it is taken only when it
+    names an entity already known. `user`: the user the text speaks of."""
+
+    display: str
+    canonical: str
+    role: Role
+    sure: bool = True
+    user: bool = False
+
+
+def runs(text: str) -> Iterator[tuple[int, str]]:
+    """The runs of capitalised words in `text`, each with where it starts, cut after possessives."""
+    for m in RUN.finditer(text):
+        for run in _POSSESSIVE_END.finditer(m.group()):
+            yield m.start() + run.start(), run.group()
+
+
+def names_in(text: str) -> list[Name]:
+    """What `text` names, its subject first with role 'about': the user when it speaks of them with
+    no one named before (and not of someone in their life), else its first name among its first
+    words; every other name 'mentioned'. Each thing once."""
+    text = text[:NAMES_WITHIN_CHARS]
+    early = [m.end() for m in _WORD.finditer(text[:400])][:SUBJECT_WITHIN]
+    early_end = early[-1] if len(early) == SUBJECT_WITHIN else len(text) + 1
+    found: dict[str, Name] = {}
+    subject_taken = False
+    for start, run in runs(text):
+        words = [_POSSESSIVE.sub("", w) for w in run.split()]
+        words = [w for w in words if w.lower() not in NOT_NAMES and len(w) > 1]
+        if not words:
+            continue
+        display = " ".join(words)
+        key = canonical(display)
+        lone_opener = (len(words) == 1 and not run.endswith("'s")
+                       and _CLAUSE_START.search(text[:start]) is not None)
+        is_subject = not subject_taken and start < early_end and not lone_opener
+        if key not in found:
+            found[key] = Name(display, key, "about" if is_subject else "mentioned", sure=not lone_opener)
+        subject_taken = subject_taken or is_subject
+    names = list(found.values())
+    if speaks_of_user(text) and not about_someone_else(text):
+        first = names[0] if names and names[0].role == "about" else None
+        user_first = first is None or _user_before(text, first.display)
+        if user_first and first is not None:
+            names[0] = Name(first.display, first.canonical, "mentioned", first.sure)
+        names.insert(0, Name("the user", USER, "about" if user_first else "mentioned", user=True))
+    return names
+
+
+def _user_before(text: str, display: str) -> bool:
+    """Whether the text speaks of the user before it names `display` ("I told Greta ..." is the
+    user's; "Greta laughed at my pun" is Greta's)."""
+    at = text.find(display.split()[0])
+    return at < 0 or speaks_of_user(text[:at])
+
+
+def writer_names(about: list[str], user_names: frozenset[str]) -> list[Name]:
+    """The writer's `about`, each a name it is sure of ('me' and the like: the user)."""
+    found: dict[str, Name] = {}
+    for name in about:
+        display = " ".join(name.split())
+        if display.lower() in user_names:
+            found.setdefault(USER, Name("the user", USER, "about", user=True))
+        elif display:
+            found.setdefault(canonical(display), Name(display, canonical(display), "about"))
+    return list(found.values())

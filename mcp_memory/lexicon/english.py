@@ -1,0 +1,111 @@
+"""English, as data: the attributes people state of each other, of themselves and of the things they
+work on, and the small words around them. Written from how people talk about people and systems,
+not from any benchmark's phrasing; a missing phrase makes a key its own attribute (never a wrong
+merge), so widen these lists rather than loosen a threshold."""
+
+from __future__ import annotations
+
+from . import Attribute, Lexicon
+
+ATTRIBUTES = (
+    # where and how someone lives
+    Attribute("home city", ("home city", "city", "town", "current city", "lives in", "living in", "where they live",
+                            "where lives", "place of residence", "residence", "location", "based in", "based",
+                            "home base", "city of residence"),
+              ("live", "city", "town", "reside", "based", "move", "relocat", "settl")),
+    Attribute("home address", ("home address", "address", "home", "street address", "apartment", "flat", "house",
+                               "place"), ("address", "apart", "flat", "hous")),
+    Attribute("hometown", ("hometown", "home town", "grew up in", "where they grew up", "place of birth",
+                           "birthplace", "born in", "origin", "from"), ("hometown", "grew", "rais", "birthplac")),
+    Attribute("birthday", ("birthday", "date of birth", "birth date", "born on", "dob"), ("birthday",)),
+    Attribute("partner", ("partner", "spouse", "wife", "husband", "girlfriend", "boyfriend", "significant other",
+                          "married to", "dating", "fiance", "fiancee"),
+              ("partner", "spous", "wife", "husband", "girlfriend", "boyfriend", "marri", "date")),
+    Attribute("phone number", ("phone number", "phone", "mobile", "mobile number", "cell", "cell number",
+                               "telephone", "contact number", "number"), ("phone", "mobil", "cell", "telephon")),
+    Attribute("email", ("email", "email address", "e-mail", "mail"), ("email", "e-mail")),
+    Attribute("car", ("car", "vehicle", "drives", "what they drive", "auto", "automobile", "ride", "vehicle driven"),
+              ("car", "drive", "vehicl", "leas")),
+    Attribute("pets", ("pets", "pet", "animals", "dogs", "cats"), ("pet", "dog", "cat", "anim", "puppi", "kitten"),
+              single=False),
+    Attribute("allergies", ("allergies", "allergy", "allergic to", "food allergies"), ("allerg",), single=False),
+    Attribute("languages spoken", ("languages", "languages spoken", "speaks", "spoken languages"), ("speak",),
+              single=False),
+    Attribute("hobbies", ("hobbies", "hobby", "pastimes", "interests"), ("hobbi", "pastim"), single=False),
+    Attribute("sport", ("sport", "sports", "exercise", "workout", "fitness", "training", "keeps fit with",
+                        "how they keep fit", "athletic activity", "plays"),
+              ("sport", "exercis", "workout", "fit", "train", "play")),
+    Attribute("alma mater", ("alma mater", "school", "university", "college", "studied at", "education",
+                             "graduated from", "degree from", "where they studied"),
+              ("studi", "school", "univers", "colleg", "graduat", "alma", "degre")),
+    Attribute("favourite food", ("favourite food", "favorite food", "cuisine", "favourite dish", "favorite dish"),
+              ("food", "cuisin", "dish")),
+    # work
+    Attribute("employer", ("employer", "company", "works at", "works for", "workplace", "firm", "employed by",
+                           "organisation", "organization", "where they work", "current employer"),
+              ("employ", "compani", "firm", "organis", "organiz", "work at", "work for")),
+    Attribute("job title", ("job title", "title", "role", "position", "job role", "designation", "rank", "job"),
+              ("titl", "role", "posit", "promot")),
+    Attribute("manager", ("manager", "boss", "reports to", "supervisor", "line manager", "who they report to",
+                          "direct manager", "reporting line", "skip-level"),
+              ("manag", "boss", "report to", "supervis")),
+    Attribute("team", ("team", "squad", "department", "group", "unit", "org"), ("team", "squad", "depart")),
+    Attribute("team lead", ("team lead", "lead", "tech lead", "leader", "led by"), ("lead",)),
+    Attribute("project", ("project", "working on", "current project", "assignment", "workstream", "initiative",
+                          "focus", "owns"), ("project", "work on", "assign", "workstream", "initi")),
+    Attribute("office", ("office", "office location", "site", "desk", "building", "works from"),
+              ("offic", "desk", "site", "build")),
+    Attribute("start year", ("start year", "started", "start date", "joined in", "since", "year joined",
+                             "year started"), ("start", "join")),
+    Attribute("time zone", ("time zone", "timezone", "tz"), ("zone", "timezon")),
+    Attribute("on-call", ("on-call", "on call", "oncall", "on-call day", "on-call rotation", "on-call shift",
+                          "pager duty", "on call day"), ("on-cal", "on cal", "oncal", "pager")),
+    Attribute("laptop", ("laptop", "computer", "machine", "notebook", "work laptop", "work machine"),
+              ("laptop", "comput", "machin", "notebook")),
+    Attribute("editor", ("editor", "text editor", "code editor", "ide", "favourite editor", "favorite editor"),
+              ("editor", "ide")),
+    Attribute("shell", ("shell", "default shell", "terminal shell", "command line shell", "command-line shell"),
+              ("shell",)),
+    Attribute("package manager", ("package manager", "js package manager", "dependency manager",
+                                  "node package manager"), ("packag",)),
+    # systems and teams
+    Attribute("language", ("language", "programming language", "main language", "written in", "coded in",
+                           "implementation language"), ("languag", "written in", "code in")),
+    Attribute("deploy target", ("deploy target", "deployment target", "hosting", "host", "hosted on", "deployed to",
+                                "deploys to", "platform", "runs on", "where it runs", "hosting provider"),
+              ("deploy", "host", "run on")),
+    Attribute("region", ("region", "cloud region", "aws region", "datacenter", "data center", "data centre"),
+              ("region", "datacent", "data center")),
+    Attribute("owner", ("owner", "maintainer", "owned by", "maintained by", "responsible", "point person", "dri",
+                        "who owns it"), ("owner", "own", "maintain", "respons")),
+    Attribute("standup time", ("standup time", "standup", "stand-up", "daily standup", "standup meeting",
+                               "stand-up time", "daily sync"), ("standup", "stand-up", "sync")),
+    Attribute("channel", ("channel", "slack channel", "chat channel", "slack", "chat room"), ("channel", "slack")),
+    Attribute("sprint length", ("sprint length", "sprint", "sprint duration", "iteration length", "sprint cadence"),
+              ("sprint", "iter")),
+    Attribute("version", ("version", "postgres version", "database version", "release"), ("version", "releas")),
+    Attribute("database", ("database", "db", "datastore", "data store"), ("databas", "datastor")),
+    Attribute("rate limit", ("rate limit", "limit", "quota", "throttle", "requests per minute"),
+              ("limit", "quota", "throttl")),
+    Attribute("license", ("license", "licence", "licensing", "licensed under"), ("licens", "licenc")),
+    Attribute("founded", ("founded", "founding year", "year founded", "established", "founded in"),
+              ("found", "establish")),
+    Attribute("store", ("store", "shop", "grocery store", "supermarket", "where they shop", "shops at"),
+              ("store", "shop", "groceri", "supermarket")),
+)
+
+ENGLISH = Lexicon(
+    language="english",
+    text_search="english",
+    key_fillers=frozenset("""a an the their his her its my our your current present new latest main usual
+        preferred primary of is are was were what who whom which they he she it them one person's""".split()),
+    stop_words=frozenset("""a an the and or but if of to in on at by for with about as from into over after
+        before is are was were be been being do does did has have had what which who whom whose where when why
+        how this that these those there here it its they them their he him his she her i me my we us our you
+        your any some all tell me please now currently still these days moment right at present can could
+        would should will shall may might must""".split()),
+    user_names=frozenset({"me", "i", "myself", "the user", "user", "the user's", "my", "you", "yourself"}),
+    attributes=ATTRIBUTES,
+    ended=("no longer", "not anymore", "not any more", "stopped", "quit", "gave up", "ended", "is over",
+           "grew out of", "outgrew", "got rid of", "gave away", "sold"),
+)

@@ -1,0 +1,196 @@
+"""The graph's rows, written in a new memory's own transaction: its names resolved to entities (one
+per thing per namespace), its mentions, its keyed fact, and where the attribute holds one value at a
+time, the older fact replaced by the newer (superseded_by, with its history row). Read back for a
+search (the entities a question names, their keyed facts) and a memory's record."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from uuid import UUID
+
+import asyncpg
+
+from ..graph import Said
+from ..graph.names import USER, Name
+from ..models import Principal
+from .sql import Sql, visible
+
+
+@dataclass
+class Recorded:
+    """What the graph did with a new memory: the entities it names (id -> name), the older facts
+    it replaced, and the newer fact that already replaces it (a fact dated before the live one)."""
+
+    entities: dict[UUID, str] = field(default_factory=dict)
+    about: list[UUID] = field(default_factory=list)
+    key: str | None = None
+    replaced: list[UUID] = field(default_factory=list)
+    replaced_by: UUID | None = None
+
+
+def _specificity(row: asyncpg.Record) -> int:
+    return (row["agent_id"] is not None) + (row["project_id"] is not None)
+
+
+async def _candidates(conn: asyncpg.Connection, user_id: str, agent_id: str | None, project_id: str | None,
+                      names: Sequence[Name]) -> list[asyncpg.Record]:
+    """The live entities of the memory's namespace or a wider one that any of `names` may be: by
+    canonical name or alias, and full names by their first word (for a lone first name)."""
+    wanted = [n.canonical for n in names]
+    firsts = [n.canonical for n in names if " " not in n.canonical and not n.user]
+    return await conn.fetch(
+        """SELECT id, canonical, name, aliases, agent_id, project_id FROM entities e
+           WHERE e.user_id = $1 AND e.merged_into IS NULL
+             AND (e.agent_id IS NULL OR e.agent_id = $2) AND (e.project_id IS NULL OR e.project_id = $3)
+             AND (e.canonical = ANY($4::text[]) OR e.aliases && $4::text[]
+                  OR split_part(e.canonical, ' ', 1) = ANY($5::text[]))""",
+        user_id, agent_id, project_id, wanted, firsts)
+
+
+def _choose(name: Name, rows: Sequence[asyncpg.Record]) -> asyncpg.Record | None:
+    """The entity `name` is, of `rows`, or None (a new one). The same name: the narrowest namespace's.
+    A lone first name: the one full name it begins, never one of two ("Benedikt" with "Benedikt
+    Pereira" and "Benedikt Nascimento" known is neither), else an entity of that name alone."""
+    exact = sorted((r for r in rows if r["canonical"] == name.canonical or name.canonical in r["aliases"]),
+                   key=_specificity, reverse=True)
+    if " " not in name.canonical and not name.user:
+        full = {r["canonical"] for r in rows if r["canonical"].split(" ", 1)[0] == name.canonical
+                and " " in r["canonical"]}
+        if len(full) == 1:
+            return max((r for r in rows if r["canonical"] in full), key=_specificity)
+    return exact[0] if exact else None
+
+
+async def resolve(conn: asyncpg.Connection, user_id: str, agent_id: str | None, project_id: str | None,
+                  names: Sequence[Name]) -> dict[str, UUID]:
+    """canonical name -> entity id for each of `names`, new entities created in the memory's
+    namespace; a name that is not sure (a lone word opening a sentence) only when already known."""
+    rows = await _candidates(conn, user_id, agent_id, project_id, names)
+    found: dict[str, UUID] = {}
+    new: list[Name] = []
+    for name in names:
+        row = _choose(name, rows)
+        if row is not None:
+            found[name.canonical] = row["id"]
+        elif name.sure:
+            new.append(name)
+    if new:
+        created = await conn.fetch(
+            """INSERT INTO entities (user_id, agent_id, project_id, kind, name, canonical)
+               SELECT $1, $2, $3, n.kind, n.name, n.canonical
+               FROM unnest($4::text[], $5::text[], $6::text[]) n(kind, name, canonical)
+               ON CONFLICT (user_id, coalesce(agent_id, ''), coalesce(project_id, ''), canonical)
+                   WHERE merged_into IS NULL DO NOTHING
+               RETURNING id, canonical""",
+            user_id, agent_id, project_id, ["user" if n.user else "named" for n in new],
+            [n.display for n in new], [n.canonical for n in new])
+        found |= {r["canonical"]: r["id"] for r in created}
+        raced = [n.canonical for n in new if n.canonical not in found]
+        if raced:  # written by a concurrent transaction that committed first
+            rows = await conn.fetch(
+                """SELECT id, canonical FROM entities WHERE user_id = $1 AND merged_into IS NULL
+                   AND agent_id IS NOT DISTINCT FROM $2 AND project_id IS NOT DISTINCT FROM $3
+                   AND canonical = ANY($4::text[])""", user_id, agent_id, project_id, raced)
+            found |= {r["canonical"]: r["id"] for r in rows}
+    return found
+
+
+async def record(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record, said: Said) -> Recorded:
+    """Store what `memory` (just inserted) says of the graph, and replace by its key what it makes
+    out of date. Returns what was done, for the history row and the caller."""
+    done = Recorded()
+    if not said.names:
+        return done
+    ids = await resolve(conn, p.user_id, memory["agent_id"], memory["project_id"], said.names)
+    mentions = [(ids[n.canonical], n.role) for n in said.names if n.canonical in ids]
+    if not mentions:
+        return done
+    done.entities = {ids[n.canonical]: n.display for n in said.names if n.canonical in ids}
+    done.about = list(dict.fromkeys(e for e, role in mentions if role == "about"))
+    await conn.execute(
+        """INSERT INTO memory_entities (user_id, memory_id, entity_id, agent_id, project_id, role, source)
+           SELECT $1, $2, e, $3, $4, r, $7 FROM unnest($5::uuid[], $6::text[]) x(e, r)
+           ON CONFLICT DO NOTHING""",
+        p.user_id, memory["id"], memory["agent_id"], memory["project_id"],
+        [e for e, _ in mentions], [r for _, r in mentions], said.source)
+    if said.key is None or not done.about:
+        return done
+    await conn.execute(
+        """INSERT INTO memory_facts (user_id, memory_id, entity_id, agent_id, project_id, attribute, key_words,
+                                     single, valid_from, source)
+           SELECT $1, $2, e, $3, $4, $6, $7, $8, $9, $10 FROM unnest($5::uuid[]) e ON CONFLICT DO NOTHING""",
+        p.user_id, memory["id"], memory["agent_id"], memory["project_id"], done.about, said.key.attribute,
+        said.key.words, said.key.single, memory["occurred_at"], said.source)
+    done.key = said.key.attribute
+    if said.key.single:
+        await _replace(conn, p, memory, said, done)
+    return done
+
+
+async def _replace(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record, said: Said,
+                   done: Recorded) -> None:
+    """The attribute holds one value at a time: the live fact before this one (by valid time) is
+    replaced by it, unless a later one already holds; then this one is out of date on arrival.
+    Pinned memories and those this credential may not change are never replaced."""
+    assert said.key is not None
+    q = Sql()
+    rows = await conn.fetch(
+        f"""SELECT m.id, m.occurred_at, m.created_at, m.pinned, m.agent_id, m.project_id, m.superseded_by,
+                   (s.id IS NOT NULL) AS replaced
+            FROM memory_facts f JOIN memories m ON m.user_id = f.user_id AND m.id = f.memory_id
+            LEFT JOIN memories s ON s.user_id = m.user_id AND s.id = m.superseded_by AND s.deleted_at IS NULL
+            WHERE f.user_id = {q.arg(p.user_id)} AND f.entity_id = ANY({q.arg(done.about)}::uuid[])
+              AND f.attribute = {q.arg(said.key.attribute)} AND f.single
+              AND f.memory_id <> {q.arg(memory['id'])} AND m.deleted_at IS NULL AND {visible(q, p)}
+            ORDER BY f.valid_from, m.created_at FOR UPDATE OF m""", *q.args)
+    rows = list({r["id"]: r for r in rows}.values())  # one row per memory, about two entities or one
+    when: datetime = memory["occurred_at"]
+    later = [r for r in rows if r["occurred_at"] > when and not r["replaced"]]
+    if later:
+        done.replaced_by = later[0]["id"]
+        await _mark(conn, p, [memory["id"]], later[0]["id"], [None], said)
+        return
+    own = [r for r in rows if not r["replaced"] and not r["pinned"]
+           and not (p.agent_confined and r["agent_id"] is None)
+           and not (p.project_confined and r["project_id"] is None)]
+    if own:
+        done.replaced = [r["id"] for r in own]
+        await _mark(conn, p, done.replaced, memory["id"], [r["superseded_by"] for r in own], said)
+
+
+async def _mark(conn: asyncpg.Connection, p: Principal, older: list[UUID], newer: UUID,
+                before: list[UUID | None], said: Said) -> None:
+    assert said.key is not None
+    await conn.execute("UPDATE memories SET superseded_by = $3, updated_at = now(), version = version + 1 "
+                       "WHERE user_id = $1 AND id = ANY($2::uuid[])", p.user_id, older, newer)
+    await conn.executemany(
+        """INSERT INTO memory_history (user_id, memory_id, event, old, new, actor, client, reason)
+           VALUES ($1, $2, 'UPDATE', $3, $4, $5, $6, $7)""",
+        [(p.user_id, mid, {"superseded_by": str(b) if b else None}, {"superseded_by": str(newer)}, p.actor,
+          p.client, f"superseded by {newer}: a newer value of the same key ({said.key.attribute})")
+         for mid, b in zip(older, before, strict=True)])
+
+
+async def structure_of(conn: asyncpg.Connection, p: Principal, ids: Sequence[UUID]) -> dict[UUID, dict[str, object]]:
+    """For each memory of `ids`: the names of what it is about and mentions, and its key."""
+    q = Sql()
+    rows = await conn.fetch(
+        f"""SELECT me.memory_id, me.role, e.name, e.kind, f.attribute, f.key_words
+            FROM memory_entities me JOIN entities e ON e.user_id = me.user_id AND e.id = me.entity_id
+            LEFT JOIN memory_facts f ON f.user_id = me.user_id AND f.memory_id = me.memory_id
+                                    AND f.entity_id = me.entity_id
+            WHERE me.user_id = {q.arg(p.user_id)} AND me.memory_id = ANY({q.arg(list(ids))}::uuid[])
+            ORDER BY me.role, e.name""", *q.args)
+    found: dict[UUID, dict[str, object]] = {}
+    for r in rows:
+        s = found.setdefault(r["memory_id"], {"about": [], "mentions": [], "key": None})
+        name = "the user" if r["kind"] == "user" else r["name"]
+        s["about" if r["role"] == "about" else "mentions"].append(name)  # type: ignore[union-attr]
+        if r["attribute"] is not None:
+            s["key"] = r["attribute"]
+    return found
+
+
+__all__ = ["USER", "Recorded", "record", "resolve", "structure_of"]

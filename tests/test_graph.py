@@ -1,0 +1,148 @@
+"""The graph room through the service on a real database: names become entities (one per thing per
+namespace), a writer's `about` and `key` become a keyed fact, and a newer value of a one-at-a-time
+attribute replaces the older by construction, with its history; many-valued attributes accumulate;
+a fact dated before the live one does not replace it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from mcp_memory.errors import InvalidInput
+from mcp_memory.graph.keys import asked, key_of
+from mcp_memory.graph.names import names_in
+from mcp_memory.lexicon.english import ENGLISH
+from mcp_memory.models import WriteItem
+
+from .conftest import principal
+
+
+def day(d: str) -> datetime:
+    return datetime.fromisoformat(d).replace(tzinfo=UTC)
+
+
+async def entities(service, p) -> list[tuple[str, str]]:
+    async with service.repo.transaction(p) as conn:
+        rows = await conn.fetch("SELECT name, canonical FROM entities ORDER BY canonical")
+    return [(r["name"], r["canonical"]) for r in rows]
+
+
+async def count(service, p) -> tuple[int, int, int]:
+    async with service.repo.transaction(p) as conn:
+        return tuple(await conn.fetchrow("SELECT (SELECT count(*) FROM memories), (SELECT count(*) FROM entities), "
+                                         "(SELECT count(*) FROM memory_facts)"))
+
+
+def test_keys_in_other_words_are_one_attribute_and_others_never_merge() -> None:
+    city = {key_of(k, ENGLISH).attribute for k in ("home city", "lives in", "where they live", "Their current city")}
+    assert city == {"home city"}
+    assert key_of("employer", ENGLISH).attribute != key_of("manager", ENGLISH).attribute
+    assert key_of("job title", ENGLISH).attribute != key_of("employer", ENGLISH).attribute
+    assert key_of("hometown", ENGLISH).attribute != key_of("home city", ENGLISH).attribute
+    assert not key_of("allergies", ENGLISH).single and key_of("employer", ENGLISH).single
+    own = key_of("favourite colour", ENGLISH)
+    assert own.attribute == key_of("favourite colours", ENGLISH).attribute and own.single
+    assert not key_of("favourite colours", ENGLISH).single
+    assert key_of("the their", ENGLISH) is None
+
+
+def test_a_question_asks_for_one_of_the_subjects_attributes() -> None:
+    known = {"home city": ["lives in"], "employer": ["works at"], "car": ["vehicle"], "favourit colour": ["colour"]}
+    assert asked("What does Greta drive these days?", ENGLISH, known) == "car"
+    assert asked("Which town is Greta in at the moment?", ENGLISH, known) == "home city"
+    assert asked("What colour does Greta like?", ENGLISH, known) == "favourit colour"
+    assert asked("How is Greta doing?", ENGLISH, known) is None
+
+
+def test_rules_find_the_subject_first_and_the_user() -> None:
+    names = names_in("Greta Ibarra told Tomasz Wolak about the Oslo office.")
+    assert [(n.canonical, n.role) for n in names] == [
+        ("greta ibarra", "about"), ("tomasz wolak", "mentioned"), ("oslo", "mentioned")]
+    assert [(n.canonical, n.role) for n in names_in("I moved to Lisbon last spring.")] == [
+        ("(user)", "about"), ("lisbon", "mentioned")]
+    # A lone capitalised word opening a note is sentence case, not surely a name.
+    opener = names_in("Heard today: Benedikt Pereira promoted.")
+    assert opener[0].canonical == "heard" and not opener[0].sure
+    assert ("benedikt pereira", "about") in [(n.canonical, n.role) for n in opener]
+
+
+async def test_a_newer_value_of_the_same_key_replaces_the_older_by_itself(service) -> None:
+    p = principal()
+    old = await service.write(p, "Greta Ibarra lives in Oslo.", about=["Greta Ibarra"], key="home city",
+                              occurred_at=day("2024-01-01"))
+    note = await service.write(p, "Greta said the bakery is overrated.", about=["Greta"],
+                               occurred_at=day("2024-06-01"))
+    new = await service.write(p, "Greta moved to Lisbon.", about=["Greta"], key="where she lives",
+                              occurred_at=day("2025-03-01"))
+    assert new.memory.replaced == [old.memory.id] and new.memory.about == ["Greta"]
+    assert new.memory.key == "home city"
+    got = {m.id: m for m in (await service.get(p, [old.memory.id, note.memory.id])).memories}
+    assert got[old.memory.id].superseded_by == new.memory.id
+    assert got[note.memory.id].superseded_by is None  # same person, no key: untouched
+    history = (await service.history(p, old.memory.id)).entries
+    assert "same key (home city)" in history[-1].reason and history[-1].new == {"superseded_by": str(new.memory.id)}
+    # One entity for Greta, by her full name and her first name alike.
+    assert [c for _, c in await entities(service, p) if c.startswith("greta")] == ["greta ibarra"]
+
+
+async def test_an_earlier_dated_fact_does_not_replace_the_live_one(service) -> None:
+    p = principal()
+    live = await service.write(p, "Greta works at Ironbark Studios.", about=["Greta Ibarra"], key="employer",
+                               occurred_at=day("2025-05-01"))
+    late_news = await service.write(p, "Greta did contract work for Saltmarsh Bank.", about=["Greta Ibarra"],
+                                    key="works for", occurred_at=day("2024-03-01"))
+    assert late_news.memory.replaced is None and late_news.memory.superseded_by == live.memory.id
+    assert (await service.get(p, [live.memory.id])).memories[0].superseded_by is None
+
+
+async def test_many_valued_attributes_accumulate_and_other_keys_or_people_are_untouched(service) -> None:
+    p = principal()
+    a = await service.write(p, "Greta is allergic to penicillin.", about=["Greta"], key="allergies")
+    b = await service.write(p, "Greta is allergic to peanuts.", about=["Greta"], key="allergic to")
+    assert b.memory.replaced is None
+    c = await service.write(p, "Tomasz lives in Oslo.", about=["Tomasz"], key="home city")
+    d = await service.write(p, "Greta lives in Bergen.", about=["Greta"], key="home city")
+    e = await service.write(p, "Greta's manager is Ana.", about=["Greta"], key="manager")
+    assert d.memory.replaced is None and e.memory.replaced is None
+    got = (await service.get(p, [a.memory.id, b.memory.id, c.memory.id, d.memory.id])).memories
+    assert all(m.superseded_by is None for m in got)
+
+
+async def test_me_is_the_user_and_a_key_with_no_subject_is_refused(service) -> None:
+    p = principal()
+    first = await service.write(p, "Editor: VS Code.", about=["me"], key="editor")
+    second = await service.write(p, "I switched to Helix.", key="text editor")  # rules: the user
+    assert second.memory.replaced == [first.memory.id] and second.memory.about == ["the user"]
+    before = await count(service, p)
+    with pytest.raises(InvalidInput, match="about"):
+        await service.write(p, "the staging cluster is kestrel-7", key="name")
+    with pytest.raises(InvalidInput, match=r"about\[0\]"):
+        await service.write(p, "Greta likes tea.", about=[" "])
+    with pytest.raises(InvalidInput, match="key"):
+        await service.write(p, "Greta likes tea.", about=["Greta"], key="the")
+    assert await count(service, p) == before
+
+
+async def test_a_batch_resolves_in_order_and_a_bad_item_writes_nothing(service) -> None:
+    p = principal()
+    result = await service.write_many(p, [
+        WriteItem(content="Kwame reports to Hana Dubois.", about=["Kwame Larsen"], key="manager",
+                  occurred_at=day("2024-01-01")),
+        WriteItem(content="Kwame's new manager is Diego.", about=["Kwame"], key="boss", occurred_at=day("2025-01-01")),
+    ])
+    first, second = (m.id for m in result.memories)
+    assert (await service.get(p, [first])).memories[0].superseded_by == second
+    with pytest.raises(InvalidInput, match=r"items\[1\]"):
+        await service.write_many(p, [WriteItem(content="fine"), WriteItem(content="x y", key="home city")])
+
+
+async def test_entities_are_per_namespace_and_rls_keeps_them_apart(service) -> None:
+    alice, bob = principal("alice"), principal("bob")
+    await service.write(alice, "Greta lives in Oslo.", about=["Greta"], key="home city")
+    await service.write(bob, "Greta lives in Rome.", about=["Greta"], key="home city")
+    assert [c for _, c in await entities(service, alice)] == ["greta", "oslo"]
+    assert [c for _, c in await entities(service, bob)] == ["greta", "rome"]
+    other_project = principal("alice", project="proj-y")
+    later = await service.write(other_project, "Greta lives in Paris.", about=["Greta"], key="home city")
+    assert later.memory.replaced is None  # another project's Greta is another entity
