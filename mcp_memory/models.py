@@ -122,6 +122,8 @@ class SearchHit(BaseModel):
     age: str
     score: float
     superseded_by: UUID | None = None
+    valid_until: datetime | None = Field(default=None, description=(
+        "An earlier value of the attribute the query asks about: true until then, when a newer one took over."))
     explain: dict[str, float | None] | None = Field(
         default=None, description="explain=true: rank in each candidate list (null: not a candidate there), "
         "the fused score before recency, the part of it passed on from neighbouring episodes (reply: from the "

@@ -146,3 +146,34 @@ async def test_entities_are_per_namespace_and_rls_keeps_them_apart(service) -> N
     other_project = principal("alice", project="proj-y")
     later = await service.write(other_project, "Greta lives in Paris.", about=["Greta"], key="home city")
     assert later.memory.replaced is None  # another project's Greta is another entity
+
+
+async def test_a_question_about_a_keyed_attribute_gets_the_current_value_first(service) -> None:
+    p = principal()
+    v1 = await service.write(p, "Greta Ibarra drives a Hyundai Ioniq.", about=["Greta Ibarra"], key="car",
+                             occurred_at=day("2023-11-30"))
+    v2 = await service.write(p, "Greta is leasing a Subaru Outback now.", about=["Greta"], key="vehicle",
+                             occurred_at=day("2025-10-07"))
+    for text in ("Greta Ibarra loves driving to the coast in her old car.", "Greta Ibarra drives to work on Fridays.",
+                 "Greta Ibarra is reading a thriller set in Iceland."):
+        await service.write(p, text, occurred_at=day("2025-12-01"))
+    hits = (await service.search(p, "What does Greta Ibarra drive these days?", explain=True)).hits
+    assert [h.id for h in hits[:2]] == [v2.memory.id, v1.memory.id]
+    assert hits[0].valid_until is None and hits[1].valid_until == day("2025-10-07")
+    assert hits[0].explain["fact"] == 1 and hits[1].explain["fact"] == 2
+    past = (await service.search(p, "What did Greta drive before?")).hits
+    assert past[0].id == v1.memory.id
+
+
+async def test_a_question_naming_no_known_entity_gets_exactly_the_hits_it_got_without_the_graph(service) -> None:
+    p = principal()
+    for text, about, key in (("Greta lives in Oslo.", ["Greta"], "home city"),
+                             ("Tomasz Wolak lives in Kraków.", None, None),
+                             ("The Oslo office moved to Bjørvika.", None, None)):
+        await service.write(p, text, about=about, key=key)
+    questions = ("Where does Ingrid Solberg live now?", "Which office moved?", "where is the office")
+    with_graph = [(await service.search(p, q, explain=True)).hits for q in questions]
+    async with service.repo.transaction(p) as conn:
+        await conn.execute("DELETE FROM memory_facts; DELETE FROM memory_entities")
+    without = [(await service.search(p, q, explain=True)).hits for q in questions]
+    assert with_graph == without and all(with_graph)

@@ -14,8 +14,8 @@ import asyncpg
 
 from ..graph import Said
 from ..graph.names import USER, Name
-from ..models import Principal
-from .sql import Sql, visible
+from ..models import MemoryFilter, Principal
+from .sql import Sql, live, visible
 
 
 @dataclass
@@ -193,4 +193,44 @@ async def structure_of(conn: asyncpg.Connection, p: Principal, ids: Sequence[UUI
     return found
 
 
-__all__ = ["USER", "Recorded", "record", "resolve", "structure_of"]
+async def entities_named(conn: asyncpg.Connection, p: Principal, names: Sequence[Name]) -> dict[str, UUID]:
+    """canonical name -> entity id for each of `names` (a question's) that is a known entity `p` can
+    see; nothing is created. A lone first name is the one full name it begins, never one of two."""
+    if not names:
+        return {}
+    q = Sql()
+    wanted = [n.canonical for n in names]
+    firsts = [n.canonical for n in names if " " not in n.canonical and not n.user]
+    rows = await conn.fetch(
+        f"""SELECT id, canonical, name, aliases, agent_id, project_id FROM entities e
+            WHERE {visible(q, p, "e")} AND e.merged_into IS NULL
+              AND (e.canonical = ANY({q.arg(wanted)}::text[]) OR e.aliases && {q.arg(wanted)}::text[]
+                   OR split_part(e.canonical, ' ', 1) = ANY({q.arg(firsts)}::text[]))""", *q.args)
+    found = {}
+    for name in names:
+        # Each namespace the session sees may hold its own entity of one name: all of them count.
+        chosen = _choose(name, rows)
+        if chosen is not None:
+            same = [r["id"] for r in rows if r["canonical"] == chosen["canonical"]]
+            found.update({f"{name.canonical}#{i}": e for i, e in enumerate(same)})
+    return found
+
+
+async def facts_of(conn: asyncpg.Connection, p: Principal, entities: Sequence[UUID],
+                   f: MemoryFilter | None) -> list[asyncpg.Record]:
+    """The keyed facts of `entities` whose memories are live, visible and pass `f` (as of its
+    `as_of`), each with what a search hit shows of its memory; newest valid first."""
+    q = Sql()
+    where = live(q, p, f)
+    if f is not None and f.as_of is not None:
+        where.append(f"m.created_at <= {q.arg(f.as_of)}")
+    return await conn.fetch(
+        f"""SELECT DISTINCT ON (f.valid_from, m.created_at, m.id) f.attribute, f.key_words, f.single, f.valid_from,
+                   m.id, m.title, m.content, m.kind, m.tags, m.agent_id, m.project_id, m.occurred_at, m.superseded_by
+            FROM memory_facts f JOIN memories m ON m.user_id = f.user_id AND m.id = f.memory_id
+            WHERE f.user_id = {q.arg(p.user_id)} AND f.entity_id = ANY({q.arg(list(entities))}::uuid[])
+              AND {" AND ".join(where)}
+            ORDER BY f.valid_from DESC, m.created_at DESC, m.id""", *q.args)
+
+
+__all__ = ["USER", "Recorded", "entities_named", "facts_of", "record", "resolve", "structure_of"]

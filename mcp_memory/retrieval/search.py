@@ -7,9 +7,12 @@ import json
 from typing import Any
 
 from ..config import Settings
+from ..lexicon import Lexicon
+from ..lexicon.english import ENGLISH
 from ..models import MemoryFilter, Principal, SearchHit
 from ..repository import MemoryRepository
 from . import focus
+from .keyed import keyed_first
 from .narrowing import few_pass
 from .query import ParsedQuery
 from .reorder import after_sql
@@ -21,9 +24,10 @@ __all__ = ["SearchStatement", "build_search", "plan", "search"]
 async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *,
                  limit: int, settings: Settings, explain: bool = False, vector: list[float] | None = None,
                  model: str | None = None, dimension: int = 0, min_similarity: float | None = None,
-                 vectors: focus.TextVectors | None = None) -> list[SearchHit]:
+                 vectors: focus.TextVectors | None = None, lexicon: Lexicon = ENGLISH) -> list[SearchHit]:
     """`vectors` (the service's embedder behind its cache) lets a question about the present
-    that names someone find which of their memories answer it (retrieval/focus.py)."""
+    that names someone find which of their memories answer it (retrieval/focus.py); a question
+    about a known entity's keyed attribute gets its values in order of validity (keyed.py)."""
     def built(exact: bool = False) -> SearchStatement | None:
         return build_search(p, parsed, f, limit=limit, settings=settings, vector=vector, model=model,
                             dimension=dimension, min_similarity=min_similarity, exact=exact)
@@ -35,8 +39,13 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
         if statement.walks_graph and model and await few_pass(conn, p, f, model):
             statement = built(exact=True) or statement
         rows = await conn.fetch(statement.sql, *statement.args)
-    return await after_sql(rows, parsed, past=statement.past, conflict=statement.conflict, settings=settings,
-                           explain=explain, vectors=vectors, listing=min_similarity is not None)
+        hits = await after_sql(rows, parsed, past=statement.past, conflict=statement.conflict, settings=settings,
+                               explain=explain, vectors=vectors, listing=min_similarity is not None)
+        # A forget preview lists what matches the words, not what the graph knows of them.
+        if min_similarity is None and (parsed.subject or parsed.asked):
+            hits = await keyed_first(conn, p, parsed, f, hits, lexicon=lexicon, limit=limit,
+                                     snippet_chars=settings.snippet_chars, explain=explain)
+    return hits
 
 
 async def plan(repo: MemoryRepository, p: Principal, statement: SearchStatement) -> dict[str, Any]:

@@ -1,0 +1,78 @@
+"""The graph's part of a search: a question that names a known entity and asks one of its keyed
+attributes ("What does Greta drive these days?") gets that attribute's current value first and its
+earlier values right after it, each with the date it stopped being true; a question about the past
+gets the earlier values first. A question that names no known entity, or none of its attributes,
+keeps the hits the other stages gave, exactly."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from uuid import UUID
+
+import asyncpg
+
+from ..graph.about_user import about_someone_else, speaks_of_user
+from ..graph.keys import asked
+from ..graph.names import USER, Name, canonical
+from ..lexicon import Lexicon
+from ..models import MemoryFilter, Principal, ScopeInfo, SearchHit, human_age, memory_uri
+from ..repository.graph import entities_named, facts_of
+from .query import ParsedQuery
+from .reorder import placed_scores
+
+
+def question_names(parsed: ParsedQuery) -> list[Name]:
+    """Whom a question names: each person in full, each other name alone, and the user it speaks of
+    (not someone in the user's life: "Where does my sister live?")."""
+    names = [Name(" ".join(run), canonical(" ".join(run)), "about") for run in parsed.full_names]
+    in_full = {w for run in parsed.full_names for w in run}
+    names += [Name(w, canonical(w), "about") for w in parsed.subject if w not in in_full]
+    if speaks_of_user(parsed.asked) and not about_someone_else(parsed.asked):
+        names.append(Name("the user", USER, "about", user=True))
+    return names
+
+
+def _hit(row: asyncpg.Record, score: float, snippet_chars: int, explain: dict[str, float | None] | None,
+         valid_until: datetime | None) -> SearchHit:
+    content: str = row["content"]
+    return SearchHit(id=row["id"], uri=memory_uri(row["id"]), title=row["title"], snippet=content[:snippet_chars],
+                     truncated=len(content) > snippet_chars, kind=row["kind"], tags=list(row["tags"]),
+                     scope=ScopeInfo.of(row["agent_id"], row["project_id"]), occurred_at=row["occurred_at"],
+                     age=human_age(row["occurred_at"]), score=score, superseded_by=row["superseded_by"],
+                     explain=explain, valid_until=valid_until)
+
+
+async def keyed_first(conn: asyncpg.Connection, p: Principal, parsed: ParsedQuery, f: MemoryFilter | None,
+                      hits: Sequence[SearchHit], *, lexicon: Lexicon, limit: int, snippet_chars: int,
+                      explain: bool) -> list[SearchHit]:
+    hits = list(hits)
+    entities = await entities_named(conn, p, question_names(parsed))
+    if not entities:
+        return hits
+    facts = await facts_of(conn, p, list(dict.fromkeys(entities.values())), f)
+    known: dict[str, list[str]] = {}
+    for row in facts:
+        known.setdefault(row["attribute"], []).append(row["key_words"])
+    attribute = asked(parsed.asked, lexicon, known)
+    if attribute is None:
+        return hits
+    chain = [r for r in facts if r["attribute"] == attribute]  # newest valid first
+    single = all(r["single"] for r in chain)
+    ends: dict[UUID, datetime | None] = {}
+    for newer, older in zip([None, *chain], chain, strict=False):
+        ends[older["id"]] = newer["valid_from"] if single and newer is not None else None
+    if parsed.tense == "past" and single:
+        chain = chain[1:] + chain[:1]
+    by_id = {h.id: h for h in hits}
+    top = max((h.score for h in hits), default=1.0)
+    placed = []
+    for place, row in enumerate(chain, start=1):
+        known_hit = by_id.get(row["id"])
+        shown = ({**(known_hit.explain or {}), "fact": float(place)} if known_hit is not None and explain
+                 else {"fact": float(place)} if explain else None)
+        score = known_hit.score if known_hit is not None else top
+        placed.append(_hit(row, score, snippet_chars, shown, ends[row["id"]]))
+    chained = {h.id for h in placed}
+    rest = [h for h in hits if h.id not in chained]
+    return placed_scores(placed + rest)[:limit]
