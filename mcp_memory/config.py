@@ -98,6 +98,29 @@ class Settings(BaseSettings):
     embedding_breaker_cooldown_s: float = Field(default=30, gt=0, description=(
         "...up to this long; once it answers, the memories stored meanwhile are embedded in the background."))
 
+    # Reranking (retrieval/rerank.py): off by default; sends the query and the best hits' text.
+    rerank_provider: Literal["none", "voyage", "tei", "cohere-compatible"] = Field(default="none", description=(
+        "none: no reranker; voyage: Voyage AI's rerank API (extra voyage); tei: Hugging Face "
+        "text-embeddings-inference's /rerank; cohere-compatible: a /rerank endpoint taking "
+        '{"model", "query", "documents"} (vLLM, Infinity, llama.cpp, Jina, Cohere). A search then sends the '
+        "query and the text of its best rerank_top_n hits (each up to 4,000 characters) to the reranker."))
+    rerank_model: str | None = Field(default=None, description=(
+        "voyage: rerank-2.5 by default; cohere-compatible: sent as `model` when set; tei: unused (the "
+        "server runs one model)."))
+    rerank_base_url: str | None = Field(default=None, description=(
+        "The reranker's endpoint without /rerank, e.g. http://localhost:8080 (tei), http://localhost:8000/v1 "
+        "(vLLM); required for tei and cohere-compatible; voyage: default the Voyage API."))
+    rerank_api_key: str | None = Field(default=None, description=(
+        "Sent as a bearer token to the reranker only. voyage: default VOYAGE_API_KEY; the others send none "
+        "unless set."))
+    rerank_top_n: int = Field(default=30, ge=1, le=1000, description=(
+        "How many of a search's best hits the reranker orders (the search finds at least this many); "
+        "the rest follow in their order."))
+    rerank_timeout_s: float = Field(default=2.0, gt=0, le=30, description=(
+        "Past this a search returns its hits in their own order, with one warning logged (so does a reranker "
+        "error); after 3 failures in a row the reranker is skipped, probed again 1 s later, then 1.5x longer "
+        "after each failed probe, up to 30 s."))
+
     # Retrieval
     search_candidates: int = Field(default=100, ge=10, le=2000, description=(
         "Candidates each list (vector, full text, trigram) brings to the fusion."))
@@ -344,6 +367,13 @@ class Settings(BaseSettings):
                              f"set at least {MIN_TOKENS_PER_DAY}, or 0 for no limit")
         return self
 
+    @model_validator(mode="after")
+    def _reranker_can_work(self) -> Settings:
+        if self.rerank_provider in ("tei", "cohere-compatible") and not (self.rerank_base_url or "").strip():
+            raise ValueError(f"MCP_MEMORY_RERANK_BASE_URL: the {self.rerank_provider} reranker needs its endpoint "
+                             "(without /rerank), e.g. http://localhost:8080")
+        return self
+
     @property
     def embedded(self) -> bool:
         return not self.database_url
@@ -370,6 +400,10 @@ SECTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
         "embedding_provider", "embedding_model", "embedding_dimension", "embedding_api_key",
         "embedding_base_url", "embedding_timeout_s", "embedding_breaker_failures",
         "embedding_breaker_cooldown_s")),
+    "reranking": ("An optional reranker over a search's best hits (docs/ranking.md#reranking). Off by default; "
+                  "when on, the query and those hits' text are sent to it (docs/security.md).", (
+        "rerank_provider", "rerank_model", "rerank_base_url", "rerank_api_key", "rerank_top_n",
+        "rerank_timeout_s")),
     "decisions": ("What a new memory does to older ones, and extraction of facts from captured sessions "
                   "(docs/decisions.md). Off by default; a remote endpoint is opt-in.", (
         "decisions_provider", "decisions_mode", "decisions_base_url", "decisions_model", "decisions_api_key",
