@@ -10,12 +10,15 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID, uuid4
 
+import numpy as np
+
 from . import limits
 from .config import Settings
 from .cursors import Cursors
 from .decisions.apply import accept as accept_suggested
 from .decisions.apply import reembed as reembed_undone
 from .decisions.apply import undo as undo_decision
+from .entities import Entities
 from .errors import InvalidInput, NotFound, PermissionDenied
 from .forgetting import Forgetting
 from .graph import Said
@@ -80,6 +83,7 @@ class MemoryService(Forgetting):
         self.versions = RelatedVersions(repo, settings, vectors)  # what a new memory may replace
         self.review = Review(repo, settings)  # what the review console shows beyond the tools
         self.lexicon = ENGLISH  # the language names, keys and questions are read in
+        self.entities = Entities(repo, settings.snippet_chars)  # profiles of what the graph knows
         # The opt-in reranker over a search's best hits (retrieval/rerank.py); None: off (default).
         self.reranking = Reranking.from_settings(settings)
         # Counts committed changes so planner statistics follow bursts (statistics.py); the
@@ -250,13 +254,32 @@ class MemoryService(Forgetting):
                 neighbours.cancel()
                 await asyncio.gather(neighbours, return_exceptions=True)
             raise
-        self._changed(int(created) + len(supersedes or ()))
+        self._changed(int(created) + len(supersedes or ()) + len(memory.replaced or ()))
         near = await neighbours if neighbours is not None else Near([], 0)
         # A duplicate is the old memory itself, and what it touched was said when it was written.
         related = await self.versions.listed(new.content, near, skip) if created else []
+        if memory.replaced:
+            related = await self._same_key_first(p, memory, vector, related)
         if created and self.settle is not None:
             await self.settle(p, memory.id)
         return WriteResult(status="created" if created else "duplicate", memory=memory, related=related)
+
+    async def _same_key_first(self, p: Principal, memory: Memory, vector: list[float] | None,
+                              related: list[RelatedMemory]) -> list[RelatedMemory]:
+        """`related` with the earlier values the new memory's key replaced first, marked, whether or
+        not they were among its closest."""
+        replaced = list(memory.replaced or ())
+        listed = {r.id: r for r in related}
+        absent = [i for i in replaced if i not in listed]
+        missing = await self.repo.peek_many(p, absent) if absent else []
+        texts = await self.vectors.documents_or_none([m.content for m in missing]) if self.vectors and missing else None
+        for i, m in enumerate(missing):
+            similarity = float(np.dot(vector, texts[i])) if vector is not None and texts is not None else 0.0
+            listed[m.id] = RelatedMemory(id=m.id, snippet=m.content[:self.settings.snippet_chars], kind=m.kind,
+                                         age=m.age, similarity=round(similarity, 4))
+        first = [listed[i].model_copy(update={"same_key": True, "earlier_version": True, "superseded_by": memory.id})
+                 for i in replaced if i in listed]
+        return first + [r for r in related if r.id not in set(replaced)]
 
     async def write_many(self, p: Principal, items: list[WriteItem], *, source: str | None = None,
                          request_id: str | None = None) -> WriteManyResult:
@@ -303,6 +326,9 @@ class MemoryService(Forgetting):
             raise NotFound(f"no memory with id {', '.join(map(str, ids))} in this session's scope (a forgotten "
                            "one comes back with memory_restore, or memory_undo_decision if a decision forgot it)")
         seen = {m.id for m in found}
+        structure = await self.repo.structure(p, list(seen))
+        found = [m.model_copy(update={k: v or None for k, v in structure[m.id].items()}) if m.id in structure else m
+                 for m in found]
         return GetResult(memories=found, not_found=[i for i in ids if i not in seen])
 
     async def get_one(self, p: Principal, memory_id: UUID) -> Memory:
@@ -332,7 +358,7 @@ class MemoryService(Forgetting):
                                    settings=self.settings, explain=explain,
                                    vector=vector, model=self.vectors.model if self.vectors else None,
                                    dimension=self.vectors.dimension if self.vectors else 0,
-                                   min_similarity=min_similarity, vectors=self.vectors)
+                                   min_similarity=min_similarity, vectors=self.vectors, lexicon=self.lexicon)
         if rerank is None:
             return hits
         # The reranker sees the question as asked (time words kept) and only these hits: memories

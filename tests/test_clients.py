@@ -89,7 +89,7 @@ EXPECTED_TOOLS = {"memory_search", "memory_get", "memory_list", "memory_write", 
                   "memory_history"}
 EXPECTED_TEMPLATES = {"memory://memories{?cursor}", "memory://memories/{id}", "memory://tags/{tag}{?cursor}",
                       "memory://kinds/{kind}{?cursor}", "memory://core{?model}", "memory://stats{?top}",
-                      "memory://jobs{?limit}"}
+                      "memory://jobs{?limit}", "memory://entities{?limit}", "memory://entities/{ref}"}
 
 
 async def test_inspector_over_stdio_from_the_claude_code_config(inspector: Path, db_url: str, tmp_path: Path) -> None:

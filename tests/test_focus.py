@@ -9,7 +9,6 @@ from uuid import uuid4
 import numpy as np
 import pytest
 
-from mcp_memory.models import Principal, SearchResult
 from mcp_memory.graph.about_user import (
     about_someone_else,
     person_asked_about,
@@ -17,6 +16,7 @@ from mcp_memory.graph.about_user import (
     their_person,
     without_user,
 )
+from mcp_memory.models import Principal, SearchResult
 from mcp_memory.retrieval.focus import (
     Closeness,
     answering,

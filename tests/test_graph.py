@@ -5,9 +5,11 @@ a fact dated before the live one does not replace it."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from mcp_memory.errors import InvalidInput
 from mcp_memory.graph.keys import asked, key_of
@@ -177,3 +179,41 @@ async def test_a_question_naming_no_known_entity_gets_exactly_the_hits_it_got_wi
         await conn.execute("DELETE FROM memory_facts; DELETE FROM memory_entities")
     without = [(await service.search(p, q, explain=True)).hits for q in questions]
     assert with_graph == without and all(with_graph)
+
+
+async def test_get_shows_about_key_and_mentions_and_related_marks_the_replaced_value(service) -> None:
+    p = principal()
+    old = await service.write(p, "Kwame Larsen reports to Hana Dubois.", about=["Kwame Larsen"], key="manager")
+    new = await service.write(p, "Diego Yilmaz took over as Kwame's manager.", about=["Kwame"], key="reports to")
+    assert new.related[0].id == old.memory.id and new.related[0].same_key and new.related[0].earlier_version
+    got = (await service.get(p, [new.memory.id])).memories[0]
+    assert got.about == ["Kwame Larsen"] and got.key == "manager" and got.mentions == ["Diego Yilmaz"]
+    assert got.edges is None
+
+
+async def test_through_mcp_the_writer_passes_about_and_key_and_reads_the_profile(settings) -> None:
+    from .test_server import call, call_error, connect
+
+    async with connect(settings) as client:
+        first = await call(client, "memory_write", {"content": "Odalys lives in Leipzig.",
+                                                    "about": ["Odalys Pellegrini"], "key": "home city",
+                                                    "occurred_at": "2024-08-10T00:00:00Z"})
+        second = await call(client, "memory_write", {"content": "Odalys left Leipzig behind for Berlin.",
+                                                     "about": ["Odalys"], "key": "where she lives",
+                                                     "occurred_at": "2025-10-11T00:00:00Z"})
+        await call(client, "memory_write", {"content": "Odalys is allergic to cats.", "about": ["Odalys"],
+                                            "key": "allergies"})
+        assert second["memory"]["replaced"] == [first["memory"]["id"]]
+        assert second["related"][0]["same_key"] is True
+        listed = json.loads((await client.read_resource("memory://entities")).contents[0].text)
+        assert listed["entities"][0]["name"] == "Odalys Pellegrini" and listed["entities"][0]["memories"] == 3
+        profile = json.loads((await client.read_resource("memory://entities/Odalys Pellegrini")).contents[0].text)
+        city = next(a for a in profile["attributes"] if a["attribute"] == "home city")
+        assert city["current"][0]["memory"] == second["memory"]["id"]
+        assert city["earlier"][0]["memory"] == first["memory"]["id"]
+        assert city["earlier"][0]["valid_until"].startswith("2025-10-11")
+        assert {r["name"] for r in profile["related"]} == {"Leipzig", "Berlin"}
+        with pytest.raises(MCPError, match="no entity"):
+            await client.read_resource("memory://entities/Nobody Known")
+        error = await call_error(client, "memory_write", {"content": "kestrel-7 is staging", "key": "name"})
+        assert "needs whom it is about" in error

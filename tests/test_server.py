@@ -147,13 +147,13 @@ async def test_resources(settings: Settings, mode: str) -> None:
                for i in range(3)]
         listing = await client.list_resources()
         uris = [r.uri for r in listing.resources]
-        assert uris[:3] == ["memory://memories", "memory://core", "memory://stats"]
-        assert set(uris[3:]) == {f"memory://memories/{i}" for i in ids}
+        assert uris[:4] == ["memory://memories", "memory://core", "memory://stats", "memory://entities"]
+        assert set(uris[4:]) == {f"memory://memories/{i}" for i in ids}
 
         templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
         assert templates == {"memory://memories{?cursor}", "memory://memories/{id}", "memory://tags/{tag}{?cursor}",
                              "memory://kinds/{kind}{?cursor}", "memory://core{?model}", "memory://stats{?top}",
-                             "memory://jobs{?limit}"}
+                             "memory://jobs{?limit}", "memory://entities{?limit}", "memory://entities/{ref}"}
 
         page = json.loads((await client.read_resource("memory://memories")).contents[0].text)
         assert [m["id"] for m in page["memories"]] == ids[::-1] and page["next_cursor"] is None

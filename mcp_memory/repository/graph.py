@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 import asyncpg
@@ -173,8 +174,15 @@ async def _mark(conn: asyncpg.Connection, p: Principal, older: list[UUID], newer
          for mid, b in zip(older, before, strict=True)])
 
 
-async def structure_of(conn: asyncpg.Connection, p: Principal, ids: Sequence[UUID]) -> dict[UUID, dict[str, object]]:
-    """For each memory of `ids`: the names of what it is about and mentions, and its key."""
+async def structure_of(conn: asyncpg.Connection, p: Principal, ids: Sequence[UUID]) -> dict[UUID, dict[str, Any]]:
+    """For each memory of `ids`: the names of what it is about and mentions, its key, and its
+    edges (kind, the other memory, 'out' from it or 'in' to it)."""
+    q = Sql()
+    edges = await conn.fetch(
+        f"""SELECT from_id, to_id, kind FROM memory_edges
+            WHERE user_id = {q.arg(p.user_id)} AND (from_id = ANY({q.arg(list(ids))}::uuid[])
+                                                   OR to_id = ANY({q.arg(list(ids))}::uuid[]))
+            ORDER BY created_at""", *q.args)
     q = Sql()
     rows = await conn.fetch(
         f"""SELECT me.memory_id, me.role, e.name, e.kind, f.attribute, f.key_words
@@ -190,6 +198,11 @@ async def structure_of(conn: asyncpg.Connection, p: Principal, ids: Sequence[UUI
         s["about" if r["role"] == "about" else "mentions"].append(name)  # type: ignore[union-attr]
         if r["attribute"] is not None:
             s["key"] = r["attribute"]
+    for e in edges:
+        for mine, other, direction in ((e["from_id"], e["to_id"], "out"), (e["to_id"], e["from_id"], "in")):
+            if mine in ids:
+                entry = found.setdefault(mine, {"about": [], "mentions": [], "key": None})
+                entry.setdefault("edges", []).append({"kind": e["kind"], "memory": other, "direction": direction})
     return found
 
 
@@ -233,4 +246,37 @@ async def facts_of(conn: asyncpg.Connection, p: Principal, entities: Sequence[UU
             ORDER BY f.valid_from DESC, m.created_at DESC, m.id""", *q.args)
 
 
-__all__ = ["USER", "Recorded", "entities_named", "facts_of", "record", "resolve", "structure_of"]
+async def entity_rows(conn: asyncpg.Connection, p: Principal, *, entity: UUID | None = None,
+                      name: str | None = None, limit: int = 100) -> list[asyncpg.Record]:
+    """Visible live entities (one by id or canonical name, or the most named), with how many live
+    memories name each."""
+    q = Sql()
+    where = [visible(q, p, "e"), "e.merged_into IS NULL"]
+    if entity is not None:
+        where.append(f"e.id = {q.arg(entity)}")
+    if name is not None:
+        where.append(f"(e.canonical = {q.arg(name)} OR {q.arg(name)} = ANY(e.aliases))")
+    return await conn.fetch(
+        f"""SELECT e.id, e.name, e.kind, e.agent_id, e.project_id,
+                   (SELECT count(*) FROM memory_entities me JOIN memories m ON m.user_id = me.user_id
+                        AND m.id = me.memory_id AND m.deleted_at IS NULL
+                    WHERE me.user_id = e.user_id AND me.entity_id = e.id) AS memories
+            FROM entities e WHERE {" AND ".join(where)}
+            ORDER BY memories DESC, e.name LIMIT {q.arg(limit)}""", *q.args)
+
+
+async def neighbours_of(conn: asyncpg.Connection, p: Principal, entity: UUID, limit: int = 10) -> list[asyncpg.Record]:
+    """The entities named in the same live memories as `entity`, most shared first: one hop."""
+    q = Sql()
+    return await conn.fetch(
+        f"""SELECT e.id, e.name, e.kind, count(DISTINCT m.id) AS shared
+            FROM memory_entities a
+            JOIN memories m ON m.user_id = a.user_id AND m.id = a.memory_id AND m.deleted_at IS NULL
+            JOIN memory_entities b ON b.user_id = a.user_id AND b.memory_id = a.memory_id AND b.entity_id <> a.entity_id
+            JOIN entities e ON e.user_id = b.user_id AND e.id = b.entity_id
+            WHERE a.user_id = {q.arg(p.user_id)} AND a.entity_id = {q.arg(entity)} AND {visible(q, p)}
+            GROUP BY e.id, e.name, e.kind ORDER BY shared DESC, e.name LIMIT {q.arg(limit)}""", *q.args)
+
+
+__all__ = ["USER", "Recorded", "entities_named", "entity_rows", "facts_of", "neighbours_of", "record", "resolve",
+           "structure_of"]

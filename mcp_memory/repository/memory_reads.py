@@ -9,6 +9,7 @@ from uuid import UUID
 
 from ..errors import NotFound
 from ..models import HistoryEntry, ListOrder, Memory, MemoryFilter, Principal
+from . import graph
 from .memory_rows import to_memory
 from .memory_store import MemoryStore
 from .sql import Sql, live
@@ -20,6 +21,11 @@ class MemoryReads(MemoryStore):
         async with self.transaction(p) as conn:
             rows = {r["id"]: r for r in await self._fetch(conn, p, ids, deleted=False)}
         return [to_memory(rows[i]) for i in ids if i in rows]
+
+    async def structure(self, p: Principal, ids: Sequence[UUID]) -> dict[UUID, dict[str, Any]]:
+        """What the graph holds of each memory of `ids` (repository/graph.py `structure_of`)."""
+        async with self.reading(p) as conn:
+            return await graph.structure_of(conn, p, ids)
 
     async def get_many(self, p: Principal, ids: Sequence[UUID]) -> list[Memory]:
         """Live, visible memories among `ids`, counting the access (bookkeeping, never ranking)."""

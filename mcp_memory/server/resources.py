@@ -93,6 +93,22 @@ async def jobs_resource(ctx: Context, limit: int = 20) -> str:
     return await _resource_call(ctx, op)
 
 
+async def entities_resource(ctx: Context, limit: int = 100) -> str:
+    """The entities this session's memories name (people, the user, projects, places, tools), the
+    most named first, each with how many live memories name it."""
+    async def op(service: MemoryService, p: Principal) -> str:
+        return (await service.entities.list(p, limit)).model_dump_json(indent=1)
+    return await _resource_call(ctx, op)
+
+
+async def entity_resource(ref: str, ctx: Context) -> str:
+    """One entity's profile, by id or name ('me' for the user): each keyed attribute's current value,
+    its earlier values with their dates, and the entities it appears with."""
+    async def op(service: MemoryService, p: Principal) -> str:
+        return (await service.entities.profile(p, ref)).model_dump_json(indent=1)
+    return await _resource_call(ctx, op)
+
+
 def register(server: MCPServer) -> None:
     json_type = "application/json"
     server.resource("memory://memories{?cursor}", name="memories", title="Memories",
@@ -106,6 +122,10 @@ def register(server: MCPServer) -> None:
     server.resource("memory://stats{?top}", name="stats", title="Memory statistics",
                     mime_type=json_type)(stats_resource)
     server.resource("memory://jobs{?limit}", name="jobs", title="Decision jobs", mime_type=json_type)(jobs_resource)
+    server.resource("memory://entities{?limit}", name="entities", title="Entities",
+                    mime_type=json_type)(entities_resource)
+    server.resource("memory://entities/{ref}", name="entity", title="Entity profile",
+                    mime_type=json_type)(entity_resource)
     # MCPServer lists resources in one page with no cursor; memories need real pagination.
     server._lowlevel_server.add_request_handler("resources/list", PaginatedRequestParams, _list_resources)
 
@@ -117,6 +137,8 @@ FIXED = [
              description="Pinned memories in priority order, within a character budget: read at session start."),
     Resource(uri="memory://stats", name="stats", title="Memory statistics", mime_type="application/json",
              description="Counts by kind, scope and tag; forgotten and not-yet-embedded memories."),
+    Resource(uri="memory://entities", name="entities", title="Entities", mime_type="application/json",
+             description="Who and what the memories name, most named first; memory://entities/{name} profiles one."),
 ]
 
 
