@@ -23,7 +23,7 @@ from .errors import InvalidInput, NotFound, PermissionDenied
 from .forgetting import Forgetting
 from .graph import Said
 from .graph.keys import key_of
-from .graph.names import names_in, writer_names
+from .graph.names import names_in, with_text, writer_names
 from .lexicon.english import ENGLISH
 from .models import (
     GetResult,
@@ -195,11 +195,7 @@ class MemoryService(Forgetting):
                     raise InvalidInput(f"{where}about[{i}] must be a name of 1-{limits.MAX_NAME_CHARS} characters "
                                        "(a person, 'me' for the user, a project, a place)")
                 text(f"{where}about[{i}]", name)
-        rules = names_in(content)
-        names = writer_names(about or [], lexicon.user_names)
-        given = {n.canonical for n in names}
-        names += [n if not names else type(n)(n.display, n.canonical, "mentioned", n.sure, n.user)
-                  for n in rules if n.canonical not in given]
+        names = with_text(writer_names(about or [], lexicon.user_names), names_in(content))
         said_key = None
         if key is not None:
             said_key = key_of(text(f"{where}key", key), lexicon)
@@ -412,7 +408,8 @@ class MemoryService(Forgetting):
         await self._limit(p, "write")
         memory, changed = await self.repo.update(
             p, memory_id, changes, reason=reason, if_version=if_version,
-            may_override_pin=self._may_override_pin(p, force), request_id=request_id)
+            may_override_pin=self._may_override_pin(p, force), request_id=request_id,
+            names=names_in(changes["content"]) if "content" in changes else None)
         self._changed(int(changed))
         related = (await self.related(p, memory.id, memory.content, changes["embedding"], kind=memory.kind)
                    if changed and "content" in changes else [])

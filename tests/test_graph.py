@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from uuid import UUID
 
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from mcp_memory.errors import InvalidInput
+from mcp_memory.errors import InvalidInput, NotFound
 from mcp_memory.graph.keys import asked, key_of
 from mcp_memory.graph.names import names_in
 from mcp_memory.lexicon.english import ENGLISH
@@ -217,3 +218,69 @@ async def test_through_mcp_the_writer_passes_about_and_key_and_reads_the_profile
             await client.read_resource("memory://entities/Nobody Known")
         error = await call_error(client, "memory_write", {"content": "kestrel-7 is staging", "key": "name"})
         assert "needs whom it is about" in error
+
+
+async def test_a_mutation_workload_leaves_no_inconsistent_link_and_validity_follows_live_facts(
+        service, database) -> None:
+    from datetime import timedelta
+
+    from mcp_memory.repository.graph import inconsistencies
+    from mcp_memory.repository.maintenance import MaintenanceRepository
+
+    p = principal()
+    ids = []
+    for i, city in enumerate(("Oslo", "Bergen", "Tromsø", "Lisbon")):
+        w = await service.write(p, f"Greta Ibarra moved to {city} with Tomasz.", about=["Greta"], key="home city",
+                                occurred_at=day(f"202{i}-01-01"))
+        ids.append(w.memory.id)
+    await service.write(p, "Greta Ibarra likes tea.", about=["Greta"])
+    newest = ids[-1]
+
+    async def current() -> UUID:
+        profile = await service.entities.profile(p, "Greta Ibarra")
+        return next(a for a in profile.attributes if a.attribute == "home city").current[0].memory
+
+    assert await current() == newest
+    await service.forget(p, [newest])
+    assert await current() == ids[2]  # the earlier value holds again, nothing rewritten
+    hits = (await service.search(p, "Where does Greta live now?")).hits
+    assert hits[0].id == ids[2]
+    await service.restore(p, [newest])
+    assert await current() == newest
+    # A new text reads its names again; a new date moves the fact's validity with it.
+    await service.update(p, ids[1], content="Greta Ibarra moved to Bergen with Wanjiru.")
+    got = (await service.get(p, [ids[1]])).memories[0]
+    assert got.mentions == ["Bergen", "Wanjiru"] and got.key == "home city"
+    await service.update(p, ids[0], occurred_at=day("2026-06-01"))
+    assert await current() == ids[0]
+    # Purged memories take their links with them.
+    await service.forget(p, [ids[3]])
+    maintenance = MaintenanceRepository(database.admin)
+    report = await maintenance.purge(datetime.now(UTC) + timedelta(days=365), purge_after_days=30, history_days=180,
+                                     idempotency_days=7, stale_after_days=None, dry_run=False)
+    assert report.tombstones == 1
+    async with database.admin.acquire() as conn:
+        assert await inconsistencies(conn) == {name: 0 for name in await inconsistencies(conn)}
+        assert await conn.fetchval("SELECT count(*) FROM memory_facts WHERE memory_id = $1", ids[3]) == 0
+        # A broken link is found: the checks are not blind.
+        await conn.execute("DELETE FROM memory_entities WHERE memory_id = $1", ids[0])
+        assert (await inconsistencies(conn))["facts without their mention"] == 1
+
+
+async def test_row_level_security_alone_keeps_the_graph_apart(service, monkeypatch, database) -> None:
+    from mcp_memory.repository import sql
+
+    alice, bob = principal("alice"), principal("bob")
+    other_project = principal("alice", project="proj-y")
+    await service.write(alice, "Greta Ibarra lives in Oslo.", about=["Greta Ibarra"], key="home city",
+                        scope="project")
+    monkeypatch.setattr(sql, "SCOPE_FILTER", False)
+    for who in (bob, other_project):
+        assert (await service.entities.list(who)).entities == []
+        with pytest.raises(NotFound):
+            await service.entities.profile(who, "Greta Ibarra")
+        assert (await service.search(who, "Where does Greta Ibarra live?")).hits == []
+    assert [e.name for e in (await service.entities.list(alice)).entities] == ["Greta Ibarra", "Oslo"]
+    async with database.pool.acquire() as conn:  # the application role with no user set sees nothing
+        for table in ("entities", "memory_entities", "memory_facts", "memory_edges"):
+            assert await conn.fetchval(f"SELECT count(*) FROM {table}") == 0

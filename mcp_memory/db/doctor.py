@@ -10,6 +10,7 @@ from ..checks import Check
 from ..config import Settings
 from ..errors import Unavailable
 from ..repository import catalog
+from ..repository.graph import inconsistencies, sizes
 from . import locate
 from .migrate import pending_migrations
 
@@ -49,6 +50,7 @@ async def diagnose(settings: Settings) -> list[Check]:
                 checks.append(Check(*await doctor_problems(conn)))
                 checks += await _embeddings(conn, settings)
                 checks.append(await _jobs(conn))
+                checks.append(await _graph(conn))
         finally:
             await conn.close()
     except OSError as exc:
@@ -137,3 +139,13 @@ async def _extensions(conn: asyncpg.Connection) -> list[Check]:
         out.append(Check(f"extension {name}", ok, f"{version} ({state})",
                          None if ok else f"upgrade {name} to ≥ {'.'.join(map(str, need or ()))}"))
     return out
+
+
+async def _graph(conn: asyncpg.Connection) -> Check:
+    """The graph's consistency checks (repository/graph.py): every count must be zero."""
+    found = {name: n for name, n in (await inconsistencies(conn)).items() if n}
+    if not found:
+        entities, facts = await sizes(conn)
+        return Check("graph", True, f"consistent: {entities} entities, {facts} keyed facts")
+    return Check("graph", False, "; ".join(f"{n} {name}" for name, n in found.items()),
+                 "a bug: please report it with `mcp-memory doctor` output; the memories themselves are intact")

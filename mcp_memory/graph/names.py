@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from .about_user import about_someone_else, speaks_of_user
@@ -87,6 +87,7 @@ class Name:
     role: Role
     sure: bool = True
     user: bool = False
+    given: bool = False  # by the writer (or a model), not read off the text by rules
 
 
 def runs(text: str) -> Iterator[tuple[int, str]]:
@@ -141,7 +142,21 @@ def writer_names(about: list[str], user_names: frozenset[str]) -> list[Name]:
     for name in about:
         display = " ".join(name.split())
         if display.lower() in user_names:
-            found.setdefault(USER, Name("the user", USER, "about", user=True))
+            found.setdefault(USER, Name("the user", USER, "about", user=True, given=True))
         elif display:
-            found.setdefault(canonical(display), Name(display, canonical(display), "about"))
+            found.setdefault(canonical(display), Name(display, canonical(display), "about", given=True))
     return list(found.values())
+
+
+def with_text(given: list[Name], read: list[Name]) -> list[Name]:
+    """The writer's names and those the text holds, each thing once: a first name the writer gave
+    is the full name the text holds when one alone begins with it ("Greta" in "Greta Ibarra moved
+    to Oslo"); with names given, the text's others are only mentioned."""
+    fulls = {n.canonical.split(" ", 1)[0]: n for n in read if " " in n.canonical}
+    firsts = [n.canonical.split(" ", 1)[0] for n in read if " " in n.canonical]
+    names = []
+    for n in given:
+        full = fulls.get(n.canonical) if " " not in n.canonical and firsts.count(n.canonical) == 1 else None
+        names.append(replace(n, display=full.display, canonical=full.canonical) if full is not None else n)
+    taken = {n.canonical for n in names}
+    return names + [n if not names else replace(n, role="mentioned") for n in read if n.canonical not in taken]

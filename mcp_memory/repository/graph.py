@@ -105,17 +105,18 @@ async def record(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record,
     if not said.names:
         return done
     ids = await resolve(conn, p.user_id, memory["agent_id"], memory["project_id"], said.names)
-    mentions = [(ids[n.canonical], n.role) for n in said.names if n.canonical in ids]
+    mentions = [(ids[n.canonical], n.role, said.source if n.given else "rules") for n in said.names
+                if n.canonical in ids]
     if not mentions:
         return done
     done.entities = {ids[n.canonical]: n.display for n in said.names if n.canonical in ids}
-    done.about = list(dict.fromkeys(e for e, role in mentions if role == "about"))
+    done.about = list(dict.fromkeys(e for e, role, _ in mentions if role == "about"))
     await conn.execute(
         """INSERT INTO memory_entities (user_id, memory_id, entity_id, agent_id, project_id, role, source)
-           SELECT $1, $2, e, $3, $4, r, $7 FROM unnest($5::uuid[], $6::text[]) x(e, r)
+           SELECT $1, $2, e, $3, $4, r, s FROM unnest($5::uuid[], $6::text[], $7::text[]) x(e, r, s)
            ON CONFLICT DO NOTHING""",
         p.user_id, memory["id"], memory["agent_id"], memory["project_id"],
-        [e for e, _ in mentions], [r for _, r in mentions], said.source)
+        [e for e, _, _ in mentions], [r for _, r, _ in mentions], [s for _, _, s in mentions])
     if said.key is None or not done.about:
         return done
     await conn.execute(
@@ -128,6 +129,58 @@ async def record(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record,
     if said.key.single:
         await _replace(conn, p, memory, said, done)
     return done
+
+
+async def restate(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record,
+                  names: Sequence[Name] | None) -> None:
+    """After an update: the keyed facts' validity starts at the memory's occurred_at, and with a
+    new text (`names` not None) the names rules read in the old text give way to the new text's;
+    what the writer or a model said stays."""
+    await conn.execute("UPDATE memory_facts SET valid_from = $3 WHERE user_id = $1 AND memory_id = $2 "
+                       "AND valid_from <> $3", p.user_id, memory["id"], memory["occurred_at"])
+    if names is None:
+        return
+    await conn.execute("DELETE FROM memory_entities WHERE user_id = $1 AND memory_id = $2 AND source = 'rules'",
+                       p.user_id, memory["id"])
+    said = await conn.fetchval("SELECT count(*) FROM memory_entities WHERE user_id = $1 AND memory_id = $2 "
+                               "AND role = 'about'", p.user_id, memory["id"])
+    kept = [n if not said else Name(n.display, n.canonical, "mentioned", n.sure, n.user) for n in names]
+    # A name the writer gave stays as the writer gave it.
+    await record(conn, p, memory, Said(kept, None, "rules"))
+
+
+# Each check counts links that should not exist; all zero is a consistent graph. Links to memories
+# that are gone cannot exist (foreign keys, ON DELETE CASCADE); these are the ones keys cannot forbid.
+CHECKS = {
+    "facts without their mention": """SELECT count(*) FROM memory_facts f WHERE NOT EXISTS (
+        SELECT 1 FROM memory_entities me WHERE me.user_id = f.user_id AND me.memory_id = f.memory_id
+        AND me.entity_id = f.entity_id)""",
+    "links to a merged entity": """SELECT (SELECT count(*) FROM memory_entities me JOIN entities e
+        ON e.user_id = me.user_id AND e.id = me.entity_id WHERE e.merged_into IS NOT NULL)
+        + (SELECT count(*) FROM memory_facts f JOIN entities e ON e.user_id = f.user_id AND e.id = f.entity_id
+           WHERE e.merged_into IS NOT NULL)""",
+    "links outside their memory's namespace": """SELECT (SELECT count(*) FROM memory_entities x JOIN memories m
+        ON m.user_id = x.user_id AND m.id = x.memory_id
+        WHERE x.agent_id IS DISTINCT FROM m.agent_id OR x.project_id IS DISTINCT FROM m.project_id)
+        + (SELECT count(*) FROM memory_facts x JOIN memories m ON m.user_id = x.user_id AND m.id = x.memory_id
+           WHERE x.agent_id IS DISTINCT FROM m.agent_id OR x.project_id IS DISTINCT FROM m.project_id
+              OR x.valid_from <> m.occurred_at)""",
+    "entities wider than a memory naming them": """SELECT count(*) FROM memory_entities x JOIN entities e
+        ON e.user_id = x.user_id AND e.id = x.entity_id
+        WHERE e.agent_id IS NOT NULL AND e.agent_id IS DISTINCT FROM x.agent_id
+           OR e.project_id IS NOT NULL AND e.project_id IS DISTINCT FROM x.project_id""",
+}
+
+
+async def inconsistencies(conn: asyncpg.Connection) -> dict[str, int]:
+    """The graph's consistency checks over every user (an owner's connection): name -> count."""
+    return {name: await conn.fetchval(sql) for name, sql in CHECKS.items()}
+
+
+async def sizes(conn: asyncpg.Connection) -> tuple[int, int]:
+    """(entities, keyed facts) over every user (an owner's connection)."""
+    row = await conn.fetchrow("SELECT (SELECT count(*) FROM entities), (SELECT count(*) FROM memory_facts)")
+    return row[0], row[1]
 
 
 async def _replace(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record, said: Said,
@@ -279,4 +332,4 @@ async def neighbours_of(conn: asyncpg.Connection, p: Principal, entity: UUID, li
 
 
 __all__ = ["USER", "Recorded", "entities_named", "entity_rows", "facts_of", "neighbours_of", "record", "resolve",
-           "structure_of"]
+           "inconsistencies", "restate", "sizes", "structure_of"]
