@@ -356,11 +356,13 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 async def load_copy(bench: Bench, user: str, records: list[dict[str, Any]], shift: timedelta, seed: int,
                     write_times: list[float], in_order: bool = False, writer: Writer | None = None,
-                    mode: str = "none", passed: Counter[str] | None = None) -> dict[str, Any]:
+                    mode: str = "none", passed: Counter[str] | None = None,
+                    said: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """Write every version and distractor for one user, in a shuffled order (insertion order
     says nothing about age); returns key -> memory id. With a `writer` and a `mode` other than
     'none', each write also passes what the writer says it is about and states (`passed` counts
-    the writes with `about`, with `key`, and the statuses other than 'created')."""
+    the writes with `about`, with `key`, and the statuses other than 'created'; `said` gets what
+    each memory's write passed, by key)."""
     memories = [(r, m) for r in records for m in (*r["versions"], *r["distractors"])]
     random.Random(seed).shuffle(memories)
     if in_order:  # decisions judge each memory against those that came before it, as they arrive
@@ -369,6 +371,8 @@ async def load_copy(bench: Bench, user: str, records: list[dict[str, Any]], shif
     loader, ids = bench.service(), {}
     for r, m in memories:
         extra = writer.pick(r, m, words, mode) if writer is not None else {}
+        if said is not None:
+            said[m["key"]] = extra
         t = time.perf_counter()
         result = await loader.write(bench_principal(user_of(user, r)), m["content"], kind="fact",
                                     occurred_at=parse_time(m["occurred_at"]) + shift,
@@ -385,15 +389,17 @@ async def load_copy(bench: Bench, user: str, records: list[dict[str, Any]], shif
     return ids
 
 
-async def supersedes(bench: Bench, records: list[dict[str, Any]],
-                     copies: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+async def supersedes(bench: Bench, records: list[dict[str, Any]], copies: list[tuple[str, dict[str, Any]]],
+                     said: list[dict[str, dict[str, Any]]] | None = None) -> dict[str, Any]:
     """What the server marked superseded after loading, judged by the set's records (pooled over
     the copies): right, a stale version replaced by a later version of its own record; wrong, a
     distractor replaced, a newest version replaced, a stale version replaced by an older version
     of its own record ('backwards') or by a memory of another entity or attribute ('other'), or
     anything replaced by a memory outside the set; apart from both, two decoys stating one fact
     (the later replacing the earlier: 'decoy updates') and a text replaced by one that says all
-    its words again ('restated', the sets' "(noted again)" repeats)."""
+    its words again ('restated', the sets' "(noted again)" repeats). Also, per attribute, the stale
+    versions left current, with what the writer passed for them and for the version after them
+    (`said`, per copy)."""
     from decisions_tally import Truth  # it imports this module
 
     n_versions = sum(len(r["versions"]) for r in records) * len(copies)
@@ -401,7 +407,9 @@ async def supersedes(bench: Bench, records: list[dict[str, Any]],
     n_distractors = sum(len(r["distractors"]) for r in records) * len(copies)
     t: Counter[str] = Counter()
     examples: dict[str, list[str]] = {}
-    for _, ids in copies:
+    missed: dict[str, list[int]] = {}  # attribute -> [stale versions left current, stale versions]
+    missed_examples: list[str] = []
+    for i, (_, ids) in enumerate(copies):
         truth = Truth(records, ids)
         key_of = {v: k for k, v in ids.items()}
         newest = {r["newest"] for r in records}
@@ -424,6 +432,18 @@ async def supersedes(bench: Bench, records: list[dict[str, Any]],
             if kind not in ("right", "decoy_update", "restated") and len(examples.setdefault(kind, [])) < EXAMPLES:
                 by = f"{new} {truth.text_of[new]!r}" if new else str(row["superseded_by"])
                 examples[kind].append(f"{old} {truth.text_of[old]!r} by {by}")
+        current = {key_of[row["id"]] for row in await bench.admin.fetch(
+            "SELECT id FROM memories WHERE id = ANY($1::uuid[]) AND superseded_by IS NULL", list(ids.values()))}
+        words = said[i] if said else {}
+        for r in records:
+            counts = missed.setdefault(r["attribute"], [0, 0])
+            for v, after in zip(r["versions"], r["versions"][1:], strict=False):
+                counts[1] += 1
+                if v["key"] in current:
+                    counts[0] += 1
+                    if len(missed_examples) < EXAMPLES:
+                        missed_examples.append(f"{v['key']} {words.get(v['key'], {})} then {after['key']} "
+                                               f"{words.get(after['key'], {})}")
     wrong = sum(t[k] for k in ("distractor", "newest", "backwards", "other", "outside"))
     return {"versions": n_versions, "stale": n_stale, "distractors": n_distractors,
             "superseded": t["total"], "right": t["right"],
@@ -432,7 +452,9 @@ async def supersedes(bench: Bench, records: list[dict[str, Any]],
             "wrong_distractor": t["distractor"], "wrong_newest": t["newest"], "wrong_backwards": t["backwards"],
             "wrong_other": t["other"], "wrong_outside": t["outside"],
             "decoy_updates": t["decoy_update"],
-            "restated": t["restated"], "examples": examples}
+            "restated": t["restated"], "examples": examples,
+            "stale_left_current": {a: {"left": n, "stale": of} for a, (n, of) in sorted(missed.items()) if of},
+            "stale_left_current_examples": missed_examples}
 
 
 async def related_quality(bench: Bench, user: str, records: list[dict[str, Any]], shift: timedelta) -> dict[str, Any]:
@@ -477,12 +499,13 @@ async def main_async(args: argparse.Namespace) -> None:
         write_times: list[float] = []
         writer = load_writer(args.dataset, records) if args.writer != "none" else None
         passed: Counter[str] = Counter()
+        said: list[dict[str, dict[str, Any]]] = [{} for _ in users]
         copies = [(u, await load_copy(bench, u, records, shift, args.seed + i, write_times,
                                       in_order=args.decisions != "none", writer=writer, mode=args.writer,
-                                      passed=passed))
+                                      passed=passed, said=said[i]))
                   for i, u in enumerate(users)]
         decisions = await drain_decisions(bench, base) if args.decisions != "none" else None
-        superseded = await supersedes(bench, records, copies)
+        superseded = await supersedes(bench, records, copies, said)
         await bench.analyze()
         parity = await lexical_parity(bench, users[0], records, copies[0][1])
         print(f"loaded {args.repeat} x {n_memories} memories ({len(records)} entities); lexical parity {parity}",
@@ -564,6 +587,10 @@ async def main_async(args: argparse.Namespace) -> None:
                   sup["restated"]]], first_width=10))
     for kind, lines in sup["examples"].items():
         print(f"  wrong ({kind}), e.g. {lines[0]}")
+    left = {a: f"{x['left']}/{x['stale']}" for a, x in sup["stale_left_current"].items() if x["left"]}
+    print(f"  stale versions left current, by attribute: {left or 'none'}")
+    for line in sup["stale_left_current_examples"][:3]:
+        print(f"    e.g. {line}")
     print(f"\n{args.dataset.stem}, writer {args.writer}: search and supersedes in one row per variant")
     has_stable = "stable" in types
     print(table(["variant", "newest-first", "newest@1", "MRR", "found@10", "stable@3", "right sup", "wrong sup"],
