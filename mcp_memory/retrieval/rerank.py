@@ -18,6 +18,7 @@ probes it now and then (breaker.py), so a dead endpoint is not waited on for eve
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -98,6 +99,11 @@ class VoyageReranker:
         self._api_key, self._base_url, self._timeout_s = api_key, base_url, timeout_s
         self._client: Any = None
         self.where = f"voyage rerank ({self.model} at {base_url or 'the Voyage API'})"
+        # The SDK (with langchain-core and aiohttp) takes a second or more to import on a loaded machine:
+        # imported here, at start, not inside the first search's time bound (where it timed out, and
+        # blocked the event loop). Missing, the first search says so.
+        with contextlib.suppress(ImportError):
+            import voyageai  # noqa: F401
 
     def _get_client(self) -> Any:
         if self._client is None:
