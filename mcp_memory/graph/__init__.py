@@ -23,6 +23,14 @@ class Said:
     names: list[Name] = field(default_factory=list)
     key: Key | None = None
     source: Source = "rules"
+    # Whether a newer value of a one-at-a-time key replaces the older (a writer's key does; a key read
+    # off the text by rules only when the graph_rules_keys setting says so).
+    replaces: bool = True
+    key_source: Source | None = None  # who said the key, when not who said the names
+
+    @property
+    def key_said_by(self) -> Source:
+        return self.key_source or self.source
 
     @property
     def about(self) -> list[Name]:

@@ -34,6 +34,21 @@ def _phrases(lexicon: Lexicon) -> dict[tuple[str, ...], frozenset[str]]:
 
 
 @functools.lru_cache(maxsize=8)
+def _exact(lexicon: Lexicon) -> dict[str, frozenset[str]]:
+    """Each phrase as written (lower case, fillers dropped) -> the attributes that use it: where two
+    attributes share stems ("language", "languages"), the words themselves tell them apart."""
+    found: dict[str, set[str]] = {}
+    for attribute in lexicon.attributes:
+        for phrase in (attribute.name, *attribute.phrases):
+            found.setdefault(_plain(lexicon, phrase), set()).add(attribute.name)
+    return {k: frozenset(v) for k, v in found.items()}
+
+
+def _plain(lexicon: Lexicon, words: str) -> str:
+    return " ".join(w for w in lexicon.words(words) if w not in lexicon.key_fillers)
+
+
+@functools.lru_cache(maxsize=8)
 def _by_name(lexicon: Lexicon) -> dict[str, Attribute]:
     return {a.name: a for a in lexicon.attributes}
 
@@ -62,6 +77,8 @@ def key_of(words: str, lexicon: Lexicon) -> Key | None:
     if not stems:
         return None
     named = _phrases(lexicon).get(stems, frozenset())
+    if len(named) > 1:
+        named = _exact(lexicon).get(_plain(lexicon, tidy), frozenset()) & named or named
     if len(named) == 1:
         attribute = _by_name(lexicon)[next(iter(named))]
         return Key(attribute.name, tidy, attribute.single)
@@ -96,3 +113,18 @@ def asked(question: str, lexicon: Lexicon, known: dict[str, list[str]]) -> str |
     if not scored or len(scored) > 1 and scored[0][0] == scored[1][0]:
         return None
     return scored[0][1]
+
+
+def key_in(text: str, lexicon: Lexicon, names: list[str]) -> Key | None:
+    """The attribute a text states of its subject by rules: the one attribute whose cues or phrases
+    its words hold (names left out: "Greta Town" is no town); None when none or several do. The
+    key's words are the cue found."""
+    masked = text
+    for name in sorted(names, key=len, reverse=True):
+        masked = masked.replace(name, " ")
+    stems = lexicon.stems(masked)
+    cued = _cued(lexicon, stems, list(lexicon.attributes))
+    if not cued or len(cued) > 1 and cued[0][0] == cued[1][0]:
+        return None
+    attribute = _by_name(lexicon)[cued[0][1]]
+    return Key(attribute.name, attribute.name, attribute.single)

@@ -124,9 +124,9 @@ async def record(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record,
                                      single, valid_from, source)
            SELECT $1, $2, e, $3, $4, $6, $7, $8, $9, $10 FROM unnest($5::uuid[]) e ON CONFLICT DO NOTHING""",
         p.user_id, memory["id"], memory["agent_id"], memory["project_id"], done.about, said.key.attribute,
-        said.key.words, said.key.single, memory["occurred_at"], said.source)
+        said.key.words, said.key.single, memory["occurred_at"], said.key_said_by)
     done.key = said.key.attribute
-    if said.key.single:
+    if said.key.single and said.replaces:
         await _replace(conn, p, memory, said, done)
     return done
 
