@@ -25,11 +25,17 @@ def content_hash(content: str) -> str:
     return sha256_hex(normalized)
 
 
-def request_fingerprint(new: NewMemory, supersedes: list[UUID] | None) -> str:
+def request_fingerprint(new: NewMemory, supersedes: list[UUID] | None, about: list[str] | None = None,
+                        key: str | None = None) -> str:
     """What makes two writes the same request for an idempotency key: everything the caller
-    chose (the derived vector and the recording client aside)."""
+    chose (the derived vector and the recording client aside). `about` and `key` count only when
+    given, so a request made before they existed keeps its fingerprint."""
     chosen = new.model_dump(mode="json", exclude={"embedding", "embedding_model", "source", "content"})
     chosen["supersedes"] = sorted(str(i) for i in supersedes or ())
+    if about is not None:
+        chosen["about"] = about
+    if key is not None:
+        chosen["key"] = key
     return sha256_hex(json.dumps(chosen, sort_keys=True))
 
 

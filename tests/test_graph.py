@@ -284,3 +284,14 @@ async def test_row_level_security_alone_keeps_the_graph_apart(service, monkeypat
     async with database.pool.acquire() as conn:  # the application role with no user set sees nothing
         for table in ("entities", "memory_entities", "memory_facts", "memory_edges"):
             assert await conn.fetchval(f"SELECT count(*) FROM {table}") == 0
+
+
+async def test_an_idempotency_key_names_the_about_and_key_too(service) -> None:
+    from mcp_memory.errors import Conflict
+
+    p = principal()
+    first = await service.write(p, "Greta lives in Oslo.", about=["Greta"], key="home city", idempotency_key="k1")
+    again = await service.write(p, "Greta lives in Oslo.", about=["Greta"], key="home city", idempotency_key="k1")
+    assert again.status == "duplicate" and again.memory.id == first.memory.id
+    with pytest.raises(Conflict, match="different request"):
+        await service.write(p, "Greta lives in Oslo.", about=["Greta"], key="hometown", idempotency_key="k1")
