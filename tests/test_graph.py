@@ -295,3 +295,16 @@ async def test_an_idempotency_key_names_the_about_and_key_too(service) -> None:
     assert again.status == "duplicate" and again.memory.id == first.memory.id
     with pytest.raises(Conflict, match="different request"):
         await service.write(p, "Greta lives in Oslo.", about=["Greta"], key="hometown", idempotency_key="k1")
+
+
+async def test_words_that_name_two_attributes_follow_what_the_subject_already_has(service) -> None:
+    p = principal()
+    office = await service.write(p, "Fenna works from the Zurich office.", about=["Fenna"], key="office",
+                                 occurred_at=day("2024-01-01"))
+    moved = await service.write(p, "Fenna is based in Lisbon now.", about=["Fenna"], key="based in",
+                                occurred_at=day("2025-01-01"))
+    assert moved.memory.key == "office" and moved.memory.replaced == [office.memory.id]
+    city = await service.write(p, "Tomasz is based in Oslo.", about=["Tomasz"], key="based in")
+    assert city.memory.key == "home city"  # no office known for him: the first meaning
+    hits = (await service.search(p, "Where is Fenna based these days?")).hits
+    assert hits[0].id == moved.memory.id and hits[1].id == office.memory.id

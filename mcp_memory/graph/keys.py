@@ -9,7 +9,7 @@ embedder: "employer" is closer to "job title" (.61) than "where they live" to "h
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..lexicon import Attribute, Lexicon
 
@@ -19,6 +19,16 @@ class Key:
     attribute: str  # the attribute's name: the lexicon's, or the key's own stems
     words: str  # the key as written, spaces tidied
     single: bool  # holds one value at a time
+    # Other attributes the same words name ("based in": a home city, or an office): the subject's own
+    # facts decide (repository/graph.py), this attribute when it has none of them.
+    alternatives: tuple[str, ...] = ()
+
+    def within(self, known: set[str] | frozenset[str]) -> Key:
+        """This key as the attribute of it the subject already has facts of, if one."""
+        if self.attribute in known or not self.alternatives:
+            return self
+        chosen = next((a for a in self.alternatives if a in known), None)
+        return replace(self, attribute=chosen, alternatives=()) if chosen else self
 
 
 @functools.lru_cache(maxsize=8)
@@ -79,9 +89,10 @@ def key_of(words: str, lexicon: Lexicon) -> Key | None:
     named = _phrases(lexicon).get(stems, frozenset())
     if len(named) > 1:
         named = _exact(lexicon).get(_plain(lexicon, tidy), frozenset()) & named or named
-    if len(named) == 1:
-        attribute = _by_name(lexicon)[next(iter(named))]
-        return Key(attribute.name, tidy, attribute.single)
+    if named:
+        # In the lexicon's order: the first is taken when the subject has none of the others.
+        first, *others = [a for a in lexicon.attributes if a.name in named]
+        return Key(first.name, tidy, first.single, tuple(a.name for a in others))
     if not named:
         cued = _cued(lexicon, stems, list(lexicon.attributes))
         # Only a cue that is the whole key's head, and of one attribute alone ("what they drive").

@@ -6,7 +6,7 @@ search (the entities a question names, their keyed facts) and a memory's record.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -119,6 +119,11 @@ async def record(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record,
         [e for e, _, _ in mentions], [r for _, r, _ in mentions], [s for _, _, s in mentions])
     if said.key is None or not done.about:
         return done
+    if said.key.alternatives:  # words that name two attributes: the one the subject has facts of
+        known = await conn.fetch("SELECT DISTINCT attribute FROM memory_facts WHERE user_id = $1 "
+                                 "AND entity_id = ANY($2::uuid[])", p.user_id, done.about)
+        said = replace(said, key=said.key.within({r["attribute"] for r in known}))
+    assert said.key is not None
     await conn.execute(
         """INSERT INTO memory_facts (user_id, memory_id, entity_id, agent_id, project_id, attribute, key_words,
                                      single, valid_from, source)
