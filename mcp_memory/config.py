@@ -121,6 +121,12 @@ class Settings(BaseSettings):
         "error); after 3 failures in a row the reranker is skipped, probed again 1 s later, then 1.5x longer "
         "after each failed probe, up to 30 s."))
 
+    # Language
+    language: str = Field(default="english", description=(
+        "The language memories and questions are read in: its words for names, keys, the user, time and dates "
+        "(one module per language in mcp_memory/lexicon, e.g. portuguese). Full text stems with English's rules in "
+        "every language for now (docs/languages.md)."))
+
     # Retrieval
     search_candidates: int = Field(default=100, ge=10, le=2000, description=(
         "Candidates each list (vector, full text, trigram) brings to the fusion."))
@@ -346,6 +352,14 @@ class Settings(BaseSettings):
                              f"forget, admin; got {value!r}")
         return value
 
+    @field_validator("language")
+    @classmethod
+    def _known_language(cls, value: str) -> str:
+        from .lexicon import available
+        if value not in available():
+            raise ValueError(f"MCP_MEMORY_LANGUAGE: no lexicon for {value!r}; there are: {', '.join(available())}")
+        return value
+
     @model_validator(mode="after")
     def _decisions_can_work(self) -> Settings:
         """Decision settings that cannot work stop start-up, with the fix, instead of failing
@@ -382,8 +396,9 @@ class Settings(BaseSettings):
 # The configuration reference (docs/configuration.md, `python -m mcp_memory.config_reference`) lists
 # every setting under one of these, in this order; a new setting goes into one or the test fails.
 SECTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "server": ("The MCP server: HTTP transport, limits of the tools and resources, forgetting, rate limits.", (
-        "host", "port", "public_url", "allowed_hosts", "no_auth", "graceful_shutdown_s",
+    "server": ("The MCP server: HTTP transport, limits of the tools and resources, forgetting, rate limits, "
+               "the language memories are read in.", (
+        "host", "port", "public_url", "allowed_hosts", "no_auth", "graceful_shutdown_s", "language",
         "max_content_chars", "max_title_chars", "max_tags", "max_tag_chars", "max_batch", "snippet_chars",
         "resource_page_size", "resource_page_chars", "core_budget_chars", "core_budgets",
         "forget_token_ttl_s", "forget_max_batch", "forget_min_similarity",

@@ -15,6 +15,7 @@ from .validation import text, token_hash
 
 if TYPE_CHECKING:
     from .config import Settings
+    from .lexicon import Lexicon
     from .repository import MemoryRepository
     from .repository.forget_tokens import ForgetTokenRepository
     from .validation import Validator
@@ -27,6 +28,7 @@ class Forgetting:
     tokens: ForgetTokenRepository
     settings: Settings
     check: Validator
+    lexicon: Lexicon
 
     if TYPE_CHECKING:  # defined by MemoryService
         @staticmethod
@@ -78,7 +80,7 @@ class Forgetting:
             scores: dict[UUID, float | None] = {}
         elif query:
             # Only what matches: words in common, or a vector close enough, never mere neighbours.
-            hits = await self._search(p, parse_query(query), f, limit=limit + 1,
+            hits = await self._search(p, parse_query(query, self.lexicon), f, limit=limit + 1,
                                       min_similarity=self.settings.forget_min_similarity)
             matches = await self.repo.peek_many(p, [h.id for h in hits])
             scores = {h.id: h.score for h in hits}

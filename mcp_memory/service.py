@@ -24,7 +24,7 @@ from .forgetting import Forgetting
 from .graph import Said
 from .graph.keys import key_of
 from .graph.names import names_in, with_text, writer_names
-from .lexicon.english import ENGLISH
+from .lexicon import named as lexicon_named
 from .models import (
     GetResult,
     HistoryResult,
@@ -82,7 +82,7 @@ class MemoryService(Forgetting):
                                  self.check)
         self.versions = RelatedVersions(repo, settings, vectors)  # what a new memory may replace
         self.review = Review(repo, settings)  # what the review console shows beyond the tools
-        self.lexicon = ENGLISH  # the language names, keys and questions are read in
+        self.lexicon = lexicon_named(settings.language)  # the language names, keys and questions are read in
         self.entities = Entities(repo, settings.snippet_chars)  # profiles of what the graph knows
         # The opt-in reranker over a search's best hits (retrieval/rerank.py); None: off (default).
         self.reranking = Reranking.from_settings(settings)
@@ -195,7 +195,7 @@ class MemoryService(Forgetting):
                     raise InvalidInput(f"{where}about[{i}] must be a name of 1-{limits.MAX_NAME_CHARS} characters "
                                        "(a person, 'me' for the user, a project, a place)")
                 text(f"{where}about[{i}]", name)
-        names = with_text(writer_names(about or [], lexicon.user_names), names_in(content))
+        names = with_text(writer_names(about or [], lexicon.user_names), names_in(content, lexicon))
         said_key = None
         if key is not None:
             said_key = key_of(text(f"{where}key", key), lexicon)
@@ -340,7 +340,7 @@ class MemoryService(Forgetting):
         query = text("query", query).strip()
         if not query:
             raise InvalidInput("query is empty: say what to look for")
-        parsed = parse_query(query)
+        parsed = parse_query(query, self.lexicon)
         hits = await self._search(p, parsed, self.check.filter(f), limit=limit, explain=explain)
         return SearchResult(query=query, hits=hits, intent=intent_of(parsed) if explain else None)
 

@@ -51,14 +51,8 @@ WORDS_MARGIN = 0.10
 RELATIVE_GAP = 0.20
 STEM_CHARS = 6
 STEM_SCAN = 2000   # characters of a memory looked at for shared words (a turn can be 8,000)
-_WORD = re.compile(r"[a-z][a-z0-9]+")
-# Words of a question that say nothing about its subject.
-_STOP = frozenset("""
-    about after again also been before being could does doing done each even ever every from have
-    here into just know like made make many more most much must need only other over please really
-    should some still such tell than thank thanks that their them then there these they thing things
-    think this those want were what when where which while will with would your yours
-    """.split())
+# A word of any language: letters, then letters or digits (lower case by then).
+_WORD = re.compile(r"[^\W\d_][^\W_]+")
 # Two memories whose words (numbers aside) overlap this much say the same thing: a note repeated
 # with another ticket number or owner, a fact stated again in another session.
 SAME_WORDS = 0.8
@@ -227,10 +221,11 @@ async def _vector(service: MemoryService, prompt: str, deadline: float | None) -
         return None
 
 
-def _stems(text: str) -> set[str]:
+def _stems(text: str, stop: frozenset[str]) -> set[str]:
     """Content words cut to their first six letters: a crude stem that still joins what the
-    full-text stemmer keeps apart ("formatter" -> formatt, "formatting" -> format)."""
-    return {w[:STEM_CHARS] for w in _WORD.findall(text.lower()) if len(w) >= 4 and w not in _STOP}
+    full-text stemmer keeps apart ("formatter" -> formatt, "formatting" -> format). `stop`: the
+    words of a prompt that say nothing about its subject (the lexicon's `prompt_stop_words`)."""
+    return {w[:STEM_CHARS] for w in _WORD.findall(text.lower()) if len(w) >= 4 and w not in stop}
 
 
 async def _closeness(service: MemoryService, settings: Settings, p: Principal,
@@ -247,7 +242,8 @@ async def _closeness(service: MemoryService, settings: Settings, p: Principal,
 
 
 def _groups(prompt: str, hits: list[SearchHit], memories: dict[str, Memory],
-            closeness: tuple[dict[str, float], float] | None, seen: set[str]) -> list[list[SearchHit]]:
+            closeness: tuple[dict[str, float], float] | None, seen: set[str],
+            stop: frozenset[str]) -> list[list[SearchHit]]:
     """The relevant groups of the hits, in the order of each group's best ranked member.
 
     The fused score ranks; it says nothing absolute. A group is relevant when a member is close
@@ -260,14 +256,14 @@ def _groups(prompt: str, hits: list[SearchHit], memories: dict[str, Memory],
         m = memories.get(str(h.id))
         if m is not None:
             groups.setdefault(group_of(m), []).append(h)
-    words = _stems(prompt)
+    words = _stems(prompt, stop)
 
     def full_text(members: list[SearchHit]) -> bool:
         return any(h.explain and h.explain.get("fulltext") is not None for h in members)
 
     def shares_words(members: list[SearchHit]) -> bool:
         return full_text(members) or any(
-            words & _stems(f"{memories[str(h.id)].title or ''} {memories[str(h.id)].content[:STEM_SCAN]}")
+            words & _stems(f"{memories[str(h.id)].title or ''} {memories[str(h.id)].content[:STEM_SCAN]}", stop)
             for h in members)
 
     best: dict[str, float] = {}
@@ -314,9 +310,11 @@ async def prompt_context(service: MemoryService, settings: Settings, p: Principa
     vector = await _vector(service, prompt, deadline)
     # The service's search would wait for the vector again; the retrieval takes the one we have.
     model = vectors.model if vectors and vector is not None else None
-    hits = await hybrid_search(service.repo, p, parse_query(prompt), None,
+    lexicon = service.lexicon
+    hits = await hybrid_search(service.repo, p, parse_query(prompt, lexicon), None,
                                limit=settings.recall_limit * CANDIDATES_PER_SLOT, settings=settings, explain=True,
-                               vector=vector, model=model, dimension=vectors.dimension if model and vectors else 0)
+                               vector=vector, model=model, dimension=vectors.dimension if model and vectors else 0,
+                               lexicon=lexicon)
     # This session's own turns are already in the model's context.
     own = f"session:{session_id}" if session_id else None
     hits = [h for h in hits if own not in h.tags]
@@ -325,7 +323,8 @@ async def prompt_context(service: MemoryService, settings: Settings, p: Principa
     closeness = await _closeness(service, settings, p, vector)
     memories = {str(m.id): m for m in await service.repo.peek_many(p, [h.id for h in hits])}
     seen = Ledger(settings, p, session_id).read() if session_id else set()
-    shown = _distinct(_groups(prompt, hits, memories, closeness, seen), memories, settings.recall_limit)
+    shown = _distinct(_groups(prompt, hits, memories, closeness, seen, lexicon.prompt_stop_words), memories,
+                      settings.recall_limit)
     kept = _fit(_cleaned(shown), settings.recall_budget_chars)
     if not kept:
         return ""

@@ -14,13 +14,13 @@ import difflib
 import functools
 import itertools
 import re
+from dataclasses import dataclass
 
+from ..lexicon import Lexicon
+from ..lexicon.english import ENGLISH
 from ..retrieval.focus import value_kinds, values_of, words_of
-from ..retrieval.query import LABEL, NOT_NAMES
+from ..retrieval.query import LABEL
 
-# Words that open a sentence capitalised without naming anyone.
-NOT_A_NAME = NOT_NAMES | frozenset("""user user's fyi note notes update after before since now today yesterday
-moved switched from standup also just new prod heard congrats""".split())
 # Longer memories are not compared word by word (`_aligned`).
 FRAME_CHARS = 400
 # A word, for comparing two memories word by word ("eu-west-1", "9:45", "GraphQL" each one). Not
@@ -33,28 +33,51 @@ Aligned = tuple[tuple[str, ...], tuple[str, ...], tuple[Block, ...]]  # both tex
 # A plain lower-case word: no digit, no capital ("carts", "uploads"), which names a thing where a
 # value would be a number, a version or a name.
 _PLAIN = re.compile(r"[a-z][a-z'-]*")
-# Numbers in words are values ("three weeks" / "four weeks"), as digits are.
-_NUMBERS = frozenset("""one two three four five six seven eight nine ten eleven twelve twenty thirty forty
-fifty hundred thousand half twice first second third fourth fifth last next""".split())
-# How a plain word ends when it may be a verb ("uses", "adopted", "running").
-_VERB_ENDINGS = ("s", "ed", "ing")
-# A thing named in two words where a note opens or after a determiner ("the", "a", "our", "this",
-# ...): "the reviews API", "Audit pipeline ..." (`another_thing_of_a_kind`). The two words are
-# looked ahead at, not taken, so a note opening on a verb still has the determiner after it:
-# "Moved the invoices API off ..." names "invoices API" (with a thing opening a note after its
-# label, under the adversary ops 5.0 -> 4.6% wrong at 0.45, 12.1 -> 11.7% at 0.25, no other set
-# changed, no right update lost).
-_THING = re.compile(r"(?:(?<![\w'-])(?:[Tt]he|[Aa]n?|[Oo]ur|[Ii]ts|[Tt]heir|[Tt]his|[Tt]hat)\s+|^\s*)"
-                    r"(?=([A-Za-z][a-z'-]*)\s+([A-Za-z][\w-]*)(?![\w'-]))")
 # Remarks in parentheses closing a note, before its full stop (`without_aside`).
 _ASIDE = re.compile(r"(?:\s*\([^()]{1,40}\))+(?=\s*[.!]?\s*$)")
 # A part of a thing named by a possessive: "The checkout worker's analytics replica", "owns the
 # checkout service's client library" (`names_another_part`). Not a contraction: "it's now", "the
 # team's moving"; not a name's attribute (`_a_things`).
 _PART = re.compile(r"(?<![\w'-])([\w-]+)'s\s+([A-Za-z][\w-]*)")
-_NOT_OWNERS = NOT_A_NAME | {"let"}  # "it's", "that's", "let's": no one's part
 # A channel or a handle ("#kestrel-ops", "@oncall"), which `_TOKEN` reads without its mark.
 _HANDLE = re.compile(r"[#@](\w[\w'.:+@-]*\w|\w)")
+
+
+@dataclass(frozen=True)
+class _Words:
+    """The lexicon's words these rules read (the rules themselves are English grammar: "'s",
+    verb endings, a thing named in two words after a determiner)."""
+
+    not_names: frozenset[str]
+    # Words that open a sentence capitalised without naming anyone.
+    not_a_name: frozenset[str]
+    not_owners: frozenset[str]  # "it's", "that's", "let's": no one's part
+    # Numbers in words are values ("three weeks" / "four weeks"), as digits are.
+    numbers: frozenset[str]
+    # How a plain word ends when it may be a verb ("uses", "adopted", "running").
+    verb_endings: tuple[str, ...]
+    # A thing named in two words where a note opens or after a determiner ("the", "a", "our",
+    # "this", ...): "the reviews API", "Audit pipeline ..." (`another_thing_of_a_kind`). The two
+    # words are looked ahead at, not taken, so a note opening on a verb still has the determiner
+    # after it: "Moved the invoices API off ..." names "invoices API" (with a thing opening a note
+    # after its label, under the adversary ops 5.0 -> 4.6% wrong at 0.45, 12.1 -> 11.7% at 0.25, no
+    # other set changed, no right update lost).
+    thing: re.Pattern[str]
+
+
+@functools.lru_cache(maxsize=8)
+def _words_of(lexicon: Lexicon) -> _Words:
+    not_a_name = lexicon.not_names | lexicon.note_openers
+    determiners = "|".join(f"[{d[0].upper()}{d[0]}]{re.escape(d[1:])}"
+                           for d in sorted(lexicon.determiners, key=lambda d: (-len(d), d)))
+    opener = rf"(?<![\w'-])(?:{determiners})\s+|" if determiners else ""
+    thing = re.compile(rf"(?:{opener}^\s*)(?=([A-Za-z][a-z'-]*)\s+([A-Za-z][\w-]*)(?![\w'-]))")
+    return _Words(lexicon.not_names, not_a_name, not_a_name | lexicon.not_owners, lexicon.number_words,
+                  lexicon.verb_endings, thing)
+
+
+# English's, for the readers that are given no lexicon (decisions/guard.py).
+NOT_A_NAME = _words_of(ENGLISH).not_a_name
 
 
 def without_aside(text: str) -> str:
@@ -89,7 +112,7 @@ def _align(new: str, old: str) -> Aligned:
     return a, b, tuple(difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes())
 
 
-def opens_on_another_name(new: str, old: str) -> bool:
+def opens_on_another_name(new: str, old: str, lexicon: Lexicon = ENGLISH) -> bool:
     """The same words opening on another name and naming another value further on: "Kasimir
     replaced the MacBook Pro 14 with a ThinkPad X1 Carbon." / "Priya replaced the MacBook Pro 14
     with a ThinkPad T14." (the full name both hold, "MacBook Pro", passed for their subject). With
@@ -100,7 +123,7 @@ def opens_on_another_name(new: str, old: str) -> bool:
     if aligned is None:
         return False
     a, b, changed = aligned
-    if changed[0] != ("replace", 0, 1, 0, 1) or {a[0], b[0]} & NOT_A_NAME or \
+    if changed[0] != ("replace", 0, 1, 0, 1) or {a[0], b[0]} & _words_of(lexicon).not_a_name or \
             not all(LABEL.sub("", text, count=1).lstrip()[:1].isupper() for text in (new, old)):
         return False
     mine, theirs = values_of(new, frozenset()), values_of(old, frozenset())
@@ -123,7 +146,7 @@ def ends_on_its_value(new: str, old: str) -> bool:
     return bool(values & set(aligned[0][aligned[2][-1][2]:]))
 
 
-def qualifies_another_thing(new: str, old: str) -> bool:
+def qualifies_another_thing(new: str, old: str, lexicon: Lexicon = ENGLISH) -> bool:
     """The same words with another plain word before one both hold: the thing named differs, not
     its value ("Storage for the carts service: SQLite." / "Storage for the wallets service: MySQL
     8.", "Moved the uploads API off us-west-2; ..." / "Moved the invoices API off eu-west-1; ...").
@@ -135,20 +158,21 @@ def qualifies_another_thing(new: str, old: str) -> bool:
     if aligned is None:
         return False
     a, b, changed = aligned
+    w = _words_of(lexicon)
     as_written = _words(new), _words(old)
     for tag, i1, i2, j1, j2 in changed:
         if tag != "replace" or i2 - i1 != 1 or j2 - j1 != 1 or i2 >= len(a) or j2 >= len(b):
             continue
-        if a[i2] != b[j2] or a[i2] in NOT_NAMES:
+        if a[i2] != b[j2] or a[i2] in w.not_names:
             continue
         mine, theirs = as_written[0][i1], as_written[1][j1]
         if mine.removesuffix("'s") != theirs.removesuffix("'s") and all(
-                _plain(w, frozenset()) for w in (mine, theirs)):
+                _plain(word, frozenset(), w) for word in (mine, theirs)):
             return True
     return False
 
 
-def names_another_thing(new: str, old: str) -> bool:
+def names_another_thing(new: str, old: str, lexicon: Lexicon = ENGLISH) -> bool:
     """The same words but for the thing they are about, named in a word or two with a plain word on
     both sides ("Cleaned up stale feature flags in payouts worker." / "... in team Foxglove.",
     "Infra note - badges API hosted in eu-north-1." / "... pricing worker hosted in eu-north-1."),
@@ -168,6 +192,7 @@ def names_another_thing(new: str, old: str) -> bool:
     aligned = _aligned(new, old, least=2)
     if aligned is None:
         return False
+    w = _words_of(lexicon)
     written = _words(new), _words(old)
     handles = _handles(new) | _handles(old)
     things = 0
@@ -178,18 +203,18 @@ def names_another_thing(new: str, old: str) -> bool:
         # The name and the value may differ side by side: "Questions for team Skua -> #oncall." /
         # "Questions for team Ibis -> #kestrel-ops." (another team and its channel; under the
         # adversary ops 4.6 -> 4.1% wrong at 0.45, 11.7 -> 11.2% at 0.25, no other set changed).
-        named = (mine[:1], theirs[:1]) if _values_after_one(mine, theirs, handles) else (mine, theirs)
-        if _another_name(mine, theirs, handles) or (
+        named = (mine[:1], theirs[:1]) if _values_after_one(mine, theirs, handles, w) else (mine, theirs)
+        if _another_name(mine, theirs, handles, w) or (
                 i1 and j1 and aligned[0][i1 - 1] == aligned[1][j1 - 1]
-                and _named_after_a_noun(written[0][i1 - 1], *named, handles)
+                and _named_after_a_noun(written[0][i1 - 1], *named, handles, w)
                 and _follows(new, written[0][i1 - 1], mine[0]) and _follows(old, written[1][j1 - 1], theirs[0])):
             things += 1
-        elif not (any(_value(w, handles) for w in mine) and any(_value(w, handles) for w in theirs)):
+        elif not (any(_value(word, handles, w) for word in mine) and any(_value(word, handles, w) for word in theirs)):
             return False
     return things == 1
 
 
-def another_thing_of_a_kind(new: str, old: str) -> bool:
+def another_thing_of_a_kind(new: str, old: str, lexicon: Lexicon = ENGLISH) -> bool:
     """Two things, each named by a qualifier and a kind ("billing API", "Audit pipeline") where a
     note opens or after a determiner, that share one of the two words but not the other, in
     sentences of any shape: "New maintainer of the reviews API is Aurelio Conti." / "... rotated
@@ -204,7 +229,8 @@ def another_thing_of_a_kind(new: str, old: str) -> bool:
     applied to every note, crm lost two right updates, life and workbench one."""
     if max(len(new), len(old)) > FRAME_CHARS:
         return False  # one fact is said briefly
-    mine, theirs = _things(new, old), _things(old, new)
+    w = _words_of(lexicon)
+    mine, theirs = _things(new, old, w), _things(old, new, w)
     for (qualifier, kind), (plain, noun) in mine.items():
         for (other_qualifier, other_kind), (other_plain, other_noun) in theirs.items():
             if qualifier == other_qualifier and kind != other_kind and noun and other_noun \
@@ -213,7 +239,7 @@ def another_thing_of_a_kind(new: str, old: str) -> bool:
     return False
 
 
-def names_another_part(new: str, old: str) -> bool:
+def names_another_part(new: str, old: str, lexicon: Lexicon = ENGLISH) -> bool:
     """One note about a part of a thing the other does not speak of: "The checkout worker's
     analytics replica uses Postgres version 17." is no version of "The checkout worker uses
     Postgres 13.", nor "The Kestrel team's alerts go to a separate Slack channel, #dev-alerts." of
@@ -227,20 +253,22 @@ def names_another_part(new: str, old: str) -> bool:
     if max(len(new), len(old)) > FRAME_CHARS:
         return False  # one fact is said briefly
     return any(part not in words_of(other) for text, other in ((new, old), (old, new))
-               for part in _parts(text))
+               for part in _parts(text, _words_of(lexicon)))
 
 
-def _parts(text: str) -> set[str]:
-    """The parts `text` names by a possessive (`_PART`), in lower case."""
-    return {part for m in _PART.finditer(text) if _a_things(m.group(1))
-            and (part := m.group(2).lower()) not in NOT_A_NAME and not part.endswith(("ed", "ing"))}
+def _parts(text: str, w: _Words) -> set[str]:
+    """The parts `text` names by a possessive (`_PART`), in lower case; no verb's participle
+    ("the team's moving")."""
+    participles = tuple(e for e in w.verb_endings if len(e) > 1)
+    return {part for m in _PART.finditer(text) if _a_things(m.group(1), w)
+            and (part := m.group(2).lower()) not in w.not_a_name and not part.endswith(participles)}
 
 
-def _a_things(owner: str) -> bool:
+def _a_things(owner: str, w: _Words) -> bool:
     """A possessive's owner that is a thing: a common noun or an acronym ("worker's", "team's",
     "API's"). A name owns an attribute ("Mom's car is a Volvo" / "Mom drives a Kia now"), and a
     pronoun's "'s" is a contraction ("it's", "that's")."""
-    return (owner.islower() or owner.isupper() and len(owner) > 1) and owner.lower() not in _NOT_OWNERS
+    return (owner.islower() or owner.isupper() and len(owner) > 1) and owner.lower() not in w.not_owners
 
 
 def values_of_another_kind(new: str, old: str) -> bool:
@@ -257,7 +285,7 @@ def values_of_another_kind(new: str, old: str) -> bool:
     return bool(mine and theirs and not mine & theirs)
 
 
-def _things(text: str, other: str) -> dict[tuple[str, str], tuple[bool, bool]]:
+def _things(text: str, other: str, w: _Words) -> dict[tuple[str, str], tuple[bool, bool]]:
     """The things `text` names where it opens or after a determiner, each (qualifier, kind) in
     lower case with whether the qualifier is a plain word and the kind a noun, but for the pairs
     `other` says too, anywhere."""
@@ -267,17 +295,17 @@ def _things(text: str, other: str) -> dict[tuple[str, str], tuple[bool, bool]]:
     def add(m: re.Match[str], part: str) -> None:
         qualifier, kind = m.group(1), m.group(2)
         pair = (qualifier.lower(), kind.lower())
-        if {*pair} & NOT_NAMES or pair in said:
+        if {*pair} & w.not_names or pair in said:
             return
         plain = qualifier.islower() or m.start(1) == len(part) - len(part.lstrip())  # where it opens
-        noun = kind.islower() and not kind.endswith(_VERB_ENDINGS) or kind.isupper() and len(kind) > 1
+        noun = kind.islower() and not kind.endswith(w.verb_endings) or kind.isupper() and len(kind) > 1
         found[pair] = (plain or found.get(pair, (False, noun))[0], noun)
 
-    for m in _THING.finditer(text):
+    for m in w.thing.finditer(text):
         add(m, text)
     # A note with a label opens again after it ("Infra note - pricing worker hosted in ...").
     label = LABEL.match(text)
-    if label and (m := _THING.match(body := text[label.end():])):
+    if label and (m := w.thing.match(body := text[label.end():])):
         add(m, body)
     return found
 
@@ -286,27 +314,28 @@ def _handles(text: str) -> frozenset[str]:
     return frozenset(m.group(1) for m in _HANDLE.finditer(text))
 
 
-def _values_after_one(mine: tuple[str, ...], theirs: tuple[str, ...], handles: frozenset[str]) -> bool:
+def _values_after_one(mine: tuple[str, ...], theirs: tuple[str, ...], handles: frozenset[str], w: _Words) -> bool:
     """Both sides a word followed by values only ("Skua #oncall" / "Ibis #kestrel-ops")."""
-    return len(mine) > 1 and len(theirs) > 1 and all(_value(w, handles) for w in mine[1:] + theirs[1:])
+    return len(mine) > 1 and len(theirs) > 1 and all(_value(word, handles, w) for word in mine[1:] + theirs[1:])
 
 
-def _another_name(mine: tuple[str, ...], theirs: tuple[str, ...], handles: frozenset[str]) -> bool:
+def _another_name(mine: tuple[str, ...], theirs: tuple[str, ...], handles: frozenset[str], w: _Words) -> bool:
     """Two names of a thing: a word or two each, three or more in all, a plain word in both, no
     word in common and no number or handle."""
     both = mine + theirs
     return (len(mine) <= 2 and len(theirs) <= 2 and len(both) > 2
-            and not {w.lower() for w in mine} & {w.lower() for w in theirs}
-            and not any(_number(w) or w in handles for w in both)
-            and all(any(_plain(w, handles) for w in side) for side in (mine, theirs)))
+            and not {word.lower() for word in mine} & {word.lower() for word in theirs}
+            and not any(_number(word, w) or word in handles for word in both)
+            and all(any(_plain(word, handles, w) for word in side) for side in (mine, theirs)))
 
 
-def _named_after_a_noun(before: str, mine: tuple[str, ...], theirs: tuple[str, ...], handles: frozenset[str]) -> bool:
+def _named_after_a_noun(before: str, mine: tuple[str, ...], theirs: tuple[str, ...], handles: frozenset[str],
+                        w: _Words) -> bool:
     """Two names, a capitalised word each, after a common noun both hold: "team Bittern" / "team
     Grebe" are two teams. After a verb the name is the value ("The team uses Jira." / "...
     Linear."): a word ending as verbs do ("uses", "adopted", "running") is no noun here."""
-    return (len(mine) == len(theirs) == 1 and _plain(before, handles) and not before.endswith(_VERB_ENDINGS)
-            and all(w[:1].isupper() and not _number(w) and w not in handles for w in mine + theirs))
+    return (len(mine) == len(theirs) == 1 and _plain(before, handles, w) and not before.endswith(w.verb_endings)
+            and all(word[:1].isupper() and not _number(word, w) and word not in handles for word in mine + theirs))
 
 
 def _follows(text: str, before: str, word: str) -> bool:
@@ -315,13 +344,13 @@ def _follows(text: str, before: str, word: str) -> bool:
     return re.search(rf"(?<![\w'-]){re.escape(before)}\s+{re.escape(word)}(?![\w'-])", text) is not None
 
 
-def _plain(word: str, handles: frozenset[str]) -> bool:
-    return bool(_PLAIN.fullmatch(word)) and word not in NOT_NAMES and word not in _NUMBERS and word not in handles
+def _plain(word: str, handles: frozenset[str], w: _Words) -> bool:
+    return bool(_PLAIN.fullmatch(word)) and word not in w.not_names and word not in w.numbers and word not in handles
 
 
-def _number(word: str) -> bool:
-    return any(c.isdigit() for c in word) or word.lower() in _NUMBERS
+def _number(word: str, w: _Words) -> bool:
+    return any(c.isdigit() for c in word) or word.lower() in w.numbers
 
 
-def _value(word: str, handles: frozenset[str]) -> bool:
-    return _number(word) or word in handles or word[:1].isupper()
+def _value(word: str, handles: frozenset[str], w: _Words) -> bool:
+    return _number(word, w) or word in handles or word[:1].isupper()

@@ -9,15 +9,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from ..lexicon import Lexicon
+from ..lexicon.english import ENGLISH
 from .about_user import about_someone_else, speaks_of_user
 
-# Capitalised words that are not names: question words and the like at the start of a clause.
-NOT_NAMES = frozenset("""a an the i i'm i've i'd what which who whom whose where when why how is are was were
-do does did can could should would will shall may might has have had please tell show list find give
-any anyone anything some my our your their his her its this that these those there here and or but if
-in on at of for to from with by about as it we you they he she me us them
-monday tuesday wednesday thursday friday saturday sunday january february march april may june july
-august september october november december""".split())
+# Capitalised words that are not names (the lexicon's `not_names`): English's, for the readers that
+# are given no lexicon.
+NOT_NAMES = ENGLISH.not_names
 _NAME = re.compile(r"(?<![\w'])([A-Z][\w]*(?:[-'][A-Z]?[\w]+)*)")
 # A run of capitalised words ("Greta Ibarra", "Remind Greta Ibarra"), and a subject comes early in a
 # memory: within its first SUBJECT_WITHIN words.
@@ -35,18 +33,18 @@ NAMES_WITHIN_CHARS = 2000
 USER = "(user)"  # the canonical name of the user's own entity
 
 
-def subject_of(text: str) -> tuple[str, ...]:
+def subject_of(text: str, lexicon: Lexicon = ENGLISH) -> tuple[str, ...]:
     """The proper names a question is about: capitalised words other than question words and
     calendar names, possessives cut ("Gaia's" -> "Gaia"). Empty when it names nobody."""
     names = []
     for match in _NAME.finditer(text):
         word = re.sub(r"'s$", "", match.group(1))
-        if word.lower() not in NOT_NAMES and len(word) > 1 and word not in names:
+        if word.lower() not in lexicon.not_names and len(word) > 1 and word not in names:
             names.append(word)
     return tuple(names)
 
 
-def full_names_of(text: str) -> tuple[tuple[str, ...], ...]:
+def full_names_of(text: str, lexicon: Lexicon = ENGLISH) -> tuple[tuple[str, ...], ...]:
     """The runs of two or more adjacent names in a question ("Benedikt Pereira's project" ->
     ("Benedikt", "Pereira")): a person named in full, whom a memory may call by the first alone."""
     runs: list[tuple[str, ...]] = []
@@ -54,7 +52,7 @@ def full_names_of(text: str) -> tuple[tuple[str, ...], ...]:
     end = -1
     for match in _NAME.finditer(text):
         word = re.sub(r"'s$", "", match.group(1))
-        name = word.lower() not in NOT_NAMES and len(word) > 1
+        name = word.lower() not in lexicon.not_names and len(word) > 1
         adjacent = name and run and not text[end:match.start()].strip() and not text[end - 2:end] == "'s"
         if not adjacent:
             if len(run) > 1:
@@ -97,7 +95,7 @@ def runs(text: str) -> Iterator[tuple[int, str]]:
             yield m.start() + run.start(), run.group()
 
 
-def names_in(text: str) -> list[Name]:
+def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
     """What `text` names, its subject first with role 'about': the user when it speaks of them with
     no one named before (and not of someone in their life), else its first name among its first
     words; every other name 'mentioned'. Each thing once."""
@@ -108,7 +106,7 @@ def names_in(text: str) -> list[Name]:
     subject_taken = False
     for start, run in runs(text):
         words = [_POSSESSIVE.sub("", w) for w in run.split()]
-        words = [w for w in words if w.lower() not in NOT_NAMES and len(w) > 1]
+        words = [w for w in words if w.lower() not in lexicon.not_names and len(w) > 1]
         if not words:
             continue
         display = " ".join(words)
@@ -120,20 +118,20 @@ def names_in(text: str) -> list[Name]:
             found[key] = Name(display, key, "about" if is_subject else "mentioned", sure=not lone_opener)
         subject_taken = subject_taken or is_subject
     names = list(found.values())
-    if speaks_of_user(text) and not about_someone_else(text):
+    if speaks_of_user(text, lexicon) and not about_someone_else(text, lexicon):
         first = names[0] if names and names[0].role == "about" else None
-        user_first = first is None or _user_before(text, first.display)
+        user_first = first is None or _user_before(text, first.display, lexicon)
         if user_first and first is not None:
             names[0] = Name(first.display, first.canonical, "mentioned", first.sure)
         names.insert(0, Name("the user", USER, "about" if user_first else "mentioned", user=True))
     return names
 
 
-def _user_before(text: str, display: str) -> bool:
+def _user_before(text: str, display: str, lexicon: Lexicon) -> bool:
     """Whether the text speaks of the user before it names `display` ("I told Greta ..." is the
     user's; "Greta laughed at my pun" is Greta's)."""
     at = text.find(display.split()[0])
-    return at < 0 or speaks_of_user(text[:at])
+    return at < 0 or speaks_of_user(text[:at], lexicon)
 
 
 def writer_names(about: list[str], user_names: frozenset[str]) -> list[Name]:

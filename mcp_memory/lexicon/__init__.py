@@ -1,14 +1,27 @@
 """A language's words as data: what the graph room, retrieval, decisions and capture read of a
 language. One `Lexicon` per language, passed as a value; adding a language adds a module beside
-english.py and changes no code. Imports nothing of the package: every layer may read it."""
+english.py (its `LEXICON`) and changes no code (docs/languages.md). Imports nothing of the package:
+every layer may read it.
+
+What a lexicon cannot change is the grammar the rules are written for: names are runs of capitalised
+words, a possessive is "'s", and the decisions guard's rules were found on English notes. Words
+belong here; a rule that only holds for one language's sentences says so where it is written."""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Literal
 
 import snowballstemmer
+
+# How a word bounds the period a date names: "before" and "prior to" end it where the date begins,
+# "until", "till" and "by" where the date ends; "after" starts it where the date ends, "since"
+# where it begins.
+Bound = Literal["before", "until", "after", "since"]
 
 
 @dataclass(frozen=True)
@@ -25,10 +38,16 @@ class Attribute:
     single: bool = True
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one per language: compared (and cached) by identity
 class Lexicon:
+    """A language's words. Every word is lower case; a phrase matches as whole words, any white space
+    between them. An empty list turns its rule off for the language (nothing is found by it)."""
+
     language: str  # Snowball's name for it ("english")
-    text_search: str  # PostgreSQL's text search configuration
+    # PostgreSQL's text search configuration for the queries full text runs. It must be the one
+    # `memories.fts` is stored with ('english', sql/001_init.sql) for the words to match: until a
+    # deployment can choose the column's, every lexicon names 'english' (docs/languages.md).
+    text_search: str
     # Words in a key that name no attribute ("their", "current"): dropped before keys are compared.
     key_fillers: frozenset[str]
     # Words no question is about (stop words), for matching a question with a key.
@@ -38,6 +57,67 @@ class Lexicon:
     attributes: tuple[Attribute, ...] = field(default=())
     # Words a memory uses to say a value no longer holds ("no longer allergic to ...").
     ended: tuple[str, ...] = ()
+
+    # --- names (graph/names.py) -------------------------------------------------------------
+    # Words that may open a clause capitalised without naming anyone: articles, pronouns,
+    # question words, auxiliaries, and the names of days and months.
+    not_names: frozenset[str] = frozenset()
+
+    # --- the user and the people in their life (graph/about_user.py) ------------------------
+    # How a note or a question refers to the user: the first person (singular, and the plural of
+    # the user's team) and the third person an agent writes in; any case.
+    user_words: tuple[str, ...] = ()
+    # Words for the user only in lower case: English "us" ("US" is a country).
+    user_words_lower: tuple[str, ...] = ()
+    # How a note says "the user's" before a person ("my", "our", "the user's").
+    user_possessives: tuple[str, ...] = ()
+    # Articles that may open a memory about a person in the user's life ("The client hosts on ...").
+    articles: tuple[str, ...] = ()
+    # After a person in the user's life, words that make the memory the user's too ("My wife and I ...").
+    with_user: tuple[str, ...] = ()
+    # People in the user's life ("sister", "client"): a memory whose subject is one of them speaks
+    # of that person, not of the user. A role whose facts are the user's own ("manager", "team")
+    # is not one.
+    people: tuple[str, ...] = ()
+
+    # --- time (retrieval/query.py, retrieval/dates.py) ----------------------------------------
+    # Phrases that say a question is about the present ("now", "these days") or the past ("used to").
+    present: tuple[str, ...] = ()
+    past: tuple[str, ...] = ()
+    # Month names -> 1..12: full names (a month alone, "during June", needs one) and abbreviations.
+    months: dict[str, int] = field(default_factory=dict)
+    month_abbreviations: dict[str, int] = field(default_factory=dict)
+    # Words before a date that bound the period instead of naming it ("before 2019", "prior to").
+    date_bounds: dict[str, Bound] = field(default_factory=dict)
+    # Words that may lead a date and go with it ("in October 2023", "mid 2023").
+    date_leads: tuple[str, ...] = ()
+    # Words one of which must lead a month named alone ("in June", "last July").
+    month_leads: tuple[str, ...] = ()
+    # How an ordinal day ends ("13th"), and the words between day, month and year ("13 of
+    # October", Portuguese "13 de outubro de 2023").
+    day_suffixes: tuple[str, ...] = ()
+    day_month_joiners: tuple[str, ...] = ()
+    month_year_joiners: tuple[str, ...] = ()
+
+    # --- search (retrieval/statement.py) ------------------------------------------------------
+    # Words that greet or thank the one named next ("Hey Mel,", "Thanks Mel!"): said to them, not of them.
+    greetings: tuple[str, ...] = ()
+
+    # --- the decisions guard's wording rules (decisions/wording.py) ---------------------------
+    # Words opening a note capitalised without naming anyone, beyond `not_names` ("FYI", "Update").
+    note_openers: frozenset[str] = frozenset()
+    # Words before "'s" that make a contraction, owning nothing ("let's"), beyond `not_names`.
+    not_owners: frozenset[str] = frozenset()
+    # Numbers in words, which are values as digits are ("three weeks" / "four weeks").
+    number_words: frozenset[str] = frozenset()
+    # Words before a thing named in two words ("the reviews API", "our billing worker").
+    determiners: tuple[str, ...] = ()
+    # How a word ends when it may be a verb ("uses", "adopted", "running").
+    verb_endings: tuple[str, ...] = ()
+
+    # --- auto-recall (capture/recall.py) --------------------------------------------------------
+    # Words of a prompt that say nothing about its subject (those of four letters or more count).
+    prompt_stop_words: frozenset[str] = frozenset()
 
     @cached_property
     def _stemmer(self) -> snowballstemmer.stemmer:
@@ -50,3 +130,24 @@ class Lexicon:
         """The stems of `text`'s words, those in `drop` left out, possessives cut."""
         words = [re.sub(r"['’]s$", "", w) for w in self.words(text)]
         return tuple(self._stemmer.stemWord(w) for w in words if w and w not in drop)
+
+
+def phrases_pattern(phrases: tuple[str, ...] | frozenset[str]) -> str:
+    """A regular expression alternative of `phrases`, longest first (so "right now" is taken whole
+    before "now"), any white space between a phrase's words; "" for none."""
+    return "|".join(r"\s+".join(map(re.escape, p.split())) for p in sorted(phrases, key=lambda p: (-len(p), p)))
+
+
+def available() -> list[str]:
+    """The languages there is a lexicon for: the modules beside this one."""
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
+
+
+def named(language: str) -> Lexicon:
+    """The lexicon of `language` (its module's `LEXICON`); ValueError naming those there are."""
+    if language not in available():
+        raise ValueError(f"no lexicon for language '{language}'; there are: {', '.join(available())}")
+    lexicon = importlib.import_module(f"{__name__}.{language}").LEXICON
+    if not isinstance(lexicon, Lexicon):
+        raise ValueError(f"mcp_memory/lexicon/{language}.py has no LEXICON")
+    return lexicon

@@ -114,4 +114,61 @@ ENGLISH = Lexicon(
     attributes=ATTRIBUTES,
     ended=("no longer", "not anymore", "not any more", "stopped", "quit", "gave up", "ended", "is over",
            "grew out of", "outgrew", "got rid of", "gave away", "sold"),
+    # Capitalised words that are not names: question words and the like at the start of a clause.
+    not_names=frozenset("""a an the i i'm i've i'd what which who whom whose where when why how is are was were
+        do does did can could should would will shall may might has have had please tell show list find give
+        any anyone anything some my our your their his her its this that these those there here and or but if
+        in on at of for to from with by about as it we you they he she me us them
+        monday tuesday wednesday thursday friday saturday sunday january february march april may june july
+        august september october november december""".split()),
+    user_words=("i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "myself", "we", "we're", "we've", "our",
+                "ours", "ourselves", "the user", "user"),
+    user_words_lower=("us",),
+    user_possessives=("my", "our", "the user's", "user's"),
+    articles=("the", "a", "an"),
+    with_user=("and i", "and me", "and we", "and the user", "and user"),
+    # Not here: "manager", "boss", "lead" ("My boss is Ahmed Saleh" is the user's own fact) and
+    # "team" (an agent's "the team" is the user's).
+    people=(
+        # family and home
+        "friend", "best friend", "neighbour", "neighbor", "partner", "wife", "husband", "spouse", "fiancé",
+        "fiancée", "girlfriend", "boyfriend", "son", "daughter", "kid", "child", "children", "baby", "mother",
+        "mom", "mum", "father", "dad", "parent", "brother", "sister", "sibling", "twin", "cousin", "uncle", "aunt",
+        "nephew", "niece", "grandmother", "grandma", "grandfather", "grandpa", "grandparent", "in-law", "family",
+        "roommate", "flatmate", "housemate", "landlord", "landlady",
+        # work and school
+        "colleague", "coworker", "co-worker", "teammate", "classmate", "cofounder", "co-founder", "founder",
+        "designer", "engineer", "developer", "intern", "contractor", "consultant", "client", "customer", "mentor",
+        "mentee", "student", "teacher", "doctor", "therapist", "coach", "assistant", "direct report", "new hire",
+        "recruiter", "investor", "vendor", "accountant", "lawyer",
+    ),
+    present=("now", "right now", "currently", "these days", "at the moment", "nowadays", "at present",
+             "presently", "latest", "most recent", "still", "anymore", "any more", "as of today", "today",
+             "up to date", "so far"),
+    past=("used to", "before", "previously", "originally", "formerly", "in the past", "back then", "at first",
+          "at the time", "in those days", "last year", "years ago", "earlier", "initially", "prior"),
+    months={m: n for n, m in enumerate("""january february march april may june july august september october
+        november december""".split(), start=1)},
+    month_abbreviations={**{m: n for n, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(),
+                                                        start=1)}, "sept": 9},
+    date_bounds={"before": "before", "prior to": "before", "until": "until", "till": "until", "by": "until",
+                 "after": "after", "since": "since"},
+    date_leads=("in", "on", "during", "of", "around", "throughout", "early", "late", "mid", "mid-"),
+    month_leads=("in", "during", "throughout", "early", "late", "mid", "mid-", "last", "this", "of"),
+    day_suffixes=("st", "nd", "rd", "th"),
+    day_month_joiners=("of",),
+    greetings=("hey", "hi", "hello", "thanks", "dear", "bye"),
+    note_openers=frozenset("""user user's fyi note notes update after before since now today yesterday moved
+        switched from standup also just new prod heard congrats""".split()),
+    not_owners=frozenset({"let"}),
+    number_words=frozenset("""one two three four five six seven eight nine ten eleven twelve twenty thirty forty
+        fifty hundred thousand half twice first second third fourth fifth last next""".split()),
+    determiners=("the", "a", "an", "our", "its", "their", "this", "that"),
+    verb_endings=("s", "ed", "ing"),
+    prompt_stop_words=frozenset("""about after again also been before being could does doing done each even ever
+        every from have here into just know like made make many more most much must need only other over please
+        really should some still such tell than thank thanks that their them then there these they thing things
+        think this those want were what when where which while will with would your yours""".split()),
 )
+
+LEXICON = ENGLISH

@@ -6,44 +6,29 @@ A named date says when, not what: as a full-text term "October" matches no memor
 events ("We went camping last weekend"), and in a sentence embedding it only blurs the question.
 Memories carry the time they were written (`occurred_at`), and what happened in a period is
 mostly written in it or in the days after it ("last Friday I went …"), so the ranking widens the
-period at its end (`MCP_MEMORY_PERIOD_AFTER_DAYS`). English month names; add a language by adding
-its names to `_MONTHS`."""
+period at its end (`MCP_MEMORY_PERIOD_AFTER_DAYS`). The words (month names, the words that
+bound or lead a date) are the lexicon's; numbers and ISO dates are every language's."""
 
 from __future__ import annotations
 
-import calendar
+import functools
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-_MONTHS: dict[str, int] = {}
-for _number in range(1, 13):
-    _MONTHS[calendar.month_name[_number].lower()] = _number
-    _MONTHS[calendar.month_abbr[_number].lower()] = _number
-_MONTHS["sept"] = 9
+from ..lexicon import Lexicon, phrases_pattern
+from ..lexicon.english import ENGLISH
 
-# Full names, then abbreviations with an optional dot; "May" and "March" are words too, so a
-# month named without a day or year needs a preposition before it (below).
-_MONTH = "(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
-_DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
+_NEVER = "(?!)"  # what a part whose words a language leaves empty matches: nothing
 _YEAR = r"(?P<year>19\d\d|2[01]\d\d)"
-# Words that bound the period instead of naming it.
-_BOUND = r"(?:(?P<bound>before|until|till|by|prior\s+to|after|since)\s+)?"
-_LEAD = r"(?:(?:in|on|during|of|around|throughout|early|late|mid-?)\s+)?"
+# Not inside a word, a hyphenated name or a number: "2019-style" and "version 2024.1" name no
+# year.
+_BEFORE, _AFTER = r"(?<![\w.-])", r"(?![\w-]|\.\d)"
+#: A year as a word, read the same way.
+YEAR = re.compile(_BEFORE + r"(19\d\d|2[01]\d\d)" + _AFTER)
 
-_FORMS = [
-    rf"{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}",          # 13 October 2023, 3 June, 2023
-    rf"{_MONTH}\s+{_DAY},?\s+{_YEAR}",                     # October 13, 2023
-    rf"(?P<iso>{_YEAR}-(?P<iso_month>[01]\d)-(?P<iso_day>[0-3]\d))",  # 2023-10-13
-    rf"{_MONTH},?\s+{_YEAR}",                              # October 2023
-    rf"{_YEAR}",                                           # 2023
-]
-# A month alone ("in June", "during september", "last July"): that month of any year. Only full
-# names: "the opinion of Jan" names no month.
-_FULL_MONTH = "(?P<month>" + "|".join(calendar.month_name[n].lower() for n in range(1, 13)) + ")"
-_MONTH_ONLY = re.compile(
-    r"(?<![\w-])" + _BOUND + r"(?:(?:in|during|throughout|early|late|mid-?|last|this|of)\s+)"
-    + _FULL_MONTH + r"(?![\w-])", re.IGNORECASE)
+_SPACE = re.compile(r"\s+")
+_DANGLING = re.compile(r"\s+([?!.,;:])")
 
 
 def _numbered(form: str, i: int) -> str:
@@ -51,17 +36,48 @@ def _numbered(form: str, i: int) -> str:
     return re.sub(r"\?P<(\w+)>", lambda m: f"?P<{m[1]}{i}>", form)
 
 
-# Not inside a word, a hyphenated name or a number: "2019-style" and "version 2024.1" name no
-# year.
-_BEFORE, _AFTER = r"(?<![\w.-])", r"(?![\w-]|\.\d)"
-_DATED = re.compile(
-    _BEFORE + _BOUND + _LEAD + "(?:" + "|".join(f"(?:{_numbered(form, i)})" for i, form in enumerate(_FORMS))
-    + ")" + _AFTER, re.IGNORECASE)
-#: A year as a word, read the same way.
-YEAR = re.compile(_BEFORE + r"(19\d\d|2[01]\d\d)" + _AFTER)
+def _optional(words: tuple[str, ...]) -> str:
+    """One of `words` and the white space after it, or nothing."""
+    return rf"(?:(?:{phrases_pattern(words)})\s+)?" if words else ""
 
-_SPACE = re.compile(r"\s+")
-_DANGLING = re.compile(r"\s+([?!.,;:])")
+
+@dataclass(frozen=True)
+class _Dates:
+    months: dict[str, int]  # every month name and abbreviation, lower case -> 1..12
+    dated: re.Pattern[str]  # a day, a month or a year, maybe bounded ("before 2019")
+    month_only: re.Pattern[str]  # a month named alone ("in June")
+
+
+@functools.lru_cache(maxsize=8)
+def _dates(lexicon: Lexicon) -> _Dates:
+    """The lexicon's dates as patterns, built once per lexicon."""
+    months = {**lexicon.months, **lexicon.month_abbreviations}
+    # Full names, then abbreviations with an optional dot; "May" and "March" are words too, so a
+    # month named without a day or year needs a word before it (below).
+    month = "(?P<month>" + (phrases_pattern(tuple(months)) or _NEVER) + r")\.?"
+    suffix = f"(?:{phrases_pattern(lexicon.day_suffixes)})?" if lexicon.day_suffixes else ""
+    day = r"(?P<day>[0-3]?\d)" + suffix
+    # Words that bound the period instead of naming it.
+    bound = r"(?:(?P<bound>" + (phrases_pattern(tuple(lexicon.date_bounds)) or _NEVER) + r")\s+)?"
+    day_month = r"\s+" + _optional(lexicon.day_month_joiners)
+    month_year = r",?\s+" + _optional(lexicon.month_year_joiners)
+    forms = [
+        rf"{day}{day_month}{month}{month_year}{_YEAR}",            # 13 October 2023, 3 June, 2023
+        rf"{month}\s+{day},?\s+{_YEAR}",                          # October 13, 2023
+        rf"(?P<iso>{_YEAR}-(?P<iso_month>[01]\d)-(?P<iso_day>[0-3]\d))",  # 2023-10-13
+        rf"{month}{month_year}{_YEAR}",                            # October 2023
+        rf"{_YEAR}",                                               # 2023
+    ]
+    dated = re.compile(
+        _BEFORE + bound + _optional(lexicon.date_leads)
+        + "(?:" + "|".join(f"(?:{_numbered(form, i)})" for i, form in enumerate(forms)) + ")" + _AFTER,
+        re.IGNORECASE)
+    # A month alone ("in June", "during september", "last July"): that month of any year. Only full
+    # names: "the opinion of Jan" names no month.
+    full = "(?P<month>" + (phrases_pattern(tuple(lexicon.months)) or _NEVER) + ")"
+    leads = rf"(?:(?:{phrases_pattern(lexicon.month_leads)})\s+)" if lexicon.month_leads else _NEVER
+    month_only = re.compile(r"(?<![\w-])" + bound + leads + full + r"(?![\w-])", re.IGNORECASE)
+    return _Dates(months, dated, month_only)
 
 
 @dataclass(frozen=True)
@@ -82,14 +98,14 @@ def _group(match: re.Match[str], name: str) -> str | None:
     return None
 
 
-def _span(match: re.Match[str]) -> tuple[datetime, datetime] | None:
+def _span(match: re.Match[str], months: dict[str, int]) -> tuple[datetime, datetime] | None:
     """[start, end) of a dated phrase: a day, a month or a year; None for an impossible date."""
     year = int(_group(match, "year") or 0)
     if _group(match, "iso"):
         month, day = int(_group(match, "iso_month") or 0), int(_group(match, "iso_day") or 0)
     else:
         name = _group(match, "month")
-        month = _MONTHS[name.lower()] if name else 0
+        month = months[_SPACE.sub(" ", name.lower())] if name else 0
         day = int(_group(match, "day") or 0)
     try:
         if day:
@@ -103,31 +119,33 @@ def _span(match: re.Match[str]) -> tuple[datetime, datetime] | None:
         return None
 
 
-def _bounded(bound: str | None, start: datetime, end: datetime) -> tuple[datetime | None, datetime | None]:
+def _bounded(bound: str | None, start: datetime, end: datetime,
+             lexicon: Lexicon) -> tuple[datetime | None, datetime | None]:
     if not bound:
         return start, end
-    bound = _SPACE.sub(" ", bound.lower())
-    if bound in ("before", "until", "till", "by", "prior to"):
-        return None, (start if bound in ("before", "prior to") else end)
-    return (end if bound == "after" else start), None  # after, since
+    kind = lexicon.date_bounds[_SPACE.sub(" ", bound.lower())]
+    if kind in ("before", "until"):
+        return None, (start if kind == "before" else end)
+    return (end if kind == "after" else start), None  # after, since
 
 
-def find_period(text: str) -> tuple[Period | None, str]:
-    """The period `text` names and `text` without it. Several dated phrases ("between May 2023
-    and July 2023") give the span from the first start to the last end; a month named without a
-    year only counts when no full date is there."""
+def find_period(text: str, lexicon: Lexicon = ENGLISH) -> tuple[Period | None, str]:
+    """The period `text` names and `text` without it, read with `lexicon`'s words. Several dated
+    phrases ("between May 2023 and July 2023") give the span from the first start to the last end;
+    a month named without a year only counts when no full date is there."""
+    dates = _dates(lexicon)
     spans: list[tuple[datetime | None, datetime | None]] = []
     phrases: list[str] = []
 
     def take(match: re.Match[str]) -> str:
-        span = _span(match)
+        span = _span(match, dates.months)
         if span is None:
             return match.group(0)
-        spans.append(_bounded(match.group("bound"), *span))
+        spans.append(_bounded(match.group("bound"), *span, lexicon))
         phrases.append(match.group(0))
         return " "
 
-    rest = _DATED.sub(take, text)
+    rest = dates.dated.sub(take, text)
     if spans:
         starts = [s for s, _ in spans]
         ends = [e for _, e in spans]
@@ -135,10 +153,10 @@ def find_period(text: str) -> tuple[Period | None, str]:
                         end=None if None in ends else max(e for e in ends if e is not None),
                         phrase="; ".join(phrases))
         return period, tidy(rest, text)
-    match = _MONTH_ONLY.search(text)
+    match = dates.month_only.search(text)
     if match is None:
         return None, text
-    period = Period(month=_MONTHS[match.group("month").lower()], phrase=match.group(0))
+    period = Period(month=dates.months[_SPACE.sub(" ", match.group("month").lower())], phrase=match.group(0))
     return period, tidy(text[:match.start()] + " " + text[match.end():], text)
 
 

@@ -9,11 +9,14 @@ the past must not see older versions pushed down."""
 
 from __future__ import annotations
 
+import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from ..graph.names import NOT_NAMES, full_names_of, subject_of
+from ..lexicon import Lexicon, phrases_pattern
+from ..lexicon.english import ENGLISH
 from ..models import QueryIntent, QueryPeriod
 from .dates import YEAR, Period, find_period, tidy
 
@@ -21,31 +24,22 @@ __all__ = ["NOT_NAMES", "ParsedQuery", "full_names_of", "intent_of", "parse_quer
 
 Tense = Literal["present", "past"]
 
-# The one table of phrases that say which time a question is about. Lower case; a phrase matches
-# as whole words, case-insensitively. Add a language by adding its phrases.
-TEMPORAL_PHRASES: dict[Tense, tuple[str, ...]] = {
-    "present": (
-        # English
-        "now", "right now", "currently", "these days", "at the moment", "nowadays", "at present",
-        "presently", "latest", "most recent", "still", "anymore", "any more", "as of today", "today",
-        "up to date", "so far",
-    ),
-    "past": (
-        # English
-        "used to", "before", "previously", "originally", "formerly", "in the past", "back then", "at first",
-        "at the time", "in those days", "last year", "years ago", "earlier", "initially", "prior",
-    ),
-}
+
+def tenses(lexicon: Lexicon) -> dict[Tense, tuple[str, ...]]:
+    """The phrases that say which time a question is about (the lexicon's `present` and `past`).
+    Lower case; a phrase matches as whole words, case-insensitively."""
+    return {"present": lexicon.present, "past": lexicon.past}
 
 
-def _pattern(phrases: tuple[str, ...]) -> re.Pattern[str]:
+# English's, for the readers that are given no lexicon.
+TEMPORAL_PHRASES: dict[Tense, tuple[str, ...]] = tenses(ENGLISH)
+
+
+@functools.lru_cache(maxsize=8)
+def _patterns(lexicon: Lexicon) -> dict[Tense, re.Pattern[str]]:
     # Longest first, so "right now" is taken whole before "now".
-    alternatives = sorted(phrases, key=len, reverse=True)
-    words = "|".join(r"\s+".join(map(re.escape, p.split())) for p in alternatives)
-    return re.compile(rf"(?<![\w'-])(?:{words})(?![\w'-])", re.IGNORECASE)
-
-
-_PATTERNS: dict[Tense, re.Pattern[str]] = {tense: _pattern(p) for tense, p in TEMPORAL_PHRASES.items()}
+    return {tense: re.compile(rf"(?<![\w'-])(?:{phrases_pattern(phrases)})(?![\w'-])", re.IGNORECASE)
+            for tense, phrases in tenses(lexicon).items() if phrases}
 
 
 @dataclass(frozen=True)
@@ -59,6 +53,9 @@ class ParsedQuery:
     subject: tuple[str, ...] = ()  # the names the question is about ("Pavel", "Jankowski")
     full_names: tuple[tuple[str, ...], ...] = ()  # those of them written together (("Pavel", "Jankowski"),)
     asked: str = ""  # the question as asked, time words kept (exclusions removed)
+    # The language it was read in: the stages after parsing read its words (statement.py: the text
+    # search configuration and the greetings).
+    lexicon: Lexicon = field(default=ENGLISH, repr=False, compare=False)
 
 
 def split_query(query: str) -> tuple[str, list[str]]:
@@ -68,12 +65,13 @@ def split_query(query: str) -> tuple[str, list[str]]:
     return " ".join(w for w in words if not (w.startswith("-") and len(w) > 1)), excluded
 
 
-def parse_query(query: str) -> ParsedQuery:
+def parse_query(query: str, lexicon: Lexicon = ENGLISH) -> ParsedQuery:
+    """`query` read in `lexicon`'s language: its time words, the period it names, whom it names."""
     wanted, excluded = split_query(query)
     found: dict[Tense, list[str]] = {}
     # "before 2019" is both: a past tense and a period that ends when 2019 begins.
-    period, text = find_period(wanted)
-    for tense, pattern in _PATTERNS.items():
+    period, text = find_period(wanted, lexicon)
+    for tense, pattern in _patterns(lexicon).items():
         matches = [m.group(0).lower() for m in pattern.finditer(wanted)]
         if matches:
             found[tense] = matches
@@ -87,7 +85,8 @@ def parse_query(query: str) -> ParsedQuery:
     text = tidy(text, wanted)
     phrases = tuple(p for ps in found.values() for p in ps)
     return ParsedQuery(text=text, excluded=excluded, tense=tense, phrases=phrases, year=year, period=period,
-                       subject=subject_of(text), full_names=full_names_of(text), asked=wanted)
+                       subject=subject_of(text, lexicon), full_names=full_names_of(text, lexicon), asked=wanted,
+                       lexicon=lexicon)
 
 
 def intent_of(parsed: ParsedQuery) -> QueryIntent | None:
@@ -103,7 +102,7 @@ def intent_of(parsed: ParsedQuery) -> QueryIntent | None:
 _WORD = re.compile(r"\w[\w'-]*")
 
 
-def phrases_of(text: str) -> list[str]:
+def phrases_of(text: str, lexicon: Lexicon = ENGLISH) -> list[str]:
     """Runs of two to four words that begin and end with a content word ("coupons pipeline",
     "team Umbra"), longest first: what a question may be about when it names nobody."""
     words = _WORD.findall(text)
@@ -111,7 +110,7 @@ def phrases_of(text: str) -> list[str]:
     for n in (4, 3, 2):
         for i in range(len(words) - n + 1):
             run = words[i:i + n]
-            if run[0].lower() not in NOT_NAMES and run[-1].lower() not in NOT_NAMES:
+            if run[0].lower() not in lexicon.not_names and run[-1].lower() not in lexicon.not_names:
                 runs.append(" ".join(run))
     return runs
 
@@ -120,11 +119,11 @@ def phrases_of(text: str) -> list[str]:
 LABEL = re.compile(r"^\s*(?:\S+\s+){0,2}?\S+(?::|\s+-)\s+")
 
 
-def word_pairs(text: str) -> set[tuple[str, str]]:
+def word_pairs(text: str, lexicon: Lexicon = ENGLISH) -> set[tuple[str, str]]:
     """Each content word with the next and the one after it, lower case, possessives cut: "Maya
     Okafor's flat" gives (maya, okafor), (maya, flat), (okafor, flat); "User now prefers tabs"
     shares (user, prefers) with "User prefers spaces". Two memories sharing a pair likely speak
     of one thing."""
     words = [re.sub(r"'s$", "", w.lower()) for w in _WORD.findall(text)]
     return {(a, b) for i, a in enumerate(words) for b in words[i + 1:i + 3]
-            if a not in NOT_NAMES and b not in NOT_NAMES}
+            if a not in lexicon.not_names and b not in lexicon.not_names}

@@ -8,10 +8,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ..config import Settings
 from ..embeddings import conflict_similarity
+from ..lexicon import Lexicon
 from ..models import MemoryFilter, Principal
 from ..repository import Sql, live
 from ..repository.embeddings import model_literal, vector_cast
@@ -19,12 +21,21 @@ from .dates import Period
 from .query import ParsedQuery
 
 
-def _where(q: Sql, p: Principal, f: MemoryFilter | None, excluded: list[str]) -> str:
+def text_search(lexicon: Lexicon) -> str:
+    """The lexicon's text search configuration as an SQL literal ('english'). A constant, not a
+    bound argument: the statement's shape, and so its plans, are what they were with 'english'
+    written in."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", lexicon.text_search):
+        raise ValueError(f"not a text search configuration: {lexicon.text_search!r}")
+    return f"'{lexicon.text_search}'"
+
+
+def _where(q: Sql, p: Principal, f: MemoryFilter | None, excluded: list[str], config: str) -> str:
     clauses = live(q, p, f)
     if f is not None and f.as_of is not None:
         clauses.append(f"m.created_at <= {q.arg(f.as_of)}")
     if excluded:
-        clauses.append(f"NOT m.fts @@ websearch_to_tsquery('english', {q.arg(' or '.join(excluded))})")
+        clauses.append(f"NOT m.fts @@ websearch_to_tsquery({config}, {q.arg(' or '.join(excluded))})")
     return " AND ".join(clauses)
 
 
@@ -62,23 +73,23 @@ def _whole_word(name: str) -> str:
     return r"\m" + re.escape(name) + r"\M"
 
 
-# Words that greet or thank the one named next ("Hey Mel,", "Thanks Mel!"): said to them, not of them.
-GREETINGS = ("hey", "hi", "hello", "thanks", "dear", "bye")
 # The subject factor is first given for naming someone at all, then taken back from those of the
 # best this many places past the limit that only address them.
 ADDRESSED_WINDOW = 10
 
 
-def _named(name: str) -> str:
+def _named(name: str, greetings: Sequence[str] = ()) -> str:
     """A PostgreSQL regular expression matching `name` as a whole word where a text speaks of
     them rather than to them. A turn that addresses someone ("Thanks, Mel! I painted this", "How
     are you, Mel?", "Hey Mel, ...") is its speaker's, not about them (LoCoMo R@10 .756 -> .760,
     nDCG@10 .600 -> .608). Addressed: after a greeting, before "!" or "?", or set off by commas
     ("Wow, Mel, ..."); "Anna, Mel and I" and "I met Mel, who" still speak of them. Its
-    lookbehinds cost ~4 ms per 1,000 texts, so only the best candidates are tested."""
+    lookbehinds cost ~4 ms per 1,000 texts, so only the best candidates are tested. `greetings`:
+    the lexicon's words that greet or thank the one named next ("Hey Mel,", "Thanks Mel!")."""
     n = _whole_word(name)
-    greeting = "|".join(f"[{w[0].upper()}{w[0]}]{w[1:]}" for w in GREETINGS)
-    return rf"(?<!,\s)(?<!\m(?:{greeting})\s){n}(?!\s*[!?])|(?<=,\s){n}(?!\s*[,.!?])"
+    greeting = "|".join(f"[{w[0].upper()}{w[0]}]{re.escape(w[1:])}" for w in greetings)
+    after_greeting = rf"(?<!\m(?:{greeting})\s)" if greeting else ""
+    return rf"(?<!,\s){after_greeting}{n}(?!\s*[!?])|(?<=,\s){n}(?!\s*[,.!?])"
 
 
 def _first_name_alone(name: str) -> str:
@@ -104,7 +115,7 @@ def _naming(q: Sql, text: str, subject: Sequence[str], full_names: Sequence[tupl
     return " AND ".join(clauses)
 
 
-def _first_name_of(q: Sql, full_names: Sequence[tuple[str, ...]]) -> tuple[str, str]:
+def _first_name_of(q: Sql, full_names: Sequence[tuple[str, ...]], config: str) -> tuple[str, str]:
     """For one of the question's words (`lexeme`), if it is the surname of someone the question
     names in full: their first name's full-text query and the pattern of it alone
     (`_first_name_alone`); NULLs otherwise."""
@@ -114,8 +125,8 @@ def _first_name_of(q: Sql, full_names: Sequence[tuple[str, ...]]) -> tuple[str, 
     firsts = q.arg([run[0] for run in full_names])
     alone = q.arg([_first_name_alone(run[0]) for run in full_names])
     pick = (f"FROM unnest({lasts}::text[], {firsts}::text[], {alone}::text[]) a(last, first, alone) "
-            f"WHERE plainto_tsquery('english', a.last) = quote_literal(lexeme)::tsquery LIMIT 1")
-    return f"(SELECT plainto_tsquery('english', a.first) {pick})", f"(SELECT a.alone {pick})"
+            f"WHERE plainto_tsquery({config}, a.last) = quote_literal(lexeme)::tsquery LIMIT 1")
+    return f"(SELECT plainto_tsquery({config}, a.first) {pick})", f"(SELECT a.alone {pick})"
 
 
 def _share(settings: Settings, order: str) -> str:
@@ -244,8 +255,10 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
     # A question about the past, or about a period it names, wants older versions as they ranked:
     # no recency, no penalty for being superseded, no newest-first among versions.
     past = parsed.tense == "past" or parsed.period is not None
+    # Full text reads the query in the language it was parsed in (the stored column's, see text_search).
+    config = text_search(parsed.lexicon)
     # Every list, and the replies, read the same visible rows: one clause, its values bound once.
-    where = _where(q, p, f, excluded)
+    where = _where(q, p, f, excluded, config)
     # name -> (weight, candidates query selecting id and key, order of key)
     lists: dict[str, tuple[float, str, str]] = {}
     if vector is not None and model and dimension and settings.weight_vector > 0:
@@ -262,7 +275,7 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
         # Ranking scores every match, and a common word matches a whole large scope: rank at most
         # `fulltext_scan` rows that hold every word plus as many that hold any, never all of them.
         words = q.arg(query)
-        any_word = f"regexp_replace(websearch_to_tsquery('english', {words})::text, ' & (?!!)', ' | ', 'g')::tsquery"
+        any_word = f"regexp_replace(websearch_to_tsquery({config}, {words})::text, ' & (?!!)', ' | ', 'g')::tsquery"
         scan = q.arg(settings.fulltext_scan)
         key, idf, called = "ts_rank(c.fts, c.tsq)", "", ""
         if settings.fulltext_idf:
@@ -275,7 +288,7 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
             # A surname the question names in full is matched by the first name alone too ("From
             # standup: Benedikt picked up Osprey."): colleagues' notes rarely repeat it, and
             # lacking its weight such a note ranked below all of the person's other memories.
-            first, alone = _first_name_of(q, parsed.full_names)
+            first, alone = _first_name_of(q, parsed.full_names, config)
             called = " OR (c.fts @@ w.first AND c.text ~ w.alone)" if parsed.full_names else ""
             key = (f"coalesce((SELECT sum(w.idf) FROM idf w WHERE c.fts @@ w.q{called}), 0)"
                    " + 0.1 * ts_rank(c.fts, c.tsq)")
@@ -283,13 +296,13 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
             idf AS MATERIALIZED (SELECT t.q, t.first, t.alone,
                                         ln(1 + n.n / (0.5 + (SELECT count(*) FROM c WHERE c.fts @@ t.q))) AS idf
                     FROM (SELECT DISTINCT quote_literal(lexeme)::tsquery AS q, {first} AS first, {alone} AS alone
-                          FROM unnest(tsvector_to_array(to_tsvector('english', {words}))) lexeme) t,
+                          FROM unnest(tsvector_to_array(to_tsvector({config}, {words}))) lexeme) t,
                          (SELECT count(*)::float8 AS n FROM c) n)"""
         read = f", {TEXT} AS text" if called else ""
         lists["fts"] = (settings.weight_fulltext, f"""
             WITH c AS (
                 SELECT DISTINCT ON (id) id, fts, {"text, " if called else ""}pq.tsq
-                FROM (SELECT {any_word} AS tsq, websearch_to_tsquery('english', {words}) AS every) pq,
+                FROM (SELECT {any_word} AS tsq, websearch_to_tsquery({config}, {words}) AS every) pq,
                      LATERAL ((SELECT m.id, m.fts{read} FROM memories m
                                WHERE {where} AND m.fts @@ pq.every LIMIT {scan})
                               UNION ALL
@@ -340,7 +353,7 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
     subject = parsed.subject if settings.subject_boost != 1 else []
     names = _naming(q, text, subject, parsed.full_names, _whole_word)
     named = f"CASE WHEN {names} THEN {q.arg(settings.subject_boost)}::float8 ELSE 1 END" if names else "1"
-    spoken_of = _naming(q, text, subject, parsed.full_names, _named)
+    spoken_of = _naming(q, text, subject, parsed.full_names, partial(_named, greetings=parsed.lexicon.greetings))
     about = f"CASE WHEN m.named > 1 AND {spoken_of} THEN m.named ELSE 1 END" if spoken_of else "m.named"
     window = limit + ADDRESSED_WINDOW if spoken_of else limit
     # A query that names a period is about what was written in it (retrieval/dates.py).

@@ -1,0 +1,125 @@
+"""Portuguese, as data: the second lexicon, proof that a language is a module and no code (Portugal
+and Brazil alike where the words differ: "equipa" / "equipe", "telemóvel" / "celular").
+
+A handful of attributes, the commonest people state of each other; a key this lexicon does not
+know is an attribute of its own, as in English. The attributes' names are the English ones: they
+are identifiers stored with each fact, so a key written in either language is one attribute.
+
+What stays English whatever the lexicon (docs/languages.md): full text stems with English's rules
+(`memories.fts`, so `text_search` is 'english'); names are runs of capitalised ASCII letters; a
+possessive the rules read is "'s" ("o irmão do Kenji" names no relation); the decisions guard's
+wording rules were found on English notes."""
+
+from __future__ import annotations
+
+from . import Attribute, Lexicon
+
+ATTRIBUTES = (
+    Attribute("home city", ("cidade", "cidade onde mora", "cidade atual", "mora em", "onde mora", "vive em",
+                            "onde vive", "reside em", "residência", "local de residência", "localização",
+                            "baseado em", "baseada em"),
+              ("morar", "mora", "vive", "reside", "cidade", "mudou", "mudar")),
+    Attribute("hometown", ("cidade natal", "terra natal", "naturalidade", "nasceu em", "local de nascimento",
+                           "onde cresceu", "cresceu em"), ("natal", "nasceu", "cresceu")),
+    Attribute("birthday", ("aniversário", "data de nascimento", "dia de anos"), ("aniversário",)),
+    Attribute("partner", ("parceiro", "parceira", "cônjuge", "esposa", "esposo", "marido", "namorado", "namorada",
+                          "noivo", "noiva", "casado com", "casada com"),
+              ("parceiro", "parceira", "cônjuge", "esposa", "marido", "namorado", "namorada", "casado", "casada")),
+    Attribute("phone number", ("telefone", "número de telefone", "telemóvel", "celular", "contacto", "contato",
+                               "número"), ("telefone", "telemóvel", "celular")),
+    Attribute("email", ("email", "e-mail", "correio eletrónico", "correio eletrônico", "endereço de email"),
+              ("email", "e-mail")),
+    Attribute("car", ("carro", "automóvel", "veículo", "o que conduz", "o que dirige", "conduz", "dirige"),
+              ("carro", "conduz", "conduzir", "dirige", "dirigir", "veículo", "automóvel")),
+    Attribute("pets", ("animais de estimação", "animal de estimação", "animais", "cães", "gatos"),
+              ("animal", "animais", "cão", "cães", "gato", "gatos"), single=False),
+    Attribute("allergies", ("alergias", "alergia", "alérgico a", "alérgica a"), ("alergia", "alérgico", "alérgica"),
+              single=False),
+    Attribute("languages spoken", ("línguas", "idiomas", "línguas faladas", "fala"), ("fala", "idioma"),
+              single=False),
+    Attribute("employer", ("empregador", "empresa", "trabalha em", "trabalha para", "onde trabalha",
+                           "entidade empregadora", "empresa atual"), ("empregador", "empresa", "trabalha")),
+    Attribute("job title", ("cargo", "função", "título", "posição", "profissão"), ("cargo", "função", "promovido",
+                                                                                 "promovida")),
+    Attribute("manager", ("gestor", "gestora", "chefe", "gerente", "supervisor", "supervisora", "responde a",
+                          "reporta a"), ("gestor", "gestora", "chefe", "gerente", "supervisor", "reporta")),
+    Attribute("team", ("equipa", "equipe", "departamento", "grupo"), ("equipa", "equipe", "departamento")),
+    Attribute("editor", ("editor", "editor de texto", "editor de código", "ide"), ("editor",)),
+    Attribute("favourite food", ("comida favorita", "comida preferida", "prato favorito", "prato preferido",
+                                 "cozinha"), ("comida", "prato", "cozinha")),
+)
+
+PORTUGUESE = Lexicon(
+    language="portuguese",
+    text_search="english",  # what memories.fts is stored with; see the module's note
+    key_fillers=frozenset("""o a os as um uma uns umas seu sua seus suas dele dela deles delas meu minha meus
+        minhas nosso nossa atual atuais novo nova principal habitual preferido preferida de do da dos das é são
+        era eram foi que qual quem ele ela eles elas""".split()),
+    stop_words=frozenset("""a o as os um uma de do da dos das em no na nos nas por para com sem sobre e ou mas se
+        que qual quais quem onde quando como porque é são era eram foi ser estar está estão tem têm ter isso isto
+        este esta esse essa aquele aquela eu me mim meu minha nós nosso nossa você vocês ele ela eles elas seu sua
+        dele dela agora atualmente ainda hoje dia momento diga favor pode poderia""".split()),
+    user_names=frozenset({"eu", "mim", "me", "comigo", "o usuário", "a usuária", "usuário", "usuária",
+                          "o utilizador", "a utilizadora", "utilizador", "utilizadora", "você", "meu", "minha"}),
+    attributes=ATTRIBUTES,
+    ended=("já não", "deixou de", "parou de", "desistiu de", "acabou", "terminou", "vendeu", "livrou-se de"),
+    not_names=frozenset("""o a os as um uma uns umas e ou mas se que qual quais quem onde quando como porque porquê
+        quanto quanta quantos quantas é são era eram foi foram ser estar está estão esteve tem têm tinha ter há
+        pode podia poderia deve deveria vai vou diga mostre liste encontre dê algum alguma alguém algo nenhum
+        meu minha meus minhas nosso nossa seu sua seus suas teu tua este esta estes estas esse essa isso isto
+        aquele aquela aqui ali lá em no na nos nas de do da dos das ao à aos às para por pelo pela com sem sobre
+        eu tu ele ela nós eles elas você vocês me mim te lhe
+        segunda terça quarta quinta sexta sábado domingo segunda-feira terça-feira quarta-feira quinta-feira
+        sexta-feira janeiro fevereiro março abril maio junho julho agosto setembro outubro novembro
+        dezembro""".split()),
+    # Not "nos" (also "em" + "os": "nos Estados Unidos") nor the clitic "-me" (no whole word).
+    user_words=("eu", "me", "mim", "comigo", "meu", "minha", "meus", "minhas", "nós", "nosso", "nossa", "nossos",
+                "nossas", "o usuário", "a usuária", "usuário", "usuária", "o utilizador", "a utilizadora",
+                "utilizador", "utilizadora"),
+    # "a irmã do usuário" puts the user after the person: no rule reads it yet.
+    user_possessives=("meu", "minha", "meus", "minhas", "nosso", "nossa", "nossos", "nossas"),
+    articles=("o", "a", "os", "as", "um", "uma"),
+    with_user=("e eu", "e nós", "e o usuário", "e a usuária", "e o utilizador"),
+    # Not "chefe", "gestor" ("O meu chefe é o Ahmed" is the user's own fact) nor "equipa".
+    people=("amigo", "amiga", "melhor amigo", "melhor amiga", "vizinho", "vizinha", "parceiro", "parceira",
+            "esposa", "esposo", "marido", "mulher", "cônjuge", "namorado", "namorada", "noivo", "noiva", "filho",
+            "filha", "criança", "bebé", "bebê", "mãe", "pai", "irmão", "irmã", "primo", "prima", "tio", "tia",
+            "sobrinho", "sobrinha", "avó", "avô", "sogro", "sogra", "cunhado", "cunhada", "senhorio", "senhoria",
+            "colega", "colega de casa", "colega de quarto", "cliente", "mentor", "mentora", "professor",
+            "professora", "médico", "médica", "aluno", "aluna", "estagiário", "estagiária", "consultor",
+            "consultora", "advogado", "advogada", "contabilista", "contador", "contadora", "fundador", "fundadora",
+            "sócio", "sócia"),
+    present=("agora", "neste momento", "de momento", "no momento", "atualmente", "hoje em dia", "nos dias de hoje",
+             "presentemente", "ainda", "já não", "mais recente", "hoje", "até agora", "até hoje", "por agora"),
+    past=("antes", "dantes", "anteriormente", "antigamente", "originalmente", "inicialmente", "no passado",
+          "naquela altura", "naquela época", "na altura", "costumava", "costumavam", "no ano passado", "há anos",
+          "outrora", "no início"),
+    months={m: n for n, m in enumerate("""janeiro fevereiro março abril maio junho julho agosto setembro outubro
+        novembro dezembro""".split(), start=1)},
+    month_abbreviations={m: n for n, m in enumerate("jan fev mar abr mai jun jul ago set out nov dez".split(),
+                                                    start=1)},
+    date_bounds={"antes de": "before", "até": "until", "até ao": "until", "até ao fim de": "until",
+                 "depois de": "after", "após": "after", "desde": "since", "a partir de": "since"},
+    date_leads=("em", "no", "na", "no dia", "durante", "de", "do", "ao longo de", "no início de", "em meados de",
+                "no final de", "por volta de"),
+    month_leads=("em", "durante", "no mês de", "ao longo de", "no início de", "em meados de", "no final de",
+                 "em finais de"),
+    day_suffixes=("º",),
+    day_month_joiners=("de",),
+    month_year_joiners=("de",),
+    greetings=("olá", "oi", "obrigado", "obrigada", "querido", "querida", "caro", "cara", "tchau", "adeus"),
+    note_openers=frozenset("""nota notas atualização fyi hoje ontem agora depois antes desde mudou mudei também
+        só novo nova ouvi parabéns reunião usuário utilizador""".split()),
+    number_words=frozenset("""um uma dois duas três quatro cinco seis sete oito nove dez onze doze vinte trinta
+        quarenta cinquenta cem cento mil meio metade dobro primeiro primeira segundo terceiro terceira quarto
+        quinto último última próximo próxima""".split()),
+    determiners=("o", "a", "os", "as", "um", "uma", "este", "esta", "esse", "essa"),
+    verb_endings=("ou", "ava", "ando", "endo", "indo", "ado", "ido"),
+    prompt_stop_words=frozenset("""acerca agora ainda antes apenas aquela aquele aquilo assim através cada coisa
+        coisas como contra depois desde deve devia essa esse esta está estão este estou favor fazer isso isto
+        mais mesmo muito muita muitos nada nesta neste onde outra outro para pela pelo pode podes pois porque
+        pouco preciso qual quais quando quanto quero sabe sabes sobre também tenho toda todo todos tudo vamos
+        você vocês obrigado obrigada""".split()),
+)
+
+LEXICON = PORTUGUESE

@@ -1,0 +1,159 @@
+"""A language is data: a second lexicon (Portuguese) is read by the same code as English, its keys,
+time words, dates and words for the user recognised where English's are not, and through the real
+service a keyed write in Portuguese replaces the older value and a Portuguese question gets the
+current value first (docs/languages.md)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from datetime import UTC, datetime
+from importlib import resources
+
+import pytest
+from pydantic import ValidationError
+
+from mcp_memory.config import Settings
+from mcp_memory.graph.about_user import about_someone_else, person_asked_about, speaks_of_user
+from mcp_memory.graph.keys import asked, key_of
+from mcp_memory.graph.names import names_in, writer_names
+from mcp_memory.lexicon import Lexicon, available, named
+from mcp_memory.lexicon.english import ENGLISH
+from mcp_memory.lexicon.portuguese import PORTUGUESE
+from mcp_memory.models import MemoryFilter
+from mcp_memory.retrieval.query import parse_query
+from mcp_memory.retrieval.statement import build_search
+from mcp_memory.service import MemoryService
+
+from .conftest import principal
+
+
+def day(d: str) -> datetime:
+    return datetime.fromisoformat(d).replace(tzinfo=UTC)
+
+
+def test_a_language_is_a_module_and_the_setting_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert {"english", "portuguese"} <= set(available())
+    assert named("english") is ENGLISH and named("portuguese") is PORTUGUESE
+    with pytest.raises(ValueError, match="portuguese"):
+        named("klingon")
+    monkeypatch.setenv("MCP_MEMORY_LANGUAGE", "portuguese")
+    assert Settings().language == "portuguese"
+    with pytest.raises(ValidationError, match="MCP_MEMORY_LANGUAGE"):
+        Settings(language="klingon")
+
+
+def test_every_lexicon_fills_every_list_and_queries_the_stored_configuration() -> None:
+    """The stored column's text search configuration is the one every lexicon queries with: a
+    lexicon naming another would match no stored word (docs/languages.md)."""
+    stored = set(re.findall(r"to_tsvector\('(\w+)'", "".join(
+        p.read_text(encoding="utf-8") for p in resources.files("mcp_memory.sql").iterdir() if p.name.endswith(".sql"))))
+    assert stored == {"english"}
+    # Lists some language needs no words in: English's "us" (lower case only), "let's"; Portuguese's
+    # "outubro de 2023".
+    optional = ("user_words_lower", "not_owners", "month_year_joiners")
+    lists = [f for f in Lexicon.__dataclass_fields__ if f not in ("language", "text_search", *optional)]
+    for language in available():
+        lexicon = named(language)
+        assert lexicon.text_search in stored, language
+        assert [f for f in lists if not getattr(lexicon, f)] == [], language
+        assert all(p == p.lower() for p in (*lexicon.present, *lexicon.past, *lexicon.user_words, *lexicon.people))
+
+
+def test_a_key_in_portuguese_is_one_attribute_and_others_never_merge() -> None:
+    city = {key_of(k, PORTUGUESE).attribute for k in ("cidade onde mora", "mora em", "onde vive", "cidade atual")}
+    assert city == {"home city"}
+    assert key_of("empresa", PORTUGUESE).attribute == "employer" != key_of("cargo", PORTUGUESE).attribute
+    assert key_of("cidade natal", PORTUGUESE).attribute == "hometown"
+    assert not key_of("alergias", PORTUGUESE).single
+    assert key_of("cor favorita", PORTUGUESE).attribute == key_of("cores favoritas", PORTUGUESE).attribute
+    # Read as English the same words are attributes of their own.
+    assert {key_of(k, ENGLISH).attribute for k in ("cidade onde mora", "mora em")} & {"home city"} == set()
+    known = {"home city": ["mora em"], "car": ["carro"], "employer": ["empresa"]}
+    assert asked("Que carro conduz a Greta hoje em dia?", PORTUGUESE, known) == "car"
+    assert asked("Onde mora a Greta agora?", PORTUGUESE, known) == "home city"
+    assert asked("Como está a Greta?", PORTUGUESE, known) is None
+
+
+@pytest.mark.parametrize(("question", "tense", "text"), [
+    ("Onde mora a Greta agora?", "present", "Onde mora a Greta?"),
+    ("Que carro conduz a Greta hoje em dia?", "present", "Que carro conduz a Greta?"),
+    ("Onde morava a Greta antes?", "past", "Onde morava a Greta?"),
+    ("Para quem trabalhava o Tomás anteriormente?", "past", "Para quem trabalhava o Tomás?"),
+])
+def test_a_questions_time_words_are_recognised(question: str, tense: str, text: str) -> None:
+    parsed = parse_query(question, PORTUGUESE)
+    assert parsed.tense == tense and parsed.text == text
+    assert parse_query(question).tense is None  # English does not know them
+
+
+def test_dates_and_names_are_read_in_the_language() -> None:
+    parsed = parse_query("O que fez a Greta em outubro de 2023?", PORTUGUESE)
+    assert parsed.period is not None and parsed.period.start == day("2023-10-01")
+    assert parsed.period.end == day("2023-11-01") and parsed.text == "O que fez a Greta?"
+    assert parse_query("Onde trabalhava a Greta antes de 2019?", PORTUGUESE).period.end == day("2019-01-01")
+    assert parse_query("O que aconteceu no dia 13 de outubro de 2023?", PORTUGUESE).period.start == day("2023-10-13")
+    assert parse_query("Quem ligou durante março?", PORTUGUESE).period.month == 3
+    # "Onde", "Quem" open a question and name no one, in Portuguese.
+    assert parse_query("Onde mora a Greta?", PORTUGUESE).subject == ("Greta",)
+    assert parse_query("Onde mora a Greta?").subject == ("Onde", "Greta")
+
+
+def test_the_user_words_are_recognised() -> None:
+    assert speaks_of_user("Eu conduzo um Kia Niro.", PORTUGUESE) and not speaks_of_user("Eu conduzo um Kia Niro.")
+    assert speaks_of_user("O usuário mudou-se para Lisboa.", PORTUGUESE)
+    assert about_someone_else("A minha irmã mora no Porto.", PORTUGUESE)
+    assert not about_someone_else("A minha irmã e eu fomos a Lisboa.", PORTUGUESE)
+    assert person_asked_about("Onde mora a minha irmã agora?", PORTUGUESE) == "irmã"
+    assert names_in("Eu mudei-me para Lisboa.", PORTUGUESE)[0].user
+    assert not names_in("Eu mudei-me para Lisboa.")[0].user
+    assert [n.user for n in writer_names(["eu"], PORTUGUESE.user_names)] == [True]
+
+
+def test_the_statement_reads_the_text_search_configuration_and_greetings_of_the_lexicon() -> None:
+    other = replace(PORTUGUESE, text_search="simple")
+    parsed = parse_query("Obrigado Greta, onde mora a Greta agora? -Porto", other)
+    statement = build_search(principal(), parsed, MemoryFilter(), limit=5, settings=Settings(subject_boost=2))
+    assert "'simple'" in statement.sql and "'english'" not in statement.sql
+    assert any("[Oo]brigado" in a for a in statement.args if isinstance(a, str))
+    english = build_search(principal(), parse_query("Thanks Greta, where does Greta live now?"), MemoryFilter(),
+                           limit=5, settings=Settings(subject_boost=2))
+    assert "'english'" in english.sql and not any("[Oo]brigado" in a for a in english.args if isinstance(a, str))
+
+
+@pytest.fixture
+async def portuguese(database, settings: Settings) -> MemoryService:
+    return await MemoryService.open(database, settings.model_copy(update={"language": "portuguese"}))
+
+
+async def _greta(service: MemoryService, user: str):
+    p = principal(user)
+    old = await service.write(p, "A Greta mora em Lisboa.", about=["Greta"], key="cidade onde mora",
+                              occurred_at=day("2024-01-01"))
+    new = await service.write(p, "A Greta mudou-se para o Porto.", about=["Greta"], key="mora em",
+                              occurred_at=day("2025-03-01"))
+    for text in ("A Greta mora perto de um parque e passeia ao domingo.", "A Greta lê um romance sobre Lisboa."):
+        await service.write(p, text, occurred_at=day("2025-12-01"))
+    return p, old.memory, new.memory
+
+
+async def test_a_keyed_write_in_portuguese_replaces_the_older_value_and_a_question_gets_it_first(
+        portuguese: MemoryService) -> None:
+    assert portuguese.lexicon is PORTUGUESE
+    p, old, new = await _greta(portuguese, "alice")
+    assert new.replaced == [old.id] and new.key == "home city"
+    assert (await portuguese.get(p, [old.id])).memories[0].superseded_by == new.id
+    now = await portuguese.search(p, "Onde mora a Greta agora?", explain=True)
+    assert [h.id for h in now.hits[:2]] == [new.id, old.id]
+    assert now.hits[0].explain["fact"] == 1 and now.hits[1].valid_until == day("2025-03-01")
+    assert now.intent is not None and now.intent.tense == "present"
+    before = await portuguese.search(p, "Onde morava a Greta antes?")
+    assert before.hits[0].id == old.id
+
+
+async def test_the_same_words_read_as_english_are_two_attributes(service: MemoryService) -> None:
+    """The contrast that shows the lexicon is what reads them: English files the two keys apart."""
+    p, old, new = await _greta(service, "bob")
+    assert new.replaced is None and new.key != old.key
+    hits = (await service.search(p, "Onde mora a Greta agora?", explain=True)).hits
+    assert all("fact" not in (h.explain or {}) for h in hits)
