@@ -441,7 +441,7 @@ async def supersedes(bench: Bench, records: list[dict[str, Any]], copies: list[t
                 counts[1] += 1
                 if v["key"] in current:
                     counts[0] += 1
-                    if len(missed_examples) < EXAMPLES:
+                    if counts[0] <= 2 and len(missed_examples) < 2 * EXAMPLES:  # two of each attribute
                         missed_examples.append(f"{v['key']} {words.get(v['key'], {})} then {after['key']} "
                                                f"{words.get(after['key'], {})}")
     wrong = sum(t[k] for k in ("distractor", "newest", "backwards", "other", "outside"))
