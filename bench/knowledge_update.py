@@ -409,6 +409,7 @@ async def supersedes(bench: Bench, records: list[dict[str, Any]], copies: list[t
     examples: dict[str, list[str]] = {}
     missed: dict[str, list[int]] = {}  # attribute -> [stale versions left current, stale versions]
     missed_examples: list[str] = []
+    differs: Counter[str] = Counter()  # what a stale version left current was told unlike the version after it
     for i, (_, ids) in enumerate(copies):
         truth = Truth(records, ids)
         key_of = {v: k for k, v in ids.items()}
@@ -441,6 +442,9 @@ async def supersedes(bench: Bench, records: list[dict[str, Any]], copies: list[t
                 counts[1] += 1
                 if v["key"] in current:
                     counts[0] += 1
+                    mine, theirs = words.get(v["key"], {}), words.get(after["key"], {})
+                    differs[("about " if mine.get("about") != theirs.get("about") else "")
+                            + ("key" if mine.get("key") != theirs.get("key") else "") or "same words"] += 1
                     if counts[0] <= 2 and len(missed_examples) < 2 * EXAMPLES:  # two of each attribute
                         missed_examples.append(f"{v['key']} {words.get(v['key'], {})} then {after['key']} "
                                                f"{words.get(after['key'], {})}")
@@ -454,7 +458,8 @@ async def supersedes(bench: Bench, records: list[dict[str, Any]], copies: list[t
             "decoy_updates": t["decoy_update"],
             "restated": t["restated"], "examples": examples,
             "stale_left_current": {a: {"left": n, "stale": of} for a, (n, of) in sorted(missed.items()) if of},
-            "stale_left_current_examples": missed_examples}
+            "stale_left_current_examples": missed_examples,
+            "stale_left_current_words": {k.strip(): n for k, n in sorted(differs.items())}}
 
 
 async def related_quality(bench: Bench, user: str, records: list[dict[str, Any]], shift: timedelta) -> dict[str, Any]:
@@ -588,7 +593,8 @@ async def main_async(args: argparse.Namespace) -> None:
     for kind, lines in sup["examples"].items():
         print(f"  wrong ({kind}), e.g. {lines[0]}")
     left = {a: f"{x['left']}/{x['stale']}" for a, x in sup["stale_left_current"].items() if x["left"]}
-    print(f"  stale versions left current, by attribute: {left or 'none'}")
+    print(f"  stale versions left current, by attribute: {left or 'none'}; what the writer passed for them "
+          f"against the version after them, differing in: {sup['stale_left_current_words'] or 'nothing'}")
     for line in sup["stale_left_current_examples"][:3]:
         print(f"    e.g. {line}")
     print(f"\n{args.dataset.stem}, writer {args.writer}: search and supersedes in one row per variant")
