@@ -33,6 +33,11 @@ CREATE TABLE IF NOT EXISTS entities (
 CREATE UNIQUE INDEX IF NOT EXISTS entities_scope_canonical
     ON entities (user_id, coalesce(agent_id, ''), coalesce(project_id, ''), canonical) WHERE merged_into IS NULL;
 CREATE INDEX IF NOT EXISTS entities_aliases ON entities USING gin (aliases);
+-- A question's names are looked up in every namespace the session sees at once.
+CREATE INDEX IF NOT EXISTS entities_canonical ON entities (user_id, canonical) WHERE merged_into IS NULL;
+-- A lone first name is looked up among the full names it begins.
+CREATE INDEX IF NOT EXISTS entities_first_word ON entities (user_id, split_part(canonical, ' ', 1))
+    WHERE merged_into IS NULL;
 
 CREATE TABLE IF NOT EXISTS memory_entities (
     user_id    text NOT NULL,

@@ -308,3 +308,17 @@ async def test_words_that_name_two_attributes_follow_what_the_subject_already_ha
     assert city.memory.key == "home city"  # no office known for him: the first meaning
     hits = (await service.search(p, "Where is Fenna based these days?")).hits
     assert hits[0].id == moved.memory.id and hits[1].id == office.memory.id
+
+
+async def test_a_thing_named_in_lower_case_and_other_word_orders_is_one_entity(service) -> None:
+    p = principal()
+    v1 = await service.write(p, "The coupons pipeline persists to Postgres.", about=["coupons-pipeline"],
+                             key="database", occurred_at=day("2024-01-01"))
+    v2 = await service.write(p, "The coupons pipeline moved to DynamoDB.", about=["the coupons pipeline"],
+                             key="datastore", occurred_at=day("2025-01-01"))
+    assert v2.memory.replaced == [v1.memory.id]
+    await service.write(p, "Argon team is in Zurich.", about=["the Argon team"], key="office")
+    moved = await service.write(p, "Team Argon moved to Basel.", about=["team Argon"], key="office")
+    assert moved.memory.replaced
+    hits = (await service.search(p, "Which datastore does the coupons pipeline use now?")).hits
+    assert [h.id for h in hits[:2]] == [v2.memory.id, v1.memory.id]

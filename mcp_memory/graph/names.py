@@ -66,9 +66,22 @@ def full_names_of(text: str, lexicon: Lexicon = ENGLISH) -> tuple[tuple[str, ...
     return tuple(runs)
 
 
+_JOINERS = re.compile(r"(?<=\w)[-_](?=\w)")
+_LEADING_ARTICLE = re.compile(r"^(?:the|a|an)\s+(?=\S)")
+
+
 def canonical(name: str) -> str:
-    """How a name is compared: its words in lower case, possessives cut, one space apart."""
-    return " ".join(_POSSESSIVE.sub("", w) for w in name.lower().split())
+    """How a name is compared: its words in lower case, possessives cut, one space apart, a word
+    joined by a hyphen or underscore as two ("coupons-pipeline" is "coupons pipeline") and a leading
+    article dropped ("the coupons pipeline")."""
+    words = _JOINERS.sub(" ", name.lower())
+    return _LEADING_ARTICLE.sub("", " ".join(_POSSESSIVE.sub("", w) for w in words.split()))
+
+
+def word_set(canonical_name: str) -> str:
+    """A canonical name's words in order of the alphabet: "team argon" and "argon team" are one
+    thing, whichever way round the writer puts them."""
+    return " ".join(sorted(set(canonical_name.split())))
 
 
 Role = Literal["about", "mentioned"]

@@ -14,7 +14,7 @@ from uuid import UUID
 import asyncpg
 
 from ..graph import Said
-from ..graph.names import USER, Name
+from ..graph.names import USER, Name, word_set
 from ..models import MemoryFilter, Principal
 from .sql import Sql, live, visible
 
@@ -39,7 +39,7 @@ async def _candidates(conn: asyncpg.Connection, user_id: str, agent_id: str | No
                       names: Sequence[Name]) -> list[asyncpg.Record]:
     """The live entities of the memory's namespace or a wider one that any of `names` may be: by
     canonical name or alias, and full names by their first word (for a lone first name)."""
-    wanted = [n.canonical for n in names]
+    wanted = [n.canonical for n in names] + [word_set(n.canonical) for n in names]
     firsts = [n.canonical for n in names if " " not in n.canonical and not n.user]
     return await conn.fetch(
         """SELECT id, canonical, name, aliases, agent_id, project_id FROM entities e
@@ -54,7 +54,8 @@ def _choose(name: Name, rows: Sequence[asyncpg.Record]) -> asyncpg.Record | None
     """The entity `name` is, of `rows`, or None (a new one). The same name: the narrowest namespace's.
     A lone first name: the one full name it begins, never one of two ("Benedikt" with "Benedikt
     Pereira" and "Benedikt Nascimento" known is neither), else an entity of that name alone."""
-    exact = sorted((r for r in rows if r["canonical"] == name.canonical or name.canonical in r["aliases"]),
+    same = {name.canonical, word_set(name.canonical)}
+    exact = sorted((r for r in rows if word_set(r["canonical"]) in same or same & set(r["aliases"])),
                    key=_specificity, reverse=True)
     if " " not in name.canonical and not name.user:
         full = {r["canonical"] for r in rows if r["canonical"].split(" ", 1)[0] == name.canonical
@@ -79,14 +80,15 @@ async def resolve(conn: asyncpg.Connection, user_id: str, agent_id: str | None, 
             new.append(name)
     if new:
         created = await conn.fetch(
-            """INSERT INTO entities (user_id, agent_id, project_id, kind, name, canonical)
-               SELECT $1, $2, $3, n.kind, n.name, n.canonical
-               FROM unnest($4::text[], $5::text[], $6::text[]) n(kind, name, canonical)
+            """INSERT INTO entities (user_id, agent_id, project_id, kind, name, canonical, aliases)
+               SELECT $1, $2, $3, n.kind, n.name, n.canonical,
+                      CASE WHEN n.words <> n.canonical THEN ARRAY[n.words] ELSE '{}' END
+               FROM unnest($4::text[], $5::text[], $6::text[], $7::text[]) n(kind, name, canonical, words)
                ON CONFLICT (user_id, coalesce(agent_id, ''), coalesce(project_id, ''), canonical)
                    WHERE merged_into IS NULL DO NOTHING
                RETURNING id, canonical""",
             user_id, agent_id, project_id, ["user" if n.user else "named" for n in new],
-            [n.display for n in new], [n.canonical for n in new])
+            [n.display for n in new], [n.canonical for n in new], [word_set(n.canonical) for n in new])
         found |= {r["canonical"]: r["id"] for r in created}
         raced = [n.canonical for n in new if n.canonical not in found]
         if raced:  # written by a concurrent transaction that committed first
@@ -270,7 +272,7 @@ async def entities_named(conn: asyncpg.Connection, p: Principal, names: Sequence
     if not names:
         return {}
     q = Sql()
-    wanted = [n.canonical for n in names]
+    wanted = [n.canonical for n in names] + [word_set(n.canonical) for n in names]
     firsts = [n.canonical for n in names if " " not in n.canonical and not n.user]
     rows = await conn.fetch(
         f"""SELECT id, canonical, name, aliases, agent_id, project_id FROM entities e

@@ -18,8 +18,11 @@ from ..graph.names import USER, Name, canonical
 from ..lexicon import Lexicon
 from ..models import MemoryFilter, Principal, ScopeInfo, SearchHit, human_age, memory_uri
 from ..repository.graph import entities_named, facts_of
-from .query import ParsedQuery
+from .query import ParsedQuery, phrases_of
 from .reorder import placed_scores
+
+# The runs of words of a question looked up as names: a long question's are many, and few name anything.
+MAX_PHRASES = 24
 
 
 def question_names(parsed: ParsedQuery) -> list[Name]:
@@ -28,7 +31,13 @@ def question_names(parsed: ParsedQuery) -> list[Name]:
     names = [Name(" ".join(run), canonical(" ".join(run)), "about") for run in parsed.full_names]
     in_full = {w for run in parsed.full_names for w in run}
     names += [Name(w, canonical(w), "about") for w in parsed.subject if w not in in_full]
-    if speaks_of_user(parsed.asked) and not about_someone_else(parsed.asked):
+    # Things are often named in lower case ("the coupons pipeline"): a run of words the question
+    # holds is looked up as a name too, never created.
+    seen = {n.canonical for n in names}
+    lexicon = parsed.lexicon
+    names += [Name(run, canonical(run), "about", sure=False)
+              for run in phrases_of(parsed.text, lexicon)[:MAX_PHRASES] if canonical(run) not in seen]
+    if speaks_of_user(parsed.asked, lexicon) and not about_someone_else(parsed.asked, lexicon):
         names.append(Name("the user", USER, "about", user=True))
     return names
 
