@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID, uuid4
@@ -21,7 +22,7 @@ from .decisions.apply import undo as undo_decision
 from .entities import Entities
 from .errors import InvalidInput, NotFound, PermissionDenied
 from .forgetting import Forgetting
-from .graph import Said
+from .graph import Said, Source
 from .graph.keys import key_of
 from .graph.names import names_in, with_text, writer_names
 from .lexicon import named as lexicon_named
@@ -51,6 +52,7 @@ from .permissions import require
 from .related_versions import Near, RelatedVersions
 from .repository import MemoryRepository, rate_limits
 from .repository.decisions import DecisionRepository
+from .repository.edges import Edge
 from .repository.embeddings import EmbeddingRepository
 from .repository.forget_tokens import ForgetTokenRepository
 from .repository.jobs import JobRepository, enqueue_extraction
@@ -278,10 +280,13 @@ class MemoryService(Forgetting):
         return first + [r for r in related if r.id not in set(replaced)]
 
     async def write_many(self, p: Principal, items: list[WriteItem], *, source: str | None = None,
-                         request_id: str | None = None) -> WriteManyResult:
+                         request_id: str | None = None, edges: Sequence[Sequence[Edge]] = (),
+                         said_by: Source = "writer") -> WriteManyResult:
         """Many memories in one call: every item checked first (a bad one names its index and
         nothing is written), embedded in batches, inserted in one transaction, each deduplicated
-        in its scope and audited. Fails open like `write`: without vectors if the embedder is down."""
+        in its scope and audited. Fails open like `write`: without vectors if the embedder is down.
+        `edges`: per item, its links to other memories, stored in the same transaction (extraction:
+        derived_from its turns); `said_by`: who gave the items' about and key (extraction: model)."""
         self.require(p, "write")
         if not items:
             raise InvalidInput("items is empty: pass at least one memory")
@@ -291,14 +296,15 @@ class MemoryService(Forgetting):
         for i, item in enumerate(items):
             try:
                 news.append(self._new(p, **item.model_dump(exclude={"about", "key"}), source=source))
-                said.append(self._said(news[-1].content, item.about, item.key))
+                one = self._said(news[-1].content, item.about, item.key)
+                said.append(replace(one, source=said_by) if one.source == "writer" else one)
             except (InvalidInput, PermissionDenied) as exc:
                 raise type(exc)(f"items[{i}]: {exc}; nothing was written") from None
         await self._limit(p, "write")
         vectors = await self.vectors.documents_or_none([n.content for n in news]) if self.vectors else None
         if vectors is not None:
             news = [self._embedded(n, v) for n, v in zip(news, vectors, strict=True)]
-        written = await self.repo.insert_many(p, news, request_id=request_id, said=said)
+        written = await self.repo.insert_many(p, news, request_id=request_id, said=said, edges=edges)
         created = sum(c for _, c in written)
         self._changed(created)
         if created and self.settle is not None:  # a batch never waits: the workers decide it

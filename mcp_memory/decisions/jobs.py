@@ -24,6 +24,7 @@ import numpy as np
 
 from ..config import Settings
 from ..models import Principal
+from ..repository import edges
 from ..repository import jobs as queue
 from ..repository.decisions import DecisionRepository
 from ..repository.jobs import Job, JobRepository
@@ -228,9 +229,14 @@ class DecisionWorker:
         # Only older memories: a memory is decided against what was there before it, so two
         # versions of a fact are never each asked to replace the other. Looked for as such (not
         # filtered after the nearest were taken), so the rows written before it in its own batch
-        # are candidates, as they would be had they been written one by one.
-        related = await self.service.related(p, job.memory_id, subject["content"], vector, skip=set(job.explicit),
-                                             before=subject["created_at"], kind=subject["kind"])
+        # are candidates, as they would be had they been written one by one. What it was derived
+        # from (an extracted fact's turns) it restates, never replaces: no candidate either.
+        async with self.service.repo.reading(p) as conn:
+            sources = {to for _, to, _ in (await edges.linked(conn, p, [job.memory_id], "derived_from")
+                                           ).get(job.memory_id, [])}
+        related = await self.service.related(p, job.memory_id, subject["content"], vector,
+                                             skip=set(job.explicit) | sources, before=subject["created_at"],
+                                             kind=subject["kind"])
         fresh = [r for r in related if r.superseded_by is None]
         if not fresh:
             return []

@@ -13,6 +13,7 @@ from ..errors import Conflict
 from ..graph import Said
 from ..models import Memory, NewMemory, Principal
 from . import graph
+from .edges import Edge, link
 from .memory_rows import _snapshot, to_memory
 from .memory_store import MemoryStore
 from .sql import Sql
@@ -108,9 +109,12 @@ class MemoryInsert(MemoryStore):
         return row, existing
 
     async def insert_many(self, p: Principal, news: Sequence[NewMemory], request_id: str | None = None,
-                          said: Sequence[Said | None] = ()) -> list[tuple[Memory, bool]]:
+                          said: Sequence[Said | None] = (),
+                          edges: Sequence[Sequence[Edge]] = ()) -> list[tuple[Memory, bool]]:
         """Store memories in one transaction, all or none: (memory, created) for each, in order; a
-        text already live in its scope (or earlier in the batch) returns that memory."""
+        text already live in its scope (or earlier in the batch) returns that memory. `edges`, one
+        list per memory, link it (the one stored, or the one it duplicates) to others in the same
+        transaction (repository/edges.py)."""
         rows: list[tuple[asyncpg.Record, bool]] = []
         async with self.transaction(p) as conn:
             for new in news:
@@ -123,6 +127,8 @@ class MemoryInsert(MemoryStore):
             # In the batch's order, so a later item's key replaces an earlier one's.
             recorded = [await graph.record(conn, p, r, s) if created and s is not None else graph.Recorded()
                         for (r, created), s in zip(rows, list(said) or [None] * len(rows), strict=True)]
+            for (r, _), links in zip(rows, list(edges) or [()] * len(rows), strict=True):
+                await link(conn, p, r["id"], links)
             await self._enqueue(conn, p, [r for r, created in rows if created])
         return [(self._with_graph(r, g), created) for (r, created), g in zip(rows, recorded, strict=True)]
 
