@@ -23,7 +23,7 @@ from .entities import Entities
 from .errors import InvalidInput, NotFound, PermissionDenied
 from .forgetting import Forgetting
 from .graph import Said, Source
-from .graph.keys import key_of
+from .graph.keys import key_in, key_of
 from .graph.names import names_in, with_text, writer_names
 from .lexicon import named as lexicon_named
 from .models import (
@@ -206,7 +206,11 @@ class MemoryService(Forgetting):
             if not any(n.role == "about" for n in names):
                 raise InvalidInput(f"{where}key '{key}' needs whom it is about, and the text names no one: pass "
                                    "about (e.g. ['me'] for the user, or a name)")
-        return Said(names, said_key, "writer" if about or key else "rules")
+        if said_key is not None or self.settings.graph_rules_keys == "off" or not names or names[0].role != "about":
+            return Said(names, said_key, "writer" if about or key else "rules")
+        read = key_in(content, lexicon, [n.display for n in names if not n.user])
+        return Said(names, read, "writer" if about else "rules", replaces=self.settings.graph_rules_keys == "replace",
+                    key_source="rules")
 
     def _embedded(self, new: NewMemory, vector: list[float] | None) -> NewMemory:
         if vector is None or self.vectors is None:
@@ -245,7 +249,8 @@ class MemoryService(Forgetting):
         try:
             memory, created = await self.repo.insert(
                 p, new, new_id, idempotency_key=idempotency_key,
-                request_hash=request_fingerprint(new, supersedes) if idempotency_key is not None else None,
+                request_hash=(request_fingerprint(new, supersedes, about, key)
+                              if idempotency_key is not None else None),
                 supersedes=supersedes or (), request_id=request_id, said=said)
         except BaseException:
             if neighbours is not None:
