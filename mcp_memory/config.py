@@ -196,6 +196,10 @@ class Settings(BaseSettings):
     present_margin: float = Field(default=0.15, ge=0, le=2, description=(
         "When only two of the subject's memories are compared: how far below the closer one's cosine "
         "with the question (names masked) the other still answers it."))
+    graph_rules_keys: Literal["off", "facts", "replace"] = Field(default="off", description=(
+        "When the writer passes no key: 'facts' files a memory under the one attribute its words point "
+        "to (by the lexicon) so a question about that attribute finds its values in order; 'replace' also "
+        "lets a newer such value replace the older, as a writer's key does; 'off' reads no key from text."))
     superseded_penalty: float = Field(default=0.5, gt=0, le=1,
                                       description="Score factor for a memory another one supersedes.")
 
@@ -442,7 +446,8 @@ SECTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
                 "phrased differently; change them only with the benchmarks at hand (docs/benchmarks.md).", (
         "related_limit", "related_similarity", "recency_floor", "recency_half_life_days",
         "period_boost", "period_after_days", "subject_boost", "present_focus", "present_margin",
-        "superseded_penalty", "conflict_similarity", "reply_weight", "preceding_weight", "reply_gap_minutes",
+        "graph_rules_keys", "superseded_penalty", "conflict_similarity", "reply_weight", "preceding_weight",
+        "reply_gap_minutes",
         "search_candidates", "fusion", "rrf_k", "weight_vector", "weight_fulltext", "weight_trigram",
         "fulltext_scan", "fulltext_idf", "trigram_threshold", "trigram_scan", "trigram_max_words",
         "hnsw_ef_search")),
