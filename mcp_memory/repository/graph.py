@@ -15,7 +15,7 @@ import asyncpg
 
 from ..graph import Said
 from ..graph.names import USER, Name, word_set
-from ..models import MemoryFilter, Principal
+from ..models import MemoryEdge, MemoryFilter, Principal
 from .sql import Sql, live, visible
 
 
@@ -262,7 +262,7 @@ async def structure_of(conn: asyncpg.Connection, p: Principal, ids: Sequence[UUI
         for mine, other, direction in ((e["from_id"], e["to_id"], "out"), (e["to_id"], e["from_id"], "in")):
             if mine in ids:
                 entry = found.setdefault(mine, {"about": [], "mentions": [], "key": None})
-                entry.setdefault("edges", []).append({"kind": e["kind"], "memory": other, "direction": direction})
+                entry.setdefault("edges", []).append(MemoryEdge(kind=e["kind"], memory=other, direction=direction))
     return found
 
 
