@@ -1,15 +1,25 @@
-"""What the store knows of entities, for people and agents to read: the most named ones, and one
+"""What the store knows of entities, for people and agents to read: the most named ones, one
 entity's profile (each keyed attribute's current value with its earlier values and their dates, the
-entities it appears with). The service's `entities` part; the resources memory://entities serve it."""
+entities it appears with), and for the console an entity's page (its memories newest first, what was
+merged into it, the edits that touched it). And a person's corrections, each recorded and undoable:
+merge one entity into another, split it off again, fix or remove a memory's key. The service's
+`entities` part; the resources memory://entities and the console's entity pages serve it."""
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any, Literal
 from uuid import UUID
 
 import asyncpg
+from pydantic import BaseModel
 
-from .errors import NotFound
+from .errors import Conflict, InvalidInput, NotFound
+from .graph.keys import key_of
 from .graph.names import canonical
+from .lexicon import Lexicon
+from .lexicon.english import ENGLISH
+from .limits import MAX_KEY_WORDS_CHARS, MAX_REASON_CHARS
 from .models import (
     AttributeValues,
     EntityBrief,
@@ -22,16 +32,25 @@ from .models import (
 )
 from .permissions import require
 from .repository import MemoryRepository
+from .repository import entity_edits as edits
+from .repository import entity_pages as pages
 from .repository.graph import entity_rows, facts_of, neighbours_of
+from .validation import text
+
+MAX_TIMELINE = 500
+MAX_EDITS_SHOWN = 50
 
 
 def entity_uri(entity_id: UUID) -> str:
     return f"memory://entities/{entity_id}"
 
 
+def _name(row: asyncpg.Record) -> str:
+    return "the user" if row["kind"] == "user" else row["name"]
+
+
 def _brief(row: asyncpg.Record) -> EntityBrief:
-    return EntityBrief(id=row["id"], uri=entity_uri(row["id"]),
-                       name="the user" if row["kind"] == "user" else row["name"], kind=row["kind"],
+    return EntityBrief(id=row["id"], uri=entity_uri(row["id"]), name=_name(row), kind=row["kind"],
                        memories=row["memories"], scope=ScopeInfo.of(row["agent_id"], row["project_id"]))
 
 
@@ -52,10 +71,116 @@ def attributes_of(facts: list[asyncpg.Record], snippet_chars: int) -> list[Attri
     return sorted(found, key=lambda a: a.attribute)
 
 
+class EntityDetail(BaseModel):
+    id: UUID
+    name: str
+    kind: Literal["user", "named"]
+    canonical: str
+    aliases: list[str]
+    scope: ScopeInfo
+    memories: int
+    created_at: datetime
+    merged_into: UUID | None = None
+    merged_into_name: str | None = None
+
+
+class TimelineEntry(BaseModel):
+    """One live memory naming the entity."""
+
+    memory: UUID
+    title: str | None
+    snippet: str
+    kind: str
+    occurred_at: datetime
+    role: Literal["about", "mentioned"]
+    key: str | None
+    superseded_by: UUID | None
+    pinned: bool
+    scope: ScopeInfo
+
+
+class MergedEntity(BaseModel):
+    id: UUID
+    name: str
+    scope: ScopeInfo
+    edit: UUID | None = None  # the live merge that took it in (None: made where this session cannot see)
+    merged_at: datetime | None = None
+
+
+class EntityEdit(BaseModel):
+    """A person's correction of the graph, as recorded (entity_edits)."""
+
+    id: UUID
+    kind: Literal["merge", "split", "key"]
+    summary: str
+    entity: UUID
+    other: UUID | None = None
+    memory: UUID | None = None
+    entities: list[UUID]
+    actor: str
+    client: str | None = None
+    reason: str | None = None
+    created_at: datetime
+    undone_at: datetime | None = None
+    undone_by: str | None = None
+
+
+class MemoryEntity(BaseModel):
+    """An entity one memory names: its subject (about) or another name in it (mentioned)."""
+
+    id: UUID
+    name: str
+    role: Literal["about", "mentioned"]
+    key: str | None = None
+
+
+class EntityPage(BaseModel):
+    entity: EntityDetail
+    attributes: list[AttributeValues]
+    superseded: dict[UUID, UUID]  # a memory an attribute lists -> the memory marked as replacing it
+    related: list[RelatedEntity]
+    timeline: list[TimelineEntry]
+    more: bool  # more memories name it than the timeline shows
+    merged: list[MergedEntity]
+    edits: list[EntityEdit]
+
+
+def _summary(row: asyncpg.Record) -> str:
+    r: dict[str, Any] = row["rows"]
+    if row["kind"] == "merge":
+        moved = len(r["mentions_moved"]) + len(r["mentions_dropped"])
+        return (f"merged {r['source']['name']} into {r['target']['name']}: {moved} mention(s) and "
+                f"{len(r['facts_moved']) + len(r['facts_dropped'])} keyed fact(s) moved"
+                + (f"; known also as {', '.join(r['aliases_added'])}" if r["aliases_added"] else ""))
+    if row["kind"] == "split":
+        gone = f" ({r['rows_gone']} gone since: purged or read again)" if r["rows_gone"] else ""
+        return f"split {r['source']['name']} off {r['target']['name']} again: {r['rows_back']} row(s) back{gone}"
+    before = sorted({f["attribute"] for f in r["before"]})
+    after = r["after"]
+    return (f"memory {row['memory_id']}: key {', '.join(before)} → {after['attribute']}" if after else
+            f"memory {row['memory_id']}: key {', '.join(before)} removed")
+
+
+def _edit(row: asyncpg.Record) -> EntityEdit:
+    return EntityEdit(id=row["id"], kind=row["kind"], summary=_summary(row), entity=row["entity_id"],
+                      other=row["other_id"], memory=row["memory_id"], entities=list(row["entity_ids"]),
+                      actor=row["actor"], client=row["client"], reason=row["reason"], created_at=row["created_at"],
+                      undone_at=row["undone_at"], undone_by=row["undone_by"])
+
+
+def _reason(reason: str | None) -> str | None:
+    if reason is None or not reason.strip():
+        return None
+    if len(reason) > MAX_REASON_CHARS:
+        raise InvalidInput(f"reason: at most {MAX_REASON_CHARS} characters, got {len(reason)}; nothing was changed")
+    return text("reason", reason.strip())
+
+
 class Entities:
-    def __init__(self, repo: MemoryRepository, snippet_chars: int) -> None:
+    def __init__(self, repo: MemoryRepository, snippet_chars: int, lexicon: Lexicon = ENGLISH) -> None:
         self.repo = repo
         self.snippet_chars = snippet_chars
+        self.lexicon = lexicon  # the words a fixed key is read in
 
     async def list(self, p: Principal, limit: int = 100) -> EntityList:
         require(p, "read")
@@ -78,5 +203,134 @@ class Entities:
             facts = await facts_of(conn, p, [rows[0]["id"]], None)
             near = await neighbours_of(conn, p, rows[0]["id"])
         return EntityProfile(entity=_brief(rows[0]), attributes=attributes_of(list(facts), self.snippet_chars),
-                             related=[RelatedEntity(id=r["id"], name="the user" if r["kind"] == "user" else r["name"],
-                                                    shared=r["shared"]) for r in near])
+                             related=[RelatedEntity(id=r["id"], name=_name(r), shared=r["shared"]) for r in near])
+
+    # --- the console's pages ----------------------------------------------------------------
+
+    async def page(self, p: Principal, entity_id: UUID, limit: int = 100) -> EntityPage:
+        """An entity's page: its profile, the memories naming it newest first (up to `limit`), what
+        was merged into it and the edits that touched it. A merged entity shows what it went into."""
+        require(p, "read")
+        limit = max(1, min(limit, MAX_TIMELINE))
+        async with self.repo.reading(p) as conn:
+            row = await pages.entity(conn, p, entity_id)
+            if row is None:
+                raise NotFound(f"no entity {entity_id} in this session's scope")
+            live = row["merged_into"] is None
+            facts = list(await facts_of(conn, p, [entity_id], None)) if live else []
+            near = await neighbours_of(conn, p, entity_id) if live else []
+            named = await pages.timeline(conn, p, entity_id, limit + 1)
+            merged = await pages.merged_in(conn, p, entity_id)
+            done = await pages.edits_of(conn, p, entity_id, MAX_EDITS_SHOWN)
+        detail = EntityDetail(id=row["id"], name=_name(row), kind=row["kind"], canonical=row["canonical"],
+                              aliases=list(row["aliases"]), scope=ScopeInfo.of(row["agent_id"], row["project_id"]),
+                              memories=row["memories"], created_at=row["created_at"], merged_into=row["merged_into"],
+                              merged_into_name=None if row["into_kind"] is None else
+                              ("the user" if row["into_kind"] == "user" else row["into_name"]))
+        timeline = [TimelineEntry(memory=r["id"], title=r["title"], snippet=r["content"][:self.snippet_chars],
+                                  kind=r["kind"], occurred_at=r["occurred_at"], role=r["role"], key=r["attribute"],
+                                  superseded_by=r["superseded_by"], pinned=r["pinned"],
+                                  scope=ScopeInfo.of(r["agent_id"], r["project_id"])) for r in named[:limit]]
+        return EntityPage(
+            entity=detail, attributes=attributes_of(facts, self.snippet_chars),
+            superseded={r["id"]: r["superseded_by"] for r in facts if r["superseded_by"] is not None},
+            related=[RelatedEntity(id=r["id"], name=_name(r), shared=r["shared"]) for r in near],
+            timeline=timeline, more=len(named) > limit,
+            merged=[MergedEntity(id=r["id"], name=_name(r), scope=ScopeInfo.of(r["agent_id"], r["project_id"]),
+                                 edit=r["edit"], merged_at=r["merged_at"]) for r in merged],
+            edits=[_edit(r) for r in done])
+
+    async def of_memory(self, p: Principal, memory_id: UUID) -> list[MemoryEntity]:
+        """The entities one memory names, its subject(s) first (none for a memory out of scope)."""
+        require(p, "read")
+        async with self.repo.reading(p) as conn:
+            rows = await pages.named_by(conn, p, memory_id)
+        return [MemoryEntity(id=r["id"], name=_name(r), role=r["role"], key=r["attribute"]) for r in rows]
+
+    async def merge_candidates(self, p: Principal, entity_id: UUID) -> tuple[list[EntityBrief], list[EntityBrief]]:
+        """The live entities that may be merged into this one (their namespace is within its), and
+        those it may be merged into (theirs contains its), most named first."""
+        require(p, "read")
+        listed = (await self.list(p, 500)).entities
+        this = next((e for e in listed if e.id == entity_id), None)
+        if this is None:
+            return [], []
+
+        def ns(e: EntityBrief) -> dict[str, str | None]:
+            return {"agent_id": e.scope.agent_id, "project_id": e.scope.project_id}
+
+        def takes(into: EntityBrief, source: EntityBrief) -> bool:  # the user's entity goes into no other
+            return edits.contains(ns(into), ns(source)) and not (source.kind == "user" and into.kind != "user")
+
+        others = [e for e in listed if e.id != entity_id]
+        return [e for e in others if takes(this, e)], [e for e in others if takes(e, this)]
+
+    # --- edits ------------------------------------------------------------------------------
+
+    async def merge(self, p: Principal, into: UUID, source: UUID, *, reason: str | None = None) -> EntityEdit:
+        """`source` merged into `into` (recorded; `split` or `undo` brings it back)."""
+        require(p, "write")
+        why = _reason(reason)
+        async with self.repo.transaction(p) as conn:
+            return _edit(await edits.merge(conn, p, into, source, why))
+
+    async def split(self, p: Principal, merged: UUID, *, reason: str | None = None) -> EntityEdit:
+        """The entity `merged` split off what it was merged into: its merge undone exactly."""
+        require(p, "write")
+        why = _reason(reason)
+        async with self.repo.transaction(p) as conn:
+            row = await pages.entity(conn, p, merged)
+            if row is None:
+                raise NotFound(f"no entity {merged} in this session's scope; nothing was changed")
+            found = [r for r in await pages.merged_in(conn, p, row["merged_into"]) if r["id"] == merged] \
+                if row["merged_into"] is not None else []
+            if not found:
+                raise Conflict(f"{_name(row)!r} is not merged into another entity; nothing was changed")
+            if found[0]["edit"] is None:
+                raise NotFound(f"the merge of {_name(row)!r} was made where this session cannot see it; split it "
+                               "from there; nothing was changed")
+            return await self._undo(conn, p, found[0]["edit"], why)
+
+    async def fix_key(self, p: Principal, memory_id: UUID, key: str | None, *,
+                      reason: str | None = None) -> EntityEdit:
+        """The attribute `memory_id`'s keyed fact is filed under, as `key` says in a few words ('job
+        title'); None removes it. Which value is current follows from the facts (nothing else is
+        rewritten); whether a memory is marked superseded is left as it is."""
+        require(p, "write")
+        why = _reason(reason)
+        parsed = None
+        if key is not None:
+            if not key.strip() or len(key) > MAX_KEY_WORDS_CHARS:
+                raise InvalidInput(f"key: the attribute in 1-{MAX_KEY_WORDS_CHARS} characters ('job title'); "
+                                   "nothing was changed")
+            parsed = key_of(text("key", key), self.lexicon)
+            if parsed is None:
+                raise InvalidInput(f"key {key!r} names no attribute: say which, in a few words ('home city'); "
+                                   "nothing was changed")
+        async with self.repo.transaction(p) as conn:
+            return _edit(await edits.fix_key(conn, p, memory_id, parsed, why))
+
+    async def undo(self, p: Principal, edit_id: UUID, *, reason: str | None = None) -> EntityEdit:
+        """An edit undone: a merge is split again, a key fix put back, a split merged again. Only
+        while no later edit touches the same entities (undo that first). Returns the edit that
+        records it (the split, the new merge, or the key fix now marked undone)."""
+        require(p, "write")
+        why = _reason(reason)
+        async with self.repo.transaction(p) as conn:
+            return await self._undo(conn, p, edit_id, why)
+
+    async def _undo(self, conn: asyncpg.Connection, p: Principal, edit_id: UUID, why: str | None) -> EntityEdit:
+        edit = await edits.edit_row(conn, p, edit_id, lock=True)
+        if edit["undone_at"] is not None:
+            raise Conflict(f"this edit was already undone ({edit['undone_at']:%Y-%m-%d %H:%M UTC} by "
+                           f"{edit['undone_by']}); nothing was changed")
+        if edit["kind"] == "split":  # merged again, as a new merge of the same two
+            again = await edits.merge(conn, p, edit["entity_id"], edit["other_id"], why)
+            await edits.mark_undone(conn, p, edit["id"])
+            return _edit(again)
+        await edits.lock_entities(conn, p, edit["entity_ids"])  # no merge of them slips in meanwhile
+        await edits.later(conn, p, edit)
+        if edit["kind"] == "merge":
+            return _edit(await edits.split(conn, p, edit, why))
+        await edits.undo_key(conn, p, edit)
+        return _edit(await edits.edit_row(conn, p, edit_id))

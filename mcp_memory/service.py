@@ -85,7 +85,7 @@ class MemoryService(Forgetting):
         self.versions = RelatedVersions(repo, settings, vectors)  # what a new memory may replace
         self.review = Review(repo, settings)  # what the review console shows beyond the tools
         self.lexicon = lexicon_named(settings.language)  # the language names, keys and questions are read in
-        self.entities = Entities(repo, settings.snippet_chars)  # profiles of what the graph knows
+        self.entities = Entities(repo, settings.snippet_chars, self.lexicon)  # profiles, and a person's edits
         # The opt-in reranker over a search's best hits (retrieval/rerank.py); None: off (default).
         self.reranking = Reranking.from_settings(settings)
         # Counts committed changes so planner statistics follow bursts (statistics.py); the

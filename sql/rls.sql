@@ -35,7 +35,7 @@ BEGIN
     GRANT EXECUTE ON FUNCTION mcp_memory_setting(text) TO mcp_memory_app;
     FOREACH t IN ARRAY ARRAY['memories', 'memory_history', 'forget_tokens', 'idempotency_keys', 'api_keys',
                              'rate_limits', 'memory_jobs', 'transcript_cursors', 'console_sessions',
-                             'entities', 'memory_entities', 'memory_facts', 'memory_edges'] LOOP
+                             'entities', 'memory_entities', 'memory_facts', 'memory_edges', 'entity_edits'] LOOP
         IF to_regclass(t) IS NULL THEN
             CONTINUE;
         END IF;
@@ -50,7 +50,7 @@ BEGIN
         IF NOT EXISTS (SELECT 1 FROM pg_policies WHERE tablename = t AND policyname = 'tenant') THEN
             -- The graph's rows carry their memory's (or first memory's) namespace: the memories' rule.
             tenant_rule := CASE WHEN t IN ('memories', 'entities', 'memory_entities', 'memory_facts',
-                                           'memory_edges') THEN
+                                           'memory_edges', 'entity_edits') THEN
                 'user_id = mcp_memory_setting(''user_id'')'
                 ' AND (agent_id IS NULL OR agent_id = mcp_memory_setting(''agent_id''))'
                 ' AND (project_id IS NULL OR project_id = mcp_memory_setting(''project_id''))'
@@ -63,7 +63,11 @@ BEGIN
     -- transaction that also sets mcp_memory.scope = 'user' may read them (permissive policies OR
     -- together), never write through this one (FOR SELECT; writes still pass `tenant`), and still
     -- sees nothing of another user. The console keeps a key's agent / project grants by its WHERE.
-    FOREACH t IN ARRAY ARRAY['memories', 'entities', 'memory_entities', 'memory_facts', 'memory_edges'] LOOP
+    FOREACH t IN ARRAY ARRAY['memories', 'entities', 'memory_entities', 'memory_facts', 'memory_edges',
+                             'entity_edits'] LOOP
+        IF to_regclass(t) IS NULL THEN
+            CONTINUE;
+        END IF;
         IF NOT EXISTS (SELECT 1 FROM pg_policies WHERE tablename = t AND policyname = 'tenant_user_read') THEN
             EXECUTE format('CREATE POLICY tenant_user_read ON %I AS PERMISSIVE FOR SELECT TO mcp_memory_app '
                            'USING (user_id = mcp_memory_setting(''user_id'') AND mcp_memory_setting(''scope'') = ''user'')',
@@ -82,6 +86,11 @@ BEGIN
     REVOKE UPDATE ON memory_history FROM mcp_memory_app;
     REVOKE UPDATE ON api_keys FROM mcp_memory_app;
     GRANT UPDATE (last_used_at) ON api_keys TO mcp_memory_app;
+    -- A person's graph edits are history: an undo marks one undone (who, when), nothing else.
+    IF to_regclass('entity_edits') IS NOT NULL THEN
+        REVOKE DELETE, UPDATE ON entity_edits FROM mcp_memory_app;
+        GRANT UPDATE (undone_at, undone_by) ON entity_edits TO mcp_memory_app;
+    END IF;
     -- Signing out deletes the session's row (its user's only, under the tenant policy).
     GRANT DELETE ON console_sessions TO mcp_memory_app;
 END $$;

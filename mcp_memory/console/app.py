@@ -12,7 +12,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..config import Settings
 from ..server.state import StateHolder
-from .pages import account, browse, forget, memory, overview, search
+from .pages import account, browse, entities, forget, memory, overview, search
 from .web import HEADERS, Console, Ctx
 
 STATIC = Path(__file__).with_name("static")
@@ -44,7 +44,7 @@ def build_console(holder: StateHolder, settings: Settings, allowed_hosts: list[s
     """The console as an ASGI app; mount it at /ui. `allowed_hosts` are the Host headers served
     (patterns like 'localhost:*'), the same list the MCP transports use against DNS rebinding."""
     console = Console(holder, settings, allowed_hosts)
-    pages = (overview, search, browse, memory, forget, account)
+    pages = (overview, search, browse, memory, entities, forget, account)
     routes = [route for module in pages for route in module.routes(console)]
     routes.append(Mount("/static", app=_Headers(StaticFiles(directory=STATIC)), name="static"))
     # Last: any other path is a page of its own (styled, in the layout), not a bare "Not Found".

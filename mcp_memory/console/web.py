@@ -40,7 +40,8 @@ PREFIX = "/ui"
 TEMPLATES = Path(__file__).with_name("templates")
 RETRY_AFTER_S = 5
 # Form fields sent back as they were (not shown as boxes) when an outage page offers to resend.
-SYSTEM_FIELDS = frozenset({"if_version", "token", "ids", "next", "seq", "pinned", "force", "older"})
+SYSTEM_FIELDS = frozenset({"if_version", "token", "ids", "next", "seq", "pinned", "force", "older", "into", "source",
+                           "memory", "entity", "remove"})
 SECRET_FIELDS = frozenset({"csrf", "key"})  # never echoed: the API key stays out of every page
 STATUS = [(InvalidInput, 400), (PermissionDenied, 403), (NotFound, 404), (Conflict, 409), (RateLimited, 429),
           (Unavailable, 503)]
@@ -49,7 +50,13 @@ DONE = {"updated": "Saved: a new version was written.", "unchanged": "Nothing to
         "pinned": "Pinned.", "unpinned": "Unpinned.", "superseded": "Marked as superseded by this memory.",
         "restored": "Restored.", "namespace": "Namespace switched.", "signedout": "Signed out.",
         "everywhere": "Every session of this sign-in was ended, this one too.",
-        "undone": "The decision was undone: what it changed is back as it was (see the history)."}
+        "undone": "The decision was undone: what it changed is back as it was (see the history).",
+        "merged": "Merged: the other entity's mentions and keyed facts are this one's now (see Edits; Split undoes "
+                  "it). No memory was marked superseded or un-superseded.",
+        "split": "Split off: exactly the mentions and keyed facts the merge moved are back (see Edits).",
+        "key": "The key was fixed: which value is current was worked out again from the facts. No memory was marked "
+               "superseded or un-superseded by it: a memory's page does that.",
+        "entity-undone": "Undone (see Edits). No memory was marked superseded or un-superseded by it."}
 HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
                                "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",

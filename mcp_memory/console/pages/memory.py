@@ -1,6 +1,7 @@
-"""One memory: its fields, its history as a timeline with a diff per change (who, with which
-client, why), and the curation forms: edit with if_version, pin / unpin, priority, tags, mark as
-superseding others, forget (preview first), undo a model's decision."""
+"""One memory: its fields, the entities it names (links to their pages), its history as a timeline
+with a diff per change (who, with which client, why), and the curation forms: edit with if_version,
+pin / unpin, priority, tags, mark as superseding others, forget (preview first), undo a model's
+decision."""
 
 from __future__ import annotations
 
@@ -41,8 +42,9 @@ async def show(ctx: Ctx) -> Response:
     forgotten = None
     if memory is None:
         forgotten = next((f for f in await service.review.forgotten(ctx.p, 200) if f.memory.id == memory_id), None)
+    named = await service.entities.of_memory(ctx.p, memory_id) if memory is not None else []
     return ctx.render("memory.html", memory=memory, memory_id=memory_id, forgotten=forgotten,
-                      steps=diff.timeline(history.entries), read_only=read_only)
+                      steps=diff.timeline(history.entries), read_only=read_only, named=named)
 
 
 def _changes(ctx: Ctx, current: Memory) -> dict[str, Any]:
