@@ -322,3 +322,24 @@ async def test_a_thing_named_in_lower_case_and_other_word_orders_is_one_entity(s
     assert moved.memory.replaced
     hits = (await service.search(p, "Which datastore does the coupons pipeline use now?")).hits
     assert [h.id for h in hits[:2]] == [v2.memory.id, v1.memory.id]
+
+
+async def test_rules_read_a_key_off_the_text_only_when_asked_and_replace_only_when_told(database, settings) -> None:
+    from mcp_memory.service import MemoryService
+
+    p = principal()
+    for mode in ("off", "facts", "replace"):
+        service = await MemoryService.open(database, settings.model_copy(update={"graph_rules_keys": mode}))
+        who = principal(f"u-{mode}")
+        old = await service.write(who, "Greta Ibarra drives a Hyundai Ioniq.", occurred_at=day("2023-11-30"))
+        new = await service.write(who, "Greta Ibarra is leasing a Subaru Outback now.", occurred_at=day("2025-10-07"))
+        await service.write(who, "Greta Ibarra is reading a thriller.", occurred_at=day("2025-12-01"))
+        assert (new.memory.key == "car") is (mode != "off")
+        assert (new.memory.replaced == [old.memory.id]) is (mode == "replace")
+        hits = (await service.search(who, "What does Greta Ibarra drive these days?", explain=True)).hits
+        if mode != "off":
+            assert [h.id for h in hits[:2]] == [new.memory.id, old.memory.id] and hits[0].explain["fact"] == 1
+    # Two attributes in one text, or none: no key.
+    service = await MemoryService.open(database, settings.model_copy(update={"graph_rules_keys": "facts"}))
+    both = await service.write(p, "Tomasz drives to the office in his new car.")
+    assert both.memory.key is None
