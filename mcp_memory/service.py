@@ -8,7 +8,8 @@ import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from types import EllipsisType
+from typing import TYPE_CHECKING, Any, NamedTuple
 from uuid import UUID, uuid4
 
 import numpy as np
@@ -24,7 +25,7 @@ from .errors import InvalidInput, NotFound, PermissionDenied
 from .forgetting import Forgetting
 from .graph import Said, Source
 from .graph.keys import key_in, key_of
-from .graph.names import names_in, with_text, writer_names
+from .graph.names import read_names, with_text, writer_names
 from .lexicon import named as lexicon_named
 from .models import (
     GetResult,
@@ -57,6 +58,7 @@ from .repository.embeddings import EmbeddingRepository
 from .repository.forget_tokens import ForgetTokenRepository
 from .repository.jobs import JobRepository, enqueue_extraction
 from .repository.maintenance import MaintenanceRepository
+from .repository.related import similarities
 from .repository.secrets import cursor_secret
 from .retrieval import ParsedQuery, intent_of, parse_query
 from .retrieval import search as hybrid_search
@@ -68,6 +70,14 @@ from .vectors import Vectors, embedder_from
 
 if TYPE_CHECKING:
     from .db import Database
+
+class Recalled(NamedTuple):
+    """What auto-recall's search found (MemoryService.recall_search)."""
+
+    hits: list[SearchHit]
+    memories: dict[UUID, Memory]  # each hit's memory (live and visible), for recall's groups and words
+    cosine: dict[UUID, float] | None  # each hit's cosine to the query; None without the query's vector
+
 
 class MemoryService(Forgetting):
     def __init__(self, repo: MemoryRepository, settings: Settings, vectors: Vectors | None = None,
@@ -185,7 +195,7 @@ class MemoryService(Forgetting):
             importance=importance, confidence=confidence, pinned=pinned, priority=priority,
             source=text("source", source) if source else p.client, occurred_at=moment("occurred_at", occurred_at))
 
-    def _said(self, content: str, about: list[str] | None, key: str | None, where: str = "") -> Said:
+    def _said(self, content: str, kind: str, about: list[str] | None, key: str | None, where: str = "") -> Said:
         """What a new memory says of the graph: the writer's `about` and `key` where given, the names
         its text holds by rules always (a name the writer did not list is one it mentions)."""
         lexicon = self.lexicon
@@ -197,7 +207,7 @@ class MemoryService(Forgetting):
                     raise InvalidInput(f"{where}about[{i}] must be a name of 1-{limits.MAX_NAME_CHARS} characters "
                                        "(a person, 'me' for the user, a project, a place)")
                 text(f"{where}about[{i}]", name)
-        names = with_text(writer_names(about or [], lexicon.user_names), names_in(content, lexicon))
+        names = with_text(writer_names(about or [], lexicon.user_names), read_names(content, kind, lexicon))
         said_key = None
         if key is not None:
             said_key = key_of(text(f"{where}key", key), lexicon)
@@ -228,7 +238,7 @@ class MemoryService(Forgetting):
         new = self._new(p, content, title=title, kind=kind, tags=tags, metadata=metadata, importance=importance,
                         confidence=confidence, pinned=pinned, priority=priority, scope=scope,
                         occurred_at=occurred_at, source=source)
-        said = self._said(new.content, about, key)
+        said = self._said(new.content, new.kind, about, key)
         if idempotency_key is not None:
             text("idempotency_key", idempotency_key)
         await self._limit(p, "write")
@@ -301,7 +311,7 @@ class MemoryService(Forgetting):
         for i, item in enumerate(items):
             try:
                 news.append(self._new(p, **item.model_dump(exclude={"about", "key"}), source=source))
-                one = self._said(news[-1].content, item.about, item.key)
+                one = self._said(news[-1].content, news[-1].kind, item.about, item.key)
                 said.append(replace(one, source=said_by) if one.source == "writer" else one)
             except (InvalidInput, PermissionDenied) as exc:
                 raise type(exc)(f"items[{i}]: {exc}; nothing was written") from None
@@ -355,12 +365,42 @@ class MemoryService(Forgetting):
         hits = await self._search(p, parsed, self.check.filter(f), limit=limit, explain=explain)
         return SearchResult(query=query, hits=hits, intent=intent_of(parsed) if explain else None)
 
+    async def recall_search(self, p: Principal, query: str, *, limit: int,
+                            vector_wait: float | None = None) -> Recalled:
+        """memory_search's search for auto-recall (capture/recall.py), never reranked (its budget is
+        1.5 s): the hits, their memories, and each hit's cosine to the query computed exactly (what
+        recall's relevance floor reads; None without the query's vector). `vector_wait`: seconds
+        the query's vector may take (a cold model), after which full text alone searches."""
+        self.require(p, "read")
+        parsed = parse_query(query, self.lexicon)
+        vector = await self._query_vector(parsed, vector_wait)
+        hits = await self._search(p, parsed, None, limit=limit, explain=True, vector=vector, reranked=False)
+        memories = {m.id: m for m in await self.repo.peek_many(p, [h.id for h in hits])} if hits else {}
+        cosine = (await similarities(self.repo, p, list(memories), vector, model=self.vectors.model,
+                                     dimension=self.vectors.dimension)
+                  if vector is not None and self.vectors is not None and self.vectors.model else None)
+        return Recalled(hits, memories, cosine)
+
+    async def _query_vector(self, parsed: ParsedQuery, wait: float | None = None) -> list[float] | None:
+        """The vector of what a query searches for (its words about time steer the ranking: the
+        meaning searched for is the rest); None without an embedder or past `wait` seconds."""
+        if self.vectors is None or not parsed.text:
+            return None
+        if wait is None:
+            return await self.vectors.query(parsed.text)
+        try:
+            return await asyncio.wait_for(self.vectors.query(parsed.text), max(0.0, wait))
+        except TimeoutError:
+            return None
+
     async def _search(self, p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, limit: int,
-                      explain: bool = False, min_similarity: float | None = None) -> list[SearchHit]:
-        # Words about time steer the ranking; the meaning searched for is the rest.
-        vector = await self.vectors.query(parsed.text) if self.vectors and parsed.text else None
+                      explain: bool = False, min_similarity: float | None = None,
+                      vector: list[float] | None | EllipsisType = ..., reranked: bool = True) -> list[SearchHit]:
+        """`vector`: the query's, when the caller has it already (None: search without one)."""
+        if vector is ...:
+            vector = await self._query_vector(parsed)
         # A listing by similarity (a forget preview) is what matches, not an order: never reranked.
-        rerank = self.reranking if min_similarity is None else None
+        rerank = self.reranking if min_similarity is None and reranked else None
         hits = await hybrid_search(self.repo, p, parsed, f, limit=rerank.candidates(limit) if rerank else limit,
                                    settings=self.settings, explain=explain,
                                    vector=vector, model=self.vectors.model if self.vectors else None,
@@ -420,7 +460,7 @@ class MemoryService(Forgetting):
         memory, changed = await self.repo.update(
             p, memory_id, changes, reason=reason, if_version=if_version,
             may_override_pin=self._may_override_pin(p, force), request_id=request_id,
-            names=names_in(changes["content"]) if "content" in changes else None)
+            lexicon=self.lexicon if "content" in changes else None)
         self._changed(int(changed))
         related = (await self.related(p, memory.id, memory.content, changes["embedding"], kind=memory.kind)
                    if changed and "content" in changes else [])

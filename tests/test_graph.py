@@ -343,3 +343,16 @@ async def test_rules_read_a_key_off_the_text_only_when_asked_and_replace_only_wh
     service = await MemoryService.open(database, settings.model_copy(update={"graph_rules_keys": "facts"}))
     both = await service.write(p, "Tomasz drives to the office in his new car.")
     assert both.memory.key is None
+
+
+async def test_a_conversation_turn_is_about_its_speaker_and_an_agent_turn_about_no_user(service) -> None:
+    p = principal()
+    turn = await service.write(p, "Caroline: I went to a support group with Melanie.", kind="episode")
+    got = (await service.get(p, [turn.memory.id])).memories[0]
+    assert got.about == ["Caroline"] and got.mentions == ["Melanie"]
+    mine = await service.write(p, "User: I moved to Lisbon.", kind="episode")
+    assert (await service.get(p, [mine.memory.id])).memories[0].about == ["the user"]
+    agent = await service.write(p, "Assistant: I will remember that Greta moved.", kind="episode")
+    assert (await service.get(p, [agent.memory.id])).memories[0].about is None
+    note = await service.write(p, "Caroline: a note about the quarterly plan.")  # not a turn: no speaker
+    assert (await service.get(p, [note.memory.id])).memories[0].about is None

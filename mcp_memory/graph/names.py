@@ -134,10 +134,33 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
     if speaks_of_user(text, lexicon) and not about_someone_else(text, lexicon):
         first = names[0] if names and names[0].role == "about" else None
         user_first = first is None or _user_before(text, first.display, lexicon)
-        if user_first and first is not None:
-            names[0] = Name(first.display, first.canonical, "mentioned", first.sure)
+        if user_first:
+            names = [replace(n, role="mentioned") for n in names]
         names.insert(0, Name("the user", USER, "about" if user_first else "mentioned", user=True))
     return names
+
+
+_SPEAKER = re.compile(r"^\s*([A-Z][\w'-]*(?:\s[A-Z][\w'-]*)?):\s+(?=\S)")
+
+
+def turn_names(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
+    """What a conversation turn ("Caroline: I went to a support group") names: its speaker says
+    "I", so a named speaker is what the turn is about, not the user; a turn of the user's own
+    ("User: I moved to Lisbon") or of the agent's reads as any text does."""
+    speaker = _SPEAKER.match(text)
+    label = speaker.group(1) if speaker else ""
+    if not speaker or label.lower() in lexicon.user_words:
+        return names_in(text, lexicon)
+    spoken = [n for n in names_in(text[speaker.end():], lexicon) if not n.user]
+    if label.lower() in lexicon.agent_labels:
+        return [replace(n, role="mentioned") for n in spoken]
+    said_by = Name(label, canonical(label), "about")
+    return [said_by] + [replace(n, role="mentioned") for n in spoken if n.canonical != said_by.canonical]
+
+
+def read_names(text: str, kind: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
+    """What a memory of `kind` names, by rules: the one reading every write and update goes by."""
+    return turn_names(text, lexicon) if kind == "episode" else names_in(text, lexicon)
 
 
 def _user_before(text: str, display: str, lexicon: Lexicon) -> bool:

@@ -67,6 +67,8 @@ class Lexicon:
     # How a note or a question refers to the user: the first person (singular, and the plural of
     # the user's team) and the third person an agent writes in; any case.
     user_words: tuple[str, ...] = ()
+    # How a transcript labels the agent's own turns ("Assistant: I'll note that"): its "I" is no one's.
+    agent_labels: tuple[str, ...] = ()
     # Words for the user only in lower case: English "us" ("US" is a country).
     user_words_lower: tuple[str, ...] = ()
     # How a note says "the user's" before a person ("my", "our", "the user's").
