@@ -200,6 +200,10 @@ class Settings(BaseSettings):
         "When the writer passes no key: 'facts' files a memory under the one attribute its words point "
         "to (by the lexicon) so a question about that attribute finds its values in order; 'replace' also "
         "lets a newer such value replace the older, as a writer's key does; 'off' reads no key from text."))
+    graph_adopt_floor: float = Field(default=0.65, ge=0, le=1, description=(
+        "A writer's key in words the lexicon does not know takes the attribute of the subject's one current "
+        "value whose text says the same kind of thing: at least this close with the names masked (cosine), "
+        "or naming that value. 1 turns it off."))
     superseded_penalty: float = Field(default=0.5, gt=0, le=1,
                                       description="Score factor for a memory another one supersedes.")
 
@@ -446,8 +450,8 @@ SECTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
                 "phrased differently; change them only with the benchmarks at hand (docs/benchmarks.md).", (
         "related_limit", "related_similarity", "recency_floor", "recency_half_life_days",
         "period_boost", "period_after_days", "subject_boost", "present_focus", "present_margin",
-        "graph_rules_keys", "superseded_penalty", "conflict_similarity", "reply_weight", "preceding_weight",
-        "reply_gap_minutes",
+        "graph_rules_keys", "graph_adopt_floor", "superseded_penalty", "conflict_similarity", "reply_weight",
+        "preceding_weight", "reply_gap_minutes",
         "search_candidates", "fusion", "rrf_k", "weight_vector", "weight_fulltext", "weight_trigram",
         "fulltext_scan", "fulltext_idf", "trigram_threshold", "trigram_scan", "trigram_max_words",
         "hnsw_ef_search")),

@@ -12,9 +12,6 @@ from types import EllipsisType
 from typing import TYPE_CHECKING, Any, NamedTuple
 from uuid import UUID, uuid4
 
-import numpy as np
-
-from . import limits
 from .config import Settings
 from .cursors import Cursors
 from .decisions.apply import accept as accept_suggested
@@ -23,9 +20,7 @@ from .decisions.apply import undo as undo_decision
 from .entities import Entities
 from .errors import InvalidInput, NotFound, PermissionDenied
 from .forgetting import Forgetting
-from .graph import Said, Source
-from .graph.keys import key_in, key_of
-from .graph.names import read_names, with_text, writer_names
+from .graph import Source
 from .lexicon import named as lexicon_named
 from .models import (
     GetResult,
@@ -65,6 +60,7 @@ from .retrieval import search as hybrid_search
 from .retrieval.rerank import Reranking
 from .review import Review
 from .statistics import Statistics
+from .structure import Structure
 from .validation import Validator, content_hash, moment, request_fingerprint, text
 from .vectors import Vectors, embedder_from
 
@@ -95,6 +91,7 @@ class MemoryService(Forgetting):
         self.versions = RelatedVersions(repo, settings, vectors)  # what a new memory may replace
         self.review = Review(repo, settings)  # what the review console shows beyond the tools
         self.lexicon = lexicon_named(settings.language)  # the language names, keys and questions are read in
+        self.structure = Structure(repo, settings, self.lexicon, vectors)  # who and what a write says
         self.entities = Entities(repo, settings.snippet_chars, self.lexicon)  # profiles, and a person's edits
         # The opt-in reranker over a search's best hits (retrieval/rerank.py); None: off (default).
         self.reranking = Reranking.from_settings(settings)
@@ -118,7 +115,7 @@ class MemoryService(Forgetting):
         # The parts hold the service's settings: a replaced one (a benchmark's variant, a test's)
         # reaches them all, not only the service.
         self._settings = settings
-        for part in ("check", "overview", "versions", "review"):
+        for part in ("check", "overview", "versions", "review", "structure"):
             if hasattr(self, part):
                 getattr(self, part).settings = settings
 
@@ -195,33 +192,6 @@ class MemoryService(Forgetting):
             importance=importance, confidence=confidence, pinned=pinned, priority=priority,
             source=text("source", source) if source else p.client, occurred_at=moment("occurred_at", occurred_at))
 
-    def _said(self, content: str, kind: str, about: list[str] | None, key: str | None, where: str = "") -> Said:
-        """What a new memory says of the graph: the writer's `about` and `key` where given, the names
-        its text holds by rules always (a name the writer did not list is one it mentions)."""
-        lexicon = self.lexicon
-        if about is not None:
-            if len(about) > limits.MAX_ABOUT:
-                raise InvalidInput(f"{where}about has {len(about)} names; at most {limits.MAX_ABOUT}")
-            for i, name in enumerate(about):
-                if not isinstance(name, str) or not name.strip() or len(name) > limits.MAX_NAME_CHARS:
-                    raise InvalidInput(f"{where}about[{i}] must be a name of 1-{limits.MAX_NAME_CHARS} characters "
-                                       "(a person, 'me' for the user, a project, a place)")
-                text(f"{where}about[{i}]", name)
-        names = with_text(writer_names(about or [], lexicon.user_names), read_names(content, kind, lexicon))
-        said_key = None
-        if key is not None:
-            said_key = key_of(text(f"{where}key", key), lexicon)
-            if said_key is None:
-                raise InvalidInput(f"{where}key '{key}' names no attribute: say which, in a few words ('home city')")
-            if not any(n.role == "about" for n in names):
-                raise InvalidInput(f"{where}key '{key}' needs whom it is about, and the text names no one: pass "
-                                   "about (e.g. ['me'] for the user, or a name)")
-        if said_key is not None or self.settings.graph_rules_keys == "off" or not names or names[0].role != "about":
-            return Said(names, said_key, "writer" if about or key else "rules")
-        read = key_in(content, lexicon, [n.display for n in names if not n.user])
-        return Said(names, read, "writer" if about else "rules", replaces=self.settings.graph_rules_keys == "replace",
-                    key_source="rules")
-
     def _embedded(self, new: NewMemory, vector: list[float] | None) -> NewMemory:
         if vector is None or self.vectors is None:
             return new
@@ -238,7 +208,7 @@ class MemoryService(Forgetting):
         new = self._new(p, content, title=title, kind=kind, tags=tags, metadata=metadata, importance=importance,
                         confidence=confidence, pinned=pinned, priority=priority, scope=scope,
                         occurred_at=occurred_at, source=source)
-        said = self._said(new.content, new.kind, about, key)
+        said = await self.structure.adopted(p, new.content, self.structure.said(new.content, new.kind, about, key))
         if idempotency_key is not None:
             text("idempotency_key", idempotency_key)
         await self._limit(p, "write")
@@ -272,27 +242,10 @@ class MemoryService(Forgetting):
         # A duplicate is the old memory itself, and what it touched was said when it was written.
         related = await self.versions.listed(new.content, near, skip) if created else []
         if memory.replaced:
-            related = await self._same_key_first(p, memory, vector, related)
+            related = await self.structure.same_key_first(p, memory, vector, related)
         if created and self.settle is not None:
             await self.settle(p, memory.id)
         return WriteResult(status="created" if created else "duplicate", memory=memory, related=related)
-
-    async def _same_key_first(self, p: Principal, memory: Memory, vector: list[float] | None,
-                              related: list[RelatedMemory]) -> list[RelatedMemory]:
-        """`related` with the earlier values the new memory's key replaced first, marked, whether or
-        not they were among its closest."""
-        replaced = list(memory.replaced or ())
-        listed = {r.id: r for r in related}
-        absent = [i for i in replaced if i not in listed]
-        missing = await self.repo.peek_many(p, absent) if absent else []
-        texts = await self.vectors.documents_or_none([m.content for m in missing]) if self.vectors and missing else None
-        for i, m in enumerate(missing):
-            similarity = float(np.dot(vector, texts[i])) if vector is not None and texts is not None else 0.0
-            listed[m.id] = RelatedMemory(id=m.id, snippet=m.content[:self.settings.snippet_chars], kind=m.kind,
-                                         age=m.age, similarity=round(similarity, 4))
-        first = [listed[i].model_copy(update={"same_key": True, "earlier_version": True, "superseded_by": memory.id})
-                 for i in replaced if i in listed]
-        return first + [r for r in related if r.id not in set(replaced)]
 
     async def write_many(self, p: Principal, items: list[WriteItem], *, source: str | None = None,
                          request_id: str | None = None, edges: Sequence[Sequence[Edge]] = (),
@@ -311,7 +264,7 @@ class MemoryService(Forgetting):
         for i, item in enumerate(items):
             try:
                 news.append(self._new(p, **item.model_dump(exclude={"about", "key"}), source=source))
-                one = self._said(news[-1].content, news[-1].kind, item.about, item.key)
+                one = self.structure.said(news[-1].content, news[-1].kind, item.about, item.key)
                 said.append(replace(one, source=said_by) if one.source == "writer" else one)
             except (InvalidInput, PermissionDenied) as exc:
                 raise type(exc)(f"items[{i}]: {exc}; nothing was written") from None

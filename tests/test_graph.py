@@ -356,3 +356,17 @@ async def test_a_conversation_turn_is_about_its_speaker_and_an_agent_turn_about_
     assert (await service.get(p, [agent.memory.id])).memories[0].about is None
     note = await service.write(p, "Caroline: a note about the quarterly plan.")  # not a turn: no speaker
     assert (await service.get(p, [note.memory.id])).memories[0].about is None
+
+
+async def test_a_key_in_unknown_words_takes_the_attribute_its_text_restates_and_no_other(service) -> None:
+    p = principal()
+    old = await service.write(p, "The coupons pipeline persists to Postgres.", about=["coupons pipeline"],
+                              key="database", occurred_at=day("2024-01-01"))
+    await service.write(p, "The coupons pipeline is owned by Oskar Lund.", about=["coupons pipeline"], key="owner",
+                        occurred_at=day("2024-02-01"))
+    new = await service.write(p, "The coupons pipeline persists to DynamoDB now.", about=["coupons pipeline"],
+                              key="writes its data to", occurred_at=day("2025-01-01"))
+    assert new.memory.key == "database" and new.memory.replaced == [old.memory.id]
+    other = await service.write(p, "The coupons pipeline has a green badge in the dashboard.",
+                                about=["coupons pipeline"], key="badge colour")
+    assert other.memory.key == "badg colour" and other.memory.replaced is None

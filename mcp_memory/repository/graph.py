@@ -16,6 +16,7 @@ import asyncpg
 from ..graph import Said
 from ..graph.names import USER, Name, word_set
 from ..models import MemoryEdge, MemoryFilter, Principal
+from .memory_store import MemoryStore
 from .sql import Sql, live, visible
 
 
@@ -289,6 +290,22 @@ async def entities_named(conn: asyncpg.Connection, p: Principal, names: Sequence
     return found
 
 
+async def current_facts(repo: MemoryStore, p: Principal, names: Sequence[Name]) -> list[asyncpg.Record]:
+    """The keyed facts of the entities `names` are (as a write would resolve them) that nothing live
+    has replaced: each with its memory's id and text."""
+    async with repo.reading(p) as conn:
+        entities = await entities_named(conn, p, names)
+        if not entities:
+            return []
+        rows = await facts_of(conn, p, list(dict.fromkeys(entities.values())), None)
+        replaced = await conn.fetch(
+            "SELECT m.id FROM memories m JOIN memories s ON s.user_id = m.user_id AND s.id = m.superseded_by "
+            "WHERE m.user_id = $1 AND m.id = ANY($2::uuid[]) AND s.deleted_at IS NULL",
+            p.user_id, [r["id"] for r in rows])
+    gone = {r["id"] for r in replaced}
+    return [r for r in rows if r["id"] not in gone]
+
+
 async def facts_of(conn: asyncpg.Connection, p: Principal, entities: Sequence[UUID],
                    f: MemoryFilter | None) -> list[asyncpg.Record]:
     """The keyed facts of `entities` whose memories are live, visible and pass `f` (as of its
@@ -338,5 +355,5 @@ async def neighbours_of(conn: asyncpg.Connection, p: Principal, entity: UUID, li
             GROUP BY e.id, e.name, e.kind ORDER BY shared DESC, e.name LIMIT {q.arg(limit)}""", *q.args)
 
 
-__all__ = ["USER", "Recorded", "entities_named", "entity_rows", "facts_of", "neighbours_of", "record", "resolve",
-           "inconsistencies", "restate", "sizes", "structure_of"]
+__all__ = ["USER", "Recorded", "current_facts", "entities_named", "entity_rows", "facts_of", "inconsistencies",
+           "neighbours_of", "record", "resolve", "restate", "sizes", "structure_of"]

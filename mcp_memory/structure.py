@@ -1,0 +1,101 @@
+"""What a new memory says of the graph, for the service: the writer's `about` and `key` checked and
+read with the text's own names (graph/), a key in words the lexicon does not know filed under the
+subject's attribute its text says the same thing of, and `related` with the earlier value a key
+replaced first. The service's `structure` part; knows nothing of MCP."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from uuid import UUID
+
+import numpy as np
+
+from . import limits
+from .config import Settings
+from .errors import InvalidInput
+from .graph import Said
+from .graph.keys import Key, key_in, key_of
+from .graph.names import read_names, with_text, writer_names
+from .lexicon import Lexicon
+from .models import Memory, Principal, RelatedMemory
+from .repository import MemoryRepository
+from .repository.graph import current_facts
+from .retrieval.versions import earlier_versions
+from .validation import text
+from .vectors import Vectors
+
+
+class Structure:
+    def __init__(self, repo: MemoryRepository, settings: Settings, lexicon: Lexicon, vectors: Vectors | None) -> None:
+        self.repo, self.settings, self.lexicon, self.vectors = repo, settings, lexicon, vectors
+
+    def said(self, content: str, kind: str, about: list[str] | None, key: str | None, where: str = "") -> Said:
+        """The writer's `about` and `key` where given, the names the text holds by rules always (a
+        name the writer did not list is one it mentions); a bad one names the argument."""
+        lexicon = self.lexicon
+        if about is not None:
+            if len(about) > limits.MAX_ABOUT:
+                raise InvalidInput(f"{where}about has {len(about)} names; at most {limits.MAX_ABOUT}")
+            for i, name in enumerate(about):
+                if not isinstance(name, str) or not name.strip() or len(name) > limits.MAX_NAME_CHARS:
+                    raise InvalidInput(f"{where}about[{i}] must be a name of 1-{limits.MAX_NAME_CHARS} characters "
+                                       "(a person, 'me' for the user, a project, a place)")
+                text(f"{where}about[{i}]", name)
+        names = with_text(writer_names(about or [], lexicon.user_names), read_names(content, kind, lexicon))
+        said_key = None
+        if key is not None:
+            said_key = key_of(text(f"{where}key", key), lexicon)
+            if said_key is None:
+                raise InvalidInput(f"{where}key '{key}' names no attribute: say which, in a few words ('home city')")
+            if not any(n.role == "about" for n in names):
+                raise InvalidInput(f"{where}key '{key}' needs whom it is about, and the text names no one: pass "
+                                   "about (e.g. ['me'] for the user, or a name)")
+        rules = self.settings.graph_rules_keys
+        if said_key is not None or rules == "off" or not names or names[0].role != "about":
+            return Said(names, said_key, "writer" if about or key else "rules")
+        read = key_in(content, lexicon, [n.display for n in names if not n.user])
+        return Said(names, read, "writer" if about else "rules", replaces=rules == "replace", key_source="rules")
+
+    def known(self, key: Key) -> bool:
+        return any(a.name == key.attribute for a in self.lexicon.attributes)
+
+    async def adopted(self, p: Principal, content: str, said: Said) -> Said:
+        """A key in words the lexicon does not know ("persists to", "huddle time") names an attribute
+        of its own, so the subject's value under the lexicon's name ("database") would stay current
+        beside it. When the text says the same kind of thing as exactly one current value of the
+        subject (retrieval/versions.py `earlier_versions`: same subject, the closest with the names
+        masked and at least `graph_adopt_floor` close, or naming its value), the key is that value's
+        attribute. Below the floor a subject's other facts pass for it (".50: "has a green badge" and
+        "is owned by Oskar Lund"; a restatement is .73 and up)."""
+        floor = self.settings.graph_adopt_floor
+        if said.key is None or self.known(said.key) or not said.about or self.vectors is None or floor >= 1:
+            return said
+        heads = await current_facts(self.repo, p, said.about)
+        heads = [r for r in heads if r["single"] and r["attribute"] != said.key.attribute
+                 and any(a.name == r["attribute"] for a in self.lexicon.attributes)]
+        if not heads:
+            return said
+        flags = await earlier_versions(content, heads, self.vectors, floor) or {}
+        chosen = {r["attribute"] for r in heads if flags.get(r["id"])}
+        if len(chosen) != 1:
+            return said
+        attribute = chosen.pop()
+        return replace(said, key=Key(attribute, said.key.words, True))
+
+    async def same_key_first(self, p: Principal, memory: Memory, vector: list[float] | None,
+                             related: list[RelatedMemory]) -> list[RelatedMemory]:
+        """`related` with the earlier values the new memory's key replaced first, marked, whether or
+        not they were among its closest."""
+        replaced = list(memory.replaced or ())
+        listed = {r.id: r for r in related}
+        absent = [i for i in replaced if i not in listed]
+        missing = await self.repo.peek_many(p, absent) if absent else []
+        texts = await self.vectors.documents_or_none([m.content for m in missing]) if self.vectors and missing else None
+        for i, m in enumerate(missing):
+            similarity = float(np.dot(vector, texts[i])) if vector is not None and texts is not None else 0.0
+            listed[m.id] = RelatedMemory(id=m.id, snippet=m.content[:self.settings.snippet_chars], kind=m.kind,
+                                         age=m.age, similarity=round(similarity, 4))
+        first = [listed[i].model_copy(update={"same_key": True, "earlier_version": True, "superseded_by": memory.id})
+                 for i in replaced if i in listed]
+        kept: set[UUID] = set(replaced)
+        return first + [r for r in related if r.id not in kept]
