@@ -11,6 +11,7 @@ import asyncpg
 
 from .config import Settings
 from .models import PurgeReport
+from .repository.graph import inconsistencies
 from .repository.maintenance import MaintenanceRepository
 
 log = logging.getLogger(__name__)
@@ -25,7 +26,21 @@ async def sweep(pool: asyncpg.Pool, settings: Settings, *, now: datetime | None 
              "%d idempotency keys, %d finished decision jobs (%.2fs)", " (dry run)" if dry_run else "",
              report.stale_forgotten, report.tombstones, report.history, report.forget_tokens, report.idempotency_keys,
              report.decision_jobs, report.seconds)
+    if not dry_run:
+        await check_graph(pool)
     return report
+
+
+async def check_graph(pool: asyncpg.Pool) -> dict[str, int]:
+    """The graph's consistency checks (repository/graph.py), after each sweep: a link that should
+    not exist is logged as an error naming the check (`mcp-memory doctor` shows the same); nothing
+    is changed, the memories themselves are intact."""
+    async with pool.acquire() as conn:
+        found = {name: n for name, n in (await inconsistencies(conn)).items() if n}
+    if found:
+        log.error("graph consistency: %s (a bug: please report it with `mcp-memory doctor` output)",
+                  "; ".join(f"{n} {name}" for name, n in found.items()))
+    return found
 
 
 async def run_forever(pool: asyncpg.Pool, settings: Settings) -> None:

@@ -370,3 +370,17 @@ async def test_a_key_in_unknown_words_takes_the_attribute_its_text_restates_and_
     other = await service.write(p, "The coupons pipeline has a green badge in the dashboard.",
                                 about=["coupons pipeline"], key="badge colour")
     assert other.memory.key == "badg colour" and other.memory.replaced is None
+
+
+async def test_every_retention_sweep_checks_the_graph_and_says_what_is_wrong(service, database, settings,
+                                                                             caplog) -> None:
+    from mcp_memory.retention import sweep
+
+    p = principal()
+    fact = await service.write(p, "Greta lives in Oslo.", about=["Greta"], key="home city")
+    await sweep(database.admin, settings)
+    assert "graph consistency" not in caplog.text
+    async with database.admin.acquire() as conn:
+        await conn.execute("DELETE FROM memory_entities WHERE memory_id = $1", fact.memory.id)
+    await sweep(database.admin, settings)
+    assert "graph consistency: 1 facts without their mention" in caplog.text
