@@ -161,11 +161,15 @@ async def test_delete_forgets_softly_and_undo_restores(setup, chat: ChatAPI, dat
     assert (await state(service, alice, new.id))["deleted_at"] is None
     (h,) = await decision_history(database)
     assert (h["event"], h["memory_id"]) == ("DELETE", old.id)
+    # What the new memory says is no longer true is an edge on it.
+    edges = (await service.get(alice, [new.id])).memories[0].edges
+    assert [(e.kind, e.memory, e.direction) for e in edges] == [("contradicts", old.id, "out")]
     # Undo by the history row's number.
     done = await applying.undo(DecisionRepository(service.repo), JobRepository(service.repo), alice, str(h["seq"]))
     assert done["reverted"] == [str(old.id)]
     assert (await state(service, alice, old.id))["deleted_at"] is None
     assert (await service.history(alice, old.id)).entries[-1].event == "RESTORE"
+    assert (await service.get(alice, [new.id])).memories[0].edges is None
 
 
 async def test_none_links_the_duplicate_to_the_old_memory(setup, chat: ChatAPI, database: Database,

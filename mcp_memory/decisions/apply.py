@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from ..errors import Conflict, InvalidInput, NotFound
 from ..models import Principal
 from ..permissions import require
+from ..repository import edges
 from ..repository import jobs as queue
 from ..repository.decisions import PIPELINE_ACTOR, DecisionRepository, request_id
 from ..repository.jobs import Job, JobRepository
@@ -130,6 +131,8 @@ async def _change(repo: DecisionRepository, conn: asyncpg.Connection, job: Job, 
         elif ok:
             await repo.forget(conn, ok, p.user_id, why[:500])
             history += [(t, "DELETE", {"deleted_at": None}, {"deleted_reason": why[:500]}) for t in ok]
+            # What the new memory says is no longer true: an edge memory_get shows, taken back by undo.
+            await edges.link(conn, p, job.memory_id, [edges.Edge("contradicts", t, "model") for t in ok])
     elif action == "NONE" and targets:
         (old,) = targets
         reason = _why_not(new, job, p, "NONE")
@@ -250,6 +253,7 @@ async def undo(repo: DecisionRepository, jobs: JobRepository, p: Principal, targ
                 if not await repo.restore(conn, m["id"], p.user_id):
                     kept[str(r["memory_id"])] = "an identical memory was written since"
                     continue
+                await edges.unlink_to(conn, p, m["id"], "contradicts", "model")
                 history.append((m["id"], "RESTORE", {"deleted_at": m["deleted_at"]}, {"deleted_at": None}))
             if str(r["memory_id"]) not in reverted:
                 reverted.append(str(r["memory_id"]))

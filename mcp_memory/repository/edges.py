@@ -61,6 +61,16 @@ async def link(conn: asyncpg.Connection, p: Principal, from_id: UUID, edges: Seq
     return len(added)
 
 
+async def unlink_to(conn: asyncpg.Connection, p: Principal, to_id: UUID, kind: EdgeKind, source: EdgeSource) -> int:
+    """Remove the links of `kind` said by `source` into `to_id` (a decision undone takes back what it
+    said of the memory); returns how many."""
+    q = Sql()
+    done = await conn.execute(
+        f"""DELETE FROM memory_edges e WHERE e.user_id = {q.arg(p.user_id)} AND e.to_id = {q.arg(to_id)}
+            AND e.kind = {q.arg(kind)} AND e.source = {q.arg(source)}""", *q.args)
+    return int(done.split()[-1])
+
+
 async def linked(conn: asyncpg.Connection, p: Principal, ids: Sequence[UUID], kind: EdgeKind | None = None
                  ) -> dict[UUID, list[tuple[EdgeKind, UUID, EdgeSource]]]:
     """For each memory of `ids`, its outgoing links whose other end `p` sees: (kind, to, source),
@@ -79,4 +89,4 @@ async def linked(conn: asyncpg.Connection, p: Principal, ids: Sequence[UUID], ki
     return found
 
 
-__all__ = ["Edge", "EdgeKind", "EdgeSource", "link", "linked"]
+__all__ = ["Edge", "EdgeKind", "EdgeSource", "link", "linked", "unlink_to"]
