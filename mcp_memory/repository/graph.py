@@ -316,6 +316,7 @@ async def facts_of(conn: asyncpg.Connection, p: Principal, entities: Sequence[UU
         where.append(f"m.created_at <= {q.arg(f.as_of)}")
     return await conn.fetch(
         f"""SELECT DISTINCT ON (f.valid_from, m.created_at, m.id) f.attribute, f.key_words, f.single, f.valid_from,
+                   f.entity_id,
                    m.id, m.title, m.content, m.kind, m.tags, m.agent_id, m.project_id, m.occurred_at, m.superseded_by
             FROM memory_facts f JOIN memories m ON m.user_id = f.user_id AND m.id = f.memory_id
             WHERE f.user_id = {q.arg(p.user_id)} AND f.entity_id = ANY({q.arg(list(entities))}::uuid[])

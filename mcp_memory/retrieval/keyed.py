@@ -52,6 +52,17 @@ def _hit(row: asyncpg.Record, score: float, snippet_chars: int, explain: dict[st
                      explain=explain, valid_until=valid_until)
 
 
+def unsure(facts: Sequence[asyncpg.Record], chain: Sequence[asyncpg.Record], lexicon: Lexicon) -> bool:
+    """Whether the subject may hold a newer value of the attribute under a key the lexicon does not
+    know ("persists to" beside "database"): a fact of such a key, of the chain head's entity, newer
+    than the head. The lexicon never puts two of its attributes in one, so only such keys can. Then
+    the graph cannot say which value is current, and the hits keep the order the text gave them."""
+    names = {a.name for a in lexicon.attributes}
+    head = chain[0]
+    return any(r["entity_id"] == head["entity_id"] and r["attribute"] != head["attribute"]
+               and r["attribute"] not in names and r["valid_from"] > head["valid_from"] for r in facts)
+
+
 async def keyed_first(conn: asyncpg.Connection, p: Principal, parsed: ParsedQuery, f: MemoryFilter | None,
                       hits: Sequence[SearchHit], *, lexicon: Lexicon, limit: int, snippet_chars: int,
                       explain: bool) -> list[SearchHit]:
@@ -67,6 +78,8 @@ async def keyed_first(conn: asyncpg.Connection, p: Principal, parsed: ParsedQuer
     if attribute is None:
         return hits
     chain = [r for r in facts if r["attribute"] == attribute]  # newest valid first
+    if unsure(facts, chain, lexicon):
+        return hits
     single = all(r["single"] for r in chain)
     ends: dict[UUID, datetime | None] = {}
     for newer, older in zip([None, *chain], chain, strict=False):
