@@ -20,7 +20,7 @@ from .lexicon import Lexicon
 from .models import Memory, Principal, RelatedMemory
 from .repository import MemoryRepository
 from .repository.graph import current_facts
-from .retrieval.versions import earlier_versions
+from .retrieval.versions import earlier_versions, masked_similarities
 from .validation import text
 from .vectors import Vectors
 
@@ -64,9 +64,9 @@ class Structure:
         of its own, so the subject's value under the lexicon's name ("database") would stay current
         beside it. When the text says the same kind of thing as exactly one current value of the
         subject (retrieval/versions.py `earlier_versions`: same subject, the closest with the names
-        masked and at least `graph_adopt_floor` close, or naming its value), the key is that value's
-        attribute. Below the floor a subject's other facts pass for it (".50: "has a green badge" and
-        "is owned by Oskar Lund"; a restatement is .73 and up)."""
+        masked) and at least `graph_adopt_floor` close, the key is that value's attribute. Below the
+        floor a subject's other facts pass for it (.50: "has a green badge" and "is owned by Oskar
+        Lund"; a restatement is .73 and up), and naming the old value alone does not count."""
         floor = self.settings.graph_adopt_floor
         if said.key is None or self.known(said.key) or not said.about or self.vectors is None or floor >= 1:
             return said
@@ -76,7 +76,10 @@ class Structure:
         if not heads:
             return said
         flags = await earlier_versions(content, heads, self.vectors, floor) or {}
-        chosen = {r["attribute"] for r in heads if flags.get(r["id"])}
+        flagged = [r for r in heads if flags.get(r["id"])]
+        # Naming the old value flags a version whatever its wording; a key is only taken at the floor.
+        close = await masked_similarities(content, flagged, self.vectors) if flagged else None
+        chosen = {r["attribute"] for r in flagged if close is not None and close[r["id"]] >= floor}
         if len(chosen) != 1:
             return said
         attribute = chosen.pop()

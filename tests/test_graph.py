@@ -391,7 +391,7 @@ async def test_a_newer_value_under_a_key_the_lexicon_does_not_know_leaves_the_or
     await service.write(p, "Quotes API keeps its state in Postgres 16.", about=["quotes API"], key="database",
                         occurred_at=day("2024-01-01"))
     newest = await service.write(p, "Quotes API state moved to MongoDB.", about=["quotes API"],
-                                 key="where its bytes live", occurred_at=day("2025-01-01"))
-    assert newest.memory.key == "where byte live"  # not restated closely enough to take "database"
+                                 key="storage engine", occurred_at=day("2025-01-01"))
+    assert newest.memory.key == "storag engin"  # not restated closely enough to take "database"
     explained = (await service.search(p, "Which database is the quotes API on now?", explain=True)).hits
     assert all("fact" not in (h.explain or {}) for h in explained)

@@ -63,11 +63,6 @@ def _by_name(lexicon: Lexicon) -> dict[str, Attribute]:
     return {a.name: a for a in lexicon.attributes}
 
 
-@functools.lru_cache(maxsize=8)
-def _question_stems(lexicon: Lexicon) -> frozenset[str]:
-    return frozenset(lexicon.stems(" ".join(lexicon.question_words)))
-
-
 def _contains(seq: tuple[str, ...], part: tuple[str, ...]) -> bool:
     n = len(part)
     return n > 0 and any(seq[i:i + n] == part for i in range(len(seq) - n + 1))
@@ -99,11 +94,12 @@ def key_of(words: str, lexicon: Lexicon) -> Key | None:
         first, *others = [a for a in lexicon.attributes if a.name in named]
         return Key(first.name, tidy, first.single, tuple(a.name for a in others))
     if not named:
-        # A cue only when it is the whole key but for a question word ("what they drive"), and of one
-        # attribute alone: "where its bytes live" is no home city.
-        asked_for = tuple(st for st in stems if st not in _question_stems(lexicon))
-        cued = [(n, a) for n, a in _cued(lexicon, asked_for, list(lexicon.attributes)) if n == len(asked_for)]
-        if len(cued) == 1:
+        # The longest cue the key holds, of one attribute alone ("what they drive", "the company they
+        # work for"). A cue read so can be wrong ("where its bytes live" is a home city), but only for
+        # a subject that also has the attribute it names would two values meet: rare, and measured
+        # (requiring the cue to be the whole key cost more right updates than it saved wrong ones).
+        cued = _cued(lexicon, stems, list(lexicon.attributes))
+        if len(cued) == 1 or len(cued) > 1 and cued[0][0] > cued[1][0]:
             attribute = _by_name(lexicon)[cued[0][1]]
             return Key(attribute.name, tidy, attribute.single)
     # Its own attribute. A plural head ("favourite colours") holds many values.

@@ -69,8 +69,6 @@ class Lexicon:
     user_words: tuple[str, ...] = ()
     # How a transcript labels the agent's own turns ("Assistant: I'll note that"): its "I" is no one's.
     agent_labels: tuple[str, ...] = ()
-    # Words that ask rather than name ("what they drive"): left out when a key is read by its cue.
-    question_words: tuple[str, ...] = ()
     # Words for the user only in lower case: English "us" ("US" is a country).
     user_words_lower: tuple[str, ...] = ()
     # How a note says "the user's" before a person ("my", "our", "the user's").

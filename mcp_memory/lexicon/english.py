@@ -130,7 +130,6 @@ ENGLISH = Lexicon(
                 "ours", "ourselves", "the user", "user"),
     user_words_lower=("us",),
     agent_labels=("assistant", "agent", "ai", "bot", "claude", "model", "system", "tool"),
-    question_words=("what", "where", "who", "whom", "which", "when", "how", "why"),
     user_possessives=("my", "our", "the user's", "user's"),
     articles=("the", "a", "an"),
     with_user=("and i", "and me", "and we", "and the user", "and user"),
