@@ -32,3 +32,21 @@ async def nearest(repo: MemoryRepository, p: Principal, vector: Sequence[float],
     async with repo.transaction(p, hnsw__ef_search="40", hnsw__iterative_scan="relaxed_order") as conn:
         rows = await conn.fetch(sql, *q.args)
     return [(r, float(r["similarity"])) for r in rows]
+
+
+async def similarities(repo: MemoryRepository, p: Principal, ids: Sequence[UUID], vector: Sequence[float], *,
+                       model: str, dimension: int) -> dict[UUID, float]:
+    """The cosine of each of `ids` (live, visible, embedded by `model`) to `vector`, computed
+    exactly: how close in meaning each of a search's hits is, whether or not the index walk
+    reached it (auto-recall's relevance floor)."""
+    if not ids:
+        return {}
+    q = Sql()
+    distance = f"{vector_cast(dimension)} <=> {q.arg(np.asarray(vector, dtype=np.float32))}::vector({int(dimension)})"
+    sql = f"""
+        SELECT m.id, 1 - ({distance}) AS similarity FROM memories m
+        WHERE {" AND ".join(live(q, p))} AND m.id = ANY({q.arg(list(ids))}::uuid[])
+          AND m.embedding_model = {model_literal(model)}"""
+    async with repo.reading(p) as conn:
+        rows = await conn.fetch(sql, *q.args)
+    return {r["id"]: float(r["similarity"]) for r in rows}
