@@ -18,7 +18,7 @@ from mcp_memory.capture.capture import Capturer
 from mcp_memory.capture.recall import Ledger, prompt_context, session_context
 from mcp_memory.capture.transcripts import read
 from mcp_memory.config import Settings
-from mcp_memory.models import Principal
+from mcp_memory.models import Principal, WriteItem
 from mcp_memory.service import MemoryService
 
 from .conftest import principal
@@ -171,3 +171,55 @@ async def test_a_ledger_that_cannot_be_kept_costs_nothing_but_the_dedup(
     where = settings.model_copy(update={"data_dir": blocked})   # the ledger's folder cannot be made
     assert "black over autopep8" in await session_context(service, where, me, None, session_id="s2")
     assert "black over autopep8" in await prompt_context(service, where, me, ask, "s2")
+
+
+async def test_a_question_is_shown_by_its_reply(service: MemoryService, settings: Settings, me: Principal,
+                                                tmp_path: Path) -> None:
+    """A captured turn and the reply to it are one entry; when the turn only asks ("Can you find out
+    why?"), the reply is what holds the answer, however the question ranks against the prompt."""
+    await capture(service, settings, me, tmp_path, "11111111-aaaa-4000-8000-000000000005", [
+        ("user", "The order confirmation emails sometimes go out twice. Can you find out why?"),
+        ("assistant", "The task is enqueued in the view before the transaction commits, so a retried request "
+                      "enqueues it again."),
+        ("user", "I prefer one commit per fix, with the ticket number in the subject."),
+        ("assistant", "Will do."),
+    ])
+    text = await prompt_context(service, settings, me, "why were customers getting their order confirmation mail "
+                                "twice?", "another-session")
+    assert [body for _, _, body in entries(text)][:1] == [
+        "Assistant: The task is enqueued in the view before the transaction commits, so a retried request "
+        "enqueues it again."], text
+
+
+async def test_a_hit_counts_by_its_own_closeness_among_many_closer_notes(service: MemoryService, settings: Settings,
+                                                                        me: Principal) -> None:
+    """Whether a hit is close enough to the prompt is its own cosine, computed exactly. It was read
+    off the 100 memories nearest the prompt, a list of its own: a store with more notes closer than
+    the answer (here 200, nearly all of them) left the answer, found by its rarer word, out."""
+    answer = await service.write(me, "The staging database sits behind pgbouncer, so connect on port 6543, not 5432.",
+                                 kind="fact", scope="project")
+    await service.write_many(me, [WriteItem(content=f"Note {i}: someone asked again which port the staging Postgres "
+                                                    f"listens on; ticket #{i * 37 + 1000}.", kind="note")
+                                  for i in range(200)])
+    found = await service.recall_search(me, "what port does pgbouncer listen on for staging?", limit=20)
+    assert found.cosine is not None and set(found.cosine) == {h.id for h in found.hits}
+    text = await prompt_context(service, settings, me, "what port does pgbouncer listen on for staging?",
+                                "another-session")
+    shown = entries(text)
+    assert str(answer.memory.id) in [i for i, _, _ in shown], text
+    assert len(shown) == 2, text   # the notes, alike but for their numbers, count once
+
+
+async def test_recall_searches_as_memory_search_does(service: MemoryService, settings: Settings,
+                                                     me: Principal) -> None:
+    """One search for both: recall's hits are memory_search's, with its stages (the words about
+    time left out of what is matched, versions, the present-tense focus, the graph's keyed facts),
+    never reranked; recall only chooses among them."""
+    for text in ("Ana lives in Oslo, near the harbour.", "Ana moved to Lisbon last month.",
+                 "Ana drives a Kia Niro.", "Ben lives in Porto."):
+        await service.write(me, text, kind="fact", scope="project")
+    for query in ("Where does Ana live these days?", "which car does Ana drive now?"):
+        found = await service.recall_search(me, query, limit=10)
+        searched = await service.search(me, query, limit=10)
+        assert [h.id for h in found.hits] == [h.id for h in searched.hits]
+        assert set(found.memories) == {h.id for h in found.hits}
