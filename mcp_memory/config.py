@@ -160,6 +160,10 @@ class Settings(BaseSettings):
         "static 0.75), 0.8 for others. 1 turns it off."))
     hnsw_ef_search: int = Field(default=100, ge=10, le=1000, description=(
         "pgvector's hnsw.ef_search for the vector list: higher finds more of the true nearest, slower."))
+    vector_rescore: bool = Field(default=True, description=(
+        "A full-text or trigram candidate the vector list's index walk did not return is given the place its "
+        "cosine (computed exactly) would hold in that list: where most of a scope is alike the walk can miss "
+        "a memory closer than all it returns. false: the walk's own list only."))
     related_limit: int = Field(default=5, ge=0, le=20, description=(
         "memory_write / memory_update return up to this many close memories (`related`); 0 turns it off."))
     related_similarity: float | None = Field(default=None, ge=0, le=1, description=(
@@ -204,6 +208,11 @@ class Settings(BaseSettings):
         "A writer's key in words the lexicon does not know takes the attribute of the subject's one current "
         "value whose text says the same kind of thing: at least this close with the names masked (cosine), "
         "or naming that value. 1 turns it off."))
+    graph_doubt_floor: float = Field(default=0.30, ge=0, le=1, description=(
+        "A question about a subject's keyed attribute gets the values in order of validity unless a newer "
+        "fact of the subject, under a key the lexicon does not know, says the same kind of thing: at least "
+        "this close with the names masked (cosine). Doubt needs less than a replace: versions phrased far "
+        "apart measure .34-.43, the subject's other facts .12-.15."))
     superseded_penalty: float = Field(default=0.5, gt=0, le=1,
                                       description="Score factor for a memory another one supersedes.")
 
@@ -450,10 +459,10 @@ SECTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
                 "phrased differently; change them only with the benchmarks at hand (docs/benchmarks.md).", (
         "related_limit", "related_similarity", "recency_floor", "recency_half_life_days",
         "period_boost", "period_after_days", "subject_boost", "present_focus", "present_margin",
-        "graph_rules_keys", "graph_adopt_floor", "superseded_penalty", "conflict_similarity", "reply_weight",
-        "preceding_weight", "reply_gap_minutes",
+        "graph_rules_keys", "graph_adopt_floor", "graph_doubt_floor", "superseded_penalty", "conflict_similarity",
+        "reply_weight", "preceding_weight", "reply_gap_minutes",
         "search_candidates", "fusion", "rrf_k", "weight_vector", "weight_fulltext", "weight_trigram",
         "fulltext_scan", "fulltext_idf", "trigram_threshold", "trigram_scan", "trigram_max_words",
-        "hnsw_ef_search")),
+        "hnsw_ef_search", "vector_rescore")),
 }
 ADVANCED_SECTIONS = frozenset({"ranking"})

@@ -11,7 +11,6 @@ was stored by another way than capture."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hashlib
 import json
@@ -26,9 +25,7 @@ from .. import context
 from ..config import Settings
 from ..embeddings import conflict_similarity
 from ..models import CoreMemories, Memory, MemoryFilter, Principal, SearchHit
-from ..repository.related import nearest
-from ..retrieval import parse_query
-from ..retrieval import search as hybrid_search
+from ..retrieval.statement import QUESTION
 from ..service import MemoryService
 from .localfiles import write_private
 from .redact import redact
@@ -51,6 +48,7 @@ WORDS_MARGIN = 0.10
 RELATIVE_GAP = 0.20
 STEM_CHARS = 6
 STEM_SCAN = 2000   # characters of a memory looked at for shared words (a turn can be 8,000)
+_ASKS = re.compile(QUESTION)   # a turn that asks something (a question mark in most scripts)
 # A word of any language: letters, then letters or digits (lower case by then).
 _WORD = re.compile(r"[^\W\d_][^\W_]+")
 # Two memories whose words (numbers aside) overlap this much say the same thing: a note repeated
@@ -80,9 +78,16 @@ def group_of(m: Memory) -> str:
     return f"memory:{m.id}"
 
 
-def _representative(members: list[M]) -> M:
-    """The distilled member (a fact says the point in a sentence), else the best ranked one."""
-    return next((m for m in members if m.kind != "episode"), members[0])
+def _representative(members: list[SearchHit], memories: dict[str, Memory]) -> SearchHit:
+    """The distilled member (a fact says the point in a sentence), else the best ranked turn that
+    does not ask (a question's reply holds its answer: "Can you find out why?" / "The task is
+    enqueued before the transaction commits"), else the best ranked one. Members are in rank
+    order."""
+    def says(h: SearchHit) -> int:
+        m = memories[str(h.id)]
+        return 0 if m.kind != "episode" else 2 if _ASKS.search(m.content) else 1
+
+    return min(members, key=says)
 
 
 # --- the ledger: what session start gave a session ---------------------------------------------
@@ -206,39 +211,11 @@ def worth_recalling(prompt: str) -> bool:
     return not prompt.startswith("/") and len(prompt.split()) >= MIN_PROMPT_WORDS
 
 
-async def _vector(service: MemoryService, prompt: str, deadline: float | None) -> list[float] | None:
-    """The prompt's vector, or None if the embedder is off or (loading the model in a cold hook
-    process) would leave too little of the budget for the search: then full text alone recalls."""
-    if service.vectors is None:
-        return None
-    if deadline is None:
-        return await service.vectors.query(prompt)
-    try:
-        return await asyncio.wait_for(service.vectors.query(prompt),
-                                      max(0.0, deadline - time.monotonic() - SEARCH_RESERVE_S))
-    except TimeoutError:
-        log.info("recall without the vector list: the embedder was not ready in time")
-        return None
-
-
 def _stems(text: str, stop: frozenset[str]) -> set[str]:
     """Content words cut to their first six letters: a crude stem that still joins what the
     full-text stemmer keeps apart ("formatter" -> formatt, "formatting" -> format). `stop`: the
     words of a prompt that say nothing about its subject (the lexicon's `prompt_stop_words`)."""
     return {w[:STEM_CHARS] for w in _WORD.findall(text.lower()) if len(w) >= 4 and w not in stop}
-
-
-async def _closeness(service: MemoryService, settings: Settings, p: Principal,
-                     vector: list[float] | None) -> tuple[dict[str, float], float] | None:
-    """Cosine to the prompt of the memories near enough to matter, and the floor for meaning
-    alone; None without a vector."""
-    vectors = service.vectors
-    if vector is None or vectors is None or vectors.model is None:
-        return None
-    floor = recall_floor(settings, vectors.model)
-    close = await nearest(service.repo, p, vector, model=vectors.model, dimension=vectors.dimension,
-                          limit=max(100, settings.recall_limit * 20), min_similarity=max(0.0, floor - WORDS_MARGIN))
-    return {str(row["id"]): s for row, s in close}, floor
 
 
 def _groups(prompt: str, hits: list[SearchHit], memories: dict[str, Memory],
@@ -250,7 +227,8 @@ def _groups(prompt: str, hits: list[SearchHit], memories: dict[str, Memory],
     in meaning to the prompt (cosine above the floor), or a little less close while the group
     also shares words with the prompt (two signals agreeing); without the prompt's vector, when
     a member shares words with it. Left out besides: a group much farther from the prompt than
-    its closest relevant memory, and one the session was already shown (any member or the group)."""
+    its closest relevant memory, and one the session was already shown (any member or the group).
+    `closeness`: each hit's cosine to the prompt and the floor for meaning alone."""
     groups: dict[str, list[SearchHit]] = {}
     for h in hits:
         m = memories.get(str(h.id))
@@ -274,7 +252,7 @@ def _groups(prompt: str, hits: list[SearchHit], memories: dict[str, Memory],
             continue
         similarity, floor = closeness
         top = max((similarity[str(h.id)] for h in members if str(h.id) in similarity), default=None)
-        if top is not None and (top >= floor or shares_words(members)):
+        if top is not None and (top >= floor or top >= floor - WORDS_MARGIN and shares_words(members)):
             best[key] = top
     bar = max(best.values(), default=0.0) - RELATIVE_GAP
     return [members for key, members in groups.items() if key in best and best[key] >= bar
@@ -290,7 +268,7 @@ def _distinct(groups: list[list[SearchHit]], memories: dict[str, Memory], limit:
     ranked one, up to `limit`."""
     kept: list[tuple[SearchHit, frozenset[str]]] = []
     for members in groups:
-        rep = _representative(members)
+        rep = _representative(members, memories)
         words = _words(memories[str(rep.id)].content[:STEM_SCAN])
         if not any(len(words & other) >= SAME_WORDS * len(words | other) for _, other in kept):
             kept.append((rep, words))
@@ -304,27 +282,28 @@ async def prompt_context(service: MemoryService, settings: Settings, p: Principa
     """`deadline` (time.monotonic) bounds the wait for the prompt's vector."""
     if settings.recall_limit == 0 or settings.recall_budget_chars == 0 or not worth_recalling(prompt):
         return ""
-    service.require(p, "read")
     prompt = prompt.strip()[:1000]
+    # memory_search's own search (its stages: time words, versions, the present-tense focus, the
+    # graph's keyed facts), never reranked. A cold hook process still loading the model waits for
+    # the prompt's vector only while enough of the budget is left for the search: then full text
+    # alone recalls.
+    wait = None if deadline is None else deadline - time.monotonic() - SEARCH_RESERVE_S
+    found = await service.recall_search(p, prompt, limit=settings.recall_limit * CANDIDATES_PER_SLOT,
+                                        vector_wait=wait)
     vectors = service.vectors
-    vector = await _vector(service, prompt, deadline)
-    # The service's search would wait for the vector again; the retrieval takes the one we have.
-    model = vectors.model if vectors and vector is not None else None
-    lexicon = service.lexicon
-    hits = await hybrid_search(service.repo, p, parse_query(prompt, lexicon), None,
-                               limit=settings.recall_limit * CANDIDATES_PER_SLOT, settings=settings, explain=True,
-                               vector=vector, model=model, dimension=vectors.dimension if model and vectors else 0,
-                               lexicon=lexicon)
+    if found.cosine is None and vectors is not None:
+        log.info("recall without the vector list: the embedder was not ready in time")
     # This session's own turns are already in the model's context.
     own = f"session:{session_id}" if session_id else None
-    hits = [h for h in hits if own not in h.tags]
+    hits = [h for h in found.hits if own not in h.tags]
     if not hits:
         return ""
-    closeness = await _closeness(service, settings, p, vector)
-    memories = {str(m.id): m for m in await service.repo.peek_many(p, [h.id for h in hits])}
+    memories = {str(i): m for i, m in found.memories.items()}
+    similarity = {str(i): s for i, s in (found.cosine or {}).items()}
+    closeness = (similarity, recall_floor(settings, vectors.model)) if found.cosine is not None and vectors else None
     seen = Ledger(settings, p, session_id).read() if session_id else set()
-    shown = _distinct(_groups(prompt, hits, memories, closeness, seen, lexicon.prompt_stop_words), memories,
-                      settings.recall_limit)
+    stop = service.lexicon.prompt_stop_words
+    shown = _distinct(_groups(prompt, hits, memories, closeness, seen, stop), memories, settings.recall_limit)
     kept = _fit(_cleaned(shown), settings.recall_budget_chars)
     if not kept:
         return ""

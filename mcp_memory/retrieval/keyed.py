@@ -18,8 +18,10 @@ from ..graph.names import USER, Name, canonical
 from ..lexicon import Lexicon
 from ..models import MemoryFilter, Principal, ScopeInfo, SearchHit, human_age, memory_uri
 from ..repository.graph import entities_named, facts_of
+from .focus import TextVectors
 from .query import ParsedQuery, phrases_of
 from .reorder import placed_scores
+from .versions import masked_similarities
 
 # The runs of words of a question looked up as names: a long question's are many, and few name anything.
 MAX_PHRASES = 24
@@ -52,25 +54,38 @@ def _hit(row: asyncpg.Record, score: float, snippet_chars: int, explain: dict[st
                      explain=explain, valid_until=valid_until)
 
 
-def unsure(facts: Sequence[asyncpg.Record], chain: Sequence[asyncpg.Record], lexicon: Lexicon) -> bool:
+async def unsure(facts: Sequence[asyncpg.Record], chain: Sequence[asyncpg.Record], lexicon: Lexicon,
+                 vectors: TextVectors | None, floor: float) -> bool:
     """Whether the subject may hold a newer value of the attribute under a key the lexicon does not
     know ("persists to" beside "database"): a fact of such a key, of the chain head's entity, newer
-    than the head. The lexicon never puts two of its attributes in one, so only such keys can. Then
-    the graph cannot say which value is current, and the hits keep the order the text gave them."""
+    than the head, that says the same kind of thing with the subject masked (`graph_doubt_floor`).
+    The lexicon never puts two of its attributes in one, so
+    only such keys can. Then the graph cannot say which value is current, and the hits keep the
+    order the text gave them. Without an embedder any such fact is reason enough."""
     names = {a.name for a in lexicon.attributes}
     head = chain[0]
-    return any(r["entity_id"] == head["entity_id"] and r["attribute"] != head["attribute"]
-               and r["attribute"] not in names and r["valid_from"] > head["valid_from"] for r in facts)
+    newer = [r for r in facts if r["entity_id"] == head["entity_id"] and r["attribute"] != head["attribute"]
+             and r["attribute"] not in names and r["valid_from"] > head["valid_from"]]
+    if not newer or vectors is None:
+        return bool(newer)
+    close = await masked_similarities(head["content"], newer, vectors)
+    return close is None or any(c >= floor for c in close.values())
 
 
-async def keyed_first(conn: asyncpg.Connection, p: Principal, parsed: ParsedQuery, f: MemoryFilter | None,
-                      hits: Sequence[SearchHit], *, lexicon: Lexicon, limit: int, snippet_chars: int,
-                      explain: bool) -> list[SearchHit]:
-    hits = list(hits)
+async def facts_named(conn: asyncpg.Connection, p: Principal, parsed: ParsedQuery,
+                      f: MemoryFilter | None) -> list[asyncpg.Record]:
+    """The keyed facts of the known entities the question names (none named: none), read in the
+    search's transaction; the ordering (`keyed_first`) runs after it."""
     entities = await entities_named(conn, p, question_names(parsed))
     if not entities:
-        return hits
-    facts = await facts_of(conn, p, list(dict.fromkeys(entities.values())), f)
+        return []
+    return list(await facts_of(conn, p, list(dict.fromkeys(entities.values())), f))
+
+
+async def keyed_first(parsed: ParsedQuery, facts: Sequence[asyncpg.Record], hits: Sequence[SearchHit], *,
+                      lexicon: Lexicon, limit: int, snippet_chars: int, explain: bool,
+                      vectors: TextVectors | None = None, doubt_floor: float = 0.0) -> list[SearchHit]:
+    hits = list(hits)
     known: dict[str, list[str]] = {}
     for row in facts:
         known.setdefault(row["attribute"], []).append(row["key_words"])
@@ -78,7 +93,7 @@ async def keyed_first(conn: asyncpg.Connection, p: Principal, parsed: ParsedQuer
     if attribute is None:
         return hits
     chain = [r for r in facts if r["attribute"] == attribute]  # newest valid first
-    if unsure(facts, chain, lexicon):
+    if await unsure(facts, chain, lexicon, vectors, doubt_floor):
         return hits
     single = all(r["single"] for r in chain)
     ends: dict[UUID, datetime | None] = {}

@@ -12,7 +12,7 @@ from ..lexicon.english import ENGLISH
 from ..models import MemoryFilter, Principal, SearchHit
 from ..repository import MemoryRepository
 from . import focus
-from .keyed import keyed_first
+from .keyed import facts_named, keyed_first
 from .narrowing import few_pass
 from .query import ParsedQuery
 from .reorder import after_sql
@@ -39,12 +39,14 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
         if statement.walks_graph and model and await few_pass(conn, p, f, model):
             statement = built(exact=True) or statement
         rows = await conn.fetch(statement.sql, *statement.args)
-        hits = await after_sql(rows, parsed, past=statement.past, conflict=statement.conflict, settings=settings,
-                               explain=explain, vectors=vectors, listing=min_similarity is not None)
         # A forget preview lists what matches the words, not what the graph knows of them.
-        if min_similarity is None and (parsed.subject or parsed.asked):
-            hits = await keyed_first(conn, p, parsed, f, hits, lexicon=lexicon, limit=limit,
-                                     snippet_chars=settings.snippet_chars, explain=explain)
+        facts = await facts_named(conn, p, parsed, f) if min_similarity is None else []
+    hits = await after_sql(rows, parsed, past=statement.past, conflict=statement.conflict, settings=settings,
+                           explain=explain, vectors=vectors, listing=min_similarity is not None)
+    if facts:
+        hits = await keyed_first(parsed, facts, hits, lexicon=lexicon, limit=limit,
+                                 snippet_chars=settings.snippet_chars, explain=explain, vectors=vectors,
+                                 doubt_floor=settings.graph_doubt_floor)
     return hits
 
 

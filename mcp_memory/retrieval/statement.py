@@ -143,6 +143,14 @@ def _share(settings: Settings, order: str) -> str:
     return f"coalesce((key - {worst}) / nullif({best} - {worst}, 0), 1)"
 
 
+def _missed_share(settings: Settings) -> str:
+    """The vector list's share of a candidate its index walk missed (`x` in vec_missed, closer
+    than the list's worst): what it would get in the list (`w`: the list's best and worst key)."""
+    if settings.fusion == "rrf":
+        return f"1 / ({float(settings.rrf_k)}::float8 + (SELECT count(*) + 1 FROM vec v WHERE v.key < x.key))"
+    return "least(1, coalesce((w.worst - x.key) / nullif(w.worst - w.best, 0), 1))"
+
+
 def _by_id(q: Sql, p: Principal, candidates: str, alias: str) -> str:
     """Join each candidate to its memory by primary key, one index probe per candidate. A plain
     join let the planner scan the whole scope and hash it, deforming ~30 columns of every row
@@ -336,6 +344,27 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
     union = "\nUNION ALL\n".join(
         f"SELECT id, {q.arg(weight)}::float8 * {_share(settings, order)} AS s, '{name}' AS list, r, key FROM {name}"
         for name, (weight, _, order) in lists.items())
+    others = [name for name in lists if name != "vec"]
+    if "vec" in lists and others and not exact and settings.vector_rescore:
+        # The index walk is approximate: where most of a scope is alike (thousands of notes from a
+        # few templates) it can return none of the memories closest to the question, and those the
+        # other lists found then had no vector share at all (bench/recall_quality.py --filler
+        # 10000). Such a candidate gets the share its cosine, computed exactly, would hold in the
+        # vector list (none past its worst): where the walk is exact nothing changes.
+        ctes += f""",
+    vec_missed AS MATERIALIZED (
+        SELECT c.id, ({distance})::float8 AS key
+        FROM (SELECT id FROM {" UNION SELECT id FROM ".join(others)}) c
+        CROSS JOIN LATERAL (SELECT m.embedding, m.embedding_model FROM memories m
+                            WHERE m.user_id = {q.arg(p.user_id)} AND m.id = c.id LIMIT 1) m
+        WHERE m.embedding_model = {model_literal(model)} AND NOT EXISTS (SELECT 1 FROM vec v WHERE v.id = c.id)
+    )"""
+        union += f"""
+UNION ALL
+SELECT x.id, {q.arg(lists["vec"][0])}::float8 * {_missed_share(settings)} AS s, 'vec' AS list,
+       (SELECT count(*) + 1 FROM vec v WHERE v.key < x.key) AS r, x.key
+FROM vec_missed x, (SELECT min(key) AS best, max(key) AS worst FROM vec) w
+WHERE x.key < w.worst"""
     as_of = f.as_of if f is not None else None
     reference = q.arg(as_of) + "::timestamptz" if as_of is not None else "now()"
     floor = q.arg(1.0 if past else settings.recency_floor)
