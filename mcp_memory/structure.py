@@ -75,11 +75,12 @@ class Structure:
                  and any(a.name == r["attribute"] for a in self.lexicon.attributes)]
         if not heads:
             return said
-        flags = await earlier_versions(content, heads, self.vectors, floor) or {}
-        flagged = [r for r in heads if flags.get(r["id"])]
+        close = await masked_similarities(content, heads, self.vectors)
+        if close is None:
+            return said
+        flags = await earlier_versions(content, heads, self.vectors, floor, known=close) or {}
         # Naming the old value flags a version whatever its wording; a key is only taken at the floor.
-        close = await masked_similarities(content, flagged, self.vectors) if flagged else None
-        chosen = {r["attribute"] for r in flagged if close is not None and close[r["id"]] >= floor}
+        chosen = {r["attribute"] for r in heads if flags.get(r["id"]) and close[r["id"]] >= floor}
         if len(chosen) != 1:
             return said
         attribute = chosen.pop()

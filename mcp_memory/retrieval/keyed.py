@@ -59,9 +59,9 @@ async def unsure(facts: Sequence[asyncpg.Record], chain: Sequence[asyncpg.Record
     """Whether the subject may hold a newer value of the attribute under a key the lexicon does not
     know ("persists to" beside "database"): a fact of such a key, of the chain head's entity, newer
     than the head, that says the same kind of thing with the subject masked (`graph_doubt_floor`).
-    The lexicon never puts two of its attributes in one, so
-    only such keys can. Then the graph cannot say which value is current, and the hits keep the
-    order the text gave them. Without an embedder any such fact is reason enough."""
+    The lexicon never puts two of its attributes in one, so only such keys can. Then the graph
+    cannot say which value is current, and the hits keep the order the text gave them. Without an
+    embedder any such fact is reason enough."""
     names = {a.name for a in lexicon.attributes}
     head = chain[0]
     newer = [r for r in facts if r["entity_id"] == head["entity_id"] and r["attribute"] != head["attribute"]
@@ -85,6 +85,9 @@ async def facts_named(conn: asyncpg.Connection, p: Principal, parsed: ParsedQuer
 async def keyed_first(parsed: ParsedQuery, facts: Sequence[asyncpg.Record], hits: Sequence[SearchHit], *,
                       lexicon: Lexicon, limit: int, snippet_chars: int, explain: bool,
                       vectors: TextVectors | None = None, doubt_floor: float = 0.0) -> list[SearchHit]:
+    """`hits` with the values of the attribute the question asks (of `facts`, newest valid first)
+    placed first in order of validity, each earlier one with its valid_until; unchanged when the
+    question asks none of them, or the graph is `unsure`."""
     hits = list(hits)
     known: dict[str, list[str]] = {}
     for row in facts:
