@@ -61,6 +61,7 @@ from locomo import (
     choose_variants,
     latency,
     machine,
+    parse_sets,
     resolve_variants,
     table,
 )
@@ -497,6 +498,8 @@ async def main_async(args: argparse.Namespace) -> None:
 
     async with bench_database(args.database_url, "ku") as bench:
         bench.settings = decision_settings(args, bench.settings)  # --decisions: a model decides on each write
+        if args.write_set:  # what the writes are stored with (the searches' variants start from it too)
+            bench.settings = bench.settings.model_copy(update=parse_sets(args.write_set))
         base = bench.settings
         variants, skipped = resolve_variants(chosen, base)
         # Stale and newest versions often tie lexically, and ties fall to random ids: each copy
@@ -621,6 +624,8 @@ def main() -> None:
     parser.add_argument("--database-url", help="use this PostgreSQL instead of a temporary embedded one")
     parser.add_argument("--details", action="store_true", help="keep per-entity ranks in the JSON")
     add_decision_arguments(parser)
+    parser.add_argument("--write-set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting for loading (writes), e.g. graph_rules_keys=facts; --set is the searches'")
     parser.add_argument("--writer", choices=WRITERS, default="none",
                         help="what each write passes besides its text, in the writer's own words varying per write "
                         "(bench/knowledge_update/writer_words.json): about-key, who it is about and the attribute it "
