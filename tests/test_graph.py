@@ -395,3 +395,9 @@ async def test_a_newer_value_under_a_key_the_lexicon_does_not_know_leaves_the_or
     assert newest.memory.key == "storag engin"  # not restated closely enough to take "database"
     explained = (await service.search(p, "Which database is the quotes API on now?", explain=True)).hits
     assert all("fact" not in (h.explain or {}) for h in explained)
+
+
+def test_a_key_is_read_by_a_cue_only_where_the_cue_holds_its_head_word() -> None:
+    assert key_of("carries the pager for", ENGLISH).attribute == "on-call"
+    assert key_of("the company they work for", ENGLISH).attribute == "employer"
+    assert key_of("works on time", ENGLISH).attribute != "project"  # a time zone, whose head is "time"

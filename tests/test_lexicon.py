@@ -51,7 +51,7 @@ def test_every_lexicon_fills_every_list_and_queries_the_stored_configuration() -
     assert stored == {"english"}
     # Lists some language needs no words in: English's "us" (lower case only), "let's"; Portuguese's
     # "outubro de 2023".
-    optional = ("user_words_lower", "not_owners", "month_year_joiners")
+    optional = ("user_words_lower", "not_owners", "month_year_joiners", "head_last")
     lists = [f for f in Lexicon.__dataclass_fields__ if f not in ("language", "text_search", *optional)]
     for language in available():
         lexicon = named(language)

@@ -68,16 +68,27 @@ def _contains(seq: tuple[str, ...], part: tuple[str, ...]) -> bool:
     return n > 0 and any(seq[i:i + n] == part for i in range(len(seq) - n + 1))
 
 
-def _cued(lexicon: Lexicon, stems: tuple[str, ...], attributes: list[Attribute]) -> list[tuple[int, str]]:
-    """(length of the longest cue or phrase of each attribute found in `stems`, its name)."""
+def _cued(lexicon: Lexicon, stems: tuple[str, ...], attributes: list[Attribute],
+          head: str | None = None) -> list[tuple[int, str]]:
+    """(length of the longest cue or phrase of each attribute found in `stems`, its name); with a
+    `head`, only cues and phrases that hold it count."""
     found = []
     for attribute in attributes:
         parts = [lexicon.stems(c) for c in attribute.cues]
         parts += [lexicon.stems(p, drop=lexicon.key_fillers) for p in (attribute.name, *attribute.phrases)]
-        best = max((len(p) for p in parts if _contains(stems, p)), default=0)
+        best = max((len(p) for p in parts if _contains(stems, p) and (head is None or head in p)), default=0)
         if best:
             found.append((best, attribute.name))
     return sorted(found, reverse=True)
+
+
+def _head(lexicon: Lexicon, words: str) -> str | None:
+    """The stem of a key's head word: its last word that is no function word in a language that puts
+    the head last ("works on time": time), its first in one that puts it first."""
+    content = lexicon.stems(words, drop=lexicon.stop_words | lexicon.key_fillers)
+    if not content:
+        return None
+    return content[-1] if lexicon.head_last else content[0]
 
 
 def key_of(words: str, lexicon: Lexicon) -> Key | None:
@@ -94,11 +105,10 @@ def key_of(words: str, lexicon: Lexicon) -> Key | None:
         first, *others = [a for a in lexicon.attributes if a.name in named]
         return Key(first.name, tidy, first.single, tuple(a.name for a in others))
     if not named:
-        # The longest cue the key holds, of one attribute alone ("what they drive", "the company they
-        # work for"). A cue read so can be wrong ("where its bytes live" is a home city), but only for
-        # a subject that also has the attribute it names would two values meet: rare, and measured
-        # (requiring the cue to be the whole key cost more right updates than it saved wrong ones).
-        cued = _cued(lexicon, stems, list(lexicon.attributes))
+        # The longest cue that holds the key's head word, of one attribute alone ("what they drive",
+        # "carries the pager for"; not "works on time", a time zone, whose head is "time"). Requiring
+        # the cue to be the whole key cost more right updates than it saved wrong ones (crm).
+        cued = _cued(lexicon, stems, list(lexicon.attributes), head=_head(lexicon, tidy))
         if len(cued) == 1 or len(cued) > 1 and cued[0][0] > cued[1][0]:
             attribute = _by_name(lexicon)[cued[0][1]]
             return Key(attribute.name, tidy, attribute.single)

@@ -69,6 +69,8 @@ class Lexicon:
     user_words: tuple[str, ...] = ()
     # How a transcript labels the agent's own turns ("Assistant: I'll note that"): its "I" is no one's.
     agent_labels: tuple[str, ...] = ()
+    # Where a key's head word stands ("home city": city; "cidade onde mora": cidade).
+    head_last: bool = True
     # Words for the user only in lower case: English "us" ("US" is a country).
     user_words_lower: tuple[str, ...] = ()
     # How a note says "the user's" before a person ("my", "our", "the user's").

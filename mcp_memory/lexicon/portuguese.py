@@ -77,6 +77,7 @@ PORTUGUESE = Lexicon(
                 "nossas", "o usuário", "a usuária", "usuário", "usuária", "o utilizador", "a utilizadora",
                 "utilizador", "utilizadora"),
     agent_labels=("assistente", "agente", "ia", "bot", "claude", "modelo", "sistema", "ferramenta"),
+    head_last=False,
     # "a irmã do usuário" puts the user after the person: no rule reads it yet.
     user_possessives=("meu", "minha", "meus", "minhas", "nosso", "nossa", "nossos", "nossas"),
     articles=("o", "a", "os", "as", "um", "uma"),
