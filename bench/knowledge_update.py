@@ -505,7 +505,7 @@ async def main_async(args: argparse.Namespace) -> None:
         # Stale and newest versions often tie lexically, and ties fall to random ids: each copy
         # is loaded separately (own ids, own insertion order) and the copies' results pooled.
         write_times: list[float] = []
-        writer = load_writer(args.dataset, records) if args.writer != "none" else None
+        writer = load_writer(args.dataset, records, args.writer_words) if args.writer != "none" else None
         passed: Counter[str] = Counter()
         said: list[dict[str, dict[str, Any]]] = [{} for _ in users]
         copies = [(u, await load_copy(bench, u, records, shift, args.seed + i, write_times,
@@ -624,6 +624,9 @@ def main() -> None:
     parser.add_argument("--database-url", help="use this PostgreSQL instead of a temporary embedded one")
     parser.add_argument("--details", action="store_true", help="keep per-entity ranks in the JSON")
     add_decision_arguments(parser)
+    parser.add_argument("--writer-words", type=Path, default=WRITER_WORDS,
+                        help="the writer's words (writer_words_heldout.json: phrasings written without sight of the "
+                        "server's lexicon)")
     parser.add_argument("--write-set", action="append", default=[], metavar="KEY=VALUE",
                         help="a setting for loading (writes), e.g. graph_rules_keys=facts; --set is the searches'")
     parser.add_argument("--writer", choices=WRITERS, default="none",
