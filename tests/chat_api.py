@@ -51,9 +51,7 @@ class ChatAPI(LocalAPI):
             message["content"] = value
         elif kind == "refusal":
             message["refusal"] = value
-        return 200, {"id": "chatcmpl-1", "object": "chat.completion", "created": int(time.time()),
-                     "model": body.get("model"), "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-                     "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}
+        return completion(message, body)
 
     def next_step(self, generation: int | None = None) -> tuple[str, Any]:
         """The next scripted step; the default for a request from before the script was replaced."""
@@ -77,6 +75,18 @@ class ChatAPI(LocalAPI):
             self.generation += 1
         self.structured = True
         self.delay = 0.0
+
+
+def completion(message: dict[str, Any], body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """A chat completion answering with `message`, as the API sends it."""
+    return 200, {"id": "chatcmpl-1", "object": "chat.completion", "created": int(time.time()),
+                 "model": body.get("model"), "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                 "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}
+
+
+def answering(answer: Any, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """A chat completion whose text is `answer` as JSON."""
+    return completion({"role": "assistant", "content": json.dumps(answer), "refusal": None}, body)
 
 
 @contextmanager

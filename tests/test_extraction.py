@@ -5,7 +5,6 @@ server through the real `openai` SDK."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,7 +19,7 @@ from mcp_memory.decisions.jobs import DecisionWorker
 from mcp_memory.models import Principal
 from mcp_memory.service import MemoryService
 
-from .chat_api import ChatAPI
+from .chat_api import ChatAPI, answering
 from .test_decisions import decisions_settings, drain, state
 
 HEROKU = "The API runs on Heroku."
@@ -49,10 +48,7 @@ class Model(ChatAPI):
 
     def handle(self, path: str, body: dict[str, Any]) -> Any:
         answer = sensible(*(m["content"] for m in body["messages"]))
-        message = {"role": "assistant", "content": json.dumps(answer), "refusal": None}
-        return 200, {"id": "chatcmpl-1", "object": "chat.completion", "created": int(time.time()),
-                     "model": body.get("model"), "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-                     "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}
+        return answering(answer, body)
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ chat-completions server through the real `openai` SDK (tests/chat_api.py)."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 from uuid import UUID
@@ -23,7 +22,7 @@ from mcp_memory.decisions.jobs import DecisionWorker
 from mcp_memory.models import Principal
 from mcp_memory.service import MemoryService
 
-from .chat_api import ChatAPI
+from .chat_api import ChatAPI, answering
 from .test_decisions import decisions_settings, drain
 
 SESSION = ("User: I switched my editor to Helix last month.\n"
@@ -81,10 +80,7 @@ class Model(ChatAPI):
             (text,) = [json.loads(line)["text"] for line in new.splitlines() if line.startswith("{")]
             answer = self.decide(text, [(json.loads(line)["label"], json.loads(line)["text"])
                                         for line in existing.splitlines() if line.startswith("{")])
-        message = {"role": "assistant", "content": json.dumps(answer), "refusal": None}
-        return 200, {"id": "chatcmpl-1", "object": "chat.completion", "created": int(time.time()),
-                     "model": body.get("model"), "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-                     "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}
+        return answering(answer, body)
 
 
 @pytest.fixture(scope="module")
