@@ -269,14 +269,17 @@ async def structure_of(conn: asyncpg.Connection, p: Principal, ids: Sequence[UUI
 
 async def entities_named(conn: asyncpg.Connection, p: Principal, names: Sequence[Name]) -> dict[str, UUID]:
     """canonical name -> entity id for each of `names` (a question's) that is a known entity `p` can
-    see; nothing is created. A lone first name is the one full name it begins, never one of two."""
+    see and has keyed facts; nothing is created. A lone first name is the one full name it begins,
+    never one of two."""
     if not names:
         return {}
     q = Sql()
     wanted = [n.canonical for n in names] + [word_set(n.canonical) for n in names]
     firsts = [n.canonical for n in names if " " not in n.canonical and not n.user]
     rows = await conn.fetch(
-        f"""SELECT id, canonical, name, aliases, agent_id, project_id FROM entities e
+        f"""SELECT id, canonical, name, aliases, agent_id, project_id,
+                   EXISTS (SELECT 1 FROM memory_facts f WHERE f.user_id = e.user_id AND f.entity_id = e.id) AS keyed
+            FROM entities e
             WHERE {visible(q, p, "e")} AND e.merged_into IS NULL
               AND (e.canonical = ANY({q.arg(wanted)}::text[]) OR e.aliases && {q.arg(wanted)}::text[]
                    OR split_part(e.canonical, ' ', 1) = ANY({q.arg(firsts)}::text[]))""", *q.args)
@@ -285,7 +288,9 @@ async def entities_named(conn: asyncpg.Connection, p: Principal, names: Sequence
         # Each namespace the session sees may hold its own entity of one name: all of them count.
         chosen = _choose(name, rows)
         if chosen is not None:
-            same = [r["id"] for r in rows if r["canonical"] == chosen["canonical"]]
+            # Only entities with keyed facts matter to a question (most named things have none):
+            # without one, the search reads no facts at all.
+            same = [r["id"] for r in rows if r["canonical"] == chosen["canonical"] and r["keyed"]]
             found.update({f"{name.canonical}#{i}": e for i, e in enumerate(same)})
     return found
 
