@@ -36,19 +36,29 @@ def _specificity(row: asyncpg.Record) -> int:
     return (row["agent_id"] is not None) + (row["project_id"] is not None)
 
 
+async def _named(conn: asyncpg.Connection, q: Sql, scope: str, names: Sequence[Name],
+                 extra: str = "") -> list[asyncpg.Record]:
+    """The live entities within `scope` (a condition on `e`, its arguments in `q`) that any of
+    `names` may be: by canonical name, word set or alias, and full names by their first word (for a
+    lone first name). `extra`: more columns to select."""
+    wanted = q.arg([n.canonical for n in names] + [word_set(n.canonical) for n in names])
+    firsts = q.arg([n.canonical for n in names if " " not in n.canonical and not n.user])
+    return await conn.fetch(
+        f"""SELECT id, canonical, name, aliases, agent_id, project_id{extra} FROM entities e
+            WHERE {scope} AND e.merged_into IS NULL
+              AND (e.canonical = ANY({wanted}::text[]) OR e.aliases && {wanted}::text[]
+                   OR split_part(e.canonical, ' ', 1) = ANY({firsts}::text[]))""", *q.args)
+
+
 async def _candidates(conn: asyncpg.Connection, user_id: str, agent_id: str | None, project_id: str | None,
                       names: Sequence[Name]) -> list[asyncpg.Record]:
-    """The live entities of the memory's namespace or a wider one that any of `names` may be: by
-    canonical name or alias, and full names by their first word (for a lone first name)."""
-    wanted = [n.canonical for n in names] + [word_set(n.canonical) for n in names]
-    firsts = [n.canonical for n in names if " " not in n.canonical and not n.user]
-    return await conn.fetch(
-        """SELECT id, canonical, name, aliases, agent_id, project_id FROM entities e
-           WHERE e.user_id = $1 AND e.merged_into IS NULL
-             AND (e.agent_id IS NULL OR e.agent_id = $2) AND (e.project_id IS NULL OR e.project_id = $3)
-             AND (e.canonical = ANY($4::text[]) OR e.aliases && $4::text[]
-                  OR split_part(e.canonical, ' ', 1) = ANY($5::text[]))""",
-        user_id, agent_id, project_id, wanted, firsts)
+    """The entities a memory of (`agent_id`, `project_id`) may name: those of its namespace or a
+    wider one. Not `visible`: this is where an entity belongs, not what a session may read, and
+    holds with the scope filter off too."""
+    q = Sql()
+    scope = (f"e.user_id = {q.arg(user_id)} AND (e.agent_id IS NULL OR e.agent_id = {q.arg(agent_id)})"
+             f" AND (e.project_id IS NULL OR e.project_id = {q.arg(project_id)})")
+    return await _named(conn, q, scope, names)
 
 
 def _choose(name: Name, rows: Sequence[asyncpg.Record]) -> asyncpg.Record | None:
@@ -267,32 +277,23 @@ async def structure_of(conn: asyncpg.Connection, p: Principal, ids: Sequence[UUI
     return found
 
 
-async def entities_named(conn: asyncpg.Connection, p: Principal, names: Sequence[Name]) -> dict[str, UUID]:
-    """canonical name -> entity id for each of `names` (a question's) that is a known entity `p` can
-    see and has keyed facts; nothing is created. A lone first name is the one full name it begins,
-    never one of two."""
+async def entities_named(conn: asyncpg.Connection, p: Principal, names: Sequence[Name]) -> list[UUID]:
+    """The known entities `names` (a question's) are that `p` can see and that have keyed facts;
+    nothing is created. A lone first name is the one full name it begins, never one of two."""
     if not names:
-        return {}
+        return []
     q = Sql()
-    wanted = [n.canonical for n in names] + [word_set(n.canonical) for n in names]
-    firsts = [n.canonical for n in names if " " not in n.canonical and not n.user]
-    rows = await conn.fetch(
-        f"""SELECT id, canonical, name, aliases, agent_id, project_id,
-                   EXISTS (SELECT 1 FROM memory_facts f WHERE f.user_id = e.user_id AND f.entity_id = e.id) AS keyed
-            FROM entities e
-            WHERE {visible(q, p, "e")} AND e.merged_into IS NULL
-              AND (e.canonical = ANY({q.arg(wanted)}::text[]) OR e.aliases && {q.arg(wanted)}::text[]
-                   OR split_part(e.canonical, ' ', 1) = ANY({q.arg(firsts)}::text[]))""", *q.args)
-    found = {}
+    rows = await _named(conn, q, visible(q, p, "e"), names, extra=(
+        ", EXISTS (SELECT 1 FROM memory_facts f WHERE f.user_id = e.user_id AND f.entity_id = e.id) AS keyed"))
+    found: dict[UUID, None] = {}
     for name in names:
-        # Each namespace the session sees may hold its own entity of one name: all of them count.
         chosen = _choose(name, rows)
+        # Each namespace the session sees may hold its own entity of one name: all of them count;
+        # only those with keyed facts matter to a question (most named things have none), and
+        # without one the search reads no facts at all.
         if chosen is not None:
-            # Only entities with keyed facts matter to a question (most named things have none):
-            # without one, the search reads no facts at all.
-            same = [r["id"] for r in rows if r["canonical"] == chosen["canonical"] and r["keyed"]]
-            found.update({f"{name.canonical}#{i}": e for i, e in enumerate(same)})
-    return found
+            found.update(dict.fromkeys(r["id"] for r in rows if r["canonical"] == chosen["canonical"] and r["keyed"]))
+    return list(found)
 
 
 async def current_facts(repo: MemoryStore, p: Principal, names: Sequence[Name]) -> list[asyncpg.Record]:
@@ -302,7 +303,7 @@ async def current_facts(repo: MemoryStore, p: Principal, names: Sequence[Name]) 
         entities = await entities_named(conn, p, names)
         if not entities:
             return []
-        rows = await facts_of(conn, p, list(dict.fromkeys(entities.values())), None)
+        rows = await facts_of(conn, p, entities, None)
         replaced = await conn.fetch(
             "SELECT m.id FROM memories m JOIN memories s ON s.user_id = m.user_id AND s.id = m.superseded_by "
             "WHERE m.user_id = $1 AND m.id = ANY($2::uuid[]) AND s.deleted_at IS NULL",

@@ -79,7 +79,7 @@ async def facts_named(conn: asyncpg.Connection, p: Principal, parsed: ParsedQuer
     entities = await entities_named(conn, p, question_names(parsed))
     if not entities:
         return []
-    return list(await facts_of(conn, p, list(dict.fromkeys(entities.values())), f))
+    return list(await facts_of(conn, p, entities, f))
 
 
 async def keyed_first(parsed: ParsedQuery, facts: Sequence[asyncpg.Record], hits: Sequence[SearchHit], *,
