@@ -7,8 +7,8 @@ import json
 import socket
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, TypeVar
 
 from .local_api import Answer, LocalAPI, error
 
@@ -89,14 +89,21 @@ def answering(answer: Any, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     return completion({"role": "assistant", "content": json.dumps(answer), "refusal": None}, body)
 
 
+Served = TypeVar("Served", bound=ChatAPI)
+
+
 @contextmanager
-def chat_api() -> Iterator[ChatAPI]:
-    api = ChatAPI()
+def serving(api: Served) -> Iterator[Served]:
+    """`api` (a ChatAPI or a model written on it) listening on loopback for the block."""
     api.start()
     try:
         yield api
     finally:
         api.close()
+
+
+def chat_api() -> AbstractContextManager[ChatAPI]:
+    return serving(ChatAPI())
 
 
 def dead_url() -> str:

@@ -19,7 +19,7 @@ from mcp_memory.decisions.jobs import DecisionWorker
 from mcp_memory.models import Principal
 from mcp_memory.service import MemoryService
 
-from .chat_api import ChatAPI, answering
+from .chat_api import ChatAPI, answering, serving
 from .test_decisions import decisions_settings, drain, state
 
 HEROKU = "The API runs on Heroku."
@@ -53,12 +53,8 @@ class Model(ChatAPI):
 
 @pytest.fixture(scope="module")
 def model() -> Iterator[Model]:
-    api = Model()
-    api.start()
-    try:
+    with serving(Model()) as api:
         yield api
-    finally:
-        api.close()
 
 
 async def setup(database: Database, settings: Settings, url: str, **over: Any) -> tuple[MemoryService, Any, Settings]:

@@ -22,7 +22,7 @@ from mcp_memory.decisions.jobs import DecisionWorker
 from mcp_memory.models import Principal
 from mcp_memory.service import MemoryService
 
-from .chat_api import ChatAPI, answering
+from .chat_api import ChatAPI, answering, serving
 from .test_decisions import decisions_settings, drain
 
 SESSION = ("User: I switched my editor to Helix last month.\n"
@@ -85,12 +85,8 @@ class Model(ChatAPI):
 
 @pytest.fixture(scope="module")
 def model_server() -> Iterator[Model]:
-    api = Model()
-    api.start()
-    try:
+    with serving(Model()) as api:
         yield api
-    finally:
-        api.close()
 
 
 @pytest.fixture
