@@ -14,7 +14,7 @@ from . import limits
 from .config import Settings
 from .errors import InvalidInput
 from .graph import Said
-from .graph.keys import Key, key_in, key_of
+from .graph.keys import Key, in_lexicon, key_in, key_of
 from .graph.names import read_names, with_text, writer_names
 from .lexicon import Lexicon
 from .models import Memory, Principal, RelatedMemory
@@ -56,9 +56,6 @@ class Structure:
         read = key_in(content, lexicon, [n.display for n in names if not n.user])
         return Said(names, read, "writer" if about else "rules", replaces=rules == "replace", key_source="rules")
 
-    def known(self, key: Key) -> bool:
-        return any(a.name == key.attribute for a in self.lexicon.attributes)
-
     async def adopted(self, p: Principal, content: str, said: Said) -> Said:
         """A key in words the lexicon does not know ("persists to", "huddle time") names an attribute
         of its own, so the subject's value under the lexicon's name ("database") would stay current
@@ -68,11 +65,13 @@ class Structure:
         floor a subject's other facts pass for it (.50: "has a green badge" and "is owned by Oskar
         Lund"; a restatement is .73 and up), and naming the old value alone does not count."""
         floor = self.settings.graph_adopt_floor
-        if said.key is None or self.known(said.key) or not said.about or self.vectors is None or floor >= 1:
+        if said.key is None or in_lexicon(said.key.attribute, self.lexicon) or not said.about:
+            return said
+        if self.vectors is None or floor >= 1:
             return said
         heads = await current_facts(self.repo, p, said.about)
         heads = [r for r in heads if r["single"] and r["attribute"] != said.key.attribute
-                 and any(a.name == r["attribute"] for a in self.lexicon.attributes)]
+                 and in_lexicon(r["attribute"], self.lexicon)]
         if not heads:
             return said
         close = await masked_similarities(content, heads, self.vectors)

@@ -58,6 +58,11 @@ def _plain(lexicon: Lexicon, words: str) -> str:
     return " ".join(w for w in lexicon.words(words) if w not in lexicon.key_fillers)
 
 
+def in_lexicon(attribute: str, lexicon: Lexicon) -> bool:
+    """Whether `attribute` is one of the lexicon's, not a key's own words."""
+    return attribute in _by_name(lexicon)
+
+
 @functools.lru_cache(maxsize=8)
 def _by_name(lexicon: Lexicon) -> dict[str, Attribute]:
     return {a.name: a for a in lexicon.attributes}

@@ -13,7 +13,7 @@ from uuid import UUID
 import asyncpg
 
 from ..graph.about_user import about_someone_else, speaks_of_user
-from ..graph.keys import asked
+from ..graph.keys import asked, in_lexicon
 from ..graph.names import USER, Name, canonical
 from ..lexicon import Lexicon
 from ..models import MemoryFilter, Principal, ScopeInfo, SearchHit, human_age, memory_uri
@@ -62,10 +62,9 @@ async def unsure(facts: Sequence[asyncpg.Record], chain: Sequence[asyncpg.Record
     The lexicon never puts two of its attributes in one, so only such keys can. Then the graph
     cannot say which value is current, and the hits keep the order the text gave them. Without an
     embedder any such fact is reason enough."""
-    names = {a.name for a in lexicon.attributes}
     head = chain[0]
     newer = [r for r in facts if r["entity_id"] == head["entity_id"] and r["attribute"] != head["attribute"]
-             and r["attribute"] not in names and r["valid_from"] > head["valid_from"]]
+             and not in_lexicon(r["attribute"], lexicon) and r["valid_from"] > head["valid_from"]]
     if not newer or vectors is None:
         return bool(newer)
     close = await masked_similarities(head["content"], newer, vectors)
