@@ -66,6 +66,11 @@ class Settings(BaseSettings):
                                description="Longest tag.")
     max_batch: int = Field(default=limits.MAX_BATCH, ge=1, le=limits.MAX_BATCH,
                            description="Most memories one memory_write_many call takes.")
+    graph_max_names: int = Field(default=24, ge=1, le=1000, description=(
+        "Most names one memory adds to the graph (entities and mentions): the names its writer passed in "
+        "`about` and its subject always, then the names its text holds, in order, up to this many in all. A "
+        "pasted list of thousands of capitalised names adds no more (none of the benchmarks' 8,468 texts "
+        "names more than 8); the memory itself is stored whole, and searched by all of its text."))
     snippet_chars: int = Field(default=400, ge=40, description=(
         "Characters of a memory's content in a search hit's snippet (and forget previews, `related`, browse "
         "pages)."))
@@ -416,7 +421,8 @@ SECTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "server": ("The MCP server: HTTP transport, limits of the tools and resources, forgetting, rate limits, "
                "the language memories are read in.", (
         "host", "port", "public_url", "allowed_hosts", "no_auth", "graceful_shutdown_s", "language",
-        "max_content_chars", "max_title_chars", "max_tags", "max_tag_chars", "max_batch", "snippet_chars",
+        "max_content_chars", "max_title_chars", "max_tags", "max_tag_chars", "max_batch", "graph_max_names",
+        "snippet_chars",
         "resource_page_size", "resource_page_chars", "core_budget_chars", "core_budgets",
         "forget_token_ttl_s", "forget_max_batch", "forget_min_similarity",
         "write_rate_per_minute", "forget_rate_per_minute")),

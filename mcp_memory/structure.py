@@ -15,7 +15,7 @@ from .config import Settings
 from .errors import InvalidInput
 from .graph import Said
 from .graph.keys import Key, in_lexicon, key_in, key_of
-from .graph.names import read_names, with_text, writer_names
+from .graph.names import Name, read_names, with_text, writer_names
 from .lexicon import Lexicon
 from .models import Memory, Principal, RelatedMemory
 from .repository import MemoryRepository
@@ -23,6 +23,22 @@ from .repository.graph import current_facts
 from .retrieval.versions import earlier_versions, masked_similarities
 from .validation import text
 from .vectors import Vectors
+
+
+def bounded(names: list[Name], most: int) -> list[Name]:
+    """What one memory adds to the graph, at most `most` names: those the writer gave and its
+    subject always, then the other names its text holds, in order, while there is room. A pasted
+    list of thousands of capitalised names would otherwise make as many entities in one write."""
+    kept = sum(1 for n in names if n.given or n.role == "about")
+    room = max(0, most - kept)
+    out = []
+    for n in names:
+        if n.given or n.role == "about":
+            out.append(n)
+        elif room:
+            out.append(n)
+            room -= 1
+    return out
 
 
 class Structure:
@@ -41,7 +57,8 @@ class Structure:
                     raise InvalidInput(f"{where}about[{i}] must be a name of 1-{limits.MAX_NAME_CHARS} characters "
                                        "(a person, 'me' for the user, a project, a place)")
                 text(f"{where}about[{i}]", name)
-        names = with_text(writer_names(about or [], lexicon.user_names), read_names(content, kind, lexicon))
+        names = bounded(with_text(writer_names(about or [], lexicon.user_names), read_names(content, kind, lexicon)),
+                        self.settings.graph_max_names)
         said_key = None
         if key is not None:
             said_key = key_of(text(f"{where}key", key), lexicon)
