@@ -411,6 +411,9 @@ async def supersedes(bench: Bench, records: list[dict[str, Any]], copies: list[t
     missed: dict[str, list[int]] = {}  # attribute -> [stale versions left current, stale versions]
     missed_examples: list[str] = []
     differs: Counter[str] = Counter()  # what a stale version left current was told unlike the version after it
+    why: Counter[str] = Counter()  # what the server stored for a stale version left current and the next
+    pairs: Counter[str] = Counter()  # their attributes, where the server filed them under others
+    entity_examples: list[str] = []  # what the writer called them, where the server took two entities
     for i, (_, ids) in enumerate(copies):
         truth = Truth(records, ids)
         key_of = {v: k for k, v in ids.items()}
@@ -437,6 +440,10 @@ async def supersedes(bench: Bench, records: list[dict[str, Any]], copies: list[t
         current = {key_of[row["id"]] for row in await bench.admin.fetch(
             "SELECT id FROM memories WHERE id = ANY($1::uuid[]) AND superseded_by IS NULL", list(ids.values()))}
         words = said[i] if said else {}
+        facts: dict[Any, list[tuple[Any, str]]] = {}
+        for row in await bench.admin.fetch("SELECT memory_id, entity_id, attribute FROM memory_facts "
+                                           "WHERE memory_id = ANY($1::uuid[])", list(ids.values())):
+            facts.setdefault(row["memory_id"], []).append((row["entity_id"], row["attribute"]))
         for r in records:
             counts = missed.setdefault(r["attribute"], [0, 0])
             for v, after in zip(r["versions"], r["versions"][1:], strict=False):
@@ -446,6 +453,13 @@ async def supersedes(bench: Bench, records: list[dict[str, Any]], copies: list[t
                     mine, theirs = words.get(v["key"], {}), words.get(after["key"], {})
                     differs[("about " if mine.get("about") != theirs.get("about") else "")
                             + ("key" if mine.get("key") != theirs.get("key") else "") or "same words"] += 1
+                    mine_f, theirs_f = facts.get(ids[v["key"]], []), facts.get(ids[after["key"]], [])
+                    why[_why_left(mine_f, theirs_f)] += 1
+                    if _why_left(mine_f, theirs_f) == "other entities" and len(entity_examples) < EXAMPLES:
+                        entity_examples.append(f"{words.get(v['key'], {}).get('about')} / "
+                                               f"{words.get(after['key'], {}).get('about')}")
+                    if _why_left(mine_f, theirs_f) != "other entities" and mine_f and theirs_f:
+                        pairs[f"{sorted({a for _, a in mine_f})} -> {sorted({a for _, a in theirs_f})}"] += 1
                     if counts[0] <= 2 and len(missed_examples) < 2 * EXAMPLES:  # two of each attribute
                         missed_examples.append(f"{v['key']} {words.get(v['key'], {})} then {after['key']} "
                                                f"{words.get(after['key'], {})}")
@@ -460,7 +474,23 @@ async def supersedes(bench: Bench, records: list[dict[str, Any]], copies: list[t
             "restated": t["restated"], "examples": examples,
             "stale_left_current": {a: {"left": n, "stale": of} for a, (n, of) in sorted(missed.items()) if of},
             "stale_left_current_examples": missed_examples,
-            "stale_left_current_words": {k.strip(): n for k, n in sorted(differs.items())}}
+            "stale_left_current_words": {k.strip(): n for k, n in sorted(differs.items())},
+            "stale_left_current_stored": dict(sorted(why.items())),
+            "stale_left_current_attributes": dict(pairs.most_common(40)),
+            "stale_left_current_entities": entity_examples}
+
+
+def _why_left(old: list[tuple[Any, str]], new: list[tuple[Any, str]]) -> str:
+    """What the server stored for a stale version left current and the version after it: no keyed
+    fact on either, facts of other entities, or of one entity under other attributes."""
+    if not old or not new:
+        return "no fact" if not old and not new else "no fact on the " + ("stale" if not old else "next")
+    shared = {e for e, _ in old} & {e for e, _ in new}
+    if not shared:
+        return "other entities"
+    if {a for e, a in old if e in shared} & {a for e, a in new if e in shared}:
+        return "same entity and attribute"
+    return "other attributes"
 
 
 async def related_quality(bench: Bench, user: str, records: list[dict[str, Any]], shift: timedelta) -> dict[str, Any]:
@@ -597,7 +627,8 @@ async def main_async(args: argparse.Namespace) -> None:
         print(f"  wrong ({kind}), e.g. {lines[0]}")
     left = {a: f"{x['left']}/{x['stale']}" for a, x in sup["stale_left_current"].items() if x["left"]}
     print(f"  stale versions left current, by attribute: {left or 'none'}; what the writer passed for them "
-          f"against the version after them, differing in: {sup['stale_left_current_words'] or 'nothing'}")
+          f"against the version after them, differing in: {sup['stale_left_current_words'] or 'nothing'}; "
+          f"stored: {sup['stale_left_current_stored'] or 'nothing'}")
     for line in sup["stale_left_current_examples"][:3]:
         print(f"    e.g. {line}")
     print(f"\n{args.dataset.stem}, writer {args.writer}: search and supersedes in one row per variant")
