@@ -208,7 +208,8 @@ class MemoryService(Forgetting):
         new = self._new(p, content, title=title, kind=kind, tags=tags, metadata=metadata, importance=importance,
                         confidence=confidence, pinned=pinned, priority=priority, scope=scope,
                         occurred_at=occurred_at, source=source)
-        said = await self.structure.adopted(p, new.content, self.structure.said(new.content, new.kind, about, key))
+        said = self.structure.said(new.content, new.kind, about, key)
+        said = await self.structure.ended(p, new.content, await self.structure.adopted(p, new.content, said))
         if idempotency_key is not None:
             text("idempotency_key", idempotency_key)
         await self._limit(p, "write")

@@ -5,6 +5,8 @@ replaced first. The service's `structure` part; knows nothing of MCP."""
 
 from __future__ import annotations
 
+import functools
+import re
 from dataclasses import replace
 from uuid import UUID
 
@@ -15,8 +17,8 @@ from .config import Settings
 from .errors import InvalidInput
 from .graph import Said
 from .graph.keys import Key, in_lexicon, key_in, key_of
-from .graph.names import Name, read_names, with_text, writer_names
-from .lexicon import Lexicon
+from .graph.names import Name, classified, read_names, with_text, writer_names
+from .lexicon import Lexicon, phrases_pattern
 from .models import Memory, Principal, RelatedMemory
 from .repository import MemoryRepository
 from .repository.graph import current_facts
@@ -57,7 +59,8 @@ class Structure:
                     raise InvalidInput(f"{where}about[{i}] must be a name of 1-{limits.MAX_NAME_CHARS} characters "
                                        "(a person, 'me' for the user, a project, a place)")
                 text(f"{where}about[{i}]", name)
-        names = bounded(with_text(writer_names(about or [], lexicon.user_names), read_names(content, kind, lexicon)),
+        names = bounded(classified(with_text(classified(writer_names(about or [], lexicon.user_names), lexicon),
+                                             read_names(content, kind, lexicon)), lexicon),
                         self.settings.graph_max_names)
         said_key = None
         if key is not None:
@@ -74,21 +77,26 @@ class Structure:
         return Said(names, read, "writer" if about else "rules", replaces=rules == "replace", key_source="rules")
 
     async def adopted(self, p: Principal, content: str, said: Said) -> Said:
-        """A key in words the lexicon does not know ("persists to", "huddle time") names an attribute
-        of its own, so the subject's value under the lexicon's name ("database") would stay current
-        beside it. When the text says the same kind of thing as exactly one current value of the
-        subject (retrieval/versions.py `earlier_versions`: same subject, the closest with the names
-        masked) and at least `graph_adopt_floor` close, the key is that value's attribute. Below the
-        floor a subject's other facts pass for it (.50: "has a green badge" and "is owned by Oskar
-        Lund"; a restatement is .73 and up), and naming the old value alone does not count."""
+        """Keys in a writer's own words name attributes of their own ("persists to", "huddle time"),
+        so the subject's value under other words ("database") would stay current beside a new one.
+        When the text says the same kind of thing as exactly one current value of the subject
+        (retrieval/versions.py `earlier_versions`: same subject, the closest with the names masked)
+        and at least `graph_adopt_floor` close, the two are one attribute: a key in its own words
+        takes that value's attribute; a key of the lexicon's takes in that value's own-words
+        attribute (`Key.absorbs`). Two attributes of the lexicon stay apart: where the lexicon
+        speaks, restating is no evidence ("left Acme for Globex as a staff engineer" is close to a
+        job title and an employer alike). Below the floor a subject's other facts pass for it
+        (.50: "has a green badge" and "is owned by Oskar Lund"; a restatement is .73 and up), and
+        naming the old value alone does not count."""
         floor = self.settings.graph_adopt_floor
-        if said.key is None or in_lexicon(said.key.attribute, self.lexicon) or not said.about:
+        if said.key is None or not said.about or self.vectors is None or floor >= 1:
             return said
-        if self.vectors is None or floor >= 1:
+        known = in_lexicon(said.key.attribute, self.lexicon)
+        if known and not said.key.single:  # many values: a new one replaces nothing to take in
             return said
         heads = await current_facts(self.repo, p, said.about)
         heads = [r for r in heads if r["single"] and r["attribute"] != said.key.attribute
-                 and in_lexicon(r["attribute"], self.lexicon)]
+                 and not (known and in_lexicon(r["attribute"], self.lexicon))]
         if not heads:
             return said
         close = await masked_similarities(content, heads, self.vectors)
@@ -100,7 +108,35 @@ class Structure:
         if len(chosen) != 1:
             return said
         attribute = chosen.pop()
+        if known:
+            return replace(said, key=replace(said.key, absorbs=(attribute,)))
         return replace(said, key=Key(attribute, said.key.words, True))
+
+    async def ended(self, p: Principal, content: str, said: Said) -> Said:
+        """A many-valued attribute keeps its values until one is said to have ended: a text in the
+        lexicon's words for that ("no longer", "gave up") ends the subject's current value of the
+        key it restates, the closest with the names masked and at least `graph_adopt_floor` close
+        ("Greta is no longer allergic to peanuts" of "Greta is allergic to peanuts", not of her
+        shellfish allergy); or the one whose value it names beside another."""
+        floor = self.settings.graph_adopt_floor
+        if said.key is None or said.key.single or not said.about or self.vectors is None or floor >= 1:
+            return said
+        if not self._ended.search(content):
+            return said
+        heads = [r for r in await current_facts(self.repo, p, said.about) if r["attribute"] == said.key.attribute]
+        if not heads:
+            return said
+        close = await masked_similarities(content, heads, self.vectors)
+        if close is None:
+            return said
+        flags = await earlier_versions(content, heads, self.vectors, floor, known=close) or {}
+        ends = tuple(r["id"] for r in heads if flags.get(r["id"]))
+        return replace(said, ends=ends) if ends else said
+
+    @functools.cached_property
+    def _ended(self) -> re.Pattern[str]:
+        words = phrases_pattern(self.lexicon.ended)
+        return re.compile(rf"(?i)(?<![\w'-])(?:{words})(?![\w'-])" if words else "(?!)")
 
     async def same_key_first(self, p: Principal, memory: Memory, vector: list[float] | None,
                              related: list[RelatedMemory]) -> list[RelatedMemory]:

@@ -372,6 +372,73 @@ async def test_a_key_in_unknown_words_takes_the_attribute_its_text_restates_and_
     assert other.memory.key == "badg colour" and other.memory.replaced is None
 
 
+async def test_a_many_valued_value_said_to_have_ended_is_replaced_and_the_others_stay(service) -> None:
+    p = principal()
+    peanuts = await service.write(p, "Greta is allergic to peanuts.", about=["Greta"], key="allergies",
+                                  occurred_at=day("2023-01-01"))
+    shellfish = await service.write(p, "Greta is allergic to shellfish.", about=["Greta"], key="allergy",
+                                    occurred_at=day("2023-06-01"))
+    more = await service.write(p, "Greta is allergic to penicillin as well.", about=["Greta"], key="allergies",
+                               occurred_at=day("2024-01-01"))
+    assert more.memory.replaced is None  # values accumulate
+    over = await service.write(p, "Greta is no longer allergic to peanuts.", about=["Greta"], key="allergies",
+                               occurred_at=day("2025-01-01"))
+    assert over.memory.replaced == [peanuts.memory.id]
+    assert over.related[0].id == peanuts.memory.id and over.related[0].same_key
+    got = {m.id: m.superseded_by for m in (await service.get(p, [peanuts.memory.id, shellfish.memory.id,
+                                                                 more.memory.id])).memories}
+    assert got == {peanuts.memory.id: over.memory.id, shellfish.memory.id: None, more.memory.id: None}
+    history = await service.history(p, peanuts.memory.id)
+    assert any("said to have ended (allergies)" in (e.reason or "") for e in history.entries)
+
+
+async def test_a_key_of_the_lexicon_takes_in_the_value_it_restates_under_the_writers_own_words(service) -> None:
+    p = principal()
+    old = await service.write(p, "The coupons pipeline persists to Postgres.", about=["coupons pipeline"],
+                              key="writes its data to", occurred_at=day("2024-01-01"))
+    owner = await service.write(p, "The coupons pipeline is owned by Oskar Lund.", about=["coupons pipeline"],
+                                key="point of contact", occurred_at=day("2024-02-01"))
+    assert old.memory.key == "write data to"
+    new = await service.write(p, "The coupons pipeline persists to DynamoDB now.", about=["coupons pipeline"],
+                              key="database", occurred_at=day("2025-01-01"))
+    assert new.memory.key == "database" and new.memory.replaced == [old.memory.id]
+    # The older value is filed under the attribute too, in its own words still: one history.
+    got = {m.id: m.key for m in (await service.get(p, [old.memory.id, owner.memory.id])).memories}
+    assert got == {old.memory.id: "database", owner.memory.id: "point contact"}  # the owner not restated
+    [profile] = [a for a in (await service.entities.profile(p, "coupons pipeline")).attributes
+                 if a.attribute == "database"]
+    assert [v.memory for v in profile.current + profile.earlier] == [new.memory.id, old.memory.id]
+    # Two attributes of the lexicon are never taken for one, however close the texts.
+    await service.write(p, "Greta works at Acme as a designer.", about=["Greta"], key="employer",
+                        occurred_at=day("2024-01-01"))
+    title = await service.write(p, "Greta is a senior designer at Acme now.", about=["Greta"], key="job title",
+                                occurred_at=day("2025-01-01"))
+    assert title.memory.key == "job title" and title.memory.replaced is None
+
+
+async def test_own_words_for_one_attribute_twice_are_one_attribute_when_the_text_restates(service) -> None:
+    p = principal()
+    old = await service.write(p, "Team Wren's daily huddle is at 9:30.", about=["team Wren"], key="huddle time",
+                              occurred_at=day("2024-01-01"))
+    new = await service.write(p, "Team Wren's daily huddle moved to 10:15.", about=["Wren"], key="huddle slot",
+                              occurred_at=day("2025-01-01"))
+    assert new.memory.replaced == [old.memory.id] and new.memory.key == old.memory.key
+
+
+async def test_a_name_with_or_without_its_classifier_is_one_thing_unless_two_share_it(service) -> None:
+    p = principal()
+    first = await service.write(p, "Dotterel's standup is at 9:00.", about=["Dotterel"], key="standup time",
+                                occurred_at=day("2024-01-01"))
+    later = await service.write(p, "The Dotterel team moved standup to 9:45.", about=["the Dotterel team"],
+                                key="standup time", occurred_at=day("2025-01-01"))
+    assert later.memory.replaced == [first.memory.id]
+    await service.write(p, "Team Heron meets on Mondays.", about=["team Heron"])
+    await service.write(p, "Project Heron ships in May.", about=["project Heron"])
+    before = len(await entities(service, p))
+    await service.write(p, "Heron is on the second floor.", about=["Heron"])
+    assert ("Heron", "heron") in await entities(service, p) and len(await entities(service, p)) == before + 1
+
+
 async def test_every_retention_sweep_checks_the_graph_and_says_what_is_wrong(service, database, settings,
                                                                              caplog) -> None:
     from mcp_memory.retention import sweep

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Literal
+from uuid import UUID
 
 from .keys import Key
 from .names import Name
@@ -27,6 +28,9 @@ class Said:
     # off the text by rules only when the graph_rules_keys setting says so).
     replaces: bool = True
     key_source: Source | None = None  # who said the key, when not who said the names
+    # Values of a many-valued key the text says have ended ("no longer allergic to peanuts"): the
+    # memories stating them, replaced by this one (structure.py `ended`).
+    ends: tuple[UUID, ...] = ()
 
     @property
     def key_said_by(self) -> Source:

@@ -22,6 +22,9 @@ class Key:
     # Other attributes the same words name ("based in": a home city, or an office): the subject's own
     # facts decide (repository/graph.py), this attribute when it has none of them.
     alternatives: tuple[str, ...] = ()
+    # Attributes in a writer's own words that this key's text restates the subject's value of
+    # (structure.py `adopted`): their facts are filed under this attribute before it replaces.
+    absorbs: tuple[str, ...] = ()
 
     def within(self, known: set[str] | frozenset[str]) -> Key:
         """This key as the attribute of it the subject already has facts of, if one."""

@@ -99,6 +99,28 @@ class Name:
     sure: bool = True
     user: bool = False
     given: bool = False  # by the writer (or a model), not read off the text by rules
+    # Other canonical names of the same thing: with or without a word saying what kind of thing it
+    # is ("team dotterel" / "dotterel"; `classified`).
+    forms: tuple[str, ...] = ()
+
+
+def forms_of(canonical_name: str, classifiers: frozenset[str]) -> tuple[str, ...]:
+    """The other canonical names `canonical_name` may be known by: without its classifier words
+    ("team dotterel": "dotterel"), or a bare name with each of them ("dotterel": "team dotterel",
+    "project dotterel": which one is for the entities known to say). A classifier alone names
+    nothing."""
+    words = canonical_name.split()
+    core = [w for w in words if w not in classifiers]
+    if not core:
+        return ()
+    if len(core) < len(words):
+        return (" ".join(core),)
+    return tuple(sorted(f"{k} {canonical_name}" for k in classifiers))
+
+
+def classified(names: list[Name], lexicon: Lexicon) -> list[Name]:
+    """`names`, each with its other forms by the lexicon's classifier words (`forms_of`)."""
+    return [replace(n, forms=() if n.user else forms_of(n.canonical, lexicon.classifiers)) for n in names]
 
 
 def runs(text: str) -> Iterator[tuple[int, str]]:
@@ -160,7 +182,21 @@ def turn_names(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
 
 def read_names(text: str, kind: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
     """What a memory of `kind` names, by rules: the one reading every write and update goes by."""
-    return turn_names(text, lexicon) if kind == "episode" else names_in(text, lexicon)
+    return one_each(classified(turn_names(text, lexicon) if kind == "episode" else names_in(text, lexicon),
+                               lexicon))
+
+
+def one_each(names: list[Name]) -> list[Name]:
+    """`names` with a thing named twice, with and without its classifier ("Team Dotterel ...
+    Dotterel's"), once: as first named, taking `about` if either had it."""
+    out: list[Name] = []
+    for n in names:
+        same = next((i for i, o in enumerate(out) if n.canonical in o.forms or o.canonical in n.forms), None)
+        if same is None:
+            out.append(n)
+        elif n.role == "about":
+            out[same] = replace(out[same], role="about")
+    return out
 
 
 def _user_before(text: str, display: str, lexicon: Lexicon) -> bool:
@@ -191,6 +227,10 @@ def with_text(given: list[Name], read: list[Name]) -> list[Name]:
     names = []
     for n in given:
         full = fulls.get(n.canonical) if " " not in n.canonical and firsts.count(n.canonical) == 1 else None
-        names.append(replace(n, display=full.display, canonical=full.canonical) if full is not None else n)
+        # Or the text's name of it with or without a classifier ("Dotterel" given, "Team Dotterel" read).
+        kin = [r for r in read if n.canonical in r.forms or r.canonical in n.forms]
+        full = full or (kin[0] if len(kin) == 1 else None)
+        names.append(replace(n, display=full.display, canonical=full.canonical, forms=full.forms)
+                     if full is not None else n)
     taken = {n.canonical for n in names}
     return names + [n if not names else replace(n, role="mentioned") for n in read if n.canonical not in taken]

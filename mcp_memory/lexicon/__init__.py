@@ -62,6 +62,9 @@ class Lexicon:
     # Words that may open a clause capitalised without naming anyone: articles, pronouns,
     # question words, auxiliaries, and the names of days and months.
     not_names: frozenset[str] = frozenset()
+    # Words that say what kind of thing a name is, with or without which it is the same thing ("team
+    # Dotterel", "the Dotterel team", "Dotterel"; "project Atlas").
+    classifiers: frozenset[str] = frozenset()
 
     # --- the user and the people in their life (graph/about_user.py) ------------------------
     # How a note or a question refers to the user: the first person (singular, and the plural of

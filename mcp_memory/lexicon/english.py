@@ -129,6 +129,7 @@ ENGLISH = Lexicon(
     user_words=("i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "myself", "we", "we're", "we've", "our",
                 "ours", "ourselves", "the user", "user"),
     user_words_lower=("us",),
+    classifiers=frozenset({"team", "squad", "crew", "project"}),
     agent_labels=("assistant", "agent", "ai", "bot", "claude", "model", "system", "tool"),
     user_possessives=("my", "our", "the user's", "user's"),
     articles=("the", "a", "an"),

@@ -76,6 +76,7 @@ PORTUGUESE = Lexicon(
     user_words=("eu", "me", "mim", "comigo", "meu", "minha", "meus", "minhas", "nós", "nosso", "nossa", "nossos",
                 "nossas", "o usuário", "a usuária", "usuário", "usuária", "o utilizador", "a utilizadora",
                 "utilizador", "utilizadora"),
+    classifiers=frozenset({"equipa", "equipe", "projeto", "projecto"}),
     agent_labels=("assistente", "agente", "ia", "bot", "claude", "modelo", "sistema", "ferramenta"),
     head_last=False,
     # "a irmã do usuário" puts the user after the person: no rule reads it yet.

@@ -13,7 +13,7 @@ from uuid import UUID
 
 import asyncpg
 
-from ..graph import Said
+from ..graph import Key, Said
 from ..graph.names import USER, Name, word_set
 from ..models import MemoryEdge, MemoryFilter, Principal
 from .memory_store import MemoryStore
@@ -41,7 +41,8 @@ async def _named(conn: asyncpg.Connection, q: Sql, scope: str, names: Sequence[N
     """The live entities within `scope` (a condition on `e`, its arguments in `q`) that any of
     `names` may be: by canonical name, word set or alias, and full names by their first word (for a
     lone first name). `extra`: more columns to select."""
-    wanted = q.arg([n.canonical for n in names] + [word_set(n.canonical) for n in names])
+    every = [c for n in names for c in (n.canonical, *n.forms)]
+    wanted = q.arg(every + [word_set(c) for c in every])
     firsts = q.arg([n.canonical for n in names if " " not in n.canonical and not n.user])
     return await conn.fetch(
         f"""SELECT id, canonical, name, aliases, agent_id, project_id{extra} FROM entities e
@@ -65,15 +66,22 @@ def _choose(name: Name, rows: Sequence[asyncpg.Record]) -> asyncpg.Record | None
     """The entity `name` is, of `rows`, or None (a new one). The same name: the narrowest namespace's.
     A lone first name: the one full name it begins, never one of two ("Benedikt" with "Benedikt
     Pereira" and "Benedikt Nascimento" known is neither), else an entity of that name alone."""
+    def named(r: asyncpg.Record, wanted: set[str]) -> bool:
+        return word_set(r["canonical"]) in wanted or bool(wanted & set(r["aliases"]))
+
     same = {name.canonical, word_set(name.canonical)}
-    exact = sorted((r for r in rows if word_set(r["canonical"]) in same or same & set(r["aliases"])),
-                   key=_specificity, reverse=True)
+    exact = sorted((r for r in rows if named(r, same)), key=_specificity, reverse=True)
     if " " not in name.canonical and not name.user:
         full = {r["canonical"] for r in rows if r["canonical"].split(" ", 1)[0] == name.canonical
                 and " " in r["canonical"]}
         if len(full) == 1:
             return max((r for r in rows if r["canonical"] in full), key=_specificity)
-    return exact[0] if exact else None
+    if exact:
+        return exact[0]
+    # With or without a classifier ("team Dotterel" / "Dotterel"): the one thing known by it, not one of two.
+    alike = {f for form in name.forms for f in (form, word_set(form))}
+    kin = [r for r in rows if named(r, alike)]
+    return max(kin, key=_specificity) if len({r["canonical"] for r in kin}) == 1 else None
 
 
 async def resolve(conn: asyncpg.Connection, user_id: str, agent_id: str | None, project_id: str | None,
@@ -144,8 +152,12 @@ async def record(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record,
         p.user_id, memory["id"], memory["agent_id"], memory["project_id"], done.about, said.key.attribute,
         said.key.words, said.key.single, memory["occurred_at"], said.key_said_by)
     done.key = said.key.attribute
+    if said.key.absorbs:
+        await _refile(conn, p, done.about, said.key)
     if said.key.single and said.replaces:
         await _replace(conn, p, memory, said, done)
+    elif said.ends:
+        await _end(conn, p, memory, said, done)
     return done
 
 
@@ -162,7 +174,7 @@ async def restate(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record
                        p.user_id, memory["id"])
     said = await conn.fetchval("SELECT count(*) FROM memory_entities WHERE user_id = $1 AND memory_id = $2 "
                                "AND role = 'about'", p.user_id, memory["id"])
-    kept = [n if not said else Name(n.display, n.canonical, "mentioned", n.sure, n.user) for n in names]
+    kept = [n if not said else replace(n, role="mentioned") for n in names]
     # A name the writer gave stays as the writer gave it.
     await record(conn, p, memory, Said(kept, None, "rules"))
 
@@ -232,16 +244,48 @@ async def _replace(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Recor
         await _mark(conn, p, done.replaced, memory["id"], [r["superseded_by"] for r in own], said)
 
 
+async def _end(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record, said: Said, done: Recorded) -> None:
+    """The values `said` ends, replaced by the memory that says so; as a replace, never a pinned one
+    nor one this credential may not change, nor one already replaced or stated later."""
+    q = Sql()
+    rows = await conn.fetch(
+        f"""SELECT m.id, m.superseded_by FROM memories m
+            LEFT JOIN memories s ON s.user_id = m.user_id AND s.id = m.superseded_by AND s.deleted_at IS NULL
+            WHERE m.user_id = {q.arg(p.user_id)} AND m.id = ANY({q.arg(list(said.ends))}::uuid[])
+              AND m.deleted_at IS NULL AND NOT m.pinned AND s.id IS NULL
+              AND m.occurred_at <= {q.arg(memory['occurred_at'])} AND {visible(q, p)}
+              {"AND m.agent_id IS NOT NULL" if p.agent_confined else ""}
+              {"AND m.project_id IS NOT NULL" if p.project_confined else ""}
+            ORDER BY m.occurred_at FOR UPDATE OF m""", *q.args)
+    if rows:
+        done.replaced = [r["id"] for r in rows]
+        await _mark(conn, p, done.replaced, memory["id"], [r["superseded_by"] for r in rows], said,
+                    f"superseded by {memory['id']}: said to have ended ({said.key.attribute if said.key else ''})")
+
+
+async def _refile(conn: asyncpg.Connection, p: Principal, entities: list[UUID], key: Key) -> None:
+    """The subject's facts under the attributes `key` takes in (a writer's own words for it) filed
+    under its attribute: those of memories `p` may read; the words they were keyed in stay."""
+    q = Sql()
+    await conn.execute(
+        f"""UPDATE memory_facts f SET attribute = {q.arg(key.attribute)}, single = {q.arg(key.single)}
+            FROM memories m
+            WHERE f.user_id = {q.arg(p.user_id)} AND f.entity_id = ANY({q.arg(entities)}::uuid[])
+              AND f.attribute = ANY({q.arg(list(key.absorbs))}::text[])
+              AND m.user_id = f.user_id AND m.id = f.memory_id AND {visible(q, p)}""", *q.args)
+
+
 async def _mark(conn: asyncpg.Connection, p: Principal, older: list[UUID], newer: UUID,
-                before: list[UUID | None], said: Said) -> None:
+                before: list[UUID | None], said: Said, reason: str | None = None) -> None:
     assert said.key is not None
+    reason = reason or f"superseded by {newer}: a newer value of the same key ({said.key.attribute})"
     await conn.execute("UPDATE memories SET superseded_by = $3, updated_at = now(), version = version + 1 "
                        "WHERE user_id = $1 AND id = ANY($2::uuid[])", p.user_id, older, newer)
     await conn.executemany(
         """INSERT INTO memory_history (user_id, memory_id, event, old, new, actor, client, reason)
            VALUES ($1, $2, 'UPDATE', $3, $4, $5, $6, $7)""",
         [(p.user_id, mid, {"superseded_by": str(b) if b else None}, {"superseded_by": str(newer)}, p.actor,
-          p.client, f"superseded by {newer}: a newer value of the same key ({said.key.attribute})")
+          p.client, reason)
          for mid, b in zip(older, before, strict=True)])
 
 

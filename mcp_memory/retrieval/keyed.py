@@ -14,7 +14,7 @@ import asyncpg
 
 from ..graph.about_user import about_someone_else, speaks_of_user
 from ..graph.keys import asked, in_lexicon
-from ..graph.names import USER, Name, canonical
+from ..graph.names import USER, Name, canonical, classified
 from ..lexicon import Lexicon
 from ..models import MemoryFilter, Principal, ScopeInfo, SearchHit, human_age, memory_uri
 from ..repository.graph import entities_named, facts_of
@@ -41,7 +41,7 @@ def question_names(parsed: ParsedQuery) -> list[Name]:
               for run in phrases_of(parsed.text, lexicon)[:MAX_PHRASES] if canonical(run) not in seen]
     if speaks_of_user(parsed.asked, lexicon) and not about_someone_else(parsed.asked, lexicon):
         names.append(Name("the user", USER, "about", user=True))
-    return names
+    return classified(names, lexicon)
 
 
 def _hit(row: asyncpg.Record, score: float, snippet_chars: int, explain: dict[str, float | None] | None,
