@@ -198,12 +198,15 @@ async def cmd_purge(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    from .backlog import Backlog
     from .importers import import_paths
     from .repository.maintenance import MaintenanceRepository
 
     async with opened(settings) as (db, service, p):
         report = await import_paths(service, MaintenanceRepository(db.admin), p, args.paths, scope=args.scope,
                                     progress=not args.quiet)
+        # An export's memories go in verbatim; their names and keys are read here, as a write reads them.
+        await Backlog(db.admin, service.structure).read_all(progress=not args.quiet)
     print(f"imported {report.created} new memories from {report.files} file(s); "
           f"{report.unchanged} were already there")
     return 0
@@ -226,11 +229,14 @@ async def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
-    async with opened(settings, check_model=not args.reembed) as (_, service, _):
+    from .backlog import Backlog
+
+    async with opened(settings, check_model=not args.reembed) as (db, service, _):
         assert service.vectors is not None
         done = await service.vectors.backfill(reembed=args.reembed, batch_size=args.batch_size,
                                               progress=not args.quiet)
-    print(f"embedded {done} memories with {service.vectors.model}")
+        read = await Backlog(db.admin, service.structure).read_all(progress=not args.quiet)
+    print(f"embedded {done} memories with {service.vectors.model}; read the names of {read} memories")
     return 0
 
 
@@ -317,7 +323,8 @@ def _parser() -> argparse.ArgumentParser:
     exp.set_defaults(run=cmd_export)
 
     backfill = sub.add_parser("backfill", parents=[common],
-                              help="embed memories stored without a vector (--reembed: switch models)")
+                              help="embed memories stored without a vector (--reembed: switch models), and read "
+                                   "the names of those the graph has not read (stored before it, or imported)")
     backfill.add_argument("--reembed", action="store_true",
                           help="re-embed every memory with the configured model (after changing models)")
     backfill.add_argument("--batch-size", type=int, default=64)

@@ -16,6 +16,7 @@ from uuid import UUID
 from pydantic import BaseModel
 from tqdm import tqdm
 
+from . import limits
 from .encoding import to_json
 from .errors import InvalidInput
 from .models import Kind, Principal, ScopeLevel
@@ -183,7 +184,22 @@ def read_export(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
             continue
         history = [{**h, "memory_id": UUID(h["memory_id"]), "created_at": datetime.fromisoformat(h["created_at"])}
                    for h in record.get("history", [])]
-        yield {"memory": _typed(record["memory"]), "history": history}
+        yield {"memory": _typed(record["memory"]), "history": history,
+               "structure": _structure(record.get("structure"), number)}
+
+
+def _structure(given: Any, number: int) -> dict[str, Any] | None:
+    """What an export says the memory's writer told of it (`about`, `key`), checked as a write's."""
+    if given is None:
+        return None
+    about = given.get("about", []) if isinstance(given, dict) else None
+    key = given.get("key") if isinstance(given, dict) else None
+    if (not isinstance(about, list) or len(about) > limits.MAX_ABOUT
+            or not all(isinstance(n, str) and 0 < len(n) <= limits.MAX_NAME_CHARS for n in about)
+            or key is not None and not (isinstance(key, str) and 0 < len(key) <= limits.MAX_KEY_WORDS_CHARS)):
+        raise InvalidInput(f"line {number}: structure must be {{'about': [up to {limits.MAX_ABOUT} names], "
+                           f"'key': 'a few words'}}")
+    return {"about": about, **({"key": key} if key is not None else {})}
 
 
 # --- running ---------------------------------------------------------------------------------------

@@ -145,7 +145,9 @@ async def _graph(conn: asyncpg.Connection) -> Check:
     """The graph's consistency checks (repository/graph.py): every count must be zero."""
     found = {name: n for name, n in (await inconsistencies(conn)).items() if n}
     if not found:
-        entities, facts = await sizes(conn)
-        return Check("graph", True, f"consistent: {entities} entities, {facts} keyed facts")
+        entities, facts, unread = await sizes(conn)
+        waiting = f"; {unread} memories' names not read yet (the server reads them when it starts, " \
+                  "or run `mcp-memory backfill`)" if unread else ""
+        return Check("graph", True, f"consistent: {entities} entities, {facts} keyed facts{waiting}")
     return Check("graph", False, "; ".join(f"{n} {name}" for name, n in found.items()),
                  "a bug: please report it with `mcp-memory doctor` output; the memories themselves are intact")

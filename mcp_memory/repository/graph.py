@@ -207,10 +207,12 @@ async def inconsistencies(conn: asyncpg.Connection) -> dict[str, int]:
     return {name: await conn.fetchval(sql) for name, sql in CHECKS.items()}
 
 
-async def sizes(conn: asyncpg.Connection) -> tuple[int, int]:
-    """(entities, keyed facts) over every user (an owner's connection)."""
-    row = await conn.fetchrow("SELECT (SELECT count(*) FROM entities), (SELECT count(*) FROM memory_facts)")
-    return row[0], row[1]
+async def sizes(conn: asyncpg.Connection) -> tuple[int, int, int]:
+    """(entities, keyed facts, memories whose names are not read yet) over every user (an owner's
+    connection)."""
+    row = await conn.fetchrow("SELECT (SELECT count(*) FROM entities), (SELECT count(*) FROM memory_facts), "
+                              "(SELECT count(*) FROM graph_backlog)")
+    return row[0], row[1], row[2]
 
 
 async def _replace(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record, said: Said,

@@ -12,6 +12,7 @@ from uuid import UUID
 import asyncpg
 
 from ..models import PurgeReport
+from .graph_backlog import enqueue
 
 RETENTION_ACTOR = "system:retention"
 # Any fixed number: replicas on one database agree on it, so one of them analyzes at a time.
@@ -23,6 +24,24 @@ EXPORT_COLUMNS = ("id", "agent_id", "project_id", "kind", "title", "content", "t
                   "created_at", "updated_at", "version", "access_count", "last_accessed", "deleted_at",
                   "deleted_reason", "superseded_by", "contradicted")
 HISTORY_COLUMNS = ("memory_id", "event", "old", "new", "actor", "client", "request_id", "reason", "created_at")
+
+
+async def _structure(conn: asyncpg.Connection, user_id: str) -> dict[UUID, dict[str, Any]]:
+    """What each memory's writer (or a model) said of it, as a write takes it: `about` (the names)
+    and `key` (in the words it was given). What rules read off the text is read again on import."""
+    found: dict[UUID, dict[str, Any]] = {}
+    for r in await conn.fetch(
+            """SELECT me.memory_id, CASE WHEN e.kind = 'user' THEN 'me' ELSE e.name END AS name,
+                      (SELECT f.key_words FROM memory_facts f WHERE f.user_id = me.user_id
+                           AND f.memory_id = me.memory_id AND f.source <> 'rules' LIMIT 1) AS key
+               FROM memory_entities me JOIN entities e ON e.user_id = me.user_id AND e.id = me.entity_id
+               WHERE me.user_id = $1 AND me.role = 'about' AND me.source <> 'rules'
+               ORDER BY me.memory_id, e.name""", user_id):
+        entry = found.setdefault(r["memory_id"], {"about": []})
+        entry["about"].append(r["name"])
+        if r["key"] is not None:
+            entry["key"] = r["key"]
+    return found
 
 
 class MaintenanceRepository:
@@ -140,11 +159,15 @@ class MaintenanceRepository:
                         WHERE user_id = $1 AND memory_id IN (SELECT id FROM memories WHERE {where})
                         ORDER BY seq""", user_id):
                 history.setdefault(h["memory_id"], []).append(dict(h))
+            structure = await _structure(conn, user_id)
             async for row in conn.cursor(
                     f"SELECT {', '.join(EXPORT_COLUMNS)} FROM memories WHERE {where} ORDER BY created_at, id",
                     user_id):
                 record = dict(row)
-                yield {"memory": record, "history": history.get(record["id"], [])}
+                exported = {"memory": record, "history": history.get(record["id"], [])}
+                if record["id"] in structure:
+                    exported["structure"] = structure[record["id"]]
+                yield exported
 
     async def import_records(self, user_id: str, records: Sequence[dict[str, Any]]) -> int:
         """Insert exported memories verbatim (ids, times, versions, history) under `user_id`.
@@ -163,6 +186,7 @@ class MaintenanceRepository:
                 if new_id is None:
                     continue
                 inserted += 1
+                await enqueue(conn, user_id, [(new_id, record.get("structure"))])
                 await conn.executemany(
                     f"""INSERT INTO memory_history (user_id, {", ".join(HISTORY_COLUMNS)})
                         VALUES ($1, {", ".join(f"${i}" for i in range(2, len(HISTORY_COLUMNS) + 2))})""",

@@ -20,6 +20,7 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 
 from .. import retention
 from ..auth import Credential, local_principal, remote_principal
+from ..backlog import Backlog
 from ..config import Settings
 from ..db import Database, open_database
 from ..decisions.jobs import DecisionWorker
@@ -63,6 +64,7 @@ class AppState:
                 if self._service.statistics is not None:
                     tg.start_soon(self._service.statistics.run_forever)
                 tg.start_soon(self._service.vectors.heal_forever)
+                tg.start_soon(Backlog(self.db.admin, self._service.structure).read_in_background)
                 if self.settings.decisions_provider != "none":
                     sampler = SamplingProvider(self.sampling, model_hint=self.settings.decisions_model,
                                                timeout_s=self.settings.decisions_timeout_s)

@@ -1,0 +1,51 @@
+"""The graph's backlog (sql/018_graph_backlog.sql): memories whose names it has not read, those
+stored before it existed and those imported verbatim. Read in batches across users on the owner's
+pool, each batch in one transaction with the names it records (mcp_memory/backlog.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+
+from ..graph import Said
+from ..models import ALL_PERMISSIONS, Principal
+from . import graph
+
+BACKLOG_ACTOR = "system:graph-backlog"
+
+
+class GraphBacklog:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+
+    async def pending(self) -> int:
+        return await self.pool.fetchval("SELECT count(*) FROM graph_backlog")
+
+    async def read(self, size: int, said: Callable[[asyncpg.Record], Said]) -> int:
+        """Record the names of up to `size` memories of the backlog (oldest first, so a first name
+        meets the full names written before it, as when they were written), as `said` reads each,
+        and take them off it; a batch another reader holds is skipped. Returns how many."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            rows = await conn.fetch(
+                """SELECT m.user_id, m.id, m.content, m.kind, m.agent_id, m.project_id, m.occurred_at, b.given
+                   FROM graph_backlog b JOIN memories m ON m.user_id = b.user_id AND m.id = b.memory_id
+                   ORDER BY m.created_at, m.id LIMIT $1 FOR UPDATE OF b SKIP LOCKED""", size)
+            for row in rows:
+                p = Principal(user_id=row["user_id"], agent_id=row["agent_id"], project_id=row["project_id"],
+                              permissions=ALL_PERMISSIONS, actor=BACKLOG_ACTOR, client=None)
+                await graph.record(conn, p, row, said(row))
+            await conn.execute(
+                "DELETE FROM graph_backlog b USING unnest($1::text[], $2::uuid[]) x(user_id, memory_id) "
+                "WHERE b.user_id = x.user_id AND b.memory_id = x.memory_id",
+                [r["user_id"] for r in rows], [r["id"] for r in rows])
+        return len(rows)
+
+
+async def enqueue(conn: asyncpg.Connection, user_id: str, items: Sequence[tuple[UUID, dict[str, Any] | None]]) -> None:
+    """Put memories just inserted verbatim (an import) on the backlog, with what their writer said
+    of them (`about`, `key`), in the inserting transaction."""
+    await conn.executemany("INSERT INTO graph_backlog (user_id, memory_id, given) VALUES ($1, $2, $3) "
+                           "ON CONFLICT DO NOTHING", [(user_id, mid, given) for mid, given in items])
