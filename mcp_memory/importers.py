@@ -169,7 +169,7 @@ def _typed(memory: dict[str, Any]) -> dict[str, Any]:
         out[key] = datetime.fromisoformat(out[key]) if out[key] else None
     out["tags"] = list(out["tags"] or [])
     out["metadata"] = out["metadata"] or {}
-    out["content_hash"] = content_hash(out["content"])  # never trust a hash from a file
+    out["content_hash"] = content_hash(out["content"], out["kind"], out["metadata"])  # never trust a file's
     return out
 
 

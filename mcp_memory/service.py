@@ -186,9 +186,10 @@ class MemoryService(Forgetting):
         """A memory checked and normalized, every field, before anything is embedded or stored."""
         content = self.check.content(content)
         agent_id, project_id = self.write_scope(p, scope)
+        metadata = self.check.metadata(metadata)
         return NewMemory(
             agent_id=agent_id, project_id=project_id, kind=kind, title=self.check.title(title), content=content,
-            content_hash=content_hash(content), tags=self.check.tags(tags), metadata=self.check.metadata(metadata),
+            content_hash=content_hash(content, kind, metadata), tags=self.check.tags(tags), metadata=metadata,
             importance=importance, confidence=confidence, pinned=pinned, priority=priority,
             source=text("source", source) if source else p.client, occurred_at=moment("occurred_at", occurred_at))
 
@@ -387,7 +388,10 @@ class MemoryService(Forgetting):
         changes: dict[str, Any] = {}
         if content is not None:
             changes["content"] = self.check.content(content)
-            changes["content_hash"] = content_hash(changes["content"])
+            # A turn's copy is known by its session and place too (content_hash): they are the memory's own.
+            [now] = await self.repo.peek_many(p, [memory_id]) or [None]
+            changes["content_hash"] = content_hash(changes["content"], kind or (now.kind if now else None),
+                                                   metadata if metadata is not None else now.metadata if now else None)
             # A new text needs a new vector (none if the embedder is down: the backfill adds it).
             vector = await self.vectors.document(changes["content"]) if self.vectors else None
             changes["embedding"] = vector

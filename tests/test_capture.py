@@ -96,8 +96,6 @@ def test_ordinary_text_is_left_alone(text: str) -> None:
 # --- trigger patterns -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("sentence, kind, trigger", [
-    ("Remember that the staging database listens on port 5433.", "fact", "remember"),
-    ("Please remember: invoices go out on the 3rd.", "fact", "remember"),
     ("I prefer tabs over spaces.", "preference", "prefer"),
     ("I really hate YAML configuration files.", "preference", "prefer"),
     ("My favourite editor is Helix.", "preference", "favourite"),
@@ -114,6 +112,17 @@ def test_ordinary_text_is_left_alone(text: str) -> None:
 def test_trigger_patterns_fire(sentence: str, kind: str, trigger: str) -> None:
     found = Matcher().find(sentence)
     assert [(f.kind, f.trigger, f.text) for f in found] == [(kind, trigger, sentence)]
+
+
+@pytest.mark.parametrize("sentence, fact", [
+    ("Remember that the staging database listens on port 5433.", "the staging database listens on port 5433."),
+    ("Please remember: invoices go out on the 3rd.", "invoices go out on the 3rd."),
+    ("Remember that the staging cluster is called kestrel-7", "the staging cluster is called kestrel-7"),
+    ("Don't forget, kestrel-7 is staging.", "kestrel-7 is staging."),
+    ("note that npm is banned here.", "npm is banned here."),
+])
+def test_a_fact_asked_to_be_kept_is_stored_without_the_asking(sentence: str, fact: str) -> None:
+    assert [(f.kind, f.trigger, f.text) for f in Matcher().find(sentence)] == [("fact", "remember", fact)]
 
 
 @pytest.mark.parametrize("sentence", [
@@ -200,6 +209,35 @@ async def test_delta_append_rerun_truncate(service: MemoryService, settings: Set
     assert back.rewritten and (back.new_turns, back.episodes, back.facts) == (5, 0, 0)
     assert back.duplicates == 4 + 2   # four turns and their two facts, found by their text
     assert len(await _all(service, alice, ["episode"])) == 6
+
+
+def _session(session_id: str, turns: list[tuple[str, str]]) -> str:
+    """A Claude Code transcript of `turns` (role, text), a minute apart."""
+    return "".join(json.dumps({"type": role, "sessionId": session_id, "uuid": f"{session_id}-{i}",
+                               "timestamp": f"2026-03-02T09:{i:02d}:00Z",
+                               "message": {"role": role, "content": text}}) + "\n"
+                   for i, (role, text) in enumerate(turns))
+
+
+async def test_a_sessions_history_stays_whole_where_its_words_repeat(service: MemoryService, settings: Settings,
+                                                                      alice: Principal, tmp_path: Path) -> None:
+    capturer = Capturer(service, settings, "claude-code")
+    said = [("user", "Ship the release."), ("assistant", "Understood, noted."), ("user", "And tag it."),
+            ("assistant", "Understood, noted."), ("user", "And announce it."), ("assistant", "Understood, noted.")]
+    one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+    one.write_text(_session("s-one", said))
+    two.write_text(_session("s-two", said[:2]))
+    first = await capturer.capture(alice, read(one), key="claude-code:s-one")
+    assert (first.episodes, first.duplicates) == (6, 0)                # three replies alike: three turns
+    second = await capturer.capture(alice, read(two), key="claude-code:s-two")
+    assert (second.episodes, second.duplicates) == (2, 0)              # the same words in another session
+    episodes = await _all(service, alice, ["episode"])
+    assert len(episodes) == 8
+    assert sum(e.content == "Assistant: Understood, noted." and "session:s-one" in e.tags for e in episodes) == 3
+    # Captured again with no cursor (a rewritten transcript): each turn is found, none stored twice.
+    again = await Capturer(service, settings, "claude-code").capture(alice, read(one), key="claude-code:s-one-copy")
+    assert (again.episodes, again.duplicates) == (0, 6)
+    assert len(await _all(service, alice, ["episode"])) == 8
 
 
 async def test_concurrent_runs_store_each_turn_once(service: MemoryService, settings: Settings,

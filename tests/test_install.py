@@ -133,6 +133,19 @@ def test_uninstall_after_the_harness_changed_the_file_takes_out_only_ours(tmp_pa
     assert not (home / ".claude" / "settings.json").exists()          # untouched since: removed as it was absent
 
 
+def test_uninstall_of_a_file_made_by_install_and_changed_since_keeps_the_rest_and_says_so(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()                                                       # no ~/.claude.json before install
+    assert cli("install", "claude-code", "--home", str(home)).returncode == 0
+    data = json.loads((home / ".claude.json").read_text())
+    data["numStartups"] = 1                                            # Claude Code's first start wrote to it
+    (home / ".claude.json").write_text(json.dumps(data))
+    out = cli("uninstall", "claude-code", "--home", str(home))
+    assert out.returncode == 0 and "None" not in out.stdout, out.stdout
+    assert "did not exist before install, so what was added to it since stays" in out.stdout
+    assert json.loads((home / ".claude.json").read_text()) == {"numStartups": 1}
+
+
 def test_openclaw_round_trip_and_plugin_files(tmp_path: Path) -> None:
     home = tmp_path / "home"
     (home / ".openclaw").mkdir(parents=True)

@@ -10,6 +10,7 @@ import hashlib
 import logging
 import re
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -270,6 +271,7 @@ class Capturer:
         session = clean_text(transcript.session_id)[0] if transcript.session_id else None
         # Turns without a time (plain text) keep their order: a millisecond apart, ending now.
         now = datetime.now(UTC)
+        repeats = _repeats(transcript.turns)
         episodes: list[WriteItem] = []
         for index, turn in new:
             label = clean_text(turn.label())[0][:80]
@@ -278,6 +280,8 @@ class Capturer:
                                         "transcript": clean_text(report.transcript)[0][:1000]}
             if session:
                 metadata["session_id"] = session[:200]
+            if repeats[index]:
+                metadata["repeat"] = repeats[index]
             if turn.tools:
                 metadata["tool_calls"] = len(turn.tools)
             if kinds:
@@ -357,3 +361,14 @@ class Capturer:
             report.episodes += result.created
         report.duplicates += result.duplicates
         return [m.id for m in result.memories]
+
+
+def _repeats(turns: list[Turn]) -> list[int]:
+    """For each turn, how many earlier turns of its transcript said the same (who and what): a reply
+    given three times is three turns (validation.py `content_hash`)."""
+    seen: Counter[tuple[str, str]] = Counter()
+    out = []
+    for turn in turns:
+        out.append(seen[(turn.role, turn.text)])
+        seen[(turn.role, turn.text)] += 1
+    return out

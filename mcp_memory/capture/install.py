@@ -244,7 +244,8 @@ def _said(undo: Undo) -> str:
         "restored": f"restored {path} exactly as it was",
         "removed": f"removed {path} (it did not exist before install)",
         "stripped": f"{path} changed since install: took out only mcp-memory's entries ({taken}); "
-                    f"the original is kept as {bak}",
+                    + (f"the original is kept as {bak}" if bak else
+                       "it did not exist before install, so what was added to it since stays"),
         "restored-without-ours": f"restored {path} as it was before install, except mcp-memory's entries its "
                                  f"backup already held from an earlier install ({taken}), which were taken out; "
                                  f"that backup is kept as {bak}",

@@ -17,13 +17,19 @@ class Trigger:
     name: str
     kind: Kind
     pattern: str   # matched case-insensitively against one sentence
+    # Words that ask to keep what follows ("Remember that ..."): not part of the fact, taken off the
+    # sentence's start (case-insensitively) before it is stored.
+    command: str | None = None
+
+
+_REMEMBER = (r"^(?:please\s+)?(?:remember|note|keep in mind|don't forget|do not forget)\b"
+             r"(?:\s+(?:that|this))?\s*[:,]?\s+")
 
 
 _I = r"(?:i|we)"
 TRIGGERS: dict[str, list[Trigger]] = {
     "en": [
-        Trigger("remember", "fact", r"^(?:please\s+)?(?:remember|note|keep in mind|don't forget|do not forget)\b"
-                r"(?:\s+(?:that|this))?\s*[:,]?\s+\S"),
+        Trigger("remember", "fact", _REMEMBER + r"\S", command=_REMEMBER),
         Trigger("prefer", "preference", rf"\b{_I}\s+(?:really\s+|strongly\s+|much\s+)?(?:prefer|like|love|enjoy|hate"
                 r"|dislike|can't stand|cannot stand)\s+(?!(?:to\s+)?(?:ask|know|see|check|say|thank)\b)\S"),
         Trigger("favourite", "preference", r"\bmy\s+(?:favou?rite|preferred)\s+\w+"),
@@ -62,6 +68,7 @@ class Matcher:
     def __init__(self, languages: list[str] | None = None) -> None:
         rows = [t for lang in (languages or list(TRIGGERS)) for t in TRIGGERS.get(lang, [])]
         self.rules = [(t, re.compile(t.pattern, re.I)) for t in rows]
+        self.commands = {t.name: re.compile(t.command, re.I) for t in rows if t.command}
 
     def find(self, text: str) -> list[Found]:
         """One memory per sentence that sets off a trigger (the first rule that matches names
@@ -78,9 +85,17 @@ class Matcher:
                 if rule.search(sentence):
                     if MARKER in sentence or find(sentence):
                         break
-                    key = sentence.casefold()
+                    fact = self._without_command(trigger.name, sentence)
+                    key = fact.casefold()
                     if key not in seen:
                         seen.add(key)
-                        found.append(Found(trigger.name, trigger.kind, sentence))
+                        found.append(Found(trigger.name, trigger.kind, fact))
                     break
         return found
+
+    def _without_command(self, name: str, sentence: str) -> str:
+        """The fact a sentence states, past the words asking to keep it: "Remember that the staging
+        cluster is called kestrel-7." is "the staging cluster is called kestrel-7.", in the user's own
+        case ("npm", "kestrel-7" stay as they were written)."""
+        command = self.commands.get(name)
+        return (command.sub("", sentence, count=1) if command else sentence) or sentence

@@ -231,7 +231,8 @@ async def undo(repo: DecisionRepository, jobs: JobRepository, p: Principal, targ
                     kept[str(r["memory_id"])] = "its text changed since the decision"
                     continue
                 old_text = r["old"]["content"]
-                if not await repo.rewrite(conn, p.user_id, m["id"], old_text, content_hash(old_text), None, None):
+                restored = content_hash(old_text, m["kind"], m["metadata"])
+                if not await repo.rewrite(conn, p.user_id, m["id"], old_text, restored, None, None):
                     kept[str(r["memory_id"])] = "an identical memory was written since"
                     continue
                 history.append((m["id"], "UPDATE", {"content": m["content"]}, {"content": old_text}))
