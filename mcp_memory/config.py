@@ -293,15 +293,20 @@ class Settings(BaseSettings):
         "Model name (openai-compatible, required) or a hint to the client (sampling)."))
     decisions_api_key: str | None = Field(default=None, description=(
         "Default: OPENAI_API_KEY, only when decisions_base_url is unset (a key is never sent elsewhere)."))
-    decisions_timeout_s: float = Field(default=30, gt=0, description="One model call gives up after this long.")
+    decisions_timeout_s: float | None = Field(default=None, gt=0, description=(
+        "One model call gives up after this long. Unset: it follows the model (decisions/pace.py): 4x its "
+        "slowest recent call, from 30 s (300 s for a model on this machine) up to decisions_timeout_max_s."))
+    decisions_timeout_max_s: float = Field(default=600, gt=0, description=(
+        "The most an unset decisions_timeout_s grows to for a slow model."))
     decisions_sync_budget_s: float = Field(default=5, gt=0, description=(
         "How long a write waits for its decision in sync and auto mode."))
     decisions_structured: bool = Field(default=True, description=(
         "Ask for JSON-schema structured output (an endpoint that rejects it is asked for plain JSON)."))
     decisions_max_attempts: int = Field(default=5, ge=1, description="Then the job is a dead letter.")
     decisions_retry_base_s: float = Field(default=10, ge=0, description="Backoff: this, doubled per attempt.")
-    decisions_lease_s: float = Field(default=120, gt=0, description=(
-        "A claimed job whose worker has not finished in this long (it died) is taken again."))
+    decisions_lease_s: float | None = Field(default=None, gt=0, description=(
+        "A claimed job whose worker has not finished in this long (it died) is taken again. Unset: two model "
+        "calls at their timeouts and a margin; set, the timeouts stay within it."))
     decisions_workers: int = Field(default=1, ge=1, le=16, description="Concurrent workers per server process.")
     decisions_poll_s: float = Field(default=2, gt=0, description="How often idle workers look for due jobs.")
     extraction: bool = Field(default=True, description=(
@@ -391,7 +396,8 @@ class Settings(BaseSettings):
         if self.decisions_provider == "openai-compatible" and not (self.decisions_model or "").strip():
             raise ValueError("MCP_MEMORY_DECISIONS_MODEL: the openai-compatible provider needs a model name "
                              "(e.g. gpt-4o-mini, or the name your local server gives its model)")
-        if self.decisions_lease_s < self.decisions_timeout_s + LEASE_MARGIN_S:
+        if (self.decisions_lease_s is not None and self.decisions_timeout_s is not None
+                and self.decisions_lease_s < self.decisions_timeout_s + LEASE_MARGIN_S):
             raise ValueError(
                 f"MCP_MEMORY_DECISIONS_LEASE_S ({self.decisions_lease_s:g}) must exceed MCP_MEMORY_DECISIONS_TIMEOUT_S "
                 f"({self.decisions_timeout_s:g}) by at least {LEASE_MARGIN_S:g} s, or a job is taken again while its "
@@ -445,7 +451,8 @@ SECTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "decisions": ("What a new memory does to older ones, and extraction of facts from captured sessions "
                   "(docs/decisions.md). Off by default; a remote endpoint is opt-in.", (
         "decisions_provider", "decisions_mode", "decisions_base_url", "decisions_model", "decisions_api_key",
-        "decisions_timeout_s", "decisions_sync_budget_s", "decisions_structured", "decisions_max_attempts",
+        "decisions_timeout_s", "decisions_timeout_max_s", "decisions_sync_budget_s", "decisions_structured",
+        "decisions_max_attempts",
         "decisions_retry_base_s", "decisions_lease_s", "decisions_workers", "decisions_poll_s",
         "decisions_guard", "decisions_guard_floor", "decisions_second_look", "decisions_per_minute",
         "decisions_tokens_per_day",

@@ -16,8 +16,9 @@ def provider_from(settings: Settings, sampling: DecisionProvider | None = None) 
     if settings.decisions_provider == "sampling":
         return sampling
     from .openai_compatible import OpenAICompatibleProvider
+    from .pace import Pace
 
     return OpenAICompatibleProvider(base_url=settings.decisions_base_url, model=settings.decisions_model or "",
-                                    api_key=settings.decisions_api_key, timeout_s=settings.decisions_timeout_s,
+                                    api_key=settings.decisions_api_key, pace=Pace(settings),
                                     structured=settings.decisions_structured,
                                     recheck_s=min(300.0, max(1.0, settings.decisions_retry_base_s * 3)))

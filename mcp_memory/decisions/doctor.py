@@ -3,6 +3,8 @@ JSON? One small request with a known answer (prompting.probe_message)."""
 
 from __future__ import annotations
 
+import time
+
 from ..checks import Check
 from ..config import Settings
 
@@ -25,6 +27,7 @@ async def check(settings: Settings) -> Check:
     except ValueError as exc:
         return Check(name, False, str(exc), "set MCP_MEMORY_DECISIONS_MODEL (and MCP_MEMORY_DECISIONS_BASE_URL)")
     assert isinstance(provider, OpenAICompatibleProvider)
+    started = time.monotonic()
     try:
         text, tokens = await provider.ask(probe_message())
         decision = parse_decision(text)
@@ -36,5 +39,10 @@ async def check(settings: Settings) -> Check:
     looks = ", second look on" if second_look.enabled(settings) else ""
     guard = (f"guard floor {floor_for(settings):.2f}{looks}" if settings.decisions_guard
              else "guard off: the model's replaces are applied unchecked")
-    return Check(name, True, f"{provider.where} answers {format_} ({tokens} tokens), mode "
+    took = time.monotonic() - started
+    pace = provider.pace
+    bound = (f"calls may take {pace.timeout('decision'):g} s" if pace.fixed is not None
+             else f"timeouts follow the model, up to {pace.most:g} s")
+    speed = f" slowly ({took:.0f} s for one decision; {bound})" if pace.slow() else f" in {took:.1f} s"
+    return Check(name, True, f"{provider.where} answers {format_}{speed} ({tokens} tokens), mode "
                  f"{settings.decisions_mode}, {guard}{verdict}")

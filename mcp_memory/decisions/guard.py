@@ -52,7 +52,6 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
-from urllib.parse import urlsplit
 from uuid import UUID
 
 import numpy as np
@@ -61,9 +60,9 @@ from ..config import Settings
 from ..graph.about_user import about_someone_else, named_persons_relation, speaks_of_user, without_user
 from ..graph.names import RUN as _RUN
 from ..graph.names import SUBJECT_WITHIN
-from ..netaddr import is_loopback
 from ..retrieval.focus import MASK, names_its_value
 from ..retrieval.query import LABEL, NOT_NAMES, word_pairs
+from .pace import served_here
 from .wording import (
     NOT_A_NAME,
     another_thing_of_a_kind,
@@ -131,13 +130,6 @@ def floor_for(settings: Settings) -> float:
     if settings.decisions_guard_floor is not None:
         return settings.decisions_guard_floor
     return LOCAL_MODEL_FLOOR if served_here(settings) else ATTRIBUTE_FLOOR
-
-
-def served_here(settings: Settings) -> bool:
-    """Whether decisions go to a model on this machine (an `openai-compatible` endpoint on
-    loopback), where small models run: the stricter defaults are theirs."""
-    host = urlsplit(settings.decisions_base_url or "").hostname or ""
-    return settings.decisions_provider == "openai-compatible" and is_loopback(host)
 
 
 class Embeds(Protocol):

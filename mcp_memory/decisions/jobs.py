@@ -31,6 +31,7 @@ from ..repository.jobs import Job, JobRepository
 from ..telemetry.tracing import span
 from . import apply as applying
 from . import extraction, guard, second_look
+from .pace import Pace
 from .protocol import Candidate, DecisionError, DecisionProvider, DecisionRequest, NotReachable
 
 if TYPE_CHECKING:
@@ -69,6 +70,11 @@ class DecisionWorker:
         # them) instead of being taken and put back here first, until a client connects here.
         self._unservable: set[int] = set()
 
+    def lease(self) -> float:
+        """How long a claimed job stays this worker's: its model calls at the provider's pace."""
+        pace: Pace = getattr(self.provider, "pace", None) or Pace(self.settings)
+        return pace.lease()
+
     # --- the loop -------------------------------------------------------------------------
 
     def wake(self) -> None:
@@ -102,7 +108,7 @@ class DecisionWorker:
         worker = worker or self.name
         while self._clients:
             await queue.release(self.admin, WAIT_CLIENT, self._clients.pop())
-        job = await queue.claim(self.admin, worker, self.settings.decisions_lease_s, sorted(self._unservable))
+        job = await queue.claim(self.admin, worker, self.lease(), sorted(self._unservable))
         if job is None:
             return False
         await self.process(job, worker)
@@ -295,8 +301,7 @@ class DecisionWorker:
         started = time.monotonic()
         try:
             with anyio.move_on_after(self.settings.decisions_sync_budget_s) as scope:
-                job = await queue.claim_one(self.admin, p.user_id, memory_id, self.name,
-                                            self.settings.decisions_lease_s)
+                job = await queue.claim_one(self.admin, p.user_id, memory_id, self.name, self.lease())
                 if job is not None:
                     await self.process(job, self.name)
             if scope.cancelled_caught:

@@ -9,9 +9,11 @@ are off: the job queue retries with backoff, so one decision is one request per 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Sequence
 from typing import Any
 
+from .pace import Call, Pace
 from .prompting import SYSTEM, user_message
 from .protocol import (
     DECISION_SCHEMA,
@@ -36,7 +38,7 @@ class OpenAICompatibleProvider:
     name = "openai-compatible"
 
     def __init__(self, *, base_url: str | None, model: str, api_key: str | None = None, timeout_s: float = 30.0,
-                 structured: bool = True, recheck_s: float = 30.0) -> None:
+                 structured: bool = True, recheck_s: float = 30.0, pace: Pace | None = None) -> None:
         if not model or not model.strip():
             raise ValueError("decisions_model: the openai-compatible provider needs a model name "
                              "(MCP_MEMORY_DECISIONS_MODEL)")
@@ -45,7 +47,8 @@ class OpenAICompatibleProvider:
         # Another server never gets the user's OpenAI key unless it was passed for it; local
         # servers ignore the key but the SDK wants one.
         self.api_key = api_key or (os.environ.get("OPENAI_API_KEY") if not base_url else None) or "none"
-        self.timeout_s = timeout_s
+        # How long each call may take (pace.py); fixed at `timeout_s` when none is given.
+        self.pace = pace or Pace.fixed_at(timeout_s)
         self.structured = structured
         self.recheck_s = recheck_s  # how soon a job that found the endpoint down looks again
         self._client: Any = None
@@ -54,27 +57,30 @@ class OpenAICompatibleProvider:
         if self._client is None:
             from openai import AsyncOpenAI
 
-            self._client = AsyncOpenAI(base_url=self.base_url, api_key=self.api_key, timeout=self.timeout_s,
+            self._client = AsyncOpenAI(base_url=self.base_url, api_key=self.api_key, timeout=self.pace.most,
                                        max_retries=0)
         return self._client
 
     async def complete(self, system: str, user: str, *, structured: bool, max_tokens: int = MAX_TOKENS,
-                       examples: Sequence[tuple[str, str]] = ()) -> tuple[str | None, int]:
+                       examples: Sequence[tuple[str, str]] = (), call: Call = "decision") -> tuple[str | None, int]:
         """One chat completion, after `examples` as earlier turns: (text, tokens used). Raises
         DecisionError subclasses."""
         import openai
 
-        kwargs: dict[str, Any] = {}
+        allowed = self.pace.timeout(call)
+        kwargs: dict[str, Any] = {"timeout": allowed}
         if structured:
             kwargs["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": "memory_decision", "schema": DECISION_SCHEMA, "strict": True}}
+        started = time.monotonic()
         try:
             reply = await self._sdk().chat.completions.create(
                 model=self.model, temperature=0, max_tokens=max_tokens,
                 messages=[{"role": "system", "content": system},
                           *({"role": role, "content": text} for role, text in turns(user, examples))], **kwargs)
         except openai.APITimeoutError:
-            raise ProviderUnavailable(f"{self.where} did not answer within {self.timeout_s:g} s") from None
+            self.pace.ran_out(call, allowed)
+            raise ProviderUnavailable(f"{self.where} did not answer within {allowed:g} s") from None
         except openai.APIConnectionError as exc:
             # Down (refused, no route, DNS): not this job's fault, so it waits instead of dying.
             raise NotReachable(f"{self.where} is unreachable: {exc.__cause__ or exc}",
@@ -94,6 +100,7 @@ class OpenAICompatibleProvider:
                                 f"{type(exc).__name__}: {str(exc)[:200]}") from None
         except ValueError as exc:
             raise InvalidAnswer(f"{self.where} answered with a body that is not JSON: {str(exc)[:200]}") from None
+        self.pace.took(call, time.monotonic() - started)
         # Counted at most at what was asked for (the prompt, one token per character at worst, and
         # max_tokens): an endpoint reporting absurd usage cannot spend a user's day in one answer.
         bound = sent_chars(system, user, examples) + PROMPT_OVERHEAD + max_tokens
@@ -139,7 +146,7 @@ class OpenAICompatibleProvider:
         """A plain prompt (an extraction, a second look): its own system text and bound, no schema.
         The endpoint is the user's own configuration, so the request's scopes ask nothing of it."""
         return await self.complete(request.system, request.prompt, structured=False, max_tokens=request.max_tokens,
-                                   examples=request.examples)
+                                   examples=request.examples, call="prompt")
 
 
 class _NoStructuredOutput(Exception):

@@ -21,7 +21,8 @@ import re
 from uuid import UUID
 
 from ..config import Settings
-from .guard import Verdict, served_here
+from .guard import Verdict
+from .pace import served_here
 from .prompting import quoted
 from .protocol import Candidate, DecisionError, DecisionRequest, PromptRequest, ProviderUnavailable
 

@@ -12,12 +12,14 @@ because it speaks MCP; the decisions package only sees a DecisionProvider."""
 from __future__ import annotations
 
 import logging
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
 
+from ..decisions.pace import Call, Pace
 from ..decisions.prompting import SYSTEM, user_message
 from ..decisions.protocol import (
     Answer,
@@ -102,15 +104,15 @@ def _connection(session: Any) -> Any:
 class SamplingProvider:
     name = "sampling"
 
-    def __init__(self, sessions: SamplingSessions, *, model_hint: str | None = None, timeout_s: float = 60.0) -> None:
+    def __init__(self, sessions: SamplingSessions, *, model_hint: str | None = None, pace: Pace | None = None) -> None:
         self.sessions = sessions
         self.model = model_hint or "client's choice"
         self.model_hint = model_hint
-        self.timeout_s = timeout_s
+        self.pace = pace or Pace.fixed_at(60.0)  # how long the client's model may take (decisions/pace.py)
 
     async def decide(self, request: DecisionRequest) -> Answer:
         prompt = user_message(request)
-        text, model = await self._sample(request.user_id, request.scopes(), SYSTEM, prompt, MAX_TOKENS)
+        text, model = await self._sample(request.user_id, request.scopes(), SYSTEM, prompt, MAX_TOKENS, call="decision")
         tokens = _estimate(sent_chars(SYSTEM, prompt), text, MAX_TOKENS)
         decision = parse_decision(text, tokens=tokens)
         decision.targets(request.candidates)
@@ -120,11 +122,12 @@ class SamplingProvider:
         """A plain prompt (a session delta's facts, a second look at a replace), asked of a client
         that may read every memory or episode it shows; the answer's text and its estimated tokens."""
         text, _ = await self._sample(request.user_id, request.scopes, request.system, request.prompt,
-                                     request.max_tokens, request.examples)
+                                     request.max_tokens, request.examples, call="prompt")
         return text, _estimate(request.text_chars(), text, request.max_tokens)
 
     async def _sample(self, user_id: str, scopes: set[tuple[str | None, str | None]], system: str, prompt: str,
-                      max_tokens: int, examples: Sequence[tuple[str, str]] = ()) -> tuple[str | None, str]:
+                      max_tokens: int, examples: Sequence[tuple[str, str]] = (), *, call: Call
+                      ) -> tuple[str | None, str]:
         """The text a capable client's model answers, and that model's name."""
         from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
         from mcp_types import ModelHint, ModelPreferences, SamplingMessage, TextContent
@@ -135,8 +138,9 @@ class SamplingProvider:
                                "that may read these memories offers sampling", recheck_s=WAIT_RECHECK_S)
         prefs = ModelPreferences(hints=[ModelHint(name=self.model_hint)] if self.model_hint else None,
                                  cost_priority=0.9, speed_priority=0.9, intelligence_priority=0.3)
+        allowed, started = self.pace.timeout(call), time.monotonic()
         try:
-            with anyio.fail_after(self.timeout_s), warnings.catch_warnings():
+            with anyio.fail_after(allowed), warnings.catch_warnings():
                 # Deprecated in the 2026 protocol; still what handshake-era hosts offer.
                 warnings.simplefilter("ignore", MCPDeprecationWarning)
                 result = await session.create_message(
@@ -145,7 +149,8 @@ class SamplingProvider:
                     max_tokens=max_tokens, system_prompt=system, include_context="none", temperature=0,
                     model_preferences=prefs)
         except TimeoutError:
-            raise ProviderUnavailable(f"the client did not answer the sampling request within {self.timeout_s:g} s"
+            self.pace.ran_out(call, allowed)
+            raise ProviderUnavailable(f"the client did not answer the sampling request within {allowed:g} s"
                                       ) from None
         except MCPError as exc:
             # The client (or its user) said no: respected, not asked again for this job.
@@ -153,4 +158,5 @@ class SamplingProvider:
         except Exception as exc:  # the connection closed under us, no back channel, ...
             self.sessions.drop(user_id, session)
             raise ProviderUnavailable(f"sampling through the client failed: {type(exc).__name__}: {exc}") from None
+        self.pace.took(call, time.monotonic() - started)
         return getattr(result.content, "text", None), result.model or self.model

@@ -24,6 +24,7 @@ from ..backlog import Backlog
 from ..config import Settings
 from ..db import Database, open_database
 from ..decisions.jobs import DecisionWorker
+from ..decisions.pace import Pace
 from ..decisions.runtime import start_workers
 from ..errors import ModelMismatch, PermissionDenied, Unavailable
 from ..models import Principal
@@ -67,7 +68,7 @@ class AppState:
                 tg.start_soon(Backlog(self.db.admin, self._service.structure).read_in_background)
                 if self.settings.decisions_provider != "none":
                     sampler = SamplingProvider(self.sampling, model_hint=self.settings.decisions_model,
-                                               timeout_s=self.settings.decisions_timeout_s)
+                                               pace=Pace(self.settings))
                     self.decisions = start_workers(tg, self.db, self._service, self.settings, sampler)
                 assert self._service.vectors is not None
                 # load the model now, not on the first search
