@@ -521,6 +521,40 @@ def test_openclaw_json5_config_keeps_its_comments_and_pins_one_namespace(tmp_pat
     assert config.read_text() == original.replace("port: 18789", "port: 18790")
 
 
+def test_openclaw_a_users_own_memory_entry_is_pinned_and_an_allow_list_names_the_plugin(tmp_path: Path) -> None:
+    import json5  # json-five
+
+    home, workspace = tmp_path / "home", tmp_path / "garden"
+    (home / ".openclaw").mkdir(parents=True)
+    (workspace / ".git").mkdir(parents=True)
+    config = home / ".openclaw" / "openclaw.json"
+    # What `openclaw mcp add memory -- mcp-memory serve` (the README's line) and a hardened install leave.
+    original = OPENCLAW_JSON5.replace("WORKSPACE", str(workspace)).replace(
+        'other: { command: "other-server", args: [], },',
+        'other: { command: "other-server", args: [], },\n      memory: { command: "mcp-memory", args: ["serve"] },'
+    ).replace("  gateway:", '  plugins: { allow: ["voice-call"] },\n  gateway:')
+    assert 'memory: { command: "mcp-memory"' in original and "allow:" in original
+    config.write_text(original)
+    out = cli("install", "openclaw", "--home", str(home))
+    assert out.returncode == 0, out.stderr
+    data = json5.loads(config.read_text())
+    hooks = data["plugins"]["entries"]["mcp-memory"]["config"]
+    # Their command kept, pinned to the hooks' namespace.
+    assert data["mcp"]["servers"]["memory"] == {"command": "mcp-memory", "args": ["serve", *hooks["args"]]}
+    assert data["plugins"]["allow"] == ["voice-call", "mcp-memory"]  # else OpenClaw loads no hook of ours
+    assert cli("uninstall", "openclaw", "--home", str(home)).returncode == 0
+    assert config.read_text() == original
+
+    # Changed by OpenClaw since install: the user's own entry and allow list go back as they were.
+    assert cli("install", "openclaw", "--home", str(home)).returncode == 0
+    config.write_text(config.read_text().replace("port: 18789", "port: 18790"))
+    out = cli("uninstall", "openclaw", "--home", str(home))
+    assert out.returncode == 0, out.stderr
+    data = json5.loads(config.read_text())
+    assert data["mcp"]["servers"]["memory"] == {"command": "mcp-memory", "args": ["serve"]}
+    assert data["plugins"]["allow"] == ["voice-call"] and data["gateway"]["port"] == 18790
+
+
 def test_openclaw_config_that_is_not_json5_is_refused(tmp_path: Path) -> None:
     home = tmp_path / "home"
     (home / ".openclaw").mkdir(parents=True)

@@ -202,8 +202,17 @@ def add_openclaw(exe: str, flags: list[str], path: Path) -> Edit:
         if existing is not None and not _ours_server(existing):
             raise SettingsFileError(f"{path} already has an MCP server named {SERVER!r} that is not mcp-memory; "
                                     "not changed (rename or remove it first)")
-        servers.setdefault(SERVER, openclaw_server(exe, flags))
+        if existing is None:
+            servers[SERVER] = openclaw_server(exe, flags)
+        else:
+            # The user's own entry for mcp-memory (`openclaw mcp add memory -- mcp-memory serve`): pinned
+            # as the hooks are, so tools and hooks share one namespace; uninstall puts it back as it was.
+            existing["args"] = ["serve", *flags]
         plugins = _object(data, "plugins", str(path))
+        allow = plugins.get("allow")
+        # With an allow list, OpenClaw loads only the plugins it names: ours must be on it.
+        if isinstance(allow, list) and openclaw_plugin.PLUGIN_ID not in allow:
+            allow.append(openclaw_plugin.PLUGIN_ID)
         load_ = _object(plugins, "load", f"{path}: plugins")
         paths = load_.setdefault("paths", [])
         if not isinstance(paths, list):
@@ -235,6 +244,8 @@ def openclaw_ours(path: Path) -> Callable[[dict[str, Any]], list[str]]:
                 found.append("plugins.load.paths")
             if isinstance(plugins.get("entries"), dict) and openclaw_plugin.PLUGIN_ID in plugins["entries"]:
                 found.append(f"plugins.entries.{openclaw_plugin.PLUGIN_ID}")
+            if isinstance(plugins.get("allow"), list) and openclaw_plugin.PLUGIN_ID in plugins["allow"]:
+                found.append("plugins.allow")
         return found
     return ours
 
@@ -245,8 +256,12 @@ def strip_openclaw(original: dict[str, Any], path: Path) -> Edit:
         mcp, plugins = data.get("mcp"), data.get("plugins")
         o_mcp, o_plugins = original.get("mcp") or {}, original.get("plugins") or {}
         if isinstance(mcp, dict) and isinstance(mcp.get("servers"), dict):
+            theirs = (o_mcp.get("servers") or {}).get(SERVER) if isinstance(o_mcp.get("servers"), dict) else None
             if _ours_server(mcp["servers"].get(SERVER)):
-                del mcp["servers"][SERVER]
+                if _ours_server(theirs):  # the user made it before install: as it was
+                    mcp["servers"][SERVER] = theirs
+                else:
+                    del mcp["servers"][SERVER]
             _drop_empty(mcp, "servers", o_mcp)
             _drop_empty(data, "mcp", original)
         if isinstance(plugins, dict):
@@ -259,5 +274,8 @@ def strip_openclaw(original: dict[str, Any], path: Path) -> Edit:
             if isinstance(entries, dict):
                 entries.pop(openclaw_plugin.PLUGIN_ID, None)
                 _drop_empty(plugins, "entries", o_plugins)
+            allow, o_allow = plugins.get("allow"), o_plugins.get("allow")
+            if isinstance(allow, list) and not (isinstance(o_allow, list) and openclaw_plugin.PLUGIN_ID in o_allow):
+                plugins["allow"] = [x for x in allow if x != openclaw_plugin.PLUGIN_ID]
             _drop_empty(data, "plugins", original)
     return edit
