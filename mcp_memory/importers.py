@@ -52,11 +52,27 @@ class ImportReport(BaseModel):
 
 # --- parsing ---------------------------------------------------------------------------------------
 
+KNOWN = ("a markdown memory file (MEMORY.md, SOUL.md, IDENTITY.md), an mcp-memory export or a memory.json "
+         "knowledge graph")
+
+
 def detect_format(path: Path) -> Format:
+    """The format of `path`, or one clear line saying it is none of those known (a binary file, a
+    database, text that is not UTF-8: never a traceback)."""
+    try:
+        with path.open("rb") as fh:
+            if fh.read(16) == b"SQLite format 3\x00":
+                raise InvalidInput(f"{path}: an SQLite database; the formats mcp-memory import reads: {KNOWN}")
+        raw = path.read_bytes()
+        raw.decode("utf-8")
+    except OSError as exc:
+        raise InvalidInput(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{path}: not UTF-8 text (byte {exc.start}); the formats mcp-memory import reads: "
+                           f"{KNOWN}") from None
     if path.suffix.lower() in (".md", ".markdown"):
         return "markdown"
-    with path.open(encoding="utf-8") as fh:
-        first = fh.readline().strip()
+    first = raw.decode("utf-8").split("\n", 1)[0].strip()
     try:
         head = json.loads(first) if first else {}
     except json.JSONDecodeError:
@@ -65,7 +81,7 @@ def detect_format(path: Path) -> Format:
         return "export"
     if path.suffix.lower() in (".json", ".jsonl"):
         return "knowledge-graph"
-    raise InvalidInput(f"{path}: not a markdown file, an mcp-memory export or a memory.json knowledge graph")
+    raise InvalidInput(f"{path}: not one of the formats mcp-memory import reads: {KNOWN}")
 
 
 def parse_markdown(text: str, filename: str) -> list[Draft]:

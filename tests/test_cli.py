@@ -128,6 +128,23 @@ def test_bad_arguments_exit_nonzero(capsys: pytest.CaptureFixture[str]) -> None:
     assert "loopback addresses only" in capsys.readouterr().err
 
 
+def test_import_of_a_file_it_cannot_read_is_one_line_naming_the_formats_it_knows(cli_env: dict[str, str],
+                                                                                   tmp_path: Path) -> None:
+    import sqlite3
+
+    db = tmp_path / "sqlite_vec.db"  # what the peer (mcp-memory-service) keeps its memories in
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE memories (content TEXT, blob BLOB)")
+        conn.execute("INSERT INTO memories VALUES ('x', ?)", (bytes(range(256)),))
+    latin = tmp_path / "notes.md"
+    latin.write_bytes("Caf\xe9 notes".encode("latin-1"))
+    for path, why in ((db, "an SQLite database"), (latin, "not UTF-8 text (byte 3)")):
+        out = run("import", str(path), env=cli_env)
+        assert out.returncode != 0 and "Traceback" not in out.stderr, out.stderr
+        assert f"{why}; the formats mcp-memory import reads: a markdown memory file" in out.stderr
+        assert "imported" not in out.stdout
+
+
 def test_import_export_purge_commands(cli_env: dict[str, str], tmp_path: Path) -> None:
     notes = tmp_path / "MEMORY.md"
     notes.write_text("# Notes\n- The VPN config is in ~/vpn\n- Standups are async on Fridays\n")
