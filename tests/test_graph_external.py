@@ -1,0 +1,246 @@
+"""The graph on a PostgreSQL set up as docs/operations.md tells a user to set up their own: a cluster
+of its own (default settings), the schema owned by a role that is no superuser (LOGIN CREATEROLE),
+the extensions made by a superuser. There the migrations cannot mark the search operators'
+functions LEAKPROOF, as the embedded server does, and row-level security is in force through
+mcp_memory_app. Writes with `about` and `key`, replacing by key, first names, the entity resource,
+a keyed search and the isolation of two users' graphs must all work there as on the embedded one."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+
+from mcp_memory.config import Settings
+from mcp_memory.db import Database, open_database
+from mcp_memory.db.embedded import EmbeddedPostgres
+from mcp_memory.errors import NotFound
+from mcp_memory.graph.names import Name
+from mcp_memory.models import WriteItem
+from mcp_memory.repository import graph
+from mcp_memory.service import MemoryService
+
+from .conftest import principal
+from .test_server import call, connect
+
+OWNER = "mcp_memory"
+# The functions rls.sql marks LEAKPROOF when it can, and the two the graph's entity lookup calls.
+FUNCTIONS = ["ts_match_vq(tsvector, tsquery)", "word_similarity_op(text, text)", "cosine_distance(vector, vector)",
+             "arraycontains(anyarray, anyarray)", "arrayoverlap(anyarray, anyarray)",
+             "split_part(text, text, integer)"]
+
+
+@pytest.fixture(scope="module")
+def own_server() -> Iterator[EmbeddedPostgres]:
+    """A PostgreSQL of the user's own: a fresh cluster, none of the embedded server's tuning."""
+    home = Path(tempfile.mkdtemp(prefix="mcp-memory-external-"))
+    server = EmbeddedPostgres(home)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture
+async def external(own_server: EmbeddedPostgres, tmp_path: Path) -> AsyncIterator[tuple[Settings, Database]]:
+    """A database as operations.md sets one up; migrated by its owner when the server opens it."""
+    name = f"ext_{uuid.uuid4().hex[:10]}"
+    su = await asyncpg.connect(own_server.dsn("postgres"))
+    try:
+        if not await su.fetchval("SELECT 1 FROM pg_roles WHERE rolname = $1", OWNER):
+            await su.execute(f"CREATE ROLE {OWNER} LOGIN CREATEROLE")
+        await su.execute(f'CREATE DATABASE "{name}" OWNER {OWNER}')
+    finally:
+        await su.close()
+    su = await asyncpg.connect(own_server.dsn(name))
+    try:
+        await su.execute("CREATE EXTENSION vector; CREATE EXTENSION pg_trgm")
+    finally:
+        await su.close()
+    url = own_server.dsn(name).replace("postgresql://postgres:@", f"postgresql://{OWNER}@", 1)
+    settings = Settings(database_url=url, data_dir=tmp_path / "unused", user="alice", agent="agent-a",
+                        project="proj-x")
+    database = await open_database(settings)
+    try:
+        yield settings, database
+    finally:
+        await database.close()
+        su = await asyncpg.connect(own_server.dsn("postgres"))
+        try:
+            await su.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await su.close()
+
+
+def day(d: str) -> datetime:
+    return datetime.fromisoformat(d).replace(tzinfo=UTC)
+
+
+async def test_the_server_is_set_up_as_a_users_own_would_be(external) -> None:
+    """What the other tests stand on: no superuser, no LEAKPROOF marks, row-level security in force."""
+    _, database = external
+    assert database.app_role == "mcp_memory_app"
+    async with database.admin.acquire() as conn:
+        assert await conn.fetchval("SELECT current_user") == OWNER
+        assert await conn.fetchval("SELECT rolsuper FROM pg_roles WHERE rolname = current_user") is False
+        marked = {f: await conn.fetchval("SELECT proleakproof FROM pg_proc WHERE oid = $1::regprocedure", f)
+                  for f in FUNCTIONS}
+    assert marked == dict.fromkeys(FUNCTIONS, False)
+
+
+async def test_the_graph_through_mcp_on_an_external_server(external) -> None:
+    settings, _ = external
+    async with connect(settings) as client:
+        first = await call(client, "memory_write", {"content": "Odalys lives in Leipzig.",
+                                                    "about": ["Odalys Pellegrini"], "key": "home city",
+                                                    "occurred_at": "2024-08-10T00:00:00Z"})
+        second = await call(client, "memory_write", {"content": "Odalys left Leipzig behind for Berlin.",
+                                                     "about": ["Odalys"], "key": "where she lives",
+                                                     "occurred_at": "2025-10-11T00:00:00Z"})
+        assert second["memory"]["replaced"] == [first["memory"]["id"]]
+        assert second["related"][0]["id"] == first["memory"]["id"] and second["related"][0]["same_key"]
+        # A first name is the one full name it begins; with two, neither.
+        await call(client, "memory_write_many", {"items": [
+            {"content": "Benedikt Pereira runs the Lisbon office.", "about": ["Benedikt Pereira"], "key": "office"},
+            {"content": "Benedikt Nascimento joined the data team.", "about": ["Benedikt Nascimento"],
+             "key": "team"}]})
+        lone = await call(client, "memory_write", {"content": "Benedikt called about the invoice.",
+                                                   "about": ["Benedikt"]})
+        got = {m["id"]: m for m in (await call(client, "memory_get", {
+            "ids": [second["memory"]["id"], lone["memory"]["id"]]}))["memories"]}
+        assert got[second["memory"]["id"]]["about"] == ["Odalys Pellegrini"]
+        assert got[second["memory"]["id"]]["key"] == "home city"
+        assert got[second["memory"]["id"]]["mentions"] == ["Berlin", "Leipzig"]
+        assert got[lone["memory"]["id"]]["about"] == ["Benedikt"]
+        # The entity resource: the list and the profile with the earlier value and its end.
+        listed = json.loads((await client.read_resource("memory://entities")).contents[0].text)
+        counts = {e["name"]: e["memories"] for e in listed["entities"]}
+        assert counts["Odalys Pellegrini"] == 2 and counts["Benedikt Pereira"] == 1 and "Benedikt" in counts
+        profile = json.loads((await client.read_resource("memory://entities/Odalys Pellegrini")).contents[0].text)
+        city = next(a for a in profile["attributes"] if a["attribute"] == "home city")
+        assert [v["memory"] for v in city["current"]] == [second["memory"]["id"]]
+        assert city["earlier"][0]["memory"] == first["memory"]["id"]
+        assert city["earlier"][0]["valid_until"].startswith("2025-10-11")
+        # A keyed search: the current value first, the earlier one after it.
+        hits = (await call(client, "memory_search", {"query": "Where does Odalys live these days?",
+                                                     "explain": True}))["hits"]
+        assert [h["id"] for h in hits[:2]] == [second["memory"]["id"], first["memory"]["id"]]
+        assert hits[0]["explain"]["fact"] == 1 and hits[1]["valid_until"].startswith("2025-10-11")
+
+
+async def test_row_level_security_alone_keeps_two_users_graphs_apart_on_an_external_server(
+        external, monkeypatch) -> None:
+    from mcp_memory.repository import sql
+
+    settings, database = external
+    service = await MemoryService.open(database, settings)
+    monkeypatch.setattr(sql, "SCOPE_FILTER", False)
+    alice, bob = principal("alice"), principal("bob")
+    mine = await service.write(alice, "Greta Ibarra lives in Oslo.", about=["Greta Ibarra"], key="home city",
+                               occurred_at=day("2024-01-01"))
+    theirs = await service.write(bob, "Greta Ibarra lives in Rome.", about=["Greta Ibarra"], key="home city",
+                                 occurred_at=day("2025-01-01"))
+    assert theirs.memory.replaced is None  # bob's Greta is bob's: alice's value is not his to replace
+    newer = await service.write(alice, "Greta moved to Bergen.", about=["Greta"], key="home city",
+                                occurred_at=day("2026-01-01"))
+    assert newer.memory.replaced == [mine.memory.id]
+    assert [e.name for e in (await service.entities.list(bob)).entities] == ["Greta Ibarra", "Rome"]
+    bobs = await service.entities.profile(bob, "Greta Ibarra")
+    assert [v.memory for a in bobs.attributes for v in a.current] == [theirs.memory.id]
+    hits = (await service.search(bob, "Where does Greta Ibarra live now?")).hits
+    assert {h.id for h in hits} == {theirs.memory.id}
+    with pytest.raises(NotFound):
+        await service.entities.profile(principal("alice", project="proj-y"), "Greta Ibarra")
+    async with service.repo.transaction(bob) as conn:
+        for table in ("entities", "memory_entities", "memory_facts"):
+            assert await conn.fetchval(f"SELECT count(*) FROM {table} WHERE user_id = 'alice'") == 0
+    async with database.pool.acquire() as conn:  # the application role with no user set sees nothing
+        for table in ("entities", "memory_entities", "memory_facts", "memory_edges"):
+            assert await conn.fetchval(f"SELECT count(*) FROM {table}") == 0
+
+
+class Explaining:
+    """A connection whose every fetch is also explained (EXPLAIN ANALYZE, as JSON)."""
+
+    def __init__(self, conn: asyncpg.Connection) -> None:
+        self.conn, self.plans = conn, []
+
+    async def fetch(self, query: str, *args: Any) -> list[asyncpg.Record]:
+        self.plans.append(json.loads(await self.conn.fetchval(f"EXPLAIN (ANALYZE, FORMAT JSON) {query}", *args)))
+        return await self.conn.fetch(query, *args)
+
+
+def rows_read_and_dropped(node: dict[str, Any]) -> int:
+    return node.get("Rows Removed by Filter", 0) + sum(map(rows_read_and_dropped, node.get("Plans", [])))
+
+
+async def seed_entities(database: Database, users: list[str], count: int) -> None:
+    async with database.admin.acquire() as conn:
+        await conn.execute(
+            """INSERT INTO entities (user_id, agent_id, project_id, name, canonical, aliases)
+               SELECT u, NULL, 'proj-x', 'Person' || i || ' Surname' || i, 'person' || i || ' surname' || i,
+                      ARRAY['surname' || i || ' person' || i]
+               FROM unnest($1::text[]) u, generate_series(1, $2) i""", users, count)
+        await conn.execute("VACUUM ANALYZE entities")
+
+
+async def test_names_resolve_among_thousands_of_entities_on_an_external_server(external) -> None:
+    settings, database = external
+    service = await MemoryService.open(database, settings)
+    await seed_entities(database, ["alice", "bob"], 3000)
+    p = principal()
+    first = await service.write(p, "Greta Ibarra drives a Hyundai Ioniq.", about=["Greta Ibarra"], key="car",
+                                occurred_at=day("2023-11-30"))
+    second = await service.write(p, "Person1234 is leasing a Subaru now.", about=["Person1234"], key="vehicle")
+    again = await service.write(p, "Greta is leasing a Subaru Outback now.", about=["Greta"], key="vehicle",
+                                occurred_at=day("2025-10-07"))
+    assert again.memory.replaced == [first.memory.id] and second.memory.replaced is None
+    got = (await service.get(p, [second.memory.id])).memories[0]
+    assert got.about == ["Person1234 Surname1234"]  # the seeded full name, by its first word
+    hits = (await service.search(p, "What does Greta drive these days?")).hits
+    assert [h.id for h in hits[:2]] == [again.memory.id, first.memory.id]
+    async with database.admin.acquire() as conn:
+        assert await conn.fetchval("SELECT count(*) FROM entities WHERE user_id = 'alice'") == 3000 + 4
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "under row-level security a condition is read through an index only when its functions are LEAKPROOF; the "
+    "lookup's aliases && ... and split_part(canonical, ' ', 1) = ... are not (nor are they marked on the embedded "
+    "server), so the OR of the three is filtered over every entity of the user: 3,000 read to find 1"))
+async def test_the_entity_lookup_reads_the_names_index_not_every_entity_of_the_user(external) -> None:
+    settings, database = external
+    service = await MemoryService.open(database, settings)
+    await seed_entities(database, ["alice", "bob"], 3000)
+    p = principal()
+    names = [Name("Person1234", "person1234", "about"), Name("Greta Ibarra", "greta ibarra", "mentioned")]
+    async with service.repo.transaction(p) as conn:
+        writing = Explaining(conn)
+        await graph.resolve(writing, p.user_id, p.agent_id, p.project_id, names[:1])
+        asking = Explaining(conn)
+        await graph.entities_named(asking, p, names)
+    dropped = [rows_read_and_dropped(plan[0]["Plan"]) for plan in (writing.plans[0], asking.plans[0])]
+    assert dropped == [0, 0]
+
+
+async def test_a_batch_with_keys_on_an_external_server(external) -> None:
+    settings, database = external
+    service = await MemoryService.open(database, settings)
+    p = principal()
+    result = await service.write_many(p, [
+        WriteItem(content="Kwame reports to Hana Dubois.", about=["Kwame Larsen"], key="manager",
+                  occurred_at=day("2024-01-01")),
+        WriteItem(content="Kwame's new manager is Diego.", about=["Kwame"], key="boss", occurred_at=day("2025-01-01"))])
+    older, newer = (m.id for m in result.memories)
+    assert (await service.get(p, [older])).memories[0].superseded_by == newer
+    async with database.admin.acquire() as conn:
+        assert await graph.inconsistencies(conn) == {name: 0 for name in graph.CHECKS}
