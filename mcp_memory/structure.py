@@ -17,7 +17,7 @@ from .config import Settings
 from .errors import InvalidInput
 from .graph import Said
 from .graph.keys import Key, in_lexicon, key_in, key_of
-from .graph.names import Name, classified, read_names, with_text, writer_names
+from .graph.names import Name, bounded, classified, read_names, with_text, writer_names
 from .lexicon import Lexicon, phrases_pattern
 from .models import Memory, Principal, RelatedMemory
 from .repository import MemoryRepository
@@ -25,22 +25,6 @@ from .repository.graph import current_facts
 from .retrieval.versions import earlier_versions, masked_similarities
 from .validation import text
 from .vectors import Vectors
-
-
-def bounded(names: list[Name], most: int) -> list[Name]:
-    """What one memory adds to the graph, at most `most` names: those the writer gave and its
-    subject always, then the other names its text holds, in order, while there is room. A pasted
-    list of thousands of capitalised names would otherwise make as many entities in one write."""
-    kept = sum(1 for n in names if n.given or n.role == "about")
-    room = max(0, most - kept)
-    out = []
-    for n in names:
-        if n.given or n.role == "about":
-            out.append(n)
-        elif room:
-            out.append(n)
-            room -= 1
-    return out
 
 
 class Structure:
@@ -75,6 +59,10 @@ class Structure:
             return Said(names, said_key, "writer" if about or key else "rules")
         read = key_in(content, lexicon, [n.display for n in names if not n.user])
         return Said(names, read, "writer" if about else "rules", replaces=rules == "replace", key_source="rules")
+
+    def read(self, content: str, kind: str) -> list[Name]:
+        """The names a text holds by rules, bounded as a write's are: what an update's new text says."""
+        return bounded(read_names(content, kind, self.lexicon), self.settings.graph_max_names)
 
     async def adopted(self, p: Principal, content: str, said: Said) -> Said:
         """Keys in a writer's own words name attributes of their own ("persists to", "huddle time"),

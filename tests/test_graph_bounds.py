@@ -132,9 +132,6 @@ async def test_an_about_of_a_thousand_names_is_refused_naming_the_argument(setti
         assert await conn.fetchval("SELECT count(*) FROM entities") == 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "memory_update reads a new text's names in repository/memory_update.py (read_names, then graph.restate), "
-    "past structure.py's bound: a short memory updated to the list adds every name the rules read"))
 async def test_an_update_to_the_list_is_bounded_too(service, database) -> None:
     p = principal()
     written = await service.write(p, "The Harrow gala guest list is still to come.")

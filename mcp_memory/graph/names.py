@@ -234,3 +234,19 @@ def with_text(given: list[Name], read: list[Name]) -> list[Name]:
                      if full is not None else n)
     taken = {n.canonical for n in names}
     return names + [n if not names else replace(n, role="mentioned") for n in read if n.canonical not in taken]
+
+
+def bounded(names: list[Name], most: int) -> list[Name]:
+    """What one memory adds to the graph, at most `most` names: those the writer gave and its
+    subject always, then the other names its text holds, in order, while there is room. A pasted
+    list of thousands of capitalised names would otherwise make as many entities in one write."""
+    kept = sum(1 for n in names if n.given or n.role == "about")
+    room = max(0, most - kept)
+    out = []
+    for n in names:
+        if n.given or n.role == "about":
+            out.append(n)
+        elif room:
+            out.append(n)
+            room -= 1
+    return out

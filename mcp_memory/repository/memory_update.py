@@ -10,8 +10,7 @@ import asyncpg
 import numpy as np
 
 from ..errors import Conflict, NotFound, PermissionDenied
-from ..graph.names import read_names
-from ..lexicon import Lexicon
+from ..graph.names import Name
 from ..models import Memory, Principal
 from . import graph
 from .memory_rows import TRACKED, _own, _same, _snapshot, to_memory
@@ -24,10 +23,10 @@ _DERIVED = ("embedding", "embedding_model")  # follow the content; never compare
 class MemoryUpdate(MemoryStore):
     async def update(self, p: Principal, memory_id: UUID, changes: dict[str, Any], *, reason: str | None,
                      if_version: int | None, may_override_pin: bool, request_id: str | None = None,
-                     lexicon: Lexicon | None = None) -> tuple[Memory, bool]:
-        """Apply the fields that differ; returns (memory, changed). A new text's names, read by rules in
-        `lexicon` (None: left as they are), replace those read from the old one, and a new occurred_at
-        moves its keyed facts' valid_from."""
+                     names: list[Name] | None = None) -> tuple[Memory, bool]:
+        """Apply the fields that differ; returns (memory, changed). A new text's `names` (read by rules;
+        None: left as they are) replace those read from the old one, and a new occurred_at moves its
+        keyed facts' valid_from."""
         async with self.transaction(p) as conn:
             rows = await self._fetch(conn, p, [memory_id], deleted=False, lock=True)
             if not rows:
@@ -64,6 +63,5 @@ class MemoryUpdate(MemoryStore):
                 event = "PIN" if diff["pinned"] else "UNPIN"
             await self._history(conn, p, [(memory_id, event, _snapshot(row, tracked), _snapshot(updated, tracked))],
                                 reason, request_id)
-            names = read_names(updated["content"], updated["kind"], lexicon) if lexicon and "content" in diff else None
-            await graph.restate(conn, p, updated, names)
+            await graph.restate(conn, p, updated, names if "content" in diff else None)
             return to_memory(updated), True
