@@ -114,5 +114,8 @@ BEGIN
         ALTER FUNCTION word_similarity_commutator_op(text, text) LEAKPROOF COST 1000;
         ALTER FUNCTION cosine_distance(vector, vector) LEAKPROOF;
         ALTER FUNCTION arraycontains(anyarray, anyarray) LEAKPROOF;
+        -- The graph's entity lookup (repository/graph.py `_named`): by alias and by first word.
+        ALTER FUNCTION arrayoverlap(anyarray, anyarray) LEAKPROOF;
+        ALTER FUNCTION split_part(text, text, integer) LEAKPROOF;
     END IF;
 END $$;

@@ -215,11 +215,18 @@ async def test_names_resolve_among_thousands_of_entities_on_an_external_server(e
 
 @pytest.mark.xfail(strict=True, reason=(
     "under row-level security a condition is read through an index only when its functions are LEAKPROOF; the "
-    "lookup's aliases && ... and split_part(canonical, ' ', 1) = ... are not (nor are they marked on the embedded "
-    "server), so the OR of the three is filtered over every entity of the user: 3,000 read to find 1"))
+    "lookup's aliases && ... and split_part(canonical, ' ', 1) = ... are not unless a superuser marks them "
+    "(operations.md), so the OR of the three is filtered over every entity of the user: 3,000 read to find 1"))
 async def test_the_entity_lookup_reads_the_names_index_not_every_entity_of_the_user(external) -> None:
     settings, database = external
-    service = await MemoryService.open(database, settings)
+    await lookup_reads_the_index(await MemoryService.open(database, settings), database)
+
+
+async def test_on_the_embedded_server_the_entity_lookup_reads_the_names_index(service, database) -> None:
+    await lookup_reads_the_index(service, database)  # rls.sql marks the lookup's functions there
+
+
+async def lookup_reads_the_index(service: MemoryService, database: Database) -> None:
     await seed_entities(database, ["alice", "bob"], 3000)
     p = principal()
     names = [Name("Person1234", "person1234", "about"), Name("Greta Ibarra", "greta ibarra", "mentioned")]
