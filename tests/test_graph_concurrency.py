@@ -1,13 +1,12 @@
 """Writers at once (two editor windows, an agent and a capture hook, a batch import beside a chat)
 writing keyed values of the same people: every call should succeed and each person's one-at-a-time
-attribute should have one live value. Today neither holds; see the xfail's reason."""
+attribute should have one live value: each write takes the locks of the names it holds, in one order,
+before it creates entities or replaces facts (repository/graph.py `lock_names`)."""
 
 from __future__ import annotations
 
 import asyncio
 from datetime import datetime
-
-import pytest
 
 from mcp_memory.models import WriteItem
 from mcp_memory.repository.graph import inconsistencies
@@ -16,12 +15,6 @@ from .conftest import principal
 from .test_graph_killed import item
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "repository/graph.py: a batch locks its subjects' older facts (_replace, SELECT ... FOR UPDATE) item by item "
-    "and creates entities (resolve, INSERT ... ON CONFLICT) name by name, so two writers naming the same people in "
-    "another order deadlock (20-35 of these 105 calls fail as 'internal error'); and two writers replacing the "
-    "same value each read the facts before the other committed, so both new values stay live (2-4 live values "
-    "of one attribute in each of three runs)"))
 async def test_writers_at_once_on_the_same_people_all_succeed_and_leave_one_live_value(service, database) -> None:
     p = principal()
 

@@ -119,6 +119,24 @@ async def resolve(conn: asyncpg.Connection, user_id: str, agent_id: str | None, 
     return found
 
 
+def _lock_word(name: Name) -> str:
+    """What a name's lock is taken on: its first word past any classifier, so every name an entity
+    may be written by ("Greta", "Greta Ibarra"; "team Dotterel", "Dotterel") takes one lock."""
+    words = min((f.split() for f in (name.canonical, *name.forms)), key=len)
+    return words[0] if words else name.canonical
+
+
+async def lock_names(conn: asyncpg.Connection, user_id: str, saids: Sequence[Said | None]) -> None:
+    """Take, for the transaction and in one order, the locks of every name the memories about to be
+    recorded hold: two writers naming the same people then create their entities and replace their
+    facts one after the other (each statement sees what the first committed), never both at once
+    (two live values of a one-at-a-time key) nor each waiting on the other (a deadlock)."""
+    words = sorted({f"{user_id}\x1f{_lock_word(n)}" for said in saids if said is not None for n in said.names})
+    if words:
+        await conn.execute("SELECT pg_advisory_xact_lock(h) FROM (SELECT hashtextextended(w, 0) AS h "
+                           "FROM unnest($1::text[]) w ORDER BY 1) locks", words)
+
+
 async def record(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record, said: Said) -> Recorded:
     """Store what `memory` (just inserted) says of the graph, and replace by its key what it makes
     out of date. Returns what was done, for the history row and the caller."""
@@ -170,6 +188,7 @@ async def restate(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record
                        "AND valid_from <> $3", p.user_id, memory["id"], memory["occurred_at"])
     if names is None:
         return
+    await lock_names(conn, p.user_id, [Said(list(names))])
     await conn.execute("DELETE FROM memory_entities WHERE user_id = $1 AND memory_id = $2 AND source = 'rules'",
                        p.user_id, memory["id"])
     said = await conn.fetchval("SELECT count(*) FROM memory_entities WHERE user_id = $1 AND memory_id = $2 "
@@ -409,4 +428,5 @@ async def neighbours_of(conn: asyncpg.Connection, p: Principal, entity: UUID, li
 
 
 __all__ = ["USER", "Recorded", "current_facts", "entities_named", "entity_rows", "facts_of", "inconsistencies",
+           "lock_names",
            "neighbours_of", "record", "resolve", "restate", "sizes", "structure_of"]

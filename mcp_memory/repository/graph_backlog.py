@@ -33,10 +33,14 @@ class GraphBacklog:
                 """SELECT m.user_id, m.id, m.content, m.kind, m.agent_id, m.project_id, m.occurred_at, b.given
                    FROM graph_backlog b JOIN memories m ON m.user_id = b.user_id AND m.id = b.memory_id
                    ORDER BY m.created_at, m.id LIMIT $1 FOR UPDATE OF b SKIP LOCKED""", size)
-            for row in rows:
+            saids = [said(row) for row in rows]
+            for user in sorted({row["user_id"] for row in rows}):
+                await graph.lock_names(conn, user, [s for row, s in zip(rows, saids, strict=True)
+                                                    if row["user_id"] == user])
+            for row, read in zip(rows, saids, strict=True):
                 p = Principal(user_id=row["user_id"], agent_id=row["agent_id"], project_id=row["project_id"],
                               permissions=ALL_PERMISSIONS, actor=BACKLOG_ACTOR, client=None)
-                await graph.record(conn, p, row, said(row))
+                await graph.record(conn, p, row, read)
             await conn.execute(
                 "DELETE FROM graph_backlog b USING unnest($1::text[], $2::uuid[]) x(user_id, memory_id) "
                 "WHERE b.user_id = x.user_id AND b.memory_id = x.memory_id",

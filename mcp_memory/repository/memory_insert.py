@@ -63,6 +63,7 @@ class MemoryInsert(MemoryStore):
                 return to_memory(row), False
             await self._history(conn, p, [(row["id"], "ADD", None, _snapshot(row))], None, request_id)
             await self._supersede(conn, p, row["id"], supersedes, request_id)
+            await graph.lock_names(conn, p.user_id, [said])
             recorded = await graph.record(conn, p, row, said) if said is not None else graph.Recorded()
             await self._enqueue(conn, p, [row], supersedes)
             return self._with_graph(row, recorded), True
@@ -124,9 +125,12 @@ class MemoryInsert(MemoryStore):
                 rows.append((row, True) if row is not None else (existing, False))
             await self._history(conn, p, [(r["id"], "ADD", None, _snapshot(r)) for r, created in rows if created],
                                 None, request_id)
-            # In the batch's order, so a later item's key replaces an earlier one's.
+            # In the batch's order, so a later item's key replaces an earlier one's; every name's lock
+            # first, so two batches naming the same people in other orders wait instead of deadlocking.
+            saids = list(said) or [None] * len(rows)
+            await graph.lock_names(conn, p.user_id, [s for (_, created), s in zip(rows, saids, strict=True) if created])
             recorded = [await graph.record(conn, p, r, s) if created and s is not None else graph.Recorded()
-                        for (r, created), s in zip(rows, list(said) or [None] * len(rows), strict=True)]
+                        for (r, created), s in zip(rows, saids, strict=True)]
             for (r, _), links in zip(rows, list(edges) or [()] * len(rows), strict=True):
                 await link(conn, p, r["id"], links)
             await self._enqueue(conn, p, [r for r, created in rows if created])
