@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from .errors import Conflict, InvalidInput, NotFound
 from .graph.keys import key_of
-from .graph.names import canonical
+from .graph.names import classified, writer_names
 from .lexicon import Lexicon
 from .lexicon.english import ENGLISH
 from .limits import MAX_KEY_WORDS_CHARS, MAX_REASON_CHARS
@@ -34,7 +34,7 @@ from .permissions import require
 from .repository import MemoryRepository
 from .repository import entity_edits as edits
 from .repository import entity_pages as pages
-from .repository.graph import entity_rows, facts_of, neighbours_of
+from .repository.graph import entities_named, entity_rows, facts_of, neighbours_of
 from .validation import text
 
 MAX_TIMELINE = 500
@@ -192,12 +192,14 @@ class Entities:
         """One entity by id or by name ('Greta Ibarra', 'me' for the user)."""
         require(p, "read")
         try:
-            by_id, name = UUID(ref), None
+            by_id: UUID | None = UUID(ref)
         except ValueError:
-            by_id, name = None, canonical(ref)
-            name = "(user)" if name in ("me", "the user", "user") else name
+            by_id = None
         async with self.repo.reading(p) as conn:
-            rows = await entity_rows(conn, p, entity=by_id, name=name, limit=1)
+            if by_id is None:  # a name, resolved as a write resolves it ("Odalys": Odalys Pellegrini)
+                names = classified(writer_names([ref], self.lexicon.user_names), self.lexicon)
+                by_id = next(iter(await entities_named(conn, p, names, keyed=False)), None) if names else None
+            rows = await entity_rows(conn, p, entity=by_id, limit=1) if by_id is not None else []
             if not rows:
                 raise NotFound(f"no entity {ref!r} in this session's scope (memory://entities lists them)")
             facts = await facts_of(conn, p, [rows[0]["id"]], None)

@@ -439,6 +439,18 @@ async def test_a_name_with_or_without_its_classifier_is_one_thing_unless_two_sha
     assert ("Heron", "heron") in await entities(service, p) and len(await entities(service, p)) == before + 1
 
 
+async def test_the_profile_finds_an_entity_by_any_name_a_write_resolves_it_by(service) -> None:
+    p = principal()
+    await service.write(p, "Odalys Pellegrini moved to Berlin.", about=["Odalys Pellegrini"], key="home city")
+    await service.write(p, "The Dotterel team stands up at 9.", about=["team Dotterel"], key="standup time")
+    for ref, name in (("Odalys", "Odalys Pellegrini"), ("odalys pellegrini", "Odalys Pellegrini"),
+                      ("Dotterel", "team Dotterel"), ("the Dotterel team", "team Dotterel")):
+        assert (await service.entities.profile(p, ref)).entity.name == name, ref
+    await service.write(p, "Odalys Ferreira joined the book club.")
+    with pytest.raises(NotFound):  # two Odalys now: a lone first name is neither
+        await service.entities.profile(p, "Odalys")
+
+
 async def test_every_retention_sweep_checks_the_graph_and_says_what_is_wrong(service, database, settings,
                                                                              caplog) -> None:
     from mcp_memory.retention import sweep

@@ -227,9 +227,10 @@ def with_text(given: list[Name], read: list[Name]) -> list[Name]:
     names = []
     for n in given:
         full = fulls.get(n.canonical) if " " not in n.canonical and firsts.count(n.canonical) == 1 else None
-        # Or the text's name of it with or without a classifier ("Dotterel" given, "Team Dotterel" read).
+        # Or the text's name of it with a classifier ("Dotterel" given, "Team Dotterel" read): the longer.
         kin = [r for r in read if n.canonical in r.forms or r.canonical in n.forms]
-        full = full or (kin[0] if len(kin) == 1 else None)
+        if full is None and len(kin) == 1 and len(kin[0].canonical.split()) > len(n.canonical.split()):
+            full = kin[0]
         names.append(replace(n, display=full.display, canonical=full.canonical, forms=full.forms)
                      if full is not None else n)
     taken = {n.canonical for n in names}

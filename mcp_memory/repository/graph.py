@@ -342,9 +342,10 @@ async def structure_of(conn: asyncpg.Connection, p: Principal, ids: Sequence[UUI
     return found
 
 
-async def entities_named(conn: asyncpg.Connection, p: Principal, names: Sequence[Name]) -> list[UUID]:
-    """The known entities `names` (a question's) are that `p` can see and that have keyed facts;
-    nothing is created. A lone first name is the one full name it begins, never one of two."""
+async def entities_named(conn: asyncpg.Connection, p: Principal, names: Sequence[Name],
+                         keyed: bool = True) -> list[UUID]:
+    """The known entities `names` (a question's) are that `p` can see, and (`keyed`) that have keyed
+    facts; nothing is created. A lone first name is the one full name it begins, never one of two."""
     if not names:
         return []
     q = Sql()
@@ -357,7 +358,8 @@ async def entities_named(conn: asyncpg.Connection, p: Principal, names: Sequence
         # only those with keyed facts matter to a question (most named things have none), and
         # without one the search reads no facts at all.
         if chosen is not None:
-            found.update(dict.fromkeys(r["id"] for r in rows if r["canonical"] == chosen["canonical"] and r["keyed"]))
+            found.update(dict.fromkeys(r["id"] for r in rows if r["canonical"] == chosen["canonical"]
+                                       and (r["keyed"] or not keyed)))
     return list(found)
 
 
@@ -396,15 +398,13 @@ async def facts_of(conn: asyncpg.Connection, p: Principal, entities: Sequence[UU
 
 
 async def entity_rows(conn: asyncpg.Connection, p: Principal, *, entity: UUID | None = None,
-                      name: str | None = None, limit: int = 100) -> list[asyncpg.Record]:
-    """Visible live entities (one by id or canonical name, or the most named), with how many live
-    memories name each."""
+                      limit: int = 100) -> list[asyncpg.Record]:
+    """Visible live entities (one by id, or the most named), with how many live memories name each;
+    by name: `entities_named` (as a write resolves it)."""
     q = Sql()
     where = [visible(q, p, "e"), "e.merged_into IS NULL"]
     if entity is not None:
         where.append(f"e.id = {q.arg(entity)}")
-    if name is not None:
-        where.append(f"(e.canonical = {q.arg(name)} OR {q.arg(name)} = ANY(e.aliases))")
     return await conn.fetch(
         f"""SELECT e.id, e.name, e.kind, e.agent_id, e.project_id,
                    (SELECT count(*) FROM memory_entities me JOIN memories m ON m.user_id = me.user_id
