@@ -208,10 +208,15 @@ class Vectors:
         return vector
 
     async def prepare(self) -> None:
-        """At start-up: refuse a model the database was not built with, make sure the model's
-        index exists, and load the model so the first call does not pay for it."""
+        """At start-up: refuse model files that are not the ones pinned (or the ones the user's
+        digests name: ModelFileError, a ModelMismatch) and a model the database was not built
+        with, and make sure the model's index exists. A local model then loads in the
+        background; its files were hashed here, once."""
         if self.embedder is None:
             return
+        verify = getattr(self.embedder, "verify", None)  # local models: their files' SHA-256
+        if verify is not None:
+            await anyio.to_thread.run_sync(verify)
         dimension = await resolve_dimension(self.embedder)
         built = await self.repo.built_with()
         if built and (built["model"], built["dimension"]) != (self.embedder.model, dimension):

@@ -25,6 +25,7 @@ async def diagnose(settings: Settings) -> list[Check]:
     checks = [Check("mcp-memory", True, f"version {__version__}")]
     from ..capture.status_view import doctor_failures, doctor_problems  # the status file: no database needed
     checks.append(Check(*doctor_failures(settings)))
+    checks += await _model_files(settings)  # no database needed
     where = settings.database_url and "MCP_MEMORY_DATABASE_URL" or f"embedded server in {settings.data_dir / 'pg'}"
     try:
         dsn, embedded = await locate(settings, settings.db_start_timeout_s)
@@ -66,6 +67,24 @@ async def diagnose(settings: Settings) -> list[Check]:
     from ..decisions.doctor import check as decisions_check  # the model that decides, if any
     checks.append(await decisions_check(settings))
     return checks
+
+
+async def _model_files(settings: Settings) -> list[Check]:
+    """A local model's files against the SHA-256 each must have (the pinned table, or the digests
+    given for your own model), as `mcp-memory serve` checks them before it starts."""
+    from ..embeddings import ModelFileError
+    from ..vectors import embedder_from
+
+    embedder = embedder_from(settings)
+    verify = getattr(embedder, "verify", None)
+    if verify is None:  # a remote provider, or none
+        return []
+    try:
+        return [Check("model files", True, await anyio.to_thread.run_sync(verify))]
+    except ModelFileError as exc:
+        return [Check("model files", False, exc.problem, exc.fix)]
+    except Unavailable as exc:  # the model would not load for another reason
+        return [Check("model files", False, f"{embedder.model}: {exc}")]
 
 
 async def _embeddings(conn: asyncpg.Connection, settings: Settings) -> list[Check]:

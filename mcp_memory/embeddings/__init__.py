@@ -19,6 +19,7 @@ from mcp_memory.embeddings.local import (
     LocalEmbedder,
     make_local_embedder,
 )
+from mcp_memory.embeddings.model_files import ModelFileError
 
 #: The conflict rule's threshold for a model nobody calibrated (a remote one): high, so only
 #: near-paraphrases count as versions of one fact.
@@ -35,6 +36,7 @@ __all__ = [
     "Embedder",
     "EmbeddingError",
     "LocalEmbedder",
+    "ModelFileError",
     "conflict_similarity",
     "make_embedder",
     "resolve_dimension",

