@@ -96,6 +96,15 @@ class Settings(BaseSettings):
     embedding_api_key: str | None = Field(default=None, description="Default: OPENAI_API_KEY / VOYAGE_API_KEY.")
     embedding_base_url: str | None = Field(default=None, description=(
         "Endpoint of the openai-compatible provider, e.g. http://localhost:11434/v1."))
+    embedding_model_path: Path | None = Field(default=None, description=(
+        "local: your own ONNX model file instead of the packaged all-MiniLM-L6-v2 int8, of the same shape "
+        "(inputs input_ids, attention_mask; token embeddings out, 384 wide unless embedding_dimension says), with "
+        "its tokenizer.json beside it; both checked against the two digests below (docs/security.md)."))
+    embedding_model_sha256: str | None = Field(default=None, description=(
+        "The SHA-256 the file at embedding_model_path must have; required with it (refused without, naming the "
+        "file's actual digest to check)."))
+    embedding_tokenizer_sha256: str | None = Field(default=None, description=(
+        "The SHA-256 the tokenizer.json beside embedding_model_path must have; required with it, likewise."))
     embedding_timeout_s: float = Field(default=10, gt=0, description="A write stores no vector past this.")
     embedding_breaker_failures: int = Field(default=3, ge=1, description=(
         "After this many embedder failures in a row, writes store without a vector at once (no waiting); "
@@ -410,6 +419,36 @@ class Settings(BaseSettings):
         return self
 
     @model_validator(mode="after")
+    def _own_model_is_pinned(self) -> Settings:
+        """A model file of your own is loaded only with the digests you expect: a path without
+        them is refused, naming the files' actual digests to check (the files are hashed only
+        then; whether they match is checked at start-up, `mcp-memory doctor` and load)."""
+        digests = {"MCP_MEMORY_EMBEDDING_MODEL_SHA256": self.embedding_model_sha256,
+                   "MCP_MEMORY_EMBEDDING_TOKENIZER_SHA256": self.embedding_tokenizer_sha256}
+        if self.embedding_model_path is None:
+            given = [name for name, value in digests.items() if value]
+            if given:
+                raise ValueError(f"{' and '.join(given)} without MCP_MEMORY_EMBEDDING_MODEL_PATH checks nothing: "
+                                 "set the path of your model, or unset the digest")
+            return self
+        from .embeddings.model_files import require_digest
+        from .embeddings.own import TOKENIZER_NAME
+
+        if self.embedding_provider.strip().lower() != "local":
+            raise ValueError("MCP_MEMORY_EMBEDDING_MODEL_PATH is a model for the local provider, not "
+                             f"{self.embedding_provider!r}")
+        path = self.embedding_model_path.expanduser()
+        for file in (path, path.parent / TOKENIZER_NAME):
+            if not file.is_file():
+                raise ValueError(f"MCP_MEMORY_EMBEDDING_MODEL_PATH: {file} is not a file (the model, and its "
+                                 f"{TOKENIZER_NAME} beside it)")
+        self.embedding_model_sha256 = require_digest(path, self.embedding_model_sha256,
+                                                     "MCP_MEMORY_EMBEDDING_MODEL_SHA256")
+        self.embedding_tokenizer_sha256 = require_digest(path.parent / TOKENIZER_NAME, self.embedding_tokenizer_sha256,
+                                                         "MCP_MEMORY_EMBEDDING_TOKENIZER_SHA256")
+        return self
+
+    @model_validator(mode="after")
     def _reranker_can_work(self) -> Settings:
         if self.rerank_provider in ("tei", "cohere-compatible") and not (self.rerank_base_url or "").strip():
             raise ValueError(f"MCP_MEMORY_RERANK_BASE_URL: the {self.rerank_provider} reranker needs its endpoint "
@@ -442,8 +481,8 @@ SECTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "embeddings": ("The model that turns text into vectors; writes fail open (stored without a vector, "
                    "embedded later).", (
         "embedding_provider", "embedding_model", "embedding_dimension", "embedding_api_key",
-        "embedding_base_url", "embedding_timeout_s", "embedding_breaker_failures",
-        "embedding_breaker_cooldown_s")),
+        "embedding_base_url", "embedding_model_path", "embedding_model_sha256", "embedding_tokenizer_sha256",
+        "embedding_timeout_s", "embedding_breaker_failures", "embedding_breaker_cooldown_s")),
     "reranking": ("An optional reranker over a search's best hits (docs/ranking.md#reranking). Off by default; "
                   "when on, the query and those hits' text are sent to it (docs/security.md).", (
         "rerank_provider", "rerank_model", "rerank_base_url", "rerank_api_key", "rerank_top_n",

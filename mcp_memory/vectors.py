@@ -34,12 +34,16 @@ def embedder_from(settings: Settings) -> Embedder | None:
     A provider that cannot be set up (package or key missing) is logged and left out: memories
     are then stored without vectors and found by full text until it is fixed and backfilled."""
     key = (settings.embedding_provider, settings.embedding_model, settings.embedding_dimension,
-           settings.embedding_api_key, settings.embedding_base_url)
+           settings.embedding_api_key, settings.embedding_base_url, settings.embedding_model_path,
+           settings.embedding_model_sha256, settings.embedding_tokenizer_sha256)
     if key not in _EMBEDDERS:
         try:
             _EMBEDDERS[key] = make_embedder(settings.embedding_provider, settings.embedding_model,
                                             dimension=settings.embedding_dimension,
-                                            api_key=settings.embedding_api_key, base_url=settings.embedding_base_url)
+                                            api_key=settings.embedding_api_key, base_url=settings.embedding_base_url,
+                                            model_path=settings.embedding_model_path,
+                                            model_sha256=settings.embedding_model_sha256,
+                                            tokenizer_sha256=settings.embedding_tokenizer_sha256)
         except Unavailable as exc:
             log.error("embeddings are off: %s (run `mcp-memory doctor`)", exc)
             return None
