@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -269,7 +270,8 @@ def test_doctor_checks_the_provider(db_url: str, chat: ChatAPI) -> None:
     del env["MCP_MEMORY_DECISIONS_SECOND_LOOK"]  # the defaults, as a user has them
     out = subprocess.run([SERVE, "doctor"], env=env, capture_output=True, text=True, timeout=120)
     line = next(x for x in out.stdout.splitlines() if "decisions:" in x)
-    assert line.startswith("[ok  ]") and "answers structured output (120 tokens)" in line, out.stdout
+    assert line.startswith("[ok  ]") and re.search(r"answers structured output in [\d.]+ s \(120 tokens\)", line), \
+        out.stdout
     # An endpoint on loopback: a local model's floor and its second look (decisions/guard.py, second_look.py).
     assert "guard floor 0.50, second look on" in line
     out = subprocess.run([SERVE, "doctor"], env=env_for(db_url, dead_url()),
