@@ -296,3 +296,37 @@ async def test_a_catch_up_that_fails_is_told_once_and_not_retried_at_every_promp
     await settle(data_dir)
     [again] = status.failures(settings)
     assert again.attempts == 1   # no second worker tried (and failed) again
+
+
+async def test_a_resumed_headless_session_is_caught_up_by_its_own_next_start(
+        service: MemoryService, db_url: str, tmp_path: Path, data_dir: Path) -> None:
+    """`claude -p --session-id X`, then `claude -p --resume X`: every run's Stop hook killed, and
+    the only transcript is the session's own. Its next start catches up what earlier runs said."""
+    repo = tmp_path / "shop"
+    (repo / ".git").mkdir(parents=True)
+    folder = tmp_path / "claude" / "projects" / catchup.claude_project_key(str(repo))
+    session = "5e55aaaa-0000-4000-8000-00000000000a"
+    path = session_file(folder, session)
+    start = claude("SessionStart", transcript_path=str(path), cwd=str(repo), session_id=session, source="startup")
+    path.rename(path.with_suffix(".hidden"))          # the first run's start: its transcript not there yet
+    harmless(run("session-start", start, "--database-url", db_url)[0])
+    path.with_suffix(".hidden").rename(path)
+    _kill_like_claude_code("stop", claude("Stop", transcript_path=str(path), cwd=str(repo), session_id=session,
+                                          stop_hook_active=False), db_url, after_s=0.0)
+    await settle(data_dir)
+    p = Principal(user_id="alice", agent_id="claude-code", project_id="shop", actor="test:alice")
+    cursors = TranscriptRepository(service.repo)
+
+    async def taken() -> int:
+        cursor = await cursors.get(p, f"claude-code:{session}")
+        return cursor.turns if cursor is not None else 0
+
+    assert await taken() < 4   # the kill cost the run its capture (else this test proves nothing)
+    harmless(run("session-start", {**start, "source": "resume"}, "--database-url", db_url)[0])
+    with anyio.fail_after(180):   # a detached worker does it: poll
+        for _ in range(1_000_000):
+            if await taken() == 4:
+                break
+            await anyio.sleep(0.2)
+    await settle(data_dir)
+    assert len((await service.list(p, MemoryFilter(kinds=["episode"]), limit=100)).memories) == 4

@@ -224,10 +224,13 @@ def behind(settings: Settings, folder: Path, exclude: Path | None = None) -> lis
     return _candidates(settings, _load(settings), folder, _key(exclude) if exclude else None)
 
 
-def look(settings: Settings, folder: Path, current: Path | None) -> bool:
+def look(settings: Settings, folder: Path, current: Path | None, own: bool = False) -> bool:
     """The hook's look: registers the session's own transcript (so it is caught up however long
     the next hook takes to come) and says whether a catch-up worker is worth starting for the
-    others: something is behind, no catch-up of this folder runs, and none failed a moment ago."""
+    others: something is behind, no catch-up of this folder runs, and none failed a moment ago.
+    `own`: the session's own transcript counts too. At a session's start it holds what earlier runs
+    of a resumed session said (`claude -p --resume`), whose Stop hooks `-p` killed: left to the
+    session's own capture events, it was never taken."""
     current_key = _key(current) if current else None
     state = _load(settings)
     if current_key and current_key not in state["files"] and current is not None and current.is_file():
@@ -237,7 +240,7 @@ def look(settings: Settings, folder: Path, current: Path | None) -> bool:
             s["files"][current_key] = UNCAPTURED
             return True
         _update(settings, change)
-    if not _candidates(settings, state, folder, current_key):
+    if not _candidates(settings, _load(settings) if own else state, folder, None if own else current_key):
         return False
     failed_at = state["failed"].get(_key(folder))
     if isinstance(failed_at, int | float) and time.time() - failed_at < RETRY_AFTER_S:

@@ -160,11 +160,12 @@ class Channel:
                                "_TIMEOUT_S)")
         reply["stdout"] = answer(req.harness, req.event, "\n\n".join(x for x in (notice, text) if x))
         # What the full path's look_behind hands to a worker, this server does itself, after answering.
-        self.tg.start_soon(self._background, "catch-up", req.harness, payload, data, settings, p)
+        self.tg.start_soon(self._background, "catch-up", req.harness, payload, data, settings, p,
+                           req.event == "session-start")
         return reply
 
     async def _background(self, event: str, harness: Harness, payload: HookInput, data: dict[str, Any],
-                          settings: Settings, p: Principal) -> None:
+                          settings: Settings, p: Principal, own: bool = False) -> None:
         """What the full path's detached worker does (worker.py), on this server's open service:
         the event's own transcript, then the project's sessions that are behind. It finishes even
         while the server shuts down, within the worker's budget; a failure of ours is recorded for
@@ -180,8 +181,8 @@ class Channel:
                         return
                     folder = catchup.transcripts_dir(harness, payload.transcript, payload.cwd or payload.workspaceDir)
                     if event == "catch-up":
-                        if folder is None or not await anyio.to_thread.run_sync(_behind, settings, folder,
-                                                                                payload.transcript):
+                        if folder is None or not await anyio.to_thread.run_sync(
+                                _behind, settings, folder, payload.transcript, own):
                             return
                     else:
                         job.phase = "capturing"
@@ -249,8 +250,8 @@ def _real(path: str | os.PathLike[str]) -> str:
     return os.path.realpath(os.path.expanduser(path))
 
 
-def _behind(settings: Settings, folder: Path, transcript: str | None) -> bool:
-    return catchup.look(settings, folder, Path(transcript).expanduser() if transcript else None)
+def _behind(settings: Settings, folder: Path, transcript: str | None, own: bool) -> bool:
+    return catchup.look(settings, folder, Path(transcript).expanduser() if transcript else None, own)
 
 
 # --- listening ------------------------------------------------------------------------------------

@@ -235,7 +235,7 @@ def look_behind(event: str, harness: Harness, payload: HookInput, settings: Sett
         if folder is None or capture_disabled(settings, principal_for(settings, harness, payload)):
             return False
         current = Path(payload.transcript).expanduser() if payload.transcript else None
-        if not catchup.look(settings, folder, current):
+        if not catchup.look(settings, folder, current, own=event == "session-start"):
             return False
         # The worker needs who and where, not what was asked.
         fields = {k: v for k, v in payload.model_dump(exclude_none=True).items() if k not in ("prompt", "messages")}
