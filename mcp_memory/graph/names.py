@@ -138,10 +138,13 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
     early = [m.end() for m in _WORD.finditer(text[:400])][:SUBJECT_WITHIN]
     early_end = early[-1] if len(early) == SUBJECT_WITHIN else len(text) + 1
     found: dict[str, Name] = {}
-    subject_taken = False
+    # "My sister lives in Porto" is about the user's sister, whom it does not name: no name is its subject.
+    subject_taken = about_someone_else(text, lexicon)
     for start, run in runs(text):
         words = [_POSSESSIVE.sub("", w) for w in run.split()]
-        words = [w for w in words if w.lower() not in lexicon.not_names and len(w) > 1]
+        # The words for the user are no one's name ("User's son Theo ...").
+        words = [w for w in words if w.lower() not in lexicon.not_names and w.lower() not in lexicon.user_words
+                 and len(w) > 1]
         if not words:
             continue
         display = " ".join(words)
@@ -233,8 +236,9 @@ def with_text(given: list[Name], read: list[Name]) -> list[Name]:
             full = kin[0]
         names.append(replace(n, display=full.display, canonical=full.canonical, forms=full.forms)
                      if full is not None else n)
-    taken = {n.canonical for n in names}
-    return names + [n if not names else replace(n, role="mentioned") for n in read if n.canonical not in taken]
+    taken = {c for n in names for c in (n.canonical, *n.forms)}
+    return names + [n if not names else replace(n, role="mentioned") for n in read
+                    if n.canonical not in taken and not taken & set(n.forms)]
 
 
 def bounded(names: list[Name], most: int) -> list[Name]:
