@@ -243,6 +243,29 @@ async def test_capture_is_acknowledged_and_done_in_the_servers_background(
             await anyio.sleep(0.2)   # the server captures after answering: poll the database
 
 
+async def test_a_resumed_sessions_start_takes_what_its_earlier_runs_said_before_it_answers(
+        store: Store, server: subprocess.Popen[bytes], module_service: MemoryService, tmp_path: Path) -> None:
+    """`claude -p --resume X`: the earlier run's Stop hook was killed, so its turns are not stored;
+    the resumed run's start takes them before it answers, and its first search finds them."""
+    from mcp_memory.capture import catchup
+
+    repo = tmp_path / "shop"
+    (repo / ".git").mkdir(parents=True)
+    folder = tmp_path / "claude" / "projects" / catchup.claude_project_key(str(repo))
+    folder.mkdir(parents=True)
+    session = str(uuid.uuid4())
+    transcript = folder / f"{session}.jsonl"
+    transcript.write_text((FIXTURES / "claude_code_session.jsonl").read_text().replace(
+        "3f1c6a7e-2b7d-4d1a-9a51-0c1f2e3d4b5a", session))
+    resumed = claude("SessionStart", source="resume", session_id=session, transcript_path=str(transcript),
+                     cwd=str(repo))
+    out = store.hook("session-start", resumed)
+    assert answered_by(out) == server.pid, out.stderr
+    p = Principal(user_id="alice", agent_id="claude-code", project_id="shop", actor="test:alice")
+    found = await module_service.search(p, "Dana Whitfield")   # no waiting: stored before the answer
+    assert any("Dana Whitfield" in h.snippet for h in found.hits)
+
+
 async def test_openclaw_hooks_through_the_server(store: Store, server: subprocess.Popen[bytes],
                                                  module_service: MemoryService) -> None:
     """OpenClaw's plugin runs the same command: recall answered as prependContext, and an agent_end's

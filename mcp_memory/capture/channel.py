@@ -161,7 +161,7 @@ class Channel:
         reply["stdout"] = answer(req.harness, req.event, "\n\n".join(x for x in (notice, text) if x))
         # What the full path's look_behind hands to a worker, this server does itself, after answering.
         self.tg.start_soon(self._background, "catch-up", req.harness, payload, data, settings, p,
-                           req.event == "session-start")
+                           req.event == "session-start" and payload.resumed)
         return reply
 
     async def _background(self, event: str, harness: Harness, payload: HookInput, data: dict[str, Any],

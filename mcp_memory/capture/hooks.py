@@ -43,6 +43,7 @@ from .transcripts import Transcript, TranscriptError, openclaw_messages
 if TYPE_CHECKING:
     from ..models import Principal
     from ..service import MemoryService
+    from .catchup import Stamp
 
 # The database, the service and the embedder are imported where a hook needs them: a capture hook
 # that only hands off, or a prompt that is skipped, never waits for them.
@@ -72,6 +73,7 @@ class HookInput(BaseModel):
     hook_event_name: str | None = None
     prompt: str | None = None
     model: str | dict[str, Any] | None = None
+    source: str | None = None  # SessionStart: startup, resume, clear, compact
     # OpenClaw (our plugin passes the event's and context's fields as they are named there)
     sessionId: str | None = None  # noqa: N815
     sessionKey: str | None = None  # noqa: N815
@@ -85,6 +87,11 @@ class HookInput(BaseModel):
     @property
     def session(self) -> str | None:
         return self.session_id or self.sessionId or self.sessionKey
+
+    @property
+    def resumed(self) -> bool:
+        """A session started again (`claude --resume`): its transcript holds what earlier runs said."""
+        return self.source == "resume"
 
     @property
     def transcript(self) -> str | None:
@@ -152,6 +159,7 @@ async def respond(service: MemoryService, event: str, harness: Harness, payload:
 
     p = principal_for(settings, harness, payload)
     if event == "session-start":
+        await _take_own(service, harness, payload, settings, p, deadline)
         return await session_context(service, settings, p, payload.model_name, session_id=payload.session)
     if event == "prompt-submit":
         return await prompt_context(service, settings, p, payload.prompt or "", payload.session, deadline)
@@ -161,6 +169,41 @@ async def respond(service: MemoryService, event: str, harness: Harness, payload:
     transcript, key, path = load_transcript(harness, payload)
     await Capturer(service, settings, harness).capture(p, transcript, key=key, path=path)   # logs its one line
     return ""
+
+
+def _own_behind(harness: Harness, payload: HookInput, settings: Settings) -> tuple[Path, Stamp] | None:
+    """The session's own transcript and its stamp, when it changed since it was last captured."""
+    path = Path(payload.transcript).expanduser() if payload.transcript else None
+    if path is None or not path.is_file():
+        return None
+    folder = catchup.transcripts_dir(harness, payload.transcript, payload.cwd or payload.workspaceDir)
+    if folder is None or path.resolve() not in {b.resolve() for b in catchup.behind(settings, folder)}:
+        return None
+    at = catchup.stamp(path)
+    return (path, at) if at is not None else None
+
+
+async def _take_own(service: MemoryService, harness: Harness, payload: HookInput, settings: Settings,
+                    p: Principal, deadline: float | None) -> None:
+    """At a resumed session's start, what its earlier runs said and did not get stored (`claude -p
+    --resume`, whose Stop hooks are killed) is taken first, within half of what is left of the
+    budget, so the session's first search finds it; what does not fit is left to the catch-up."""
+    import anyio
+
+    from .capture import Capturer, capture_disabled
+
+    if not payload.resumed or capture_disabled(settings, p):
+        return
+    own = await anyio.to_thread.run_sync(_own_behind, harness, payload, settings)
+    if own is None:
+        return
+    path, at = own
+    left = (deadline - time.monotonic()) / 2 if deadline is not None else HANDOFF_BUDGET_S
+    with anyio.move_on_after(max(0.0, left)), catchup.lock(settings, f"capture:{path}") as got:
+        if got:
+            transcript, key, where = load_transcript(harness, payload)
+            await Capturer(service, settings, harness).capture(p, transcript, key=key, path=where)
+            catchup.mark_captured(settings, path, at)
 
 
 async def handle(event: str, harness: Harness, payload: HookInput, settings: Settings,
@@ -235,7 +278,7 @@ def look_behind(event: str, harness: Harness, payload: HookInput, settings: Sett
         if folder is None or capture_disabled(settings, principal_for(settings, harness, payload)):
             return False
         current = Path(payload.transcript).expanduser() if payload.transcript else None
-        if not catchup.look(settings, folder, current, own=event == "session-start"):
+        if not catchup.look(settings, folder, current, own=event == "session-start" and payload.resumed):
             return False
         # The worker needs who and where, not what was asked.
         fields = {k: v for k, v in payload.model_dump(exclude_none=True).items() if k not in ("prompt", "messages")}
