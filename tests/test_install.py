@@ -265,7 +265,8 @@ async def test_openclaw_plugin_runs_one_hook_per_prompt_with_the_servers_environ
                                                "--project", "none"], "server": "memory", "recallTimeoutMs": 60000}
     answer = await drive_plugin(tmp_path, plugin / "index.js", config, """\
         const ctx = { sessionId: "s-9", sessionKey: "agent:main:s9", agentId: "main" };
-        await handlers["session_start"]({ sessionId: "s-9", sessionKey: "agent:main:s9" }, ctx);
+        // A gateway's session_start may name the session by its id alone, the turn by its key too.
+        await handlers["session_start"]({ sessionId: "s-9" }, { sessionId: "s-9", agentId: "main" });
         const first = await handlers["before_prompt_build"]({ prompt: "what grows in the garden?", messages: [] }, ctx);
         const second = await handlers["before_prompt_build"]({ prompt: "and in the greenhouse?", messages: [] }, ctx);
         // No session_start (`openclaw agent --local`): a first turn asks for the block itself ...

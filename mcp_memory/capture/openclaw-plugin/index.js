@@ -59,8 +59,10 @@ function firstTurn(event) {
   return !messages.some((m) => m?.role === "user" || m?.role === "assistant");
 }
 
-function keyOf(event, ctx) {
-  return ctx?.sessionKey || event?.sessionKey || ctx?.sessionId || event?.sessionId || "";
+// Every name a session goes by: a gateway's session_start and the turn's hooks may each carry a
+// different one (the key on one, the id on the other), and one session must start once.
+function keysOf(event, ctx) {
+  return [...new Set([ctx?.sessionKey, event?.sessionKey, ctx?.sessionId, event?.sessionId].filter(Boolean))];
 }
 
 export default {
@@ -78,26 +80,29 @@ export default {
     // first turn, without waiting for it, and not at all for `openclaw agent --local`: a first turn
     // (no earlier messages) that finds no block asks for it itself. Any other prompt runs one hook.
     const starts = new Map();
-    const remember = (key, value) => {
-      starts.delete(key);
-      starts.set(key, value);
-      if (starts.size > KEEP_SESSIONS) starts.delete(starts.keys().next().value);
+    const remember = (keys, value) => {
+      for (const key of keys) {
+        starts.delete(key);
+        starts.set(key, value);
+      }
+      while (starts.size > KEEP_SESSIONS) starts.delete(starts.keys().next().value);
     };
+    const started = (keys) => keys.map((key) => starts.get(key)).find((value) => value !== undefined);
     const startPayload = (event, ctx) => ({ sessionId: ctx?.sessionId || event?.sessionId,
                                            sessionKey: ctx?.sessionKey || event?.sessionKey, agentId: ctx?.agentId });
     api.on("session_start", (event, ctx) => {
-      const key = keyOf(event, ctx);
-      if (!key || starts.has(key)) return;
-      remember(key, run(config, env, "session-start", startPayload(event, ctx), recallMs).then(context));
+      const keys = keysOf(event, ctx);
+      if (!keys.length || started(keys) !== undefined) return;
+      remember(keys, run(config, env, "session-start", startPayload(event, ctx), recallMs).then(context));
     });
     api.on("before_prompt_build", async (event, ctx) => {
       const payload = { ...where(ctx), prompt: event?.prompt || "" };
-      const key = keyOf(event, ctx);
-      let start = starts.get(key);
+      const keys = keysOf(event, ctx);
+      let start = started(keys);
       if (start === undefined && firstTurn(event)) {
         start = run(config, env, "session-start", startPayload(event, ctx), recallMs).then(context);
       }
-      if (key) remember(key, Promise.resolve(""));   // handed over once
+      if (keys.length) remember(keys, Promise.resolve(""));   // handed over once
       const parts = [start === undefined ? "" : await start];
       parts.push(context(await run(config, env, "prompt-submit", payload, recallMs)));
       const text = parts.filter(Boolean).join("\n\n");
@@ -109,7 +114,7 @@ export default {
       payload.sessionKey = payload.sessionKey || event?.sessionKey;
       if (Array.isArray(event?.messages)) payload.messages = event.messages;
       if (event?.sessionFile) payload.sessionFile = event.sessionFile;
-      if (name === "session-end") starts.delete(keyOf(event, ctx));
+      if (name === "session-end") for (const key of keysOf(event, ctx)) starts.delete(key);
       if (payload.messages || payload.sessionFile) await run(config, env, name, payload, limitMs);
     };
     api.on("agent_end", capture("stop", captureMs));
