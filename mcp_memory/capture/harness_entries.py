@@ -40,7 +40,7 @@ def _ours_command(command: Any) -> bool:
     return isinstance(command, str) and "mcp-memory" in command and " hook " in command
 
 
-def _ours_server(server: Any) -> bool:
+def ours_server(server: Any) -> bool:
     return (isinstance(server, dict) and Path(str(server.get("command", ""))).name == "mcp-memory"
             and (server.get("args") or [None])[0] == "serve")
 
@@ -81,7 +81,7 @@ def add_claude_server(exe: str, flags: list[str], path: Path) -> Edit:
     def edit(data: dict[str, Any]) -> None:
         servers = _object(data, "mcpServers", str(path))
         existing = servers.get(SERVER)
-        if existing is not None and not _ours_server(existing):
+        if existing is not None and not ours_server(existing):
             raise SettingsFileError(f"{path} already has an MCP server named {SERVER!r} that is not mcp-memory; "
                                     "not changed (rename or remove it first)")
         servers.setdefault(SERVER, claude_server(exe, flags))
@@ -117,7 +117,7 @@ def claude_ours(data: dict[str, Any]) -> list[str]:
     """mcp-memory's entries in a Claude Code settings file, by where they are."""
     found = []
     servers = data.get("mcpServers")
-    if isinstance(servers, dict) and _ours_server(servers.get(SERVER)):
+    if isinstance(servers, dict) and ours_server(servers.get(SERVER)):
         found.append(f"mcpServers.{SERVER}")
     hooks = data.get("hooks")
     if isinstance(hooks, dict):
@@ -129,7 +129,7 @@ def strip_claude(original: dict[str, Any]) -> Edit:
     """Take out every mcp-memory entry; containers emptied go unless `original` had them."""
     def edit(data: dict[str, Any]) -> None:
         servers = data.get("mcpServers")
-        if isinstance(servers, dict) and _ours_server(servers.get(SERVER)):
+        if isinstance(servers, dict) and ours_server(servers.get(SERVER)):
             del servers[SERVER]
             _drop_empty(data, "mcpServers", original)
         hooks = data.get("hooks")
@@ -199,7 +199,7 @@ def add_openclaw(exe: str, flags: list[str], path: Path) -> Edit:
     def edit(data: dict[str, Any]) -> None:
         servers = _object(_object(data, "mcp", str(path)), "servers", f"{path}: mcp")
         existing = servers.get(SERVER)
-        if existing is not None and not _ours_server(existing):
+        if existing is not None and not ours_server(existing):
             raise SettingsFileError(f"{path} already has an MCP server named {SERVER!r} that is not mcp-memory; "
                                     "not changed (rename or remove it first)")
         if existing is None:
@@ -235,7 +235,7 @@ def openclaw_ours(path: Path) -> Callable[[dict[str, Any]], list[str]]:
     def ours(data: dict[str, Any]) -> list[str]:
         found = []
         mcp, plugins = data.get("mcp"), data.get("plugins")
-        if isinstance(mcp, dict) and isinstance(mcp.get("servers"), dict) and _ours_server(mcp["servers"].get(SERVER)):
+        if isinstance(mcp, dict) and isinstance(mcp.get("servers"), dict) and ours_server(mcp["servers"].get(SERVER)):
             found.append(f"mcp.servers.{SERVER}")
         if isinstance(plugins, dict):
             load_ = plugins.get("load")
@@ -257,8 +257,8 @@ def strip_openclaw(original: dict[str, Any], path: Path) -> Edit:
         o_mcp, o_plugins = original.get("mcp") or {}, original.get("plugins") or {}
         if isinstance(mcp, dict) and isinstance(mcp.get("servers"), dict):
             theirs = (o_mcp.get("servers") or {}).get(SERVER) if isinstance(o_mcp.get("servers"), dict) else None
-            if _ours_server(mcp["servers"].get(SERVER)):
-                if _ours_server(theirs):  # the user made it before install: as it was
+            if ours_server(mcp["servers"].get(SERVER)):
+                if ours_server(theirs):  # the user made it before install: as it was
                     mcp["servers"][SERVER] = theirs
                 else:
                     del mcp["servers"][SERVER]

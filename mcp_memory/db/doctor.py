@@ -26,6 +26,8 @@ async def diagnose(settings: Settings) -> list[Check]:
     from ..capture.status_view import doctor_failures, doctor_problems  # the status file: no database needed
     checks.append(Check(*doctor_failures(settings)))
     checks += await _model_files(settings)  # no database needed
+    from ..capture.harness_check import harness_checks  # the harnesses' files: no database needed
+    checks += harness_checks()
     where = settings.database_url and "MCP_MEMORY_DATABASE_URL" or f"embedded server in {settings.data_dir / 'pg'}"
     try:
         dsn, embedded = await locate(settings, settings.db_start_timeout_s)
