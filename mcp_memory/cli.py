@@ -22,6 +22,7 @@ from . import __version__
 from .cli_common import opened
 from .config import Settings
 from .errors import MemoryServiceError
+from .importing import FORMATS
 
 log = logging.getLogger("mcp_memory")
 
@@ -204,11 +205,22 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 
     async with opened(settings) as (db, service, p):
         report = await import_paths(service, MaintenanceRepository(db.admin), p, args.paths, scope=args.scope,
-                                    progress=not args.quiet)
-        # An export's memories go in verbatim; their names and keys are read here, as a write reads them.
-        await Backlog(db.admin, service.structure).read_all(progress=not args.quiet)
-    print(f"imported {report.created} new memories from {report.files} file(s); "
-          f"{report.unchanged} were already there")
+                                    fmt=args.from_format, dry_run=args.dry_run, progress=not args.quiet)
+        if not args.dry_run:
+            # An export's memories go in verbatim; their names and keys are read here, as a write reads them.
+            await Backlog(db.admin, service.structure).read_all(progress=not args.quiet)
+    if args.dry_run:
+        print(f"dry run: would import {report.created} new memories from {report.files} file(s); "
+              f"{report.unchanged} are already there; nothing was written")
+    else:
+        print(f"imported {report.created} new memories from {report.files} file(s); "
+              f"{report.unchanged} were already there")
+    for where, count in sorted(report.planned.items()):
+        print(f"  {count:6d}  {where}")
+    if args.dry_run and report.first:
+        print("first ones:")
+        for line in report.first:
+            print(f"  {line}")
     return 0
 
 
@@ -310,8 +322,14 @@ def _parser() -> argparse.ArgumentParser:
     purge.set_defaults(run=cmd_purge)
 
     imp = sub.add_parser("import", parents=[common],
-                         help="import MEMORY.md / SOUL.md / IDENTITY.md, an export, or a memory.json")
-    imp.add_argument("paths", nargs="+", type=Path, help="files or folders (searched for .md, .json, .jsonl)")
+                         help="import MEMORY.md / SOUL.md / IDENTITY.md, an export, a memory.json, or "
+                              "mcp-memory-service's sqlite_vec.db")
+    imp.add_argument("paths", nargs="+", type=Path,
+                     help="files or folders (searched for .md, .json, .jsonl and mcp-memory-service databases)")
+    imp.add_argument("--from", dest="from_format", choices=FORMATS,
+                     help="the files' format (default: detected from each file's name and content)")
+    imp.add_argument("--dry-run", action="store_true",
+                     help="show what would be written (counts per kind and namespace, the first few); write nothing")
     imp.add_argument("--scope", choices=["user", "project", "agent", "agent_project"],
                      help="where imported memories go (default: project, else user)")
     imp.add_argument("--quiet", action="store_true", help="no progress bar")

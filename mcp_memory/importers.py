@@ -7,10 +7,9 @@ import json
 import re
 import sys
 from collections.abc import AsyncIterator, Iterable, Iterator
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, TextIO
 from uuid import UUID
 
 from pydantic import BaseModel
@@ -19,50 +18,42 @@ from tqdm import tqdm
 from . import limits
 from .encoding import to_json
 from .errors import InvalidInput
-from .models import Kind, Principal, ScopeLevel
+from .importing import Draft, Format, doobidoo
+from .models import Principal, ScopeLevel, WriteItem
 from .repository.maintenance import EXPORT_COLUMNS, MaintenanceRepository
 from .service import MemoryService
-from .validation import content_hash
+from .validation import content_hash, moment
 
-Format = Literal["markdown", "export", "knowledge-graph"]
 EXPORT_FORMAT = "mcp-memory-export"
 IDENTITY_FILES = {"soul.md", "identity.md"}
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _BULLET = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+(.*)$")
 
 
-@dataclass
-class Draft:
-    """A memory parsed from a file, written through the normal write path."""
-
-    content: str
-    title: str | None = None
-    kind: Kind = "note"
-    tags: list[str] = field(default_factory=list)
-    metadata: dict[str, Any] = field(default_factory=dict)
-    pinned: bool = False
-    priority: int = 0
-
-
 class ImportReport(BaseModel):
     files: int = 0
     created: int = 0
     unchanged: int = 0
+    dry_run: bool = False
+    planned: dict[str, int] = {}  # "kind in namespace" -> how many new memories (written, or would be)
+    first: list[str] = []  # the first few new ones, for a dry run to show
 
 
 # --- parsing ---------------------------------------------------------------------------------------
 
-KNOWN = ("a markdown memory file (MEMORY.md, SOUL.md, IDENTITY.md), an mcp-memory export or a memory.json "
-         "knowledge graph")
+KNOWN = ("a markdown memory file (MEMORY.md, SOUL.md, IDENTITY.md), an mcp-memory export, a memory.json "
+         "knowledge graph or an mcp-memory-service (doobidoo) sqlite_vec.db")
 
 
-def detect_format(path: Path) -> Format:
-    """The format of `path`, or one clear line saying it is none of those known (a binary file, a
-    database, text that is not UTF-8: never a traceback)."""
+def detect_format(path: Path, given: Format | None = None) -> Format:
+    """The format of `path` (or `given`, checked), or one clear line saying it is none of those
+    known (a binary file, another database, text that is not UTF-8: never a traceback)."""
     try:
-        with path.open("rb") as fh:
-            if fh.read(16) == b"SQLite format 3\x00":
-                raise InvalidInput(f"{path}: an SQLite database; the formats mcp-memory import reads: {KNOWN}")
+        if doobidoo.is_sqlite(path) or given == "doobidoo":
+            if doobidoo.looks_like(path):
+                return "doobidoo"
+            what = "an SQLite database but not mcp-memory-service's" if doobidoo.is_sqlite(path) else "not SQLite"
+            raise InvalidInput(f"{path}: {what}; the formats mcp-memory import reads: {KNOWN}")
         raw = path.read_bytes()
         raw.decode("utf-8")
     except OSError as exc:
@@ -70,6 +61,8 @@ def detect_format(path: Path) -> Format:
     except UnicodeDecodeError as exc:
         raise InvalidInput(f"{path}: not UTF-8 text (byte {exc.start}); the formats mcp-memory import reads: "
                            f"{KNOWN}") from None
+    if given is not None:
+        return given
     if path.suffix.lower() in (".md", ".markdown"):
         return "markdown"
     first = raw.decode("utf-8").split("\n", 1)[0].strip()
@@ -224,8 +217,9 @@ def files_under(paths: Iterable[Path]) -> list[Path]:
     found: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found += sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in
-                            (".md", ".markdown", ".json", ".jsonl"))
+            found += sorted(p for p in path.rglob("*") if p.is_file() and (
+                p.suffix.lower() in (".md", ".markdown", ".json", ".jsonl")
+                or p.suffix.lower() in (".db", ".sqlite", ".sqlite3") and doobidoo.looks_like(p)))
         elif path.is_file():
             found.append(path)
         else:
@@ -233,18 +227,109 @@ def files_under(paths: Iterable[Path]) -> list[Path]:
     return found
 
 
-async def import_paths(service: MemoryService, maintenance: MaintenanceRepository, p: Principal,
-                       paths: Iterable[Path], *, scope: ScopeLevel | None = None,
-                       progress: bool = True) -> ImportReport:
-    files = files_under(paths)
-    report = ImportReport(files=len(files))
-    for path in files:
-        fmt = detect_format(path)
+def read_file(path: Path, fmt: Format) -> list[Draft] | list[dict[str, Any]]:
+    """Drafts (or, for an export, its records), every one of them, or a refusal naming the one it
+    cannot read: nothing of a file is written unless all of it was read."""
+    try:
+        if fmt == "doobidoo":
+            return doobidoo.read(path)
         text = path.read_text(encoding="utf-8")
         if fmt == "export":
             # Split on newlines only: exported text may hold U+2028 and friends, which
             # str.splitlines() would treat as line breaks.
-            records = list(read_export(text.split("\n")))
+            return list(read_export(text.split("\n")))
+        return parse_markdown(text, path.name) if fmt == "markdown" else parse_knowledge_graph(text)
+    except InvalidInput as exc:
+        raise InvalidInput(f"{path}: {exc}; nothing was imported") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise InvalidInput(f"{path}: not a readable {fmt} file ({type(exc).__name__}: {exc}); "
+                           "nothing was imported") from None
+
+
+def namespace(agent_id: str | None, project_id: str | None) -> str:
+    parts = [f"agent {agent_id}"] * bool(agent_id) + [f"project {project_id}"] * bool(project_id)
+    return ", ".join(parts) or "user"
+
+
+def _checked(service: MemoryService, p: Principal, path: Path, drafts: list[Draft],
+             scope: ScopeLevel | None) -> list[tuple[Draft, str | None, str | None, str]]:
+    """Each draft as the write path will check it, with the scope and text hash it will have; a
+    draft the write path would refuse is refused here, before anything is written, naming it."""
+    out = []
+    agent_id, project_id = service.write_scope(p, scope)
+    for index, d in enumerate(drafts):
+        try:
+            content, metadata = service.check.content(d.content), service.check.metadata(d.metadata)
+            service.check.title(d.title)
+            service.check.tags(d.tags)
+            moment("occurred_at", d.occurred_at)
+        except InvalidInput as exc:
+            raise InvalidInput(f"{path}: {d.record or f'item {index + 1}'}: {exc}; nothing was imported") from None
+        out.append((d, agent_id, project_id, content_hash(content, d.kind, metadata)))
+    return out
+
+
+def _plan(report: ImportReport, kind: str, where: str, content: str) -> None:
+    key = f"{kind} in {where}"
+    report.planned[key] = report.planned.get(key, 0) + 1
+    if len(report.first) < 5:
+        report.first.append(f"[{kind}, {where}] {content[:100]}")
+
+
+async def _write_drafts(service: MemoryService, p: Principal, path: Path, drafts: list[Draft],
+                        scope: ScopeLevel | None, report: ImportReport, progress: bool) -> None:
+    source = f"import:{path.name}"
+    bar = tqdm(total=len(drafts), desc=path.name, unit="memory", file=sys.stderr, disable=not progress)
+    batch = service.settings.max_batch
+    for start in range(0, len(drafts), batch):
+        chunk = drafts[start:start + batch]
+        if any(d.pinned or d.priority for d in chunk):  # what a batch write does not take
+            statuses = [(await service.write(
+                p, d.content, title=d.title, kind=d.kind, tags=d.tags, metadata=d.metadata, pinned=d.pinned,
+                priority=d.priority, scope=scope, occurred_at=d.occurred_at, source=source)).status for d in chunk]
+        else:
+            items = [WriteItem(content=d.content, title=d.title, kind=d.kind, tags=d.tags, metadata=d.metadata,
+                               scope=scope, occurred_at=d.occurred_at) for d in chunk]
+            statuses = [m.status for m in (await service.write_many(p, items, source=source)).memories]
+        for d, status in zip(chunk, statuses, strict=True):
+            if status == "created":
+                report.created += 1
+                _plan(report, d.kind, namespace(*service.write_scope(p, scope)), d.content)
+            else:
+                report.unchanged += 1
+        bar.update(len(chunk))
+    bar.close()
+
+
+async def import_paths(service: MemoryService, maintenance: MaintenanceRepository, p: Principal,
+                       paths: Iterable[Path], *, scope: ScopeLevel | None = None, fmt: Format | None = None,
+                       dry_run: bool = False, progress: bool = True) -> ImportReport:
+    """Import files (every one read, and checked, before any is written). A dry run counts what
+    would be new, per kind and namespace, and writes nothing."""
+    files = files_under(paths)
+    report = ImportReport(files=len(files), dry_run=dry_run)
+    read = []
+    for path in files:
+        got = read_file(path, detect_format(path, fmt))
+        if got and isinstance(got[0], Draft):
+            read.append((path, _checked(service, p, path, got, scope)))  # type: ignore[arg-type]
+        else:
+            read.append((path, got))
+    for path, items in read:
+        if items and isinstance(items[0], dict):  # an export: verbatim, under the importing user
+            records: list[dict[str, Any]] = items  # type: ignore[assignment]
+            if dry_run:
+                there = await maintenance.already_there(p.user_id, [
+                    (r["memory"]["id"], r["memory"]["agent_id"], r["memory"]["project_id"],
+                     r["memory"]["content_hash"]) for r in records])
+                for r, old in zip(records, there, strict=True):
+                    if old:
+                        report.unchanged += 1
+                    else:
+                        report.created += 1
+                        _plan(report, r["memory"]["kind"], namespace(r["memory"]["agent_id"],
+                                                                     r["memory"]["project_id"]), r["memory"]["content"])
+                continue
             bar = tqdm(total=len(records), desc=path.name, unit="memory", file=sys.stderr, disable=not progress)
             for start in range(0, len(records), 500):
                 chunk = records[start:start + 500]
@@ -254,16 +339,20 @@ async def import_paths(service: MemoryService, maintenance: MaintenanceRepositor
                 bar.update(len(chunk))
             bar.close()
             continue
-        drafts = parse_markdown(text, path.name) if fmt == "markdown" else parse_knowledge_graph(text)
-        for draft in tqdm(drafts, desc=path.name, unit="memory", file=sys.stderr, disable=not progress):
-            result = await service.write(
-                p, draft.content, title=draft.title, kind=draft.kind, tags=draft.tags, metadata=draft.metadata,
-                pinned=draft.pinned, priority=draft.priority, scope=scope, source=f"import:{path.name}")
-            if result.status == "created":
-                report.created += 1
-            else:
-                report.unchanged += 1
-    if report.created:
+        checked: list[tuple[Draft, str | None, str | None, str]] = items  # type: ignore[assignment]
+        if dry_run:
+            there = await maintenance.already_there(p.user_id, [(None, a, pr, h) for _, a, pr, h in checked])
+            seen: set[str] = set()
+            for (d, a, pr, h), old in zip(checked, there, strict=True):
+                if old or h in seen:
+                    report.unchanged += 1
+                else:
+                    report.created += 1
+                    _plan(report, d.kind, namespace(a, pr), d.content)
+                seen.add(h)
+            continue
+        await _write_drafts(service, p, path, [c[0] for c in checked], scope, report, progress)
+    if report.created and not dry_run:
         await maintenance.analyze()  # searches right after a big import plan with real statistics
     return report
 

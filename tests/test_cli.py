@@ -138,11 +138,33 @@ def test_import_of_a_file_it_cannot_read_is_one_line_naming_the_formats_it_knows
         conn.execute("INSERT INTO memories VALUES ('x', ?)", (bytes(range(256)),))
     latin = tmp_path / "notes.md"
     latin.write_bytes("Caf\xe9 notes".encode("latin-1"))
-    for path, why in ((db, "an SQLite database"), (latin, "not UTF-8 text (byte 3)")):
+    for path, why in ((db, "an SQLite database but not mcp-memory-service's"), (latin, "not UTF-8 text (byte 3)")):
         out = run("import", str(path), env=cli_env)
         assert out.returncode != 0 and "Traceback" not in out.stderr, out.stderr
         assert f"{why}; the formats mcp-memory import reads: a markdown memory file" in out.stderr
         assert "imported" not in out.stdout
+
+
+def test_import_of_mcp_memory_service_database_dry_run_then_write(cli_env: dict[str, str], tmp_path: Path) -> None:
+    import gzip
+
+    db = tmp_path / "sqlite_vec.db"  # written by the real peer: tests/fixtures/doobidoo/make_fixture.py
+    db.write_bytes(gzip.decompress((Path(__file__).parent / "fixtures/doobidoo/memories.db.gz").read_bytes()))
+    dry = run("import", str(db), "--dry-run", env=cli_env)
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.startswith("dry run: would import 6 new memories from 1 file(s); 0 are already there; "
+                                 "nothing was written")
+    assert "     3  note in user" in dry.stdout and "     1  decision in user" in dry.stdout
+    assert "first ones:\n  [fact, user] The staging database runs PostgreSQL 16 on port 5433." in dry.stdout
+    written = run("import", str(db), "--from", "doobidoo", env=cli_env)
+    assert written.returncode == 0, written.stderr
+    assert "imported 6 new memories from 1 file(s); 0 were already there" in written.stdout
+    assert "sqlite_vec.db" in written.stderr  # the progress bar goes to stderr
+    assert "imported 0 new memories" in run("import", str(db), "--quiet", env=cli_env).stdout
+    notes = tmp_path / "MEMORY.md"
+    notes.write_text("- a note\n")
+    wrong = run("import", str(notes), "--from", "doobidoo", env=cli_env)
+    assert wrong.returncode == 1 and "not SQLite; the formats mcp-memory import reads" in wrong.stderr
 
 
 def test_import_export_purge_commands(cli_env: dict[str, str], tmp_path: Path) -> None:

@@ -169,6 +169,23 @@ class MaintenanceRepository:
                     exported["structure"] = structure[record["id"]]
                 yield exported
 
+    async def already_there(self, user_id: str,
+                            keys: Sequence[tuple[UUID | None, str | None, str | None, str]]) -> list[bool]:
+        """For each (id, agent_id, project_id, content_hash) an import would write: is a memory with
+        that id, or the same live text in that scope, already stored? (What a dry run reports.)"""
+        if not keys:
+            return []
+        rows = await self.pool.fetch(
+            """SELECT t.i FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[])
+                      WITH ORDINALITY AS t(id, agent_id, project_id, content_hash, i)
+               WHERE EXISTS (SELECT 1 FROM memories m WHERE m.id = t.id)
+                  OR EXISTS (SELECT 1 FROM memories m WHERE m.user_id = $1 AND m.content_hash = t.content_hash
+                             AND coalesce(m.agent_id, '') = coalesce(t.agent_id, '')
+                             AND coalesce(m.project_id, '') = coalesce(t.project_id, '') AND m.deleted_at IS NULL)""",
+            user_id, [k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys], [k[3] for k in keys])
+        found = {row["i"] for row in rows}
+        return [i in found for i in range(1, len(keys) + 1)]
+
     async def import_records(self, user_id: str, records: Sequence[dict[str, Any]]) -> int:
         """Insert exported memories verbatim (ids, times, versions, history) under `user_id`.
         A memory whose id, or whose live text in its scope, is already there is skipped, so

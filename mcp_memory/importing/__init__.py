@@ -1,0 +1,30 @@
+"""Readers of other memory tools' stores, one small module each. A reader turns a file into
+drafts (or refuses it, naming the record it cannot read); `mcp_memory.importers` writes them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from ..models import Kind
+
+# What `mcp-memory import --from` takes; without it each file's format is detected.
+Format = Literal["markdown", "export", "knowledge-graph", "doobidoo"]
+FORMATS: tuple[str, ...] = Format.__args__  # type: ignore[attr-defined]
+
+
+@dataclass
+class Draft:
+    """A memory parsed from a file, written through the normal write path. `record` names where
+    it came from in the file (a row, a line, a heading), for a refusal to point at."""
+
+    content: str
+    title: str | None = None
+    kind: Kind = "note"
+    tags: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    pinned: bool = False
+    priority: int = 0
+    occurred_at: datetime | None = None
+    record: str | None = None
