@@ -521,6 +521,9 @@ async def test_update_with_merged_text_keeps_the_detail_and_undo_restores_it(
     assert found.hits[0].id == new.id
     entry = (await service.history(alice, new.id)).entries[-1]
     assert (entry.actor, entry.old, entry.new) == ("pipeline:decisions", {"content": NEOVIM}, {"content": MERGED})
+    # The merged text holds the old one's detail and more: it extends it.
+    edges = (await service.get(alice, [new.id])).memories[0].edges
+    assert [(e.kind, e.memory, e.direction) for e in edges or []] == [("extends", old.id, "out")]
     # Undo puts the text back exactly, with its vector, and the link off.
     undone = await service.undo_decision(alice, str(new.id))
     assert set(undone["reverted"]) == {str(old.id), str(new.id)} and "rewritten" not in undone
@@ -528,6 +531,7 @@ async def test_update_with_merged_text_keeps_the_detail_and_undo_restores_it(
     assert row["content"] == NEOVIM and row["content_hash"] == before["content_hash"]
     assert row["embedding"] is not None and row["embedding"].to_list() == before["embedding"].to_list()
     assert (await state(service, alice, old.id))["superseded_by"] is None
+    assert (await service.get(alice, [new.id])).memories[0].edges is None
 
 
 @pytest.mark.parametrize(("text", "stored", "skipped"), [

@@ -103,6 +103,8 @@ async def apply(repo: DecisionRepository, job: Job, worker: str, answer: Answer,
                     history.append((job.memory_id, "UPDATE", {"content": new["content"]},
                                     {"content": merged.content}))
                     result["merged"] = True
+                    # The new text holds what the old ones said and more: an edge undo takes back.
+                    await edges.link(conn, p, job.memory_id, [edges.Edge("extends", t, "model") for t in ok])
         if history:
             await repo.history(conn, p.user_id, history, actor=PIPELINE_ACTOR, client=_label(answer),
                                reason=why, request=request_id(job.id))
@@ -246,6 +248,7 @@ async def undo(repo: DecisionRepository, jobs: JobRepository, p: Principal, targ
                     kept[str(r["memory_id"])] = "its link changed since the decision"
                     continue
                 await repo.supersede(conn, [m["id"]], p.user_id, None)
+                await edges.unlink_to(conn, p, m["id"], "extends", "model")
                 history.append((m["id"], "UPDATE", {"superseded_by": successor}, {"superseded_by": None}))
             elif r["event"] == "DELETE":
                 if m is None or m["deleted_at"] is None:
