@@ -371,6 +371,11 @@ class Settings(BaseSettings):
     # Row-level security: application queries run as this role ('' to skip).
     db_app_role: str = Field(default="mcp_memory_app", description=(
         "The non-owner role application queries run as, so row-level security applies; '' skips it."))
+    db_pooler: Literal["none", "transaction"] = Field(default="none", description=(
+        "'transaction' when MCP_MEMORY_DATABASE_URL names a connection pooler in transaction mode (PgBouncer "
+        "pool_mode = transaction): the session settings (role, plan_cache_mode, jit) go with every "
+        "transaction instead, asyncpg's prepared-statement cache is off, and the locks held across "
+        "statements are taken inside a transaction (docs/operations.md, 'Behind PgBouncer')."))
 
     log_level: str = Field(default="INFO", description="DEBUG, INFO, WARNING or ERROR; logs go to stderr.")
     log_format: Literal["text", "json"] = Field(default="text", description=(
@@ -477,7 +482,8 @@ SECTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
         "jwt_issuer", "jwt_audience", "jwt_jwks_url", "jwt_secret", "jwt_algorithms",
         "jwt_agents_claim", "jwt_projects_claim", "jwt_default_permissions")),
     "storage": ("The database: embedded by default, or any PostgreSQL >= 15 with pgvector.", (
-        "database_url", "data_dir", "pool_min_size", "pool_max_size", "db_start_timeout_s", "db_app_role")),
+        "database_url", "data_dir", "pool_min_size", "pool_max_size", "db_start_timeout_s", "db_app_role",
+        "db_pooler")),
     "embeddings": ("The model that turns text into vectors; writes fail open (stored without a vector, "
                    "embedded later).", (
         "embedding_provider", "embedding_model", "embedding_dimension", "embedding_api_key",

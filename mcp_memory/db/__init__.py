@@ -120,6 +120,9 @@ def as_unavailable(exc: Exception, settings: Settings, limit: float | None) -> U
         fix = "check the user and password in MCP_MEMORY_DATABASE_URL"
     elif isinstance(exc, asyncpg.InvalidCatalogNameError):
         fix = "create that database, or check the database name in MCP_MEMORY_DATABASE_URL"
+    elif "unsupported startup parameter" in str(exc):  # PgBouncer refusing the session settings
+        return Unavailable(f"{where} refused a session setting ({str(exc).strip()[:120]}): it is a connection "
+                           "pooler; set MCP_MEMORY_DB_POOLER=transaction (docs/operations.md, 'Behind PgBouncer')")
     elif isinstance(exc, OSError | asyncpg.PostgresConnectionError | asyncpg.CannotConnectNowError
                     | asyncpg.TooManyConnectionsError | asyncpg.ConnectionDoesNotExistError):
         fix = f"start PostgreSQL, or {url_fix} (host and port)" if settings.database_url else url_fix
@@ -158,7 +161,9 @@ async def _open(settings: Settings, limit: float | None) -> Database:
     pools: list[asyncpg.Pool] = []
     try:
         # asyncpg's own timeout covers a server that accepts and never answers the handshake
-        conn = await asyncpg.connect(dsn, timeout=60.0 if deadline is None else max(0.1, deadline - time.monotonic()))
+        pooled = settings.db_pooler == "transaction"
+        conn = await asyncpg.connect(dsn, timeout=60.0 if deadline is None else max(0.1, deadline - time.monotonic()),
+                                     **_pooler_args(pooled, {}))
         try:
             applied = await migrate(conn)
             role = await _usable_role(conn, settings.db_app_role)
@@ -175,12 +180,19 @@ async def _open(settings: Settings, limit: float | None) -> Database:
         # walked the big scope's HNSW graph for a small one and returned other rows for 55 of 80
         # LoCoMo questions, and a big scope's "last 30 days" took 64 ms instead of 23
         # (bench/plan_modes.py). JIT compiling costs more than these short queries run.
-        server_settings = {"plan_cache_mode": "force_custom_plan", "jit": "off",
-                           "standard_conforming_strings": "on", **({"role": role} if role else {})}
+        session = {"plan_cache_mode": "force_custom_plan", "jit": "off", **({"role": role} if role else {})}
+        if pooled:  # a pooler keeps no session setting: each transaction carries them (sql.PoolerConnection)
+            app_args = _pooler_args(True, session)
+            server_settings = {"standard_conforming_strings": "on"}
+        else:
+            app_args, server_settings = {}, {**session, "standard_conforming_strings": "on"}
         pools.append(await asyncpg.create_pool(
             dsn, min_size=settings.pool_min_size, max_size=settings.pool_max_size, init=init_connection,
-            reset=reset_connection, server_settings=server_settings))
-        pools.append(await asyncpg.create_pool(dsn, min_size=0, max_size=2, init=init_connection))
+            reset=reset_connection, server_settings=server_settings, **app_args))
+        admin_args = {"reset": reset_connection, **_pooler_args(True, {})} if pooled else {}
+        pools.append(await asyncpg.create_pool(dsn, min_size=0, max_size=2, init=init_connection, **admin_args))
+        if role and not pooled:
+            await _check_role(pools[0], role)
     except BaseException:
         with anyio.CancelScope(shield=True):  # a cancelled caller still gives the handle back
             for pool in pools:
@@ -189,6 +201,26 @@ async def _open(settings: Settings, limit: float | None) -> Database:
                 await anyio.to_thread.run_sync(embedded.stop)
         raise
     return Database(pool=pools[0], admin=pools[1], dsn=dsn, embedded=embedded, applied=applied, app_role=role)
+
+
+def _pooler_args(pooled: bool, session: dict[str, str]) -> dict:
+    """asyncpg arguments for a connection through a transaction-mode pooler: no prepared-statement
+    cache (a named statement lives on one server connection, and the next transaction may get
+    another; PgBouncer before 1.21 does not track them), and the session settings `session` sent
+    with every BEGIN instead of at the start (sql.PoolerConnection)."""
+    if not pooled:
+        return {}
+    connection = type("AppPoolerConnection", (sql.PoolerConnection,), {"every_transaction": dict(session)})
+    return {"statement_cache_size": 0, "connection_class": connection}
+
+
+async def _check_role(pool: asyncpg.Pool, role: str) -> None:
+    """The role set at connect is in force: a pooler that drops session settings (PgBouncer with
+    them in ignore_startup_parameters) would run every query as the owner, past row-level security."""
+    user = await pool.fetchval("SELECT current_user")
+    if user != role:
+        raise Unavailable(f"queries run as {user}, not {role}: a connection pooler dropped the session's role; "
+                          "set MCP_MEMORY_DB_POOLER=transaction (docs/operations.md, 'Behind PgBouncer')")
 
 
 async def _tune_embedded(conn: asyncpg.Connection) -> None:

@@ -49,9 +49,12 @@ async def pending_migrations(conn: asyncpg.Connection) -> list[Migration]:
 
 
 async def migrate(conn: asyncpg.Connection) -> list[str]:
-    """Bring the schema up to date; returns the names of the migrations it applied."""
-    await conn.execute("SELECT pg_advisory_lock($1)", _LOCK_KEY)
-    try:
+    """Bring the schema up to date; returns the names of the migrations it applied. Each step is
+    one transaction that first takes the migration lock (transaction-level, so it holds through a
+    pooler in transaction mode too, where a session-level lock and its unlock may land on two
+    different server connections and leave the lock held) and then reads what is applied."""
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", _LOCK_KEY)
         await conn.execute(
             """CREATE TABLE IF NOT EXISTS schema_migrations (
                    version    text PRIMARY KEY,
@@ -60,27 +63,30 @@ async def migrate(conn: asyncpg.Connection) -> list[str]:
                    applied_at timestamptz NOT NULL DEFAULT now())"""
         )
         recorded = {r["version"]: r for r in await conn.fetch("SELECT * FROM schema_migrations")}
-        applied = []
-        for migration in available_migrations():
-            done = recorded.get(migration.version)
-            if done is not None:
-                if done["checksum"] != migration.checksum:
-                    log.warning(
-                        "migration %s changed after it was applied; add a new migration instead",
-                        migration.name,
-                    )
-                continue
-            async with conn.transaction():
-                await conn.execute(migration.sql)
-                await conn.execute(
-                    "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
-                    migration.version, migration.name, migration.checksum,
+    applied = []
+    for migration in available_migrations():
+        done = recorded.get(migration.version)
+        if done is not None:
+            if done["checksum"] != migration.checksum:
+                log.warning(
+                    "migration %s changed after it was applied; add a new migration instead",
+                    migration.name,
                 )
-            log.info("applied migration %s", migration.name)
-            applied.append(migration.name)
-        for name in REPEATABLE:
-            async with conn.transaction():
-                await conn.execute(resources.files("mcp_memory.sql").joinpath(name).read_text(encoding="utf-8"))
-        return applied
-    finally:
-        await conn.execute("SELECT pg_advisory_unlock($1)", _LOCK_KEY)
+            continue
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", _LOCK_KEY)
+            # another process may have applied it since the list above was read
+            if await conn.fetchval("SELECT 1 FROM schema_migrations WHERE version = $1", migration.version):
+                continue
+            await conn.execute(migration.sql)
+            await conn.execute(
+                "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+                migration.version, migration.name, migration.checksum,
+            )
+        log.info("applied migration %s", migration.name)
+        applied.append(migration.name)
+    for name in REPEATABLE:
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", _LOCK_KEY)
+            await conn.execute(resources.files("mcp_memory.sql").joinpath(name).read_text(encoding="utf-8"))
+    return applied

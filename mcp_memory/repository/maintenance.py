@@ -56,15 +56,14 @@ class MaintenanceRepository:
 
     async def analyze_once(self) -> float | None:
         """ANALYZE memories unless another process (a replica) is already doing it; returns the
-        planner's row estimate afterwards, or None when it was someone else's turn."""
-        async with self.pool.acquire() as conn:
-            if not await conn.fetchval("SELECT pg_try_advisory_lock($1)", _ANALYZE_LOCK):
+        planner's row estimate afterwards, or None when it was someone else's turn. The lock is
+        transaction-level (ANALYZE runs in a transaction), so it holds through a pooler in
+        transaction mode too, where a session lock's unlock may reach another server connection."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            if not await conn.fetchval("SELECT pg_try_advisory_xact_lock($1)", _ANALYZE_LOCK):
                 return None
-            try:
-                await conn.execute("ANALYZE memories")
-                return await self._rows(conn)
-            finally:
-                await conn.execute("SELECT pg_advisory_unlock($1)", _ANALYZE_LOCK)
+            await conn.execute("ANALYZE memories")
+            return await self._rows(conn)
 
     async def planner_rows(self) -> float:
         """The planner's estimate of rows in memories; -1 when it was never analyzed."""

@@ -40,8 +40,26 @@ def literal(value: str) -> str:
     return "'" + value.replace("\x00", "").replace("'", "''") + "'"
 
 
-def _begin(settings: Mapping[str, str], mode: str = "") -> str:
-    """BEGIN and the transaction-local settings, as one simple query (one round trip)."""
+class PoolerConnection(asyncpg.Connection):
+    """A connection through a pooler in transaction mode (MCP_MEMORY_DB_POOLER=transaction): the
+    server connection under it may change after every transaction, so nothing can be set for the
+    session. The settings a direct connection gets at its start (the row-level-security role,
+    plan_cache_mode, jit) go instead with every transaction's BEGIN (`every_transaction`, set per
+    pool by db.open_database), and a lock held across statements is taken inside a transaction."""
+
+    every_transaction: Mapping[str, str] = {}
+
+
+def through_pooler(conn: asyncpg.Connection | asyncpg.pool.PoolConnectionProxy) -> bool:
+    """Whether `conn` (or the pool connection it proxies) goes through a transaction-mode pooler."""
+    return isinstance(getattr(conn, "_con", conn), PoolerConnection)
+
+
+def _begin(settings: Mapping[str, str], mode: str = "", conn: Any = None) -> str:
+    """BEGIN and the transaction-local settings, as one simple query (one round trip); through a
+    pooler the connection's session settings too, first (the role before the keys RLS reads)."""
+    if conn is not None and through_pooler(conn):
+        settings = {**getattr(conn, "every_transaction", {}), **settings}
     sets = ", ".join(f"set_config({literal(name)}, {literal(value)}, true)" for name, value in settings.items())
     return f"BEGIN{' ' + mode if mode else ''}; SELECT {sets}"
 
@@ -55,7 +73,7 @@ async def local_transaction(pool: asyncpg.Pool, settings: Mapping[str, str]) -> 
     for every connection released inside one. On success it commits."""
     async with pool.acquire() as conn:
         try:
-            await conn.execute(_begin(settings))
+            await conn.execute(_begin(settings, conn=conn))
             yield conn
         except BaseException:
             await _rollback(conn)
@@ -75,7 +93,7 @@ async def read_transaction(pool: asyncpg.Pool, settings: Mapping[str, str]) -> A
     pool's close waits for the connection, so nothing is left open at shutdown."""
     conn = await pool.acquire()
     try:
-        await conn.execute(_begin(settings, "READ ONLY"))
+        await conn.execute(_begin(settings, "READ ONLY", conn))
         yield conn
     except BaseException:
         try:

@@ -14,6 +14,7 @@ from uuid import UUID
 
 from ..models import Principal
 from .memories import MemoryRepository
+from .sql import through_pooler
 
 MAX_PROBLEMS = 100   # the newest kept: a transcript that keeps failing must not grow its row forever
 
@@ -53,9 +54,16 @@ class TranscriptRepository:
         cursor, stores the new turns and moves the cursor: a concurrent run waits, then finds the
         cursor moved and stores nothing twice. Session-level, not a row lock, because embedding
         happens meanwhile and no transaction may stay open across it; a process killed mid-way
-        drops its connection and with it the lock."""
+        drops its connection and with it the lock. Through a pooler in transaction mode a session lock
+        and its unlock may land on two server connections (the lock then held for good): there the
+        lock is transaction-level, in a transaction that holds one server connection meanwhile."""
         key = f"mcp_memory.capture\x1f{p.user_id}\x1f{transcript}"
         async with self.memories.pool.acquire() as conn:
+            if through_pooler(conn):
+                async with conn.transaction():
+                    await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", key)
+                    yield
+                return
             await conn.execute("SELECT pg_advisory_lock(hashtextextended($1, 0))", key)
             try:
                 yield
