@@ -205,7 +205,8 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 
     async with opened(settings) as (db, service, p):
         report = await import_paths(service, MaintenanceRepository(db.admin), p, args.paths, scope=args.scope,
-                                    fmt=args.from_format, dry_run=args.dry_run, progress=not args.quiet)
+                                    fmt=args.from_format, dry_run=args.dry_run, progress=not args.quiet,
+                                    project_given=settings.project is not None)
         if not args.dry_run:
             # An export's memories go in verbatim; their names and keys are read here, as a write reads them.
             await Backlog(db.admin, service.structure).read_all(progress=not args.quiet)
@@ -322,8 +323,8 @@ def _parser() -> argparse.ArgumentParser:
     purge.set_defaults(run=cmd_purge)
 
     imp = sub.add_parser("import", parents=[common],
-                         help="import MEMORY.md / SOUL.md / IDENTITY.md, an export, a memory.json, or "
-                              "mcp-memory-service's sqlite_vec.db")
+                         help="import MEMORY.md / SOUL.md / IDENTITY.md, CLAUDE.md, an export, a memory.json, "
+                              "or mcp-memory-service's sqlite_vec.db")
     imp.add_argument("paths", nargs="+", type=Path,
                      help="files or folders (searched for .md, .json, .jsonl and mcp-memory-service databases)")
     imp.add_argument("--from", dest="from_format", choices=FORMATS,

@@ -4,7 +4,6 @@ and the official MCP memory server's knowledge graph (memory.json). Importing tw
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import AsyncIterator, Iterable, Iterator
 from datetime import datetime
@@ -18,16 +17,14 @@ from tqdm import tqdm
 from . import limits
 from .encoding import to_json
 from .errors import InvalidInput
-from .importing import Draft, Format, doobidoo
+from .importing import Draft, Format, claude_md, doobidoo
+from .importing.markdown import parse_markdown
 from .models import Principal, ScopeLevel, WriteItem
 from .repository.maintenance import EXPORT_COLUMNS, MaintenanceRepository
 from .service import MemoryService
 from .validation import content_hash, moment
 
 EXPORT_FORMAT = "mcp-memory-export"
-IDENTITY_FILES = {"soul.md", "identity.md"}
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_BULLET = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+(.*)$")
 
 
 class ImportReport(BaseModel):
@@ -41,8 +38,8 @@ class ImportReport(BaseModel):
 
 # --- parsing ---------------------------------------------------------------------------------------
 
-KNOWN = ("a markdown memory file (MEMORY.md, SOUL.md, IDENTITY.md), an mcp-memory export, a memory.json "
-         "knowledge graph or an mcp-memory-service (doobidoo) sqlite_vec.db")
+KNOWN = ("a markdown memory file (MEMORY.md, SOUL.md, IDENTITY.md), Claude Code's CLAUDE.md, an mcp-memory export, "
+         "a memory.json knowledge graph or an mcp-memory-service (doobidoo) sqlite_vec.db")
 
 
 def detect_format(path: Path, given: Format | None = None) -> Format:
@@ -63,6 +60,8 @@ def detect_format(path: Path, given: Format | None = None) -> Format:
                            f"{KNOWN}") from None
     if given is not None:
         return given
+    if claude_md.is_claude_md(path):
+        return "claude-md"
     if path.suffix.lower() in (".md", ".markdown"):
         return "markdown"
     first = raw.decode("utf-8").split("\n", 1)[0].strip()
@@ -75,66 +74,6 @@ def detect_format(path: Path, given: Format | None = None) -> Format:
     if path.suffix.lower() in (".json", ".jsonl"):
         return "knowledge-graph"
     raise InvalidInput(f"{path}: not one of the formats mcp-memory import reads: {KNOWN}")
-
-
-def parse_markdown(text: str, filename: str) -> list[Draft]:
-    """One memory per bullet; a section's prose (outside bullets) is one memory. Identity files
-    (SOUL.md, IDENTITY.md) become pinned core memories, earlier items with higher priority."""
-    identity = filename.lower() in IDENTITY_FILES
-    tag = Path(filename).stem.lower()
-    lines = text.splitlines()
-    if lines and lines[0].strip() == "---":  # front matter
-        end = next((i for i, line in enumerate(lines[1:], 1) if line.strip() == "---"), 0)
-        lines = lines[end + 1:]
-    headings: list[tuple[int, str]] = []
-    items: list[tuple[str | None, str]] = []
-    prose: list[str] = []
-    bullet: list[str] | None = None
-
-    def title() -> str | None:
-        return " › ".join(h for _, h in headings) or None
-
-    def flush_bullet() -> None:
-        nonlocal bullet
-        if bullet:
-            items.append((title(), " ".join(part.strip() for part in bullet).strip()))
-        bullet = None
-
-    def flush_prose() -> None:
-        body = "\n".join(prose).strip()
-        if body:
-            items.append((title(), body))
-        prose.clear()
-
-    in_fence = False
-    for line in lines:
-        if line.strip().startswith("```"):
-            in_fence = not in_fence
-        heading = None if in_fence else _HEADING.match(line)
-        if heading:
-            flush_bullet()
-            flush_prose()
-            level = len(heading.group(1))
-            headings = [h for h in headings if h[0] < level] + [(level, heading.group(2))]
-            continue
-        match = None if in_fence else _BULLET.match(line)
-        if match:
-            flush_bullet()
-            bullet = [match.group(2)]
-        elif bullet is not None and line.strip() and line.startswith((" ", "\t")):
-            bullet.append(line)
-        else:
-            flush_bullet()
-            prose.append(line)
-    flush_bullet()
-    flush_prose()
-    drafts = []
-    for index, (heading_path, content) in enumerate(items):
-        drafts.append(Draft(
-            content=content, title=heading_path, kind="identity" if identity else "note", tags=[tag],
-            metadata={"imported_from": filename}, pinned=identity,
-            priority=max(1000 - index, 1) if identity else 0))
-    return drafts
 
 
 def parse_knowledge_graph(text: str) -> list[Draft]:
@@ -238,6 +177,8 @@ def read_file(path: Path, fmt: Format) -> list[Draft] | list[dict[str, Any]]:
             # Split on newlines only: exported text may hold U+2028 and friends, which
             # str.splitlines() would treat as line breaks.
             return list(read_export(text.split("\n")))
+        if fmt == "claude-md":
+            return claude_md.read(text, path.name)
         return parse_markdown(text, path.name) if fmt == "markdown" else parse_knowledge_graph(text)
     except InvalidInput as exc:
         raise InvalidInput(f"{path}: {exc}; nothing was imported") from None
@@ -303,19 +244,22 @@ async def _write_drafts(service: MemoryService, p: Principal, path: Path, drafts
 
 async def import_paths(service: MemoryService, maintenance: MaintenanceRepository, p: Principal,
                        paths: Iterable[Path], *, scope: ScopeLevel | None = None, fmt: Format | None = None,
-                       dry_run: bool = False, progress: bool = True) -> ImportReport:
-    """Import files (every one read, and checked, before any is written). A dry run counts what
-    would be new, per kind and namespace, and writes nothing."""
+                       dry_run: bool = False, progress: bool = True, project_given: bool = False) -> ImportReport:
+    """Import files (every one read, and checked, before any is written) as `p`; a project's
+    CLAUDE.md into the project its folder is (unless `project_given`: the importer named one). A
+    dry run counts what would be new, per kind and namespace, and writes nothing."""
     files = files_under(paths)
     report = ImportReport(files=len(files), dry_run=dry_run)
     read = []
     for path in files:
-        got = read_file(path, detect_format(path, fmt))
+        kind = detect_format(path, fmt)
+        got = read_file(path, kind)
+        fp, fscope = claude_md.placement(path, p, scope, project_given) if kind == "claude-md" else (p, scope)
         if got and isinstance(got[0], Draft):
-            read.append((path, _checked(service, p, path, got, scope)))  # type: ignore[arg-type]
+            read.append((path, fp, fscope, _checked(service, fp, path, got, fscope)))  # type: ignore[arg-type]
         else:
-            read.append((path, got))
-    for path, items in read:
+            read.append((path, fp, fscope, got))
+    for path, fp, fscope, items in read:
         if items and isinstance(items[0], dict):  # an export: verbatim, under the importing user
             records: list[dict[str, Any]] = items  # type: ignore[assignment]
             if dry_run:
@@ -351,7 +295,7 @@ async def import_paths(service: MemoryService, maintenance: MaintenanceRepositor
                     _plan(report, d.kind, namespace(a, pr), d.content)
                 seen.add(h)
             continue
-        await _write_drafts(service, p, path, [c[0] for c in checked], scope, report, progress)
+        await _write_drafts(service, fp, path, [c[0] for c in checked], fscope, report, progress)
     if report.created and not dry_run:
         await maintenance.analyze()  # searches right after a big import plan with real statistics
     return report

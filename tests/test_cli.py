@@ -167,6 +167,19 @@ def test_import_of_mcp_memory_service_database_dry_run_then_write(cli_env: dict[
     assert wrong.returncode == 1 and "not SQLite; the formats mcp-memory import reads" in wrong.stderr
 
 
+def test_import_of_claude_md_goes_to_its_folders_project_unless_one_is_named(cli_env: dict[str, str],
+                                                                            tmp_path: Path) -> None:
+    repo = tmp_path / "acme-api"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "CLAUDE.md").write_text("# Commands\n- Run tests with `make test`\n")
+    env = {k: v for k, v in cli_env.items() if k != "MCP_MEMORY_PROJECT"}
+    derived = run("import", str(repo / "CLAUDE.md"), "--dry-run", env=env)
+    assert derived.returncode == 0, derived.stderr
+    assert "     1  procedure in project acme-api" in derived.stdout
+    named = run("import", str(repo / "CLAUDE.md"), "--dry-run", "--project", "other", env=env)
+    assert "     1  procedure in project other" in named.stdout
+
+
 def test_import_export_purge_commands(cli_env: dict[str, str], tmp_path: Path) -> None:
     notes = tmp_path / "MEMORY.md"
     notes.write_text("# Notes\n- The VPN config is in ~/vpn\n- Standups are async on Fridays\n")

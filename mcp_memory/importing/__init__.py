@@ -10,7 +10,7 @@ from typing import Any, Literal
 from ..models import Kind
 
 # What `mcp-memory import --from` takes; without it each file's format is detected.
-Format = Literal["markdown", "export", "knowledge-graph", "doobidoo"]
+Format = Literal["markdown", "claude-md", "export", "knowledge-graph", "doobidoo"]
 FORMATS: tuple[str, ...] = Format.__args__  # type: ignore[attr-defined]
 
 
