@@ -324,7 +324,7 @@ def _parser() -> argparse.ArgumentParser:
 
     imp = sub.add_parser("import", parents=[common],
                          help="import MEMORY.md / SOUL.md / IDENTITY.md, CLAUDE.md, an export, a memory.json, "
-                              "or mcp-memory-service's sqlite_vec.db")
+                              "mcp-memory-service's sqlite_vec.db, or a mem0 / OpenMemory export")
     imp.add_argument("paths", nargs="+", type=Path,
                      help="files or folders (searched for .md, .json, .jsonl and mcp-memory-service databases)")
     imp.add_argument("--from", dest="from_format", choices=FORMATS,

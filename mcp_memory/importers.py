@@ -17,7 +17,7 @@ from tqdm import tqdm
 from . import limits
 from .encoding import to_json
 from .errors import InvalidInput
-from .importing import Draft, Format, claude_md, doobidoo
+from .importing import Draft, Format, claude_md, doobidoo, mem0
 from .importing.markdown import parse_markdown
 from .models import Principal, ScopeLevel, WriteItem
 from .repository.maintenance import EXPORT_COLUMNS, MaintenanceRepository
@@ -39,7 +39,8 @@ class ImportReport(BaseModel):
 # --- parsing ---------------------------------------------------------------------------------------
 
 KNOWN = ("a markdown memory file (MEMORY.md, SOUL.md, IDENTITY.md), Claude Code's CLAUDE.md, an mcp-memory export, "
-         "a memory.json knowledge graph or an mcp-memory-service (doobidoo) sqlite_vec.db")
+         "a memory.json knowledge graph, an mcp-memory-service (doobidoo) sqlite_vec.db, or a mem0 / OpenMemory "
+         "export")
 
 
 def detect_format(path: Path, given: Format | None = None) -> Format:
@@ -51,6 +52,11 @@ def detect_format(path: Path, given: Format | None = None) -> Format:
                 return "doobidoo"
             what = "an SQLite database but not mcp-memory-service's" if doobidoo.is_sqlite(path) else "not SQLite"
             raise InvalidInput(f"{path}: {what}; the formats mcp-memory import reads: {KNOWN}")
+        if mem0.is_zip(path) and given in (None, "mem0"):
+            if given or mem0.flavour(mem0.load(path)):
+                return "mem0"
+            raise InvalidInput(f"{path}: a zip but not an OpenMemory backup; the formats mcp-memory import reads: "
+                               f"{KNOWN}")
         raw = path.read_bytes()
         raw.decode("utf-8")
     except OSError as exc:
@@ -71,6 +77,13 @@ def detect_format(path: Path, given: Format | None = None) -> Format:
         head = {}
     if isinstance(head, dict) and head.get("format") == EXPORT_FORMAT:
         return "export"
+    if path.suffix.lower() == ".json":
+        try:
+            whole = json.loads(raw)
+        except json.JSONDecodeError:
+            whole = None
+        if mem0.flavour(whole):
+            return "mem0"
     if path.suffix.lower() in (".json", ".jsonl"):
         return "knowledge-graph"
     raise InvalidInput(f"{path}: not one of the formats mcp-memory import reads: {KNOWN}")
@@ -172,6 +185,8 @@ def read_file(path: Path, fmt: Format) -> list[Draft] | list[dict[str, Any]]:
     try:
         if fmt == "doobidoo":
             return doobidoo.read(path)
+        if fmt == "mem0":
+            return mem0.read(mem0.load(path))
         text = path.read_text(encoding="utf-8")
         if fmt == "export":
             # Split on newlines only: exported text may hold U+2028 and friends, which
@@ -192,13 +207,25 @@ def namespace(agent_id: str | None, project_id: str | None) -> str:
     return ", ".join(parts) or "user"
 
 
+Checked = tuple[Draft, ScopeLevel | None, str | None, str | None, str]  # level, agent, project, text hash
+
+
+def _level(p: Principal, scope: ScopeLevel | None, draft: Draft) -> ScopeLevel | None:
+    """The importer's --scope, else the level the file gave (an agent's memory, when the importer
+    has no agent, is the user's), else the importer's default."""
+    if scope is not None or draft.scope is None:
+        return scope
+    return "user" if draft.scope in ("agent", "agent_project") and not p.agent_id else draft.scope
+
+
 def _checked(service: MemoryService, p: Principal, path: Path, drafts: list[Draft],
-             scope: ScopeLevel | None) -> list[tuple[Draft, str | None, str | None, str]]:
+             scope: ScopeLevel | None) -> list[Checked]:
     """Each draft as the write path will check it, with the scope and text hash it will have; a
     draft the write path would refuse is refused here, before anything is written, naming it."""
-    out = []
-    agent_id, project_id = service.write_scope(p, scope)
+    out: list[Checked] = []
     for index, d in enumerate(drafts):
+        level = _level(p, scope, d)
+        agent_id, project_id = service.write_scope(p, level)
         try:
             content, metadata = service.check.content(d.content), service.check.metadata(d.metadata)
             service.check.title(d.title)
@@ -206,7 +233,7 @@ def _checked(service: MemoryService, p: Principal, path: Path, drafts: list[Draf
             moment("occurred_at", d.occurred_at)
         except InvalidInput as exc:
             raise InvalidInput(f"{path}: {d.record or f'item {index + 1}'}: {exc}; nothing was imported") from None
-        out.append((d, agent_id, project_id, content_hash(content, d.kind, metadata)))
+        out.append((d, level, agent_id, project_id, content_hash(content, d.kind, metadata)))
     return out
 
 
@@ -217,25 +244,26 @@ def _plan(report: ImportReport, kind: str, where: str, content: str) -> None:
         report.first.append(f"[{kind}, {where}] {content[:100]}")
 
 
-async def _write_drafts(service: MemoryService, p: Principal, path: Path, drafts: list[Draft],
-                        scope: ScopeLevel | None, report: ImportReport, progress: bool) -> None:
+async def _write_drafts(service: MemoryService, p: Principal, path: Path, checked: list[Checked],
+                        report: ImportReport, progress: bool) -> None:
     source = f"import:{path.name}"
-    bar = tqdm(total=len(drafts), desc=path.name, unit="memory", file=sys.stderr, disable=not progress)
+    bar = tqdm(total=len(checked), desc=path.name, unit="memory", file=sys.stderr, disable=not progress)
     batch = service.settings.max_batch
-    for start in range(0, len(drafts), batch):
-        chunk = drafts[start:start + batch]
-        if any(d.pinned or d.priority for d in chunk):  # what a batch write does not take
+    for start in range(0, len(checked), batch):
+        chunk = checked[start:start + batch]
+        if any(d.pinned or d.priority for d, *_ in chunk):  # what a batch write does not take
             statuses = [(await service.write(
                 p, d.content, title=d.title, kind=d.kind, tags=d.tags, metadata=d.metadata, pinned=d.pinned,
-                priority=d.priority, scope=scope, occurred_at=d.occurred_at, source=source)).status for d in chunk]
+                priority=d.priority, scope=level, occurred_at=d.occurred_at, source=source)).status
+                for d, level, *_ in chunk]
         else:
             items = [WriteItem(content=d.content, title=d.title, kind=d.kind, tags=d.tags, metadata=d.metadata,
-                               scope=scope, occurred_at=d.occurred_at) for d in chunk]
+                               scope=level, occurred_at=d.occurred_at) for d, level, *_ in chunk]
             statuses = [m.status for m in (await service.write_many(p, items, source=source)).memories]
-        for d, status in zip(chunk, statuses, strict=True):
+        for (d, _, agent_id, project_id, _), status in zip(chunk, statuses, strict=True):
             if status == "created":
                 report.created += 1
-                _plan(report, d.kind, namespace(*service.write_scope(p, scope)), d.content)
+                _plan(report, d.kind, namespace(agent_id, project_id), d.content)
             else:
                 report.unchanged += 1
         bar.update(len(chunk))
@@ -256,10 +284,10 @@ async def import_paths(service: MemoryService, maintenance: MaintenanceRepositor
         got = read_file(path, kind)
         fp, fscope = claude_md.placement(path, p, scope, project_given) if kind == "claude-md" else (p, scope)
         if got and isinstance(got[0], Draft):
-            read.append((path, fp, fscope, _checked(service, fp, path, got, fscope)))  # type: ignore[arg-type]
+            read.append((path, fp, _checked(service, fp, path, got, fscope)))  # type: ignore[arg-type]
         else:
-            read.append((path, fp, fscope, got))
-    for path, fp, fscope, items in read:
+            read.append((path, fp, got))
+    for path, fp, items in read:
         if items and isinstance(items[0], dict):  # an export: verbatim, under the importing user
             records: list[dict[str, Any]] = items  # type: ignore[assignment]
             if dry_run:
@@ -283,19 +311,19 @@ async def import_paths(service: MemoryService, maintenance: MaintenanceRepositor
                 bar.update(len(chunk))
             bar.close()
             continue
-        checked: list[tuple[Draft, str | None, str | None, str]] = items  # type: ignore[assignment]
+        checked: list[Checked] = items  # type: ignore[assignment]
         if dry_run:
-            there = await maintenance.already_there(p.user_id, [(None, a, pr, h) for _, a, pr, h in checked])
-            seen: set[str] = set()
-            for (d, a, pr, h), old in zip(checked, there, strict=True):
-                if old or h in seen:
+            there = await maintenance.already_there(p.user_id, [(None, a, pr, h) for _, _, a, pr, h in checked])
+            seen: set[tuple[str | None, str | None, str]] = set()
+            for (d, _, a, pr, h), old in zip(checked, there, strict=True):
+                if old or (a, pr, h) in seen:
                     report.unchanged += 1
                 else:
                     report.created += 1
                     _plan(report, d.kind, namespace(a, pr), d.content)
-                seen.add(h)
+                seen.add((a, pr, h))
             continue
-        await _write_drafts(service, fp, path, [c[0] for c in checked], fscope, report, progress)
+        await _write_drafts(service, fp, path, checked, report, progress)
     if report.created and not dry_run:
         await maintenance.analyze()  # searches right after a big import plan with real statistics
     return report

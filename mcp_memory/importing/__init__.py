@@ -7,17 +7,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from ..models import Kind
+from ..models import Kind, ScopeLevel
 
 # What `mcp-memory import --from` takes; without it each file's format is detected.
-Format = Literal["markdown", "claude-md", "export", "knowledge-graph", "doobidoo"]
+Format = Literal["markdown", "claude-md", "export", "knowledge-graph", "doobidoo", "mem0"]
 FORMATS: tuple[str, ...] = Format.__args__  # type: ignore[attr-defined]
 
 
 @dataclass
 class Draft:
     """A memory parsed from a file, written through the normal write path. `record` names where
-    it came from in the file (a row, a line, a heading), for a refusal to point at."""
+    it came from in the file (a row, a line, a heading), for a refusal to point at; `scope`, the
+    level the file gave it (a user's or an agent's memory), which an importer's --scope overrides."""
 
     content: str
     title: str | None = None
@@ -28,3 +29,4 @@ class Draft:
     priority: int = 0
     occurred_at: datetime | None = None
     record: str | None = None
+    scope: ScopeLevel | None = None
