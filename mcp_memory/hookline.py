@@ -22,10 +22,18 @@ try:
 except ImportError:  # pragma: no cover
     import signal  # type: ignore[no-redef]
 
-from .hooksocket import MAX_STDIN, PROTOCOL, default_data_dir, peer_uid, private_dir_ok, socket, socket_path
+from .hooksocket import (
+    CAPTURE_EVENTS,
+    EVENTS,
+    MAX_STDIN,
+    PROTOCOL,
+    default_data_dir,
+    peer_uid,
+    private_dir_ok,
+    socket,
+    socket_path,
+)
 
-EVENTS = ("session-start", "prompt-submit", "stop", "pre-compact", "session-end")
-CAPTURE_EVENTS = ("stop", "pre-compact", "session-end")
 MIN_PROMPT_WORDS = 2  # as capture/recall.py (tests/test_hook_channel.py checks they agree)
 RECALL_EVENTS = {"session-start": ("MCP_MEMORY_SESSION_START_TIMEOUT_S", 5.0),
                  "prompt-submit": ("MCP_MEMORY_RECALL_TIMEOUT_S", 1.5)}

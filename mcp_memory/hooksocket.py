@@ -25,6 +25,10 @@ except ImportError:
         from hashlib import sha256
 
 PROTOCOL = 1
+# The hook events, as `mcp-memory hook <event>` names them; the capture events are handed off (a
+# worker, or the server's background) where the others answer with context.
+EVENTS = ("session-start", "prompt-submit", "stop", "pre-compact", "session-end")
+CAPTURE_EVENTS = ("stop", "pre-compact", "session-end")
 MAX_STDIN = 8 * 1024 * 1024  # as capture/hooks.py: an OpenClaw agent_end event carries the conversation
 SUN_PATH_MAX = 100  # sun_path holds 108 bytes on Linux, 104 on macOS; keep a margin
 

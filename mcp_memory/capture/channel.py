@@ -32,11 +32,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .. import hooksocket
 from ..config import Settings
+from ..hooksocket import CAPTURE_EVENTS
 from ..models import Principal
 from ..service import MemoryService
 from . import catchup, redact, status, worker
 from .capture import capture_disabled, failure_reason
-from .hooks import CAPTURE_EVENTS, Harness, HookInput, answer, budget, principal_for, respond
+from .hooks import Harness, HookInput, answer, budget, principal_for, respond
 from .transcripts import TranscriptError
 
 try:

@@ -13,8 +13,9 @@ from typing import Any
 from ..auth import local_principal
 from ..config import Settings
 from ..errors import MemoryServiceError
+from ..hooksocket import EVENTS
 from . import status
-from .hooks import EVENTS, run_hook
+from .hooks import run_hook
 from .transcripts import Transcript, TranscriptError, read
 
 HARNESSES = ("claude-code", "openclaw")

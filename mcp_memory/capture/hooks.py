@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 
 from ..config import Settings
+from ..hooksocket import CAPTURE_EVENTS
 from . import catchup, status
 from .transcripts import Transcript, TranscriptError, openclaw_messages
 
@@ -51,8 +52,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcp_memory.hook")
 
 Harness = Literal["claude-code", "openclaw"]
-EVENTS = ("session-start", "prompt-submit", "stop", "pre-compact", "session-end")
-CAPTURE_EVENTS = ("stop", "pre-compact", "session-end")
 # Claude Code's event names, as hook_event_name carries them.
 CLAUDE_EVENTS = {"session-start": "SessionStart", "prompt-submit": "UserPromptSubmit", "stop": "Stop",
                  "pre-compact": "PreCompact", "session-end": "SessionEnd"}

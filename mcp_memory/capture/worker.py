@@ -94,10 +94,11 @@ async def capture_own(service: MemoryService, job: Job, p: Principal) -> None:
 
 async def work(job: Job) -> None:
     from ..db import open_database
+    from ..hooksocket import CAPTURE_EVENTS
     from ..service import MemoryService
     from . import catchup
     from .capture import capture_disabled
-    from .hooks import CAPTURE_EVENTS, principal_for
+    from .hooks import principal_for
 
     p = principal_for(job.settings, job.harness, job.payload)
     if capture_disabled(job.settings, p):
