@@ -57,10 +57,10 @@ def _socket_of(direct_dsn: str) -> tuple[str, int]:
 
 
 @contextlib.contextmanager
-def pgbouncer(direct_dsn: str, *, pool_size: int = 2) -> Iterator[Bouncer]:
+def pgbouncer(direct_dsn: str, *, pool_size: int = 2, ignore: str = "") -> Iterator[Bouncer]:
     """PgBouncer, pool_mode = transaction, `pool_size` server connections per database and user (few,
     so that clients certainly share them), trust on 127.0.0.1 only, every database of the server
-    behind it (the wildcard entry)."""
+    behind it (the wildcard entry). `ignore`: startup parameters it drops instead of refusing them."""
     assert BINARY, MISSING
     host, pg_port = _socket_of(direct_dsn)
     user = urlsplit(direct_dsn).username or "postgres"
@@ -88,6 +88,7 @@ server_check_delay = 0
 logfile = {home / 'pgbouncer.log'}
 pidfile =
 admin_users = {user}
+ignore_startup_parameters = {ignore}
 """)
     command = [BINARY, str(home / "pgbouncer.ini")]
     if os.geteuid() == 0:

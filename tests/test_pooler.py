@@ -90,7 +90,19 @@ async def test_a_server_pointed_at_the_pooler_without_the_setting_refuses_naming
         await open_database(pooled(bouncer, db_url, tmp_path, db_pooler="none"))
     message = str(caught.value)
     assert "\n" not in message and "MCP_MEMORY_DB_POOLER=transaction" in message
-    assert "127.0.0.1" in message and "postgres" not in message.split("(")[0].replace("postgresql", "")
+    assert message.startswith(f"the database at 127.0.0.1:{bouncer.port}/")
+    assert "unsupported startup parameter: plan_cache_mode" in message
+
+
+async def test_a_pooler_that_drops_the_role_is_refused_not_run_past_rls(pg, db_url: str, tmp_path: Path) -> None:
+    """Told to ignore the session settings, PgBouncer would drop the role silently and every query
+    would run as the owner, past row-level security: the server checks and refuses."""
+    with pgbouncer(pg.dsn("postgres"), ignore="plan_cache_mode,jit,role") as dropping:
+        with pytest.raises(Unavailable) as caught:
+            await open_database(pooled(dropping, db_url, tmp_path, db_pooler="none"))
+        assert await advisory_locks(db_url) == []
+    message = str(caught.value)
+    assert "\n" not in message and "not mcp_memory_app" in message and "MCP_MEMORY_DB_POOLER=transaction" in message
 
 
 async def test_users_stay_apart_through_shared_server_connections_by_rls_alone(
