@@ -47,6 +47,8 @@ def detect_format(path: Path, given: Format | None = None) -> Format:
     """The format of `path` (or `given`, checked), or one clear line saying it is none of those
     known (a binary file, another database, text that is not UTF-8: never a traceback)."""
     try:
+        if doobidoo.is_sqlite(path) and given not in (None, "doobidoo"):
+            raise InvalidInput(f"{path}: an SQLite database, not {given}; the formats mcp-memory import reads: {KNOWN}")
         if doobidoo.is_sqlite(path) or given == "doobidoo":
             if doobidoo.looks_like(path):
                 return "doobidoo"

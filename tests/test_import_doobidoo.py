@@ -81,6 +81,8 @@ def test_detection_by_content_and_refusals(peer_db: Path, tmp_path: Path) -> Non
     text.write_text("- a note\n")
     with pytest.raises(InvalidInput, match="not SQLite"):
         detect_format(text, "doobidoo")
+    with pytest.raises(InvalidInput, match="an SQLite database, not markdown"):
+        detect_format(peer_db, "markdown")
 
 
 async def test_import_dry_run_then_twice(service: MemoryService, database: Database, alice: Principal,
@@ -113,15 +115,21 @@ async def test_import_dry_run_then_twice(service: MemoryService, database: Datab
     assert (again.created, again.unchanged, again.planned) == (0, 6, {})
 
 
+@pytest.mark.parametrize(("column", "value", "why"), [
+    ("metadata", "'{not json'", "metadata is not JSON"),
+    ("content", "CAST(X'4361666afb' AS TEXT)", "its content is not UTF-8 text"),
+    ("created_at", "NULL, created_at_iso = 'yesterday'", "created_at is not a time"),
+])
 async def test_a_row_it_cannot_read_refuses_the_whole_import(service: MemoryService, database: Database,
-                                                             alice: Principal, peer_db: Path,
-                                                             tmp_path: Path) -> None:
+                                                             alice: Principal, peer_db: Path, tmp_path: Path,
+                                                             column: str, value: str, why: str) -> None:
     good = tmp_path / "MEMORY.md"
     good.write_text("- Imported before the bad file would be read\n")
     with sqlite3.connect(peer_db) as conn:
         row_id = conn.execute("SELECT id FROM memories WHERE content LIKE 'Decided%'").fetchone()[0]
-        conn.execute("UPDATE memories SET metadata = '{not json' WHERE id = ?", (row_id,))
+        conn.execute("DROP TRIGGER IF EXISTS memories_fts_au")  # the peer's full-text index is not ours to keep
+        conn.execute(f"UPDATE memories SET {column} = {value} WHERE id = ?", (row_id,))
     maintenance = MaintenanceRepository(database.admin)
-    with pytest.raises(InvalidInput, match=rf"memories row id {row_id} .*metadata is not JSON.*nothing was imported"):
+    with pytest.raises(InvalidInput, match=rf"memories row id {row_id} .*{why}.*nothing was imported"):
         await import_paths(service, maintenance, alice, [good, peer_db], progress=False)
     assert (await service.list(alice, limit=100)).memories == []

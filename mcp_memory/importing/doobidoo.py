@@ -106,16 +106,20 @@ def _draft(row: sqlite3.Row, columns: set[str]) -> Draft:
         raise InvalidInput(f"{record}: metadata is not JSON ({exc.msg})") from None
     if not isinstance(given, dict):
         raise InvalidInput(f"{record}: metadata is not a JSON object")
+    iso = row["created_at_iso"] if "created_at_iso" in columns else None
     try:
-        occurred = _when(row["created_at"], row["created_at_iso"] if "created_at_iso" in columns else None)
+        occurred = _when(row["created_at"], iso)
     except (ValueError, OverflowError, OSError):
-        raise InvalidInput(f"{record}: created_at {row['created_at']!r} is not a time") from None
+        raise InvalidInput(f"{record}: created_at is not a time ({row['created_at']!r}, created_at_iso {iso!r})") \
+            from None
     peer_type = row["memory_type"] or "note"
     metadata = {("original_" + k if k in ("source", "original_id", "original_type") else k): v
                 for k, v in given.items()}
     metadata.update({"source": SOURCE, "original_id": row["content_hash"], "original_type": peer_type})
     if "parent_id" in columns and row["parent_id"]:
         metadata["original_parent_id"] = row["parent_id"]
+    if "store" in columns and row["store"] not in (None, "", "default"):  # the peer's named partitions
+        metadata["original_store"] = row["store"]
     return Draft(content=content, kind=KINDS.get(peer_type, "note"), tags=_tags(row["tags"]), metadata=metadata,
                  occurred_at=occurred, record=record)
 
