@@ -56,6 +56,43 @@ def _socket_of(direct_dsn: str) -> tuple[str, int]:
     return host, int(sockets[0].name.rsplit(".", 1)[1]) if sockets else 5432
 
 
+CONFIG = """\
+[databases]
+* = host={host} port={pg_port}
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = {port}
+unix_socket_dir =
+auth_type = trust
+auth_file = {home}/users.txt
+pool_mode = transaction
+default_pool_size = {pool_size}
+min_pool_size = 0
+reserve_pool_size = 0
+max_client_conn = 200
+max_db_connections = {pool_size}
+server_reset_query = DISCARD ALL
+server_check_delay = 0
+logfile = {home}/pgbouncer.log
+pidfile =
+admin_users = {user}
+ignore_startup_parameters = {ignore}
+"""
+
+
+def _listening(proc: subprocess.Popen, port: int) -> bool:
+    """Wait until PgBouncer `proc` listens on `port` (True), or has exited (False)."""
+    deadline = time.monotonic() + 30
+    while proc.poll() is None:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+            return proc.poll() is None
+        if time.monotonic() > deadline:
+            raise RuntimeError("pgbouncer did not listen within 30 s")
+        time.sleep(0.05)
+    return False
+
+
 @contextlib.contextmanager
 def pgbouncer(direct_dsn: str, *, pool_size: int = 2, ignore: str = "") -> Iterator[Bouncer]:
     """PgBouncer, pool_mode = transaction, `pool_size` server connections per database and user (few,
@@ -65,58 +102,35 @@ def pgbouncer(direct_dsn: str, *, pool_size: int = 2, ignore: str = "") -> Itera
     host, pg_port = _socket_of(direct_dsn)
     user = urlsplit(direct_dsn).username or "postgres"
     home = Path(tempfile.mkdtemp(prefix="mcp-memory-pgbouncer-"))
-    port = _free_port()
     (home / "users.txt").write_text(f'"{user}" ""\n')
-    (home / "pgbouncer.ini").write_text(f"""\
-[databases]
-* = host={host} port={pg_port}
-
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = {port}
-unix_socket_dir =
-auth_type = trust
-auth_file = {home / 'users.txt'}
-pool_mode = transaction
-default_pool_size = {pool_size}
-min_pool_size = 0
-reserve_pool_size = 0
-max_client_conn = 200
-max_db_connections = {pool_size}
-server_reset_query = DISCARD ALL
-server_check_delay = 0
-logfile = {home / 'pgbouncer.log'}
-pidfile =
-admin_users = {user}
-ignore_startup_parameters = {ignore}
-""")
     command = [BINARY, str(home / "pgbouncer.ini")]
     if os.geteuid() == 0:
         account = pwd.getpwnam(RUN_AS)
         os.chown(home, account.pw_uid, account.pw_gid)
-        for name in ("users.txt", "pgbouncer.ini"):
-            os.chown(home / name, account.pw_uid, account.pw_gid)
+        os.chown(home / "users.txt", account.pw_uid, account.pw_gid)
         command[1:1] = ["-u", RUN_AS]
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc: subprocess.Popen | None = None
+    why = b""
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"pgbouncer exited {proc.returncode}: {proc.stderr.read().decode()[-2000:]}")
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+        for _ in range(3):  # a free port may be taken between the look and PgBouncer's bind: another then
+            port = _free_port()
+            (home / "pgbouncer.ini").write_text(CONFIG.format(host=host, pg_port=pg_port, port=port, home=home,
+                                                              pool_size=pool_size, user=user, ignore=ignore))
+            proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            if _listening(proc, port):
                 break
-            if time.monotonic() > deadline:
-                raise RuntimeError("pgbouncer did not listen within 30 s")
-            time.sleep(0.05)
+            why = proc.communicate()[1]
+        else:
+            raise RuntimeError(f"pgbouncer did not start: {why.decode(errors='replace')[-2000:]}")
         yield Bouncer(port=port, pid=proc.pid, home=home, pool_size=pool_size)
     finally:
-        if proc.poll() is None:
+        if proc is not None and proc.poll() is None:
             os.kill(proc.pid, 15)  # SIGTERM: PgBouncer stops at once
             try:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 os.kill(proc.pid, 9)
                 proc.wait()
-        if proc.stderr:
+        if proc is not None and proc.stderr:
             proc.stderr.close()
         shutil.rmtree(home, ignore_errors=True)

@@ -21,6 +21,7 @@ import pytest
 
 from mcp_memory.config import Settings
 from mcp_memory.db import Database, open_database
+from mcp_memory.db.doctor import diagnose
 from mcp_memory.db.migrate import available_migrations
 from mcp_memory.decisions import provider_from
 from mcp_memory.decisions.jobs import DecisionWorker
@@ -281,6 +282,12 @@ async def test_migrations_from_two_servers_at_once_and_locks_left_behind(
     finally:
         for db in dbs:
             await db.close()
+
+
+async def test_doctor_through_the_pooler(bouncer: Bouncer, db_url: str, tmp_path: Path) -> None:
+    checks = {c.name: c for c in await diagnose(pooled(bouncer, db_url, tmp_path))}
+    for name in ("database", "schema", "row-level security", "extension vector", "extension pg_trgm"):
+        assert checks[name].ok, checks[name]
 
 
 def sql_strings(path: Path) -> Iterator[str]:

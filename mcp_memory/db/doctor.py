@@ -38,7 +38,9 @@ async def diagnose(settings: Settings) -> list[Check]:
                else f"check that {settings.data_dir} is writable; its log is {settings.data_dir / 'pg' / 'log'}")
         return [*checks, Check("database", False, f"{where}: {exc}", fix)]
     try:
-        conn = await asyncpg.connect(dsn)
+        # through a transaction-mode pooler a cached (named) statement may be run on another server connection
+        conn = await asyncpg.connect(dsn, **({"statement_cache_size": 0} if settings.db_pooler == "transaction"
+                                             else {}))
         try:
             checks.append(Check("database", True, f"{where}: {await catalog.server_version(conn)}"))
             checks += await _extensions(conn)
