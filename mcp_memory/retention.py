@@ -11,7 +11,7 @@ import asyncpg
 
 from .config import Settings
 from .models import PurgeReport
-from .repository.graph import inconsistencies
+from .repository.graph_checks import inconsistencies
 from .repository.maintenance import MaintenanceRepository
 
 log = logging.getLogger(__name__)

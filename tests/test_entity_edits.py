@@ -15,7 +15,7 @@ import pytest
 
 from mcp_memory.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from mcp_memory.models import Principal
-from mcp_memory.repository.graph import inconsistencies
+from mcp_memory.repository.graph_checks import inconsistencies
 
 from .conftest import principal
 

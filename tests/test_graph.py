@@ -224,7 +224,7 @@ async def test_a_mutation_workload_leaves_no_inconsistent_link_and_validity_foll
         service, database) -> None:
     from datetime import timedelta
 
-    from mcp_memory.repository.graph import inconsistencies
+    from mcp_memory.repository.graph_checks import inconsistencies
     from mcp_memory.repository.maintenance import MaintenanceRepository
 
     p = principal()

@@ -17,7 +17,7 @@ from mcp_memory.db import Database, open_database
 from mcp_memory.errors import InvalidInput
 from mcp_memory.importers import export_user, import_paths
 from mcp_memory.models import Principal
-from mcp_memory.repository.graph import inconsistencies
+from mcp_memory.repository.graph_checks import inconsistencies
 from mcp_memory.repository.maintenance import MaintenanceRepository
 from mcp_memory.service import MemoryService
 

@@ -9,7 +9,7 @@ import asyncio
 from datetime import datetime
 
 from mcp_memory.models import WriteItem
-from mcp_memory.repository.graph import inconsistencies
+from mcp_memory.repository.graph_checks import inconsistencies
 
 from .conftest import principal
 from .test_graph_killed import item

@@ -25,7 +25,7 @@ from mcp_memory.db.embedded import EmbeddedPostgres
 from mcp_memory.errors import NotFound
 from mcp_memory.graph.names import Name
 from mcp_memory.models import WriteItem
-from mcp_memory.repository import graph
+from mcp_memory.repository import graph, graph_checks
 from mcp_memory.service import MemoryService
 
 from .conftest import principal
@@ -250,4 +250,4 @@ async def test_a_batch_with_keys_on_an_external_server(external) -> None:
     older, newer = (m.id for m in result.memories)
     assert (await service.get(p, [older])).memories[0].superseded_by == newer
     async with database.admin.acquire() as conn:
-        assert await graph.inconsistencies(conn) == {name: 0 for name in graph.CHECKS}
+        assert await graph_checks.inconsistencies(conn) == {name: 0 for name in graph_checks.CHECKS}

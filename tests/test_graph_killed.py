@@ -22,7 +22,7 @@ import anyio
 import asyncpg
 from mcp import Client, StdioServerParameters
 
-from mcp_memory.repository.graph import inconsistencies
+from mcp_memory.repository.graph_checks import inconsistencies
 
 from .test_server import call
 

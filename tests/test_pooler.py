@@ -29,7 +29,7 @@ from mcp_memory.errors import NotFound, Unavailable
 from mcp_memory.models import WriteItem
 from mcp_memory.repository import jobs as queue
 from mcp_memory.repository import sql
-from mcp_memory.repository.graph import inconsistencies
+from mcp_memory.repository.graph_checks import inconsistencies
 from mcp_memory.repository.maintenance import MaintenanceRepository
 from mcp_memory.repository.memories import MemoryRepository
 from mcp_memory.repository.transcripts import TranscriptRepository

@@ -10,7 +10,7 @@ from ..checks import Check
 from ..config import Settings
 from ..errors import Unavailable
 from ..repository import catalog
-from ..repository.graph import inconsistencies, sizes
+from ..repository.graph_checks import inconsistencies, sizes
 from . import locate
 from .migrate import pending_migrations
 

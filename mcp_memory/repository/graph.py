@@ -198,42 +198,6 @@ async def restate(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record
     await record(conn, p, memory, Said(kept, None, "rules"))
 
 
-# Each check counts links that should not exist; all zero is a consistent graph. Links to memories
-# that are gone cannot exist (foreign keys, ON DELETE CASCADE); these are the ones keys cannot forbid.
-CHECKS = {
-    "facts without their mention": """SELECT count(*) FROM memory_facts f WHERE NOT EXISTS (
-        SELECT 1 FROM memory_entities me WHERE me.user_id = f.user_id AND me.memory_id = f.memory_id
-        AND me.entity_id = f.entity_id)""",
-    "links to a merged entity": """SELECT (SELECT count(*) FROM memory_entities me JOIN entities e
-        ON e.user_id = me.user_id AND e.id = me.entity_id WHERE e.merged_into IS NOT NULL)
-        + (SELECT count(*) FROM memory_facts f JOIN entities e ON e.user_id = f.user_id AND e.id = f.entity_id
-           WHERE e.merged_into IS NOT NULL)""",
-    "links outside their memory's namespace": """SELECT (SELECT count(*) FROM memory_entities x JOIN memories m
-        ON m.user_id = x.user_id AND m.id = x.memory_id
-        WHERE x.agent_id IS DISTINCT FROM m.agent_id OR x.project_id IS DISTINCT FROM m.project_id)
-        + (SELECT count(*) FROM memory_facts x JOIN memories m ON m.user_id = x.user_id AND m.id = x.memory_id
-           WHERE x.agent_id IS DISTINCT FROM m.agent_id OR x.project_id IS DISTINCT FROM m.project_id
-              OR x.valid_from <> m.occurred_at)""",
-    "entities wider than a memory naming them": """SELECT count(*) FROM memory_entities x JOIN entities e
-        ON e.user_id = x.user_id AND e.id = x.entity_id
-        WHERE e.agent_id IS NOT NULL AND e.agent_id IS DISTINCT FROM x.agent_id
-           OR e.project_id IS NOT NULL AND e.project_id IS DISTINCT FROM x.project_id""",
-}
-
-
-async def inconsistencies(conn: asyncpg.Connection) -> dict[str, int]:
-    """The graph's consistency checks over every user (an owner's connection): name -> count."""
-    return {name: await conn.fetchval(sql) for name, sql in CHECKS.items()}
-
-
-async def sizes(conn: asyncpg.Connection) -> tuple[int, int, int]:
-    """(entities, keyed facts, memories whose names are not read yet) over every user (an owner's
-    connection)."""
-    row = await conn.fetchrow("SELECT (SELECT count(*) FROM entities), (SELECT count(*) FROM memory_facts), "
-                              "(SELECT count(*) FROM graph_backlog)")
-    return row[0], row[1], row[2]
-
-
 async def _replace(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record, said: Said,
                    done: Recorded) -> None:
     """The attribute holds one value at a time: the live fact before this one (by valid time) is
@@ -427,6 +391,5 @@ async def neighbours_of(conn: asyncpg.Connection, p: Principal, entity: UUID, li
             GROUP BY e.id, e.name, e.kind ORDER BY shared DESC, e.name LIMIT {q.arg(limit)}""", *q.args)
 
 
-__all__ = ["USER", "Recorded", "current_facts", "entities_named", "entity_rows", "facts_of", "inconsistencies",
-           "lock_names",
-           "neighbours_of", "record", "resolve", "restate", "sizes", "structure_of"]
+__all__ = ["USER", "Recorded", "current_facts", "entities_named", "entity_rows", "facts_of", "lock_names",
+           "neighbours_of", "record", "resolve", "restate", "structure_of"]
