@@ -170,6 +170,16 @@ def plugin_dir(config: Path) -> Path:
     return config.parent / "extensions" / openclaw_plugin.PLUGIN_ID
 
 
+def openclaw_agents(data: dict[str, Any]) -> list[str]:
+    """The agents an OpenClaw configuration lists (`agents.list`, each with its own id and
+    workspace), by id."""
+    agents = data.get("agents")
+    listed = agents.get("list") if isinstance(agents, dict) else None
+    if not isinstance(listed, list):
+        return []
+    return [str(a["id"]) for a in listed if isinstance(a, dict) and a.get("id")]
+
+
 def openclaw_workspace(config: Path, data: dict[str, Any]) -> Path:
     """The default agent's workspace as OpenClaw resolves it (agents.defaults.workspace, else the
     `workspace` folder beside the config)."""

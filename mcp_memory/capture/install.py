@@ -27,6 +27,7 @@ from .harness_entries import (
     claude_files,
     claude_ours,
     flag_value,
+    openclaw_agents,
     openclaw_file,
     openclaw_flags,
     openclaw_ours,
@@ -92,6 +93,7 @@ def install(harness: str, *, scope: str = "user", project_dir: Path, home: Path 
         if flag_value(flags, "--project") is None:
             flags += ["--project", git_project(project_dir) or project_dir.name]
     targets = _targets(harness, scope, home, project_dir)
+    agents: list[str] = []
     try:
         for path in targets:
             if read_state(path) is not None:
@@ -101,7 +103,8 @@ def install(harness: str, *, scope: str = "user", project_dir: Path, home: Path 
             changes = [plan(targets[0], add_claude_server(exe, flags, targets[0])),
                        plan(targets[1], add_claude_hooks(exe, flags, targets[1]))]
         else:
-            flags = openclaw_flags(targets[0], load(targets[0], "json5")[0], flags)
+            data = load(targets[0], "json5")[0]
+            flags, agents = openclaw_flags(targets[0], data, flags), openclaw_agents(data)
             changes = [plan(targets[0], add_openclaw(exe, flags, targets[0]), "json5")]
     except SettingsFileError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -130,17 +133,23 @@ def install(harness: str, *, scope: str = "user", project_dir: Path, home: Path 
             return 1
         link = f" (a link: wrote {Path(os.path.realpath(change.path))})" if change.path.is_symlink() else ""
         print(f"changed {change.path}{link}" + (f", backup {backup.name}" if backup else ""))
-    _explain(harness, scope, exe, flags)
+    _explain(harness, scope, exe, flags, agents)
     print(f"installed for {harness}; `mcp-memory uninstall {harness}"
           f"{' --scope project' if scope == 'project' else ''}` puts everything back")
     return 0
 
 
-def _explain(harness: str, scope: str, exe: str, flags: list[str]) -> None:
+def _explain(harness: str, scope: str, exe: str, flags: list[str], agents: list[str]) -> None:
     if harness == "openclaw":
         print(f"OpenClaw's MCP server and its hooks both use agent {flag_value(flags, '--agent')!r} and project "
               f"{flag_value(flags, '--project')!r}, whatever directory openclaw starts in (--agent / --project "
               "to choose others)")
+        if len(agents) > 1:
+            # One server entry for every agent, started without word of which agent calls it: pinned
+            # to one namespace so that tools and hooks agree, all the agents share it.
+            print(f"note: OpenClaw lists {len(agents)} agents ({', '.join(agents)}); they share this one namespace "
+                  "(mcp-memory's server entry is OpenClaw's for every agent and is not told which agent calls), "
+                  "so each sees what the others stored")
     elif scope == "project":
         found = shutil.which("mcp-memory")
         print(f"project files name `mcp-memory` without a path (no path of this machine in files a team "
