@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import replace
+from typing import Any
 from uuid import UUID
 
 import numpy as np
@@ -87,10 +88,10 @@ class Structure:
                  and not (known and in_lexicon(r["attribute"], self.lexicon))]
         if not heads:
             return said
-        close = await masked_similarities(content, heads, self.vectors)
-        if close is None:
+        judged = await self._restated(content, heads, floor)
+        if judged is None:
             return said
-        flags = await earlier_versions(content, heads, self.vectors, floor, known=close) or {}
+        flags, close = judged
         # Naming the old value flags a version whatever its wording; a key is only taken at the floor.
         chosen = {r["attribute"] for r in heads if flags.get(r["id"]) and close[r["id"]] >= floor}
         if len(chosen) != 1:
@@ -114,12 +115,21 @@ class Structure:
         heads = [r for r in await current_facts(self.repo, p, said.about) if r["attribute"] == said.key.attribute]
         if not heads:
             return said
+        judged = await self._restated(content, heads, floor)
+        if judged is None:
+            return said
+        ends = tuple(r["id"] for r in heads if judged[0].get(r["id"]))
+        return replace(said, ends=ends) if ends else said
+
+    async def _restated(self, content: str, heads: list[Any], floor: float
+                        ) -> tuple[dict[UUID, bool], dict[UUID, float]] | None:
+        """Which of the subject's values `content` restates (retrieval/versions.py
+        `earlier_versions`, at `floor`), and each one's masked cosine; None without the embedder."""
+        assert self.vectors is not None
         close = await masked_similarities(content, heads, self.vectors)
         if close is None:
-            return said
-        flags = await earlier_versions(content, heads, self.vectors, floor, known=close) or {}
-        ends = tuple(r["id"] for r in heads if flags.get(r["id"]))
-        return replace(said, ends=ends) if ends else said
+            return None
+        return await earlier_versions(content, heads, self.vectors, floor, known=close) or {}, close
 
     @functools.cached_property
     def _ended(self) -> re.Pattern[str]:

@@ -33,11 +33,16 @@ async def test_writers_at_once_on_the_same_people_all_succeed_and_leave_one_live
     failed = [f"{type(r).__name__}: {str(r).splitlines()[0]}" for r in results if isinstance(r, BaseException)]
     async with database.admin.acquire() as conn:
         assert await inconsistencies(conn) == {name: 0 for name in await inconsistencies(conn)}
-        heads = await conn.fetch(
-            """SELECT e.name, f.attribute, count(*) AS live FROM memory_facts f
-               JOIN memories m ON m.user_id = f.user_id AND m.id = f.memory_id
-               JOIN entities e ON e.user_id = f.user_id AND e.id = f.entity_id
-               WHERE f.single AND m.superseded_by IS NULL AND m.deleted_at IS NULL
-               GROUP BY e.name, f.attribute""")
+        heads = await live_values(conn)
     assert failed == []
     assert [dict(r) for r in heads if r["live"] != 1] == []
+
+
+async def live_values(conn) -> list:
+    """Each entity's one-at-a-time attributes with how many live values each holds (one, if right)."""
+    return await conn.fetch(
+        """SELECT e.name, f.attribute, count(*) AS live FROM memory_facts f
+           JOIN memories m ON m.user_id = f.user_id AND m.id = f.memory_id
+           JOIN entities e ON e.user_id = f.user_id AND e.id = f.entity_id
+           WHERE f.single AND m.superseded_by IS NULL AND m.deleted_at IS NULL
+           GROUP BY e.name, f.attribute""")

@@ -39,6 +39,7 @@ from .chat_api import ChatAPI
 from .conftest import principal
 from .pgbouncer import BINARY, MISSING, Bouncer, pgbouncer
 from .test_decisions import decisions_settings
+from .test_graph_concurrency import live_values
 from .test_graph_killed import item
 
 pytestmark = pytest.mark.skipif(BINARY is None, reason=MISSING)
@@ -184,12 +185,7 @@ async def test_keyed_graph_writes_from_two_servers_at_once_leave_one_live_value(
     assert failed == []
     async with servers[2][0].admin.acquire() as conn:
         assert await inconsistencies(conn) == {name: 0 for name in await inconsistencies(conn)}
-        heads = await conn.fetch(
-            """SELECT e.name, f.attribute, count(*) AS live FROM memory_facts f
-               JOIN memories m ON m.user_id = f.user_id AND m.id = f.memory_id
-               JOIN entities e ON e.user_id = f.user_id AND e.id = f.entity_id
-               WHERE f.single AND m.superseded_by IS NULL AND m.deleted_at IS NULL
-               GROUP BY e.name, f.attribute""")
+        heads = await live_values(conn)
     assert heads and [dict(r) for r in heads if r["live"] != 1] == []
 
 
