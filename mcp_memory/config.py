@@ -214,6 +214,10 @@ class Settings(BaseSettings):
     present_margin: float = Field(default=0.15, ge=0, le=2, description=(
         "When only two of the subject's memories are compared: how far below the closer one's cosine "
         "with the question (names masked) the other still answers it."))
+    summary_turns_kept: int = Field(default=2, ge=0, le=50, description=(
+        "Where a session's summary and turns it sums up both answer a search: the summary takes the place "
+        "of its best ranked turn, this many of its turns keep theirs after it, the rest go to the end of "
+        "the list (retrieval/summaries.py); auto-recall shows the summary for them all."))
     graph_rules_keys: Literal["off", "facts", "replace"] = Field(default="off", description=(
         "When the writer passes no key: 'facts' files a memory under the one attribute its words point "
         "to (by the lexicon) so a question about that attribute finds its values in order; 'replace' also "
@@ -517,6 +521,7 @@ SECTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
                 "phrased differently; change them only with the benchmarks at hand (docs/benchmarks.md).", (
         "related_limit", "related_similarity", "recency_floor", "recency_half_life_days",
         "period_boost", "period_after_days", "subject_boost", "present_focus", "present_margin",
+        "summary_turns_kept",
         "graph_rules_keys", "graph_adopt_floor", "graph_doubt_floor", "superseded_penalty", "conflict_similarity",
         "reply_weight", "preceding_weight", "reply_gap_minutes",
         "search_candidates", "fusion", "rrf_k", "weight_vector", "weight_fulltext", "weight_trigram",

@@ -10,7 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from . import limits
 
-Kind = Literal["fact", "preference", "decision", "episode", "procedure", "identity", "note"]
+# session_summary: a captured session in a few sentences, written by extraction's model beside the
+# session's facts and derived_from its turns (decisions/summaries.py).
+Kind = Literal["fact", "preference", "decision", "episode", "procedure", "identity", "note", "session_summary"]
 KINDS: tuple[str, ...] = Kind.__args__  # type: ignore[attr-defined]
 
 ScopeLevel = Literal["user", "project", "agent", "agent_project"]

@@ -58,6 +58,7 @@ from .repository.secrets import cursor_secret
 from .retrieval import ParsedQuery, intent_of, parse_query
 from .retrieval import search as hybrid_search
 from .retrieval.rerank import Reranking
+from .retrieval.summaries import covering, sources_of
 from .review import Review
 from .statistics import Statistics
 from .structure import Structure
@@ -73,6 +74,8 @@ class Recalled(NamedTuple):
     hits: list[SearchHit]
     memories: dict[UUID, Memory]  # each hit's memory (live and visible), for recall's groups and words
     cosine: dict[UUID, float] | None  # each hit's cosine to the query; None without the query's vector
+    # Each raw turn among the hits that a session summary among them sums up, to that summary.
+    summarised: dict[UUID, UUID] = {}
 
 
 class MemoryService(Forgetting):
@@ -104,7 +107,8 @@ class MemoryService(Forgetting):
         if settings.decisions_provider != "none":
             repo.decision_attempts = settings.decisions_max_attempts
             if self.extracting:
-                repo.undecided_kinds = frozenset({"episode"})
+                # A session's summary sums up its turns and replaces nothing: no decision either.
+                repo.undecided_kinds = frozenset({"episode", "session_summary"})
 
     @property
     def settings(self) -> Settings:
@@ -334,7 +338,12 @@ class MemoryService(Forgetting):
         cosine = (await similarities(self.repo, p, list(memories), vector, model=self.vectors.model,
                                      dimension=self.vectors.dimension)
                   if vector is not None and self.vectors is not None and self.vectors.model else None)
-        return Recalled(hits, memories, cosine)
+        summarised: dict[UUID, UUID] = {}
+        if any(m.kind == "session_summary" for m in memories.values()):
+            rows = [{"id": i, "kind": m.kind} for i, m in memories.items()]
+            async with self.repo.reading(p) as conn:
+                summarised = covering(hits, await sources_of(conn, p, rows))
+        return Recalled(hits, memories, cosine, summarised)
 
     async def _query_vector(self, parsed: ParsedQuery, wait: float | None = None) -> list[float] | None:
         """The vector of what a query searches for (its words about time steer the ranking: the

@@ -24,10 +24,11 @@ def content_hash(content: str, kind: str | None = None, metadata: dict[str, Any]
     it is kept per scope. A captured turn is what was said at its place in its session: the same
     words in another session, or said again later in one ("Understood, noted.": its `repeat`, how
     many times the session said it before), are other turns, and a session's history stays whole;
-    the same turn captured again, even from a transcript the harness rewrote, is the same memory."""
+    the same turn captured again, even from a transcript the harness rewrote, is the same memory.
+    A session's summary is its session's too: two sessions summed up in the same words keep one each."""
     normalized = _SPACE.sub(" ", unicodedata.normalize("NFKC", content)).strip().casefold()
     session, repeat = (metadata or {}).get("session_id"), (metadata or {}).get("repeat", 0)
-    if kind == "episode" and isinstance(session, str) and session:
+    if kind in ("episode", "session_summary") and isinstance(session, str) and session:
         normalized = f"{normalized}\x00{session}\x00{repeat if isinstance(repeat, int) else 0}"
     return sha256_hex(normalized)
 

@@ -4,7 +4,8 @@ a character budget (nothing when nothing is relevant). Always delimited as data 
 
 Capture stores one thing several times: the turn as an episode, the sentence that set off a
 trigger as a fact linked to it, and the assistant's reply, which usually says it back ("Got it:
-black instead of autopep8"). Recall counts such a group once, shown by its distilled member, and
+black instead of autopep8"). Recall counts such a group once, shown by its distilled member; the
+turns a session's summary among the hits sums up are that summary's group, shown by it. It
 leaves out what the session's start block already gave it (a ledger per session under the data
 dir says what that was). Everything shown passes through redaction once more, in case a secret
 was stored by another way than capture."""
@@ -17,9 +18,10 @@ import json
 import logging
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
+from uuid import UUID
 
 from .. import context
 from ..config import Settings
@@ -220,7 +222,7 @@ def _stems(text: str, stop: frozenset[str]) -> set[str]:
 
 def _groups(prompt: str, hits: list[SearchHit], memories: dict[str, Memory],
             closeness: tuple[dict[str, float], float] | None, seen: set[str],
-            stop: frozenset[str]) -> list[list[SearchHit]]:
+            stop: frozenset[str], summarised: Mapping[UUID, UUID] | None = None) -> list[list[SearchHit]]:
     """The relevant groups of the hits, in the order of each group's best ranked member.
 
     The fused score ranks; it says nothing absolute. A group is relevant when a member is close
@@ -228,12 +230,14 @@ def _groups(prompt: str, hits: list[SearchHit], memories: dict[str, Memory],
     also shares words with the prompt (two signals agreeing); without the prompt's vector, when
     a member shares words with it. Left out besides: a group much farther from the prompt than
     its closest relevant memory, and one the session was already shown (any member or the group).
-    `closeness`: each hit's cosine to the prompt and the floor for meaning alone."""
+    `closeness`: each hit's cosine to the prompt and the floor for meaning alone; `summarised`:
+    the turns a summary among the hits sums up, to it (their group is the summary's)."""
     groups: dict[str, list[SearchHit]] = {}
     for h in hits:
         m = memories.get(str(h.id))
         if m is not None:
-            groups.setdefault(group_of(m), []).append(h)
+            summary = (summarised or {}).get(h.id)
+            groups.setdefault(group_of(memories.get(str(summary), m) if summary else m), []).append(h)
     words = _stems(prompt, stop)
 
     def full_text(members: list[SearchHit]) -> bool:
@@ -303,7 +307,8 @@ async def prompt_context(service: MemoryService, settings: Settings, p: Principa
     closeness = (similarity, recall_floor(settings, vectors.model)) if found.cosine is not None and vectors else None
     seen = Ledger(settings, p, session_id).read() if session_id else set()
     stop = service.lexicon.prompt_stop_words
-    shown = _distinct(_groups(prompt, hits, memories, closeness, seen, stop), memories, settings.recall_limit)
+    shown = _distinct(_groups(prompt, hits, memories, closeness, seen, stop, found.summarised), memories,
+                      settings.recall_limit)
     kept = _fit(_cleaned(shown), settings.recall_budget_chars)
     if not kept:
         return ""

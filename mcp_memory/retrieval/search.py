@@ -17,6 +17,7 @@ from .narrowing import few_pass
 from .query import ParsedQuery
 from .reorder import after_sql
 from .statement import SearchStatement, build_search
+from .summaries import sources_of, summaries_first
 
 __all__ = ["SearchStatement", "build_search", "plan", "search"]
 
@@ -27,7 +28,8 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
                  vectors: focus.TextVectors | None = None, lexicon: Lexicon = ENGLISH) -> list[SearchHit]:
     """`vectors` (the service's embedder behind its cache) lets a question about the present
     that names someone find which of their memories answer it (retrieval/focus.py); a question
-    about a known entity's keyed attribute gets its values in order of validity (keyed.py)."""
+    about a known entity's keyed attribute gets its values in order of validity (keyed.py); a
+    session's summary comes before the turns it sums up (summaries.py)."""
     def built(exact: bool = False) -> SearchStatement | None:
         return build_search(p, parsed, f, limit=limit, settings=settings, vector=vector, model=model,
                             dimension=dimension, min_similarity=min_similarity, exact=exact)
@@ -41,12 +43,15 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
         rows = await conn.fetch(statement.sql, *statement.args)
         # A forget preview lists what matches the words, not what the graph knows of them.
         facts = await facts_named(conn, p, parsed, f) if min_similarity is None else []
+        summed_up = await sources_of(conn, p, rows) if min_similarity is None else {}
     hits = await after_sql(rows, parsed, past=statement.past, conflict=statement.conflict, settings=settings,
                            explain=explain, vectors=vectors, listing=min_similarity is not None)
     if facts:
         hits = await keyed_first(parsed, facts, hits, lexicon=lexicon, limit=limit,
                                  snippet_chars=settings.snippet_chars, explain=explain, vectors=vectors,
                                  doubt_floor=settings.graph_doubt_floor)
+    if summed_up:
+        hits = summaries_first(hits, summed_up, settings.summary_turns_kept)
     return hits
 
 
