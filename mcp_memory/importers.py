@@ -17,7 +17,7 @@ from tqdm import tqdm
 from . import limits
 from .encoding import to_json
 from .errors import InvalidInput
-from .importing import Draft, Format, claude_md, doobidoo, mem0
+from .importing import Draft, Format, basic_memory, claude_md, doobidoo, mem0
 from .importing.markdown import parse_markdown
 from .models import Principal, ScopeLevel, WriteItem
 from .repository.maintenance import EXPORT_COLUMNS, MaintenanceRepository
@@ -39,13 +39,18 @@ class ImportReport(BaseModel):
 # --- parsing ---------------------------------------------------------------------------------------
 
 KNOWN = ("a markdown memory file (MEMORY.md, SOUL.md, IDENTITY.md), Claude Code's CLAUDE.md, an mcp-memory export, "
-         "a memory.json knowledge graph, an mcp-memory-service (doobidoo) sqlite_vec.db, or a mem0 / OpenMemory "
-         "export")
+         "a memory.json knowledge graph, an mcp-memory-service (doobidoo) sqlite_vec.db, a mem0 / OpenMemory "
+         "export, or a basic-memory project folder")
 
 
 def detect_format(path: Path, given: Format | None = None) -> Format:
     """The format of `path` (or `given`, checked), or one clear line saying it is none of those
     known (a binary file, another database, text that is not UTF-8: never a traceback)."""
+    if path.is_dir():  # only a basic-memory project is read as one folder
+        if given in (None, "basic-memory") and (given or basic_memory.looks_like(path)):
+            return "basic-memory"
+        raise InvalidInput(f"{path}: a folder, not {given or 'a basic-memory project'}; the formats mcp-memory "
+                           f"import reads: {KNOWN}")
     try:
         if doobidoo.is_sqlite(path) and given not in (None, "doobidoo"):
             raise InvalidInput(f"{path}: an SQLite database, not {given}; the formats mcp-memory import reads: {KNOWN}")
@@ -70,6 +75,8 @@ def detect_format(path: Path, given: Format | None = None) -> Format:
         return given
     if claude_md.is_claude_md(path):
         return "claude-md"
+    if path.suffix.lower() == ".md" and basic_memory.looks_like(path):
+        return "basic-memory"
     if path.suffix.lower() in (".md", ".markdown"):
         return "markdown"
     first = raw.decode("utf-8").split("\n", 1)[0].strip()
@@ -167,10 +174,13 @@ def _structure(given: Any, number: int) -> dict[str, Any] | None:
 
 # --- running ---------------------------------------------------------------------------------------
 
-def files_under(paths: Iterable[Path]) -> list[Path]:
+def files_under(paths: Iterable[Path], fmt: Format | None = None) -> list[Path]:
+    """The files to read; a basic-memory project folder stays whole (its relations name its notes)."""
     found: list[Path] = []
     for path in paths:
-        if path.is_dir():
+        if path.is_dir() and (fmt == "basic-memory" or fmt is None and basic_memory.looks_like(path)):
+            found.append(path)
+        elif path.is_dir():
             found += sorted(p for p in path.rglob("*") if p.is_file() and (
                 p.suffix.lower() in (".md", ".markdown", ".json", ".jsonl")
                 or p.suffix.lower() in (".db", ".sqlite", ".sqlite3") and doobidoo.looks_like(p)))
@@ -189,6 +199,8 @@ def read_file(path: Path, fmt: Format) -> list[Draft] | list[dict[str, Any]]:
             return doobidoo.read(path)
         if fmt == "mem0":
             return mem0.read(mem0.load(path))
+        if fmt == "basic-memory":
+            return basic_memory.read(path)
         text = path.read_text(encoding="utf-8")
         if fmt == "export":
             # Split on newlines only: exported text may hold U+2028 and friends, which
@@ -256,11 +268,11 @@ async def _write_drafts(service: MemoryService, p: Principal, path: Path, checke
         if any(d.pinned or d.priority for d, *_ in chunk):  # what a batch write does not take
             statuses = [(await service.write(
                 p, d.content, title=d.title, kind=d.kind, tags=d.tags, metadata=d.metadata, pinned=d.pinned,
-                priority=d.priority, scope=level, occurred_at=d.occurred_at, source=source)).status
+                priority=d.priority, scope=level, occurred_at=d.occurred_at, source=source, about=d.about)).status
                 for d, level, *_ in chunk]
         else:
             items = [WriteItem(content=d.content, title=d.title, kind=d.kind, tags=d.tags, metadata=d.metadata,
-                               scope=level, occurred_at=d.occurred_at) for d, level, *_ in chunk]
+                               scope=level, occurred_at=d.occurred_at, about=d.about) for d, level, *_ in chunk]
             statuses = [m.status for m in (await service.write_many(p, items, source=source)).memories]
         for (d, _, agent_id, project_id, _), status in zip(chunk, statuses, strict=True):
             if status == "created":
@@ -278,12 +290,14 @@ async def import_paths(service: MemoryService, maintenance: MaintenanceRepositor
     """Import files (every one read, and checked, before any is written) as `p`; a project's
     CLAUDE.md into the project its folder is (unless `project_given`: the importer named one). A
     dry run counts what would be new, per kind and namespace, and writes nothing."""
-    files = files_under(paths)
+    files = files_under(paths, fmt)
     report = ImportReport(files=len(files), dry_run=dry_run)
     read = []
     for path in files:
         kind = detect_format(path, fmt)
         got = read_file(path, kind)
+        if kind == "basic-memory":  # a project folder counts its notes
+            report.files += basic_memory.note_count(got) - 1  # type: ignore[arg-type]
         fp, fscope = claude_md.placement(path, p, scope, project_given) if kind == "claude-md" else (p, scope)
         if got and isinstance(got[0], Draft):
             read.append((path, fp, _checked(service, fp, path, got, fscope)))  # type: ignore[arg-type]

@@ -10,7 +10,7 @@ from typing import Any, Literal
 from ..models import Kind, ScopeLevel
 
 # What `mcp-memory import --from` takes; without it each file's format is detected.
-Format = Literal["markdown", "claude-md", "export", "knowledge-graph", "doobidoo", "mem0"]
+Format = Literal["markdown", "claude-md", "export", "knowledge-graph", "doobidoo", "mem0", "basic-memory"]
 FORMATS: tuple[str, ...] = Format.__args__  # type: ignore[attr-defined]
 
 
@@ -18,7 +18,8 @@ FORMATS: tuple[str, ...] = Format.__args__  # type: ignore[attr-defined]
 class Draft:
     """A memory parsed from a file, written through the normal write path. `record` names where
     it came from in the file (a row, a line, a heading), for a refusal to point at; `scope`, the
-    level the file gave it (a user's or an agent's memory), which an importer's --scope overrides."""
+    level the file gave it (a user's or an agent's memory), which an importer's --scope overrides;
+    `about`, whom the file says it is about (a basic-memory note's title), as a writer's `about`."""
 
     content: str
     title: str | None = None
@@ -30,3 +31,4 @@ class Draft:
     occurred_at: datetime | None = None
     record: str | None = None
     scope: ScopeLevel | None = None
+    about: list[str] | None = None
