@@ -556,23 +556,6 @@ def test_openclaw_a_users_own_memory_entry_is_pinned_and_an_allow_list_names_the
     assert data["plugins"]["allow"] == ["voice-call"] and data["gateway"]["port"] == 18790
 
 
-def test_openclaw_with_several_agents_says_they_share_one_namespace(tmp_path: Path) -> None:
-    home, workspace = tmp_path / "home", tmp_path / "garden"
-    (home / ".openclaw").mkdir(parents=True)
-    (workspace / ".git").mkdir(parents=True)
-    config = home / ".openclaw" / "openclaw.json"
-    config.write_text(OPENCLAW_JSON5.replace("WORKSPACE", str(workspace)))
-    one = cli("install", "openclaw", "--home", str(home))
-    assert one.returncode == 0 and "OpenClaw's MCP server and its hooks both use" in one.stdout
-    assert "share this one namespace" not in one.stdout
-    assert cli("uninstall", "openclaw", "--home", str(home)).returncode == 0
-    config.write_text(OPENCLAW_JSON5.replace("WORKSPACE", str(workspace)).replace(
-        "  agents: {", '  agents: {\n    list: [{ id: "main" }, { id: "work", workspace: "/tmp/work" }],'))
-    two = cli("install", "openclaw", "--home", str(home))
-    assert two.returncode == 0, two.stderr
-    assert "note: OpenClaw lists 2 agents (main, work); they share this one namespace" in two.stdout
-
-
 def test_openclaw_config_that_is_not_json5_is_refused(tmp_path: Path) -> None:
     home = tmp_path / "home"
     (home / ".openclaw").mkdir(parents=True)

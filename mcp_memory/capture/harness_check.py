@@ -1,7 +1,8 @@
 """`mcp-memory doctor`'s look at the harnesses: is what `mcp-memory install` wrote still in effect?
 An install can be undone without uninstall: the server entry disabled, the plugin left off an allow
 list, hooks switched off, another `memory` server in a project that takes precedence, an entry the
-user made that is not pinned to the hooks' namespace. Each shows as a failed check with its fix;
+user made that is not pinned to the hooks' namespace, one of several OpenClaw agents without its
+own entry or loading another's. Each shows as a failed check with its fix;
 a harness with nothing of ours is not mentioned. Reads files only: no database, no harness run."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from .harness_entries import (
     openclaw_ours,
     ours_server,
 )
+from .openclaw_agents import check as check_agents
 from .openclaw_plugin import PLUGIN_ID
 from .settings_files import SettingsFileError, load
 
@@ -118,7 +120,11 @@ def _openclaw(home: Path | None) -> Check | None:
                                 "what capture stores")
                 fixes.append("run `mcp-memory install openclaw` again (it pins the server to the hooks' namespace)")
                 break
+    hooked = entry.get("config") if isinstance(entry, dict) and isinstance(entry.get("config"), dict) else {}
+    agent_problems, agent_fixes, note = check_agents(data, hooked)
+    problems, fixes = problems + agent_problems, fixes + agent_fixes
     if problems:
         return Check("openclaw", False, "; ".join(problems), "; ".join(dict.fromkeys(fixes)) or
                      "run `mcp-memory install openclaw` again")
-    return Check("openclaw", True, f"server and plugin installed and enabled in {path}")
+    said = f"server and plugin installed and enabled in {path}"
+    return Check("openclaw", True, said + (f"; note: {note}" if note else ""))

@@ -7,7 +7,7 @@ and project, or the agent's memory_search cannot see what capture stored. Claude
 in the session's project directory. OpenClaw starts its MCP server wherever `openclaw` was
 launched (with only HOME, LOGNAME, PATH, SHELL, TERM and USER of its environment) while its hooks
 carry the agent's workspace, so install pins agent and project on both, and the plugin gives the
-hooks the server's environment."""
+hooks the server's environment. Several OpenClaw agents get one entry each (openclaw_agents.py)."""
 
 from __future__ import annotations
 
@@ -45,14 +45,14 @@ def ours_server(server: Any) -> bool:
             and (server.get("args") or [None])[0] == "serve")
 
 
-def _object(parent: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+def object_at(parent: dict[str, Any], key: str, where: str) -> dict[str, Any]:
     value = parent.setdefault(key, {})
     if not isinstance(value, dict):
         raise SettingsFileError(f"{where}.{key} is a {type(value).__name__}, not an object; not changed")
     return value
 
 
-def _drop_empty(parent: dict[str, Any], key: str, original: dict[str, Any]) -> None:
+def drop_empty(parent: dict[str, Any], key: str, original: dict[str, Any]) -> None:
     """Take out a container left empty, unless the original file had it."""
     if parent.get(key) in ({}, []) and key not in original:
         del parent[key]
@@ -79,7 +79,7 @@ def claude_server(exe: str, flags: list[str]) -> dict[str, Any]:
 
 def add_claude_server(exe: str, flags: list[str], path: Path) -> Edit:
     def edit(data: dict[str, Any]) -> None:
-        servers = _object(data, "mcpServers", str(path))
+        servers = object_at(data, "mcpServers", str(path))
         existing = servers.get(SERVER)
         if existing is not None and not ours_server(existing):
             raise SettingsFileError(f"{path} already has an MCP server named {SERVER!r} that is not mcp-memory; "
@@ -90,7 +90,7 @@ def add_claude_server(exe: str, flags: list[str], path: Path) -> Edit:
 
 def add_claude_hooks(exe: str, flags: list[str], path: Path) -> Edit:
     def edit(data: dict[str, Any]) -> None:
-        hooks = _object(data, "hooks", str(path))
+        hooks = object_at(data, "hooks", str(path))
         for event, ours, timeout, matcher, background in CLAUDE_HOOKS:
             groups = hooks.setdefault(event, [])
             if not isinstance(groups, list):
@@ -131,7 +131,7 @@ def strip_claude(original: dict[str, Any]) -> Edit:
         servers = data.get("mcpServers")
         if isinstance(servers, dict) and ours_server(servers.get(SERVER)):
             del servers[SERVER]
-            _drop_empty(data, "mcpServers", original)
+            drop_empty(data, "mcpServers", original)
         hooks = data.get("hooks")
         if isinstance(hooks, dict):
             for event in list(hooks):
@@ -139,8 +139,8 @@ def strip_claude(original: dict[str, Any]) -> Edit:
                 if not isinstance(groups, list):
                     continue
                 hooks[event] = [g for g in groups if not _has_our_hook([g])]
-                _drop_empty(hooks, event, original.get("hooks") or {})
-            _drop_empty(data, "hooks", original)
+                drop_empty(hooks, event, original.get("hooks") or {})
+            drop_empty(data, "hooks", original)
     return edit
 
 
@@ -170,16 +170,6 @@ def plugin_dir(config: Path) -> Path:
     return config.parent / "extensions" / openclaw_plugin.PLUGIN_ID
 
 
-def openclaw_agents(data: dict[str, Any]) -> list[str]:
-    """The agents an OpenClaw configuration lists (`agents.list`, each with its own id and
-    workspace), by id."""
-    agents = data.get("agents")
-    listed = agents.get("list") if isinstance(agents, dict) else None
-    if not isinstance(listed, list):
-        return []
-    return [str(a["id"]) for a in listed if isinstance(a, dict) and a.get("id")]
-
-
 def openclaw_workspace(config: Path, data: dict[str, Any]) -> Path:
     """The default agent's workspace as OpenClaw resolves it (agents.defaults.workspace, else the
     `workspace` folder beside the config)."""
@@ -205,9 +195,11 @@ def openclaw_server(exe: str, flags: list[str]) -> dict[str, Any]:
     return {"command": exe, "args": ["serve", *flags]}
 
 
-def add_openclaw(exe: str, flags: list[str], path: Path) -> Edit:
+def add_openclaw(exe: str, flags: list[str], path: Path, agents: dict[str, Any] | None = None) -> Edit:
+    """The `memory` server entry, the plugin and its entry; with several agents, `agents` maps each
+    agent id to the server entry and flags of its own (openclaw_agents.py) for the hooks."""
     def edit(data: dict[str, Any]) -> None:
-        servers = _object(_object(data, "mcp", str(path)), "servers", f"{path}: mcp")
+        servers = object_at(object_at(data, "mcp", str(path)), "servers", f"{path}: mcp")
         existing = servers.get(SERVER)
         if existing is not None and not ours_server(existing):
             raise SettingsFileError(f"{path} already has an MCP server named {SERVER!r} that is not mcp-memory; "
@@ -218,26 +210,26 @@ def add_openclaw(exe: str, flags: list[str], path: Path) -> Edit:
             # The user's own entry for mcp-memory (`openclaw mcp add memory -- mcp-memory serve`): pinned
             # as the hooks are, so tools and hooks share one namespace; uninstall puts it back as it was.
             existing["args"] = ["serve", *flags]
-        plugins = _object(data, "plugins", str(path))
+        plugins = object_at(data, "plugins", str(path))
         allow = plugins.get("allow")
         # With an allow list, OpenClaw loads only the plugins it names: ours must be on it.
         if isinstance(allow, list) and openclaw_plugin.PLUGIN_ID not in allow:
             allow.append(openclaw_plugin.PLUGIN_ID)
-        load_ = _object(plugins, "load", f"{path}: plugins")
+        load_ = object_at(plugins, "load", f"{path}: plugins")
         paths = load_.setdefault("paths", [])
         if not isinstance(paths, list):
             raise SettingsFileError(f"{path}: plugins.load.paths is not a list; not changed")
         folder = str(plugin_dir(path))
         if folder not in paths:
             paths.append(folder)
-        entries = _object(plugins, "entries", f"{path}: plugins")
+        entries = object_at(plugins, "entries", f"{path}: plugins")
         entries.setdefault(openclaw_plugin.PLUGIN_ID, {
             "enabled": True,
             # agent_end carries the conversation only with conversation access; prependContext
             # from before_prompt_build needs prompt injection allowed.
             "hooks": {"allowConversationAccess": True, "allowPromptInjection": True},
             # The same command and flags as the server entry: hooks and tools share one namespace.
-            "config": {"command": exe, "args": flags, "server": SERVER}})
+            "config": {"command": exe, "args": flags, "server": SERVER, **({"agents": agents} if agents else {})}})
     return edit
 
 
@@ -272,20 +264,20 @@ def strip_openclaw(original: dict[str, Any], path: Path) -> Edit:
                     mcp["servers"][SERVER] = theirs
                 else:
                     del mcp["servers"][SERVER]
-            _drop_empty(mcp, "servers", o_mcp)
-            _drop_empty(data, "mcp", original)
+            drop_empty(mcp, "servers", o_mcp)
+            drop_empty(data, "mcp", original)
         if isinstance(plugins, dict):
             load_ = plugins.get("load")
             if isinstance(load_, dict) and isinstance(load_.get("paths"), list):
                 load_["paths"] = [x for x in load_["paths"] if x != str(plugin_dir(path))]
-                _drop_empty(load_, "paths", o_plugins.get("load") or {})
-                _drop_empty(plugins, "load", o_plugins)
+                drop_empty(load_, "paths", o_plugins.get("load") or {})
+                drop_empty(plugins, "load", o_plugins)
             entries = plugins.get("entries")
             if isinstance(entries, dict):
                 entries.pop(openclaw_plugin.PLUGIN_ID, None)
-                _drop_empty(plugins, "entries", o_plugins)
+                drop_empty(plugins, "entries", o_plugins)
             allow, o_allow = plugins.get("allow"), o_plugins.get("allow")
             if isinstance(allow, list) and not (isinstance(o_allow, list) and openclaw_plugin.PLUGIN_ID in o_allow):
                 plugins["allow"] = [x for x in allow if x != openclaw_plugin.PLUGIN_ID]
-            _drop_empty(data, "plugins", original)
+            drop_empty(data, "plugins", original)
     return edit

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..auth import git_project
-from . import openclaw_plugin
+from . import openclaw_agents, openclaw_plugin
 from .harness_entries import (
     add_claude_hooks,
     add_claude_server,
@@ -27,7 +27,6 @@ from .harness_entries import (
     claude_files,
     claude_ours,
     flag_value,
-    openclaw_agents,
     openclaw_file,
     openclaw_flags,
     openclaw_ours,
@@ -94,6 +93,7 @@ def install(harness: str, *, scope: str = "user", project_dir: Path, home: Path 
             flags += ["--project", git_project(project_dir) or project_dir.name]
     targets = _targets(harness, scope, home, project_dir)
     agents: list[str] = []
+    slots: list[openclaw_agents.Slot] = []
     try:
         for path in targets:
             if read_state(path) is not None:
@@ -104,8 +104,9 @@ def install(harness: str, *, scope: str = "user", project_dir: Path, home: Path 
                        plan(targets[1], add_claude_hooks(exe, flags, targets[1]))]
         else:
             data = load(targets[0], "json5")[0]
-            flags, agents = openclaw_flags(targets[0], data, flags), openclaw_agents(data)
-            changes = [plan(targets[0], add_openclaw(exe, flags, targets[0]), "json5")]
+            agents, slots = openclaw_agents.listed(data), openclaw_agents.slots(targets[0], data, flags)
+            flags = list(slots[0].flags) if slots else openclaw_flags(targets[0], data, flags)
+            changes = [plan(targets[0], _openclaw_edit(exe, flags, targets[0], slots), "json5")]
     except SettingsFileError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -133,23 +134,53 @@ def install(harness: str, *, scope: str = "user", project_dir: Path, home: Path 
             return 1
         link = f" (a link: wrote {Path(os.path.realpath(change.path))})" if change.path.is_symlink() else ""
         print(f"changed {change.path}{link}" + (f", backup {backup.name}" if backup else ""))
-    _explain(harness, scope, exe, flags, agents)
+    _explain(harness, scope, exe, flags, agents, slots)
     print(f"installed for {harness}; `mcp-memory uninstall {harness}"
           f"{' --scope project' if scope == 'project' else ''}` puts everything back")
     return 0
 
 
-def _explain(harness: str, scope: str, exe: str, flags: list[str], agents: list[str]) -> None:
-    if harness == "openclaw":
+def _openclaw_edit(exe: str, flags: list[str], path: Path, slots: list[openclaw_agents.Slot]) -> Any:
+    shared = add_openclaw(exe, flags, path, openclaw_agents.plugin_agents(slots))
+    own = openclaw_agents.add(slots, exe, path)
+
+    def edit(data: dict[str, Any]) -> None:
+        shared(data)
+        own(data)
+    return edit
+
+
+def _openclaw_strip(original: dict[str, Any], path: Path) -> Any:
+    own, shared = openclaw_agents.strip(original), strip_openclaw(original, path)
+
+    def edit(data: dict[str, Any]) -> None:
+        own(data)   # first: it finds our denies by the servers strip_openclaw takes out
+        shared(data)
+    return edit
+
+
+def _openclaw_ours(path: Path) -> Any:
+    shared = openclaw_ours(path)
+    return lambda data: [*shared(data), *openclaw_agents.ours(data)]
+
+
+def _explain(harness: str, scope: str, exe: str, flags: list[str], agents: list[str],
+             slots: list[openclaw_agents.Slot]) -> None:
+    if harness == "openclaw" and slots:
+        for slot in slots:
+            print(f"OpenClaw agent {slot.agent!r}: its hooks and its server {slot.server!r} "
+                  f"({slot.server}__memory_search, …) use agent {slot.agent!r} and project "
+                  f"{flag_value(list(slot.flags), '--project')!r} (workspace {slot.workspace}); "
+                  "the other agents' memory servers are denied to it (its tools.deny)")
+    elif harness == "openclaw":
         print(f"OpenClaw's MCP server and its hooks both use agent {flag_value(flags, '--agent')!r} and project "
               f"{flag_value(flags, '--project')!r}, whatever directory openclaw starts in (--agent / --project "
               "to choose others)")
         if len(agents) > 1:
-            # One server entry for every agent, started without word of which agent calls it: pinned
-            # to one namespace so that tools and hooks agree, all the agents share it.
-            print(f"note: OpenClaw lists {len(agents)} agents ({', '.join(agents)}); they share this one namespace "
-                  "(mcp-memory's server entry is OpenClaw's for every agent and is not told which agent calls), "
-                  "so each sees what the others stored")
+            # --agent pins one agent for all: one entry, one namespace, which every agent loads.
+            print(f"note: OpenClaw lists {len(agents)} agents ({', '.join(agents)}); with --agent they share this "
+                  "one namespace, tools and hooks alike (each sees what the others stored); install without "
+                  "--agent gives each agent a server entry and namespace of its own")
     elif scope == "project":
         found = shutil.which("mcp-memory")
         print(f"project files name `mcp-memory` without a path (no path of this machine in files a team "
@@ -192,7 +223,7 @@ def uninstall(harness: str, *, scope: str = "user", project_dir: Path, home: Pat
     unrecorded: list[tuple[Change, list[str]]] = []
     try:
         for path in every:
-            ours = openclaw_ours(path) if harness == "openclaw" else claude_ours
+            ours = _openclaw_ours(path) if harness == "openclaw" else claude_ours
             state = read_state(path)
             if state is None:
                 # No record (deleted?): the bytes before install cannot be known; what we can do is
@@ -200,11 +231,11 @@ def uninstall(harness: str, *, scope: str = "user", project_dir: Path, home: Pat
                 data, _ = load(path, flavor)
                 taken = ours(data)
                 if taken:
-                    strip = strip_openclaw({}, path) if harness == "openclaw" else strip_claude({})
+                    strip = _openclaw_strip({}, path) if harness == "openclaw" else strip_claude({})
                     unrecorded.append((plan(path, strip, flavor), taken))
                 continue
             backup = _original(path, state, flavor)
-            strip = strip_openclaw(backup, path) if harness == "openclaw" else strip_claude(backup)
+            strip = _openclaw_strip(backup, path) if harness == "openclaw" else strip_claude(backup)
             undos.append((restore(path, strip, ours, flavor), state))
     except SettingsFileError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -13,17 +13,27 @@ const SESSION_END_MS = 1500;
 const RECALL_MS = 2500;
 const KEEP_SESSIONS = 1000;
 
-function hookEnv(api, config) {
+function hookEnv(api, config, serverName) {
   const env = {};
   for (const name of INHERITED) {
     const value = process.env[name];
     if (value !== undefined && !value.startsWith("()")) env[name] = value;
   }
-  const server = api.config?.mcp?.servers?.[config.server || "memory"];
+  const server = api.config?.mcp?.servers?.[serverName];
   return { ...env, ...(server?.env || {}), ...(config.env || {}) };
 }
 
-function run(config, env, event, payload, timeoutMs) {
+// The OpenClaw agent an event is for: the context's agentId (every agent and session hook has
+// it), else the one its session key names ("agent:<id>:<rest>").
+function agentOf(event, ctx) {
+  const id = ctx?.agentId || event?.agentId;
+  if (typeof id === "string" && id) return id.toLowerCase();
+  const key = ctx?.sessionKey || event?.sessionKey;
+  const named = typeof key === "string" ? /^agent:([^:]+):/.exec(key) : null;
+  return named ? named[1].toLowerCase() : undefined;
+}
+
+function run(config, slot, env, event, payload, timeoutMs) {
   return new Promise((resolve) => {
     let out = "";
     let done = false;
@@ -31,7 +41,7 @@ function run(config, env, event, payload, timeoutMs) {
     const finish = (value) => { if (!done) { done = true; clearTimeout(timer); resolve(value); } };
     let child;
     try {
-      child = spawn(config.command || "mcp-memory", ["hook", event, "--harness", "openclaw", ...(config.args || [])],
+      child = spawn(config.command || "mcp-memory", ["hook", event, "--harness", "openclaw", ...(slot.args || [])],
                     { stdio: ["pipe", "pipe", "inherit"], env });
     } catch (error) {
       return finish("");
@@ -71,7 +81,18 @@ export default {
   description: "Auto-recall and auto-capture with mcp-memory",
   register(api) {
     const config = api.pluginConfig || {};
-    const env = hookEnv(api, config);
+    // With several agents, install gives each its own server entry and flags (config.agents, by
+    // agent id): an event's hook runs with its agent's, so each agent's captures and recall stay in
+    // the namespace its own memory tools search. An agent listed since install takes the defaults.
+    const shared = { server: config.server || "memory", args: config.args || [] };
+    const envs = new Map();
+    const hook = (name, event, ctx, payload, timeoutMs) => {
+      const agent = agentOf(event, ctx);
+      const own = agent !== undefined && Object.hasOwn(config.agents || {}, agent) ? config.agents[agent] : undefined;
+      const slot = { server: own?.server || shared.server, args: own?.args || shared.args };
+      if (!envs.has(slot.server)) envs.set(slot.server, hookEnv(api, config, slot.server));
+      return run(config, slot, envs.get(slot.server), name, payload, timeoutMs);
+    };
     const recallMs = config.recallTimeoutMs || RECALL_MS;
     const captureMs = Math.min(config.captureTimeoutMs || CAPTURE_MS, CAPTURE_MS);
     // The session-start block, asked for when the session starts (as Claude Code's SessionStart),
@@ -93,18 +114,18 @@ export default {
     api.on("session_start", (event, ctx) => {
       const keys = keysOf(event, ctx);
       if (!keys.length || started(keys) !== undefined) return;
-      remember(keys, run(config, env, "session-start", startPayload(event, ctx), recallMs).then(context));
+      remember(keys, hook("session-start", event, ctx, startPayload(event, ctx), recallMs).then(context));
     });
     api.on("before_prompt_build", async (event, ctx) => {
       const payload = { ...where(ctx), prompt: event?.prompt || "" };
       const keys = keysOf(event, ctx);
       let start = started(keys);
       if (start === undefined && firstTurn(event)) {
-        start = run(config, env, "session-start", startPayload(event, ctx), recallMs).then(context);
+        start = hook("session-start", event, ctx, startPayload(event, ctx), recallMs).then(context);
       }
       if (keys.length) remember(keys, Promise.resolve(""));   // handed over once
       const parts = [start === undefined ? "" : await start];
-      parts.push(context(await run(config, env, "prompt-submit", payload, recallMs)));
+      parts.push(context(await hook("prompt-submit", event, ctx, payload, recallMs)));
       const text = parts.filter(Boolean).join("\n\n");
       return text ? { prependContext: text } : undefined;
     });
@@ -115,7 +136,7 @@ export default {
       if (Array.isArray(event?.messages)) payload.messages = event.messages;
       if (event?.sessionFile) payload.sessionFile = event.sessionFile;
       if (name === "session-end") for (const key of keysOf(event, ctx)) starts.delete(key);
-      if (payload.messages || payload.sessionFile) await run(config, env, name, payload, limitMs);
+      if (payload.messages || payload.sessionFile) await hook(name, event, ctx, payload, limitMs);
     };
     api.on("agent_end", capture("stop", captureMs));
     api.on("before_compaction", capture("pre-compact", captureMs));
