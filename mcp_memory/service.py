@@ -395,13 +395,8 @@ class MemoryService(Forgetting):
         self.require(p, "write")
         reason = text("reason", reason) if reason is not None else None
         changes: dict[str, Any] = {}
-        now: Memory | None = None
         if content is not None:
             changes["content"] = self.check.content(content)
-            # A turn's copy is known by its session and place too (content_hash): they are the memory's own.
-            now = next(iter(await self.repo.peek_many(p, [memory_id])), None)
-            changes["content_hash"] = content_hash(changes["content"], kind or (now.kind if now else None),
-                                                   metadata if metadata is not None else now.metadata if now else None)
             # A new text needs a new vector (none if the embedder is down: the backfill adds it).
             vector = await self.vectors.document(changes["content"]) if self.vectors else None
             changes["embedding"] = vector
@@ -427,9 +422,7 @@ class MemoryService(Forgetting):
         await self._limit(p, "write")
         memory, changed = await self.repo.update(
             p, memory_id, changes, reason=reason, if_version=if_version,
-            may_override_pin=self._may_override_pin(p, force), request_id=request_id,
-            names=self.structure.read(changes["content"], kind or (now.kind if now else "note"))
-            if "content" in changes else None)
+            may_override_pin=self._may_override_pin(p, force), request_id=request_id, read_names=self.structure.read)
         self._changed(int(changed))
         related = (await self.related(p, memory.id, memory.content, changes["embedding"], kind=memory.kind)
                    if changed and "content" in changes else [])

@@ -118,6 +118,22 @@ async def test_update_to_existing_text_is_a_conflict(service: MemoryService, ali
     assert (await service.get_one(alice, a.id)).content == "Text A"
 
 
+async def test_an_update_keeps_a_turns_identity_with_its_session(service: MemoryService, alice: Principal) -> None:
+    """A turn is known by its words, session and place (content_hash): a change to any of them, made
+    alone, moves it, and the same words said in another session stay another turn."""
+    said = {"session_id": "s-one", "repeat": 0}
+    turn = (await service.write(alice, "User: ship it", kind="episode", metadata=said)).memory
+    other = (await service.write(alice, "User: ship it", kind="episode",
+                                 metadata={"session_id": "s-two", "repeat": 0})).memory
+    assert other.id != turn.id
+    # Moved to the other session by its metadata alone: now the same turn as `other`, so refused.
+    with pytest.raises(Conflict, match="already has this content"):
+        await service.update(alice, turn.id, metadata={"session_id": "s-two", "repeat": 0})
+    # As a note it is its words alone: a third memory of them is then the same memory.
+    await service.update(alice, turn.id, kind="note")
+    again = await service.write(alice, "User: ship it", kind="note")
+    assert again.status == "duplicate" and again.memory.id == turn.id
+
 async def test_forget_restore_round_trip(service: MemoryService, alice: Principal) -> None:
     m = (await service.write(alice, "Temporary secret plan")).memory
     before = datetime.now(UTC)

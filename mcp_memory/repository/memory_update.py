@@ -3,6 +3,7 @@ and one history row in the same transaction."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
@@ -12,6 +13,7 @@ import numpy as np
 from ..errors import Conflict, NotFound, PermissionDenied
 from ..graph.names import Name
 from ..models import Memory, Principal
+from ..validation import content_hash
 from . import graph
 from .memory_rows import TRACKED, _own, _same, _snapshot, to_memory
 from .memory_store import MemoryStore
@@ -23,10 +25,12 @@ _DERIVED = ("embedding", "embedding_model")  # follow the content; never compare
 class MemoryUpdate(MemoryStore):
     async def update(self, p: Principal, memory_id: UUID, changes: dict[str, Any], *, reason: str | None,
                      if_version: int | None, may_override_pin: bool, request_id: str | None = None,
-                     names: list[Name] | None = None) -> tuple[Memory, bool]:
-        """Apply the fields that differ; returns (memory, changed). A new text's `names` (read by rules;
-        None: left as they are) replace those read from the old one, and a new occurred_at moves its
-        keyed facts' valid_from."""
+                     read_names: Callable[[str, str], list[Name]] | None = None) -> tuple[Memory, bool]:
+        """Apply the fields that differ; returns (memory, changed). A new text, kind or metadata gets
+        its content hash from the memory as it will be (a turn's copy is known by its session and
+        place too: validation.content_hash), read under the row's lock. A new text's names
+        (`read_names(content, kind)`; None: left as they are) replace those read from the old one,
+        and a new occurred_at moves its keyed facts' valid_from."""
         async with self.transaction(p) as conn:
             rows = await self._fetch(conn, p, [memory_id], deleted=False, lock=True)
             if not rows:
@@ -39,6 +43,11 @@ class MemoryUpdate(MemoryStore):
             diff = {k: v for k, v in changes.items() if k not in _DERIVED and not _same(row[k], v)}
             if not diff:
                 return to_memory(row), False
+            if {"content", "kind", "metadata"} & diff.keys():
+                after = {k: diff.get(k, row[k]) for k in ("content", "kind", "metadata")}
+                known = content_hash(after["content"], after["kind"], after["metadata"])
+                if known != row["content_hash"]:
+                    diff["content_hash"] = known
             if "content" in diff:
                 diff.update({k: changes.get(k) for k in _DERIVED})
                 if diff["embedding"] is not None:
@@ -63,5 +72,6 @@ class MemoryUpdate(MemoryStore):
                 event = "PIN" if diff["pinned"] else "UNPIN"
             await self._history(conn, p, [(memory_id, event, _snapshot(row, tracked), _snapshot(updated, tracked))],
                                 reason, request_id)
-            await graph.restate(conn, p, updated, names if "content" in diff else None)
+            names = read_names(updated["content"], updated["kind"]) if read_names and "content" in diff else None
+            await graph.restate(conn, p, updated, names)
             return to_memory(updated), True
