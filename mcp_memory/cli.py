@@ -22,6 +22,7 @@ from . import __version__
 from .cli_common import opened
 from .config import Settings
 from .errors import MemoryServiceError
+from .exporting import TARGETS
 from .importing import FORMATS
 
 log = logging.getLogger("mcp_memory")
@@ -226,16 +227,25 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    from .exporting.run import export_to
     from .importers import export_user
     from .repository.maintenance import MaintenanceRepository
 
+    output = args.output or args.destination
     async with opened(settings) as (db, _, p):
         maintenance = MaintenanceRepository(db.admin)
-        if args.output in (None, "-"):
+        if args.to == "basic-memory":
+            count = await export_to(maintenance, p.user_id, "basic-memory", folder=Path(output) if output else None)
+        elif args.to == "doobidoo-json" and output in (None, "-"):
+            count = await export_to(maintenance, p.user_id, "doobidoo-json", out=sys.stdout)
+        elif args.to == "doobidoo-json":
+            with open(output, "w", encoding="utf-8") as out:  # noqa: ASYNC230
+                count = await export_to(maintenance, p.user_id, "doobidoo-json", out=out)
+        elif output in (None, "-"):
             count = await export_user(maintenance, p.user_id, sys.stdout, include_forgotten=not args.live_only)
         else:
             # A one-shot command: nothing else runs on this loop while the file is written.
-            with open(args.output, "w", encoding="utf-8") as out:  # noqa: ASYNC230
+            with open(output, "w", encoding="utf-8") as out:  # noqa: ASYNC230
                 count = await export_user(maintenance, p.user_id, out, include_forgotten=not args.live_only)
     print(f"exported {count} memories of user {p.user_id}", file=sys.stderr)
     return 0
@@ -338,8 +348,13 @@ def _parser() -> argparse.ArgumentParser:
     imp.add_argument("--quiet", action="store_true", help="no progress bar")
     imp.set_defaults(run=cmd_import)
 
-    exp = sub.add_parser("export", parents=[common], help="export the user's memories with history as JSONL")
-    exp.add_argument("--output", "-o", help="file to write (default: stdout)")
+    exp = sub.add_parser("export", parents=[common],
+                         help="export the user's memories with history as JSONL, or in a peer's format (--to)")
+    exp.add_argument("destination", nargs="?", help="file (a folder for --to basic-memory); same as --output")
+    exp.add_argument("--output", "-o", help="file to write (default: stdout), or basic-memory's folder")
+    exp.add_argument("--to", choices=TARGETS, default="mcp-memory",
+                     help="mcp-memory: ours, with history; doobidoo-json: what mcp-memory-service imports; "
+                          "basic-memory: a folder of notes (new or empty). Peers get live, current memories only")
     exp.add_argument("--live-only", action="store_true", help="leave forgotten memories out")
     exp.set_defaults(run=cmd_export)
 
