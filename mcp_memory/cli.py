@@ -98,6 +98,28 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_resident(args: argparse.Namespace, settings: Settings) -> int:
+    from .resident_client import request
+
+    reply = request(args.action, settings.database_url, str(settings.data_dir))
+    if args.json:
+        print(json.dumps(reply))
+    elif reply is None:
+        print("no resident server runs for this store")
+    elif args.action == "stop":
+        print(f"resident server pid {reply.get('pid')} is stopping")
+    else:
+        print(resident_line(reply))
+    return 0 if reply is not None or args.action == "stop" else 1
+
+
+def resident_line(reply: dict[str, Any]) -> str:
+    memory = reply.get("memory") or {}
+    mib = f", {memory['pss_bytes'] / 2**20:.0f} MiB PSS" if "pss_bytes" in memory else ""
+    return (f"resident server pid {reply.get('pid')} (mcp-memory {reply.get('version')}), up "
+            f"{float(reply.get('uptime_s') or 0):.0f}s, {reply.get('windows')} window(s) connected{mib}")
+
+
 def _names(text: str | None) -> list[str] | None:
     from .auth import check_identifier
 
@@ -272,6 +294,10 @@ async def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
         print(f"[{mark}] {check.name}: {check.detail}")
         if not check.ok and check.fix:
             print(f"       fix: {check.fix}")
+    from .resident_client import request
+
+    reply = request("status", settings.database_url, str(settings.data_dir))
+    print(f"[info] {resident_line(reply) if reply else 'resident server: none runs for this store'}")
     return 0 if all(c.ok for c in checks) else 1
 
 
@@ -300,7 +326,16 @@ def _parser() -> argparse.ArgumentParser:
                        help="accept this Host header too (repeatable)")
     serve.add_argument("--no-auth", action="store_true", default=None,
                        help="serve HTTP without authentication (loopback only)")
+    serve.add_argument("--standalone", action="store_true",
+                       help="serve in-process, never through the resident server (stdio)")
+    serve.add_argument("--resident", action="store_true",
+                       help="relay to the store's resident server, starting it when none runs (stdio)")
     serve.set_defaults(run=cmd_serve)
+
+    resident = sub.add_parser("resident", parents=[common], help="the store's resident server: status, stop")
+    resident.add_argument("action", choices=["status", "stop"])
+    resident.add_argument("--json", action="store_true")
+    resident.set_defaults(run=cmd_resident)
 
     keys = sub.add_parser("keys", parents=[common], help="manage API keys for HTTP clients")
     keys_sub = keys.add_subparsers(dest="keys_command", required=True)

@@ -371,6 +371,16 @@ class Settings(BaseSettings):
         "`mcp-memory serve` answers this machine's hooks for its store over a socket only this user can reach "
         "(no process start, model load or database start per prompt); false: it does not listen, and a hook "
         "with it false does not ask (read by mcp_memory/hookline.py as well)."))
+    resident: bool | None = Field(default=None, description=(
+        "`mcp-memory serve` over stdio as a thin relay to one resident server per store and OS user, which "
+        "holds the model, the pool and the workers for every window (docs/operations.md#resident-server). "
+        "true: relay, starting the resident server when none runs; unset: relay when one runs, else serve "
+        "in-process; false (or `serve --standalone`): always in-process (read by mcp_memory/relay.py)."))
+    resident_idle_timeout_s: float = Field(default=1800, gt=0, description=(
+        "The resident server leaves after this long without a window connected."))
+    resident_start_timeout_s: float = Field(default=60, gt=0, description=(
+        "How long a window waits for the resident server it started (or another window started) to listen "
+        "before it serves in-process instead (read by mcp_memory/relay.py)."))
 
     # Row-level security: application queries run as this role ('' to skip).
     db_app_role: str = Field(default="mcp_memory_app", description=(
@@ -475,6 +485,7 @@ SECTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "server": ("The MCP server: HTTP transport, limits of the tools and resources, forgetting, rate limits, "
                "the language memories are read in.", (
         "host", "port", "public_url", "allowed_hosts", "no_auth", "graceful_shutdown_s", "language",
+        "resident", "resident_idle_timeout_s", "resident_start_timeout_s",
         "max_content_chars", "max_title_chars", "max_tags", "max_tag_chars", "max_batch", "graph_max_names",
         "snippet_chars",
         "resource_page_size", "resource_page_chars", "core_budget_chars", "core_budgets",

@@ -253,6 +253,12 @@ def capture(argv: list[str], args: dict[str, str], raw: bytes, why: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["serve"]:
+        # A window's stdio server: a relay to the store's resident server when there is one (relay.py).
+        from .relay import main as relay
+
+        code = relay(argv)
+        return full(argv) if code is None else code
     args = parse(argv)
     if args is None or os.environ.get("MCP_MEMORY_HOOK_CHANNEL", "").strip().lower() in OFF:
         return full(argv)

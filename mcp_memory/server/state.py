@@ -10,6 +10,7 @@ import sys
 import weakref
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -35,6 +36,9 @@ log = logging.getLogger(__name__)
 
 AGENT_HEADER = "x-mcp-memory-agent"
 PROJECT_HEADER = "x-mcp-memory-project"
+# A window relayed to the resident server (resident.py) brings its own local identity: its settings
+# (user, agent, project, permissions) and its working directory, set for that session's tasks.
+RELAYED: ContextVar[tuple[Settings, Path | None] | None] = ContextVar("mcp_memory_relayed", default=None)
 
 
 class AppState:
@@ -50,7 +54,7 @@ class AppState:
         self._error: BaseException | None = None
         self._ready = anyio.Event()
         self._principals: weakref.WeakKeyDictionary[Any, Principal] = weakref.WeakKeyDictionary()
-        self._local: dict[tuple[str | None, tuple[Path, ...]], Principal] = {}
+        self._local: dict[tuple[Any, ...], Principal] = {}
         # Decisions (mcp_memory/decisions): clients that can sample, and the workers once open.
         self.sampling = SamplingSessions()
         self.decisions: DecisionWorker | None = None
@@ -127,13 +131,14 @@ class AppState:
             cached = None
         if cached is not None:
             return cached
-        roots = await _client_roots(session, protocol_version) if self.settings.project is None else []
+        settings, cwd = RELAYED.get() or (self.settings, None)
+        roots = await _client_roots(session, protocol_version) if settings.project is None else []
         # A 2026-era client brings a new connection with every request: the identity it maps to
-        # is the same for the same client and roots (the settings and the directory don't change).
-        key = (client, tuple(roots))
+        # is the same for the same client, roots and window (the settings and the directory don't change).
+        key = (client, tuple(roots), settings.user, settings.agent, settings.project, settings.local_permissions, cwd)
         principal = self._local.get(key)
         if principal is None:
-            principal = self._local[key] = local_principal(self.settings, client_name=client, roots=roots)
+            principal = self._local[key] = local_principal(settings, client_name=client, roots=roots, cwd=cwd)
         self.sampling.offer(principal, session, protocol_version)
         try:
             self._principals[connection] = principal

@@ -205,19 +205,25 @@ async def _claimed_stdio() -> AsyncIterator[tuple[AsyncIterable[str], Any]]:
 
 async def serve_stdio(server: MCPServer) -> None:
     async with _claimed_stdio() as (stdin, stdout):
-        wire: dict[str, Any] = {}
-        ready = anyio.Event()
+        await serve_lines(server, stdin, stdout)
 
-        async def answer(refused: Refused) -> None:
-            # Through the SDK's own writer, so replies never interleave on the wire.
-            await ready.wait()
-            error = mcp_types.JSONRPCError(jsonrpc="2.0", id=refused.request_id,
-                                           error=mcp_types.ErrorData(code=refused.code, message=refused.message))
-            await wire["write"].send(SessionMessage(error))
 
-        lines = checked_lines(stdin, answer)
-        async with stdio_server(stdin=lines, stdout=stdout) as (read, write):  # type: ignore[arg-type]
-            wire["write"] = write
-            ready.set()
-            lowlevel = server._lowlevel_server  # the SDK's own run_stdio_async does exactly this
-            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+async def serve_lines(server: MCPServer, stdin: AsyncIterable[str], stdout: Any) -> None:
+    """One MCP session over lines in and a writer out (stdio, or a window relayed to the resident
+    server), every line checked first."""
+    wire: dict[str, Any] = {}
+    ready = anyio.Event()
+
+    async def answer(refused: Refused) -> None:
+        # Through the SDK's own writer, so replies never interleave on the wire.
+        await ready.wait()
+        error = mcp_types.JSONRPCError(jsonrpc="2.0", id=refused.request_id,
+                                       error=mcp_types.ErrorData(code=refused.code, message=refused.message))
+        await wire["write"].send(SessionMessage(error))
+
+    lines = checked_lines(stdin, answer)
+    async with stdio_server(stdin=lines, stdout=stdout) as (read, write):  # type: ignore[arg-type]
+        wire["write"] = write
+        ready.set()
+        lowlevel = server._lowlevel_server  # the SDK's own run_stdio_async does exactly this
+        await lowlevel.run(read, write, lowlevel.create_initialization_options())

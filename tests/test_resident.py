@@ -1,0 +1,313 @@
+"""The resident server (mcp_memory/server/resident.py) and the thin stdio relay (mcp_memory/relay.py):
+real `mcp-memory serve` subprocesses relaying to one real resident server on the suite's database."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import psutil
+import pytest
+from mcp import Client, StdioServerParameters
+
+from mcp_memory import relay, resident_client
+from mcp_memory.server.resident import peer_allowed
+
+from .test_server import call
+
+CLI = str(Path(sys.executable).with_name("mcp-memory"))
+
+
+class Store:
+    """One database, a private runtime directory for its sockets, the environment its windows share."""
+
+    def __init__(self, url: str, runtime: Path) -> None:
+        self.url, self.runtime, self.data = url, runtime, runtime / "data"
+        self.env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"),
+                    "XDG_RUNTIME_DIR": str(runtime), "MCP_MEMORY_DATABASE_URL": url,
+                    "MCP_MEMORY_DATA_DIR": str(self.data), "MCP_MEMORY_USER": "alice",
+                    "MCP_MEMORY_RESIDENT": "true"}
+
+    def ask(self, kind: str) -> dict[str, Any] | None:
+        old = os.environ.get("XDG_RUNTIME_DIR")
+        os.environ["XDG_RUNTIME_DIR"] = str(self.runtime)
+        try:
+            return resident_client.request(kind, self.url, str(self.data))
+        finally:
+            if old is None:
+                del os.environ["XDG_RUNTIME_DIR"]
+            else:
+                os.environ["XDG_RUNTIME_DIR"] = old
+
+    def residents(self) -> list[psutil.Process]:
+        """The resident server processes of this store."""
+        found = []
+        for proc in psutil.process_iter(["cmdline"]):
+            try:
+                if resident_client.MODULE in (proc.info["cmdline"] or []) and \
+                        proc.environ().get("MCP_MEMORY_DATA_DIR") == str(self.data):
+                    found.append(proc)
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+        return found
+
+    def window(self, *args: str, **env: str) -> StdioServerParameters:
+        return StdioServerParameters(command=CLI, args=["serve", *args], env={**self.env, **env})
+
+    def popen(self, *args: str, **env: str | None) -> subprocess.Popen:
+        merged = {k: v for k, v in {**self.env, **env}.items() if v is not None}
+        return subprocess.Popen([CLI, "serve", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=merged)
+
+
+@pytest.fixture
+def store(db_url: str) -> Iterator[Store]:
+    runtime = Path(tempfile.mkdtemp(prefix="mres-", dir="/tmp"))
+    s = Store(db_url, runtime)
+    try:
+        yield s
+    finally:
+        for proc in s.residents():
+            proc.terminate()
+        gone, alive = psutil.wait_procs(s.residents(), timeout=15)
+        for proc in alive:
+            proc.kill()
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+def rpc(proc: subprocess.Popen, message: dict[str, Any], timeout: float = 60) -> dict[str, Any]:
+    proc.stdin.write(json.dumps(message) + "\n")
+    proc.stdin.flush()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        assert line, f"the window closed stdout; stderr: {proc.stderr.read()}"
+        reply = json.loads(line)   # every stdout line is a JSON-RPC message
+        if reply.get("id") == message.get("id"):
+            return reply
+    raise AssertionError("no reply")
+
+
+def initialize(proc: subprocess.Popen, name: str = "raw") -> dict[str, Any]:
+    init = rpc(proc, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": name, "version": "0"}}})
+    proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+    return init
+
+
+def write(proc: subprocess.Popen, request_id: int, content: str) -> dict[str, Any]:
+    return rpc(proc, {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {
+        "name": "memory_write", "arguments": {"content": content}}})
+
+
+def test_peer_check() -> None:
+    assert peer_allowed(os.getuid())
+    assert not peer_allowed(os.getuid() + 1)
+    assert not peer_allowed(0, own=1000)
+    assert peer_allowed(None)   # no SO_PEERCRED: the 0600 socket in a 0700 directory keeps others out
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to connect as another user")
+def test_a_connection_from_another_user_is_refused(tmp_path: Path) -> None:
+    """The resident server's own check, with a real peer of another uid (the socket is put where
+    that user may reach it, as a mistake or an attack would)."""
+    from mcp_memory.server.resident import Resident
+
+    where = Path(tempfile.mkdtemp(dir="/tmp"))
+    where.chmod(0o777)
+    path = str(where / "r.sock")
+    replies: list[bytes] = []
+
+    async def main() -> None:
+        listener = await anyio.create_unix_listener(path, mode=0o666)
+        resident = Resident.__new__(Resident)
+        resident.windows = {}
+
+        async with listener, anyio.create_task_group() as tg:
+            tg.start_soon(listener.serve, resident.connection)
+            replies.append(await anyio.to_thread.run_sync(_as_nobody, path))
+            tg.cancel_scope.cancel()
+
+    try:
+        anyio.run(main)
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+    assert replies == [b""]   # closed without a word
+
+
+def _as_nobody(path: str) -> bytes:
+    """What a process of uid 65534 hears from the socket after saying hello (b"": nothing)."""
+    code = f"""
+import os, socket, sys
+os.setgid(65534); os.setuid(65534)
+s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect({path!r})
+try:
+    s.sendall(b'{{"v": 1, "kind": "status"}}\\n')
+    sys.stdout.buffer.write(s.recv(1000))
+except OSError:
+    pass
+"""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=30, check=True).stdout
+
+
+async def test_five_windows_share_one_resident_server(store: Store) -> None:
+    """Five windows started at once start one resident server between them; each keeps its own
+    identity (here its --project flag) through it."""
+    results: dict[int, dict[str, Any]] = {}
+
+    async def window(i: int, ready: anyio.Event, done: anyio.Event) -> None:
+        async with Client(store.window("--project", f"p{i}"), mode="legacy") as client:
+            results[i] = await call(client, "memory_write", {"content": f"window {i} was here"})
+            ready.set()
+            await done.wait()
+
+    done = anyio.Event()
+    readies = [anyio.Event() for _ in range(5)]
+    async with anyio.create_task_group() as tg:
+        for i in range(5):
+            tg.start_soon(window, i, readies[i], done)
+        with anyio.fail_after(120):
+            for ready in readies:
+                await ready.wait()
+        status = store.ask("status")
+        residents = store.residents()
+        done.set()
+    assert status is not None and status["windows"] == 5
+    assert [p.pid for p in residents] == [status["pid"]]
+    assert {i: r["memory"]["scope"]["project_id"] for i, r in results.items()} == {i: f"p{i}" for i in range(5)}
+    # The windows are gone; the resident server stays (until its idle timeout).
+    with anyio.fail_after(10):
+        while (store.ask("status") or {}).get("windows"):  # noqa: ASYNC110 (another process's state)
+            await anyio.sleep(0.1)
+    assert [p.pid for p in store.residents()] == [status["pid"]]
+
+
+def test_killed_mid_call_gives_a_retryable_error_and_no_duplicate(store: Store) -> None:
+    proc = store.popen()
+    try:
+        assert initialize(proc)["result"]["serverInfo"]["name"] == "mcp-memory"
+        assert write(proc, 1, "first write")["result"]["isError"] is False
+        first = store.ask("status")
+        assert first is not None
+        # Frozen, the server cannot answer the call now sent; killed, it never will.
+        os.kill(first["pid"], signal.SIGSTOP)
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "memory_write", "arguments": {"content": "the call in flight"}}}) + "\n")
+        proc.stdin.flush()
+        time.sleep(0.3)
+        os.kill(first["pid"], signal.SIGKILL)
+        lost = json.loads(proc.stdout.readline())
+        assert lost["id"] == 2 and lost["error"]["code"] == relay.LOST and lost["error"]["data"]["retryable"]
+        assert "retry" in lost["error"]["message"]
+        # The next call starts a new resident server, to which the window is introduced again.
+        retried = write(proc, 3, "the call in flight")
+        assert "result" in retried and retried["result"]["isError"] is False, retried
+        second = store.ask("status")
+        assert second is not None and second["pid"] != first["pid"] and second["windows"] == 1
+        listed = rpc(proc, {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+            "name": "memory_list", "arguments": {"limit": 50}}})
+        contents = [m["content"] for m in listed["result"]["structuredContent"]["memories"]]
+        assert sorted(contents) == ["first write", "the call in flight"]   # once, never twice
+    finally:
+        proc.stdin.close()
+        assert proc.wait(timeout=20) == 0   # the harness closed stdin: the window's relay is gone
+    assert proc.stdout.read() == ""
+    assert len(store.residents()) == 1      # and only the resident server is left
+
+
+def test_other_settings_serve_in_process(store: Store) -> None:
+    first = store.popen()
+    try:
+        initialize(first)
+        other = store.popen(MCP_MEMORY_SNIPPET_CHARS="100")
+        try:
+            assert initialize(other)["result"]["serverInfo"]["name"] == "mcp-memory"
+            assert write(other, 1, "from another setting")["result"]["isError"] is False
+        finally:
+            other.stdin.close()
+            other.wait(timeout=30)
+        said = other.stderr.read()
+        assert "running in-process" in said and "MCP_MEMORY_SNIPPET_CHARS" in said
+        status = store.ask("status")
+        assert status is not None and status["windows"] == 1
+    finally:
+        first.stdin.close()
+        first.wait(timeout=20)
+
+
+def test_an_upgrade_replaces_the_older_resident_server(store: Store) -> None:
+    """A resident server whose code is not what is installed leaves when a window of the installed
+    package comes; that window starts the new one."""
+    old = subprocess.Popen([sys.executable, "-c", "import sys, mcp_memory.server.resident as r; "
+                            "r.BUILD = '0.0.0:old'; sys.exit(r.main())"],
+                           env={**store.env, "MCP_MEMORY_DATA_DIR": str(store.data)},
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while (status := store.ask("status")) is None:
+            assert time.monotonic() < deadline and old.poll() is None
+            time.sleep(0.1)
+        assert status["build"] == "0.0.0:old"
+        proc = store.popen()
+        try:
+            initialize(proc)
+            assert write(proc, 1, "after the upgrade")["result"]["isError"] is False
+            now = store.ask("status")
+            assert now is not None and now["build"] == resident_client.build() and now["pid"] != old.pid
+            assert old.wait(timeout=30) == 0
+        finally:
+            proc.stdin.close()
+            proc.wait(timeout=20)
+    finally:
+        if old.poll() is None:
+            old.kill()
+
+
+def test_standalone_and_unset_serve_in_process(store: Store) -> None:
+    """`--standalone`, and the setting unset while no resident server runs: the old in-process server."""
+    for args, env in ((("--standalone",), {}), ((), {"MCP_MEMORY_RESIDENT": None})):
+        proc = store.popen(*args, **env)
+        try:
+            initialize(proc)
+            assert store.ask("status") is None
+        finally:
+            proc.stdin.close()
+            proc.wait(timeout=30)
+    assert store.residents() == []
+
+
+def test_the_sockets_are_private(store: Store) -> None:
+    proc = store.popen()
+    try:
+        initialize(proc)
+        status = store.ask("status")
+        assert status is not None
+        old = os.environ.get("XDG_RUNTIME_DIR")
+        os.environ["XDG_RUNTIME_DIR"] = str(store.runtime)
+        try:
+            path = resident_client.resident_path(store.url, str(store.data))
+        finally:
+            os.environ.pop("XDG_RUNTIME_DIR")
+            if old is not None:
+                os.environ["XDG_RUNTIME_DIR"] = old
+        assert path is not None
+        assert os.stat(path).st_mode & 0o777 == 0o600
+        assert os.stat(os.path.dirname(path)).st_mode & 0o777 == 0o700
+        with socket.socket(socket.AF_UNIX) as s:   # a stranger's hello is not a window
+            s.connect(path)
+            s.sendall(b'{"v": 99}\n')
+            assert b"refused" in s.recv(1000)
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=20)
