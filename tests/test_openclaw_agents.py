@@ -193,3 +193,56 @@ async def test_openclaw_itself_accepts_two_agents_entries(tmp_path: Path) -> Non
     with anyio.fail_after(300):
         valid = await anyio.run_process([openclaw, "config", "validate"], cwd=tmp_path, env=env, check=False)
     assert valid.returncode == 0 and b"Config valid" in valid.stdout, valid.stdout + valid.stderr
+
+
+async def test_real_openclaw_turns_of_two_agents_each_see_only_their_own_memory(
+        database: Database, db_url: str, tmp_path: Path) -> None:
+    """`openclaw agent --local` turns (a loopback stand-in for the model): each agent's captured
+    turn is found by that agent's own memory_search, through OpenClaw's tool_search / tool_call,
+    and the other agent's memory server is not in its catalog at all (skipped without OpenClaw)."""
+    import re
+
+    from mcp import Client, StdioServerParameters
+
+    from .openclaw_standin import StandIn
+
+    openclaw = openclaw_cli()
+    home, garden, orchard, config = setup(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {**os.environ, "HOME": str(home)}
+    env.pop("OPENCLAW_CONFIG_PATH", None)
+    env.pop("OPENCLAW_STATE_DIR", None)
+    with StandIn() as model:
+        data = read(config)
+        data["agents"]["defaults"] = {"model": {"primary": "stand/m1"}}
+        data["models"] = {"providers": {"stand": model.provider()}}
+        config.write_text(json.dumps(data))
+        out = cli("install", "openclaw", "--home", str(home), "--database-url", db_url, "--user", "sam")
+        assert out.returncode == 0, out.stderr
+
+        async def turn(agent: str, session: str, said: str) -> str:
+            with anyio.fail_after(400):
+                run = await anyio.run_process([openclaw, "agent", "--local", "--agent", agent, "--session-id",
+                                               session, "-m", said], cwd=elsewhere, env=env, check=False)
+            assert run.returncode == 0, run.stderr.decode()[-3000:]
+            return model.seen()
+
+        await turn("main", "m-1", "Remember that the greenhouse key is under the blue pot.")
+        await turn("work", "w-1", "Remember that the cider press is kept in the red barn.")
+        servers = read(config)["mcp"]["servers"]
+        for name, said in (("memory", "blue pot"), ("memory-work", "red barn")):   # captures are detached
+            params = StdioServerParameters(command=servers[name]["command"], args=servers[name]["args"])
+            async with Client(params) as client:
+                hits = ""
+                with anyio.fail_after(120):
+                    while said not in hits:
+                        hits = str((await client.call_tool("memory_search", {"query": said})).structured_content)
+                        if said not in hits:
+                            await anyio.sleep(0.5)
+        for agent, mine, theirs, own in (("main", "blue pot", "red barn", "memory"),
+                                         ("work", "red barn", "blue pot", "memory-work")):
+            seen = await turn(agent, f"{agent}-2", "SEARCH: greenhouse key cider press barn pot")
+            catalog = set(re.findall(r"mcp:([-\w]+):", seen))
+            assert catalog == {own}, (agent, catalog)          # the other agent's server is not loaded
+            assert mine in seen and theirs not in seen, (agent, seen[-3000:])
