@@ -139,6 +139,18 @@ def test_one_agent_pinned_for_all_says_they_share_and_doctor_names_what_broke(tm
     assert "mcp-memory uninstall openclaw` then `mcp-memory install openclaw`" in (check.fix or "")
 
 
+def test_a_lone_agent_s_own_workspace_and_agents_listed_after_install(tmp_path: Path) -> None:
+    home, _, orchard, config = setup(tmp_path, '{ agents: { entries: { main: { workspace: "GARDEN" } } } }\n')
+    assert cli("install", "openclaw", "--home", str(home)).returncode == 0
+    data = read(config)
+    assert data["mcp"]["servers"]["memory"]["args"][-4:] == ["--agent", "openclaw", "--project", "garden"]
+    data["agents"]["entries"]["work"] = {"workspace": str(orchard)}
+    config.write_text(json.dumps(data))
+    [check] = harness_checks(home, tmp_path)
+    assert not check.ok and "they share one namespace, tools and hooks alike: they were listed after install" \
+        in check.detail, check.detail
+
+
 async def test_two_agents_captures_land_in_two_namespaces_and_each_one_s_tools_see_its_own(
         database: Database, db_url: str, tmp_path: Path) -> None:
     """The plugin's own code under Node gets one turn from each agent; each agent's server entry,

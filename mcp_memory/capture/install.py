@@ -105,7 +105,10 @@ def install(harness: str, *, scope: str = "user", project_dir: Path, home: Path 
         else:
             data = load(targets[0], "json5")[0]
             agents, slots = openclaw_agents.listed(data), openclaw_agents.slots(targets[0], data, flags)
+            sole = None if flag_value(flags, "--project") else openclaw_agents.sole_project(targets[0], data)
             flags = list(slots[0].flags) if slots else openclaw_flags(targets[0], data, flags)
+            if sole and not slots:   # a lone listed agent's own workspace, not the defaults'
+                flags[flags.index("--project") + 1] = sole
             changes = [plan(targets[0], _openclaw_edit(exe, flags, targets[0], slots), "json5")]
     except SettingsFileError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..auth import NO_PROJECT, git_project
-from .harness_entries import SERVER, drop_empty, flag_value, object_at, openclaw_server, ours_server
+from .harness_entries import OPENCLAW_AGENT, SERVER, drop_empty, flag_value, object_at, openclaw_server, ours_server
 from .settings_files import SettingsFileError
 
 # OpenClaw caps a server's tool prefix at 30 characters (agent-bundle-mcp-names): a longer name
@@ -103,6 +103,15 @@ def workspace(config: Path, data: dict[str, Any], agent: str, entry: dict[str, A
     if agent == owner:
         return Path(fallback).expanduser() if fallback else config.parent / "workspace"
     return Path(fallback).expanduser() / agent if fallback else config.parent / f"workspace-{agent}"
+
+
+def sole_project(config: Path, data: dict[str, Any]) -> str | None:
+    """The project of a lone listed agent's workspace (None unless exactly one agent is listed)."""
+    entries = _entries(data)
+    if len(entries) != 1:
+        return None
+    agent, entry = entries[0]
+    return git_project(workspace(config, data, agent, entry, agent)) or NO_PROJECT
 
 
 def _server_name(agent: str, taken: set[str]) -> str:
@@ -238,8 +247,11 @@ def check(data: dict[str, Any], hooked: dict[str, Any]) -> tuple[list[str], list
     if not mapped:
         if len(now) < 2:
             return [], [], None
-        return [], [], (f"OpenClaw lists {len(now)} agents ({', '.join(now)}) and they share one namespace, "
-                        f"tools and hooks alike (installed with --agent, or before they were listed): {again}")
+        shared = (f"OpenClaw lists {len(now)} agents ({', '.join(now)}) and they share one namespace, tools and "
+                  "hooks alike")
+        if flag_value([str(a) for a in hooked.get("args") or []], "--agent") == OPENCLAW_AGENT:
+            return [f"{shared}: they were listed after install"], [again], None
+        return [], [], f"{shared} (installed with --agent): {again} without --agent to separate them"
     problems: list[str] = []
     servers = (data.get("mcp") or {}).get("servers") if isinstance(data.get("mcp"), dict) else None
     entries = dict(_entries(data))
