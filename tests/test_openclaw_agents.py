@@ -151,6 +151,36 @@ def test_a_lone_agent_s_own_workspace_and_agents_listed_after_install(tmp_path: 
         in check.detail, check.detail
 
 
+async def test_each_event_runs_its_agents_flags_and_server_environment(tmp_path: Path) -> None:
+    """Session events carry the agent's id, or only a session key naming it; an agent not in the
+    map (listed after install) takes the shared flags."""
+    from mcp_memory.capture import openclaw_plugin
+
+    log, wrapper = tmp_path / "calls.log", tmp_path / "logged-mcp-memory"
+    wrapper.write_text(f'#!/bin/sh\necho "$2 $* ${{MARK:-unset}}" >> {log}\n')
+    wrapper.chmod(0o755)
+    plugin = tmp_path / "plugin"
+    plugin.mkdir()
+    for name, text in openclaw_plugin.files().items():
+        (plugin / name).write_text(text)
+    config = {"command": str(wrapper), "args": ["--agent", "main"], "server": "memory",
+              "agents": {"main": {"server": "memory", "args": ["--agent", "main"]},
+                         "work": {"server": "memory-work", "args": ["--agent", "work"]}}}
+    servers = {"memory": {"env": {"MARK": "main-env"}}, "memory-work": {"env": {"MARK": "work-env"}}}
+    await drive_plugin(tmp_path, plugin / "index.js", config, """\
+        const messages = [{ role: "user", content: "hi" }, { role: "assistant", content: "hello" }];
+        await handlers["agent_end"]({ messages }, { agentId: "work", sessionId: "a" });
+        await handlers["session_end"]({ sessionId: "b", messages }, { sessionId: "b", sessionKey: "agent:work:x" });
+        await handlers["agent_end"]({ messages }, { agentId: "main", sessionId: "c" });
+        await handlers["agent_end"]({ messages }, { agentId: "ops", sessionId: "d" });
+        console.log("{}");
+    """, openclaw_config={"mcp": {"servers": servers}})
+    calls = sorted(line.split(" ", 1)[0] + " " + line.split("--harness openclaw ", 1)[1]
+                   for line in log.read_text().splitlines())
+    assert calls == ["session-end --agent work work-env", "stop --agent main main-env",
+                     "stop --agent main main-env", "stop --agent work work-env"], calls
+
+
 async def test_two_agents_captures_land_in_two_namespaces_and_each_one_s_tools_see_its_own(
         database: Database, db_url: str, tmp_path: Path) -> None:
     """The plugin's own code under Node gets one turn from each agent; each agent's server entry,

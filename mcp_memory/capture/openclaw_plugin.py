@@ -7,7 +7,9 @@ Events used (OpenClaw plugin hooks): session_start (asks for the session-start b
 with the session's first prompt), before_prompt_build (prompt-submit, one hook per prompt; returns
 prependContext), agent_end (capture, needs hooks.allowConversationAccess), before_compaction and
 session_end (capture). Hooks run with the environment OpenClaw gives its MCP servers (HOME, PATH,
-…, and the server entry's env) and the server entry's flags: one namespace for capture and tools."""
+…, and the server entry's env) and the server entry's flags: one namespace for capture and tools.
+With several agents (openclaw_agents.py) each event's hook takes the flags and env of its agent's
+own server entry (`config.agents`, by the event's agentId or its session key)."""
 
 from __future__ import annotations
 
