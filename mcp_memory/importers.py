@@ -17,7 +17,7 @@ from tqdm import tqdm
 from . import limits
 from .encoding import to_json
 from .errors import InvalidInput
-from .importing import Draft, Format, basic_memory, claude_md, doobidoo, mem0
+from .importing import Draft, Format, basic_memory, claude_md, doobidoo, doobidoo_json, mem0
 from .importing.markdown import parse_markdown
 from .models import Principal, ScopeLevel, WriteItem
 from .repository.maintenance import EXPORT_COLUMNS, MaintenanceRepository
@@ -39,8 +39,8 @@ class ImportReport(BaseModel):
 # --- parsing ---------------------------------------------------------------------------------------
 
 KNOWN = ("a markdown memory file (MEMORY.md, SOUL.md, IDENTITY.md), Claude Code's CLAUDE.md, an mcp-memory export, "
-         "a memory.json knowledge graph, an mcp-memory-service (doobidoo) sqlite_vec.db, a mem0 / OpenMemory "
-         "export, or a basic-memory project folder")
+         "a memory.json knowledge graph, an mcp-memory-service (doobidoo) sqlite_vec.db or JSON export, a mem0 / "
+         "OpenMemory export, or a basic-memory project folder")
 
 
 def detect_format(path: Path, given: Format | None = None) -> Format:
@@ -91,6 +91,8 @@ def detect_format(path: Path, given: Format | None = None) -> Format:
             whole = json.loads(raw)
         except json.JSONDecodeError:
             whole = None
+        if doobidoo_json.looks_like(whole):
+            return "doobidoo-json"
         if mem0.flavour(whole):
             return "mem0"
     if path.suffix.lower() in (".json", ".jsonl"):
@@ -202,6 +204,11 @@ def read_file(path: Path, fmt: Format) -> list[Draft] | list[dict[str, Any]]:
         if fmt == "basic-memory":
             return basic_memory.read(path)
         text = path.read_text(encoding="utf-8")
+        if fmt == "doobidoo-json":
+            try:
+                return doobidoo_json.read(json.loads(text))
+            except json.JSONDecodeError as exc:
+                raise InvalidInput(f"not JSON ({exc})") from None
         if fmt == "export":
             # Split on newlines only: exported text may hold U+2028 and friends, which
             # str.splitlines() would treat as line breaks.

@@ -19,7 +19,7 @@ from mcp_memory.db import Database
 from mcp_memory.errors import InvalidInput
 from mcp_memory.exporting import doobidoo as doobidoo_json
 from mcp_memory.exporting.run import export_to
-from mcp_memory.importers import import_paths
+from mcp_memory.importers import detect_format, import_paths
 from mcp_memory.importing import basic_memory, doobidoo
 from mcp_memory.models import Principal
 from mcp_memory.repository.maintenance import MaintenanceRepository
@@ -95,7 +95,8 @@ async def test_doobidoo_json_round_trip_through_the_peer(service: MemoryService,
     db = tmp_path / "sqlite_vec.db"
     env = {**os.environ, "HOME": str(PEER_DIR / "home"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "MCP_MEMORY_BASE_DIR": str(tmp_path / "base")}
-    ran = _run([str(PEER_PYTHON), str(FIXTURES / "doobidoo" / "peer_import.py"), str(export), str(db)], env)
+    ran = _run([str(PEER_PYTHON), str(FIXTURES / "doobidoo" / "peer_import.py"), str(export), str(db),
+                "--export", str(tmp_path / "peer-export.json")], env)
     assert ran.returncode == 0, ran.stderr[-2000:]
     peer = json.loads(ran.stdout)
     assert (peer["imported"], peer["rejected"], peer["errors"]) == (len(stored), 0, 0)
@@ -118,6 +119,42 @@ async def test_doobidoo_json_round_trip_through_the_peer(service: MemoryService,
     assert report.created == len(stored)
     again = await import_paths(service, maintenance, alice, [db], progress=False, scope="project")
     assert again.created == 1  # only the user-wide one is new in the project (the same text elsewhere is not)
+    # the peer's own export JSON (from any of its backends) reads the same
+    assert detect_format(tmp_path / "peer-export.json") == "doobidoo-json"
+    carol = principal("carol", agent=None, project=None)
+    report = await import_paths(service, maintenance, carol, [tmp_path / "peer-export.json"], progress=False)
+    assert report.created == len(stored)
+    carols = {m.content: m for m in (await service.list(carol, limit=100)).memories}
+    assert set(carols) == set(stored)
+    assert all(carols[c].occurred_at == stored[c] and carols[c].kind == kinds.get(c, "fact") for c in stored)
+
+
+async def test_doobidoo_json_read_back_by_our_importer(service: MemoryService, database: Database, alice: Principal,
+                                                       stored: dict[str, datetime], tmp_path: Path) -> None:
+    export = tmp_path / "export.json"
+    maintenance = MaintenanceRepository(database.admin)
+    with export.open("w", encoding="utf-8") as out:
+        await export_to(maintenance, alice.user_id, "doobidoo-json", out=out)
+    assert detect_format(export) == "doobidoo-json"
+    bob = principal("bob", agent=None, project=None)
+    dry = await import_paths(service, maintenance, bob, [export], dry_run=True, progress=False)
+    assert (dry.created, dry.unchanged) == (len(stored), 0)
+    assert (await import_paths(service, maintenance, bob, [export], progress=False)).created == len(stored)
+    back = {m.content: m for m in (await service.list(bob, limit=100)).memories}
+    assert set(back) == set(stored)
+    kinds = {content: kind for content, kind, *_ in LIVE}
+    for content, memory in back.items():
+        assert (memory.occurred_at, memory.kind) == (stored[content], kinds.get(content, "fact"))
+        assert memory.metadata["source"] == "mcp-memory-service" and memory.metadata["mcp_memory_id"]
+    assert back[LIVE[0][0]].tags == ["infra", "database"]
+    assert (await import_paths(service, maintenance, bob, [export], progress=False)).created == 0
+    broken = json.loads(export.read_text())
+    broken["memories"][2]["created_at"] = "yesterday"
+    export.write_text(json.dumps(broken))
+    carol = principal("carol", agent=None, project=None)
+    with pytest.raises(InvalidInput, match=r"memories\[2\] .*created_at 'yesterday' is not a time.*nothing was"):
+        await import_paths(service, maintenance, carol, [export], progress=False)
+    assert (await service.list(carol, limit=100)).memories == []
 
 
 async def test_basic_memory_notes_read_back_by_our_importer(service: MemoryService, database: Database,

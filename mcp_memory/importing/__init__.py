@@ -10,7 +10,8 @@ from typing import Any, Literal
 from ..models import Kind, ScopeLevel
 
 # What `mcp-memory import --from` takes; without it each file's format is detected.
-Format = Literal["markdown", "claude-md", "export", "knowledge-graph", "doobidoo", "mem0", "basic-memory"]
+Format = Literal["markdown", "claude-md", "export", "knowledge-graph", "doobidoo", "doobidoo-json", "mem0",
+                 "basic-memory"]
 FORMATS: tuple[str, ...] = Format.__args__  # type: ignore[attr-defined]
 
 
