@@ -71,7 +71,7 @@ class Model(ChatAPI):
         if "worth remembering" not in system:
             return answering({"action": "ADD", "ids": [], "reason": "unrelated"}, body)
         lines = user.splitlines()
-        so_far = json.loads(lines[1])["text"] if lines[0].startswith("SESSION summary") else None
+        so_far = json.loads(lines[1])["text"] if lines[0].startswith("SESSION summary so far") else None
         self.shown.append(so_far)
         turns = {r["label"]: r["text"] for r in (json.loads(x) for x in lines if x.startswith("{")) if "label" in r}
         return answering(self.extract(turns, so_far), body)
@@ -275,7 +275,9 @@ def test_the_summary_is_parsed_kindly_and_bounded() -> None:
     assert cut is not None and len(cut) <= 1500 and cut.endswith("session.")
     assert "summary" in extraction.SYSTEM and len(extraction.SYSTEM) < 1600
     shown = extraction.user_message([("1", "User: hi")], "The session so far.")
-    assert shown.splitlines()[:2] == ["SESSION summary so far:", '{"text": "The session so far."}']
+    head, summary, *_ = shown.splitlines()
+    assert head.startswith("SESSION summary so far") and summary == '{"text": "The session so far."}'
+    assert "facts come from the new turns only" in extraction.SYSTEM
 
 
 def test_one_summary_per_session_even_in_the_same_words() -> None:
