@@ -130,8 +130,9 @@ def slots(config: Path, data: dict[str, Any], flags: list[str], first: str = SER
     entries = _entries(data)
     if len(entries) < 2 or flag_value(flags, "--agent") is not None:
         return []
-    owner = _owner(data, entries) or entries[0][0]
-    entries.sort(key=lambda item: item[0] != owner)
+    owner = _owner(data, entries)   # None (explicit ownership): every agent's implicit workspace is its own
+    first_agent = owner or entries[0][0]
+    entries.sort(key=lambda item: item[0] != first_agent)
     servers = (data.get("mcp") or {}).get("servers") if isinstance(data.get("mcp"), dict) else None
     # Names OpenClaw would see as the same prefix (it compares them in lower case) are not reused.
     taken = {str(name).lower() for name, s in (servers or {}).items() if not ours_server(s)} | {first.lower()}
