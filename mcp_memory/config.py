@@ -267,7 +267,7 @@ class Settings(BaseSettings):
     graceful_shutdown_s: float = Field(default=30, ge=0, description=(
         "On SIGTERM, requests in flight get this long to finish."))
 
-    # OAuth / JWT bearer tokens (API keys need no settings)
+    # OAuth / JWT bearer tokens, and how long a verified API key is trusted
     jwt_issuer: str | None = Field(default=None, description=(
         "The `iss` a bearer token must carry (required once tokens are on)."))
     jwt_audience: str | None = Field(default=None, description=(
@@ -283,6 +283,9 @@ class Settings(BaseSettings):
         "Claim listing the projects a token may use (absent: any)."))
     jwt_default_permissions: str = Field(default="read,write,forget",
                                          description="Granted when a token carries no memory:* scope.")
+    api_key_cache_s: float = Field(default=10, ge=0, description=(
+        "An HTTP server trusts an API key it verified for this long before asking the database again, so "
+        "a revoked key still works for up to this long on a server that saw it (0: ask on every request)."))
 
     # Rate limits for remote principals, per minute (0 disables)
     write_rate_per_minute: int = Field(default=300, ge=0, description=(
@@ -491,11 +494,11 @@ SECTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
         "resource_page_size", "resource_page_chars", "core_budget_chars", "core_budgets",
         "forget_token_ttl_s", "forget_max_batch", "forget_min_similarity",
         "write_rate_per_minute", "forget_rate_per_minute")),
-    "identity": ("Who a session is: the local (stdio) identity, and what OAuth / JWT tokens grant "
-                 "(API keys need no settings).", (
+    "identity": ("Who a session is: the local (stdio) identity, what OAuth / JWT tokens grant, and how "
+                 "long an HTTP server trusts an API key it verified.", (
         "user", "agent", "project", "local_permissions",
         "jwt_issuer", "jwt_audience", "jwt_jwks_url", "jwt_secret", "jwt_algorithms",
-        "jwt_agents_claim", "jwt_projects_claim", "jwt_default_permissions")),
+        "jwt_agents_claim", "jwt_projects_claim", "jwt_default_permissions", "api_key_cache_s")),
     "storage": ("The database: embedded by default, or any PostgreSQL >= 15 with pgvector.", (
         "database_url", "data_dir", "pool_min_size", "pool_max_size", "db_start_timeout_s", "db_app_role",
         "db_pooler")),

@@ -5,8 +5,10 @@ graceful shutdown."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from typing import Literal
 from urllib.parse import urlparse
 
@@ -35,6 +37,8 @@ from .state import StateHolder
 log = logging.getLogger(__name__)
 
 Transport = Literal["http", "sse"]
+# Verified API keys an HTTP server remembers at once; past this the expired ones go, then all.
+MAX_TRUSTED_KEYS = 10_000
 
 
 def public_url(settings: Settings) -> str:
@@ -51,6 +55,10 @@ class MemoryTokenVerifier(TokenVerifier):
     def __init__(self, holder: StateHolder, settings: Settings) -> None:
         self.holder = holder
         self.jwt = JwtVerifier(settings)
+        self.key_ttl = settings.api_key_cache_s
+        # (user, key hash) -> (monotonic time it stops being trusted, what it grants): every MCP call
+        # is an HTTP request, and asking the database each time was a transaction per call.
+        self._keys: dict[tuple[str, str], tuple[float, Credential]] = {}
 
     async def verify_token(self, token: str) -> AccessToken | None:
         credential = await self._credential(token)
@@ -62,25 +70,51 @@ class MemoryTokenVerifier(TokenVerifier):
     async def _credential(self, token: str) -> Credential | None:
         parsed = parse_api_key(token)
         if parsed is not None:
-            state = self.holder.current
-            if state is None:
+            cached = self._keys.get(parsed)
+            if cached is not None and cached[0] > time.monotonic():
+                return cached[1]
+            found = await self._api_key(*parsed)
+            if found is None:
+                self._keys.pop(parsed, None)
                 return None
-            try:
-                await state.service()
-            except MemoryServiceError:
-                return None
-            assert state.db is not None
-            key = await ApiKeyRepository(state.db.admin, state.db.pool).lookup(*parsed)
-            if key is None:
-                return None
-            return Credential(user_id=key.user_id, agents=tuple(key.agents) if key.agents is not None else None,
-                              projects=tuple(key.projects) if key.projects is not None else None,
-                              permissions=frozenset(key.permissions), actor=f"key:{key.name}#{key.id}",
-                              client_id=f"key:{key.id}")
+            self._remember(parsed, *found)
+            return found[0]
         if self.jwt.enabled:
             # A JWKS fetch is blocking I/O: keep it off the event loop.
             return await anyio.to_thread.run_sync(self.jwt.verify, token)
         return None
+
+    def _remember(self, parsed: tuple[str, str], credential: Credential, expires_at: datetime | None) -> None:
+        """Trust a verified key for key_ttl, never past its expiry. Refusals are not kept: a key
+        made a moment ago works at once, and a wrong one costs a lookup every time."""
+        if self.key_ttl <= 0:
+            return
+        now = time.monotonic()
+        if len(self._keys) >= MAX_TRUSTED_KEYS:
+            self._keys = {k: v for k, v in self._keys.items() if v[0] > now}
+            if len(self._keys) >= MAX_TRUSTED_KEYS:
+                self._keys.clear()
+        until = now + self.key_ttl
+        if expires_at is not None:
+            until = min(until, now + (expires_at - datetime.now(UTC)).total_seconds())
+        self._keys[parsed] = (until, credential)
+
+    async def _api_key(self, user_id: str, key_hash: str) -> tuple[Credential, datetime | None] | None:
+        state = self.holder.current
+        if state is None:
+            return None
+        try:
+            await state.service()
+        except MemoryServiceError:
+            return None
+        assert state.db is not None
+        key = await ApiKeyRepository(state.db.admin, state.db.pool).lookup(user_id, key_hash)
+        if key is None:
+            return None
+        return Credential(user_id=key.user_id, agents=tuple(key.agents) if key.agents is not None else None,
+                          projects=tuple(key.projects) if key.projects is not None else None,
+                          permissions=frozenset(key.permissions), actor=f"key:{key.name}#{key.id}",
+                          client_id=f"key:{key.id}"), key.expires_at
 
 
 class OutageMiddleware:
