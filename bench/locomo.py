@@ -14,6 +14,7 @@ whose settings do not exist yet is skipped with a note. This module also holds w
 
 Usage:
   python bench/locomo.py [DATASET] [--variants a,b] [--set key=value ...] [--limit-conversations N]
+                         [--one-namespace]
                          [--limit 10] [--dates original|rebased] [--database-url URL] [--loads N]
 """
 
@@ -388,8 +389,12 @@ async def load_and_run(args: argparse.Namespace, convs: list[Conversation], chos
         for conv in convs:
             if args.dates == "rebased":
                 conv = rebased(conv, now)
-            user = f"locomo-{conv.sample_id}" if not args.database_url else f"locomo-{run_id}-{conv.sample_id}"
-            users.append(user)
+            # --one-namespace: every conversation in one user's store, as a user's memory holds many
+            # sessions about many people; a question must find its conversation among all of them.
+            sample = "all" if args.one_namespace else conv.sample_id
+            user = f"locomo-{sample}" if not args.database_url else f"locomo-{run_id}-{sample}"
+            if user not in users:
+                users.append(user)
             p = bench_principal(user)
             ids, dups = await load_conversation(loader, p, conv, write_times)
             dropped["duplicates"] += dups
@@ -447,7 +452,7 @@ async def main_async(args: argparse.Namespace) -> None:
     report = {
         "benchmark": "locomo-retrieval", "dataset": str(args.dataset), "conversations": [c.sample_id for c in convs],
         "questions": first.jobs, "memories": first.memories, "limit": args.limit, "dates": args.dates,
-        "loads": len(loads),
+        "loads": len(loads), "one_namespace": args.one_namespace,
         "load": {"seconds": round(statistics.fmean(load.seconds for load in loads), 2),
                  "write_latency": latency(write_times), **first.dropped},
         "categories": CATEGORIES, "variants": results, "skipped_variants": first.skipped,
@@ -460,7 +465,7 @@ async def main_async(args: argparse.Namespace) -> None:
 
     of_loads = f", mean of {len(loads)} loads" if len(loads) > 1 else ""
     print(f"\nLoCoMo retrieval, {first.jobs} questions, {first.memories} memories, limit {args.limit}, "
-          f"dates {args.dates}{of_loads}")
+          f"dates {args.dates}{of_loads}{', one namespace' if args.one_namespace else ''}")
     rows = [[name, r["overall"]["n"], *(r["overall"][m] for m in METRICS), r["latency"]["p50_ms"],
              r["latency"]["p95_ms"], r["latency"]["max_ms"]] for name, r in results.items()]
     print(table(["variant", "n", *METRICS, "p50 ms", "p95 ms", "max ms"], rows))
@@ -485,6 +490,8 @@ def main() -> None:
     add_variant_arguments(parser, DEFAULT_DATASET)
     parser.add_argument("--limit-conversations", type=int)
     parser.add_argument("--limit", type=int, default=10, help="search limit; MRR counts hits within it")
+    parser.add_argument("--one-namespace", action="store_true",
+                        help="write every conversation into one namespace (default: one each)")
     parser.add_argument("--dates", choices=("original", "rebased"), default="original",
                         help="rebased moves each conversation by whole years so its last session lies within the "
                         "past year, and the years its questions name with it")
