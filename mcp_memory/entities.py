@@ -34,7 +34,7 @@ from .permissions import require
 from .repository import MemoryRepository
 from .repository import entity_edits as edits
 from .repository import entity_pages as pages
-from .repository.graph import entities_named, entity_rows, facts_of, neighbours_of
+from .repository.graph_reads import entities_named, entity_rows, facts_of, neighbours_of
 from .validation import text
 
 MAX_TIMELINE = 500

@@ -32,7 +32,7 @@ async def sweep(pool: asyncpg.Pool, settings: Settings, *, now: datetime | None 
 
 
 async def check_graph(pool: asyncpg.Pool) -> dict[str, int]:
-    """The graph's consistency checks (repository/graph.py), after each sweep: a link that should
+    """The graph's consistency checks (repository/graph_checks.py), after each sweep: a link that should
     not exist is logged as an error naming the check (`mcp-memory doctor` shows the same); nothing
     is changed, the memories themselves are intact."""
     async with pool.acquire() as conn:

@@ -22,7 +22,7 @@ from .graph.names import Name, bounded, classified, read_names, with_text, write
 from .lexicon import Lexicon, phrases_pattern
 from .models import Memory, Principal, RelatedMemory
 from .repository import MemoryRepository
-from .repository.graph import current_facts
+from .repository.graph_reads import current_facts
 from .retrieval.versions import earlier_versions, masked_similarities
 from .validation import text
 from .vectors import Vectors

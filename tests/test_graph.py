@@ -182,6 +182,53 @@ async def test_a_question_naming_no_known_entity_gets_exactly_the_hits_it_got_wi
     assert with_graph == without and all(with_graph)
 
 
+async def test_a_question_naming_someone_lifts_the_memories_the_graph_says_are_theirs(service) -> None:
+    """Whom a memory is about is read once, when it is written: a note whose text leaves the name out
+    (the writer's `about`) or calls her by her first name alone is hers to a question naming her in
+    full, and a note that only addresses her ("Thanks, Greta!") is not."""
+    p = principal()
+    await service.write(p, "Greta Ibarra joined the climbing gym.")
+    unnamed = await service.write(p, "Moved to Lisbon in the spring, near the river.", about=["Greta Ibarra"])
+    first = await service.write(p, "Greta said the new flat is close to the river.")
+    addressed = await service.write(p, "Thanks, Greta! The river walk in Lisbon was lovely.")
+    hits = {h.id: h for h in (await service.search(p, "Where does Greta Ibarra live by the river?", explain=True)).hits}
+    boost = service.settings.subject_boost
+    assert hits[unnamed.memory.id].explain["subject"] == boost  # by the writer's `about` alone
+    assert hits[first.memory.id].explain["subject"] == boost
+    assert hits[addressed.memory.id].explain["subject"] == 1
+    async with service.repo.transaction(p) as conn:
+        await conn.execute("DELETE FROM memory_facts; DELETE FROM memory_entities")
+    text_only = {h.id: h for h in (await service.search(p, "Where does Greta Ibarra live by the river?",
+                                                        explain=True)).hits}
+    assert text_only[unnamed.memory.id].explain["subject"] == 1  # what the text alone could tell
+
+
+async def test_a_first_name_alone_then_in_full_is_one_entity_unless_two_full_names_begin_with_it(
+        service, database) -> None:
+    from mcp_memory.repository.entity_edits import FIRST_NAME_MERGED
+    from mcp_memory.repository.graph_checks import inconsistencies
+
+    p = principal()
+    lunch = await service.write(p, "I had lunch with Greta and we talked about Oslo.")
+    full = await service.write(p, "Greta Ibarra moved to Oslo last spring.")
+    assert (await service.get(p, [lunch.memory.id])).memories[0].mentions == ["Greta Ibarra", "Oslo"]
+    async with service.repo.transaction(p) as conn:
+        live = [r["canonical"] for r in await conn.fetch(
+            "SELECT canonical FROM entities WHERE merged_into IS NULL ORDER BY canonical")]
+        edit = await conn.fetchrow("SELECT kind, reason, actor FROM entity_edits")
+    assert live == ["(user)", "greta ibarra", "oslo"]
+    assert tuple(edit) == ("merge", FIRST_NAME_MERGED, "test:alice")  # the console's edit: a split undoes it
+    hits = {h.id: h for h in (await service.search(p, "Who did Greta Ibarra have lunch with?", explain=True)).hits}
+    assert hits[lunch.memory.id].explain["subject"] == service.settings.subject_boost
+    assert full.memory.id in hits
+    # Two full names begin with "Tomasz": a lone "Tomasz" could be either, and stays apart.
+    await service.write(p, "Coffee with Tomasz on Friday.")
+    await service.write(p, "Tomasz Wolak and Tomasz Nowak both joined the platform team.")
+    assert {"tomasz", "tomasz wolak", "tomasz nowak"} <= {n for _, n in await entities(service, p)}
+    async with database.admin.acquire() as conn:
+        assert not any((await inconsistencies(conn)).values())
+
+
 async def test_get_shows_about_key_and_mentions_and_related_marks_the_replaced_value(service) -> None:
     p = principal()
     old = await service.write(p, "Kwame Larsen reports to Hana Dubois.", about=["Kwame Larsen"], key="manager")
@@ -480,3 +527,4 @@ def test_a_key_is_read_by_a_cue_only_where_the_cue_holds_its_head_word() -> None
     assert key_of("carries the pager for", ENGLISH).attribute == "on-call"
     assert key_of("the company they work for", ENGLISH).attribute == "employer"
     assert key_of("works on time", ENGLISH).attribute != "project"  # a time zone, whose head is "time"
+

@@ -25,7 +25,7 @@ from mcp_memory.db.embedded import EmbeddedPostgres
 from mcp_memory.errors import NotFound
 from mcp_memory.graph.names import Name
 from mcp_memory.models import WriteItem
-from mcp_memory.repository import graph, graph_checks
+from mcp_memory.repository import graph, graph_checks, graph_reads
 from mcp_memory.service import MemoryService
 
 from .conftest import principal
@@ -234,7 +234,7 @@ async def lookup_reads_the_index(service: MemoryService, database: Database) -> 
         writing = Explaining(conn)
         await graph.resolve(writing, p.user_id, p.agent_id, p.project_id, names[:1])
         asking = Explaining(conn)
-        await graph.entities_named(asking, p, names)
+        await graph_reads.entities_named(asking, p, names)
     dropped = [rows_read_and_dropped(plan[0]["Plan"]) for plan in (writing.plans[0], asking.plans[0])]
     assert dropped == [0, 0]
 

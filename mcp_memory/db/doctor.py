@@ -165,7 +165,7 @@ async def _extensions(conn: asyncpg.Connection) -> list[Check]:
 
 
 async def _graph(conn: asyncpg.Connection) -> Check:
-    """The graph's consistency checks (repository/graph.py): every count must be zero."""
+    """The graph's consistency checks (repository/graph_checks.py): every count must be zero."""
     found = {name: n for name, n in (await inconsistencies(conn)).items() if n}
     if not found:
         entities, facts, unread = await sizes(conn)

@@ -141,6 +141,12 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
     # "My sister lives in Porto" is about the user's sister, whom it does not name: no name is its subject.
     subject_taken = about_someone_else(text, lexicon)
     for start, run in runs(text):
+        # A greeting opening the run greets the name after it ("Hey Mel", "Thanks Greta"): no name itself.
+        greeting = _GREETING.match(run)
+        if greeting is not None and greeting.group(1).lower() in lexicon.greetings:
+            start, run = start + greeting.end(), run[greeting.end():]
+        elif run.lower() in lexicon.greetings:
+            continue
         words = [_POSSESSIVE.sub("", w) for w in run.split()]
         # The words for the user are no one's name ("User's son Theo ...").
         words = [w for w in words if w.lower() not in lexicon.not_names and w.lower() not in lexicon.user_words
@@ -151,9 +157,10 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
         key = canonical(display)
         lone_opener = (len(words) == 1 and not run.endswith("'s")
                        and _CLAUSE_START.search(text[:start]) is not None)
-        is_subject = not subject_taken and start < early_end and not lone_opener
+        spoken_to = addressed(text, start, start + len(run), lexicon)
+        is_subject = not subject_taken and start < early_end and not lone_opener and not spoken_to
         if key not in found:
-            found[key] = Name(display, key, "about" if is_subject else "mentioned", sure=not lone_opener)
+            found[key] = Name(display, key, "about" if is_subject else "mentioned", sure=not lone_opener or spoken_to)
         subject_taken = subject_taken or is_subject
     names = list(found.values())
     if speaks_of_user(text, lexicon) and not about_someone_else(text, lexicon):
@@ -165,6 +172,19 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
     return names
 
 
+def addressed(text: str, start: int, end: int, lexicon: Lexicon = ENGLISH) -> bool:
+    """Whether the name at text[start:end] is spoken to rather than of: after a greeting ("Hey Mel,",
+    "Thanks Greta"), before "!" or "?" ("How are you, Mel?"), or set off by commas ("Wow, Mel, ...").
+    "Anna, Mel and I" and "I met Mel, who ..." still speak of them. A text that only addresses
+    someone is its writer's, not about them."""
+    before, after = text[max(0, start - 2):start], text[end:end + 40].lstrip()
+    if before == ", ":
+        return after[:1] in (",", ".", "!", "?")
+    greeted = re.search(r"(\w+)\s$", text[max(0, start - 20):start])
+    return after[:1] in ("!", "?") or (greeted is not None and greeted.group(1).lower() in lexicon.greetings)
+
+
+_GREETING = re.compile(r"(\w+)\s+(?=\S)")
 _SPEAKER = re.compile(r"^\s*([A-Z][\w'-]*(?:\s[A-Z][\w'-]*)?):\s+(?=\S)")
 
 

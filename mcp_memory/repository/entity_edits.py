@@ -82,7 +82,7 @@ async def _hidden(conn: asyncpg.Connection, p: Principal, entity: UUID, memories
 
 
 async def _consistent(conn: asyncpg.Connection, p: Principal, entities: list[UUID]) -> None:
-    """The checks of repository/graph.py, on the entities an edit touched, before it commits."""
+    """The checks of repository/graph_checks.py, on the entities an edit touched, before it commits."""
     await _user_wide(conn, True)
     broken = await conn.fetchval(
         """SELECT (SELECT count(*) FROM memory_facts f WHERE f.user_id = $1 AND f.entity_id = ANY($2::uuid[])
@@ -207,6 +207,40 @@ async def merge(conn: asyncpg.Connection, p: Principal, into: UUID, source: UUID
             "aliases_added": added}
     return await _record(conn, p, "merge", merged, entity=into, other=source, entities=[into, source], rows=rows,
                          reason=reason)
+
+
+# The reason a write's own merge of a first name into a full name is recorded with (console: undo).
+FIRST_NAME_MERGED = "named by the first name alone before, now in full"
+
+
+async def first_name_taken_in(conn: asyncpg.Connection, p: Principal, full: UUID, canonical: str,
+                              agent_id: str | None, project_id: str | None) -> UUID | None:
+    """Someone named by the first name alone ("Greta") and later in full ("Greta Ibarra", `full`,
+    just created) is one entity: the lone name's, of the same namespace, is merged into the full
+    one as a person would merge them in the console (recorded, undoable by a split), when no other
+    full name of the namespace begins with it; with two ("Greta Lindqvist" too) it could be
+    either, and stays apart. Returns the entity merged, if any; a merge this session could not
+    make (names in namespaces it does not act in) is not made."""
+    first = canonical.split(" ", 1)[0]
+    rows = await conn.fetch(
+        """SELECT id, canonical FROM entities
+           WHERE user_id = $1 AND merged_into IS NULL AND kind <> 'user'
+             AND agent_id IS NOT DISTINCT FROM $2 AND project_id IS NOT DISTINCT FROM $3
+             AND (canonical = $4 OR split_part(canonical, ' ', 1) = $4)""",
+        p.user_id, agent_id, project_id, first)
+    lone = [r["id"] for r in rows if r["canonical"] == first]
+    fulls = [r["id"] for r in rows if r["canonical"] != first]
+    if len(lone) != 1 or fulls != [full]:
+        return None
+    # A savepoint: a refused merge leaves the write as it was (the transaction was begun by hand, sql.py).
+    await conn.execute("SAVEPOINT first_name")
+    try:
+        await merge(conn, p, full, lone[0], FIRST_NAME_MERGED)
+    except (Conflict, InvalidInput, NotFound, PermissionDenied):
+        await conn.execute("ROLLBACK TO SAVEPOINT first_name")
+        return None
+    await conn.execute("RELEASE SAVEPOINT first_name")
+    return lone[0]
 
 
 async def split(conn: asyncpg.Connection, p: Principal, edit: asyncpg.Record, reason: str | None) -> asyncpg.Record:

@@ -1,4 +1,4 @@
-"""What the console's entity pages read beyond a profile (repository/graph.py): one entity as it is
+"""What the console's entity pages read beyond a profile (repository/graph_reads.py): one entity as it is
 stored (merged ones too), the memories naming it newest first, the entities merged into it, the
 edits that touched it, and the entities one memory names. Every query keeps to the session's scope."""
 

@@ -1,23 +1,22 @@
 """The graph's rows, written in a new memory's own transaction: its names resolved to entities (one
 per thing per namespace), its mentions, its keyed fact, and where the attribute holds one value at a
-time, the older fact replaced by the newer (superseded_by, with its history row). Read back for a
-search (the entities a question names, their keyed facts) and a memory's record."""
+time, the older fact replaced by the newer (superseded_by, with its history row). Read back by
+graph_reads.py."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
 from uuid import UUID
 
 import asyncpg
 
 from ..graph import Key, Said
 from ..graph.names import USER, Name, word_set
-from ..models import MemoryEdge, MemoryFilter, Principal
-from .memory_store import MemoryStore
-from .sql import Sql, live, visible
+from ..models import Principal
+from .entity_edits import first_name_taken_in
+from .sql import Sql, visible
 
 
 @dataclass
@@ -36,7 +35,7 @@ def _specificity(row: asyncpg.Record) -> int:
     return (row["agent_id"] is not None) + (row["project_id"] is not None)
 
 
-async def _named(conn: asyncpg.Connection, q: Sql, scope: str, names: Sequence[Name],
+async def named_rows(conn: asyncpg.Connection, q: Sql, scope: str, names: Sequence[Name],
                  extra: str = "") -> list[asyncpg.Record]:
     """The live entities within `scope` (a condition on `e`, its arguments in `q`) that any of
     `names` may be: by canonical name, word set or alias, and full names by their first word (for a
@@ -59,10 +58,10 @@ async def _candidates(conn: asyncpg.Connection, user_id: str, agent_id: str | No
     q = Sql()
     scope = (f"e.user_id = {q.arg(user_id)} AND (e.agent_id IS NULL OR e.agent_id = {q.arg(agent_id)})"
              f" AND (e.project_id IS NULL OR e.project_id = {q.arg(project_id)})")
-    return await _named(conn, q, scope, names)
+    return await named_rows(conn, q, scope, names)
 
 
-def _choose(name: Name, rows: Sequence[asyncpg.Record]) -> asyncpg.Record | None:
+def choose(name: Name, rows: Sequence[asyncpg.Record]) -> asyncpg.Record | None:
     """The entity `name` is, of `rows`, or None (a new one). The same name: the narrowest namespace's.
     A lone first name: the one full name it begins, never one of two ("Benedikt" with "Benedikt
     Pereira" and "Benedikt Nascimento" known is neither), else an entity of that name alone."""
@@ -85,14 +84,15 @@ def _choose(name: Name, rows: Sequence[asyncpg.Record]) -> asyncpg.Record | None
 
 
 async def resolve(conn: asyncpg.Connection, user_id: str, agent_id: str | None, project_id: str | None,
-                  names: Sequence[Name]) -> dict[str, UUID]:
+                  names: Sequence[Name]) -> tuple[dict[str, UUID], dict[str, UUID]]:
     """canonical name -> entity id for each of `names`, new entities created in the memory's
-    namespace; a name that is not sure (a lone word opening a sentence) only when already known."""
+    namespace; a name that is not sure (a lone word opening a sentence) only when already known.
+    Also those of them it created."""
     rows = await _candidates(conn, user_id, agent_id, project_id, names)
     found: dict[str, UUID] = {}
     new: list[Name] = []
     for name in names:
-        row = _choose(name, rows)
+        row = choose(name, rows)
         if row is not None:
             found[name.canonical] = row["id"]
         elif name.sure:
@@ -109,6 +109,7 @@ async def resolve(conn: asyncpg.Connection, user_id: str, agent_id: str | None, 
             user_id, agent_id, project_id, ["user" if n.user else "named" for n in new],
             [n.display for n in new], [n.canonical for n in new], [word_set(n.canonical) for n in new])
         found |= {r["canonical"]: r["id"] for r in created}
+        made = {r["canonical"]: r["id"] for r in created}
         raced = [n.canonical for n in new if n.canonical not in found]
         if raced:  # written by a concurrent transaction that committed first
             rows = await conn.fetch(
@@ -116,7 +117,8 @@ async def resolve(conn: asyncpg.Connection, user_id: str, agent_id: str | None, 
                    AND agent_id IS NOT DISTINCT FROM $2 AND project_id IS NOT DISTINCT FROM $3
                    AND canonical = ANY($4::text[])""", user_id, agent_id, project_id, raced)
             found |= {r["canonical"]: r["id"] for r in rows}
-    return found
+        return found, made
+    return found, {}
 
 
 def _lock_word(name: Name) -> str:
@@ -143,7 +145,7 @@ async def record(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record,
     done = Recorded()
     if not said.names:
         return done
-    ids = await resolve(conn, p.user_id, memory["agent_id"], memory["project_id"], said.names)
+    ids, created = await resolve(conn, p.user_id, memory["agent_id"], memory["project_id"], said.names)
     mentions = [(ids[n.canonical], n.role, said.source if n.given else "rules") for n in said.names
                 if n.canonical in ids]
     if not mentions:
@@ -156,6 +158,10 @@ async def record(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record,
            ON CONFLICT DO NOTHING""",
         p.user_id, memory["id"], memory["agent_id"], memory["project_id"],
         [e for e, _, _ in mentions], [r for _, r, _ in mentions], [s for _, _, s in mentions])
+    people = {n.canonical for n in said.names if not n.user and " " in n.canonical}
+    for canonical_name, entity in created.items():
+        if canonical_name in people:
+            await first_name_taken_in(conn, p, entity, canonical_name, memory["agent_id"], memory["project_id"])
     if said.key is None or not done.about:
         return done
     if said.key.alternatives:  # words that name two attributes: the one the subject has facts of
@@ -274,122 +280,4 @@ async def _mark(conn: asyncpg.Connection, p: Principal, older: list[UUID], newer
          for mid, b in zip(older, before, strict=True)])
 
 
-async def structure_of(conn: asyncpg.Connection, p: Principal, ids: Sequence[UUID]) -> dict[UUID, dict[str, Any]]:
-    """For each memory of `ids`: the names of what it is about and mentions, its key, and its
-    edges (kind, the other memory, 'out' from it or 'in' to it)."""
-    q = Sql()
-    edges = await conn.fetch(
-        f"""SELECT from_id, to_id, kind FROM memory_edges
-            WHERE user_id = {q.arg(p.user_id)} AND (from_id = ANY({q.arg(list(ids))}::uuid[])
-                                                   OR to_id = ANY({q.arg(list(ids))}::uuid[]))
-            ORDER BY created_at""", *q.args)
-    q = Sql()
-    rows = await conn.fetch(
-        f"""SELECT me.memory_id, me.role, e.name, e.kind, f.attribute, f.key_words
-            FROM memory_entities me JOIN entities e ON e.user_id = me.user_id AND e.id = me.entity_id
-            LEFT JOIN memory_facts f ON f.user_id = me.user_id AND f.memory_id = me.memory_id
-                                    AND f.entity_id = me.entity_id
-            WHERE me.user_id = {q.arg(p.user_id)} AND me.memory_id = ANY({q.arg(list(ids))}::uuid[])
-            ORDER BY me.role, e.name""", *q.args)
-    found: dict[UUID, dict[str, object]] = {}
-    for r in rows:
-        s = found.setdefault(r["memory_id"], {"about": [], "mentions": [], "key": None})
-        name = "the user" if r["kind"] == "user" else r["name"]
-        s["about" if r["role"] == "about" else "mentions"].append(name)  # type: ignore[union-attr]
-        if r["attribute"] is not None:
-            s["key"] = r["attribute"]
-    for e in edges:
-        for mine, other, direction in ((e["from_id"], e["to_id"], "out"), (e["to_id"], e["from_id"], "in")):
-            if mine in ids:
-                entry = found.setdefault(mine, {"about": [], "mentions": [], "key": None})
-                entry.setdefault("edges", []).append(MemoryEdge(kind=e["kind"], memory=other, direction=direction))
-    return found
-
-
-async def entities_named(conn: asyncpg.Connection, p: Principal, names: Sequence[Name],
-                         keyed: bool = True) -> list[UUID]:
-    """The known entities `names` (a question's) are that `p` can see, and (`keyed`) that have keyed
-    facts; nothing is created. A lone first name is the one full name it begins, never one of two."""
-    if not names:
-        return []
-    q = Sql()
-    rows = await _named(conn, q, visible(q, p, "e"), names, extra=(
-        ", EXISTS (SELECT 1 FROM memory_facts f WHERE f.user_id = e.user_id AND f.entity_id = e.id) AS keyed"))
-    found: dict[UUID, None] = {}
-    for name in names:
-        chosen = _choose(name, rows)
-        # Each namespace the session sees may hold its own entity of one name: all of them count;
-        # only those with keyed facts matter to a question (most named things have none), and
-        # without one the search reads no facts at all.
-        if chosen is not None:
-            found.update(dict.fromkeys(r["id"] for r in rows if r["canonical"] == chosen["canonical"]
-                                       and (r["keyed"] or not keyed)))
-    return list(found)
-
-
-async def current_facts(repo: MemoryStore, p: Principal, names: Sequence[Name]) -> list[asyncpg.Record]:
-    """The keyed facts of the entities `names` are (as a write would resolve them) that nothing live
-    has replaced: each with its memory's id and text."""
-    async with repo.reading(p) as conn:
-        entities = await entities_named(conn, p, names)
-        if not entities:
-            return []
-        rows = await facts_of(conn, p, entities, None)
-        replaced = await conn.fetch(
-            "SELECT m.id FROM memories m JOIN memories s ON s.user_id = m.user_id AND s.id = m.superseded_by "
-            "WHERE m.user_id = $1 AND m.id = ANY($2::uuid[]) AND s.deleted_at IS NULL",
-            p.user_id, [r["id"] for r in rows])
-    gone = {r["id"] for r in replaced}
-    return [r for r in rows if r["id"] not in gone]
-
-
-async def facts_of(conn: asyncpg.Connection, p: Principal, entities: Sequence[UUID],
-                   f: MemoryFilter | None) -> list[asyncpg.Record]:
-    """The keyed facts of `entities` whose memories are live, visible and pass `f` (as of its
-    `as_of`), each with what a search hit shows of its memory; newest valid first."""
-    q = Sql()
-    where = live(q, p, f)
-    if f is not None and f.as_of is not None:
-        where.append(f"m.created_at <= {q.arg(f.as_of)}")
-    return await conn.fetch(
-        f"""SELECT DISTINCT ON (f.valid_from, m.created_at, m.id) f.attribute, f.key_words, f.single, f.valid_from,
-                   f.entity_id,
-                   m.id, m.title, m.content, m.kind, m.tags, m.agent_id, m.project_id, m.occurred_at, m.superseded_by
-            FROM memory_facts f JOIN memories m ON m.user_id = f.user_id AND m.id = f.memory_id
-            WHERE f.user_id = {q.arg(p.user_id)} AND f.entity_id = ANY({q.arg(list(entities))}::uuid[])
-              AND {" AND ".join(where)}
-            ORDER BY f.valid_from DESC, m.created_at DESC, m.id""", *q.args)
-
-
-async def entity_rows(conn: asyncpg.Connection, p: Principal, *, entity: UUID | None = None,
-                      limit: int = 100) -> list[asyncpg.Record]:
-    """Visible live entities (one by id, or the most named), with how many live memories name each;
-    by name: `entities_named` (as a write resolves it)."""
-    q = Sql()
-    where = [visible(q, p, "e"), "e.merged_into IS NULL"]
-    if entity is not None:
-        where.append(f"e.id = {q.arg(entity)}")
-    return await conn.fetch(
-        f"""SELECT e.id, e.name, e.kind, e.agent_id, e.project_id,
-                   (SELECT count(*) FROM memory_entities me JOIN memories m ON m.user_id = me.user_id
-                        AND m.id = me.memory_id AND m.deleted_at IS NULL
-                    WHERE me.user_id = e.user_id AND me.entity_id = e.id) AS memories
-            FROM entities e WHERE {" AND ".join(where)}
-            ORDER BY memories DESC, e.name LIMIT {q.arg(limit)}""", *q.args)
-
-
-async def neighbours_of(conn: asyncpg.Connection, p: Principal, entity: UUID, limit: int = 10) -> list[asyncpg.Record]:
-    """The entities named in the same live memories as `entity`, most shared first: one hop."""
-    q = Sql()
-    return await conn.fetch(
-        f"""SELECT e.id, e.name, e.kind, count(DISTINCT m.id) AS shared
-            FROM memory_entities a
-            JOIN memories m ON m.user_id = a.user_id AND m.id = a.memory_id AND m.deleted_at IS NULL
-            JOIN memory_entities b ON b.user_id = a.user_id AND b.memory_id = a.memory_id AND b.entity_id <> a.entity_id
-            JOIN entities e ON e.user_id = b.user_id AND e.id = b.entity_id
-            WHERE a.user_id = {q.arg(p.user_id)} AND a.entity_id = {q.arg(entity)} AND {visible(q, p)}
-            GROUP BY e.id, e.name, e.kind ORDER BY shared DESC, e.name LIMIT {q.arg(limit)}""", *q.args)
-
-
-__all__ = ["USER", "Recorded", "current_facts", "entities_named", "entity_rows", "facts_of", "lock_names",
-           "neighbours_of", "record", "resolve", "restate", "structure_of"]
+__all__ = ["USER", "Recorded", "lock_names", "named_rows", "choose", "record", "resolve", "restate"]

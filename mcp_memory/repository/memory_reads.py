@@ -9,7 +9,7 @@ from uuid import UUID
 
 from ..errors import NotFound
 from ..models import HistoryEntry, ListOrder, Memory, MemoryFilter, Principal
-from . import graph
+from . import graph_reads
 from .memory_rows import to_memory
 from .memory_store import MemoryStore
 from .sql import Sql, live
@@ -23,9 +23,9 @@ class MemoryReads(MemoryStore):
         return [to_memory(rows[i]) for i in ids if i in rows]
 
     async def structure(self, p: Principal, ids: Sequence[UUID]) -> dict[UUID, dict[str, Any]]:
-        """What the graph holds of each memory of `ids` (repository/graph.py `structure_of`)."""
+        """What the graph holds of each memory of `ids` (repository/graph_reads.py `structure_of`)."""
         async with self.reading(p) as conn:
-            return await graph.structure_of(conn, p, ids)
+            return await graph_reads.structure_of(conn, p, ids)
 
     async def get_many(self, p: Principal, ids: Sequence[UUID]) -> list[Memory]:
         """Live, visible memories among `ids`, counting the access (bookkeeping, never ranking)."""

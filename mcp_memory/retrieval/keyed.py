@@ -17,10 +17,11 @@ from ..graph.keys import asked, in_lexicon
 from ..graph.names import USER, Name, canonical, classified
 from ..lexicon import Lexicon
 from ..models import MemoryFilter, Principal, ScopeInfo, SearchHit, human_age, memory_uri
-from ..repository.graph import entities_named, facts_of
+from ..repository.graph_reads import entities_by_name, entities_named, facts_of
 from .focus import TextVectors
 from .query import ParsedQuery, phrases_of
 from .reorder import placed_scores
+from .statement import Linked
 from .versions import masked_similarities
 
 # The runs of words of a question looked up as names: a long question's are many, and few name anything.
@@ -42,6 +43,20 @@ def question_names(parsed: ParsedQuery) -> list[Name]:
     if speaks_of_user(parsed.asked, lexicon) and not about_someone_else(parsed.asked, lexicon):
         names.append(Name("the user", USER, "about", user=True))
     return classified(names, lexicon)
+
+
+async def subject_linked(conn: asyncpg.Connection, p: Principal, parsed: ParsedQuery) -> Linked | None:
+    """The known entities each word of the question's subject is (a word of a name given in full:
+    that person), for the subject factor to read memories' stored mentions (statement.py); None
+    when the question names nothing known, and the search is exactly what the text alone gives."""
+    if not parsed.subject:
+        return None
+    runs = {w: " ".join(run) for run in parsed.full_names for w in run}
+    wanted = {w: runs.get(w, w) for w in parsed.subject}
+    names = classified([Name(n, canonical(n), "about") for n in dict.fromkeys(wanted.values())], parsed.lexicon)
+    found = await entities_by_name(conn, p, names, keyed=False)
+    entities = {w: found[canonical(n)] for w, n in wanted.items() if canonical(n) in found}
+    return Linked(p.user_id, entities) if entities else None
 
 
 def _hit(row: asyncpg.Record, score: float, snippet_chars: int, explain: dict[str, float | None] | None,

@@ -12,11 +12,11 @@ from ..lexicon.english import ENGLISH
 from ..models import MemoryFilter, Principal, SearchHit
 from ..repository import MemoryRepository
 from . import focus
-from .keyed import facts_named, keyed_first
+from .keyed import facts_named, keyed_first, subject_linked
 from .narrowing import few_pass
 from .query import ParsedQuery
 from .reorder import after_sql
-from .statement import SearchStatement, build_search
+from .statement import Linked, SearchStatement, build_search
 from .summaries import sources_of, summaries_first
 
 __all__ = ["SearchStatement", "build_search", "plan", "search"]
@@ -30,16 +30,20 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
     that names someone find which of their memories answer it (retrieval/focus.py); a question
     about a known entity's keyed attribute gets its values in order of validity (keyed.py); a
     session's summary comes before the turns it sums up (summaries.py)."""
+    linked: Linked | None = None
+
     def built(exact: bool = False) -> SearchStatement | None:
         return build_search(p, parsed, f, limit=limit, settings=settings, vector=vector, model=model,
-                            dimension=dimension, min_similarity=min_similarity, exact=exact)
+                            dimension=dimension, min_similarity=min_similarity, exact=exact, linked=linked)
 
     statement = built()
     if statement is None:
         return []
     async with repo.reading(p, **statement.gucs) as conn:
-        if statement.walks_graph and model and await few_pass(conn, p, f, model):
-            statement = built(exact=True) or statement
+        exact = statement.walks_graph and bool(model) and await few_pass(conn, p, f, model)
+        linked = await subject_linked(conn, p, parsed) if settings.subject_boost != 1 else None
+        if exact or linked is not None:
+            statement = built(exact=exact) or statement
         rows = await conn.fetch(statement.sql, *statement.args)
         # A forget preview lists what matches the words, not what the graph knows of them.
         facts = await facts_named(conn, p, parsed, f) if min_similarity is None else []

@@ -6,10 +6,11 @@ question's subject."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
+from uuid import UUID
 
 from ..config import Settings
 from ..embeddings import conflict_similarity
@@ -100,19 +101,43 @@ def _first_name_alone(name: str) -> str:
 
 
 def _naming(q: Sql, text: str, subject: Sequence[str], full_names: Sequence[tuple[str, ...]],
-            pattern: Callable[[str], str]) -> str:
+            pattern: Callable[[str], str], linked: Linked | None = None) -> str:
     """A condition: `text` names everyone in `subject` (each matched by `pattern`). A person the
     question names in full ("Benedikt Pereira") may be called by the first name alone: a note
     among colleagues rarely repeats the surname ("From standup: Benedikt picked up Osprey."), and
-    it is one of their memories for the present-tense focus too (retrieval/focus.py)."""
+    it is one of their memories for the present-tense focus too (retrieval/focus.py).
+    `linked`: where a name is a known entity, a memory the graph says names it does too, in any of
+    its words ("Odalys", a merged alias, a writer's `about` that its text leaves out)."""
     firsts = {rest: run[0] for run in full_names for rest in run[1:]}
     clauses = []
     for name in subject:
         clause = f"{text} ~ {q.arg(pattern(name))}"
         if name in firsts:
             clause = f"({clause} OR {text} ~ {q.arg(_first_name_alone(firsts[name]))})"
+        if linked is not None and linked.entities.get(name):
+            clause = f"({clause} OR {linked.condition(q, name)})"
         clauses.append(clause)
     return " AND ".join(clauses)
+
+
+@dataclass(frozen=True)
+class Linked:
+    """The graph's reading of whom a question names: each of its subject's words (`ParsedQuery.subject`)
+    -> the known entities it is, and whether a memory must be about them (`role` 'about': the
+    spoken-of test) or only name them. A memory's stored mentions say so: written once, when the
+    memory was, from the writer's `about`, the rules and the model's extraction."""
+
+    user_id: str
+    entities: Mapping[str, Sequence[UUID]]
+    role: str | None = None
+
+    def about(self) -> Linked:
+        return replace(self, role="about")
+
+    def condition(self, q: Sql, name: str) -> str:
+        role = f" AND me.role = {q.arg(self.role)}" if self.role else ""
+        return (f"EXISTS (SELECT 1 FROM memory_entities me WHERE me.user_id = {q.arg(self.user_id)} "
+                f"AND me.memory_id = m.id AND me.entity_id = ANY({q.arg(list(self.entities[name]))}::uuid[]){role})")
 
 
 def _first_name_of(q: Sql, full_names: Sequence[tuple[str, ...]], config: str) -> tuple[str, str]:
@@ -249,7 +274,8 @@ class SearchStatement:
 
 def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, limit: int, settings: Settings,
                  vector: list[float] | None = None, model: str | None = None, dimension: int = 0,
-                 min_similarity: float | None = None, exact: bool = False) -> SearchStatement | None:
+                 min_similarity: float | None = None, exact: bool = False,
+                 linked: Linked | None = None) -> SearchStatement | None:
     """The SQL stage; None when no candidate list applies. `min_similarity` keeps only vector
     candidates at least that close (cosine): nearest neighbours always exist, but "what
     matches" (a forget preview) must not include them all. `exact`: the vector list sorts every
@@ -380,9 +406,10 @@ WHERE x.key < w.worst"""
     # ("Thanks, Pavel!") earns nothing: checked among the best `window` only (`_named`).
     text = TEXT
     subject = parsed.subject if settings.subject_boost != 1 else []
-    names = _naming(q, text, subject, parsed.full_names, _whole_word)
+    names = _naming(q, text, subject, parsed.full_names, _whole_word, linked)
     named = f"CASE WHEN {names} THEN {q.arg(settings.subject_boost)}::float8 ELSE 1 END" if names else "1"
-    spoken_of = _naming(q, text, subject, parsed.full_names, partial(_named, greetings=parsed.lexicon.greetings))
+    spoken_of = _naming(q, text, subject, parsed.full_names, partial(_named, greetings=parsed.lexicon.greetings),
+                        linked.about() if linked is not None else None)
     about = f"CASE WHEN m.named > 1 AND {spoken_of} THEN m.named ELSE 1 END" if spoken_of else "m.named"
     window = limit + ADDRESSED_WINDOW if spoken_of else limit
     # A query that names a period is about what was written in it (retrieval/dates.py).

@@ -1,0 +1,146 @@
+"""The graph read back: a memory's structure (whom it is about, its key, mentions and edges), the
+entities a question names, their keyed facts, an entity's row and its neighbours (one hop)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+
+from ..graph.names import Name
+from ..models import MemoryEdge, MemoryFilter, Principal
+from .graph import choose, named_rows
+from .memory_store import MemoryStore
+from .sql import Sql, live, visible
+
+
+async def structure_of(conn: asyncpg.Connection, p: Principal, ids: Sequence[UUID]) -> dict[UUID, dict[str, Any]]:
+    """For each memory of `ids`: the names of what it is about and mentions, its key, and its
+    edges (kind, the other memory, 'out' from it or 'in' to it)."""
+    q = Sql()
+    edges = await conn.fetch(
+        f"""SELECT from_id, to_id, kind FROM memory_edges
+            WHERE user_id = {q.arg(p.user_id)} AND (from_id = ANY({q.arg(list(ids))}::uuid[])
+                                                   OR to_id = ANY({q.arg(list(ids))}::uuid[]))
+            ORDER BY created_at""", *q.args)
+    q = Sql()
+    rows = await conn.fetch(
+        f"""SELECT me.memory_id, me.role, e.name, e.kind, f.attribute, f.key_words
+            FROM memory_entities me JOIN entities e ON e.user_id = me.user_id AND e.id = me.entity_id
+            LEFT JOIN memory_facts f ON f.user_id = me.user_id AND f.memory_id = me.memory_id
+                                    AND f.entity_id = me.entity_id
+            WHERE me.user_id = {q.arg(p.user_id)} AND me.memory_id = ANY({q.arg(list(ids))}::uuid[])
+            ORDER BY me.role, e.name""", *q.args)
+    found: dict[UUID, dict[str, object]] = {}
+    for r in rows:
+        s = found.setdefault(r["memory_id"], {"about": [], "mentions": [], "key": None})
+        name = "the user" if r["kind"] == "user" else r["name"]
+        s["about" if r["role"] == "about" else "mentions"].append(name)  # type: ignore[union-attr]
+        if r["attribute"] is not None:
+            s["key"] = r["attribute"]
+    for e in edges:
+        for mine, other, direction in ((e["from_id"], e["to_id"], "out"), (e["to_id"], e["from_id"], "in")):
+            if mine in ids:
+                entry = found.setdefault(mine, {"about": [], "mentions": [], "key": None})
+                entry.setdefault("edges", []).append(MemoryEdge(kind=e["kind"], memory=other, direction=direction))
+    return found
+
+
+async def entities_by_name(conn: asyncpg.Connection, p: Principal, names: Sequence[Name],
+                           keyed: bool = True) -> dict[str, list[UUID]]:
+    """Each of `names` (a question's, by canonical name) -> the known entities it is that `p` can
+    see, and (`keyed`) that have keyed facts; names of nothing known are left out, and nothing is
+    created. A lone first name is the one full name it begins, never one of two."""
+    if not names:
+        return {}
+    q = Sql()
+    rows = await named_rows(conn, q, visible(q, p, "e"), names, extra=(
+        ", EXISTS (SELECT 1 FROM memory_facts f WHERE f.user_id = e.user_id AND f.entity_id = e.id) AS keyed"))
+    found: dict[str, list[UUID]] = {}
+    for name in names:
+        chosen = choose(name, rows)
+        # Each namespace the session sees may hold its own entity of one name: all of them count;
+        # only those with keyed facts matter to a question about an attribute (most named things
+        # have none), and without one the search reads no facts at all.
+        ids = [r["id"] for r in rows if chosen is not None and r["canonical"] == chosen["canonical"]
+               and (r["keyed"] or not keyed)]
+        if ids:
+            found[name.canonical] = ids
+    return found
+
+
+async def entities_named(conn: asyncpg.Connection, p: Principal, names: Sequence[Name],
+                         keyed: bool = True) -> list[UUID]:
+    """The known entities `names` are, all of them once (`entities_by_name`)."""
+    found = await entities_by_name(conn, p, names, keyed)
+    return list(dict.fromkeys(i for ids in found.values() for i in ids))
+
+
+async def current_facts(repo: MemoryStore, p: Principal, names: Sequence[Name]) -> list[asyncpg.Record]:
+    """The keyed facts of the entities `names` are (as a write would resolve them) that nothing live
+    has replaced: each with its memory's id and text."""
+    async with repo.reading(p) as conn:
+        entities = await entities_named(conn, p, names)
+        if not entities:
+            return []
+        rows = await facts_of(conn, p, entities, None)
+        replaced = await conn.fetch(
+            "SELECT m.id FROM memories m JOIN memories s ON s.user_id = m.user_id AND s.id = m.superseded_by "
+            "WHERE m.user_id = $1 AND m.id = ANY($2::uuid[]) AND s.deleted_at IS NULL",
+            p.user_id, [r["id"] for r in rows])
+    gone = {r["id"] for r in replaced}
+    return [r for r in rows if r["id"] not in gone]
+
+
+async def facts_of(conn: asyncpg.Connection, p: Principal, entities: Sequence[UUID],
+                   f: MemoryFilter | None) -> list[asyncpg.Record]:
+    """The keyed facts of `entities` whose memories are live, visible and pass `f` (as of its
+    `as_of`), each with what a search hit shows of its memory; newest valid first."""
+    q = Sql()
+    where = live(q, p, f)
+    if f is not None and f.as_of is not None:
+        where.append(f"m.created_at <= {q.arg(f.as_of)}")
+    return await conn.fetch(
+        f"""SELECT DISTINCT ON (f.valid_from, m.created_at, m.id) f.attribute, f.key_words, f.single, f.valid_from,
+                   f.entity_id,
+                   m.id, m.title, m.content, m.kind, m.tags, m.agent_id, m.project_id, m.occurred_at, m.superseded_by
+            FROM memory_facts f JOIN memories m ON m.user_id = f.user_id AND m.id = f.memory_id
+            WHERE f.user_id = {q.arg(p.user_id)} AND f.entity_id = ANY({q.arg(list(entities))}::uuid[])
+              AND {" AND ".join(where)}
+            ORDER BY f.valid_from DESC, m.created_at DESC, m.id""", *q.args)
+
+
+async def entity_rows(conn: asyncpg.Connection, p: Principal, *, entity: UUID | None = None,
+                      limit: int = 100) -> list[asyncpg.Record]:
+    """Visible live entities (one by id, or the most named), with how many live memories name each;
+    by name: `entities_named` (as a write resolves it)."""
+    q = Sql()
+    where = [visible(q, p, "e"), "e.merged_into IS NULL"]
+    if entity is not None:
+        where.append(f"e.id = {q.arg(entity)}")
+    return await conn.fetch(
+        f"""SELECT e.id, e.name, e.kind, e.agent_id, e.project_id,
+                   (SELECT count(*) FROM memory_entities me JOIN memories m ON m.user_id = me.user_id
+                        AND m.id = me.memory_id AND m.deleted_at IS NULL
+                    WHERE me.user_id = e.user_id AND me.entity_id = e.id) AS memories
+            FROM entities e WHERE {" AND ".join(where)}
+            ORDER BY memories DESC, e.name LIMIT {q.arg(limit)}""", *q.args)
+
+
+async def neighbours_of(conn: asyncpg.Connection, p: Principal, entity: UUID, limit: int = 10) -> list[asyncpg.Record]:
+    """The entities named in the same live memories as `entity`, most shared first: one hop."""
+    q = Sql()
+    return await conn.fetch(
+        f"""SELECT e.id, e.name, e.kind, count(DISTINCT m.id) AS shared
+            FROM memory_entities a
+            JOIN memories m ON m.user_id = a.user_id AND m.id = a.memory_id AND m.deleted_at IS NULL
+            JOIN memory_entities b ON b.user_id = a.user_id AND b.memory_id = a.memory_id AND b.entity_id <> a.entity_id
+            JOIN entities e ON e.user_id = b.user_id AND e.id = b.entity_id
+            WHERE a.user_id = {q.arg(p.user_id)} AND a.entity_id = {q.arg(entity)} AND {visible(q, p)}
+            GROUP BY e.id, e.name, e.kind ORDER BY shared DESC, e.name LIMIT {q.arg(limit)}""", *q.args)
+
+
+__all__ = ["current_facts", "entities_by_name", "entities_named", "entity_rows", "facts_of", "neighbours_of",
+           "structure_of"]
