@@ -528,3 +528,23 @@ def test_a_key_is_read_by_a_cue_only_where_the_cue_holds_its_head_word() -> None
     assert key_of("the company they work for", ENGLISH).attribute == "employer"
     assert key_of("works on time", ENGLISH).attribute != "project"  # a time zone, whose head is "time"
 
+
+async def test_a_question_that_chains_two_things_reaches_the_entity_one_hop_away(service) -> None:
+    """"Where does Kwame's manager live?": Kwame's current manager is a memory naming Diego Yilmaz,
+    and Diego's home city is what is asked: it comes first, then the manager it went through."""
+    p = principal()
+    old = await service.write(p, "Kwame Larsen reports to Hana Dubois.", about=["Kwame Larsen"], key="manager",
+                              occurred_at=day("2024-01-10"))
+    new = await service.write(p, "Diego Yilmaz took over as Kwame's manager.", about=["Kwame"], key="reports to",
+                              occurred_at=day("2025-06-01"))
+    porto = await service.write(p, "Diego Yilmaz lives in Porto.", about=["Diego Yilmaz"], key="home city")
+    await service.write(p, "Hana Dubois lives in Lyon.", about=["Hana Dubois"], key="home city")
+    await service.write(p, "Kwame Larsen lives in Oslo.", about=["Kwame Larsen"], key="home city")
+    await service.write(p, "Kwame Larsen likes long walks by the fjord.")
+    hits = (await service.search(p, "Where does Kwame's manager live these days?", explain=True)).hits
+    assert [h.id for h in hits[:2]] == [porto.memory.id, new.memory.id]
+    assert hits[0].explain["fact"] == 1
+    assert old.memory.id in [h.id for h in hits]
+    # No possessive: Kwame's own home city, as before.
+    plain = (await service.search(p, "Where does Kwame live these days?")).hits
+    assert plain[0].snippet == "Kwame Larsen lives in Oslo."

@@ -129,6 +129,17 @@ async def entity_rows(conn: asyncpg.Connection, p: Principal, *, entity: UUID | 
             ORDER BY memories DESC, e.name LIMIT {q.arg(limit)}""", *q.args)
 
 
+async def mentioned_in(conn: asyncpg.Connection, p: Principal, memory: UUID) -> list[UUID]:
+    """The live entities a memory names but is not about (its values: "Diego Yilmaz took over as
+    Kwame's manager" names Diego Yilmaz)."""
+    rows = await conn.fetch(
+        """SELECT me.entity_id FROM memory_entities me
+           JOIN entities e ON e.user_id = me.user_id AND e.id = me.entity_id AND e.merged_into IS NULL
+           WHERE me.user_id = $1 AND me.memory_id = $2 AND me.role = 'mentioned' ORDER BY e.name""",
+        p.user_id, memory)
+    return [r["entity_id"] for r in rows]
+
+
 async def neighbours_of(conn: asyncpg.Connection, p: Principal, entity: UUID, limit: int = 10) -> list[asyncpg.Record]:
     """The entities named in the same live memories as `entity`, most shared first: one hop."""
     q = Sql()
@@ -142,5 +153,5 @@ async def neighbours_of(conn: asyncpg.Connection, p: Principal, entity: UUID, li
             GROUP BY e.id, e.name, e.kind ORDER BY shared DESC, e.name LIMIT {q.arg(limit)}""", *q.args)
 
 
-__all__ = ["current_facts", "entities_by_name", "entities_named", "entity_rows", "facts_of", "neighbours_of",
-           "structure_of"]
+__all__ = ["current_facts", "entities_by_name", "entities_named", "entity_rows", "facts_of", "mentioned_in",
+           "neighbours_of", "structure_of"]

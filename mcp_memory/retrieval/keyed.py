@@ -98,15 +98,17 @@ async def facts_named(conn: asyncpg.Connection, p: Principal, parsed: ParsedQuer
 
 async def keyed_first(parsed: ParsedQuery, facts: Sequence[asyncpg.Record], hits: Sequence[SearchHit], *,
                       lexicon: Lexicon, limit: int, snippet_chars: int, explain: bool,
-                      vectors: TextVectors | None = None, doubt_floor: float = 0.0) -> list[SearchHit]:
-    """`hits` with the values of the attribute the question asks (of `facts`, newest valid first)
-    placed first in order of validity, each earlier one with its valid_until; unchanged when the
-    question asks none of them, or the graph is `unsure`."""
+                      vectors: TextVectors | None = None, doubt_floor: float = 0.0,
+                      attribute: str | None = None) -> list[SearchHit]:
+    """`hits` with the values of the attribute the question asks (of `facts`, newest valid first;
+    `attribute`: the one a hop found it asks, hop.py) placed first in order of validity, each
+    earlier one with its valid_until; unchanged when the question asks none of them, or the graph
+    is `unsure`."""
     hits = list(hits)
     known: dict[str, list[str]] = {}
     for row in facts:
         known.setdefault(row["attribute"], []).append(row["key_words"])
-    attribute = asked(parsed.asked, lexicon, known)
+    attribute = attribute or asked(parsed.asked, lexicon, known)
     if attribute is None:
         return hits
     chain = [r for r in facts if r["attribute"] == attribute]  # newest valid first

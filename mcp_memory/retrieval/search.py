@@ -12,6 +12,7 @@ from ..lexicon.english import ENGLISH
 from ..models import MemoryFilter, Principal, SearchHit
 from ..repository import MemoryRepository
 from . import focus
+from .hop import one_hop
 from .keyed import facts_named, keyed_first, subject_linked
 from .narrowing import few_pass
 from .query import ParsedQuery
@@ -47,13 +48,16 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
         rows = await conn.fetch(statement.sql, *statement.args)
         # A forget preview lists what matches the words, not what the graph knows of them.
         facts = await facts_named(conn, p, parsed, f) if min_similarity is None else []
+        hop = await one_hop(conn, p, parsed, facts, f) if facts else None
         summed_up = await sources_of(conn, p, rows) if min_similarity is None else {}
     hits = await after_sql(rows, parsed, past=statement.past, conflict=statement.conflict, settings=settings,
                            explain=explain, vectors=vectors, listing=min_similarity is not None)
-    if facts:
-        hits = await keyed_first(parsed, facts, hits, lexicon=lexicon, limit=limit,
-                                 snippet_chars=settings.snippet_chars, explain=explain, vectors=vectors,
-                                 doubt_floor=settings.graph_doubt_floor)
+    # A hop's values go first, then the attribute that led to them ("Kwame's manager"), as asked.
+    for known, attribute in ((facts, hop and hop.relation), (hop and hop.facts, hop and hop.attribute)):
+        if known:
+            hits = await keyed_first(parsed, known, hits, lexicon=lexicon, limit=limit,
+                                     snippet_chars=settings.snippet_chars, explain=explain, vectors=vectors,
+                                     doubt_floor=settings.graph_doubt_floor, attribute=attribute)
     if summed_up:
         hits = summaries_first(hits, summed_up, settings.summary_turns_kept)
     return hits
