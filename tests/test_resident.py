@@ -311,3 +311,56 @@ def test_the_sockets_are_private(store: Store) -> None:
     finally:
         proc.stdin.close()
         proc.wait(timeout=20)
+
+
+async def test_a_2026_client_and_a_legacy_one_through_one_server(store: Store) -> None:
+    """Both protocol eras through the relay: the bytes are the client's own either way."""
+    async with Client(store.window(), mode="auto") as modern, Client(store.window(), mode="legacy") as legacy:
+        written = await call(modern, "memory_write", {"content": "written by a 2026 client", "scope": "user"})
+        hits = (await call(legacy, "memory_search", {"query": "written by a 2026 client"}))["hits"]
+        assert [h["id"] for h in hits][:1] == [written["memory"]["id"]]
+        status = store.ask("status")
+        assert status is not None and status["windows"] == 2
+
+
+def test_hooks_are_answered_by_the_resident_server(store: Store) -> None:
+    proc = store.popen(MCP_MEMORY_RECALL_TIMEOUT_S="60")   # the hook's settings are the server's
+    try:
+        initialize(proc)
+        written = rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "memory_write",
+                             "arguments": {"content": "The staging database lives on the blue cluster",
+                                           "scope": "user"}}})
+        assert written["result"]["isError"] is False
+        status = store.ask("status")
+        assert status is not None
+        hook = {"session_id": "s1", "transcript_path": "/nonexistent.jsonl", "cwd": "/tmp",
+                "hook_event_name": "UserPromptSubmit", "prompt": "where does the staging database live?"}
+        env = {**store.env, "MCP_MEMORY_HOOK_TRACE": "1", "MCP_MEMORY_RECALL_TIMEOUT_S": "60",
+               "MCP_MEMORY_PROJECT": "none"}
+        deadline = time.monotonic() + 60
+        while True:   # the hook channel listens once the database is open
+            out = subprocess.run([CLI, "hook", "prompt-submit"], input=json.dumps(hook), capture_output=True,
+                                 text=True, env=env, timeout=60)
+            if f"answered by server pid {status['pid']}" in out.stderr or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert f"answered by server pid {status['pid']}" in out.stderr, out.stderr
+        assert "blue cluster" in out.stdout
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=20)
+
+
+def test_the_resident_server_leaves_when_idle(store: Store) -> None:
+    proc = store.popen(MCP_MEMORY_RESIDENT_IDLE_TIMEOUT_S="2")
+    initialize(proc)
+    status = store.ask("status")
+    assert status is not None
+    time.sleep(3)
+    assert psutil.pid_exists(status["pid"])   # a window is connected: not idle
+    proc.stdin.close()
+    proc.wait(timeout=20)
+    deadline = time.monotonic() + 30
+    while psutil.pid_exists(status["pid"]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not psutil.pid_exists(status["pid"]) and store.ask("status") is None
