@@ -48,34 +48,32 @@ async def structure_of(conn: asyncpg.Connection, p: Principal, ids: Sequence[UUI
     return found
 
 
-async def entities_by_name(conn: asyncpg.Connection, p: Principal, names: Sequence[Name],
-                           keyed: bool = True) -> dict[str, list[UUID]]:
+async def entities_by_name(conn: asyncpg.Connection, p: Principal, names: Sequence[Name]
+                           ) -> dict[str, list[asyncpg.Record]]:
     """Each of `names` (a question's, by canonical name) -> the known entities it is that `p` can
-    see, and (`keyed`) that have keyed facts; names of nothing known are left out, and nothing is
-    created. A lone first name is the one full name it begins, never one of two."""
+    see (`id`, and `keyed`: whether it has keyed facts); names of nothing known are left out, and
+    nothing is created. A lone first name is the one full name it begins, never one of two. Each
+    namespace the session sees may hold its own entity of one name: all of them count."""
     if not names:
         return {}
     q = Sql()
     rows = await named_rows(conn, q, visible(q, p, "e"), names, extra=(
         ", EXISTS (SELECT 1 FROM memory_facts f WHERE f.user_id = e.user_id AND f.entity_id = e.id) AS keyed"))
-    found: dict[str, list[UUID]] = {}
+    found: dict[str, list[asyncpg.Record]] = {}
     for name in names:
         chosen = choose(name, rows)
-        # Each namespace the session sees may hold its own entity of one name: all of them count;
-        # only those with keyed facts matter to a question about an attribute (most named things
-        # have none), and without one the search reads no facts at all.
-        ids = [r["id"] for r in rows if chosen is not None and r["canonical"] == chosen["canonical"]
-               and (r["keyed"] or not keyed)]
-        if ids:
-            found[name.canonical] = ids
+        if chosen is not None:
+            found[name.canonical] = [r for r in rows if r["canonical"] == chosen["canonical"]]
     return found
 
 
 async def entities_named(conn: asyncpg.Connection, p: Principal, names: Sequence[Name],
                          keyed: bool = True) -> list[UUID]:
-    """The known entities `names` are, all of them once (`entities_by_name`)."""
-    found = await entities_by_name(conn, p, names, keyed)
-    return list(dict.fromkeys(i for ids in found.values() for i in ids))
+    """The known entities `names` are, each once (`entities_by_name`), and (`keyed`) only those with
+    keyed facts: most named things have none, and a question about an attribute reads no facts
+    without one."""
+    found = await entities_by_name(conn, p, names)
+    return list(dict.fromkeys(r["id"] for rows in found.values() for r in rows if r["keyed"] or not keyed))
 
 
 async def current_facts(repo: MemoryStore, p: Principal, names: Sequence[Name]) -> list[asyncpg.Record]:

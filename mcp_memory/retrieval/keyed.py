@@ -7,6 +7,7 @@ keeps the hits the other stages gave, exactly."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
@@ -17,7 +18,7 @@ from ..graph.keys import asked, in_lexicon
 from ..graph.names import USER, Name, canonical, classified
 from ..lexicon import Lexicon
 from ..models import MemoryFilter, Principal, ScopeInfo, SearchHit, human_age, memory_uri
-from ..repository.graph_reads import entities_by_name, entities_named, facts_of
+from ..repository.graph_reads import entities_by_name, facts_of
 from .focus import TextVectors
 from .query import ParsedQuery, phrases_of
 from .reorder import placed_scores
@@ -45,18 +46,26 @@ def question_names(parsed: ParsedQuery) -> list[Name]:
     return classified(names, lexicon)
 
 
-async def subject_linked(conn: asyncpg.Connection, p: Principal, parsed: ParsedQuery) -> Linked | None:
-    """The known entities each word of the question's subject is (a word of a name given in full:
-    that person), for the subject factor to read memories' stored mentions (statement.py); None
-    when the question names nothing known, and the search is exactly what the text alone gives."""
-    if not parsed.subject:
-        return None
-    runs = {w: " ".join(run) for run in parsed.full_names for w in run}
-    wanted = {w: runs.get(w, w) for w in parsed.subject}
-    names = classified([Name(n, canonical(n), "about") for n in dict.fromkeys(wanted.values())], parsed.lexicon)
-    found = await entities_by_name(conn, p, names, keyed=False)
-    entities = {w: found[canonical(n)] for w, n in wanted.items() if canonical(n) in found}
-    return Linked(p.user_id, entities) if entities else None
+@dataclass(frozen=True)
+class Named:
+    """What the graph knows of the names a question holds, looked up once in the search's
+    transaction: each word of its subject -> the entities it is (for the subject factor to read
+    memories' stored mentions, statement.py; None when it names nothing known, and the statement is
+    what the text alone gives), and the entities it names that have keyed facts."""
+
+    linked: Linked | None
+    keyed: list[UUID]
+
+
+async def named_in(conn: asyncpg.Connection, p: Principal, parsed: ParsedQuery) -> Named:
+    names = question_names(parsed)
+    found = await entities_by_name(conn, p, names)
+    # A word of a name given in full is that person ("Pereira" in "Benedikt Pereira").
+    runs = {w: canonical(" ".join(run)) for run in parsed.full_names for w in run}
+    subject = {w: [r["id"] for r in found[runs.get(w, canonical(w))]] for w in parsed.subject
+               if runs.get(w, canonical(w)) in found}
+    keyed = list(dict.fromkeys(r["id"] for rows in found.values() for r in rows if r["keyed"]))
+    return Named(Linked(p.user_id, subject) if subject else None, keyed)
 
 
 def _hit(row: asyncpg.Record, score: float, snippet_chars: int, explain: dict[str, float | None] | None,
@@ -86,14 +95,11 @@ async def unsure(facts: Sequence[asyncpg.Record], chain: Sequence[asyncpg.Record
     return close is None or any(c >= floor for c in close.values())
 
 
-async def facts_named(conn: asyncpg.Connection, p: Principal, parsed: ParsedQuery,
+async def facts_named(conn: asyncpg.Connection, p: Principal, named: Named,
                       f: MemoryFilter | None) -> list[asyncpg.Record]:
     """The keyed facts of the known entities the question names (none named: none), read in the
     search's transaction; the ordering (`keyed_first`) runs after it."""
-    entities = await entities_named(conn, p, question_names(parsed))
-    if not entities:
-        return []
-    return list(await facts_of(conn, p, entities, f))
+    return list(await facts_of(conn, p, named.keyed, f)) if named.keyed else []
 
 
 async def keyed_first(parsed: ParsedQuery, facts: Sequence[asyncpg.Record], hits: Sequence[SearchHit], *,

@@ -13,7 +13,7 @@ from ..models import MemoryFilter, Principal, SearchHit
 from ..repository import MemoryRepository
 from . import focus
 from .hop import one_hop
-from .keyed import facts_named, keyed_first, subject_linked
+from .keyed import facts_named, keyed_first, named_in
 from .narrowing import few_pass
 from .query import ParsedQuery
 from .reorder import after_sql
@@ -42,12 +42,13 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
         return []
     async with repo.reading(p, **statement.gucs) as conn:
         exact = statement.walks_graph and bool(model) and await few_pass(conn, p, f, model)
-        linked = await subject_linked(conn, p, parsed) if settings.subject_boost != 1 else None
+        named = await named_in(conn, p, parsed)
+        linked = named.linked if settings.subject_boost != 1 else None
         if exact or linked is not None:
             statement = built(exact=exact) or statement
         rows = await conn.fetch(statement.sql, *statement.args)
         # A forget preview lists what matches the words, not what the graph knows of them.
-        facts = await facts_named(conn, p, parsed, f) if min_similarity is None else []
+        facts = await facts_named(conn, p, named, f) if min_similarity is None else []
         hop = await one_hop(conn, p, parsed, facts, f) if facts else None
         summed_up = await sources_of(conn, p, rows) if min_similarity is None else {}
     hits = await after_sql(rows, parsed, past=statement.past, conflict=statement.conflict, settings=settings,
