@@ -364,3 +364,26 @@ def test_the_resident_server_leaves_when_idle(store: Store) -> None:
     while psutil.pid_exists(status["pid"]) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not psutil.pid_exists(status["pid"]) and store.ask("status") is None
+
+
+def test_status_doctor_and_stop_from_the_command_line(store: Store) -> None:
+    proc = store.popen()
+    try:
+        initialize(proc)
+        status = store.ask("status")
+        assert status is not None
+        env = {**store.env, "MCP_MEMORY_RESIDENT": "false"}   # the commands only ask; they start nothing
+        shown = subprocess.run([CLI, "resident", "status"], capture_output=True, text=True, env=env, timeout=60)
+        assert f"resident server pid {status['pid']}" in shown.stdout and "1 window(s) connected" in shown.stdout
+        assert "MiB PSS" in shown.stdout
+        doctor = subprocess.run([CLI, "doctor"], capture_output=True, text=True, env=env, timeout=120)
+        assert f"[info] resident server pid {status['pid']}" in doctor.stdout, doctor.stdout
+        stopped = subprocess.run([CLI, "resident", "stop"], capture_output=True, text=True, env=env, timeout=60)
+        assert stopped.returncode == 0 and "is stopping" in stopped.stdout
+        deadline = time.monotonic() + 30
+        while psutil.pid_exists(status["pid"]) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not psutil.pid_exists(status["pid"])
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=20)
