@@ -21,7 +21,7 @@ from mcp_memory.config import Settings
 from mcp_memory.db import Database
 from mcp_memory.decisions import extraction, provider_from
 from mcp_memory.decisions.jobs import DecisionWorker
-from mcp_memory.decisions.summaries import cleaned
+from mcp_memory.decisions.summaries import cleaned, restates
 from mcp_memory.models import Principal, ScopeInfo, SearchHit, WriteItem
 from mcp_memory.retrieval.summaries import summaries_first
 from mcp_memory.service import MemoryService
@@ -167,6 +167,35 @@ async def test_a_later_delta_updates_the_one_summary_and_keeps_its_history(
     assert await derived_from(database, summary["id"]) == edges
 
 
+BACKUP = "The kestrel-7 nightly backup runs at 03:00."
+
+
+def copies_the_summary(turns: Turns, so_far: str | None) -> dict[str, Any]:
+    """As the local 1.5B model answered a second delta: the summary shown, copied as a fact, beside
+    the new turns' own fact."""
+    if so_far is None:
+        return with_summary(turns, so_far)
+    return {"facts": [{"text": so_far, "kind": "decision", "turns": list(turns)},
+                      {"text": BACKUP, "kind": "fact", "turns": [next(iter(turns))]}], "summary": SUMMARY_2}
+
+
+async def test_a_fact_copied_from_the_summary_shown_is_left_out(database: Database, settings: Settings,
+                                                                model: Model, alice: Principal) -> None:
+    model.extract = copies_the_summary
+    service, worker, s = await setup(database, settings, model.url)
+    await capture(service, s, alice)
+    await drain(worker)
+    await capture(service, s, alice, FIRST + SECOND)
+    await drain(worker)
+    second = (await database.admin.fetch("SELECT result FROM memory_jobs WHERE kind = 'extract' ORDER BY id"))[-1]
+    result = json.loads(second["result"]) if isinstance(second["result"], str) else second["result"]
+    assert result["facts"] == 1 and result["left_out"] == [
+        {"fact": 0, "left_out": "fact", "reason": "restates the session's summary so far"}]
+    assert await database.admin.fetchval("SELECT count(*) FROM memories WHERE content = $1", BACKUP) == 1
+    assert await database.admin.fetchval("SELECT count(*) FROM memories WHERE content = $1 AND kind <> "
+                                         "'session_summary'", SUMMARY_1) == 0
+
+
 async def test_two_summaries_left_by_a_race_become_one(database: Database, settings: Settings, model: Model,
                                                        alice: Principal) -> None:
     """Two workers summed up the session's first deltas at once: the next delta keeps the oldest,
@@ -278,6 +307,8 @@ def test_the_summary_is_parsed_kindly_and_bounded() -> None:
     head, summary, *_ = shown.splitlines()
     assert head.startswith("SESSION summary so far") and summary == '{"text": "The session so far."}'
     assert "facts come from the new turns only" in extraction.SYSTEM
+    assert restates("The kestrel-7 health check waits 120 s.", SUMMARY_1, 0.8)
+    assert not restates(BACKUP, SUMMARY_1, 0.8) and not restates("", SUMMARY_1, 0.8)
 
 
 def test_one_summary_per_session_even_in_the_same_words() -> None:

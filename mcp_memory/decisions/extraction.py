@@ -187,7 +187,14 @@ async def run(worker: Worker, job: Job, name: str) -> str:
                                   "mcp_memory.model": provider.model, "mcp_memory.turns": len(turns)}):
         text, tokens = await provider.complete_for(request)
     answer = parse_answer(text, tokens=tokens)
-    facts = answer.facts
+    facts, left_out = answer.facts, list[dict[str, Any]]()
+    if so_far:
+        # A small model copies the summary shown into the facts: those were taken from earlier turns.
+        share = worker.service.settings.extraction_summary_restated
+        copied = [i for i, f in enumerate(facts) if summaries.restates(f.text, so_far, share)]
+        left_out = [{"fact": i, "left_out": "fact", "reason": "restates the session's summary so far"}
+                    for i in copied]
+        facts = [f for i, f in enumerate(facts) if i not in copied]
     by_label = {str(i): e for i, e in enumerate(job.sources, 1)}
     pending: list[_Fact] = []
     for f in facts:
@@ -198,7 +205,9 @@ async def run(worker: Worker, job: Job, name: str) -> str:
         if job.session_id:
             meta["session_id"] = job.session_id
         pending.append(_Fact(f, sources, meta, first.occurred_at if first is not None else None))
-    written, left_out = await _write(worker.service, p, pending)
+    written, refused = await _write(worker.service, p, pending)
+    kept = [i for i in range(len(answer.facts)) if not any(x["fact"] == i for x in left_out)]
+    left_out += [{**x, "fact": kept[x["fact"]]} for x in refused]  # numbered as the model's answer
     result: dict[str, Any] = {"facts": len(written), "memories": written,
                               "reason": f"{len(written)} facts from {len(turns)} turns",
                               "provider": worker.provider.name, "model": worker.provider.model}

@@ -30,6 +30,7 @@ MAX_SUMMARY_CHARS = 1500  # a few sentences; more is the model retelling the tur
 MIN_SUMMARY_CHARS = 12    # "Greetings." is no summary
 MAX_FOUND = 5             # summaries of one session looked at (more than one only after a race)
 _SENTENCE_END = re.compile(r"[.!?…](?=\s)")
+_WORD = re.compile(r"[^\W\d_][^\W_]+")  # a word of any language: letters, then letters or digits
 
 
 def cleaned(value: Any) -> str | None:
@@ -45,6 +46,12 @@ def cleaned(value: Any) -> str | None:
         ends = [m.end() for m in _SENTENCE_END.finditer(cut + " ")]
         text = cut[:ends[-1]] if ends and ends[-1] > MAX_SUMMARY_CHARS // 2 else cut.rstrip() + " …"
     return text
+
+
+def restates(text: str, summary: str, share: float) -> bool:
+    """Whether at least `share` of the words of `text` (numbers aside) are words of `summary`."""
+    words = set(_WORD.findall(text.lower()))
+    return bool(words) and len(words & set(_WORD.findall(summary.lower()))) >= share * len(words)
 
 
 def session_tag(service: MemoryService, session_id: str) -> str:
@@ -87,4 +94,4 @@ async def store(service: MemoryService, p: Principal, job: Job, text: str, turns
     return {"id": str(kept.id), "status": updated.status, **({"merged": len(extra)} if extra else {})}
 
 
-__all__ = ["KIND", "cleaned", "current", "session_tag", "store"]
+__all__ = ["KIND", "cleaned", "current", "restates", "session_tag", "store"]
