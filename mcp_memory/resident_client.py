@@ -64,6 +64,10 @@ class NoServer(Exception):
     """Nothing listens (or may be trusted) at the socket."""
 
 
+class Busy(NoServer):
+    """A server took the connection but did not say hello in time (starting, or a loaded machine)."""
+
+
 def ask(path: str, message: dict[str, object], timeout: float = HELLO_TIMEOUT_S) -> tuple[object, dict, bytes]:
     """Connect, send one header line, read the reply line: (socket, reply, bytes after it)."""
     if not private_dir_ok(os.path.dirname(path)):
@@ -86,7 +90,9 @@ def ask(path: str, message: dict[str, object], timeout: float = HELLO_TIMEOUT_S)
                 if not chunk:
                     break
                 data += chunk
-        except OSError as exc:  # a resident server that is leaving, or too busy to say hello
+        except TimeoutError:
+            raise Busy(f"no hello within {timeout:g}s") from None
+        except OSError as exc:  # a resident server that is leaving
             raise NoServer(f"hello: {exc}") from None
         line, _, rest = data.partition(b"\n")
         try:
@@ -191,6 +197,10 @@ def connect(path: str, args: dict[str, str], start: bool) -> tuple[object, dict,
         while True:
             try:
                 sock, reply, rest = ask(path, message)
+            except Busy:
+                if time.monotonic() > deadline:
+                    raise
+                continue   # alive: never a second one beside it
             except NoServer:
                 if not start:
                     raise
@@ -210,10 +220,12 @@ def connect(path: str, args: dict[str, str], start: bool) -> tuple[object, dict,
                     if "retry" not in reply:
                         return sock, reply, rest
                     sock.close()  # type: ignore[attr-defined]
+                except Busy:
+                    continue
                 except NoServer:
                     pass
-                # Ours to start (a socket left by a killed server answers nothing). Should one be
-                # alive but slow to say hello, the new one finds its lock taken and leaves.
+                # Ours to start (a socket left by a killed server answers nothing); one started
+                # meanwhile by someone else would find its lock taken and leave.
                 spawn(args)
             time.sleep(POLL_S)
     finally:
