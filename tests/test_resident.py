@@ -65,10 +65,10 @@ class Store:
     def window(self, *args: str, **env: str) -> StdioServerParameters:
         return StdioServerParameters(command=CLI, args=["serve", *args], env={**self.env, **env})
 
-    def popen(self, *args: str, **env: str | None) -> subprocess.Popen:
+    def popen(self, *args: str, cwd: Path | None = None, **env: str | None) -> subprocess.Popen:
         merged = {k: v for k, v in {**self.env, **env}.items() if v is not None}
         return subprocess.Popen([CLI, "serve", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env=merged)
+                                stderr=subprocess.PIPE, text=True, env=merged, cwd=cwd)
 
 
 @pytest.fixture
@@ -387,3 +387,29 @@ def test_status_doctor_and_stop_from_the_command_line(store: Store) -> None:
     finally:
         proc.stdin.close()
         proc.wait(timeout=20)
+
+
+def test_each_window_keeps_its_own_folder_and_user(store: Store, tmp_path: Path) -> None:
+    """The project a window derives from its working directory's repository, and its user, are its
+    own, not the resident server's (started from the first window, in /)."""
+    procs = []
+    for name, user in (("alpha", "alice"), ("beta", "bob")):
+        (tmp_path / name / ".git").mkdir(parents=True)
+        procs.append(store.popen(cwd=tmp_path / name, MCP_MEMORY_USER=user))
+    try:
+        scopes = []
+        for proc in procs:
+            initialize(proc)
+            reply = rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                "name": "memory_write", "arguments": {"content": "where am I", "scope": "project"}}})
+            scopes.append(reply["result"]["structuredContent"]["memory"]["scope"]["project_id"])
+        assert scopes == ["alpha", "beta"]
+        listed = rpc(procs[1], {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "memory_list", "arguments": {}}})
+        assert len(listed["result"]["structuredContent"]["memories"]) == 1   # bob's own, not alice's
+        status = store.ask("status")
+        assert status is not None and status["windows"] == 2
+    finally:
+        for proc in procs:
+            proc.stdin.close()
+            proc.wait(timeout=20)
