@@ -196,6 +196,22 @@ async def test_a_fact_copied_from_the_summary_shown_is_left_out(database: Databa
                                          "'session_summary'", SUMMARY_1) == 0
 
 
+async def test_a_summary_the_user_pinned_keeps_its_text_and_gains_the_new_turns(
+        database: Database, settings: Settings, model: Model, alice: Principal) -> None:
+    service, worker, s = await setup(database, settings, model.url)
+    await capture(service, s, alice)
+    await drain(worker)
+    (summary,) = await summaries(database)
+    await service.update(alice, summary["id"], pinned=True)
+    await capture(service, s, alice, FIRST + SECOND)
+    await drain(worker)
+    assert [r["status"] for r in await database.admin.fetch(
+        "SELECT status FROM memory_jobs WHERE kind = 'extract'")] == ["done", "done"]
+    (kept,) = await summaries(database)
+    assert kept["content"] == SUMMARY_1 and kept["pinned"]
+    assert await derived_from(database, summary["id"]) == set(await episodes(database))
+
+
 async def test_two_summaries_left_by_a_race_become_one(database: Database, settings: Settings, model: Model,
                                                        alice: Principal) -> None:
     """Two workers summed up the session's first deltas at once: the next delta keeps the oldest,

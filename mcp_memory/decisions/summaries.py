@@ -82,8 +82,11 @@ async def store(service: MemoryService, p: Principal, job: Job, text: str, turns
                                            edges=[[Edge("derived_from", e, "model") for e in turns]])
         return {"id": str(written.memories[0].id), "status": written.memories[0].status}
     kept, extra = found[0], found[1:]
-    updated = await service.update(p, kept.id, content=text, metadata={**kept.metadata, **meta},
-                                   reason=f"extraction: the session's summary with {len(turns)} more turns")
+    status = "pinned"  # a text the user pinned stays as it is; the new turns are still linked
+    if not kept.pinned:
+        status = (await service.update(p, kept.id, content=text, metadata={**kept.metadata, **meta},
+                                       reason=f"extraction: the session's summary with {len(turns)} more turns")
+                  ).status
     async with service.repo.transaction(p) as conn:
         # The turns the others were derived from are this one's too, before they are forgotten.
         sources = [to for m in extra for kind, to, _ in (await links.linked(conn, p, [m.id])).get(m.id, [])
@@ -91,7 +94,7 @@ async def store(service: MemoryService, p: Principal, job: Job, text: str, turns
         await links.link(conn, p, kept.id, [Edge("derived_from", e, "model") for e in [*sources, *turns]])
     if extra:
         await service.forget(p, [m.id for m in extra], reason="extraction: a second summary of the same session")
-    return {"id": str(kept.id), "status": updated.status, **({"merged": len(extra)} if extra else {})}
+    return {"id": str(kept.id), "status": status, **({"merged": len(extra)} if extra else {})}
 
 
 __all__ = ["KIND", "cleaned", "current", "restates", "session_tag", "store"]
