@@ -83,6 +83,18 @@ class Window:
         self.proc.wait(60)
 
 
+def lean_entry(folder: Path) -> str:
+    """An `mcp-memory` for hooks started with `python -S`: no site-packages scan, no .pth files."""
+    import mcp_memory
+
+    script = folder / "mcp-memory-lean"
+    script.write_text(f"#!{sys.executable} -S\nimport sys\n"
+                      f"sys.path.insert(0, {str(Path(mcp_memory.__file__).parent.parent)!r})\n"
+                      "from mcp_memory.hookline import main\nsys.exit(main())\n")
+    script.chmod(0o700)
+    return str(script)
+
+
 def pss_mib(pid: int) -> float:
     return psutil.Process(pid).memory_full_info().pss / 2**20
 
@@ -163,6 +175,12 @@ def main() -> None:
             # The windows are closed; the resident server stays and answers the hooks.
             results["hooks"] = {event: bench.series(event, args.runs, 0.1)
                                 for event in ("prompt-submit", "session-start")}
+            # What a hook must start at all: the same entry point in an interpreter that skips
+            # `site` (-S), the package's folder put on sys.path directly.
+            bench.command = lean_entry(Path(tmp))
+            results["hooks_lean"] = {event: bench.series(event, args.runs, 0.1)
+                                     for event in ("prompt-submit", "session-start")}
+            bench.command = CLI
             status = ask(env, data_dir, "status")
             results["resident_after_hooks"] = {"pid": status["pid"], "pss_mib": round(pss_mib(status["pid"]), 1)}
             ask(env, data_dir, "stop")
@@ -214,6 +232,11 @@ def report(r: dict[str, Any]) -> None:
               f"{h['without_context']:>6}/{c['without_context']:<5}")
         for line in h["stderr"]:
             print(f"  warm {event} stderr: {line}")
+    for event, h in r.get("hooks_lean", {}).items():
+        print(f"{event + ' -S':<16}{h['p50_ms']:>9.0f}{h['p95_ms']:>6.0f}{h['floor']['p50_ms']:>10.0f}{h['n']:>4}"
+              f"{h['load_average']:>6}   (the entry point under `python -S`)")
+        for line in h["stderr"]:
+            print(f"  lean {event} stderr: {line}")
 
 
 if __name__ == "__main__":

@@ -226,6 +226,10 @@ def hand_off(args: dict[str, str], raw: bytes) -> bool:
 
 def full(argv: list[str], raw: bytes | None = None) -> int:
     """The full command line, with the hook input already read handed on as stdin."""
+    if sys.flags.no_site:  # started lean (`python -S`) for the thin paths: the rest needs site-packages
+        import site
+
+        site.main()
     if raw is not None:
         sys.stdin = io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8")
     from .cli import main as cli_main
