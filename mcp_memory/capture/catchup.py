@@ -37,6 +37,8 @@ from .localfiles import held, write_private
 if TYPE_CHECKING:
     from ..models import Principal
     from ..service import MemoryService
+    from .capture import Capturer
+    from .transcripts import Transcript
 
 log = logging.getLogger(__name__)
 
@@ -291,3 +293,16 @@ async def catch_up(service: MemoryService, settings: Settings, principal: Princi
             taken += 1
         mark_failed(settings, folder, False)
         return taken
+
+
+async def capture_file(capturer: Capturer, p: Principal, file: Path,
+                       load: Callable[[], tuple[Transcript, str, str | None]]) -> tuple[Stamp | None, str]:
+    """One capture of an event's own transcript `file` (`load` reads it: the transcript, its
+    cursor's key and path), under the file's lock held by the caller, marked captured as it stood
+    when read: its stamp then, and the key. A worker and a resumed session's start (hooks.py) both."""
+    at = stamp(file)
+    transcript, key, path = load()
+    await capturer.capture(p, transcript, key=key, path=path)   # logs its line, records its status
+    if at is not None:
+        mark_captured(capturer.settings, file, at)
+    return at, key

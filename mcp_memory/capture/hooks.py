@@ -44,7 +44,6 @@ from .transcripts import Transcript, TranscriptError, openclaw_messages
 if TYPE_CHECKING:
     from ..models import Principal
     from ..service import MemoryService
-    from .catchup import Stamp
 
 # The database, the service and the embedder are imported where a hook needs them: a capture hook
 # that only hands off, or a prompt that is skipped, never waits for them.
@@ -170,16 +169,15 @@ async def respond(service: MemoryService, event: str, harness: Harness, payload:
     return ""
 
 
-def _own_behind(harness: Harness, payload: HookInput, settings: Settings) -> tuple[Path, Stamp] | None:
-    """The session's own transcript and its stamp, when it changed since it was last captured."""
+def _own_behind(harness: Harness, payload: HookInput, settings: Settings) -> Path | None:
+    """The session's own transcript, when it changed since it was last captured."""
     path = Path(payload.transcript).expanduser() if payload.transcript else None
     if path is None or not path.is_file():
         return None
     folder = catchup.transcripts_dir(harness, payload.transcript, payload.cwd or payload.workspaceDir)
     if folder is None or path.resolve() not in {b.resolve() for b in catchup.behind(settings, folder)}:
         return None
-    at = catchup.stamp(path)
-    return (path, at) if at is not None else None
+    return path
 
 
 async def _take_own(service: MemoryService, harness: Harness, payload: HookInput, settings: Settings,
@@ -193,16 +191,14 @@ async def _take_own(service: MemoryService, harness: Harness, payload: HookInput
 
     if not payload.resumed or capture_disabled(settings, p):
         return
-    own = await anyio.to_thread.run_sync(_own_behind, harness, payload, settings)
-    if own is None:
+    path = await anyio.to_thread.run_sync(_own_behind, harness, payload, settings)
+    if path is None:
         return
-    path, at = own
     left = (deadline - time.monotonic()) / 2 if deadline is not None else HANDOFF_BUDGET_S
     with anyio.move_on_after(max(0.0, left)), catchup.lock(settings, f"capture:{path}") as got:
         if got:
-            transcript, key, where = load_transcript(harness, payload)
-            await Capturer(service, settings, harness).capture(p, transcript, key=key, path=where)
-            catchup.mark_captured(settings, path, at)
+            await catchup.capture_file(Capturer(service, settings, harness), p, path,
+                                       lambda: load_transcript(harness, payload))
 
 
 async def handle(event: str, harness: Harness, payload: HookInput, settings: Settings,

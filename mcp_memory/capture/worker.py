@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ..models import Principal
     from ..service import MemoryService
     from .hooks import Harness
+    from .transcripts import Transcript
 
 log = logging.getLogger("mcp_memory.capture.worker")
 
@@ -74,8 +75,12 @@ async def capture_own(service: MemoryService, job: Job, p: Principal) -> None:
 
     capturer = Capturer(service, job.settings, job.harness)
     file = job.file
+
+    def load() -> tuple[Transcript, str, str | None]:
+        return load_transcript(job.harness, job.payload)
+
     if file is None:   # an OpenClaw event's messages: only this process has them
-        transcript, job.key, path = load_transcript(job.harness, job.payload)
+        transcript, job.key, path = load()
         await capturer.capture(p, transcript, key=job.key, path=path)   # logs its line, records its status
         return
     with catchup.lock(job.settings, f"capture:{file}") as got:
@@ -83,11 +88,7 @@ async def capture_own(service: MemoryService, job: Job, p: Principal) -> None:
             log.info("%s: another worker is capturing it", file)
             return
         for _ in range(ROUNDS):
-            at = catchup.stamp(file)
-            transcript, job.key, path = load_transcript(job.harness, job.payload)
-            await capturer.capture(p, transcript, key=job.key, path=path)
-            if at is not None:
-                catchup.mark_captured(job.settings, file, at)
+            at, job.key = await catchup.capture_file(capturer, p, file, load)
             if catchup.stamp(file) == at:
                 break
 
