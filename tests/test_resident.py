@@ -198,6 +198,7 @@ def test_killed_mid_call_gives_a_retryable_error_and_no_duplicate(store: Store) 
     try:
         assert initialize(proc)["result"]["serverInfo"]["name"] == "mcp-memory"
         assert write(proc, 1, "first write")["result"]["isError"] is False
+        assert psutil.Process(proc.pid).memory_full_info().pss < 50 * 2**20   # a relay, not a server
         first = store.ask("status")
         assert first is not None
         # Frozen, the server cannot answer the call now sent; killed, it never will.
@@ -413,3 +414,11 @@ def test_each_window_keeps_its_own_folder_and_user(store: Store, tmp_path: Path)
         for proc in procs:
             proc.stdin.close()
             proc.wait(timeout=20)
+
+
+def test_the_relay_imports_only_the_standard_library() -> None:
+    code = ("import sys, mcp_memory.hookline, mcp_memory.relay, mcp_memory.resident_client; "
+            "print(sorted({m.partition('.')[0] for m in sys.modules}))")
+    loaded = json.loads(subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
+                                       check=True, cwd=Path(__file__).parent.parent).stdout.replace("'", '"'))
+    assert not {"mcp", "pydantic", "anyio", "asyncpg", "numpy", "onnxruntime"} & set(loaded), loaded
