@@ -330,10 +330,6 @@ class Settings(BaseSettings):
         "facts (instead of the trigger patterns). Off: trigger patterns only, nothing of the turns sent."))
     extraction_per_session: int = Field(default=50, ge=0, description="Extraction jobs per session (0: no cap).")
     extraction_per_day: int = Field(default=500, ge=0, description="Extraction jobs per user per day (0: no cap).")
-    extraction_summary_restated: float = Field(default=0.8, ge=0, le=1, description=(
-        "A fact of a session's later delta is left out when at least this share of its words are words of the "
-        "session's summary shown with it: it restates the summary (a small model copies it), whose facts were "
-        "extracted before; 1: only when all of its words are."))
     decisions_guard: bool = Field(default=True, description=(
         "Our own check on what a model may replace: the same subject (shared names) and attribute (masked "
         "similarity); a replace about someone else is refused, a doubtful one kept as a suggestion in the job."))
@@ -523,7 +519,7 @@ SECTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
         "decisions_retry_base_s", "decisions_lease_s", "decisions_workers", "decisions_poll_s",
         "decisions_guard", "decisions_guard_floor", "decisions_second_look", "decisions_per_minute",
         "decisions_tokens_per_day",
-        "extraction", "extraction_per_session", "extraction_per_day", "extraction_summary_restated")),
+        "extraction", "extraction_per_session", "extraction_per_day")),
     "capture": ("Auto-capture and auto-recall through harness hooks (docs/hooks.md).", (
         "capture", "capture_exclude_projects", "capture_facts", "capture_languages", "capture_turn_chars",
         "recall_limit", "recall_budget_chars", "recall_min_similarity", "recall_timeout_s",

@@ -1,7 +1,8 @@
-"""Session summaries (issue 49): the model pass that extracts a captured delta's facts also writes
-the session's summary, one memory of kind session_summary per session, derived_from its turns and
-updated (with history) by later deltas; search and recall put it before the raw turns it sums up.
-Without a model, or with one that gives no summary, there is none. Against a local
+"""Session summaries (issue 49): the model pass that extracts a captured delta's facts also sums
+the delta up; the session's summary is one memory of kind session_summary per session, derived_from
+its turns, its deltas' summaries in order, updated (with history) by later deltas; search and
+recall put it before the raw turns it sums up. Without a model, or with one that gives no summary,
+there is none. Against a local
 chat-completions server through the real `openai` SDK (tests/chat_api.py)."""
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from mcp_memory.config import Settings
 from mcp_memory.db import Database
 from mcp_memory.decisions import extraction, provider_from
 from mcp_memory.decisions.jobs import DecisionWorker
-from mcp_memory.decisions.summaries import cleaned, restates
+from mcp_memory.decisions.summaries import MAX_PART_CHARS, MAX_SUMMARY_CHARS, cleaned, composed
 from mcp_memory.models import Principal, ScopeInfo, SearchHit, WriteItem
 from mcp_memory.retrieval.summaries import summaries_first
 from mcp_memory.service import MemoryService
@@ -40,41 +41,39 @@ SECOND = ("User: Also move the kestrel-7 nightly backup to 03:00.\n"
 FACT = "The kestrel-7 staging cluster's health check timeout is 120 s."
 SUMMARY_1 = ("The user debugged failing kestrel-7 staging deploys; the health check timeout was raised "
              "from 30 s to 120 s and the deploy passed.")
-SUMMARY_2 = SUMMARY_1 + " The kestrel-7 nightly backup was then moved to 03:00."
+PART_2 = "The kestrel-7 nightly backup was then moved to 03:00."
+SUMMARY_2 = f"{SUMMARY_1} {PART_2}"
 
 Turns = dict[str, str]  # label -> the episode's text, as the extraction prompt shows it
-Answer = Callable[[Turns, str | None], dict[str, Any]]
+Answer = Callable[[Turns], dict[str, Any]]
 
 
-def with_summary(turns: Turns, so_far: str | None) -> dict[str, Any]:
-    """A fact from the turn that raised the timeout, and the session's summary: the first delta's,
-    or with the summary so far shown, the whole session's."""
+def with_summary(turns: Turns) -> dict[str, Any]:
+    """A fact from the turn that raised the timeout, and a summary of the delta's turns."""
     (label,) = [k for k, v in turns.items() if "Raise" in v] or [next(iter(turns))]
-    return {"facts": [{"text": FACT, "kind": "fact", "turns": [label]}],
-            "summary": SUMMARY_2 if so_far else SUMMARY_1}
+    backup = any("backup" in v for v in turns.values())
+    return {"facts": [{"text": FACT, "kind": "fact", "turns": [label]}], "summary": PART_2 if backup else SUMMARY_1}
 
 
-def without_summary(turns: Turns, so_far: str | None) -> dict[str, Any]:
-    return {"facts": with_summary(turns, so_far)["facts"]}
+def without_summary(turns: Turns) -> dict[str, Any]:
+    return {"facts": with_summary(turns)["facts"]}
 
 
 class Model(ChatAPI):
-    """Extraction requests answered by `extract(turns, summary so far)`; decisions are ADD."""
+    """Extraction requests answered by `extract(turns)`; decisions are ADD."""
 
     def __init__(self) -> None:
         super().__init__()
         self.extract: Answer = with_summary
-        self.shown: list[str | None] = []  # the summary so far each extraction request showed
+        self.shown: list[str] = []  # each extraction request's user message
 
     def handle(self, path: str, body: dict[str, Any]) -> Any:
         system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
         if "worth remembering" not in system:
             return answering({"action": "ADD", "ids": [], "reason": "unrelated"}, body)
-        lines = user.splitlines()
-        so_far = json.loads(lines[1])["text"] if lines[0].startswith("SESSION summary so far") else None
-        self.shown.append(so_far)
-        turns = {r["label"]: r["text"] for r in (json.loads(x) for x in lines if x.startswith("{")) if "label" in r}
-        return answering(self.extract(turns, so_far), body)
+        self.shown.append(user)
+        turns = {r["label"]: r["text"] for r in (json.loads(x) for x in user.splitlines() if x.startswith("{"))}
+        return answering(self.extract(turns), body)
 
 
 @pytest.fixture(scope="module")
@@ -151,7 +150,8 @@ async def test_a_later_delta_updates_the_one_summary_and_keeps_its_history(
     await drain(worker)
     await capture(service, s, alice, FIRST + SECOND)  # the session went on: a second delta
     await drain(worker)
-    assert model.shown == [None, SUMMARY_1]  # the second request showed the summary so far
+    # The summary so far is not shown: a small model copies it into the facts.
+    assert len(model.shown) == 2 and "kestrel-7 staging deploys" not in model.shown[1]
     (summary,) = await summaries(database)
     assert summary["content"] == SUMMARY_2 and summary["version"] == 2
     assert await derived_from(database, summary["id"]) == set(await episodes(database))
@@ -165,35 +165,6 @@ async def test_a_later_delta_updates_the_one_summary_and_keeps_its_history(
     (again,) = await summaries(database)
     assert (again["id"], again["content"]) == (summary["id"], SUMMARY_2)
     assert await derived_from(database, summary["id"]) == edges
-
-
-BACKUP = "The kestrel-7 nightly backup runs at 03:00."
-
-
-def copies_the_summary(turns: Turns, so_far: str | None) -> dict[str, Any]:
-    """As the local 1.5B model answered a second delta: the summary shown, copied as a fact, beside
-    the new turns' own fact."""
-    if so_far is None:
-        return with_summary(turns, so_far)
-    return {"facts": [{"text": so_far, "kind": "decision", "turns": list(turns)},
-                      {"text": BACKUP, "kind": "fact", "turns": [next(iter(turns))]}], "summary": SUMMARY_2}
-
-
-async def test_a_fact_copied_from_the_summary_shown_is_left_out(database: Database, settings: Settings,
-                                                                model: Model, alice: Principal) -> None:
-    model.extract = copies_the_summary
-    service, worker, s = await setup(database, settings, model.url)
-    await capture(service, s, alice)
-    await drain(worker)
-    await capture(service, s, alice, FIRST + SECOND)
-    await drain(worker)
-    second = (await database.admin.fetch("SELECT result FROM memory_jobs WHERE kind = 'extract' ORDER BY id"))[-1]
-    result = json.loads(second["result"]) if isinstance(second["result"], str) else second["result"]
-    assert result["facts"] == 1 and result["left_out"] == [
-        {"fact": 0, "left_out": "fact", "reason": "restates the session's summary so far"}]
-    assert await database.admin.fetchval("SELECT count(*) FROM memories WHERE content = $1", BACKUP) == 1
-    assert await database.admin.fetchval("SELECT count(*) FROM memories WHERE content = $1 AND kind <> "
-                                         "'session_summary'", SUMMARY_1) == 0
 
 
 async def test_a_summary_the_user_pinned_keeps_its_text_and_gains_the_new_turns(
@@ -227,15 +198,16 @@ async def test_two_summaries_left_by_a_race_become_one(database: Database, setti
     await capture(service, s, alice, FIRST + SECOND)
     await drain(worker)
     (kept,) = await summaries(database)
-    assert kept["id"] == first["id"] and kept["content"] == SUMMARY_2
+    assert kept["id"] == first["id"] and all(t in kept["content"] for t in (SUMMARY_1, PART_2, "A second summary"))
     assert await database.admin.fetchval("SELECT deleted_at IS NOT NULL FROM memories WHERE id = $1", twin)
+    assert await derived_from(database, kept["id"]) == set(await episodes(database))
 
 
 @pytest.mark.parametrize("answer", [
     without_summary,
-    lambda turns, so_far: {**without_summary(turns, so_far), "summary": None},
-    lambda turns, so_far: {**without_summary(turns, so_far), "summary": ["not", "a", "text"]},
-    lambda turns, so_far: {**without_summary(turns, so_far), "summary": "ok"},
+    lambda turns: {**without_summary(turns), "summary": None},
+    lambda turns: {**without_summary(turns), "summary": ["not", "a", "text"]},
+    lambda turns: {**without_summary(turns), "summary": "ok"},
 ], ids=["left out", "null", "a list", "too short"])
 async def test_a_model_that_gives_no_summary_writes_none_and_its_facts_still_count(
         database: Database, settings: Settings, model: Model, alice: Principal, answer: Answer) -> None:
@@ -317,14 +289,20 @@ def test_the_summary_is_parsed_kindly_and_bounded() -> None:
     assert extraction.parse_answer('{"facts": [], "summary": 3}').summary is None
     long = " ".join(f"Sentence {i} says what happened next in the session." for i in range(100))
     cut = cleaned(long)
-    assert cut is not None and len(cut) <= 1500 and cut.endswith("session.")
+    assert cut is not None and len(cut) <= MAX_PART_CHARS and cut.endswith("session.")
     assert "summary" in extraction.SYSTEM and len(extraction.SYSTEM) < 1600
-    shown = extraction.user_message([("1", "User: hi")], "The session so far.")
-    head, summary, *_ = shown.splitlines()
-    assert head.startswith("SESSION summary so far") and summary == '{"text": "The session so far."}'
-    assert "facts come from the new turns only" in extraction.SYSTEM
-    assert restates("The kestrel-7 health check waits 120 s.", SUMMARY_1, 0.8)
-    assert not restates(BACKUP, SUMMARY_1, 0.8) and not restates("", SUMMARY_1, 0.8)
+
+
+def test_a_long_session_keeps_its_first_and_latest_deltas_summaries() -> None:
+    parts = [{"job": j, "text": f"Delta {j} did one thing and then another thing on the kestrel-7 cluster."}
+             for j in range(1, 61)]
+    text, held, left_out = composed(parts[::-1])
+    assert len(text) <= MAX_SUMMARY_CHARS and text.startswith("Delta 1 did") and text.endswith(parts[-1]["text"])
+    assert " … Delta " in text and held[0]["job"] == 1 and left_out == 60 - len(held)
+    # Kept in metadata are the parts the text holds; the next delta adds to them.
+    again, _, more = composed([*held, {"job": 61, "text": "Delta 61 ended it."}], left_out)
+    assert again.startswith("Delta 1 did") and again.endswith(" Delta 61 ended it.") and more >= left_out
+    assert composed(parts[:2]) == (f"{parts[0]['text']} {parts[1]['text']}", parts[:2], 0)
 
 
 def test_one_summary_per_session_even_in_the_same_words() -> None:
