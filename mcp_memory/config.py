@@ -106,6 +106,9 @@ class Settings(BaseSettings):
     embedding_tokenizer_sha256: str | None = Field(default=None, description=(
         "The SHA-256 the tokenizer.json beside embedding_model_path must have; required with it, likewise."))
     embedding_timeout_s: float = Field(default=10, gt=0, description="A write stores no vector past this.")
+    query_cache_entries: int = Field(default=1024, ge=0, le=100_000, description=(
+        "Query vectors kept in each server's memory (most recently used; 1.5 KiB each at 384 dimensions): an "
+        "agent asks again what it asked a while ago, and the peer keeps 1,024. 0 embeds every query."))
     embedding_breaker_failures: int = Field(default=3, ge=1, description=(
         "After this many embedder failures in a row, writes store without a vector at once (no waiting); "
         "the embedder is probed 1 s later, then 1.5x longer after each failed probe..."))
@@ -506,7 +509,8 @@ SECTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
                    "embedded later).", (
         "embedding_provider", "embedding_model", "embedding_dimension", "embedding_api_key",
         "embedding_base_url", "embedding_model_path", "embedding_model_sha256", "embedding_tokenizer_sha256",
-        "embedding_timeout_s", "embedding_breaker_failures", "embedding_breaker_cooldown_s")),
+        "embedding_timeout_s", "embedding_breaker_failures", "embedding_breaker_cooldown_s",
+        "query_cache_entries")),
     "reranking": ("An optional reranker over a search's best hits (docs/ranking.md#reranking). Off by default; "
                   "when on, the query and those hits' text are sent to it (docs/security.md).", (
         "rerank_provider", "rerank_model", "rerank_base_url", "rerank_api_key", "rerank_top_n",

@@ -207,7 +207,7 @@ class Vectors:
         if vector is None:
             return None
         self._queries[text] = vector
-        if len(self._queries) > 256:
+        while len(self._queries) > self.settings.query_cache_entries:
             self._queries.popitem(last=False)
         return vector
 

@@ -37,3 +37,20 @@ async def test_the_unflushed_commit_does_not_outlive_the_statement(database) -> 
         assert await cache.cached("model-a", ["hash-x"]) != {}
     finally:
         await one.close()
+
+
+async def test_query_vectors_are_kept_for_the_most_recent_queries_only(database, settings) -> None:
+    from mcp_memory.service import MemoryService
+
+    service = await MemoryService.open(database, settings.model_copy(update={"query_cache_entries": 2}))
+    vectors = service.vectors
+    assert vectors is not None
+    first = await vectors.query("where does Greta live")
+    await vectors.query("what does Kwame drive")
+    assert await vectors.query("where does Greta live") is first  # kept: the same vector object
+    await vectors.query("who is on call")  # the least recently used, Kwame's, leaves
+    assert list(vectors._queries) == ["where does Greta live", "who is on call"]
+    none = await MemoryService.open(database, settings.model_copy(update={"query_cache_entries": 0}))
+    assert none.vectors is not None
+    await none.vectors.query("where does Greta live")
+    assert not none.vectors._queries
