@@ -26,10 +26,12 @@ from .hooksocket import (
     CAPTURE_EVENTS,
     EVENTS,
     MAX_STDIN,
+    OFF,
+    ON,
     PROTOCOL,
+    connect_private,
     default_data_dir,
-    peer_uid,
-    private_dir_ok,
+    parse_flags,
     socket,
     socket_path,
 )
@@ -43,8 +45,6 @@ ACK_WAIT_S = 0.3
 FLAGS = ("--harness", "--database-url", "--data-dir", "--user", "--agent", "--project", "--log-level")
 IDENTITY = ("user", "agent", "project")
 MAX_REPLY = 16 * 1024 * 1024
-OFF = ("0", "false", "f", "no", "n", "off")  # MCP_MEMORY_HOOK_CHANNEL as pydantic reads a false bool
-ON = ("1", "true", "t", "yes", "y", "on")
 SETTINGS_FLAGS = ("database_url", "data_dir", "user", "agent", "project", "log_level")  # as cli._settings
 
 
@@ -53,18 +53,10 @@ def parse(argv: list[str]) -> dict[str, str] | None:
     anything else (help, an unknown flag, a bad event), which the full parser then explains."""
     if len(argv) < 2 or argv[0] != "hook" or argv[1] not in EVENTS:
         return None
-    out = {"event": argv[1], "harness": "claude-code"}
-    rest = argv[2:]
-    while rest:
-        arg = rest.pop(0)
-        name, eq, value = arg.partition("=")
-        if name not in FLAGS:
-            return None
-        if not eq:
-            if not rest:
-                return None
-            value = rest.pop(0)
-        out[name[2:].replace("-", "_")] = value
+    flags = parse_flags(argv[2:], FLAGS)
+    if flags is None:
+        return None
+    out = {"event": argv[1], "harness": "claude-code", **flags}
     if out["harness"] not in ("claude-code", "openclaw"):
         return None
     return out
@@ -103,18 +95,8 @@ class Fallback(Exception):
 def ask(path: str, args: dict[str, str], raw: bytes, started: float) -> dict[str, object]:
     """The server's answer, or Fallback. TimeoutError when a server took the hook and did not
     answer within the event's budget."""
-    if not private_dir_ok(os.path.dirname(path)):
-        raise Fallback("no private socket directory")
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = connect_private(path, ACK_WAIT_S, Fallback)
     try:
-        sock.settimeout(ACK_WAIT_S)
-        try:
-            sock.connect(path)
-        except OSError as exc:  # no socket, refused (the server is gone), a full backlog
-            raise Fallback(f"connect: {exc}") from None
-        uid = peer_uid(sock)
-        if uid is not None and uid != os.getuid():
-            raise Fallback("the socket belongs to another user")
         header = json.dumps(request(args, started)).encode() + b"\n"
         try:
             sock.sendall(header + raw)

@@ -31,6 +31,31 @@ EVENTS = ("session-start", "prompt-submit", "stop", "pre-compact", "session-end"
 CAPTURE_EVENTS = ("stop", "pre-compact", "session-end")
 MAX_STDIN = 8 * 1024 * 1024  # as capture/hooks.py: an OpenClaw agent_end event carries the conversation
 SUN_PATH_MAX = 100  # sun_path holds 108 bytes on Linux, 104 on macOS; keep a margin
+# A boolean setting read as pydantic reads it (MCP_MEMORY_HOOK_CHANNEL, MCP_MEMORY_RESIDENT).
+OFF = ("0", "false", "f", "no", "n", "off")
+ON = ("1", "true", "t", "yes", "y", "on")
+
+
+def parse_flags(rest: list[str], flags: tuple[str, ...], switches: tuple[str, ...] = ()) -> dict[str, str] | None:
+    """`--name value` / `--name=value` for each of `flags`, and `switches` alone (as "1"), as argparse
+    reads them, each under its name in snake case; None for anything else (help, an unknown flag,
+    a flag without its value), which the full parser then explains."""
+    out: dict[str, str] = {}
+    rest = list(rest)
+    while rest:
+        arg = rest.pop(0)
+        if arg in switches:
+            out[arg[2:].replace("-", "_")] = "1"
+            continue
+        name, eq, value = arg.partition("=")
+        if name not in flags:
+            return None
+        if not eq:
+            if not rest:
+                return None
+            value = rest.pop(0)
+        out[name[2:].replace("-", "_")] = value
+    return out
 
 
 def default_data_dir() -> str | None:
@@ -85,6 +110,27 @@ def private_dir_ok(path: str) -> bool:
     except OSError:
         return False
     return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
+def connect_private(path: str, timeout: float, refused: type[Exception]) -> object:
+    """A connected Unix socket to `path`, in a private directory of ours, with a process of our own
+    user at the other end; `refused` (with why) for anything else. The caller closes it."""
+    if not private_dir_ok(os.path.dirname(path)):
+        raise refused("no private socket directory")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        try:
+            sock.connect(path)
+        except OSError as exc:  # no socket, refused (the server is gone), a full backlog
+            raise refused(f"connect: {exc}") from None
+        uid = peer_uid(sock)
+        if uid is not None and uid != os.getuid():
+            raise refused("the socket belongs to another user")
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
 def peer_uid(sock: object) -> int | None:

@@ -18,11 +18,10 @@ import os
 import select
 import sys
 
+from .hooksocket import OFF, ON, parse_flags
 from .resident_client import NoServer, connect, resident_path, store
 
 FLAGS = ("--database-url", "--data-dir", "--user", "--agent", "--project", "--log-level", "--transport")
-OFF = ("0", "false", "f", "no", "n", "off")
-ON = ("1", "true", "t", "yes", "y", "on")
 # JSON-RPC's "connection closed" (the SDK's CONNECTION_CLOSED): the call may or may not have run.
 LOST = -32000
 REPLAY_ID = "mcp-memory-relay-replay"
@@ -33,21 +32,9 @@ def parse(argv: list[str]) -> dict[str, str] | None:
     does not take (another transport, --standalone, help, an unknown flag)."""
     if not argv or argv[0] != "serve":
         return None
-    out: dict[str, str] = {}
-    rest = argv[1:]
-    while rest:
-        arg = rest.pop(0)
-        if arg == "--resident":
-            out["resident"] = "1"
-            continue
-        name, eq, value = arg.partition("=")
-        if name not in FLAGS:
-            return None
-        if not eq:
-            if not rest:
-                return None
-            value = rest.pop(0)
-        out[name[2:].replace("-", "_")] = value
+    out = parse_flags(argv[1:], FLAGS, switches=("--resident",))
+    if out is None:
+        return None
     return out if out.pop("transport", "stdio") == "stdio" else None
 
 

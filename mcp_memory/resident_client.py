@@ -13,7 +13,7 @@ import time
 
 from . import __file__ as _package_init
 from . import __version__
-from .hooksocket import default_data_dir, peer_uid, private_dir_ok, socket, socket_path
+from .hooksocket import connect_private, default_data_dir, private_dir_ok, socket_path
 
 PROTOCOL = 1
 IDENTITY = ("user", "agent", "project", "local_permissions")
@@ -70,18 +70,8 @@ class Busy(NoServer):
 
 def ask(path: str, message: dict[str, object], timeout: float = HELLO_TIMEOUT_S) -> tuple[object, dict, bytes]:
     """Connect, send one header line, read the reply line: (socket, reply, bytes after it)."""
-    if not private_dir_ok(os.path.dirname(path)):
-        raise NoServer("no private socket directory")
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = connect_private(path, timeout, NoServer)
     try:
-        sock.settimeout(timeout)
-        try:
-            sock.connect(path)
-        except OSError as exc:
-            raise NoServer(f"connect: {exc}") from None
-        uid = peer_uid(sock)
-        if uid is not None and uid != os.getuid():
-            raise NoServer("the socket belongs to another user")
         data = b""
         try:
             sock.sendall(json.dumps(message).encode() + b"\n")
