@@ -2,8 +2,8 @@
 extracted by a chat-completions endpoint (the local Qwen2.5-Coder-1.5B of ../shared/models/ by
 default). For each session: whether the first delta gave a summary, whether the second updated it
 (one memory, version 2) to cover both deltas (the marker words of each found in it), its
-derived_from edges against the session's turns, the time of each extraction call, and whether a
-search about the session puts the summary above its turns. A session of small talk must give
+derived_from edges against the session's turns, the time of each extraction call, the facts of
+each delta, and whether a search about the session puts the summary above its turns. A session of small talk must give
 none.
 
     ../shared/models/setup_local_llm.sh && /tmp/local-llm/venv/bin/python ../shared/models/serve_local_llm.py &
@@ -134,8 +134,6 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                      "edges": edges, "turns": turns, "extract_s": [round(t, 1) for t in took],
                      "jobs": [r["status"] for r in jobs], "tokens": [r["tokens"] for r in jobs],
                      "facts": [x.get("facts") for x in results],
-                     "restated_left_out": [sum(1 for y in x.get("left_out", []) if "summary" in y["reason"])
-                                           for x in results],
                      "errors": [r["last_error"] for r in jobs if r["last_error"]],
                      "summary_above_turns": above,
                      "first_text": after_first[0]["content"] if after_first else None,
@@ -143,10 +141,10 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             report["sessions"].append(entry)
             rows.append([name, len(after), entry["version"] or "", entry["covers_first"], entry["covers_second"],
                          f"{edges}/{turns}", " ".join(f"{t:.0f}" for t in took), above,
-                         " ".join(map(str, entry["facts"])), " ".join(map(str, entry["restated_left_out"]))])
+                         " ".join(map(str, entry["facts"]))])
             print(f"{name}: {entry['text']}", flush=True)
     header = ["session", "summaries", "version", "covers 1st", "covers 2nd", "edges/turns", "extract s", "above",
-              "facts", "copies out"]
+              "facts"]
     print(table(header, rows))
     report.update(machine=machine(), at=datetime.now(UTC).isoformat(timespec="seconds"))
     return report
