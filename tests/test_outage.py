@@ -35,7 +35,9 @@ async def test_http_says_unavailable_while_postgres_is_down_and_recovers(tmp_pat
     key = await make_key(db, "alice")
     await db.close()
     try:
-        with http_server(dsn) as base:
+        # A key verified within api_key_cache_s is trusted without the database: the outage would
+        # show first in a tool's error, not in the status of a call that needs no database.
+        with http_server(dsn, env={"MCP_MEMORY_API_KEY_CACHE_S": "0"}) as base:
             assert post(base, key).status_code == 200
             await anyio.to_thread.run_sync(pg.stop)
             down = post(base, key)
@@ -68,5 +70,36 @@ async def test_the_embedded_server_comes_back_after_its_postmaster_was_killed(tm
             assert await conn.fetchval("SELECT 1") == 1
         finally:
             await conn.close()
+    finally:
+        await anyio.to_thread.run_sync(pg.stop)
+
+
+async def test_with_the_key_trusted_a_tool_call_in_an_outage_says_unavailable(tmp_path: Path) -> None:
+    """A key verified moments ago is trusted without the database (api_key_cache_s): the call
+    then meets the outage itself and says so, retryable, never a bare error ("Error executing
+    tool" and nothing after it)."""
+    pg = EmbeddedPostgres(tmp_path / "own")
+    await anyio.to_thread.run_sync(pg.start)
+    dsn = pg.dsn("postgres")
+    db = await open_database(Settings(database_url=dsn, data_dir=tmp_path / "unused"))
+    key = await make_key(db, "alice")
+    await db.close()
+    headers = {"Authorization": f"Bearer {key}", "Accept": "application/json, text/event-stream"}
+    try:
+        with http_server(dsn, env={"MCP_MEMORY_API_KEY_CACHE_S": "60"}) as base:
+            first = post(base, key)
+            assert first.status_code == 200
+            session = first.headers.get("mcp-session-id")
+            if session:
+                headers["mcp-session-id"] = session
+            httpx2.post(f"{base}/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                        headers=headers, timeout=30)
+            await anyio.to_thread.run_sync(pg.stop)
+            call = httpx2.post(f"{base}/mcp", headers=headers, timeout=60, json={
+                "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "memory_search", "arguments": {"query": "anything"}}})
+            assert call.status_code in (200, 503), call.text
+            text = call.text.lower()
+            assert "the memory database is not available" in text and "retry" in text, call.text
     finally:
         await anyio.to_thread.run_sync(pg.stop)
