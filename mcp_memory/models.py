@@ -13,6 +13,10 @@ from . import limits
 # session_summary: a captured session in a few sentences, written by extraction's model beside the
 # session's facts and derived_from its turns (decisions/summaries.py).
 Kind = Literal["fact", "preference", "decision", "episode", "procedure", "identity", "note", "session_summary"]
+# What was said at a moment, or a session's account of it: such a memory replaces nothing and is no
+# version of another (a later turn saying much the same is another turn; two sessions' summaries
+# alike are two sessions).
+MOMENTS: frozenset[str] = frozenset({"episode", "session_summary"})
 KINDS: tuple[str, ...] = Kind.__args__  # type: ignore[attr-defined]
 
 ScopeLevel = Literal["user", "project", "agent", "agent_project"]

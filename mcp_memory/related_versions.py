@@ -11,7 +11,7 @@ from uuid import UUID
 from .config import Settings
 from .embeddings import conflict_similarity
 from .graph.about_user import about_someone_else
-from .models import Principal, RelatedMemory, human_age
+from .models import MOMENTS, Principal, RelatedMemory, human_age
 from .repository import MemoryRepository
 from .repository.related import nearest
 from .retrieval import versions
@@ -40,7 +40,7 @@ class RelatedVersions:
     def companions(self, content: str, kind: str) -> list[str]:
         """The texts `neighbours` will embed to judge a new memory, to embed with it in one batch:
         a note about the user is compared masked; an episode, which replaces nothing, is not."""
-        if self.settings.related_limit > 0 and kind != "episode" and versions.is_user_note(content):
+        if self.settings.related_limit > 0 and kind not in MOMENTS and versions.is_user_note(content):
             return [versions.masked_note(content)]
         return []
 
@@ -67,7 +67,7 @@ class RelatedVersions:
                                  exclude=exclude, limit=n * limit + extra, min_similarity=floor,
                                  created_before=before)
 
-        if kind == "episode":
+        if kind in MOMENTS:
             # A turn is what was said at its moment and replaces nothing (search leaves episodes
             # where they are too): its nearest are listed, none judged an earlier version, and no
             # masked text is embedded for it (long first-person turns spent ~3/4 of the slowest
@@ -119,8 +119,8 @@ class RelatedVersions:
         shows other rows (the write's supersedes, or the same text in another scope)."""
         assert self.vectors is not None
         # The same text in another scope is no earlier version of this one (it would take the
-        # flag, and cost an embedding).
-        first = [r for r, _ in rows if r["content"] != content][:keep]
+        # flag, and cost an embedding), nor is what was said at a moment (a turn, a session's summary).
+        first = [r for r, _ in rows if r["content"] != content and r["kind"] not in MOMENTS][:keep]
         flags = await versions.earlier_versions(content, first, self.vectors, known=known) if first else {}
         return Near(rows, keep, (tuple(r["id"] for r in first), flags) if flags is not None else None)
 
@@ -136,7 +136,8 @@ class RelatedVersions:
         elif known is not None and known[0] == tuple(r["id"] for r, _ in rows):
             earlier = known[1]
         else:
-            earlier = await versions.earlier_versions(content, [r for r, _ in rows], self.vectors) or {}
+            earlier = await versions.earlier_versions(content, [r for r, _ in rows if r["kind"] not in MOMENTS],
+                                                      self.vectors) or {}
         return [RelatedMemory(id=r["id"], snippet=r["content"][:chars], kind=r["kind"], age=human_age(r["occurred_at"]),
                               similarity=round(similarity, 4), superseded_by=r["superseded_by"],
                               earlier_version=earlier.get(r["id"]))

@@ -23,6 +23,7 @@ from .forgetting import Forgetting
 from .graph import Source
 from .lexicon import named as lexicon_named
 from .models import (
+    MOMENTS,
     GetResult,
     HistoryResult,
     Kind,
@@ -108,7 +109,7 @@ class MemoryService(Forgetting):
             repo.decision_attempts = settings.decisions_max_attempts
             if self.extracting:
                 # A session's summary sums up its turns and replaces nothing: no decision either.
-                repo.undecided_kinds = frozenset({"episode", "session_summary"})
+                repo.undecided_kinds = MOMENTS
 
     @property
     def settings(self) -> Settings:

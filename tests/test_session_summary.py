@@ -327,3 +327,23 @@ def test_the_rule_summary_first_some_turns_after_it_the_rest_last() -> None:
     assert summaries_first(hits, {}, kept=2) is hits  # no summary: untouched
     assert [h.id for h in summaries_first(hits, sources, kept=0)] == [summary.id, other.id, t4.id, t1.id, t2.id,
                                                                        t3.id]
+
+
+async def test_two_sessions_summed_up_alike_are_two_sessions_not_versions(service) -> None:
+    """A session's summary is what happened then, as a turn is: a later one saying much the same
+    replaces nothing, is listed as related but never as an earlier version, and search leaves it in
+    its place."""
+    from .conftest import principal
+
+    p = principal()
+    text = "The user moved the staging cluster to kestrel-7 and fixed the flaky deploy test."
+    first = await service.write(p, text, kind="session_summary", metadata={"session_id": "s-1"})
+    second = await service.write(p, text.replace("fixed", "repaired"), kind="session_summary",
+                                 metadata={"session_id": "s-2"})
+    assert first.memory.id in [r.id for r in second.related]
+    assert not any(r.earlier_version for r in second.related)
+    # Nor is either an earlier version of a note saying the same: a fact restates a session, it
+    # does not replace it.
+    note = await service.write(p, text.replace("fixed", "repaired") + " (noted)")
+    assert {r.id for r in note.related} & {first.memory.id, second.memory.id}
+    assert not any(r.earlier_version for r in note.related)

@@ -40,6 +40,7 @@ import asyncpg
 import numpy as np
 
 from ..graph.about_user import about_someone_else, person_asked_about, speaks_of_user, their_person, without_user
+from ..models import MOMENTS
 from .query import NOT_NAMES, ParsedQuery, phrases_of
 
 # The subject's memories among this many top results are the ones compared: the answer is
@@ -81,7 +82,7 @@ def subject_positions(rows: Sequence[asyncpg.Record],
     Episodes aside: an episode is what happened at its moment, and a later one does not replace it
     (in a conversation every turn names its speaker; newest-first among them only reshuffles what
     was said)."""
-    window = [i for i, r in enumerate(rows[:WINDOW]) if r["kind"] != "episode"]
+    window = [i for i, r in enumerate(rows[:WINDOW]) if r["kind"] not in MOMENTS]
     if parsed.subject:
         named = [i for i in window if rows[i]["about"] > 1]
         # A capitalised word none of them shares ("Which DB is the ledger pipeline on?") names

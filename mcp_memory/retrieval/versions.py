@@ -15,7 +15,7 @@ import numpy as np
 from ..graph.about_user import about_someone_else, speaks_of_user, without_user
 from ..graph.names import RUN as _RUN
 from ..graph.names import SUBJECT_WITHIN
-from ..models import SearchHit
+from ..models import MOMENTS, SearchHit
 from .focus import MASK, TextVectors, names_its_value
 from .query import LABEL, NOT_NAMES, word_pairs
 
@@ -33,7 +33,7 @@ def newest_of_conflicts(rows: list[asyncpg.Record], threshold: float) -> list[as
     if threshold >= 1 or len(rows) < 2:
         return rows
     vectors = {i: r["embedding"].to_numpy() for i, r in enumerate(rows)
-               if r["embedding"] is not None and r.get("kind") != "episode"}
+               if r["embedding"] is not None and r.get("kind") not in MOMENTS}
     if not vectors:
         return rows
     width = len(next(iter(vectors.values())))  # mid-reembed, two models' vectors do not compare
