@@ -30,37 +30,49 @@ WITHOUT_SCOPE_FILTER = [sys.executable, "-c", "import sys; from mcp_memory.repos
                         "sql.SCOPE_FILTER = False; from mcp_memory.cli import main; sys.exit(main(sys.argv[1:]))"]
 
 
+# How many free ports to try: a port found free may be taken by another test's server before ours
+# binds it (a race between processes of a parallel run: "address already in use").
+PORT_TRIES = 3
+
+
 @contextmanager
 def http_server(db_url: str, *args: str, env: dict[str, str] | None = None,
                 port: int | None = None, scope_filter: bool = True) -> Iterator[str]:
     """Start a server on a free loopback port; yields its base URL once /health says ok."""
-    port = port or free_port()
-    proc = subprocess.Popen(
-        [*([SERVE] if scope_filter else WITHOUT_SCOPE_FILTER), "serve", "--transport", "http", "--port", str(port),
-         *args],
-        env={**os.environ, "MCP_MEMORY_DATABASE_URL": db_url, "MCP_MEMORY_LOG_LEVEL": "WARNING", **(env or {})},
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"server exited: {proc.stderr.read()}")
-            try:
-                if httpx2.get(f"{base}/health", timeout=1).status_code == 200:
-                    break
-            except httpx2.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise TimeoutError("server did not become healthy")
-            time.sleep(0.1)
-        yield base
-    finally:
-        proc.terminate()
+    for attempt in range(1 if port else PORT_TRIES):
+        chosen = port or free_port()
+        proc = subprocess.Popen(
+            [*([SERVE] if scope_filter else WITHOUT_SCOPE_FILTER), "serve", "--transport", "http", "--port",
+             str(chosen), *args],
+            env={**os.environ, "MCP_MEMORY_DATABASE_URL": db_url, "MCP_MEMORY_LOG_LEVEL": "WARNING", **(env or {})},
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        base = f"http://127.0.0.1:{chosen}"
         try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+            deadline = time.monotonic() + 30
+            while True:
+                if proc.poll() is not None:
+                    error = proc.stderr.read()
+                    if "address already in use" in error and attempt + 1 < (1 if port else PORT_TRIES):
+                        break
+                    raise RuntimeError(f"server exited: {error}")
+                try:
+                    if httpx2.get(f"{base}/health", timeout=1).status_code == 200:
+                        break
+                except httpx2.HTTPError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise TimeoutError("server did not become healthy")
+                time.sleep(0.1)
+            if proc.poll() is not None:
+                continue  # the port was taken: another one
+            yield base
+            return
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
 
 
 @asynccontextmanager
