@@ -34,6 +34,8 @@ from mcp_memory.embeddings.model_files import (
     verify,
 )
 
+from .test_cli import serve_until_exit
+
 ROOT = Path(__file__).resolve().parent.parent
 CLI = str(Path(sys.executable).with_name("mcp-memory"))
 NOWHERE = "postgresql://nobody@127.0.0.1:1/none"  # doctor's database check fails at once
@@ -57,19 +59,6 @@ def copy_files(root: Path, *files) -> Path:
 
 def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run(args, capture_output=True, text=True, timeout=120, env={**os.environ, **env})
-
-
-def serve_until_exit(env: dict[str, str], timeout: float = 60) -> tuple[int, str, str]:
-    """`mcp-memory serve` over stdio with stdin held open, as a harness runs it."""
-    proc = subprocess.Popen([CLI, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, **env})
-    try:
-        proc.wait(timeout=timeout)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    out, err = proc.communicate()
-    return proc.returncode, out, err
 
 
 def tampered_install(site: Path, *, version: str | None = None) -> Path:
