@@ -13,6 +13,11 @@ from typing import Any
 Answer = tuple[int, dict[str, Any]]
 
 
+class Streamed(list):
+    """An answer sent as server-sent events, one `data:` line per item, then `data: [DONE]` (the
+    chat-completions API with "stream": true)."""
+
+
 class LocalAPI:
     # Extra headers on every answer (e.g. the openai SDK's retry pacing).
     headers: dict[str, str] = {}
@@ -34,10 +39,12 @@ class LocalAPI:
                 with api.lock:
                     api.requests.append(request)
                 status, payload = api.handle(self.path, body)
-                data = json.dumps(payload).encode()
+                streamed = isinstance(payload, Streamed)
+                data = (b"".join(f"data: {json.dumps(item)}\n\n".encode() for item in payload) + b"data: [DONE]\n\n"
+                        if streamed else json.dumps(payload).encode())
                 try:
                     self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", "text/event-stream" if streamed else "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     for name, value in api.headers.items():
                         self.send_header(name, value)

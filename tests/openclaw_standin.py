@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from .local_api import Answer, LocalAPI, Streamed
 
 MODEL = {"id": "m1", "name": "m1", "reasoning": False, "input": ["text"], "contextWindow": 128000, "maxTokens": 4096,
          "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}
@@ -42,53 +42,27 @@ def reply(body: dict[str, Any]) -> dict[str, Any]:
                                                  "function": {"name": name, "arguments": json.dumps(args)}}]}
 
 
-class StandIn:
-    def __init__(self) -> None:
-        self.bodies: list[dict[str, Any]] = []
-        standin = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                standin.bodies.append(body)
-                delta = reply(body)
-                done = "tool_calls" if "tool_calls" in delta else "stop"
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Connection", "close")
-                self.end_headers()
-                for part, finish in ((delta, None), ({}, done)):
-                    chunk = {"id": "c1", "object": "chat.completion.chunk", "created": int(time.time()),
-                             "model": body.get("model"), "choices": [{"index": 0, "delta": part,
-                                                                      "finish_reason": finish}]}
-                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                self.wfile.write(b"data: [DONE]\n\n")
-                self.close_connection = True
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
+class StandIn(LocalAPI):
+    def handle(self, path: str, body: dict[str, Any]) -> Answer:
+        delta = reply(body)
+        done = "tool_calls" if "tool_calls" in delta else "stop"
+        return 200, Streamed({"id": "c1", "object": "chat.completion.chunk", "created": int(time.time()),
+                              "model": body.get("model"),
+                              "choices": [{"index": 0, "delta": part, "finish_reason": finish}]}
+                             for part, finish in ((delta, None), ({}, done)))
 
     def provider(self) -> dict[str, Any]:
         """The `models.providers.<id>` entry that sends OpenClaw's model calls here."""
-        return {"baseUrl": f"http://127.0.0.1:{self.server.server_address[1]}/v1", "apiKey": "local",
+        return {"baseUrl": f"{self.base}/v1", "apiKey": "local",
                 "api": "openai-completions", "models": [MODEL]}
 
     def seen(self) -> str:
         """Everything the model was shown, as one text (tool results included)."""
-        text = json.dumps([b.get("messages") for b in self.bodies])
-        self.bodies = []
-        return text
+        return json.dumps([r["body"].get("messages") for r in self.take()])
 
     def __enter__(self) -> StandIn:
-        self.thread.start()
+        self.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.close()
