@@ -17,6 +17,7 @@ from ..graph.keys import asked
 from ..lexicon import Lexicon
 from ..models import MemoryFilter, Principal
 from ..repository.graph_reads import facts_of, mentioned_in
+from .keyed import known_keys
 from .query import ParsedQuery
 
 # A name's possessive and the words after it: "Kwame's manager live", "Greta Ibarra's team lead".
@@ -31,18 +32,11 @@ class Hop:
     facts: list[asyncpg.Record]  # the other entity's facts of `attribute`, newest valid first
 
 
-def _known(facts: Sequence[asyncpg.Record]) -> dict[str, list[str]]:
-    known: dict[str, list[str]] = {}
-    for row in facts:
-        known.setdefault(row["attribute"], []).append(row["key_words"])
-    return known
-
-
 def relation_asked(question: str, lexicon: Lexicon, facts: Sequence[asyncpg.Record]) -> tuple[str, str] | None:
     """The attribute a possessive in `question` names ("Kwame's manager": manager), read from as
     few of the words after it as name one, and the question without them ("Where does live now?");
     None when no possessive names an attribute of the named entities' facts."""
-    known = _known(facts)
+    known = known_keys(facts)
     for m in _POSSESSIVE.finditer(question):
         words = _WORD.findall(m.group(2))
         for n in range(1, len(words) + 1):
@@ -76,7 +70,7 @@ async def one_hop(conn: asyncpg.Connection, p: Principal, parsed: ParsedQuery, f
         by_entity.setdefault(row["entity_id"], []).append(row)
     hops = []
     for rows in by_entity.values():
-        attribute = asked(rest, lexicon, _known(rows))
+        attribute = asked(rest, lexicon, known_keys(rows))
         if attribute is not None and attribute != relation:
             hops.append(Hop(relation, attribute, [r for r in rows if r["attribute"] == attribute]))
     return hops[0] if len(hops) == 1 else None

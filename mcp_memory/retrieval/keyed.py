@@ -68,6 +68,14 @@ async def named_in(conn: asyncpg.Connection, p: Principal, parsed: ParsedQuery) 
     return Named(Linked(p.user_id, subject) if subject else None, keyed)
 
 
+def known_keys(facts: Sequence[asyncpg.Record]) -> dict[str, list[str]]:
+    """The attributes of `facts`, each with the words its keys were written in (for `asked`)."""
+    known: dict[str, list[str]] = {}
+    for row in facts:
+        known.setdefault(row["attribute"], []).append(row["key_words"])
+    return known
+
+
 def _hit(row: asyncpg.Record, score: float, snippet_chars: int, explain: dict[str, float | None] | None,
          valid_until: datetime | None) -> SearchHit:
     content: str = row["content"]
@@ -111,10 +119,7 @@ async def keyed_first(parsed: ParsedQuery, facts: Sequence[asyncpg.Record], hits
     earlier one with its valid_until; unchanged when the question asks none of them, or the graph
     is `unsure`."""
     hits = list(hits)
-    known: dict[str, list[str]] = {}
-    for row in facts:
-        known.setdefault(row["attribute"], []).append(row["key_words"])
-    attribute = attribute or asked(parsed.asked, lexicon, known)
+    attribute = attribute or asked(parsed.asked, lexicon, known_keys(facts))
     if attribute is None:
         return hits
     chain = [r for r in facts if r["attribute"] == attribute]  # newest valid first
