@@ -548,3 +548,14 @@ async def test_a_question_that_chains_two_things_reaches_the_entity_one_hop_away
     # No possessive: Kwame's own home city, as before.
     plain = (await service.search(p, "Where does Kwame live these days?")).hits
     assert plain[0].snippet == "Kwame Larsen lives in Oslo."
+
+
+def test_a_hop_reads_only_the_first_possessives_of_a_question() -> None:
+    """A hostile question of thousands of possessives costs no more than a few (hop.MAX_POSSESSIVES)."""
+    from mcp_memory.retrieval.hop import MAX_POSSESSIVES, relation_asked
+
+    facts = [{"attribute": "manager", "key_words": "manager"}]
+    near = "Where does " + "Ana's cat's " * ((MAX_POSSESSIVES - 1) // 2) + "Kwame's manager live?"
+    assert relation_asked(near, ENGLISH, facts) is not None
+    far = "a's " * 5000 + "Kwame's manager"
+    assert relation_asked(far, ENGLISH, facts) is None
