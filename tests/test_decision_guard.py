@@ -247,6 +247,58 @@ async def test_a_first_name_is_the_full_name_it_opens(database: Database, settin
     assert verdict.allowed == [1] and list(verdict.suggested) == [2], verdict
 
 
+@pytest.mark.parametrize("merged", [True, False])
+async def test_whom_a_memory_is_about_is_read_from_the_graph(database: Database, settings: Settings, chat: ChatAPI,
+                                                             alice: Principal, merged: bool) -> None:
+    """The guard asks the stored mentions whom a memory is about where the writer said it. A note
+    naming no one, said to be about "Bob", whom a person merged into "Robert Smith" in the
+    console, replaces Robert's old book (the text alone reads the book as its subject and refuses);
+    unmerged, Bob is someone else, and nothing is replaced."""
+    s = decisions_settings(settings, chat.url)
+    service = await MemoryService.open(database, s)
+    worker = DecisionWorker(database.admin, service, provider_from(s), s)
+    old = (await service.write(alice, "Robert Smith is reading Dune on the train.")).memory
+    await service.write(alice, "Had green tea with Bob today.")
+    await drain(worker)
+    if merged:
+        robert = (await service.entities.profile(alice, "Robert Smith")).entity.id
+        bob = (await service.entities.profile(alice, "Bob")).entity.id
+        await service.entities.merge(alice, robert, bob, reason="Bob is Robert")
+    new = (await service.write(alice, "Is reading Neuromancer on the train now.", about=["Bob"])).memory
+    chat.take()
+    chat.script(("json", UPDATE_1))
+    await drain(worker)
+    asked = chat.take()
+    assert asked and str(old.content) in json.dumps(asked[0]["body"]), "the model was not shown the old memory"
+    result = result_of((await jobs_of(database))[-1])
+    first = await state(service, alice, old.id)
+    if merged:
+        assert first["superseded_by"] == new.id and str(old.id) in result["applied"], result
+    else:
+        assert first["superseded_by"] is None and result["applied"] == [], result
+
+
+async def test_the_graph_and_the_text_disagreeing_on_who_leave_it_to_the_user() -> None:
+    """Subjects a model said, apart where the text finds one person ("Nilufar" and "Nilufar
+    Pereira" kept apart, as an ambiguous first name is): a suggestion, never applied. Subjects the
+    rules alone read are the text's own reading: the text judges ("Alice lives in Oslo" is read as
+    about Oslo, a sentence's opening word being unsure)."""
+    from uuid import uuid4
+
+    from mcp_memory.graph.subjects import Subjects
+    nilufar, pereira, growth = uuid4(), uuid4(), uuid4()
+    new, old = "Nilufar left Growth for Payments.", "Nilufar Pereira joined Growth squad."
+    said = {1: Subjects(said={pereira: "Nilufar Pereira"}, read={}, named=frozenset({pereira, growth})),
+            2: Subjects(said={nilufar: "Nilufar"}, read={}, named=frozenset({nilufar, growth}))}
+    verdict = await guard.check(new, [(1, old)], Down(), stored=said, new_id=2)  # type: ignore[arg-type]
+    assert list(verdict.suggested) == [1] and "not about the same subject" in verdict.suggested[1], verdict
+    read = {1: Subjects(said={}, read={pereira: "Nilufar Pereira"}, named=frozenset({pereira, growth})),
+            2: Subjects(said={}, read={growth: "Growth"}, named=frozenset({nilufar, growth}))}
+    for stored in (read, None):  # the same person by the text, the value named: applied
+        verdict = await guard.check(new, [(1, old)], Down(), stored=stored, new_id=2)  # type: ignore[arg-type]
+        assert verdict.allowed == [1], verdict
+
+
 @pytest.mark.parametrize(("new", "old", "ends", "opens"), [
     ("The scheduling pipeline exposes a GraphQL endpoint.", "The webhooks pipeline exposes a GraphQL endpoint.",
      True, False),

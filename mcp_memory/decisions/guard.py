@@ -49,7 +49,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 from uuid import UUID
@@ -57,9 +57,11 @@ from uuid import UUID
 import numpy as np
 
 from ..config import Settings
+from ..graph import subjects as stored_subjects
 from ..graph.about_user import about_someone_else, named_persons_relation, speaks_of_user, without_user
 from ..graph.names import RUN as _RUN
 from ..graph.names import SUBJECT_WITHIN
+from ..graph.subjects import Subjects
 from ..retrieval.focus import MASK, names_its_value
 from ..retrieval.query import LABEL, NOT_NAMES, word_pairs
 from .pace import served_here
@@ -184,11 +186,10 @@ def _same(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
 
 def other_subject(new: str, old: str) -> str | None:
     """Why `old` is about another subject than `new`, or None if it may be the same."""
-    new_user, old_user = _user_note(new), _user_note(old)
-    if new_user and old_user:
+    if _user_note(new) and _user_note(old):
         return None
-    if new_user != old_user and (about_someone_else(new) or about_someone_else(old)):
-        return "one is about the user, the other about someone in their life"
+    if why := _user_and_their_person(new, old):
+        return why
     mine, theirs = names(new), names(old)
     # Every name a text holds is read only when a rule below needs it (most pairs share a name
     # early), and then once.
@@ -207,6 +208,20 @@ def other_subject(new: str, old: str) -> str | None:
             and not any(_same(mine[0], b) for b in anywhere(old)) \
             and not any(_same(a, theirs[0]) for a in anywhere(new)):
         return (f"about {' '.join(theirs[0]).title()}, not {' '.join(mine[0]).title()}")
+    return relation_differs(new, old, anywhere)
+
+
+def _user_and_their_person(new: str, old: str) -> str | None:
+    if _user_note(new) != _user_note(old) and (about_someone_else(new) or about_someone_else(old)):
+        return "one is about the user, the other about someone in their life"
+    return None
+
+
+def relation_differs(new: str, old: str, anywhere: Callable[[str], list[tuple[str, ...]]] | None = None) -> str | None:
+    """Why two memories naming one subject still tell facts of different ones: someone's
+    relation against the person, or what two different names own. `anywhere`: `names(…,
+    anywhere=True)`, cached by the caller."""
+    anywhere = anywhere or functools.cache(functools.partial(names, anywhere=True))
     # "Kenji Chaudhry's brother has the phone number ..." is no fact of Kenji's (dataset 26.6 ->
     # 20.5% wrong under the adversary, life 7.2 -> 6.8; no right update lost on any set).
     new_role, old_role = named_persons_relation(new), named_persons_relation(old)
@@ -351,8 +366,27 @@ class Judged:
     earlier: bool | None = False  # an earlier version of the new memory (None: could not be judged)
 
 
+def _why_not_same(new: str, old: str, stored_new: Subjects | None, stored_old: Subjects | None) -> str | None:
+    """Why `old` is not about the subject of `new` (None: it is). Where a writer or a model said
+    whom either is about, the graph's stored mentions say who (graph/subjects.py); the text still
+    says whether a fact is that someone's or their brother's, and what each name owns. Where the
+    graph has them apart and the text finds one subject, or only one of them was said about, the
+    replace waits as a suggestion; refused by the graph alone only when both were said about."""
+    by_graph = stored_subjects.compare(stored_new, stored_old)
+    if by_graph == "same":
+        return _user_and_their_person(new, old) or relation_differs(new, old)
+    text = None if same_subject(new, old) else (other_subject(new, old) or UNSURE)
+    if by_graph is None or text not in (None, UNSURE):
+        return text
+    assert stored_new is not None and stored_old is not None
+    # The graph has them apart where the text is sure of nothing, or of the same subject.
+    return stored_subjects.why_other(stored_new, stored_old) if by_graph == "other" and text == UNSURE else UNSURE
+
+
 async def judge(new: str, olds: Sequence[str], vectors: Embeds | None,
-                floor: float = ATTRIBUTE_FLOOR, margin: float = CLOSEST_MARGIN) -> list[Judged]:
+                floor: float = ATTRIBUTE_FLOOR, margin: float = CLOSEST_MARGIN,
+                stored_new: Subjects | None = None, stored_olds: Sequence[Subjects | None] | None = None
+                ) -> list[Judged]:
     """Each of `olds` judged as an earlier version of `new` or not: what the guard lets a
     decision replace. (`related`'s `earlier_version` still comes from retrieval/versions.py:
     listed from the 20 nearest by this judgement, flag precision fell on ops and dataset.) An
@@ -361,8 +395,10 @@ async def judge(new: str, olds: Sequence[str], vectors: Embeds | None,
     Bank" / "works at Plumtree Media"), or says the same kind of thing: with the subject's names
     and the words for the user masked on both sides, a cosine of at least `floor` and within
     `margin` of the closest of the subject's memories judged with it (the subject's other
-    facts pass a floor too; the version is the closest)."""
-    subject = [None if same_subject(new, old) else (other_subject(new, old) or UNSURE) for old in olds]
+    facts pass a floor too; the version is the closest). `stored_new`, `stored_olds`: whom each is
+    about by the graph (`_why_not_same`), where it has read them."""
+    stored = list(stored_olds) if stored_olds is not None else [None] * len(olds)
+    subject = [_why_not_same(new, old, stored_new, theirs) for old, theirs in zip(olds, stored, strict=True)]
     same = [k for k, why in enumerate(subject) if why is None]
     out = [Judged(other_subject=why) for why in subject]
     if not same:
@@ -416,15 +452,19 @@ class Verdict:
 
 
 async def check(new: str, targets: Sequence[tuple[UUID, str]], vectors: Embeds | None,
-                floor: float = ATTRIBUTE_FLOOR, among: Sequence[tuple[UUID, str]] = ()) -> Verdict:
+                floor: float = ATTRIBUTE_FLOOR, among: Sequence[tuple[UUID, str]] = (),
+                stored: Mapping[UUID, Subjects] | None = None, new_id: UUID | None = None) -> Verdict:
     """Each target (id, its text) that the new memory's decision replaces, judged (`judge`) among
     every candidate the model was shown (`among`, targets included): only an earlier version by
     our check is applied (a small model lists all of a person's memories; only the one holding
-    the same attribute is a version)."""
+    the same attribute is a version). `stored`: whom the new memory (`new_id`) and each candidate
+    are about by the graph (repository `subjects`)."""
     verdict = Verdict()
     chosen = {m for m, _ in targets}
     judged = list(targets) + [(m, t) for m, t in among if m not in chosen]
-    found = await judge(new, [t for _, t in judged], vectors, floor)
+    stored = stored or {}
+    found = await judge(new, [t for _, t in judged], vectors, floor, stored_new=stored.get(new_id) if new_id else None,
+                        stored_olds=[stored.get(m) for m, _ in judged])
     for (memory_id, _), j in zip(targets, found[:len(targets)], strict=True):
         if j.other_subject in (UNSURE, OTHER_THING, OTHER_VALUES):
             verdict.suggested[memory_id] = f"guard: {j.other_subject}"

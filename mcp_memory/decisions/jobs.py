@@ -175,8 +175,10 @@ class DecisionWorker:
         verdict = None
         if self.settings.decisions_guard and answer.decision.action != "ADD" and targets:
             texts = {c.id: c.content for c in candidates}
+            stored = await self.repo.subjects(p, [job.memory_id, *texts])
             verdict = await guard.check(subject["content"], [(t, texts[t]) for t in targets], self.service.vectors,
-                                        floor=guard.floor_for(self.settings), among=list(texts.items()))
+                                        floor=guard.floor_for(self.settings), among=list(texts.items()),
+                                        stored=stored, new_id=job.memory_id)
             if verdict.by_closeness and second_look.enabled(self.settings):
                 with span("model.second_look", **{"mcp_memory.provider": self.provider.name,
                                                   "mcp_memory.targets": len(verdict.by_closeness)}):

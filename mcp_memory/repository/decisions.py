@@ -13,6 +13,7 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
+from ..graph.subjects import Subjects
 from ..models import Principal
 from .memories import MemoryRepository
 
@@ -40,6 +41,10 @@ class DecisionRepository:
         async with self.memories.transaction(p) as conn:
             rows = await self.memories._fetch(conn, p, [memory_id], deleted=None)
         return rows[0] if rows else None
+
+    async def subjects(self, p: Principal, ids: Sequence[UUID]) -> dict[UUID, Subjects]:
+        """Whom each of `ids` is about by the graph: what the guard reads (decisions/guard.py)."""
+        return await self.memories.subjects(p, ids)
 
     async def supersede(self, conn: asyncpg.Connection, ids: Sequence[UUID], user_id: str,
                         successor: UUID | None) -> None:

@@ -10,6 +10,7 @@ from uuid import UUID
 import asyncpg
 
 from ..graph.names import Name
+from ..graph.subjects import Subjects
 from ..models import MemoryEdge, MemoryFilter, Principal
 from .graph import choose, named_rows
 from .memory_store import MemoryStore
@@ -46,6 +47,25 @@ async def structure_of(conn: asyncpg.Connection, p: Principal, ids: Sequence[UUI
                 entry = found.setdefault(mine, {"about": [], "mentions": [], "key": None})
                 entry.setdefault("edges", []).append(MemoryEdge(kind=e["kind"], memory=other, direction=direction))
     return found
+
+
+async def subjects_of(conn: asyncpg.Connection, p: Principal, ids: Sequence[UUID]) -> dict[UUID, Subjects]:
+    """For each memory of `ids` the graph has read: the entities it is about and every one it names
+    (graph/subjects.py). A memory the graph has not read (an import's backlog) is left out."""
+    rows = await conn.fetch(
+        """SELECT me.memory_id, me.entity_id, me.role, me.source, e.kind, e.name
+           FROM memory_entities me JOIN entities e ON e.user_id = me.user_id AND e.id = me.entity_id
+           WHERE me.user_id = $1 AND me.memory_id = ANY($2::uuid[])""", p.user_id, list(ids))
+    said: dict[UUID, dict[UUID, str]] = {}
+    read: dict[UUID, dict[UUID, str]] = {}
+    named: dict[UUID, set[UUID]] = {}
+    for r in rows:
+        named.setdefault(r["memory_id"], set()).add(r["entity_id"])
+        if r["role"] == "about":
+            by = read if r["source"] == "rules" else said
+            by.setdefault(r["memory_id"], {})[r["entity_id"]] = "the user" if r["kind"] == "user" else r["name"]
+    return {m: Subjects(said=said.get(m, {}), read=read.get(m, {}), named=frozenset(found))
+            for m, found in named.items()}
 
 
 async def entities_by_name(conn: asyncpg.Connection, p: Principal, names: Sequence[Name]
@@ -152,4 +172,4 @@ async def neighbours_of(conn: asyncpg.Connection, p: Principal, entity: UUID, li
 
 
 __all__ = ["current_facts", "entities_by_name", "entities_named", "entity_rows", "facts_of", "mentioned_in",
-           "neighbours_of", "structure_of"]
+           "neighbours_of", "structure_of", "subjects_of"]

@@ -8,6 +8,7 @@ from typing import Any
 from uuid import UUID
 
 from ..errors import NotFound
+from ..graph.subjects import Subjects
 from ..models import HistoryEntry, ListOrder, Memory, MemoryFilter, Principal
 from . import graph_reads
 from .memory_rows import to_memory
@@ -26,6 +27,12 @@ class MemoryReads(MemoryStore):
         """What the graph holds of each memory of `ids` (repository/graph_reads.py `structure_of`)."""
         async with self.reading(p) as conn:
             return await graph_reads.structure_of(conn, p, ids)
+
+    async def subjects(self, p: Principal, ids: Sequence[UUID]) -> dict[UUID, Subjects]:
+        """Whom each memory of `ids` is about and what it names, as the graph stored it
+        (repository/graph_reads.py `subjects_of`)."""
+        async with self.reading(p) as conn:
+            return await graph_reads.subjects_of(conn, p, ids)
 
     async def get_many(self, p: Principal, ids: Sequence[UUID]) -> list[Memory]:
         """Live, visible memories among `ids`, counting the access (bookkeeping, never ranking)."""
