@@ -25,7 +25,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 from locomo import REPO, bench_database, bench_principal, latency, machine, table  # noqa: E402
 
-from mcp_memory.decisions import provider_from, second_look  # noqa: E402
+from mcp_memory.decisions import provider_from, runtime, second_look  # noqa: E402
 from mcp_memory.decisions.jobs import DecisionWorker  # noqa: E402
 from mcp_memory.models import WriteItem  # noqa: E402
 
@@ -102,10 +102,9 @@ async def main_async(args: argparse.Namespace) -> None:
         modes: list[tuple[str, Any, Any, Any]] = []
         for label, mode in (("off", None), ("async", "async"), ("sync", "sync")):
             settings = on.model_copy(update={"decisions_mode": mode}) if mode else bench.settings
-            service = bench.service(settings)
-            worker = DecisionWorker(bench.admin, service, provider_from(settings), settings) if mode else None
-            if worker is not None:
-                service.settle = worker.settle
+            workers = runtime.workers_for(bench.admin, settings) if mode else None
+            service = bench.service(settings, workers)  # its writes tell the worker, as in a server
+            worker = workers.worker if workers is not None else None
             p = bench_principal(f"latency-{label}")
             await service.write_many(p, [WriteItem(content=c) for c in facts(args.memories, 0)])
             if worker is not None:

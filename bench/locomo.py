@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -44,7 +44,7 @@ from mcp_memory.models import Principal
 from mcp_memory.repository import MemoryRepository
 from mcp_memory.retrieval import parse_query
 from mcp_memory.retrieval.dates import YEAR
-from mcp_memory.service import MemoryService
+from mcp_memory.service import Decider, MemoryService, memory_repository
 from mcp_memory.vectors import Vectors
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -193,8 +193,13 @@ class Bench:
     admin: Any
     vectors: Vectors | None = None
 
-    def service(self, settings: Settings | None = None) -> MemoryService:
-        return MemoryService(self.repo, settings or self.settings, self.vectors)
+    def service(self, settings: Settings | None = None,
+                decider: Callable[[MemoryService], Decider] | None = None) -> MemoryService:
+        """A service on this database for `settings`, with the repository they ask for (decision
+        jobs or none) and `decider` (decisions/runtime.py's Workers) when writes should tell a worker."""
+        settings = settings or self.settings
+        repo = self.repo if settings.decisions_provider == "none" else memory_repository(self.repo.pool, settings)
+        return MemoryService(repo, settings, self.vectors, decider=decider)
 
     async def analyze(self) -> None:
         """Planner statistics as autovacuum would have them in steady state (right after a bulk

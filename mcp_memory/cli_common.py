@@ -8,8 +8,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from .auth import local_principal
+from .composition import opened as house_opened
 from .config import Settings
-from .db import Database, open_database
+from .db import Database
 from .models import Principal
 from .service import MemoryService
 
@@ -17,8 +18,7 @@ from .service import MemoryService
 @asynccontextmanager
 async def opened(settings: Settings, *, check_model: bool = True
                  ) -> AsyncIterator[tuple[Database, MemoryService, Principal]]:
-    db = await open_database(settings)
-    try:
-        yield db, await MemoryService.open(db, settings, check_model=check_model), local_principal(settings)
-    finally:
-        await db.close()
+    """A command's database and service (composition.py: no decisions worker here, a write queues its
+    decision job for a server's workers) and the local principal."""
+    async with house_opened(settings, check_model=check_model) as house:
+        yield house.db, house.service, local_principal(settings)

@@ -1,15 +1,15 @@
 """Business rules between the transports and the repository: validation and normalization,
-permissions, write scope, cursors. Knows nothing of MCP."""
+permissions, write scope, cursors. Knows nothing of MCP. The one door to the repository for the
+server, the console and capture; built complete by composition.py."""
 
 from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
-from types import EllipsisType
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID, uuid4
 
 from .config import Settings
@@ -36,8 +36,6 @@ from .models import (
     RelatedMemory,
     RestoreResult,
     ScopeLevel,
-    SearchHit,
-    SearchResult,
     UpdateResult,
     WriteItem,
     WriteManyResult,
@@ -54,13 +52,10 @@ from .repository.embeddings import EmbeddingRepository
 from .repository.forget_tokens import ForgetTokenRepository
 from .repository.jobs import JobRepository, enqueue_extraction
 from .repository.maintenance import MaintenanceRepository
-from .repository.related import similarities
 from .repository.secrets import cursor_secret
-from .retrieval import ParsedQuery, intent_of, parse_query
-from .retrieval import search as hybrid_search
 from .retrieval.rerank import Reranking
-from .retrieval.summaries import covering, sources_of
 from .review import Review
+from .searching import Recalled, Searching, asks
 from .statistics import Statistics
 from .structure import Structure
 from .validation import Validator, content_hash, moment, request_fingerprint, text
@@ -69,19 +64,35 @@ from .vectors import Vectors, embedder_from
 if TYPE_CHECKING:
     from .db import Database
 
-class Recalled(NamedTuple):
-    """What auto-recall's search found (MemoryService.recall_search)."""
-
-    hits: list[SearchHit]
-    memories: dict[UUID, Memory]  # each hit's memory (live and visible), for recall's groups and words
-    cosine: dict[UUID, float] | None  # each hit's cosine to the query; None without the query's vector
-    # Each raw turn among the hits that a session summary among them sums up, to that summary.
-    summarised: dict[UUID, UUID] = {}
+__all__ = ["Decider", "MemoryService", "Recalled", "asks", "memory_repository"]
 
 
-class MemoryService(Forgetting):
+class Decider(Protocol):
+    """What a write tells once it committed (decisions/jobs.py's DecisionWorker): the new memory's
+    id (decide it now in sync mode, or wake the workers), or None for a batch (wake them)."""
+
+    async def settle(self, p: Principal, memory_id: UUID | None) -> None: ...
+
+
+def memory_repository(pool: Any, settings: Settings) -> MemoryRepository:
+    """The repository the settings ask for: with a decisions provider, each new memory gets a
+    decision job in its write's transaction; with extraction too, a moment (a captured turn, a
+    session's summary) gets none (its facts are extracted and decided; a summary replaces nothing)."""
+    if settings.decisions_provider == "none":
+        return MemoryRepository(pool)
+    return MemoryRepository(pool, decision_attempts=settings.decisions_max_attempts,
+                            undecided_kinds=MOMENTS if settings.extraction else frozenset())
+
+class MemoryService(Forgetting, Searching):
     def __init__(self, repo: MemoryRepository, settings: Settings, vectors: Vectors | None = None,
-                 statistics: Statistics | None = None, cursors: Cursors | None = None) -> None:
+                 statistics: Statistics | None = None, cursors: Cursors | None = None,
+                 decider: Callable[[MemoryService], Decider] | None = None) -> None:
+        """`decider`: what builds the decisions' worker for this service (composition.py), called
+        once, last, with the service complete; None: writes settle nothing (no provider, or a
+        process that leaves the decisions to the server's workers)."""
+        if (repo.decision_attempts is None) != (settings.decisions_provider == "none"):
+            raise ValueError("the repository was built for other decisions settings than the service's: "
+                             "build it with memory_repository(pool, settings)")
         self.repo = repo
         self.tokens = ForgetTokenRepository(repo)
         self.settings = settings
@@ -102,14 +113,9 @@ class MemoryService(Forgetting):
         # Counts committed changes so planner statistics follow bursts (statistics.py); the
         # server runs its loop. None: nobody keeps them (a one-off command analyzes itself).
         self.statistics = statistics
-        # Called after a write with the new memory's id (decisions/jobs.py: wake the workers, or
-        # decide now in sync mode); None when no decisions provider is configured.
-        self.settle: Callable[[Principal, UUID | None], Awaitable[None]] | None = None
-        if settings.decisions_provider != "none":
-            repo.decision_attempts = settings.decisions_max_attempts
-            if self.extracting:
-                # A session's summary sums up its turns and replaces nothing: no decision either.
-                repo.undecided_kinds = MOMENTS
+        # Told after a write with the new memory's id (decisions/jobs.py: wake the workers, or
+        # decide now in sync mode); None when this process runs no decisions workers.
+        self.decider: Decider | None = decider(self) if decider is not None else None
 
     @property
     def settings(self) -> Settings:
@@ -125,16 +131,19 @@ class MemoryService(Forgetting):
                 getattr(self, part).settings = settings
 
     @classmethod
-    async def open(cls, db: Database, settings: Settings, *, check_model: bool = True) -> MemoryService:
+    async def open(cls, db: Database, settings: Settings, *, check_model: bool = True,
+                   decider: Callable[[MemoryService], Decider] | None = None) -> MemoryService:
         """The service over a database with the configured embedder; `check_model` refuses a model
-        the database was not built with (a re-embedding backfill skips it)."""
+        the database was not built with (a re-embedding backfill skips it). Processes build it
+        through composition.py, which adds the workers and what runs in the background."""
         vectors = Vectors(embedder_from(settings), EmbeddingRepository(db.pool, db.admin), settings)
         if check_model:
             await vectors.prepare()
         maintenance = MaintenanceRepository(db.admin)
         statistics = Statistics(maintenance.analyze_once, maintenance.planner_rows,
                                 min_writes=settings.analyze_min_writes, fraction=settings.analyze_fraction)
-        return cls(MemoryRepository(db.pool), settings, vectors, statistics, Cursors(await cursor_secret(db.admin)))
+        return cls(memory_repository(db.pool, settings), settings, vectors, statistics,
+                   Cursors(await cursor_secret(db.admin)), decider)
 
     def _changed(self, n: int) -> None:
         if self.statistics is not None and n:
@@ -250,8 +259,8 @@ class MemoryService(Forgetting):
         related = await self.versions.listed(new.content, near, skip) if created else []
         if memory.replaced:
             related = await self.structure.same_key_first(p, memory, vector, related)
-        if created and self.settle is not None:
-            await self.settle(p, memory.id)
+        if created and self.decider is not None:
+            await self.decider.settle(p, memory.id)
         return WriteResult(status="created" if created else "duplicate", memory=memory, related=related)
 
     async def write_many(self, p: Principal, items: list[WriteItem], *, source: str | None = None,
@@ -282,8 +291,8 @@ class MemoryService(Forgetting):
         written = await self.repo.insert_many(p, news, request_id=request_id, said=said, edges=edges)
         created = sum(c for _, c in written)
         self._changed(created)
-        if created and self.settle is not None:  # a batch never waits: the workers decide it
-            await self.settle(p, None)
+        if created and self.decider is not None:  # a batch never waits: the workers decide it
+            await self.decider.settle(p, None)
         return WriteManyResult(created=created, duplicates=len(written) - created,
                                memories=[WrittenItem(id=m.id, status="created" if c else "duplicate")
                                          for m, c in written])
@@ -314,69 +323,6 @@ class MemoryService(Forgetting):
         if not found:
             raise NotFound(f"no memory {memory_id} in this session's scope")
         return found[0]
-
-    async def search(self, p: Principal, query: str, f: MemoryFilter | None = None, *, limit: int = 10,
-                     explain: bool = False) -> SearchResult:
-        self.require(p, "read")
-        query = text("query", query).strip()
-        if not query:
-            raise InvalidInput("query is empty: say what to look for")
-        parsed = parse_query(query, self.lexicon)
-        hits = await self._search(p, parsed, self.check.filter(f), limit=limit, explain=explain)
-        return SearchResult(query=query, hits=hits, intent=intent_of(parsed) if explain else None)
-
-    async def recall_search(self, p: Principal, query: str, *, limit: int,
-                            vector_wait: float | None = None) -> Recalled:
-        """memory_search's search for auto-recall (capture/recall.py), never reranked (its budget is
-        1.5 s): the hits, their memories, and each hit's cosine to the query computed exactly (what
-        recall's relevance floor reads; None without the query's vector). `vector_wait`: seconds
-        the query's vector may take (a cold model), after which full text alone searches."""
-        self.require(p, "read")
-        parsed = parse_query(query, self.lexicon)
-        vector = await self._query_vector(parsed, vector_wait)
-        hits = await self._search(p, parsed, None, limit=limit, explain=True, vector=vector, reranked=False)
-        memories = {m.id: m for m in await self.repo.peek_many(p, [h.id for h in hits])} if hits else {}
-        cosine = (await similarities(self.repo, p, list(memories), vector, model=self.vectors.model,
-                                     dimension=self.vectors.dimension)
-                  if vector is not None and self.vectors is not None and self.vectors.model else None)
-        summarised: dict[UUID, UUID] = {}
-        if any(m.kind == "session_summary" for m in memories.values()):
-            rows = [{"id": i, "kind": m.kind} for i, m in memories.items()]
-            async with self.repo.reading(p) as conn:
-                summarised = covering(hits, await sources_of(conn, p, rows))
-        return Recalled(hits, memories, cosine, summarised)
-
-    async def _query_vector(self, parsed: ParsedQuery, wait: float | None = None) -> list[float] | None:
-        """The vector of what a query searches for (its words about time steer the ranking: the
-        meaning searched for is the rest); None without an embedder or past `wait` seconds."""
-        if self.vectors is None or not parsed.text:
-            return None
-        if wait is None:
-            return await self.vectors.query(parsed.text)
-        try:
-            return await asyncio.wait_for(self.vectors.query(parsed.text), max(0.0, wait))
-        except TimeoutError:
-            return None
-
-    async def _search(self, p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, limit: int,
-                      explain: bool = False, min_similarity: float | None = None,
-                      vector: list[float] | None | EllipsisType = ..., reranked: bool = True) -> list[SearchHit]:
-        """`vector`: the query's, when the caller has it already (None: search without one)."""
-        if vector is ...:
-            vector = await self._query_vector(parsed)
-        # A listing by similarity (a forget preview) is what matches, not an order: never reranked.
-        rerank = self.reranking if min_similarity is None and reranked else None
-        hits = await hybrid_search(self.repo, p, parsed, f, limit=rerank.candidates(limit) if rerank else limit,
-                                   settings=self.settings, explain=explain,
-                                   vector=vector, model=self.vectors.model if self.vectors else None,
-                                   dimension=self.vectors.dimension if self.vectors else 0,
-                                   min_similarity=min_similarity, vectors=self.vectors, lexicon=self.lexicon)
-        if rerank is None:
-            return hits
-        # The reranker sees the question as asked (time words kept) and only these hits: memories
-        # this principal's own search found, so never text it could not read. It fails open: on a
-        # timeout or an error the hits keep their order.
-        return await rerank.apply(self.repo, p, parsed.asked or parsed.text, hits, limit=limit, explain=explain)
 
     async def list(self, p: Principal, f: MemoryFilter | None = None, *, order: ListOrder = "recent",
                    limit: int = 20, cursor: str | None = None) -> MemoryPage:
@@ -466,8 +412,8 @@ class MemoryService(Forgetting):
         async with self.repo.transaction(p) as conn:
             why = await enqueue_extraction(conn, p, episodes, session_id, max_attempts=s.decisions_max_attempts,
                                            per_session=s.extraction_per_session, per_day=s.extraction_per_day)
-        if why is None and self.settle is not None:
-            await self.settle(p, None)  # wakes the workers
+        if why is None and self.decider is not None:
+            await self.decider.settle(p, None)  # wakes the workers
         return why
 
     async def history(self, p: Principal, memory_id: UUID, *, limit: int = 100) -> HistoryResult:

@@ -13,6 +13,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from mcp_memory.composition import compose
 from mcp_memory.config import Settings
 from mcp_memory.db import Database, open_database
 from mcp_memory.db.embedded import EmbeddedPostgres
@@ -95,8 +96,9 @@ async def database(settings: Settings) -> AsyncIterator[Database]:
 
 @pytest.fixture
 async def service(database: Database, settings: Settings) -> MemoryService:
-    """The service as the server builds it, with the default local embedder (loaded once)."""
-    return await MemoryService.open(database, settings)
+    """The service as the server builds it (composition.py), with the default local embedder
+    (loaded once); no decisions worker (the settings configure no provider)."""
+    return (await compose(database, settings)).service
 
 
 def principal(user: str = "alice", agent: str | None = "agent-a", project: str | None = "proj-x",

@@ -16,6 +16,7 @@ import pytest
 from mcp import Client
 from mcp_types import CreateMessageResult, TextContent
 
+from mcp_memory.composition import compose
 from mcp_memory.config import Settings
 from mcp_memory.db import Database
 from mcp_memory.decisions import apply as applying
@@ -345,9 +346,9 @@ async def test_budgets_make_jobs_wait(database: Database, settings: Settings, ch
 async def test_sync_mode_decides_within_the_write(database: Database, settings: Settings, chat: ChatAPI,
                                                   alice: Principal) -> None:
     s = decisions_settings(settings, chat.url, decisions_mode="sync", decisions_sync_budget_s=15)
-    service = await MemoryService.open(database, s)
-    worker = DecisionWorker(database.admin, service, provider_from(s), s)
-    service.settle = worker.settle
+    house = await compose(database, s, workers=True)  # the write tells the worker, as in a server
+    service, worker = house.service, house.worker
+    assert worker is not None
     old = (await service.write(alice, OSLO)).memory
     chat.script(("json", {"action": "UPDATE", "ids": ["1"], "reason": "moved"}))
     new = (await service.write(alice, LISBON)).memory
@@ -459,10 +460,10 @@ async def test_auto_mode_goes_async_after_a_slow_decision(database: Database, se
     import time
 
     s = decisions_settings(settings, chat.url, decisions_mode="auto", decisions_sync_budget_s=1.5)
-    service = await MemoryService.open(database, s)
-    worker = DecisionWorker(database.admin, service, provider_from(s), s)
+    house = await compose(database, s, workers=True)
+    service, worker = house.service, house.worker
+    assert worker is not None
     worker.provider._sdk()  # the SDK imported and its client built: the budget is the model's alone
-    service.settle = worker.settle
     await service.write(alice, OSLO)
     chat.script(("sleep", 4), ("json", {"action": "ADD", "ids": [], "reason": "x"}))
     started = time.monotonic()
@@ -479,9 +480,9 @@ async def test_auto_mode_goes_async_after_a_slow_decision(database: Database, se
 async def test_sync_write_with_a_dead_endpoint_still_succeeds(database: Database, settings: Settings,
                                                               alice: Principal) -> None:
     s = decisions_settings(settings, dead_url(), decisions_mode="sync", decisions_retry_base_s=60)
-    service = await MemoryService.open(database, s)
-    worker = DecisionWorker(database.admin, service, provider_from(s), s)
-    service.settle = worker.settle
+    house = await compose(database, s, workers=True)  # the write tells the worker, as in a server
+    service, worker = house.service, house.worker
+    assert worker is not None
     await service.write(alice, OSLO)
     result = await service.write(alice, LISBON)
     assert result.status == "created"

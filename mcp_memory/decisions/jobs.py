@@ -36,6 +36,7 @@ from .protocol import Candidate, DecisionError, DecisionProvider, DecisionReques
 
 if TYPE_CHECKING:
     from ..service import MemoryService
+    from ..statistics import Statistics
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +52,12 @@ NOT_EMBEDDED_RECHECK_S = 60.0
 
 class DecisionWorker:
     def __init__(self, admin: asyncpg.Pool, service: MemoryService, provider: DecisionProvider, settings: Settings,
-                 name: str | None = None) -> None:
+                 name: str | None = None, *, statistics: Statistics | None = None) -> None:
+        """`statistics`: what counts committed changes for the planner (statistics.py), the service's
+        own (composition.py passes it); None: the decisions' changes are not counted."""
         self.admin = admin
         self.service = service
+        self.statistics = statistics
         self.provider = provider
         self.settings = settings
         self.repo = DecisionRepository(service.repo)
@@ -192,7 +196,8 @@ class DecisionWorker:
             log.info("decision job %s was taken by another worker or cancelled; nothing applied", job.id)
             return "lost"
         self.processed += 1
-        self.service._changed(len(result["applied"]))
+        if self.statistics is not None and result["applied"]:
+            self.statistics.wrote(len(result["applied"]))
         return "done"
 
     async def _merged(self, text: str | None, current: str) -> tuple[applying.Merged | None, str | None]:

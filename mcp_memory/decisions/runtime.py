@@ -1,11 +1,13 @@
-"""Wiring for a server process: the provider from settings, the workers in the server's task
-group, and the write hook. Only when a provider is configured."""
+"""The decisions' part of composing a process (composition.py): the provider from settings, the
+worker a service tells about each write (its `decider`), and running that worker in a server's
+task group. Only when a provider is configured."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 import anyio.abc
+import asyncpg
 
 from ..config import Settings
 from . import provider_from
@@ -13,19 +15,39 @@ from .jobs import DecisionWorker
 from .protocol import DecisionProvider
 
 if TYPE_CHECKING:
-    from ..db import Database
     from ..service import MemoryService
 
 
-def start_workers(tg: anyio.abc.TaskGroup, db: Database, service: MemoryService, settings: Settings,
-                  sampling: DecisionProvider | None = None) -> DecisionWorker | None:
+class Workers:
+    """Builds the decisions worker of one service: passed to MemoryService as its `decider`, which
+    calls it once, last in its construction, with itself complete; the worker is kept here."""
+
+    def __init__(self, admin: asyncpg.Pool, provider: DecisionProvider, settings: Settings) -> None:
+        self.admin = admin
+        self.provider = provider
+        self.settings = settings
+        self.worker: DecisionWorker | None = None
+
+    def __call__(self, service: MemoryService) -> DecisionWorker:
+        if self.worker is not None:
+            raise RuntimeError("a decisions worker belongs to one service")
+        self.worker = DecisionWorker(self.admin, service, self.provider, self.settings,
+                                     statistics=service.statistics)
+        return self.worker
+
+
+def workers_for(admin: asyncpg.Pool, settings: Settings, sampling: DecisionProvider | None = None) -> Workers | None:
+    """The worker's builder for these settings; None without a provider. `sampling`: the server's
+    provider that asks connected clients, when the settings choose sampling."""
     provider = provider_from(settings, sampling)
-    if provider is None:
-        return None
-    worker = DecisionWorker(db.admin, service, provider, settings)
-    service.settle = worker.settle
-    sessions = getattr(provider, "sessions", None)  # sampling: a client connecting releases what waits for one
+    return Workers(admin, provider, settings) if provider is not None else None
+
+
+def start(tg: anyio.abc.TaskGroup, worker: DecisionWorker) -> None:
+    """Run the worker's loops in a server's task group."""
+    sessions = getattr(worker.provider, "sessions", None)  # sampling: a client connecting releases what waits for one
     if sessions is not None:
+        # The one subscription left to wire after construction: the sessions (server/sampling.py)
+        # exist before the database, so before the worker.
         sessions.on_offer = worker.client_available
     tg.start_soon(worker.run_forever)
-    return worker

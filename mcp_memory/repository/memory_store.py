@@ -19,14 +19,15 @@ from .sql import Sql, local_transaction, read_transaction, visible
 
 
 class MemoryStore:
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, *, decision_attempts: int | None = None,
+                 undecided_kinds: frozenset[str] = frozenset()) -> None:
         self.pool = pool
-        # Set when a decisions provider is configured: each new memory gets a decision job in
+        # Given when a decisions provider is configured: each new memory gets a decision job in
         # its write's transaction, tried this many times (decisions/jobs.py).
-        self.decision_attempts: int | None = None
+        self.decision_attempts = decision_attempts
         # Kinds whose memories get no decision job: with extraction on, a captured turn's facts are
         # extracted and decided, so deciding the turn itself would only spend a model call on it.
-        self.undecided_kinds: frozenset[str] = frozenset()
+        self.undecided_kinds = undecided_kinds
 
     async def _enqueue(self, conn: asyncpg.Connection, p: Principal, rows: Sequence[asyncpg.Record],
                        explicit: Sequence[UUID] = ()) -> None:

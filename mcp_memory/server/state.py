@@ -19,14 +19,12 @@ import anyio
 import anyio.abc
 from mcp.server.auth.middleware.auth_context import get_access_token
 
-from .. import retention
 from ..auth import Credential, local_principal, remote_principal
-from ..backlog import Backlog
+from ..composition import compose
 from ..config import Settings
 from ..db import Database, open_database
 from ..decisions.jobs import DecisionWorker
 from ..decisions.pace import Pace
-from ..decisions.runtime import start_workers
 from ..errors import ModelMismatch, PermissionDenied, Unavailable
 from ..models import Principal
 from ..service import MemoryService
@@ -62,21 +60,16 @@ class AppState:
     async def open(self, tg: anyio.abc.TaskGroup | None = None) -> None:
         try:
             self.db = await open_database(self.settings)
-            self._service = await MemoryService.open(self.db, self.settings)
+            # The service and its decisions worker, built whole (composition.py); with a task group
+            # this process serves, so it decides too and runs the background work.
+            sampler = (SamplingProvider(self.sampling, model_hint=self.settings.decisions_model,
+                                        pace=Pace(self.settings))
+                       if tg is not None and self.settings.decisions_provider == "sampling" else None)
+            house = await compose(self.db, self.settings, workers=tg is not None, sampling=sampler)
+            self._service, self.decisions = house.service, house.worker
             log.info("database ready%s", f" (applied {', '.join(self.db.applied)})" if self.db.applied else "")
             if tg is not None:
-                tg.start_soon(retention.run_forever, self.db.admin, self.settings)
-                if self._service.statistics is not None:
-                    tg.start_soon(self._service.statistics.run_forever)
-                tg.start_soon(self._service.vectors.heal_forever)
-                tg.start_soon(Backlog(self.db.admin, self._service.structure).read_in_background)
-                if self.settings.decisions_provider != "none":
-                    sampler = SamplingProvider(self.sampling, model_hint=self.settings.decisions_model,
-                                               pace=Pace(self.settings))
-                    self.decisions = start_workers(tg, self.db, self._service, self.settings, sampler)
-                assert self._service.vectors is not None
-                # load the model now, not on the first search
-                tg.start_soon(self._service.vectors.query, "warm up")
+                house.start(tg)
         except ModelMismatch as exc:
             if self.exit_on_fatal:  # `mcp-memory serve`: no call could succeed, so start-up stops
                 log.error("%s", exc)
