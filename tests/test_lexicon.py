@@ -51,7 +51,9 @@ def test_every_lexicon_fills_every_list_and_queries_the_stored_configuration() -
     assert stored == {"english"}
     # Lists some language needs no words in: English's "us" (lower case only), "let's"; Portuguese's
     # "outubro de 2023".
-    optional = ("user_words_lower", "not_owners", "month_year_joiners", "head_last")
+    # A language says "Kwame's manager" one way or the other: English's ending, Portuguese's words.
+    optional = ("user_words_lower", "not_owners", "month_year_joiners", "head_last", "possessive_endings",
+                "possessive_words")
     lists = [f for f in Lexicon.__dataclass_fields__ if f not in ("language", "text_search", *optional)]
     for language in available():
         lexicon = named(language)
@@ -149,6 +151,23 @@ async def test_a_keyed_write_in_portuguese_replaces_the_older_value_and_a_questi
     assert now.intent is not None and now.intent.tense == "present"
     before = await portuguese.search(p, "Onde morava a Greta antes?")
     assert before.hits[0].id == old.id
+
+
+async def test_a_question_that_chains_two_things_hops_in_portuguese(portuguese: MemoryService) -> None:
+    """"Onde mora o gerente do Kwame?": the possessive is the lexicon's words ("do"), not English's
+    "'s"; the hop reaches the manager's home city as it does in English (test_graph.py)."""
+    p = principal()
+    await portuguese.write(p, "O Kwame responde à Hana Dubois.", about=["Kwame"], key="gerente",
+                           occurred_at=day("2024-01-10"))
+    new = await portuguese.write(p, "O Diego Yilmaz é o novo chefe do Kwame.", about=["Kwame"], key="chefe",
+                                 occurred_at=day("2025-06-01"))
+    porto = await portuguese.write(p, "O Diego Yilmaz mora no Porto.", about=["Diego Yilmaz"], key="cidade")
+    await portuguese.write(p, "A Hana Dubois mora em Lyon.", about=["Hana Dubois"], key="cidade")
+    await portuguese.write(p, "O Kwame mora em Oslo.", about=["Kwame"], key="cidade")
+    hits = (await portuguese.search(p, "Onde mora o gerente do Kwame agora?", explain=True)).hits
+    assert [h.id for h in hits[:2]] == [porto.memory.id, new.memory.id], [h.snippet for h in hits]
+    plain = (await portuguese.search(p, "Onde mora o Kwame agora?")).hits
+    assert plain[0].snippet == "O Kwame mora em Oslo."
 
 
 async def test_the_same_words_read_as_english_are_two_attributes(service: MemoryService) -> None:

@@ -87,6 +87,13 @@ class Lexicon:
     # is not one.
     people: tuple[str, ...] = ()
 
+    # --- one hop (retrieval/hop.py) --------------------------------------------------------------
+    # How a question says a name holds a thing: endings after the name, the thing after them
+    # ("Kwame's manager"), or words between the thing and the name after it (Portuguese "o gerente
+    # do Kwame"). A language may use either or both.
+    possessive_endings: tuple[str, ...] = ()
+    possessive_words: tuple[str, ...] = ()
+
     # --- time (retrieval/query.py, retrieval/dates.py) ----------------------------------------
     # Phrases that say a question is about the present ("now", "these days") or the past ("used to").
     present: tuple[str, ...] = ()

@@ -132,6 +132,7 @@ ENGLISH = Lexicon(
     classifiers=frozenset({"team", "squad", "crew", "project"}),
     agent_labels=("assistant", "agent", "ai", "bot", "claude", "model", "system", "tool"),
     user_possessives=("my", "our", "the user's", "user's"),
+    possessive_endings=("'s", "’s"),
     articles=("the", "a", "an"),
     with_user=("and i", "and me", "and we", "and the user", "and user"),
     # Not here: "manager", "boss", "lead" ("My boss is Ahmed Saleh" is the user's own fact) and

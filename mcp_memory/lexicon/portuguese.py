@@ -7,8 +7,9 @@ are identifiers stored with each fact, so a key written in either language is on
 
 What stays English whatever the lexicon (docs/languages.md): full text stems with English's rules
 (`memories.fts`, so `text_search` is 'english'); names are runs of capitalised ASCII letters; a
-possessive the rules read is "'s" ("o irmão do Kenji" names no relation); the decisions guard's
-wording rules were found on English notes."""
+possessive the names and relation rules read is "'s" ("o irmão do Kenji" names no relation; a
+question's hop reads "o gerente do Kwame", `possessive_words`); the decisions guard's wording
+rules were found on English notes."""
 
 from __future__ import annotations
 
@@ -81,6 +82,7 @@ PORTUGUESE = Lexicon(
     head_last=False,
     # "a irmã do usuário" puts the user after the person: no rule reads it yet.
     user_possessives=("meu", "minha", "meus", "minhas", "nosso", "nossa", "nossos", "nossas"),
+    possessive_words=("do", "da", "de", "dos", "das"),
     articles=("o", "a", "os", "as", "um", "uma"),
     with_user=("e eu", "e nós", "e o usuário", "e a usuária", "e o utilizador"),
     # Not "chefe", "gestor" ("O meu chefe é o Ahmed" is the user's own fact) nor "equipa".

@@ -7,22 +7,21 @@ possessive naming a known attribute, or no such entity: no hop, and the search i
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import asyncpg
 
 from ..graph.keys import asked
-from ..lexicon import Lexicon
+from ..lexicon import Lexicon, phrases_pattern
 from ..models import MemoryFilter, Principal
 from ..repository.graph_reads import facts_of, mentioned_in
 from .keyed import known_keys
 from .query import ParsedQuery
 
-# A name's possessive and the words after it: "Kwame's manager live", "Greta Ibarra's team lead".
-_POSSESSIVE = re.compile(r"(\w[\w-]*)['’]s\s+((?:[\w-]+\s*){1,3})")
 _WORD = re.compile(r"[\w-]+")
 # The possessives of a question read for a hop: a question chains two or three things, and each
 # possessive read costs up to three lookups of the lexicon (a hostile query of 5,000 "a's" took 1.7 s).
@@ -36,19 +35,44 @@ class Hop:
     facts: list[asyncpg.Record]  # the other entity's facts of `attribute`, newest valid first
 
 
+@functools.cache
+def _possessives(lexicon: Lexicon) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The lexicon's two shapes of a possessive, with up to three words of the thing held (group
+    1): after a name's ending ("Kwame's manager live"), or before the words leading to the name
+    ("mora o gerente do Kwame"). A shape the language leaves empty matches nothing."""
+    endings, words = phrases_pattern(lexicon.possessive_endings), phrases_pattern(lexicon.possessive_words)
+    after = rf"(?<![\w-])[\w-]+(?:{endings})\s+((?:[\w-]+\s*){{1,3}})" if endings else "(?!)"
+    before = rf"(?<![\w-])((?:[\w-]+\s+){{1,3}}?)(?:{words})\s+[A-Z][\w-]*" if words else "(?!)"
+    return re.compile(after), re.compile(before)
+
+
+def _held(question: str, lexicon: Lexicon) -> Iterator[list[tuple[str, int, int]]]:
+    """For each possessive of `question` in order (`_possessives`): the runs of words that may
+    name the thing held, shortest first (the first words after a name's ending, the last before
+    the words leading to a name), each with the span the possessive takes with it: the name and
+    the run."""
+    after, before = _possessives(lexicon)
+    found = sorted(itertools.chain(after.finditer(question), before.finditer(question)), key=lambda m: m.start())
+    for m in itertools.islice(found, MAX_POSSESSIVES):
+        spans = [(m.start(1) + w.start(), m.start(1) + w.end()) for w in _WORD.finditer(m.group(1))]
+        counts = range(1, len(spans) + 1)
+        if m.re is after:
+            yield [(question[spans[0][0]:spans[n - 1][1]], m.start(), spans[n - 1][1]) for n in counts]
+        else:
+            yield [(question[spans[-n][0]:spans[-1][1]], spans[-n][0], m.end()) for n in counts]
+
+
 def relation_asked(question: str, lexicon: Lexicon, facts: Sequence[asyncpg.Record]) -> tuple[str, str] | None:
-    """The attribute a possessive in `question` names ("Kwame's manager": manager), read from as
-    few of the words after it as name one, and the question without them ("Where does live now?");
-    None when no possessive names an attribute of the named entities' facts."""
+    """The attribute a possessive in `question` names ("Kwame's manager": manager; Portuguese "o
+    gerente do Kwame": gerente), read from as few of the words beside the name as name one, and
+    the question without the possessive ("Where does live now?"); None when no possessive names
+    an attribute of the named entities' facts."""
     known = known_keys(facts)
-    for m in itertools.islice(_POSSESSIVE.finditer(question), MAX_POSSESSIVES):
-        words = _WORD.findall(m.group(2))
-        for n in range(1, len(words) + 1):
-            attribute = asked(" ".join(words[:n]), lexicon, known)
+    for runs in _held(question, lexicon):
+        for run, start, end in runs:
+            attribute = asked(run, lexicon, known)
             if attribute is not None:
-                used = re.match(r"\s*" + r"\W+".join(map(re.escape, words[:n])), m.group(2))
-                end = m.start(2) + (used.end() if used else len(m.group(2)))
-                return attribute, question[:m.start()] + question[end:]
+                return attribute, question[:start] + question[end:]
     return None
 
 
