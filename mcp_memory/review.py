@@ -11,9 +11,10 @@ from pydantic import BaseModel
 
 from .config import Settings
 from .errors import InvalidInput
-from .models import Memory, Principal
+from .models import Memory, MemoryFilter, Principal
 from .permissions import require
 from .repository import MemoryRepository, rate_limits
+from .repository import console_views as views
 from .repository import review as sql
 
 MAX_ROWS = 200
@@ -57,6 +58,28 @@ class Review:
         first = today - timedelta(days=days - 1)
         counts = dict(await sql.written_per_day(self.repo, p, datetime.combine(first, datetime.min.time(), UTC)))
         return [(first + timedelta(days=i), counts.get(first + timedelta(days=i), 0)) for i in range(days)]
+
+    async def occurred_per_day(self, p: Principal, days: int = 30) -> list[tuple[date, int]]:
+        """Memories per day of the last `days` by when they happened (occurred_at: an import spreads
+        over its dates), forgotten ones too; one entry per day, zero included."""
+        require(p, "read")
+        if not 1 <= days <= 366:
+            raise InvalidInput(f"days must be between 1 and 366, got {days}")
+        first = datetime.now(UTC).date() - timedelta(days=days - 1)
+        counts = dict(await views.occurred_per_day(self.repo, p, datetime.combine(first, datetime.min.time(), UTC)))
+        return [(first + timedelta(days=i), counts.get(first + timedelta(days=i), 0)) for i in range(days)]
+
+    async def count(self, p: Principal, f: MemoryFilter | None) -> int:
+        """How many live memories a browse filter matches (the console's page numbers)."""
+        require(p, "read")
+        return await views.count_live(self.repo, p, f)
+
+    async def containing(self, p: Principal, f: MemoryFilter | None, text: str, order: str, limit: int,
+                         offset: int) -> tuple[list[Memory], int]:
+        """Browse narrowed to memories whose title or content holds `text` literally: one page by
+        offset, and how many match."""
+        require(p, "read")
+        return await views.list_containing(self.repo, p, f, text, order, limit, offset)
 
     async def purge_next(self, p: Principal, limit: int = 10) -> list[PurgeCandidate]:
         """What the retention sweep takes next, soonest first: tombstones past their restore window

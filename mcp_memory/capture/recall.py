@@ -27,8 +27,7 @@ from .. import context
 from ..config import Settings
 from ..embeddings import conflict_similarity
 from ..models import CoreMemories, Memory, MemoryFilter, Principal, SearchHit
-from ..retrieval.statement import QUESTION
-from ..service import MemoryService
+from ..service import MemoryService, asks
 from .localfiles import write_private
 from .redact import redact
 
@@ -50,7 +49,6 @@ WORDS_MARGIN = 0.10
 RELATIVE_GAP = 0.20
 STEM_CHARS = 6
 STEM_SCAN = 2000   # characters of a memory looked at for shared words (a turn can be 8,000)
-_ASKS = re.compile(QUESTION)   # a turn that asks something (a question mark in most scripts)
 # A word of any language: letters, then letters or digits (lower case by then).
 _WORD = re.compile(r"[^\W\d_][^\W_]+")
 # Two memories whose words (numbers aside) overlap this much say the same thing: a note repeated
@@ -87,7 +85,7 @@ def _representative(members: list[SearchHit], memories: dict[str, Memory]) -> Se
     order."""
     def says(h: SearchHit) -> int:
         m = memories[str(h.id)]
-        return 0 if m.kind != "episode" else 2 if _ASKS.search(m.content) else 1
+        return 0 if m.kind != "episode" else 2 if asks(m.content) else 1
 
     return min(members, key=says)
 

@@ -9,7 +9,6 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ...models import MemoryFilter, MemoryPage
-from ...repository.console_views import count_live, list_containing
 from ...service import MemoryService
 from .. import forms
 from ..web import Console, Ctx
@@ -28,7 +27,7 @@ async def browse(ctx: Ctx) -> Response:
         return await _containing(ctx, service, f, order, size, text)
     cursor = ctx.params.get("cursor") or None
     page = await service.list(ctx.p, f, order=order, limit=size, cursor=cursor)  # type: ignore[arg-type]
-    total = await count_live(service.repo, ctx.p, f)
+    total = await service.review.count(ctx.p, f)
     back = [c.strip() for c in ctx.params.values.get("back", [])][-MAX_BACK:]
     keep = {k: v for k, v in ctx.params.values.items() if k not in ("cursor", "back", "done")}
 
@@ -51,7 +50,7 @@ async def _containing(ctx: Ctx, service: MemoryService, f: MemoryFilter | None, 
                       text: str) -> Response:
     """A text filter: pages by number (a count of what matches is at hand anyway)."""
     number = ctx.params.int("page", 1, 1, 1_000_000)
-    memories, total = await list_containing(service.repo, ctx.p, f, text, order, size, (number - 1) * size)
+    memories, total = await service.review.containing(ctx.p, f, text, order, size, (number - 1) * size)
     pages = max(1, -(-total // size))
     keep = {k: v for k, v in ctx.params.values.items() if k not in ("page", "cursor", "back", "done")}
 

@@ -5,12 +5,9 @@ Chart.js draws the pictures when scripts run."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ...repository.console_views import occurred_per_day
 from ..web import Console, Ctx
 
 
@@ -18,10 +15,7 @@ async def overview(ctx: Ctx) -> Response:
     service = await ctx.service()
     days = ctx.params.int("days", 30, 1, 366)
     stats = await service.overview.stats(ctx.p, top_tags=ctx.params.int("tags", 12, 1, 50))
-    service.require(ctx.p, "read")
-    first = datetime.now(UTC).date() - timedelta(days=days - 1)
-    counts = dict(await occurred_per_day(service.repo, ctx.p, datetime.combine(first, datetime.min.time(), UTC)))
-    per_day = [(first + timedelta(days=i), counts.get(first + timedelta(days=i), 0)) for i in range(days)]
+    per_day = await service.review.occurred_per_day(ctx.p, days)
     purge = await service.review.purge_next(ctx.p, 10)
     embedded = stats.active - stats.without_vector
     charts = {
