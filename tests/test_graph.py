@@ -229,6 +229,32 @@ async def test_a_first_name_alone_then_in_full_is_one_entity_unless_two_full_nam
         assert not any((await inconsistencies(conn)).values())
 
 
+async def test_a_first_name_merge_this_session_could_not_make_leaves_the_write_whole(service, database) -> None:
+    """A lone "Greta" of the user's own namespace, named too by a memory of project X, and then
+    "Greta Ibarra" written by a session acting in project Y: the merge would move a mention of a
+    project it does not act in, so it is not made (the savepoint's path), and the write stands
+    whole, the two entities apart, the graph consistent."""
+    from mcp_memory.repository.graph_checks import inconsistencies
+
+    in_x, in_y = principal(project="proj-x"), principal(project="proj-y")
+    # The same in a project this session acts in is merged: the path below is the refusal's.
+    await service.write(in_y, "Coffee with Tomasz on Friday.", scope="user")
+    await service.write(in_y, "The roadmap is due to Tomasz by Monday.", scope="agent_project")
+    await service.write(in_y, "Tomasz Wolak moved to Gdansk.", scope="user")
+    async with database.admin.acquire() as conn:
+        assert await conn.fetchval("SELECT count(*) FROM entity_edits") == 1
+    await service.write(in_x, "Lunch with Greta on Friday.", scope="user")
+    await service.write(in_x, "The roadmap is due to Greta by Monday.", scope="agent_project")
+    full = await service.write(in_y, "Greta Ibarra moved to Oslo last spring.", scope="user")
+    got = (await service.get(in_y, [full.memory.id])).memories[0]
+    assert got.content == "Greta Ibarra moved to Oslo last spring." and "Greta Ibarra" in (got.about or [])
+    async with database.admin.acquire() as conn:
+        live = {r["canonical"] for r in await conn.fetch("SELECT canonical FROM entities WHERE merged_into IS NULL")}
+        assert {"greta", "greta ibarra"} <= live
+        assert await conn.fetchval("SELECT count(*) FROM entity_edits") == 1
+        assert not any((await inconsistencies(conn)).values())
+
+
 async def test_get_shows_about_key_and_mentions_and_related_marks_the_replaced_value(service) -> None:
     p = principal()
     old = await service.write(p, "Kwame Larsen reports to Hana Dubois.", about=["Kwame Larsen"], key="manager")
