@@ -17,6 +17,7 @@ from .cursors import Cursors
 from .decisions.apply import accept as accept_suggested
 from .decisions.apply import reembed as reembed_undone
 from .decisions.apply import undo as undo_decision
+from .decisions.overview import JobsView, queue_view
 from .entities import Entities
 from .errors import InvalidInput, NotFound, PermissionDenied
 from .forgetting import Forgetting
@@ -390,6 +391,11 @@ class MemoryService(Forgetting, Searching):
         """Apply what the guard kept from a decision as a suggestion (all of it, or one memory). The
         CLI and the memory_accept_suggestion tool both come here."""
         return await accept_suggested(DecisionRepository(self.repo), JobRepository(self.repo), p, job, memory)
+
+    async def jobs(self, p: Principal, limit: int = 20) -> JobsView:
+        """The decision job queue of this principal's user: counts by status and the latest `limit`
+        jobs (memory://jobs, `mcp-memory jobs`)."""
+        return await queue_view(JobRepository(self.repo), p, limit)
 
     async def undo_decision(self, p: Principal, target: str) -> dict[str, Any]:
         """Reverse a model's decision, named by one of its history rows (seq) or by a memory it

@@ -177,8 +177,6 @@ SKIPS_WAITING: set[tuple[str, str]] = {
     ("mcp_memory.capture.capture", ".repo"),
     ("mcp_memory.capture.status_view", "mcp_memory.repository.memories"),
     ("mcp_memory.capture.status_view", "mcp_memory.repository.transcripts"),
-    ("mcp_memory.server.resources", "mcp_memory.repository.jobs"),
-    ("mcp_memory.server.resources", ".repo"),
 }
 
 

@@ -85,11 +85,8 @@ async def stats_resource(ctx: Context, top: int = 10) -> str:
 
 async def jobs_resource(ctx: Context, limit: int = 20) -> str:
     """The decision job queue of this session's user: counts by status and the latest `limit` jobs."""
-    from ..decisions.overview import queue_view
-    from ..repository.jobs import JobRepository
-
     async def op(service: MemoryService, p: Principal) -> str:
-        return (await queue_view(JobRepository(service.repo), p, max(1, min(limit, 200)))).model_dump_json(indent=1)
+        return (await service.jobs(p, max(1, min(limit, 200)))).model_dump_json(indent=1)
     return await _resource_call(ctx, op)
 
 
