@@ -10,6 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from . import limits
+from .hookprotocol import RECALL_TIMEOUT_S, SESSION_START_TIMEOUT_S
 
 
 def default_data_dir() -> Path:
@@ -363,8 +364,10 @@ class Settings(BaseSettings):
     recall_min_similarity: float | None = Field(default=None, ge=0, le=1, description=(
         "Relevance floor (cosine to the prompt) for auto-recall. Default: the model's conflict threshold "
         "minus 0.3 (MiniLM 0.35)."))
-    recall_timeout_s: float = Field(default=1.5, gt=0, description="Prompt recall prints nothing past this.")
-    session_start_timeout_s: float = Field(default=5, gt=0, description="Session-start context, likewise.")
+    recall_timeout_s: float = Field(default=RECALL_TIMEOUT_S, gt=0, description=(
+        "Prompt recall prints nothing past this."))
+    session_start_timeout_s: float = Field(default=SESSION_START_TIMEOUT_S, gt=0, description=(
+        "Session-start context, likewise."))
     capture_worker_timeout_s: float = Field(default=120, gt=0, description=(
         "The detached process a capture hook hands its work to gives up after this long and records the "
         "session as not captured (the next session start says so)."))

@@ -22,23 +22,20 @@ try:
 except ImportError:  # pragma: no cover
     import signal  # type: ignore[no-redef]
 
-from .hooksocket import (
+from .hookprotocol import (
+    BUDGETS,
     CAPTURE_EVENTS,
     EVENTS,
+    HARNESSES,
     MAX_STDIN,
     OFF,
     ON,
     PROTOCOL,
-    connect_private,
-    default_data_dir,
-    parse_flags,
-    socket,
-    socket_path,
+    budget_from_env,
+    worth_recalling,
 )
+from .hooksocket import connect_private, default_data_dir, parse_flags, socket, socket_path
 
-MIN_PROMPT_WORDS = 2  # as capture/recall.py (tests/test_hook_channel.py checks they agree)
-RECALL_EVENTS = {"session-start": ("MCP_MEMORY_SESSION_START_TIMEOUT_S", 5.0),
-                 "prompt-submit": ("MCP_MEMORY_RECALL_TIMEOUT_S", 1.5)}
 # A capture event is only acknowledged (the server captures in its background); a server that has
 # not acknowledged in this long is treated as absent and the full path, which detaches, runs.
 ACK_WAIT_S = 0.3
@@ -57,7 +54,7 @@ def parse(argv: list[str]) -> dict[str, str] | None:
     if flags is None:
         return None
     out = {"event": argv[1], "harness": "claude-code", **flags}
-    if out["harness"] not in ("claude-code", "openclaw"):
+    if out["harness"] not in HARNESSES:
         return None
     return out
 
@@ -78,14 +75,8 @@ def request(args: dict[str, str], started: float) -> dict[str, object]:
 
 def wait_for(args: dict[str, str]) -> float:
     """How long the server may take to answer."""
-    if args["event"] not in RECALL_EVENTS:
-        return ACK_WAIT_S
-    name, default = RECALL_EVENTS[args["event"]]
-    try:
-        limit = float(os.environ.get(name, default))
-    except ValueError:
-        limit = default
-    return limit if limit > 0 else default
+    limit = budget_from_env(args["event"], dict(os.environ))
+    return ACK_WAIT_S if limit is None else limit
 
 
 class Fallback(Exception):
@@ -136,17 +127,11 @@ def ask(path: str, args: dict[str, str], raw: bytes, started: float) -> dict[str
     return reply
 
 
-def worth_recalling(prompt: str) -> bool:
-    """capture/recall.py's test, here so a slash command or a one-word reply ("yes", "continue")
-    is skipped before any import of the full path, socket or database."""
-    prompt = prompt.strip()
-    return not prompt.startswith("/") and len(prompt.split()) >= MIN_PROMPT_WORDS
-
-
 def trivial_prompt(raw: bytes) -> bool:
-    """A prompt-submit input whose prompt asks nothing to look up. Input the full path would
-    complain about (not JSON, not an object, a prompt that is not text) is not trivial: it goes on
-    to be reported there."""
+    """A prompt-submit input whose prompt asks nothing to look up (hookprotocol.worth_recalling,
+    as the full path tests it), skipped before any import of the full path, socket or database.
+    Input the full path would complain about (not JSON, not an object, a prompt that is not text) is
+    not trivial: it goes on to be reported there."""
     try:
         data = json.loads(raw or b"{}")
     except ValueError:
@@ -268,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"mcp-memory hook {args['event']}: full path: {why}", file=sys.stderr)
         return full(argv, raw)
     except TimeoutError:
-        if args["event"] not in RECALL_EVENTS:  # not acknowledged: the capture must still happen
+        if args["event"] not in BUDGETS:  # not acknowledged: the capture must still happen
             return capture(argv, args, raw, "the server did not acknowledge")
         print(f"mcp-memory hook {args['event']}: no context added: the server took longer than "
               f"{wait_for(args):g}s", file=sys.stderr)

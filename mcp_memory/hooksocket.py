@@ -24,16 +24,10 @@ except ImportError:
     except ImportError:  # pragma: no cover
         from hashlib import sha256
 
-PROTOCOL = 1
-# The hook events, as `mcp-memory hook <event>` names them; the capture events are handed off (a
-# worker, or the server's background) where the others answer with context.
-EVENTS = ("session-start", "prompt-submit", "stop", "pre-compact", "session-end")
-CAPTURE_EVENTS = ("stop", "pre-compact", "session-end")
-MAX_STDIN = 8 * 1024 * 1024  # as capture/hooks.py: an OpenClaw agent_end event carries the conversation
+# The protocol's names are hookprotocol's; these are here for the modules that read them from here.
+from .hookprotocol import CAPTURE_EVENTS, EVENTS, MAX_STDIN, OFF, ON, PROTOCOL  # noqa: E402, F401
+
 SUN_PATH_MAX = 100  # sun_path holds 108 bytes on Linux, 104 on macOS; keep a margin
-# A boolean setting read as pydantic reads it (MCP_MEMORY_HOOK_CHANNEL, MCP_MEMORY_RESIDENT).
-OFF = ("0", "false", "f", "no", "n", "off")
-ON = ("1", "true", "t", "yes", "y", "on")
 
 
 def parse_flags(rest: list[str], flags: tuple[str, ...], switches: tuple[str, ...] = ()) -> dict[str, str] | None:

@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_memory import hookline, hooksocket
+from mcp_memory import hookline, hookprotocol, hooksocket
 from mcp_memory.capture.channel import Channel, differing_settings
 from mcp_memory.config import Settings, default_data_dir
 from mcp_memory.db import open_database
@@ -48,7 +48,9 @@ class Store:
     def __init__(self, url: str, runtime: Path) -> None:
         self.url, self.runtime = url, runtime
         env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_MEMORY_")}
+        # Each test's own `serve` (conftest: MCP_MEMORY_RESIDENT=false), not a resident server.
         self.env = {**env, **RELAXED, "XDG_RUNTIME_DIR": str(runtime), "MCP_MEMORY_HOOK_TRACE": "1",
+                    "MCP_MEMORY_RESIDENT": os.environ["MCP_MEMORY_RESIDENT"],
                     "MCP_MEMORY_DATA_DIR": str(runtime / "data")}
 
     @property
@@ -566,9 +568,9 @@ def own_transcript(folder: Path) -> Path:
     return path
 
 
-LIGHT = ["mcp_memory", "mcp_memory.hookline", "mcp_memory.hooksocket"]
+LIGHT = ["mcp_memory", "mcp_memory.hookline", "mcp_memory.hookprotocol", "mcp_memory.hooksocket"]
 HANDOFF = ["mcp_memory", "mcp_memory.capture", "mcp_memory.capture.detach", "mcp_memory.hookline",
-           "mcp_memory.hooksocket"]
+           "mcp_memory.hookprotocol", "mcp_memory.hooksocket"]
 
 
 @pytest.mark.parametrize("asked", ["yes", "/compact", "  continue  ", "", None])
@@ -580,11 +582,35 @@ def test_trivial_prompts_are_skipped_by_the_entry_point_itself(own_store: Store,
 
 
 def test_the_entry_point_skips_as_the_full_path_does() -> None:
-    from mcp_memory.capture.recall import MIN_PROMPT_WORDS, worth_recalling
+    """One test of a prompt worth recalling (hookprotocol), read by the entry point, the full hook
+    path and recall alike."""
+    from mcp_memory.capture import hooks, recall
 
-    assert hookline.MIN_PROMPT_WORDS == MIN_PROMPT_WORDS
+    assert hookline.worth_recalling is hookprotocol.worth_recalling is hooks.worth_recalling
+    assert recall.MIN_PROMPT_WORDS is hookprotocol.MIN_PROMPT_WORDS
     for text in ("yes", "/compact now please", "  continue  ", "", "two words", "which db do we use", "\u3042 \u3044"):
-        assert hookline.worth_recalling(text) == worth_recalling(text), text
+        assert hookline.worth_recalling(text) == recall.worth_recalling(text), text
+
+
+def test_the_hook_protocol_is_written_once() -> None:
+    """The events, the budgets' settings and their defaults: hookprotocol's, as config.py,
+    capture/hooks.py, capture/channel.py and the command line read them."""
+    from mcp_memory.capture import channel, hooks
+    from mcp_memory.capture.cli import register  # noqa: F401 (its `hook` choices are EVENTS)
+    from mcp_memory.config import Settings
+
+    assert hooksocket.EVENTS is hookprotocol.EVENTS and hooksocket.CAPTURE_EVENTS is hookprotocol.CAPTURE_EVENTS
+    assert hooks.CLAUDE_EVENTS is hookprotocol.CLAUDE_EVENTS and hooks.MAX_STDIN is hookprotocol.MAX_STDIN
+    for event, (field, default) in hookprotocol.BUDGETS.items():
+        assert Settings.model_fields[field].default == default
+        assert hooks.budget(event, Settings(**{field: 7.5})) == 7.5
+        assert hookprotocol.budget_from_env(event, {hookprotocol.env_name(field): "7.5"}) == 7.5
+        assert hookprotocol.budget_from_env(event, {hookprotocol.env_name(field): "soon"}) == default
+        assert Settings.model_config["env_prefix"] + field.upper() == hookprotocol.env_name(field)
+    for event in hookprotocol.EVENTS:
+        assert channel.Request(v=1, event=event, harness="claude-code").event == event
+    with pytest.raises(ValueError, match="not a hook event"):
+        channel.Request(v=1, event="post-prompt", harness="claude-code")
 
 
 async def test_without_a_server_capture_is_handed_to_the_worker_by_the_entry_point(

@@ -28,11 +28,11 @@ from typing import Any, Literal, Protocol
 import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from .. import hooksocket
 from ..config import Settings
-from ..hooksocket import CAPTURE_EVENTS
+from ..hookprotocol import BUDGETS, CAPTURE_EVENTS, EVENTS, env_name
 from ..models import Principal
 from ..service import MemoryService
 from . import catchup, redact, status, worker
@@ -64,8 +64,8 @@ class Request(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     v: Literal[1]
-    event: Literal["session-start", "prompt-submit", "stop", "pre-compact", "session-end"]
-    harness: Literal["claude-code", "openclaw"]
+    event: str
+    harness: Harness
     user: str | None = None
     agent: str | None = None
     project: str | None = None
@@ -75,6 +75,13 @@ class Request(BaseModel):
     cwd: str | None = None
     project_dir: str | None = None
     started: float | None = None
+
+    @field_validator("event")
+    @classmethod
+    def _event(cls, value: str) -> str:
+        if value not in EVENTS:
+            raise ValueError(f"not a hook event: {value!r}")
+        return value
 
 
 class Fallback(Exception):
@@ -158,8 +165,7 @@ class Channel:
         except TimeoutError:
             text = ""
             reply["stderr"] = (f"mcp-memory hook {req.event}: no context added: took longer than {limit:g}s "
-                               f"(MCP_MEMORY_{'RECALL' if req.event == 'prompt-submit' else 'SESSION_START'}"
-                               "_TIMEOUT_S)")
+                               f"({env_name(BUDGETS[req.event][0])})")
         reply["stdout"] = answer(req.harness, req.event, "\n\n".join(x for x in (notice, text) if x))
         # What the full path's look_behind hands to a worker, this server does itself, after answering.
         self.tg.start_soon(self._background, "catch-up", req.harness, payload, data, settings, p,

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 
 from ..config import Settings
-from ..hooksocket import CAPTURE_EVENTS
+from ..hookprotocol import BUDGETS, CAPTURE_EVENTS, CLAUDE_EVENTS, MAX_STDIN, worth_recalling
 from . import catchup, status
 from .transcripts import Transcript, TranscriptError, openclaw_messages
 
@@ -51,10 +51,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcp_memory.hook")
 
 Harness = Literal["claude-code", "openclaw"]
-# Claude Code's event names, as hook_event_name carries them.
-CLAUDE_EVENTS = {"session-start": "SessionStart", "prompt-submit": "UserPromptSubmit", "stop": "Stop",
-                 "pre-compact": "PreCompact", "session-end": "SessionEnd"}
-MAX_STDIN = 8 * 1024 * 1024  # an OpenClaw agent_end event carries the conversation
+# The events, Claude Code's names for them (CLAUDE_EVENTS), MAX_STDIN: hookprotocol.py.
 HANDOFF_BUDGET_S = 0.5       # a capture event's hook returns within this: the worker does the capture
 EXIT_GRACE_S = 0.2           # after the answer, for the event loop to close; then the process leaves anyway
 
@@ -207,7 +204,6 @@ async def handle(event: str, harness: Harness, payload: HookInput, settings: Set
     from ..db import open_database
     from ..service import MemoryService
     from .capture import capture_disabled
-    from .recall import worth_recalling
 
     if event == "prompt-submit" and not worth_recalling(payload.prompt or ""):
         return ""
@@ -225,8 +221,9 @@ async def handle(event: str, harness: Harness, payload: HookInput, settings: Set
 
 def budget(event: str, settings: Settings) -> float:
     """Seconds the event may take, counted from the start of the hook's own work."""
-    return {"session-start": settings.session_start_timeout_s,
-            "prompt-submit": settings.recall_timeout_s}.get(event, HANDOFF_BUDGET_S)
+    if event not in BUDGETS:
+        return HANDOFF_BUDGET_S
+    return float(getattr(settings, BUDGETS[event][0]))
 
 
 # --- handing work to the detached worker ----------------------------------------------------------

@@ -26,6 +26,7 @@ from uuid import UUID
 from .. import context
 from ..config import Settings
 from ..embeddings import conflict_similarity
+from ..hookprotocol import MIN_PROMPT_WORDS
 from ..models import CoreMemories, Memory, MemoryFilter, Principal, SearchHit
 from ..service import MemoryService, asks
 from .localfiles import write_private
@@ -35,7 +36,6 @@ log = logging.getLogger(__name__)
 
 # Kinds worth bringing back at session start; episodes are the raw conversation.
 DISTILLED = ["fact", "preference", "decision", "procedure", "identity", "note"]
-MIN_PROMPT_WORDS = 2
 SEARCH_RESERVE_S = 0.25  # kept for the searches when the prompt's vector is late
 # Candidates searched per slot: a group (fact, episode, reply) can take three of them.
 CANDIDATES_PER_SLOT = 4
