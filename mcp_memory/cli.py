@@ -327,9 +327,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--no-auth", action="store_true", default=None,
                        help="serve HTTP without authentication (loopback only)")
     serve.add_argument("--standalone", action="store_true",
-                       help="serve in-process, never through the resident server (stdio)")
+                       help="serve in-process, not as a relay to the store's resident server (stdio; as "
+                            "MCP_MEMORY_RESIDENT=false)")
     serve.add_argument("--resident", action="store_true",
-                       help="relay to the store's resident server, starting it when none runs (stdio)")
+                       help="relay to the store's resident server, starting it when none runs (stdio; the "
+                            "default unless MCP_MEMORY_RESIDENT=false)")
     serve.set_defaults(run=cmd_serve)
 
     resident = sub.add_parser("resident", parents=[common], help="the store's resident server: status, stop")

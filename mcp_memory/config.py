@@ -383,8 +383,9 @@ class Settings(BaseSettings):
     resident: bool | None = Field(default=None, description=(
         "`mcp-memory serve` over stdio as a thin relay to one resident server per store and OS user, which "
         "holds the model, the pool and the workers for every window (docs/operations.md#resident-server). "
-        "true: relay, starting the resident server when none runs; unset: relay when one runs, else serve "
-        "in-process; false (or `serve --standalone`): always in-process (read by mcp_memory/relay.py)."))
+        "Unset or true: relay, starting the resident server when none runs (a window that cannot reach or "
+        "start one serves in-process, saying why on stderr); false (or `serve --standalone`): always "
+        "in-process (read by mcp_memory/relay.py). HTTP and SSE serve are always in-process."))
     resident_idle_timeout_s: float = Field(default=1800, gt=0, description=(
         "The resident server leaves after this long without a window connected."))
     resident_start_timeout_s: float = Field(default=60, gt=0, description=(

@@ -7,8 +7,10 @@ reads of the messages is only their ids, to answer calls a lost server never ans
 client's `initialize`, to introduce the window again to a restarted server.
 
 Standard library only (hookline.py imports this for every `serve`), and decided before stdin is
-read: when the resident server refuses this window (other settings) or cannot be started, the
-full in-process server runs instead, exactly as without a resident server.
+read. It is the default for stdio `serve` (MCP_MEMORY_RESIDENT unset or true); false, or
+`serve --standalone`, runs the full in-process server. So does a window the resident server
+refuses (other settings) or one that cannot reach or start it (one stderr line says why), exactly as
+without a resident server.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import os
 import select
 import sys
 
-from .hooksocket import OFF, ON, parse_flags
+from .hookprotocol import ON
+from .hooksocket import parse_flags
 from .resident_client import NoServer, connect, resident_path, store
 
 FLAGS = ("--database-url", "--data-dir", "--user", "--agent", "--project", "--log-level", "--transport")
@@ -223,22 +226,30 @@ class Relay:
 
 
 def main(argv: list[str]) -> int | None:
-    """Relay this `serve`, or None: the caller runs the full in-process server."""
+    """Relay this `serve`, or None: the caller runs the full in-process server. Unset, the setting
+    means relay, starting the resident server when none runs; false (or `serve --standalone`, which
+    `parse` does not take) means in-process. Whatever keeps a window from the resident server (a data
+    dir or socket directory it cannot use, a server that will not start or refuses this window) is
+    said in one stderr line, and the window serves in-process: never a failed harness."""
     args = parse(argv)
     if args is None:
         return None
     setting = os.environ.get("MCP_MEMORY_RESIDENT", "").strip().lower()
-    if setting in OFF and setting and "resident" not in args:
-        return None
-    start = "resident" in args or setting in ON
-    path = resident_path(*store(args))
-    if path is None:
-        return None
+    if "resident" not in args and setting and setting not in ON:
+        return None   # false; or a value the full path reports as invalid configuration
     try:
-        sock, reply, rest = connect(path, args, start)
+        path = resident_path(*store(args))
+        if path is None:
+            print("mcp-memory serve: running in-process: no unix sockets for a resident server here",
+                  file=sys.stderr)
+            return None
+        sock, reply, rest = connect(path, args, start=True)
     except NoServer as exc:
-        if start:
-            print(f"mcp-memory serve: running in-process: {exc}", file=sys.stderr)
+        print(f"mcp-memory serve: running in-process: {exc}", file=sys.stderr)
+        return None
+    except Exception as exc:  # e.g. a data dir that cannot be written: the window still gets its server
+        print(f"mcp-memory serve: running in-process: could not start the resident server: "
+              f"{type(exc).__name__}: {exc}", file=sys.stderr)
         return None
     if "refused" in reply:
         sock.close()  # type: ignore[attr-defined]

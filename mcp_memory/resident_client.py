@@ -112,11 +112,12 @@ def _log_fd(data_dir: str | None) -> int:
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
 
 
-def spawn(args: dict[str, str]) -> None:
+def spawn(args: dict[str, str]) -> int | None:
     """Start the resident server detached: its own session (a harness that kills the window's
     process group leaves it alone), not our child (nothing to reap when the window closes), nothing on
     our stdout, its stderr to resident.log. The store travels in the environment, not in argv (a
-    database URL may hold a password)."""
+    database URL may hold a password). Returns its pid (None if it could not be told), so a server
+    that dies while starting is noticed at once instead of waited for."""
     url, data_dir = store(args)
     env = dict(os.environ)
     if url:
@@ -124,13 +125,18 @@ def spawn(args: dict[str, str]) -> None:
     if data_dir:
         env["MCP_MEMORY_DATA_DIR"] = data_dir
     log = _log_fd(data_dir)
+    read, write = os.pipe()
     try:
         pid = os.fork()
         if pid == 0:  # pragma: no cover (the child)
             try:
+                os.close(read)
                 os.setsid()
-                if os.fork():
+                grandchild = os.fork()
+                if grandchild:
+                    os.write(write, str(grandchild).encode())
                     os._exit(0)
+                os.close(write)
                 null = os.open(os.devnull, os.O_RDWR)
                 os.dup2(null, 0)
                 os.dup2(null, 1)
@@ -139,9 +145,61 @@ def spawn(args: dict[str, str]) -> None:
                 os.execve(sys.executable, [sys.executable, "-m", MODULE], env)
             finally:
                 os._exit(127)
+        os.close(write)
+        write = -1
         os.waitpid(pid, 0)
+        said = os.read(read, 32)
+        return int(said) if said.isdigit() else None
     finally:
         os.close(log)
+        os.close(read)
+        if write >= 0:
+            os.close(write)
+
+
+def alive(pid: int) -> bool:
+    """The process runs (a zombie no one has reaped yet has exited)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rpartition(b")")[2].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+def held(path: str) -> bool:
+    """Some process holds this lock file (a resident server holds its own for its whole life)."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def why_gone(data_dir: str | None) -> str:
+    """The last line the resident server wrote to its log, to say why it did not start."""
+    if not data_dir:
+        return ""
+    try:
+        with open(os.path.join(data_dir, LOG_FILE), "rb") as log:
+            log.seek(max(0, os.fstat(log.fileno()).st_size - 4096))
+            lines = [x.strip() for x in log.read().decode("utf-8", "replace").splitlines() if x.strip()]
+    except OSError:
+        return ""
+    return f": {lines[-1][:300]}" if lines else ""
 
 
 def _lock(path: str, deadline: float) -> int | None:
@@ -179,10 +237,13 @@ def start_timeout() -> float:
 
 def connect(path: str, args: dict[str, str], start: bool) -> tuple[object, dict, bytes]:
     """A socket to the resident server, said hello to; started (once, under a lock) when none
-    runs and `start`. NoServer when there is none to use; a reply with `refused` is returned."""
+    runs and `start`. NoServer when there is none to use (also at once when the one started here
+    exits before it listens); a reply with `refused` is returned. OSError when the data dir (its
+    log) or the socket's directory cannot be made."""
     message = hello(args)
     deadline = time.monotonic() + start_timeout()
     lock = None
+    started: int | None = None
     try:
         while True:
             try:
@@ -199,7 +260,12 @@ def connect(path: str, args: dict[str, str], start: bool) -> tuple[object, dict,
                     return sock, reply, rest
                 sock.close()  # type: ignore[attr-defined]
             if time.monotonic() > deadline:
-                raise NoServer(f"no resident server answered within {start_timeout():g}s (see {LOG_FILE})")
+                raise NoServer(f"no resident server answered within {start_timeout():g}s (see "
+                               f"{os.path.join(store(args)[1] or '', LOG_FILE)})")
+            if started is not None and not alive(started) and not held(path[: -len(".sock")] + ".lock"):
+                # Ours exited without listening, and no other holds the store: nothing will answer.
+                log = os.path.join(store(args)[1] or "", LOG_FILE)
+                raise NoServer(f"the resident server exited while starting (see {log}){why_gone(store(args)[1])}")
             if lock is None:
                 _private_dir(os.path.dirname(path))
                 lock = _lock(path[: -len(".sock")] + ".start.lock", deadline)
@@ -216,7 +282,7 @@ def connect(path: str, args: dict[str, str], start: bool) -> tuple[object, dict,
                     pass
                 # Ours to start (a socket left by a killed server answers nothing); one started
                 # meanwhile by someone else would find its lock taken and leave.
-                spawn(args)
+                started = spawn(args)
             time.sleep(POLL_S)
     finally:
         if lock is not None:

@@ -4,6 +4,7 @@ migrated template (CREATE DATABASE … TEMPLATE), so tests are isolated and fast
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import tempfile
 import uuid
@@ -11,6 +12,8 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import asyncpg
+import mcp.client.stdio
+import psutil
 import pytest
 
 from mcp_memory.composition import compose
@@ -25,6 +28,31 @@ from .chat_api import ChatAPI, chat_api
 
 TEMPLATE = "mcp_memory_template"
 
+# `mcp-memory serve` over stdio relays to a resident server by default, starting one that outlives
+# the test (docs/operations.md#resident-server). The suite's windows serve in-process unless a test
+# asks for a resident server itself and stops it (tests/test_resident.py): subprocesses inherit this,
+# and so do servers the MCP SDK starts with only its default environment.
+os.environ["MCP_MEMORY_RESIDENT"] = "false"
+if "MCP_MEMORY_RESIDENT" not in mcp.client.stdio.DEFAULT_INHERITED_ENV_VARS:
+    mcp.client.stdio.DEFAULT_INHERITED_ENV_VARS.append("MCP_MEMORY_RESIDENT")
+
+
+def stop_residents(server_home: str) -> list[int]:
+    """Stop resident servers of this session's databases (their URL names the server's folder:
+    ?host=<home>/pg) that a test left running; their pids."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            if "mcp_memory.server.resident" in (proc.info["cmdline"] or []) and \
+                    server_home in proc.environ().get("MCP_MEMORY_DATABASE_URL", ""):
+                proc.terminate()
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    for proc in psutil.wait_procs(found, timeout=15)[1]:
+        proc.kill()
+    return [p.pid for p in found]
+
 
 @pytest.fixture(scope="session")
 def pg() -> Iterator[EmbeddedPostgres]:
@@ -38,6 +66,9 @@ def pg() -> Iterator[EmbeddedPostgres]:
     try:
         yield server
     finally:
+        left = stop_residents(str(home))
+        if left:
+            print(f"\nwarning: tests left resident servers running (stopped): {left}")
         server.stop()
         shutil.rmtree(home, ignore_errors=True)
 

@@ -206,7 +206,8 @@ async def test_two_agents_captures_land_in_two_namespaces_and_each_one_s_tools_s
         """)
     await drive_plugin(tmp_path, home / ".openclaw" / "extensions" / "mcp-memory" / "index.js", hooked,
                        body + "console.log('{}');\n", openclaw_config=data)
-    env = {k: os.environ[k] for k in ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER") if k in os.environ}
+    env = {k: os.environ[k] for k in ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "MCP_MEMORY_RESIDENT")
+           if k in os.environ}
     found: dict[str, list[str]] = {}
     for name, query in (("memory", "greenhouse key"), ("memory-work", "cider press")):
         server = data["mcp"]["servers"][name]

@@ -275,17 +275,108 @@ def test_an_upgrade_replaces_the_older_resident_server(store: Store) -> None:
             old.kill()
 
 
-def test_standalone_and_unset_serve_in_process(store: Store) -> None:
-    """`--standalone`, and the setting unset while no resident server runs: the old in-process server."""
-    for args, env in ((("--standalone",), {}), ((), {"MCP_MEMORY_RESIDENT": None})):
+def test_standalone_and_false_serve_in_process(store: Store) -> None:
+    """`--standalone`, and MCP_MEMORY_RESIDENT=false: the in-process server, no resident one."""
+    for args, env in ((("--standalone",), {}), ((), {"MCP_MEMORY_RESIDENT": "false"})):
         proc = store.popen(*args, **env)
         try:
             initialize(proc)
+            assert write(proc, 1, f"in-process {args}")["result"]["isError"] is False
             assert store.ask("status") is None
         finally:
             proc.stdin.close()
             proc.wait(timeout=30)
+        assert "running in-process" not in proc.stderr.read()   # chosen, not a fallback: nothing said
     assert store.residents() == []
+
+
+def test_unset_relays_and_starts_the_resident_server(store: Store) -> None:
+    """The default: a window's stdio serve starts the resident server and relays to it."""
+    proc = store.popen(MCP_MEMORY_RESIDENT=None)
+    try:
+        initialize(proc)
+        assert write(proc, 1, "through the default relay")["result"]["isError"] is False
+        status = store.ask("status")
+        assert status is not None and status["windows"] == 1
+        assert psutil.Process(proc.pid).memory_full_info().pss < 50 * 2**20   # a relay, not a server
+        assert [p.pid for p in store.residents()] == [status["pid"]]
+    finally:
+        proc.stdin.close()
+        assert proc.wait(timeout=20) == 0
+
+
+def in_process_fallback(store: Store, why: str, **env: str | None) -> str:
+    """A window that cannot use a resident server: it serves in-process (stdout only protocol) and
+    says why in one stderr line; no resident server runs. Its stderr."""
+    started = time.monotonic()
+    proc = store.popen(MCP_MEMORY_RESIDENT=None, **env)
+    try:
+        assert initialize(proc)["result"]["serverInfo"]["name"] == "mcp-memory"
+        assert time.monotonic() - started < 45   # not the start timeout (60 s) waited out
+        assert write(proc, 1, "served in-process")["result"]["isError"] is False
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    assert proc.stdout.read() == ""
+    said = proc.stderr.read()
+    lines = [line for line in said.splitlines() if "running in-process" in line]
+    assert len(lines) == 1 and why in lines[0], said
+    assert store.residents() == []
+    return said
+
+
+def test_a_data_dir_that_cannot_be_written_serves_in_process(store: Store, tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    in_process_fallback(store, "could not start the resident server", MCP_MEMORY_DATA_DIR=str(blocker / "data"))
+
+
+def test_a_socket_directory_others_may_enter_serves_in_process(store: Store) -> None:
+    where = store.runtime / f"mcp-memory-{os.getuid()}"
+    where.mkdir(mode=0o755)
+    where.chmod(0o755)
+    in_process_fallback(store, "is not a directory only this user can enter")
+
+
+def test_a_long_runtime_dir_still_gets_a_short_socket(store: Store, tmp_path: Path) -> None:
+    """An XDG_RUNTIME_DIR too long for a socket path: the sockets go under /tmp, still private."""
+    long = store.runtime / ("d" * 90)
+    long.mkdir()
+    proc = store.popen(MCP_MEMORY_RESIDENT=None, XDG_RUNTIME_DIR=str(long))
+    try:
+        initialize(proc)
+        assert write(proc, 1, "a long runtime dir")["result"]["isError"] is False
+        assert len(store.residents()) == 1
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=20)
+        for resident in store.residents():   # its socket is not under store.runtime: stop it by pid
+            resident.terminate()
+            resident.wait(timeout=30)
+    assert "running in-process" not in proc.stderr.read()
+
+
+def test_a_resident_server_that_cannot_start_is_not_waited_for(store: Store) -> None:
+    """Settings the resident server refuses to start with: the window notices it exited (not the
+    60 s start timeout), says so with the log's reason, and the full server then reports the
+    setting as it always did."""
+    started = time.monotonic()
+    proc = store.popen(MCP_MEMORY_RESIDENT=None, MCP_MEMORY_SNIPPET_CHARS="many")
+    out, err = proc.communicate(timeout=90)
+    assert time.monotonic() - started < 45
+    assert proc.returncode == 2 and out == ""
+    assert "resident server exited while starting" in err and "snippet_chars" in err, err
+    assert "invalid configuration" in err
+    assert store.residents() == []
+
+
+def test_the_relay_takes_only_stdio_serve() -> None:
+    """HTTP and SSE serve, --standalone and every other command are the full command line's."""
+    assert relay.parse(["serve"]) == {}
+    assert relay.parse(["serve", "--transport", "stdio", "--user", "u"]) == {"user": "u"}
+    for argv in (["serve", "--transport", "http"], ["serve", "--transport=sse"], ["serve", "--standalone"],
+                 ["serve", "--help"], ["doctor"], ["ui"], ["import", "x"], ["hook", "stop"], []):
+        assert relay.parse(argv) is None, argv
 
 
 def test_the_sockets_are_private(store: Store) -> None:
