@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -15,7 +16,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_memory.capture import openclaw_plugin
+from mcp_memory.capture import install, openclaw_plugin
+from mcp_memory.capture.harness_check import harness_checks
+from mcp_memory.capture.harness_entries import CLAUDE_HOOKS, claude_ours
 from mcp_memory.db import Database
 
 from .test_clients import BIN, CLIENTS, claude_cli
@@ -61,8 +64,10 @@ def test_claude_code_user_scope_round_trip_is_byte_identical(tmp_path: Path) -> 
     assert set(hooks) == {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"}
     assert hooks["Stop"][0]["hooks"][0]["command"] == "notify-send done"   # the user's own hook stays
     prompt = hooks["UserPromptSubmit"][0]["hooks"][0]
-    assert prompt["type"] == "command" and prompt["command"].endswith(
-        "mcp-memory hook prompt-submit --database-url postgresql://db.example/mem")
+    # The lean entry: this interpreter without `site`, the package's folder put on sys.path.
+    words = shlex.split(prompt["command"])
+    assert prompt["type"] == "command" and words[:4] == [sys.executable, "-S", "-P", "-c"]
+    assert words[5:] == ["hook", "prompt-submit", "--database-url", "postgresql://db.example/mem"]
     assert hooks["Stop"][1]["hooks"][0]["async"] is True               # capture never holds up the next prompt
     assert "async" not in hooks["SessionEnd"][0]["hooks"][0]
     assert (home / ".claude" / "settings.json.mcp-memory.bak").read_text() == SETTINGS   # backed up first
@@ -167,22 +172,25 @@ def test_openclaw_round_trip_and_plugin_files(tmp_path: Path) -> None:
 
 
 def test_clients_folder_holds_the_installed_configs(tmp_path: Path) -> None:
-    """clients/ shows exactly what install writes (with `mcp-memory` for the absolute path)."""
+    """clients/ shows exactly what install writes (with `mcp-memory` for the absolute path, and for
+    the lean command the hooks run: the same program, started faster)."""
     home = tmp_path / "home"
     home.mkdir()
     assert cli("install", "claude-code", "--home", str(home)).returncode == 0
     assert cli("install", "openclaw", "--home", str(home)).returncode == 0
     exe = str(Path(CLI).resolve())
+    lean = install.hook_entry(exe)
 
     def generic(path: Path) -> object:
-        text = path.read_text().replace(exe, "mcp-memory").replace(str(home), "~")
-        return json.loads(text)
+        text = path.read_text().replace(json.dumps(shlex.join(lean))[1:-1], "mcp-memory")
+        return json.loads(text.replace(exe, "mcp-memory").replace(str(home), "~"))
 
     assert generic(home / ".claude" / "settings.json") == json.loads(
         (CLIENTS / "claude-code" / "settings.json").read_text())
     assert generic(home / ".claude.json") == json.loads((CLIENTS / "claude-code" / "claude.json").read_text())
-    assert generic(home / ".openclaw" / "openclaw.json") == json.loads(
-        (CLIENTS / "openclaw" / "openclaw-hooks.json").read_text())
+    openclaw = generic(home / ".openclaw" / "openclaw.json")
+    assert openclaw["plugins"]["entries"]["mcp-memory"]["config"].pop("hookCommand") == lean   # type: ignore[index]
+    assert openclaw == json.loads((CLIENTS / "openclaw" / "openclaw-hooks.json").read_text())
     # The plugin has one copy, the package's (capture/openclaw-plugin/): install writes it verbatim.
     for name, text in openclaw_plugin.files().items():
         assert (home / ".openclaw" / "extensions" / "mcp-memory" / name).read_text() == text
@@ -230,6 +238,7 @@ async def test_openclaw_plugin_runs_the_hooks(database: Database, db_url: str, t
     assert out.returncode == 0, out.stderr
     plugin = home / ".openclaw" / "extensions" / "mcp-memory" / "index.js"
     args = json.loads((home / ".openclaw" / "openclaw.json").read_text())["plugins"]["entries"]["mcp-memory"]["config"]
+    assert args["hookCommand"][:4] == [sys.executable, "-S", "-P", "-c"]   # the hooks run lean
     answer = await drive_plugin(tmp_path, plugin, {**args, "recallTimeoutMs": 60000, "env": SLOW_OK},
                                 TURN.replace("WORKSPACE", '"/tmp"') + """\
         const other = { ...ctx, sessionId: "s-2", sessionKey: "agent:main:other" };
@@ -307,7 +316,8 @@ async def test_openclaw_hooks_and_tools_share_one_namespace(database: Database, 
                        TURN.replace("WORKSPACE", json.dumps(str(workspace))) + "console.log('{}');\n",
                        openclaw_config=data)
     # As OpenClaw starts it: the entry's command and args, only the MCP SDK's default environment.
-    env = {k: os.environ[k] for k in ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER") if k in os.environ}
+    env = {k: os.environ[k] for k in ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "MCP_MEMORY_RESIDENT")
+           if k in os.environ}
     params = StdioServerParameters(command=server["command"], args=server["args"], env={**env, **server.get("env", {})},
                                    cwd=str(elsewhere))
     hits: list[dict[str, object]] = []
@@ -444,6 +454,79 @@ def test_project_scope_files_hold_no_path_of_this_machine(tmp_path: Path) -> Non
     hook = json.loads(texts[1])["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
     assert hook == "mcp-memory hook prompt-submit --database-url postgresql://db.internal/memory --project garden"
     assert "PATH" in out.stdout                                        # the choice is explained
+
+
+def test_the_installed_hook_command_runs_without_site(tmp_path: Path) -> None:
+    """The command Claude Code runs through its shell: no `site` imported (no site-packages scan),
+    mcp_memory from the folder install resolved, a trivial prompt answered with nothing."""
+    home = tmp_path / "home"
+    home.mkdir()
+    assert cli("install", "claude-code", "--home", str(home)).returncode == 0
+    hooks = json.loads((home / ".claude" / "settings.json").read_text())["hooks"]
+    command = hooks["UserPromptSubmit"][0]["hooks"][0]["command"]
+    run = subprocess.run(["sh", "-c", command], input='{"prompt": "yes"}', capture_output=True, text=True,
+                         timeout=60, cwd=tmp_path, env={**os.environ, "PYTHONVERBOSE": "1"})
+    assert run.returncode == 0 and run.stdout == ""
+    assert "import 'mcp_memory.hookline'" in run.stderr and "import 'site'" not in run.stderr
+    # Run by the console script, the same prompt imports `site`: what the lean entry saves.
+    old = subprocess.run(["sh", "-c", f"{shlex.quote(CLI)} hook prompt-submit"], input='{"prompt": "yes"}',
+                         capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONVERBOSE": "1"})
+    assert old.returncode == 0 and "import 'site'" in old.stderr
+
+
+def test_a_lean_entry_whose_package_moved_still_runs(tmp_path: Path) -> None:
+    """The folder install resolved is gone (another venv, editable to regular): `site` runs after
+    all and the package is found where it is now; no failed hook, never exit code 2 (which Claude Code
+    reads as blocking the prompt)."""
+    code = install.LEAN.format(root=json.dumps(str(tmp_path / "gone")))
+    run = subprocess.run([sys.executable, "-S", "-P", "-c", code, "--version"], capture_output=True, text=True,
+                         timeout=60, cwd=tmp_path)
+    assert run.returncode == 0 and run.stdout.startswith("mcp-memory "), run.stderr
+    trivial = subprocess.run([sys.executable, "-S", "-P", "-c", code, "hook", "prompt-submit"],
+                             input='{"prompt": "ok"}', capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert trivial.returncode == 0 and trivial.stdout == "" and trivial.stderr == ""
+
+
+def test_a_project_folder_cannot_shadow_the_lean_entrys_modules(tmp_path: Path) -> None:
+    """-P: a hook runs in the user's project; a json.py (or mcp_memory/) there is not imported."""
+    (tmp_path / "json.py").write_text("raise SystemExit('the project json.py was imported')\n")
+    (tmp_path / "mcp_memory").mkdir()
+    (tmp_path / "mcp_memory" / "__init__.py").write_text("raise SystemExit('the project mcp_memory was imported')\n")
+    entry = install.hook_entry(CLI)
+    run = subprocess.run([*entry, "hook", "prompt-submit"], input='{"prompt": "yes"}', capture_output=True,
+                         text=True, timeout=60, cwd=tmp_path)
+    assert run.returncode == 0 and run.stdout == run.stderr == ""
+
+
+OLD_HOOKS = {"hooks": {event: [{"hooks": [{"type": "command", "command": f"/usr/local/bin/mcp-memory hook {ours}",
+                                           "timeout": 10}]}] for event, ours, *_ in CLAUDE_HOOKS}}
+
+
+def test_doctor_and_uninstall_know_the_console_script_hooks_of_an_earlier_install(tmp_path: Path) -> None:
+    """Hooks an earlier version installed (the console script) and the lean ones are both ours: doctor
+    sees them installed, install does not add a second set, uninstall takes them out and nothing else."""
+    home, project = tmp_path / "home", tmp_path / "project"
+    (home / ".claude").mkdir(parents=True)
+    project.mkdir()
+    settings = {**OLD_HOOKS, "model": "opus"}
+    settings["hooks"]["Stop"].insert(0, {"hooks": [{"type": "command", "command": "notify-send done"}]})
+    (home / ".claude" / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")
+    (home / ".claude.json").write_text(json.dumps({"mcpServers": {"memory": {
+        "command": "/usr/local/bin/mcp-memory", "args": ["serve"]}}}, indent=2) + "\n")
+    check = harness_checks(home, project)
+    assert [(c.name, c.ok) for c in check] == [("claude-code", True)], check
+    lean = json.loads((home / ".claude" / "settings.json").read_text())
+    lean["hooks"] = {e: [{"hooks": [{"type": "command", "command": shlex.join(
+        [*install.hook_entry(CLI), "hook", ours])}]}] for e, ours, *_ in CLAUDE_HOOKS}
+    assert claude_ours(lean) == [f"hooks.{e}" for e, *_ in CLAUDE_HOOKS]
+    assert claude_ours(settings) == [f"hooks.{e}" for e, *_ in CLAUDE_HOOKS]
+    out = cli("install", "claude-code", "--home", str(home))
+    assert out.returncode == 0 and "already installed" in out.stdout   # no second set of hooks
+    out = cli("uninstall", "claude-code", "--home", str(home))
+    assert out.returncode == 0, out.stderr
+    after = json.loads((home / ".claude" / "settings.json").read_text())
+    assert after == {"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command",
+                                                                      "command": "notify-send done"}]}]}}
 
 
 @pytest.mark.parametrize("flags", [["--data-dir", "/home/me/.local/share/mcp-memory"],

@@ -34,10 +34,14 @@ CLAUDE_HOOKS = [("SessionStart", "session-start", 10, "startup|resume|clear|comp
                 ("SessionEnd", "session-end", 60, None, False)]
 
 Edit = Callable[[dict[str, Any]], None]
+# What every lean hook command (install.hook_entry: the interpreter with -S, this code) holds.
+LEAN_MARK = "from mcp_memory.hookline import main"
 
 
 def _ours_command(command: Any) -> bool:
-    return isinstance(command, str) and "mcp-memory" in command and " hook " in command
+    """A hook command of ours: the console script's (`…/mcp-memory hook <event> …`), or the lean
+    one install writes now (`python -S -P -c '…from mcp_memory.hookline import main…' hook <event> …`)."""
+    return isinstance(command, str) and ("mcp-memory" in command or LEAN_MARK in command) and " hook " in command
 
 
 def ours_server(server: Any) -> bool:
@@ -88,7 +92,9 @@ def add_claude_server(exe: str, flags: list[str], path: Path) -> Edit:
     return edit
 
 
-def add_claude_hooks(exe: str, flags: list[str], path: Path) -> Edit:
+def add_claude_hooks(entry: list[str], flags: list[str], path: Path) -> Edit:
+    """Our hook for each event: `entry` (the command that runs mcp-memory: install.hook_entry) and
+    `hook <event>` with the flags, one shell command (Claude Code runs it through a shell)."""
     def edit(data: dict[str, Any]) -> None:
         hooks = object_at(data, "hooks", str(path))
         for event, ours, timeout, matcher, background in CLAUDE_HOOKS:
@@ -98,7 +104,7 @@ def add_claude_hooks(exe: str, flags: list[str], path: Path) -> Edit:
             if _has_our_hook(groups):
                 continue
             group: dict[str, Any] = {"matcher": matcher} if matcher else {}
-            command: dict[str, Any] = {"type": "command", "command": shlex.join([exe, "hook", ours, *flags]),
+            command: dict[str, Any] = {"type": "command", "command": shlex.join([*entry, "hook", ours, *flags]),
                                        "timeout": timeout}
             if background:
                 command["async"] = True
@@ -195,9 +201,11 @@ def openclaw_server(exe: str, flags: list[str]) -> dict[str, Any]:
     return {"command": exe, "args": ["serve", *flags]}
 
 
-def add_openclaw(exe: str, flags: list[str], path: Path, agents: dict[str, Any] | None = None) -> Edit:
+def add_openclaw(exe: str, flags: list[str], path: Path, agents: dict[str, Any] | None = None,
+                 entry: list[str] | None = None) -> Edit:
     """The `memory` server entry, the plugin and its entry; with several agents, `agents` maps each
-    agent id to the server entry and flags of its own (openclaw_agents.py) for the hooks."""
+    agent id to the server entry and flags of its own (openclaw_agents.py) for the hooks. `entry`:
+    the command the plugin runs hooks with (install.hook_entry), when it is not `exe`."""
     def edit(data: dict[str, Any]) -> None:
         servers = object_at(object_at(data, "mcp", str(path)), "servers", f"{path}: mcp")
         existing = servers.get(SERVER)
@@ -229,7 +237,8 @@ def add_openclaw(exe: str, flags: list[str], path: Path, agents: dict[str, Any] 
             # from before_prompt_build needs prompt injection allowed.
             "hooks": {"allowConversationAccess": True, "allowPromptInjection": True},
             # The same command and flags as the server entry: hooks and tools share one namespace.
-            "config": {"command": exe, "args": flags, "server": SERVER, **({"agents": agents} if agents else {})}})
+            "config": {"command": exe, "args": flags, "server": SERVER, **({"agents": agents} if agents else {}),
+                       **({"hookCommand": entry} if entry and entry != [exe] else {})}})
     return edit
 
 

@@ -12,6 +12,7 @@ What goes into each file, and how to find it again, is in harness_entries.py."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -21,6 +22,7 @@ from typing import Any
 from ..auth import git_project
 from . import openclaw_agents, openclaw_plugin
 from .harness_entries import (
+    LEAN_MARK,
     add_claude_hooks,
     add_claude_server,
     add_openclaw,
@@ -63,6 +65,28 @@ def executable() -> str:
     return shutil.which("mcp-memory") or "mcp-memory"
 
 
+# A hook is a new process per prompt, and most of a warm hook is the interpreter starting: `-S` skips
+# `site` (the scan of site-packages and its .pth files, the editable install's finder), -P keeps the
+# working directory off sys.path (a project's own json.py is not imported). The package's folder,
+# resolved at install, goes on sys.path directly; when it is gone (the package moved: another venv,
+# editable to regular) `site` runs after all and finds wherever it is now: slower, never broken.
+# Everything past the thin path calls site.main() itself (hookline.full).
+LEAN = ('import sys, os; p = {root}; sys.path.insert(0, p) if os.path.isdir(p + "/mcp_memory") '
+        'else __import__("site").main(); ' + LEAN_MARK + '; sys.exit(main())')
+
+
+def hook_entry(exe: str) -> list[str]:
+    """The command a hook runs, before `hook <event> …`: this interpreter, lean (LEAN), where it
+    can be (a POSIX system, an install of this machine's own), else `exe`. --scope project files,
+    which name no path of this machine, keep `mcp-memory`."""
+    import mcp_memory
+
+    if exe == "mcp-memory" or os.name != "posix" or not sys.executable:
+        return [exe]
+    root = Path(mcp_memory.__file__).resolve().parent.parent
+    return [sys.executable, "-S", "-P", "-c", LEAN.format(root=json.dumps(str(root)))]
+
+
 # --- commands ------------------------------------------------------------------------------------
 
 def _targets(harness: str, scope: str, home: Path, project: Path) -> list[Path]:
@@ -101,7 +125,7 @@ def install(harness: str, *, scope: str = "user", project_dir: Path, home: Path 
                 return 0
         if harness == "claude-code":
             changes = [plan(targets[0], add_claude_server(exe, flags, targets[0])),
-                       plan(targets[1], add_claude_hooks(exe, flags, targets[1]))]
+                       plan(targets[1], add_claude_hooks(hook_entry(exe), flags, targets[1]))]
         else:
             data = load(targets[0], "json5")[0]
             agents, slots = openclaw_agents.listed(data), openclaw_agents.slots(targets[0], data, flags)
@@ -144,7 +168,7 @@ def install(harness: str, *, scope: str = "user", project_dir: Path, home: Path 
 
 
 def _openclaw_edit(exe: str, flags: list[str], path: Path, slots: list[openclaw_agents.Slot]) -> Any:
-    shared = add_openclaw(exe, flags, path, openclaw_agents.plugin_agents(slots))
+    shared = add_openclaw(exe, flags, path, openclaw_agents.plugin_agents(slots), hook_entry(exe))
     own = openclaw_agents.add(slots, exe, path)
 
     def edit(data: dict[str, Any]) -> None:

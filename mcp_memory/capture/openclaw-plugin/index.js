@@ -41,7 +41,10 @@ function run(config, slot, env, event, payload, timeoutMs) {
     const finish = (value) => { if (!done) { done = true; clearTimeout(timer); resolve(value); } };
     let child;
     try {
-      child = spawn(config.command || "mcp-memory", ["hook", event, "--harness", "openclaw", ...(slot.args || [])],
+      // hookCommand: the lean command install writes (the interpreter without `site`), else the executable.
+      const entry = Array.isArray(config.hookCommand) && config.hookCommand.length ? config.hookCommand
+        : [config.command || "mcp-memory"];
+      child = spawn(entry[0], [...entry.slice(1), "hook", event, "--harness", "openclaw", ...(slot.args || [])],
                     { stdio: ["pipe", "pipe", "inherit"], env });
     } catch (error) {
       return finish("");
