@@ -13,17 +13,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import anyio.abc
-
-from . import retention
-from .backlog import Backlog
 from .config import Settings
 from .db import Database, open_database
-from .decisions import runtime
-from .decisions.jobs import DecisionWorker
-from .decisions.protocol import DecisionProvider
 from .service import MemoryService
+
+if TYPE_CHECKING:
+    import anyio.abc
+
+    from .decisions.jobs import DecisionWorker
+    from .decisions.protocol import DecisionProvider
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,11 @@ class House:
         """What a server runs beside its calls: retention, the planner's statistics, the
         embedder's recovery, the graph's backlog, the decisions worker, and the model's warm-up
         (loaded now, not on the first search)."""
+        # Imported here: a command or a hook process, which never starts them, does not load them.
+        from . import retention
+        from .backlog import Backlog
+        from .decisions import runtime
+
         service = self.service
         tg.start_soon(retention.run_forever, self.db.admin, self.settings)
         if service.statistics is not None:
@@ -59,7 +64,11 @@ async def compose(db: Database, settings: Settings, *, check_model: bool = True,
     before it returns; otherwise (a command, a hook, a test of the service) writes only queue
     their decision jobs. `sampling`: the server's provider that asks connected clients.
     `check_model`: refuse an embedding model the database was not built with."""
-    builder = runtime.workers_for(db.admin, settings, sampling) if workers else None
+    builder = None
+    if workers:
+        from .decisions import runtime  # only a server decides: a command or a hook does not load the workers
+
+        builder = runtime.workers_for(db.admin, settings, sampling)
     service = await MemoryService.open(db, settings, check_model=check_model, decider=builder)
     return House(db, settings, service, builder.worker if builder is not None else None)
 

@@ -215,7 +215,7 @@ def test_transports_reach_the_repository_only_through_the_service() -> None:
 # into another afterwards by setting an attribute on it.
 # Transports that still open a service themselves (MemoryService.open, the same service
 # composition.py builds without a worker), in modules another change owns.
-BUILDS_WAITING = {"mcp_memory.capture.cli", "mcp_memory.capture.worker", "mcp_memory.capture.hooks"}
+BUILDS_WAITING = {"mcp_memory.capture.hooks"}
 # Names of the parts composition.py builds: an assignment to an attribute of an object of one of
 # these names, other than `self`, wires it after construction.
 PARTS = {"service", "repo", "repository", "worker", "workers", "decider", "provider", "vectors", "statistics",

@@ -47,8 +47,8 @@ async def cmd_capture(args: argparse.Namespace, settings: Settings) -> int:
     if not args.paths:
         print("error: give the transcripts to capture (or --status)", file=sys.stderr)
         return 2
+    from ..composition import compose
     from ..db import open_database
-    from ..service import MemoryService
     from .capture import Capturer, failure_reason
 
     reports = []
@@ -70,7 +70,7 @@ async def cmd_capture(args: argparse.Namespace, settings: Settings) -> int:
         return 1
     failed = 0
     try:
-        service = await MemoryService.open(db, settings)
+        service = (await compose(db, settings)).service
         for path, transcript, folder in loaded:
             p = local_principal(settings, client_name=args.harness, cwd=folder)
             try:

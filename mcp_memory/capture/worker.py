@@ -94,9 +94,9 @@ async def capture_own(service: MemoryService, job: Job, p: Principal) -> None:
 
 
 async def work(job: Job) -> None:
+    from ..composition import compose
     from ..db import open_database
     from ..hooksocket import CAPTURE_EVENTS
-    from ..service import MemoryService
     from . import catchup
     from .capture import capture_disabled
     from .hooks import principal_for
@@ -109,7 +109,7 @@ async def work(job: Job) -> None:
     job.phase = "opening the database"
     db = await open_database(job.settings)
     try:
-        service = await MemoryService.open(db, job.settings)
+        service = (await compose(db, job.settings)).service
         if job.event in CAPTURE_EVENTS:
             job.phase = "capturing"
             await capture_own(service, job, p)
