@@ -1,9 +1,10 @@
 """The composition root: one place builds what a process runs on — the repository (with the
 decision jobs its settings ask for), the embedder, the service, and the decisions worker the
-service tells about each write — each complete at construction, nothing wired onto it afterwards.
-The server (server/state.py), the command line (cli_common.py), the console (through the
-server's state) and the tests build through here; `House.start` runs what a server keeps running
-beside its calls.
+service tells about each write — each complete at construction, nothing wired onto it afterwards
+(MemoryService.open makes the service's own parts; this adds the worker and the background work).
+The server (server/state.py; the console through it), the command line (cli_common.py), the
+capture command and worker, and the tests build through here; `House.start` runs what a server
+keeps running beside its calls.
 
 It sits above the service and the decisions and below every transport: the server, the console,
 capture and the command line import it; nothing it imports imports them."""
