@@ -23,7 +23,7 @@ import anyio
 import pytest
 
 from mcp_memory import hookline, hookprotocol, hooksocket
-from mcp_memory.capture.channel import Channel, differing_settings
+from mcp_memory.capture.channel import Channel, Unresolvable, differing_settings
 from mcp_memory.config import Settings, default_data_dir
 from mcp_memory.db import open_database
 from mcp_memory.models import MemoryFilter, Principal
@@ -312,7 +312,9 @@ async def test_the_server_checks_the_peers_uid(module_service: MemoryService, st
     only its own user."""
     open_dir = runtime_dir()
     path = str(open_dir / "s.sock")
-    own_env = {k: v for k, v in os.environ.items() if k.startswith("MCP_MEMORY_")}
+    # The server's settings are compared by value: the hook's budget is the server's 60 s.
+    own_env = {**{k: v for k, v in os.environ.items() if k.startswith("MCP_MEMORY_")},
+               "MCP_MEMORY_SESSION_START_TIMEOUT_S": "60"}
     header = json.dumps({"v": 1, "event": "session-start", "harness": "claude-code", "user": "alice",
                          "env": own_env, "database_url": store.url, "cwd": "/tmp"})
     code = ("import socket, sys\ns = socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\n"
@@ -498,11 +500,26 @@ async def test_a_request_for_another_store_is_left_to_the_full_path(module_servi
 
 
 def test_only_settings_that_change_an_answer_are_compared() -> None:
-    own = {"MCP_MEMORY_USER": "alice", "MCP_MEMORY_LOG_LEVEL": "DEBUG", "MCP_MEMORY_RECALL_LIMIT": "5"}
-    assert differing_settings({"MCP_MEMORY_USER": "bob", "MCP_MEMORY_RECALL_LIMIT": "5"}, own) == []
+    own = Settings(user="alice", log_level="DEBUG", recall_limit=3)
+    assert differing_settings({"MCP_MEMORY_USER": "bob", "MCP_MEMORY_RECALL_LIMIT": "3"}, own) == []
     assert differing_settings({}, own) == ["MCP_MEMORY_RECALL_LIMIT"]
-    assert differing_settings({"MCP_MEMORY_CAPTURE": "false", "MCP_MEMORY_RECALL_LIMIT": "5"}, own) == [
+    assert differing_settings({"MCP_MEMORY_CAPTURE": "false", "MCP_MEMORY_RECALL_LIMIT": "3"}, own) == [
         "MCP_MEMORY_CAPTURE"]
+
+
+def test_settings_are_compared_resolved_not_as_written() -> None:
+    """The client's environment is resolved as its own process would resolve it: the same value
+    written another way, a default spelled out, or a variable no setting reads is no difference;
+    a value its own process would refuse is not answered here (the full path reports it)."""
+    own = Settings(recall_limit=3, capture_exclude_projects=["scratch"])
+    assert differing_settings({"MCP_MEMORY_RECALL_LIMIT": "03", "MCP_MEMORY_CAPTURE": "1",
+                               "MCP_MEMORY_SNIPPET_CHARS": str(Settings.model_fields["snippet_chars"].default),
+                               "MCP_MEMORY_CAPTURE_EXCLUDE_PROJECTS": '["scratch"]',
+                               "MCP_MEMORY_NOT_A_SETTING": "x"}, own) == []
+    assert differing_settings({"MCP_MEMORY_RECALL_LIMIT": "3", "MCP_MEMORY_CAPTURE_EXCLUDE_PROJECTS": '["other"]'},
+                              own) == ["MCP_MEMORY_CAPTURE_EXCLUDE_PROJECTS"]
+    with pytest.raises(Unresolvable, match="validation error"):
+        differing_settings({"MCP_MEMORY_RECALL_LIMIT": "many"}, own)
 
 
 async def test_what_session_start_gave_is_not_recalled_again_through_the_server(

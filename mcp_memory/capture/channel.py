@@ -8,20 +8,24 @@ again every second, so one takes over when it exits.
 
 A hook is answered exactly as the full path would answer it (same principal, same functions of
 capture/hooks.py and capture/recall.py), or not at all: input the server is not sure to read the
-same way (invalid JSON, settings in the hook's environment that differ from the server's) is sent
-back to the full path (`fallback`), which then reports it as it always did.
+same way (invalid JSON, settings that differ from the server's) is sent back to the full path
+(`fallback`), which then reports it as it always did. The hook sends its MCP_MEMORY_* environment
+as it is (hookline imports nothing to read it); the server resolves it with the same Settings the
+hook's own process would, and compares the resolved values with its own.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import json
 import logging
 import os
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -29,10 +33,11 @@ import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource
 
 from .. import hooksocket
 from ..config import Settings
-from ..hookprotocol import BUDGETS, CAPTURE_EVENTS, EVENTS, env_name
+from ..hookprotocol import BUDGETS, CAPTURE_EVENTS, ENV_PREFIX, EVENTS, env_name
 from ..models import Principal
 from ..service import MemoryService
 from . import catchup, redact, status, worker
@@ -88,11 +93,48 @@ class Fallback(Exception):
     """The full path must answer this hook."""
 
 
-def differing_settings(env: dict[str, str], own: dict[str, str] | None = None) -> list[str]:
-    """MCP_MEMORY_* variables set differently in the hook's environment and the server's."""
-    own = {k: v for k, v in (os.environ if own is None else own).items() if k.startswith("MCP_MEMORY_")}
-    names = (set(env) | set(own)) - NOT_COMPARED
-    return sorted(n for n in names if env.get(n) != own.get(n))
+_GIVEN: ContextVar[tuple[tuple[str, str], ...]] = ContextVar("mcp_memory_given_env", default=())
+
+
+class _Resolved(Settings):
+    """Settings read from a given environment (_GIVEN) instead of this process's: what a hook or a
+    window with that environment would run with, resolved by the same code as its own would be."""
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource
+                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
+        given = EnvSettingsSource(settings_cls)
+        given.env_vars = {k.lower(): v for k, v in _GIVEN.get()}   # as it reads os.environ
+        return (init_settings, given)
+
+
+class Unresolvable(ValueError):
+    """The environment holds a setting its own process would refuse."""
+
+
+@functools.lru_cache(maxsize=64)
+def _resolve(env: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    token = _GIVEN.set(env)
+    try:
+        return dict(_Resolved())
+    except ValidationError as exc:
+        raise Unresolvable(str(exc).splitlines()[0]) from None
+    finally:
+        _GIVEN.reset(token)
+
+
+def differing_settings(env: dict[str, str], own: Settings) -> list[str]:
+    """The settings (by variable) whose values differ between what a process with the client's
+    MCP_MEMORY_* environment would resolve and this server's own: a value written another way
+    ("1" for "true", the default spelled out) or a variable no setting reads is no difference.
+    Unresolvable when the client's environment holds a value its own process would refuse."""
+    given = tuple(sorted((k, v) for k, v in env.items() if k.startswith(ENV_PREFIX)))
+    theirs = _resolve(given)
+    fields = set(Settings.model_fields) - {name[len(ENV_PREFIX):].lower() for name in NOT_COMPARED}
+    return sorted(env_name(f) for f in fields if theirs[f] != getattr(own, f))
 
 
 def hook_input(raw: bytes, req: Request) -> tuple[HookInput, dict[str, Any]]:
@@ -132,7 +174,10 @@ class Channel:
 
     async def respond(self, req: Request, raw: bytes) -> dict[str, Any]:
         """The reply hookline prints: stdout / stderr text, or `fallback` with the reason."""
-        differ = differing_settings(req.env)
+        try:
+            differ = differing_settings(req.env, self.settings)
+        except Unresolvable as exc:   # the full path reports the setting as it always did
+            raise Fallback(f"the hook's settings: {exc}") from None
         if differ:
             raise Fallback(f"settings differ from the server's: {', '.join(differ)}")
         if (req.database_url or None) != (self.settings.database_url or None):

@@ -36,7 +36,7 @@ from pydantic import ValidationError
 
 from .. import __version__, resident_client
 from ..auth import parse_permissions
-from ..capture.channel import _unlinker, differing_settings, private_dir, serving, take_lock
+from ..capture.channel import Unresolvable, _unlinker, differing_settings, private_dir, serving, take_lock
 from ..config import Settings
 from ..hooksocket import peer_uid
 from .app import build_server
@@ -87,7 +87,11 @@ class Resident:
     def admit(self, hello: dict[str, Any]) -> Window:
         """The window this hello describes, or Refused naming why."""
         env = hello.get("env") if isinstance(hello.get("env"), dict) else {}
-        differ = [n for n in differing_settings({str(k): str(v) for k, v in env.items()}) if n not in OWN]
+        try:   # the window's environment resolved as its own server would, compared by value
+            differ = [n for n in differing_settings({str(k): str(v) for k, v in env.items()}, self.settings)
+                      if n not in OWN]
+        except Unresolvable as exc:   # its own in-process server then reports the setting as always
+            raise Refused(f"the window's settings: {exc}") from None
         if differ:
             raise Refused(f"settings differ from the resident server's: {', '.join(differ)} "
                           "(set them alike, or stop it: `mcp-memory resident stop`)")
