@@ -52,7 +52,8 @@ async def ours_after_import(peer_db: Path, conv: Any, args: argparse.Namespace) 
             scores.append({**score([str(h.id) for h in hits], evidence), "category": q["category"]})
             if len(scores) == args.limit_questions:
                 break
-    return {"imported": report.created, "import_s": round(import_s, 2), "scores": scores}
+    return {"imported": report.created, "import_s": round(import_s, 2), "embedding": report.embedding,
+            "scores": scores}
 
 
 async def _all(service: Any, p: Any) -> list[Any]:
@@ -75,7 +76,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         peer_q, ours_q = mean_metrics(theirs["scores"]), mean_metrics(ours["scores"])
         results.append({"conversation": conv.sample_id, "turns": theirs["turns"], "peer": peer_q, "ours": ours_q,
                         "questions": [len(theirs["scores"]), len(ours["scores"])], "imported": ours["imported"],
-                        "import_s": ours["import_s"]})
+                        "import_s": ours["import_s"], "embedding": ours["embedding"]})
         for side, q, n in (("peer (its own search)", peer_q, len(theirs["scores"])),
                            ("ours (after import)", ours_q, len(ours["scores"]))):
             rows.append([f"{conv.sample_id} {side}", n, q["R@10"], q["nDCG@10"]])

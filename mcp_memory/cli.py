@@ -239,6 +239,8 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     else:
         print(f"imported {report.created} new memories from {report.files} file(s); "
               f"{report.unchanged} were already there")
+        for line in report.embedding:  # a peer's vectors taken, or why not
+            print(f"  {line}")
     for where, count in sorted(report.planned.items()):
         print(f"  {count:6d}  {where}")
     if args.dry_run and report.first:

@@ -17,7 +17,7 @@ from tqdm import tqdm
 from . import limits
 from .encoding import to_json
 from .errors import InvalidInput
-from .importing import Draft, Format, basic_memory, claude_md, doobidoo, doobidoo_json, mem0
+from .importing import Draft, Format, basic_memory, claude_md, doobidoo, doobidoo_json, mem0, peer_vectors
 from .importing.markdown import parse_markdown
 from .models import Principal, ScopeLevel, WriteItem
 from .repository.maintenance import EXPORT_COLUMNS, MaintenanceRepository
@@ -34,6 +34,9 @@ class ImportReport(BaseModel):
     dry_run: bool = False
     planned: dict[str, int] = {}  # "kind in namespace" -> how many new memories (written, or would be)
     first: list[str] = []  # the first few new ones, for a dry run to show
+    # A peer's file with vectors: whether they were taken (checked to be our model's) or every
+    # memory embedded again, and why; one line per such file (importing/peer_vectors.py).
+    embedding: list[str] = []
 
 
 # --- parsing ---------------------------------------------------------------------------------------
@@ -258,6 +261,17 @@ def _checked(service: MemoryService, p: Principal, path: Path, drafts: list[Draf
     return out
 
 
+async def _write_chunk(service: MemoryService, p: Principal, chunk: list[Checked], source: str) -> list[str]:
+    if any(d.pinned or d.priority for d, *_ in chunk):  # what a batch write does not take
+        return [(await service.write(
+            p, d.content, title=d.title, kind=d.kind, tags=d.tags, metadata=d.metadata, pinned=d.pinned,
+            priority=d.priority, scope=level, occurred_at=d.occurred_at, source=source, about=d.about)).status
+            for d, level, *_ in chunk]
+    items = [WriteItem(content=d.content, title=d.title, kind=d.kind, tags=d.tags, metadata=d.metadata,
+                       scope=level, occurred_at=d.occurred_at, about=d.about) for d, level, *_ in chunk]
+    return [m.status for m in (await service.write_many(p, items, source=source)).memories]
+
+
 def _plan(report: ImportReport, kind: str, where: str, content: str) -> None:
     key = f"{kind} in {where}"
     report.planned[key] = report.planned.get(key, 0) + 1
@@ -266,21 +280,17 @@ def _plan(report: ImportReport, kind: str, where: str, content: str) -> None:
 
 
 async def _write_drafts(service: MemoryService, p: Principal, path: Path, checked: list[Checked],
-                        report: ImportReport, progress: bool) -> None:
+                        report: ImportReport, progress: bool, taken: dict[str, list[float]]) -> None:
+    """Write in batches; `taken`: vectors of a peer's (checked to be our model's) by text, lent to
+    the embedding cache for the batch that needs them."""
     source = f"import:{path.name}"
     bar = tqdm(total=len(checked), desc=path.name, unit="memory", file=sys.stderr, disable=not progress)
     batch = service.settings.max_batch
     for start in range(0, len(checked), batch):
         chunk = checked[start:start + batch]
-        if any(d.pinned or d.priority for d, *_ in chunk):  # what a batch write does not take
-            statuses = [(await service.write(
-                p, d.content, title=d.title, kind=d.kind, tags=d.tags, metadata=d.metadata, pinned=d.pinned,
-                priority=d.priority, scope=level, occurred_at=d.occurred_at, source=source, about=d.about)).status
-                for d, level, *_ in chunk]
-        else:
-            items = [WriteItem(content=d.content, title=d.title, kind=d.kind, tags=d.tags, metadata=d.metadata,
-                               scope=level, occurred_at=d.occurred_at, about=d.about) for d, level, *_ in chunk]
-            statuses = [m.status for m in (await service.write_many(p, items, source=source)).memories]
+        texts = [service.check.content(d.content) for d, *_ in chunk] if taken else []
+        async with peer_vectors.lent(service.vectors, taken, texts):
+            statuses = await _write_chunk(service, p, chunk, source)
         for (d, _, agent_id, project_id, _), status in zip(chunk, statuses, strict=True):
             if status == "created":
                 report.created += 1
@@ -289,6 +299,25 @@ async def _write_drafts(service: MemoryService, p: Principal, path: Path, checke
                 report.unchanged += 1
         bar.update(len(chunk))
     bar.close()
+
+
+def stored_vectors(path: Path, kind: Format) -> peer_vectors.StoredVectors:
+    if kind == "doobidoo":
+        return doobidoo.stored_vectors(path)
+    return doobidoo_json.stored_vectors(json.loads(path.read_text(encoding="utf-8")))
+
+
+async def _peer_vectors(service: MemoryService, path: Path, kind: Format,
+                        todo: list[Checked]) -> peer_vectors.Verdict | None:
+    """The peer's stored vectors for what is to be written, if they are our model's (checked on a
+    sample): the write path then embeds only what has none."""
+    if not todo or service.vectors is None or service.vectors.embedder is None:
+        return None
+    stored = stored_vectors(path, kind)
+    # The write path embeds the text as checked (stripped); the peer embedded it as stored.
+    items = [(text, d.metadata.get("original_id") if text == d.content else None)
+             for d, *_ in todo for text in (service.check.content(d.content),)]
+    return await peer_vectors.take_verified(service.vectors, stored, items, path.name)
 
 
 async def import_paths(service: MemoryService, maintenance: MaintenanceRepository, p: Principal,
@@ -307,10 +336,10 @@ async def import_paths(service: MemoryService, maintenance: MaintenanceRepositor
             report.files += basic_memory.note_count(got) - 1  # type: ignore[arg-type]
         fp, fscope = claude_md.placement(path, p, scope, project_given) if kind == "claude-md" else (p, scope)
         if got and isinstance(got[0], Draft):
-            read.append((path, fp, _checked(service, fp, path, got, fscope)))  # type: ignore[arg-type]
+            read.append((path, kind, fp, _checked(service, fp, path, got, fscope)))  # type: ignore[arg-type]
         else:
-            read.append((path, fp, got))
-    for path, fp, items in read:
+            read.append((path, kind, fp, got))
+    for path, kind, fp, items in read:
         if items and isinstance(items[0], dict):  # an export: verbatim, under the importing user
             records: list[dict[str, Any]] = items  # type: ignore[assignment]
             if dry_run:
@@ -349,8 +378,11 @@ async def import_paths(service: MemoryService, maintenance: MaintenanceRepositor
         # What is there already is not embedded again: a second import of 10,000 takes a second, not 24.
         there = await maintenance.already_there(p.user_id, [(None, a, pr, h) for _, _, a, pr, h in checked])
         report.unchanged += sum(there)
-        await _write_drafts(service, fp, path, [c for c, old in zip(checked, there, strict=True) if not old], report,
-                            progress)
+        todo = [c for c, old in zip(checked, there, strict=True) if not old]
+        verdict = await _peer_vectors(service, path, kind, todo) if kind in ("doobidoo", "doobidoo-json") else None
+        if verdict is not None:
+            report.embedding.append(verdict.note)
+        await _write_drafts(service, fp, path, todo, report, progress, verdict.taken if verdict else {})
     if report.created and not dry_run:
         await maintenance.analyze()  # searches right after a big import plan with real statistics
     return report

@@ -159,6 +159,8 @@ def test_import_of_mcp_memory_service_database_dry_run_then_write(cli_env: dict[
     written = run("import", str(db), "--from", "doobidoo", env=cli_env)
     assert written.returncode == 0, written.stderr
     assert "imported 6 new memories from 1 file(s); 0 were already there" in written.stdout
+    assert ("  sqlite_vec.db: embedded all 6 memories again with all-MiniLM-L6-v2-int8: so few that checking the "
+            "peer's vectors would embed every one\n") in written.stdout
     assert "sqlite_vec.db" in written.stderr  # the progress bar goes to stderr
     assert "imported 0 new memories" in run("import", str(db), "--quiet", env=cli_env).stdout
     notes = tmp_path / "MEMORY.md"

@@ -4,13 +4,19 @@
 from __future__ import annotations
 
 import gzip
+import json
+import re
 import sqlite3
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
-from mcp_memory.db import Database
+from mcp_memory.config import Settings
+from mcp_memory.db import Database, open_database
 from mcp_memory.errors import InvalidInput
 from mcp_memory.importers import detect_format, import_paths
 from mcp_memory.importing import doobidoo
@@ -133,3 +139,166 @@ async def test_a_row_it_cannot_read_refuses_the_whole_import(service: MemoryServ
     with pytest.raises(InvalidInput, match=rf"memories row id {row_id} .*{why}.*nothing was imported"):
         await import_paths(service, maintenance, alice, [good, peer_db], progress=False)
     assert (await service.list(alice, limit=100)).memories == []
+
+
+# --- the peer's vectors: taken when they are our model's, never otherwise --------------------------
+
+MANY = Path(__file__).parent / "fixtures" / "doobidoo" / "many.db.gz"  # 118 memories, make_many.py
+QUESTIONS = ["who owns the billing service", "which build is slow on CI", "what does Hana like for lunch",
+             "database migration decision", "who covers during the holiday", "file handle leak",
+             "Friday deploys", "tea", "outdated runbook after the incident", "who mentors whom in Rust"]
+
+
+@pytest.fixture
+def many_db(tmp_path: Path) -> Path:
+    path = tmp_path / "many.db"
+    path.write_bytes(gzip.decompress(MANY.read_bytes()))
+    return path
+
+
+def _rewrite_vectors(path: Path, change: Callable[[np.ndarray], np.ndarray]) -> None:
+    """The peer's vectors changed in place, in sqlite-vec's own chunk table (no extension needed)."""
+    with sqlite3.connect(path) as conn:
+        for chunk_id, blob in conn.execute("SELECT rowid, vectors FROM memory_embeddings_vector_chunks00").fetchall():
+            matrix = np.frombuffer(blob, dtype="<f4").reshape(-1, 384)
+            conn.execute("UPDATE memory_embeddings_vector_chunks00 SET vectors = ? WHERE rowid = ?",
+                         (change(matrix).astype("<f4").tobytes(), chunk_id))
+
+
+async def _stored(database: Database, user: str = "alice") -> dict[str, np.ndarray]:
+    rows = await database.admin.fetch("SELECT content, embedding, embedding_model FROM memories WHERE user_id = $1",
+                                      user)
+    assert {r["embedding_model"] for r in rows} == {"all-MiniLM-L6-v2-int8"}
+    return {r["content"]: np.asarray(r["embedding"].to_list(), dtype=np.float64) for r in rows}
+
+
+def _cosines(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> np.ndarray:
+    assert set(a) == set(b)
+    return np.array([float(a[t] @ b[t]) / float(np.linalg.norm(a[t]) * np.linalg.norm(b[t])) for t in a])
+
+
+async def _search_all(service: MemoryService, p: Principal) -> list[list[str]]:
+    return [[h.snippet for h in (await service.search(p, q, limit=10)).hits] for q in QUESTIONS]
+
+
+async def test_the_peers_vectors_are_taken_and_search_as_embedding_again_would(
+        service: MemoryService, database: Database, alice: Principal, many_db: Path, settings: Settings,
+        make_db: Callable[[], Any], tmp_path: Path) -> None:
+    maintenance = MaintenanceRepository(database.admin)
+    report = await import_paths(service, maintenance, alice, [many_db], progress=False)
+    assert report.created == 118
+    (line,) = report.embedding
+    found = re.match(r"many\.db: took the peer's vectors for (\d+) memories, after all-MiniLM-L6-v2-int8 "
+                     r"re-embedded (\d+) others .* every one matched", line)
+    assert found, line
+    taken = int(found.group(1))
+    assert taken >= 60 and taken + int(found.group(2)) == 118
+    # they were in the embedding cache (shared by every user) only while their batch was written
+    assert await database.admin.fetchval("SELECT count(*) FROM embedding_cache") == 118 - taken
+    reused = await _stored(database, "alice")
+    # written in one statement per batch, each row still stamped in the file's order (a decision
+    # weighs a memory against those written before it)
+    order = await database.admin.fetch("SELECT content, created_at FROM memories WHERE user_id = 'alice' "
+                                       "ORDER BY created_at")
+    assert [r["content"] for r in order] == [d.content for d in doobidoo.read(many_db)]
+    assert len({r["created_at"] for r in order}) == 118
+
+    # Those vectors are the file's: a trace of noise (cosine 0.999998 to the peer's own, far inside the
+    # check) tells them from our model's, which for most texts are the peer's to the bit.
+    traced = _copy(many_db, tmp_path / "traced.db")
+    _rewrite_vectors(traced, lambda m: m + np.random.default_rng(3).normal(0, 1e-4, m.shape))
+    bob = Principal(**{**alice.model_dump(), "user_id": "bob"})
+    traced_report = await import_paths(service, maintenance, bob, [traced], progress=False)
+    assert traced_report.embedding[0].startswith(f"traced.db: took the peer's vectors for {taken} memories")
+    file_vectors = _peer_vectors(traced)
+    stored_bob = await _stored(database, "bob")
+    assert sum(np.array_equal(stored_bob[t].astype(np.float32),
+                              (file_vectors[t] / np.linalg.norm(file_vectors[t])).astype(np.float32))
+               for t in stored_bob) == taken
+
+    # The same file, its vectors unusable (shifted a little): every memory embedded again by our model,
+    # in a database of its own (so no cache), and searches give what the taken vectors gave.
+    other = _copy(many_db, tmp_path / "other.db")
+    _rewrite_vectors(other, lambda m: m + 0.01)
+    fresh_db = await open_database(settings.model_copy(update={"database_url": await make_db()}))
+    try:
+        fresh = await MemoryService.open(fresh_db, settings)
+        again = await import_paths(fresh, MaintenanceRepository(fresh_db.admin), alice, [other], progress=False)
+        assert again.created == 118
+        assert again.embedding[0].startswith("other.db: embedded all 118 memories again with all-MiniLM-L6-v2-int8: "
+                                             "the peer's vectors are not all-MiniLM-L6-v2-int8's")
+        embedded = await _stored(fresh_db, "alice")
+        assert _cosines(reused, embedded).min() >= 0.9999
+        assert await _search_all(service, alice) == await _search_all(fresh, alice)
+    finally:
+        await fresh_db.close()
+
+
+def _copy(source: Path, target: Path) -> Path:
+    target.write_bytes(source.read_bytes())
+    return target
+
+
+def _peer_vectors(path: Path) -> dict[str, np.ndarray]:
+    stored = doobidoo.stored_vectors(path)
+    return {d.content: stored.by_key[d.metadata["original_id"]].astype(np.float64) for d in doobidoo.read(path)}
+
+
+@pytest.mark.parametrize(("change", "why"), [
+    # as close as another export of MiniLM would be (cosine ~0.99 to ours)
+    (lambda m: m + np.random.default_rng(1).normal(0, 0.0075, m.shape), "the peer's vectors are not"),
+    (lambda m: np.random.default_rng(2).normal(0, 1, m.shape), "the peer's vectors are not"),
+    (lambda m: m * 0, "the peer holds no vector for them"),
+])
+async def test_vectors_from_another_model_are_never_stored(service: MemoryService, database: Database,
+                                                           alice: Principal, many_db: Path, change: Any,
+                                                           why: str) -> None:
+    before = _peer_vectors(many_db)
+    _rewrite_vectors(many_db, change)
+    after = _peer_vectors(many_db)
+    report = await import_paths(service, MaintenanceRepository(database.admin), alice, [many_db], progress=False)
+    assert report.created == 118
+    assert report.embedding[0].startswith(f"many.db: embedded all 118 memories again with all-MiniLM-L6-v2-int8: "
+                                          f"{why}")
+    stored = await _stored(database)
+    # what is stored is our model's (the file's vectors before the change), not the changed ones
+    assert _cosines(stored, before).min() >= 0.9999
+    if np.any(np.linalg.norm(np.stack(list(after.values())), axis=1)):
+        assert _cosines(stored, after).max() < 0.999
+
+
+async def test_an_export_with_vectors_takes_them_only_of_our_dimension(service: MemoryService, database: Database,
+                                                                       alice: Principal, many_db: Path,
+                                                                       tmp_path: Path) -> None:
+    """The peer's JSON export carries vectors when written with include_embeddings."""
+    stored = doobidoo.stored_vectors(many_db)
+    conn = sqlite3.connect(many_db)
+    rows = conn.execute("SELECT content, content_hash, created_at FROM memories").fetchall()
+    conn.close()
+
+    def export(name: str, dimension: int) -> Path:
+        path = tmp_path / name
+        path.write_text(json.dumps({
+            "export_metadata": {"source_machine": "test", "include_embeddings": True},
+            "memories": [{"content": c, "content_hash": h, "tags": ["team"], "created_at": t, "memory_type": "note",
+                          "metadata": {}, "embedding": stored.by_key[h][:dimension].tolist()} for c, h, t in rows]}))
+        return path
+
+    report = await import_paths(service, MaintenanceRepository(database.admin), alice,
+                                [export("short.json", 256)], progress=False)
+    assert report.embedding == ["short.json: embedded all 118 memories again with all-MiniLM-L6-v2-int8: the peer's "
+                                "vectors have 256 dimensions, all-MiniLM-L6-v2-int8's 384"]
+    bob = Principal(**{**alice.model_dump(), "user_id": "bob"})
+    report = await import_paths(service, MaintenanceRepository(database.admin), bob,
+                                [export("whole.json", 384)], progress=False)
+    assert report.created == 118 and report.embedding[0].startswith("whole.json: took the peer's vectors for ")
+
+
+def test_the_peers_vector_layout_is_checked(many_db: Path) -> None:
+    """A slot sqlite-vec does not mark as holding that row's vector gives no vectors at all."""
+    assert len(doobidoo.stored_vectors(many_db).by_key) == 118
+    with sqlite3.connect(many_db) as conn:
+        conn.execute("UPDATE memory_embeddings_rowids SET chunk_offset = chunk_offset + 1 WHERE rowid = 5")
+    broken = doobidoo.stored_vectors(many_db)
+    assert broken.by_key == {} and broken.why_none == ("the vector of memories row id 5 is not where sqlite-vec 0.1 "
+                                                       "keeps it")

@@ -1,7 +1,6 @@
 """doobidoo's mcp-memory-service: its SQLite-vec database file (`sqlite_vec.db`).
 
-Read with plain sqlite3, read-only: the memories live in an ordinary table (the sqlite-vec
-extension is only needed for the vectors, which are embedded again here). As written by
+Read with plain sqlite3, read-only: the memories live in an ordinary table. As written by
 mcp-memory-service 12.4.0:
 
     memories(id INTEGER PRIMARY KEY, content_hash TEXT UNIQUE, content TEXT, tags TEXT  -- "a,b"
@@ -11,19 +10,36 @@ mcp-memory-service 12.4.0:
              superseded_by TEXT  -- a newer version's content_hash, embedding_pending INTEGER)
 
 Deleted rows (`deleted_at`) and superseded versions (`superseded_by`, which the peer's own search
-hides) stay out. The peer's type goes to our kind where one fits, and is kept in metadata."""
+hides) stay out. The peer's type goes to our kind where one fits, and is kept in metadata.
+
+Its vectors (`stored_vectors`) are read without the sqlite-vec extension (which many Pythons cannot
+load), from the tables behind its `memory_embeddings` vec0 table, as sqlite-vec 0.1 lays them out:
+
+    memory_embeddings            CREATE VIRTUAL TABLE ... USING vec0(content_embedding FLOAT[384] ...)
+    memory_embeddings_rowids     (rowid = memories.id, id, chunk_id, chunk_offset)
+    memory_embeddings_chunks     (chunk_id, size, validity BLOB -- a bit per slot, rowids BLOB -- int64 per slot)
+    memory_embeddings_vector_chunks00 (rowid = chunk_id, vectors BLOB -- size x dimension float32)
+
+Every slot read is cross-checked (its validity bit set, the chunk naming the same rowid), and a
+layout that does not fit gives no vectors at all. The peer records the vectors' dimension (in the
+table's declaration) but not which model made them: importers.py re-embeds a sample to find out
+(peer_vectors.py) before it takes any."""
 
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..errors import InvalidInput
 from ..models import Kind
 from . import Draft
+from .peer_vectors import StoredVectors
 
 SOURCE = "mcp-memory-service"
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -131,10 +147,77 @@ def read(path: Path) -> list[Draft]:
         conn = _connect(path)
         try:
             columns = {row["name"] for row in conn.execute("PRAGMA table_info(memories)")}
-            live = "deleted_at IS NULL" + (" AND superseded_by IS NULL" if "superseded_by" in columns else "")
-            rows = conn.execute(f"SELECT * FROM memories WHERE {live} ORDER BY created_at, id").fetchall()
+            rows = conn.execute(f"SELECT * FROM memories WHERE {_live(columns)} ORDER BY created_at, id").fetchall()
         finally:
             conn.close()
     except sqlite3.Error as exc:
         raise InvalidInput(f"{path}: cannot read the mcp-memory-service database ({exc})") from None
     return [_draft(row, columns) for row in rows]
+
+
+def _live(columns: set[str], alias: str = "") -> str:
+    """The rows read: live and current."""
+    return f"{alias}deleted_at IS NULL" + (f" AND {alias}superseded_by IS NULL" if "superseded_by" in columns else "")
+
+
+def stored_vectors(path: Path) -> StoredVectors:
+    """The peer's vector of each live memory (by content_hash), as stored (float32), or why there
+    are none. Rows the peer marks `embedding_pending` (their vector may be stale) are left out."""
+    try:
+        conn = _connect(path)
+        try:
+            return _stored_vectors(conn)
+        finally:
+            conn.close()
+    except (sqlite3.Error, ValueError) as exc:
+        return StoredVectors(why_none=f"its vector tables cannot be read ({exc})")
+
+
+def _stored_vectors(conn: sqlite3.Connection) -> StoredVectors:
+    declared = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'memory_embeddings'"
+                            ).fetchone()
+    if declared is None:
+        return StoredVectors(why_none="it holds no vectors (no memory_embeddings table)")
+    vector_columns = re.findall(r"(\w+)\s+float\[(\d+)\]", declared["sql"], re.IGNORECASE)
+    if len(vector_columns) != 1:
+        return StoredVectors(why_none="its memory_embeddings table is not the one vector column it should be")
+    dimension = int(vector_columns[0][1])
+    metric = re.search(r"distance_metric\s*=\s*(\w+)", declared["sql"], re.IGNORECASE)
+    tables = {r["name"] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    needed = {"memory_embeddings_rowids", "memory_embeddings_chunks", "memory_embeddings_vector_chunks00"}
+    if not needed <= tables:
+        return StoredVectors(dimension=dimension, why_none="its vectors are not laid out as sqlite-vec 0.1 does")
+    columns = {row["name"] for row in conn.execute("PRAGMA table_info(memories)")}
+    pending = " AND (m.embedding_pending IS NULL OR m.embedding_pending = 0)" if "embedding_pending" in columns else ""
+    rows = conn.execute(
+        f"""SELECT m.id, m.content_hash, r.chunk_id, r.chunk_offset FROM memories m
+            JOIN memory_embeddings_rowids r ON r.rowid = m.id
+            WHERE {_live(columns, "m.")}{pending} ORDER BY r.chunk_id, r.chunk_offset""").fetchall()
+    by_chunk: dict[int, list[sqlite3.Row]] = {}
+    for row in rows:
+        by_chunk.setdefault(row["chunk_id"], []).append(row)
+    found: dict[str, np.ndarray] = {}
+    for chunk_id, members in by_chunk.items():
+        chunk = conn.execute("SELECT size, validity, rowids FROM memory_embeddings_chunks WHERE chunk_id = ?",
+                             (chunk_id,)).fetchone()
+        blob = conn.execute("SELECT vectors FROM memory_embeddings_vector_chunks00 WHERE rowid = ?",
+                            (chunk_id,)).fetchone()
+        if chunk is None or blob is None:
+            return StoredVectors(dimension=dimension, why_none=f"its vector chunk {chunk_id} is missing")
+        size, validity, slots = chunk["size"], chunk["validity"], chunk["rowids"]
+        vectors = blob["vectors"]
+        if (not isinstance(size, int) or not isinstance(validity, bytes) or not isinstance(slots, bytes)
+                or not isinstance(vectors, bytes) or len(validity) * 8 < size or len(slots) != 8 * size
+                or len(vectors) != 4 * dimension * size):
+            return StoredVectors(dimension=dimension, why_none=f"its vector chunk {chunk_id} is not laid out as "
+                                 "sqlite-vec 0.1 does")
+        matrix = np.frombuffer(vectors, dtype="<f4").reshape(size, dimension)
+        owners = np.frombuffer(slots, dtype="<i8")
+        for row in members:
+            offset = row["chunk_offset"]
+            if not (isinstance(offset, int) and 0 <= offset < size and validity[offset // 8] >> (offset % 8) & 1
+                    and int(owners[offset]) == row["id"]):
+                return StoredVectors(dimension=dimension, why_none=f"the vector of memories row id {row['id']} is "
+                                     "not where sqlite-vec 0.1 keeps it")
+            found[row["content_hash"]] = matrix[offset].astype(np.float32)
+    return StoredVectors(dimension=dimension, by_key=found, metric=metric.group(1).lower() if metric else None)

@@ -8,16 +8,21 @@ doobidoo-json` writes.
                    "updated_at", "memory_type", "metadata": {...}, "store"}]}
 
 Read as the database is (importing/doobidoo.py): the peer's type to our kind where one fits (kept as
-`original_type`), its content hash as `original_id`, a named store as `original_store`."""
+`original_type`), its content hash as `original_id`, a named store as `original_store`. An export
+the peer wrote with `include_embeddings` carries each memory's vector (`"embedding": [...]`):
+`stored_vectors` reads them, for importers.py to take if they are our model's (peer_vectors.py)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+
 from ..errors import InvalidInput
 from . import Draft
 from .doobidoo import KINDS, SOURCE
+from .peer_vectors import StoredVectors
 
 
 def looks_like(data: Any) -> bool:
@@ -67,3 +72,21 @@ def read(data: Any) -> list[Draft]:
                          tags=[str(t).strip() for t in tags if str(t).strip()], occurred_at=_when(item, record),
                          record=record))
     return out
+
+
+def stored_vectors(data: Any) -> StoredVectors:
+    """Each memory's vector (by content_hash), when the export carries them, all of one length."""
+    found: dict[str, np.ndarray] = {}
+    for item in data.get("memories", []) if looks_like(data) else []:
+        vector = item.get("embedding") if isinstance(item, dict) else None
+        if isinstance(vector, list) and vector and isinstance(item.get("content_hash"), str):
+            try:
+                found[item["content_hash"]] = np.asarray(vector, dtype=np.float32)
+            except (TypeError, ValueError):
+                return StoredVectors(why_none=f"the vector of {item['content_hash'][:12]}… is not a list of numbers")
+    if not found:
+        return StoredVectors(why_none="the export carries no vectors (the peer's exporter adds them only when asked)")
+    shapes = {v.shape for v in found.values()}
+    if len(shapes) != 1 or len(next(iter(shapes))) != 1:
+        return StoredVectors(why_none=f"its vectors are of several lengths ({sorted(s[0] for s in shapes)})")
+    return StoredVectors(dimension=next(iter(shapes))[0], by_key=found)
