@@ -8,7 +8,9 @@ from uuid import UUID, uuid4
 
 import asyncpg
 import numpy as np
+from pgvector import Vector
 
+from ..encoding import to_json
 from ..errors import Conflict
 from ..graph import Said
 from ..models import Memory, NewMemory, Principal
@@ -109,6 +111,56 @@ class MemoryInsert(MemoryStore):
                 break
         return row, existing
 
+    async def _insert_rows(self, conn: asyncpg.Connection, p: Principal, news: Sequence[NewMemory]
+                           ) -> list[tuple[asyncpg.Record | None, asyncpg.Record | None]]:
+        """`_insert_row(in_order=True)` for a whole batch in two statements instead of one per
+        memory (500 memories with vectors, interleaved A/B under a load of 13: 5.2 s -> 3.8 s
+        median; the rest is the indexes' own work): each (the row inserted, None), or (None, its
+        live twin: in the store, or earlier in the batch), or (None, None) when the twin was
+        forgotten before it was read (the caller tries that one alone)."""
+        if not news:
+            return []
+        ids = [uuid4() for _ in news]
+        q = Sql()
+        arrays = {
+            "id": q.arg(ids) + "::uuid[]",
+            **{c: q.arg([getattr(n, c) for n in news]) + f"::{t}[]" for c, t in (
+                ("agent_id", "text"), ("project_id", "text"), ("kind", "text"), ("title", "text"),
+                ("content", "text"), ("content_hash", "text"), ("importance", "real"), ("confidence", "real"),
+                ("pinned", "boolean"), ("priority", "smallint"), ("source", "text"), ("embedding_model", "text"),
+                ("occurred_at", "timestamptz"))},
+            # Arrays of arrays of other lengths and JSON objects travel as JSON text, one per memory.
+            "tags": q.arg([to_json(list(n.tags)) for n in news]) + "::text[]",
+            "metadata": q.arg([to_json(n.metadata) for n in news]) + "::text[]",
+            "embedding": q.arg([Vector(np.asarray(n.embedding, dtype=np.float32)) if n.embedding is not None
+                                else None for n in news]) + "::vector[]",
+        }
+        select = {c: f"v.{c}" for c in _INSERT_COLUMNS}
+        select.update({"user_id": q.arg(p.user_id), "tags": "ARRAY(SELECT jsonb_array_elements_text(v.tags::jsonb))",
+                       "metadata": "v.metadata::jsonb", "occurred_at": "coalesce(v.occurred_at, now())",
+                       "created_at": "clock_timestamp()"})  # after the sort: in the batch's order
+        inserted = {r["id"]: r for r in await conn.fetch(
+            f"""INSERT INTO memories ({", ".join(select)})
+                SELECT {", ".join(select.values())}
+                FROM unnest({", ".join(arrays.values())}) WITH ORDINALITY AS v({", ".join(arrays)}, ord)
+                ORDER BY v.ord
+                ON CONFLICT (user_id, coalesce(agent_id, ''), coalesce(project_id, ''), content_hash)
+                WHERE deleted_at IS NULL DO NOTHING RETURNING *""", *q.args)}
+        twins: dict[tuple[str, str, str], asyncpg.Record] = {}
+        left = [n for i, n in zip(ids, news, strict=True) if i not in inserted]
+        if left:
+            twins = {(r["agent_id"] or "", r["project_id"] or "", r["content_hash"]): r for r in await conn.fetch(
+                """SELECT m.* FROM memories m
+                   JOIN unnest($2::text[], $3::text[], $4::text[]) AS t(agent_id, project_id, content_hash)
+                     ON coalesce(m.agent_id, '') = t.agent_id AND coalesce(m.project_id, '') = t.project_id
+                    AND m.content_hash = t.content_hash
+                   WHERE m.user_id = $1 AND m.deleted_at IS NULL""",
+                p.user_id, [n.agent_id or "" for n in left], [n.project_id or "" for n in left],
+                [n.content_hash for n in left])}
+        return [(inserted[i], None) if i in inserted else
+                (None, twins.get((n.agent_id or "", n.project_id or "", n.content_hash)))
+                for i, n in zip(ids, news, strict=True)]
+
     async def insert_many(self, p: Principal, news: Sequence[NewMemory], request_id: str | None = None,
                           said: Sequence[Said | None] = (),
                           edges: Sequence[Sequence[Edge]] = ()) -> list[tuple[Memory, bool]]:
@@ -118,8 +170,9 @@ class MemoryInsert(MemoryStore):
         transaction (repository/edges.py)."""
         rows: list[tuple[asyncpg.Record, bool]] = []
         async with self.transaction(p) as conn:
-            for new in news:
-                row, existing = await self._insert_row(conn, p, new, uuid4(), in_order=True)
+            for new, (row, existing) in zip(news, await self._insert_rows(conn, p, news), strict=True):
+                if row is None and existing is None:  # its twin was forgotten meanwhile: one at a time
+                    row, existing = await self._insert_row(conn, p, new, uuid4(), in_order=True)
                 if row is None and existing is None:
                     raise Conflict("an identical memory was being written and forgotten at the same time; retry")
                 rows.append((row, True) if row is not None else (existing, False))
