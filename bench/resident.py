@@ -1,16 +1,17 @@
 """Windows and hooks through one resident server (issue 50), at 10,000 memories on the embedded store,
 with the machine kept busy (`--busy` spinning processes on top of whatever else runs).
 
-  cold window:   the first `mcp-memory serve` (MCP_MEMORY_RESIDENT=true) finds no resident server,
-                 starts it detached and relays to it: time to its first answer (initialize) and to
-                 its first search.
+  cold window:   the first `mcp-memory serve` (MCP_MEMORY_RESIDENT unset: the default) finds no
+                 resident server, starts it detached and relays to it: time to its first answer
+                 (initialize) and to its first search.
   later windows: five more, one after another, each a relay to the same server: PSS of each
                  relay process (median of five), time to the first answer and the first search.
   standalone:    one `serve --standalone` (the in-process server every window was before): its
                  PSS and first answers, for comparison.
   hooks:         prompt-submit and session-start spawned as Claude Code spawns them
-                 (`sh -c "mcp-memory hook <event>"`), answered by the resident server; then cold,
-                 with no server running (the full path).
+                 (`sh -c "mcp-memory hook <event>"`), answered by the resident server; the same with
+                 the command `mcp-memory install` writes (this interpreter with -S -P: hooks_lean);
+                 then cold, with no server running (the full path).
 
 Usage: python bench/resident.py [--memories 10000] [--windows 5] [--runs 40] [--busy 3]
                                 [--data-dir DIR] [--out bench/results/resident.json]
@@ -22,6 +23,7 @@ import argparse
 import asyncio
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -36,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from hooks_latency import CLI, Bench, load  # noqa: E402
 
 from mcp_memory import resident_client  # noqa: E402
+from mcp_memory.capture.install import hook_entry  # noqa: E402
 
 BUSY = "while True: pass"
 
@@ -83,16 +86,20 @@ class Window:
         self.proc.wait(60)
 
 
-def lean_entry(folder: Path) -> str:
-    """An `mcp-memory` for hooks started with `python -S`: no site-packages scan, no .pth files."""
-    import mcp_memory
+class Hooks(Bench):
+    """Hooks spawned with a command line of several words (the lean entry install writes)."""
 
-    script = folder / "mcp-memory-lean"
-    script.write_text(f"#!{sys.executable} -S\nimport sys\n"
-                      f"sys.path.insert(0, {str(Path(mcp_memory.__file__).parent.parent)!r})\n"
-                      "from mcp_memory.hookline import main\nsys.exit(main())\n")
-    script.chmod(0o700)
-    return str(script)
+    entry: list[str] | None = None
+
+    def spawn(self, event: str, env: dict[str, str] | None = None) -> tuple[float, subprocess.CompletedProcess[bytes]]:
+        if self.entry is None:
+            return super().spawn(event, env)
+        line = shlex.join([*self.entry, "hook", event])
+        data = json.dumps(self.payload(event)).encode()
+        started = time.perf_counter()
+        out = subprocess.run(["sh", "-c", line], input=data, capture_output=True, env={**self.env, **(env or {})},
+                             cwd=self.cwd, timeout=120)
+        return time.perf_counter() - started, out
 
 
 def pss_mib(pid: int) -> float:
@@ -164,9 +171,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="mcp-memory-resident-", ignore_cleanup_errors=True) as tmp:
         data_dir = args.data_dir or Path(tmp) / "data"
         load_s = asyncio.run(load(data_dir, args.memories))
-        bench = Bench(data_dir, Path(tmp), CLI)
-        env = {**bench.env, "MCP_MEMORY_RESIDENT": "true"}
-        bench.env = env
+        bench = Hooks(data_dir, Path(tmp), CLI)
+        env = dict(bench.env)   # MCP_MEMORY_RESIDENT unset: the default, relay and start
         results: dict[str, Any] = {"memories": args.memories, "load_s": round(load_s, 1), "busy": args.busy}
         try:
             busy = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(args.busy)]
@@ -175,12 +181,12 @@ def main() -> None:
             # The windows are closed; the resident server stays and answers the hooks.
             results["hooks"] = {event: bench.series(event, args.runs, 0.1)
                                 for event in ("prompt-submit", "session-start")}
-            # What a hook must start at all: the same entry point in an interpreter that skips
-            # `site` (-S), the package's folder put on sys.path directly.
-            bench.command = lean_entry(Path(tmp))
+            # What a hook must start at all: the command install writes, the same entry point in an
+            # interpreter that skips `site` (-S), the package's folder put on sys.path directly.
+            bench.entry = hook_entry(CLI)
             results["hooks_lean"] = {event: bench.series(event, args.runs, 0.1)
                                      for event in ("prompt-submit", "session-start")}
-            bench.command = CLI
+            bench.entry = None
             status = ask(env, data_dir, "status")
             results["resident_after_hooks"] = {"pid": status["pid"], "pss_mib": round(pss_mib(status["pid"]), 1)}
             ask(env, data_dir, "stop")
@@ -208,7 +214,7 @@ def main() -> None:
 def report(r: dict[str, Any]) -> None:
     w = r["windows"]
     print(f"{r['memories']:,} memories, {r['busy']} busy processes added; load average at the windows "
-          f"{w['load_average']}")
+          f"{w['load_average']}, at the end {r['machine']['load_average']}")
     print(f"{'window':<28}{'first answer':>13}{'first search':>13}{'PSS MiB':>9}")
     print(f"{'first (starts the resident)':<28}{w['cold']['initialize_s']:>12.2f}s{w['cold']['first_search_s']:>12.2f}s"
           f"{w['cold']['pss_mib']:>9.1f}")
@@ -234,7 +240,7 @@ def report(r: dict[str, Any]) -> None:
             print(f"  warm {event} stderr: {line}")
     for event, h in r.get("hooks_lean", {}).items():
         print(f"{event + ' -S':<16}{h['p50_ms']:>9.0f}{h['p95_ms']:>6.0f}{h['floor']['p50_ms']:>10.0f}{h['n']:>4}"
-              f"{h['load_average']:>6}   (the entry point under `python -S`)")
+              f"{h['load_average']:>6}   (the command install writes: python -S -P)")
         for line in h["stderr"]:
             print(f"  lean {event} stderr: {line}")
 
