@@ -57,7 +57,8 @@ class Server:
     def __init__(self, data_dir: Path, user: str) -> None:
         env = {**os.environ, "MCP_MEMORY_DATA_DIR": str(data_dir), "MCP_MEMORY_USER": user,
                "MCP_MEMORY_PROJECT": "none", "MCP_MEMORY_LOG_LEVEL": "ERROR"}
-        self.proc = subprocess.Popen([SERVE, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        # --standalone: the in-process server, no resident server left running after the bench.
+        self.proc = subprocess.Popen([SERVE, "serve", "--standalone"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, env=env)
         self.next_id = 0
         self.buffer = b""

@@ -158,8 +158,10 @@ class Bench:
 
     def serve(self) -> subprocess.Popen[bytes]:
         log = (self.work / "serve.log").open("wb")
-        proc = subprocess.Popen([self.command, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                                env=self.env)
+        # --standalone: this server's own log says when it listens for hooks (through the resident
+        # server: bench/resident.py).
+        proc = subprocess.Popen([self.command, "serve", "--standalone"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=log, env=self.env)
         path = hookline.socket_path(None, self.data_dir)
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:

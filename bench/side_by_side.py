@@ -101,7 +101,8 @@ class Ours:
         self.store_dir = store_dir
 
     def params(self) -> StdioServerParameters:
-        return StdioServerParameters(command=SERVE, args=["serve"], env=env_for(self.store_dir))
+        # --standalone: one process per server on both sides, and none left running after the bench.
+        return StdioServerParameters(command=SERVE, args=["serve", "--standalone"], env=env_for(self.store_dir))
 
     @staticmethod
     def item(conv: Conversation, number: int, when: datetime, turn: dict[str, Any]) -> dict[str, Any]:

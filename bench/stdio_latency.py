@@ -70,7 +70,9 @@ def rpc(proc: subprocess.Popen, message: dict) -> dict:
 def cold_start(data_dir: Path) -> tuple[float, float]:
     """Seconds from spawn to the initialize reply, and to the first completed tool call."""
     started = time.perf_counter()
-    proc = subprocess.Popen([SERVE, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    # --standalone: the in-process server's cold start (a window relaying to the resident server:
+    # bench/resident.py), and no resident server left running after the bench.
+    proc = subprocess.Popen([SERVE, "serve", "--standalone"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True, env={**os.environ, **env_for(data_dir)})
     try:
         rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -101,7 +103,7 @@ def fresh_query(rng: random.Random) -> str:
 async def tool_latency(data_dir: Path, memories: int, searches: int, source: str | None,
                        rng: random.Random, offset: int = 0) -> dict[str, list[float]]:
     """Seconds per call: `memories` writes, `searches` repeated searches, `searches` fresh ones."""
-    params = StdioServerParameters(command=SERVE, args=["serve"], env=env_for(data_dir, source))
+    params = StdioServerParameters(command=SERVE, args=["serve", "--standalone"], env=env_for(data_dir, source))
     times: dict[str, list[float]] = {"memory_write": [], "memory_search": [], "memory_search_fresh": []}
     async with Client(params, mode="legacy") as client:
         await client.call_tool("memory_list", {"limit": 1})  # wait for the database
