@@ -190,16 +190,18 @@ def held(path: str) -> bool:
 
 
 def why_gone(data_dir: str | None) -> str:
-    """The last line the resident server wrote to its log, to say why it did not start."""
+    """The last lines the resident server wrote to its log (a traceback's or a settings error's
+    last three, links left out), to say why it did not start."""
     if not data_dir:
         return ""
     try:
         with open(os.path.join(data_dir, LOG_FILE), "rb") as log:
             log.seek(max(0, os.fstat(log.fileno()).st_size - 4096))
-            lines = [x.strip() for x in log.read().decode("utf-8", "replace").splitlines() if x.strip()]
+            lines = [x.strip() for x in log.read().decode("utf-8", "replace").splitlines()
+                     if x.strip() and not x.strip().startswith("For further information")]
     except OSError:
         return ""
-    return f": {lines[-1][:300]}" if lines else ""
+    return f": {' | '.join(lines[-3:])[:500]}" if lines else ""
 
 
 def _lock(path: str, deadline: float) -> int | None:
