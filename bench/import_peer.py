@@ -26,6 +26,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import psutil
+
 sys.path.insert(0, str(Path(__file__).parent))
 from burst import DEFAULT_DATASET, corpus, variant_texts  # noqa: E402
 from locomo import REPO, bench_database, bench_principal, machine, table  # noqa: E402
@@ -63,6 +65,22 @@ def build_peer_db(texts: list[str], peer_dir: Path, db: Path) -> float:
     return seconds
 
 
+def _cpu_seconds(data_dir: Path) -> dict[str, float]:
+    """CPU seconds used so far by this process (the model's threads too) and by the embedded
+    PostgreSQL's processes (its postmaster's children: the backends serving the import)."""
+    own = psutil.Process().cpu_times()
+    postgres = 0.0
+    for pid_file in data_dir.rglob("postmaster.pid"):
+        master = psutil.Process(int(pid_file.read_text().split()[0]))
+        for proc in [master, *master.children(recursive=True)]:
+            try:
+                times = proc.cpu_times()
+            except psutil.NoSuchProcess:
+                continue
+            postgres += times.user + times.system
+    return {"python": own.user + own.system, "postgres": postgres}
+
+
 def _load() -> str:
     """The 1, 5 and 15 minute load averages (two cores, shared)."""
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
@@ -83,9 +101,11 @@ async def main_async(args: argparse.Namespace) -> None:
         started = time.perf_counter()
         dry = await import_paths(service, maintenance, p, [args.peer_db], dry_run=True, progress=False)
         rows.append(["dry run (read, check)", dry.created, round(time.perf_counter() - started, 2)])
+        cpu = _cpu_seconds(bench.settings.data_dir)
         started = time.perf_counter()
         first = await import_paths(service, maintenance, p, [args.peer_db], progress=not args.quiet)
         import_s = time.perf_counter() - started
+        cpu = {k: round(v - cpu[k], 1) for k, v in _cpu_seconds(bench.settings.data_dir).items()}
         rows.append(["import", first.created, round(import_s, 2)])
         started = time.perf_counter()
         second = await import_paths(service, maintenance, p, [args.peer_db], progress=False)
@@ -99,7 +119,7 @@ async def main_async(args: argparse.Namespace) -> None:
     report = {"benchmark": "import_peer", "memories": args.memories, "peer_db": str(args.peer_db),
               "peer_import_s": None if peer_s is None else round(peer_s, 1),
               "rows": [dict(zip(["step", "new", "seconds"], r, strict=True)) for r in rows],
-              "import_per_s": round(rate, 1), "embedding": first.embedding,
+              "import_per_s": round(rate, 1), "embedding": first.embedding, "import_cpu_s": cpu,
               "embedder_texts_per_s": embed_rate and round(embed_rate, 1), "within_limit": import_s <= LIMIT_S,
               "load_before": load_before, "load_after": _load(),
               "machine": machine(), "finished_at": datetime.now(UTC).isoformat(timespec="seconds")}
@@ -111,6 +131,8 @@ async def main_async(args: argparse.Namespace) -> None:
     alone = f"; the embedder alone: {embed_rate:.1f} texts/s ({args.embed_sample} other texts)" if embed_rate else ""
     print(f"import: {rate:.1f} memories/s{alone}; {'within' if import_s <= LIMIT_S else 'over'} {LIMIT_S:.0f} s; "
           f"load average {load_before} before, {report['load_after']} after")
+    print(f"import CPU seconds: this process {cpu['python']}, PostgreSQL {cpu['postgres']} (what it would take on "
+          "an idle machine, about: the two mostly take turns)")
     print(f"wrote {args.out}")
 
 
