@@ -229,6 +229,26 @@ async def test_a_first_name_alone_then_in_full_is_one_entity_unless_two_full_nam
         assert not any((await inconsistencies(conn)).values())
 
 
+async def test_a_hyphenated_first_name_is_one_word_of_the_full_name(service) -> None:
+    """"Eun-ji" is the first name of "Eun-ji Abara" though its canonical form has two words: the
+    lone name written first is merged into the full one, a later value replaces the earlier by
+    key, and a question by the first name alone finds the current value."""
+    p = principal()
+    old = await service.write(p, "Eun-ji has a ThinkPad X1 as her work laptop.", about=["Eun-ji"], key="work laptop",
+                              occurred_at=day("2025-01-01"))
+    new = await service.write(p, "Eun-ji Abara now uses a MacBook Air.", about=["Eun-ji Abara"], key="uses laptop",
+                              occurred_at=day("2025-06-01"))
+    assert new.memory.replaced == [old.memory.id]
+    async with service.repo.transaction(p) as conn:
+        live = {r["canonical"] for r in await conn.fetch("SELECT canonical FROM entities WHERE merged_into IS NULL")}
+    assert "eun ji abara" in live and "eun ji" not in live
+    hits = (await service.search(p, "Which laptop does Eun-ji use now?", explain=True)).hits
+    assert [h.id for h in hits[:2]] == [new.memory.id, old.memory.id]
+    # The writer's first name for a full name the text holds: the full name.
+    given = await service.write(p, "Jean-Luc Moreau moved to Lyon.", about=["Jean-Luc"], key="home city")
+    assert given.memory.about == ["Jean-Luc Moreau"]
+
+
 async def test_a_first_name_merge_this_session_could_not_make_leaves_the_write_whole(service, database) -> None:
     """A lone "Greta" of the user's own namespace, named too by a memory of project X, and then
     "Greta Ibarra" written by a session acting in project Y: the merge would move a mention of a

@@ -78,6 +78,19 @@ def canonical(name: str) -> str:
     return _LEADING_ARTICLE.sub("", " ".join(_POSSESSIVE.sub("", w) for w in words.split()))
 
 
+def first_name(display: str) -> str | None:
+    """The canonical form of a full name's first word ("Eun-ji Abara": "eun ji"), or None for a
+    name of one word. A hyphenated first name is one word of the name and two of its canonical
+    form, so a first name is read off the words as written, not off the canonical form."""
+    words = display.split()
+    return canonical(words[0]) if len(words) > 1 else None
+
+
+def begins(full: str, first: str) -> bool:
+    """Whether the canonical name `full` is a longer name beginning with the canonical `first`."""
+    return full.startswith(first + " ")
+
+
 def word_set(canonical_name: str) -> str:
     """A canonical name's words in order of the alphabet: "team argon" and "argon team" are one
     thing, whichever way round the writer puts them."""
@@ -102,6 +115,11 @@ class Name:
     # Other canonical names of the same thing: with or without a word saying what kind of thing it
     # is ("team dotterel" / "dotterel"; `classified`).
     forms: tuple[str, ...] = ()
+
+    @property
+    def lone(self) -> bool:
+        """A name of one word as written ("Greta", "Eun-ji"): the first name of a full one, maybe."""
+        return not self.user and len(self.display.split()) == 1
 
 
 def forms_of(canonical_name: str, classifiers: frozenset[str]) -> tuple[str, ...]:
@@ -245,11 +263,13 @@ def with_text(given: list[Name], read: list[Name]) -> list[Name]:
     """The writer's names and those the text holds, each thing once: a first name the writer gave
     is the full name the text holds when one alone begins with it ("Greta" in "Greta Ibarra moved
     to Oslo"); with names given, the text's others are only mentioned."""
-    fulls = {n.canonical.split(" ", 1)[0]: n for n in read if " " in n.canonical}
-    firsts = [n.canonical.split(" ", 1)[0] for n in read if " " in n.canonical]
+    firsts = [(first, n) for n in read if (first := first_name(n.display)) is not None]
     names = []
     for n in given:
-        full = fulls.get(n.canonical) if " " not in n.canonical and firsts.count(n.canonical) == 1 else None
+        full = None
+        if n.lone:
+            beginning = [r for first, r in firsts if first == n.canonical]
+            full = beginning[0] if len(beginning) == 1 else None
         # Or the text's name of it with a classifier ("Dotterel" given, "Team Dotterel" read): the longer.
         kin = [r for r in read if n.canonical in r.forms or r.canonical in n.forms]
         if full is None and len(kin) == 1 and len(kin[0].canonical.split()) > len(n.canonical.split()):

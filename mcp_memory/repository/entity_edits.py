@@ -16,6 +16,7 @@ import asyncpg
 
 from ..errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from ..graph.keys import Key
+from ..graph.names import begins
 from ..models import Principal
 from .sql import Sql, visible
 
@@ -213,23 +214,22 @@ async def merge(conn: asyncpg.Connection, p: Principal, into: UUID, source: UUID
 FIRST_NAME_MERGED = "named by the first name alone before, now in full"
 
 
-async def first_name_taken_in(conn: asyncpg.Connection, p: Principal, full: UUID, canonical: str,
+async def first_name_taken_in(conn: asyncpg.Connection, p: Principal, full: UUID, first: str,
                               agent_id: str | None, project_id: str | None) -> UUID | None:
-    """Someone named by the first name alone ("Greta") and later in full ("Greta Ibarra", `full`,
-    just created) is one entity: the lone name's, of the same namespace, is merged into the full
-    one as a person would merge them in the console (recorded, undoable by a split), when no other
-    full name of the namespace begins with it; with two ("Greta Lindqvist" too) it could be
+    """Someone named by the first name alone ("Greta", canonical `first`) and later in full ("Greta
+    Ibarra", `full`, just created) is one entity: the lone name's, of the same namespace, is merged
+    into the full one as a person would merge them in the console (recorded, undoable by a split),
+    when no other full name of the namespace begins with it; with two ("Greta Lindqvist" too) it could be
     either, and stays apart. Returns the entity merged, if any; a merge this session could not
     make (names in namespaces it does not act in) is not made."""
-    first = canonical.split(" ", 1)[0]
     rows = await conn.fetch(
         """SELECT id, canonical FROM entities
            WHERE user_id = $1 AND merged_into IS NULL AND kind <> 'user'
              AND agent_id IS NOT DISTINCT FROM $2 AND project_id IS NOT DISTINCT FROM $3
-             AND (canonical = $4 OR split_part(canonical, ' ', 1) = $4)""",
+             AND split_part(canonical, ' ', 1) = split_part($4, ' ', 1)""",
         p.user_id, agent_id, project_id, first)
     lone = [r["id"] for r in rows if r["canonical"] == first]
-    fulls = [r["id"] for r in rows if r["canonical"] != first]
+    fulls = [r["id"] for r in rows if begins(r["canonical"], first)]
     if len(lone) != 1 or fulls != [full]:
         return None
     # A savepoint: a refused merge leaves the write as it was (the transaction was begun by hand, sql.py).

@@ -13,7 +13,7 @@ from uuid import UUID
 import asyncpg
 
 from ..graph import Key, Said
-from ..graph.names import USER, Name, word_set
+from ..graph.names import USER, Name, begins, first_name, word_set
 from ..models import Principal
 from .entity_edits import first_name_taken_in
 from .sql import Sql, visible
@@ -42,7 +42,9 @@ async def named_rows(conn: asyncpg.Connection, q: Sql, scope: str, names: Sequen
     lone first name). `extra`: more columns to select."""
     every = [c for n in names for c in (n.canonical, *n.forms)]
     wanted = q.arg(every + [word_set(c) for c in every])
-    firsts = q.arg([n.canonical for n in names if " " not in n.canonical and not n.user])
+    # By the first word of a lone name's canonical form (its index), "eun" for "Eun-ji": `choose`
+    # keeps the full names that begin with all of it.
+    firsts = q.arg([n.canonical.split(" ", 1)[0] for n in names if n.lone])
     return await conn.fetch(
         f"""SELECT id, canonical, name, aliases, agent_id, project_id{extra} FROM entities e
             WHERE {scope} AND e.merged_into IS NULL
@@ -70,9 +72,8 @@ def choose(name: Name, rows: Sequence[asyncpg.Record]) -> asyncpg.Record | None:
 
     same = {name.canonical, word_set(name.canonical)}
     exact = sorted((r for r in rows if named(r, same)), key=_specificity, reverse=True)
-    if " " not in name.canonical and not name.user:
-        full = {r["canonical"] for r in rows if r["canonical"].split(" ", 1)[0] == name.canonical
-                and " " in r["canonical"]}
+    if name.lone:
+        full = {r["canonical"] for r in rows if begins(r["canonical"], name.canonical)}
         if len(full) == 1:
             return max((r for r in rows if r["canonical"] in full), key=_specificity)
     if exact:
@@ -158,10 +159,10 @@ async def record(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record,
            ON CONFLICT DO NOTHING""",
         p.user_id, memory["id"], memory["agent_id"], memory["project_id"],
         [e for e, _, _ in mentions], [r for _, r, _ in mentions], [s for _, _, s in mentions])
-    people = {n.canonical for n in said.names if not n.user and " " in n.canonical}
+    people = {n.canonical: first for n in said.names if not n.user and (first := first_name(n.display))}
     for canonical_name, entity in created.items():
         if canonical_name in people:
-            await first_name_taken_in(conn, p, entity, canonical_name, memory["agent_id"], memory["project_id"])
+            await first_name_taken_in(conn, p, entity, people[canonical_name], memory["agent_id"], memory["project_id"])
     if said.key is None or not done.about:
         return done
     if said.key.alternatives:  # words that name two attributes: the one the subject has facts of
