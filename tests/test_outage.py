@@ -10,11 +10,15 @@ from pathlib import Path
 import anyio
 import asyncpg
 import httpx2
+import pytest
 
+from mcp_memory.composition import compose
 from mcp_memory.config import Settings
 from mcp_memory.db import open_database
 from mcp_memory.db.embedded import EmbeddedPostgres
+from mcp_memory.server.errors import is_outage
 
+from .conftest import principal
 from .http_server import http_server
 from .test_http import make_key
 
@@ -102,4 +106,41 @@ async def test_with_the_key_trusted_a_tool_call_in_an_outage_says_unavailable(tm
             text = call.text.lower()
             assert "the memory database is not available" in text and "retry" in text, call.text
     finally:
+        await anyio.to_thread.run_sync(pg.stop)
+
+
+async def test_a_hop_in_an_outage_fails_as_one_and_answers_again_after(tmp_path: Path) -> None:
+    """A question that goes one hop through the graph ("Kwame's manager") reads the graph in the
+    search's transaction: with the database gone it fails as the outage it is (what the tools
+    turn into "not available … retry"), bounded, and once it is back the same process answers it
+    as before."""
+    pg = EmbeddedPostgres(tmp_path / "own")
+    await anyio.to_thread.run_sync(pg.start)
+    settings = Settings(database_url=pg.dsn("postgres"), data_dir=tmp_path / "unused")
+    db = await open_database(settings)
+    try:
+        service = (await compose(db, settings)).service
+        p = principal()
+        await service.write(p, "Diego Yilmaz took over as Kwame's manager.", about=["Kwame"], key="manager")
+        porto = await service.write(p, "Diego Yilmaz lives in Porto.", about=["Diego Yilmaz"], key="home city")
+        await service.write(p, "Kwame Larsen lives in Oslo.", about=["Kwame Larsen"], key="home city")
+        question = "Where does Kwame's manager live these days?"
+        assert (await service.search(p, question)).hits[0].id == porto.memory.id
+        await anyio.to_thread.run_sync(pg.stop)
+        with anyio.fail_after(60), pytest.raises(Exception) as down:
+            await service.search(p, question)
+        assert is_outage(down.value), repr(down.value)
+        pg = EmbeddedPostgres(tmp_path / "own")
+        await anyio.to_thread.run_sync(pg.start)
+        with anyio.fail_after(60):
+            while True:
+                try:
+                    hits = (await service.search(p, question)).hits
+                    break
+                except Exception as exc:  # the pool's connections died with the old server
+                    assert is_outage(exc), repr(exc)
+                    await anyio.sleep(0.5)
+        assert hits[0].id == porto.memory.id
+    finally:
+        await db.close()
         await anyio.to_thread.run_sync(pg.stop)
