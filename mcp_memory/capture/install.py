@@ -75,13 +75,13 @@ LEAN = ('import sys, os; p = {root}; sys.path.insert(0, p) if os.path.isdir(p + 
         'else __import__("site").main(); ' + LEAN_MARK + '; sys.exit(main())')
 
 
-def hook_entry(exe: str) -> list[str]:
+def hook_entry(exe: str, portable: bool = False) -> list[str]:
     """The command a hook runs, before `hook <event> …`: this interpreter, lean (LEAN), where it
-    can be (a POSIX system, an install of this machine's own), else `exe`. --scope project files,
-    which name no path of this machine, keep `mcp-memory`."""
+    can be (a POSIX system), else `exe`. `portable` (--scope project files, which name no path of
+    this machine) keeps `exe`."""
     import mcp_memory
 
-    if exe == "mcp-memory" or os.name != "posix" or not sys.executable:
+    if portable or os.name != "posix" or not sys.executable:
         return [exe]
     root = Path(mcp_memory.__file__).resolve().parent.parent
     return [sys.executable, "-S", "-P", "-c", LEAN.format(root=json.dumps(str(root)))]
@@ -125,7 +125,7 @@ def install(harness: str, *, scope: str = "user", project_dir: Path, home: Path 
                 return 0
         if harness == "claude-code":
             changes = [plan(targets[0], add_claude_server(exe, flags, targets[0])),
-                       plan(targets[1], add_claude_hooks(hook_entry(exe), flags, targets[1]))]
+                       plan(targets[1], add_claude_hooks(hook_entry(exe, scope == "project"), flags, targets[1]))]
         else:
             data = load(targets[0], "json5")[0]
             agents, slots = openclaw_agents.listed(data), openclaw_agents.slots(targets[0], data, flags)
