@@ -47,7 +47,7 @@ class Model(ChatAPI):
     """The sensible model behind a chat-completions endpoint."""
 
     def handle(self, path: str, body: dict[str, Any]) -> Any:
-        answer = sensible(*(m["content"] for m in body["messages"]))
+        answer = sensible(body["messages"][0]["content"], body["messages"][-1]["content"])
         return answering(answer, body)
 
 
@@ -181,7 +181,7 @@ def sampling_model(asked: list[Any]) -> Any:
 
     async def sample(context: Any, params: Any) -> CreateMessageResult:
         asked.append(params)
-        answer = sensible(params.system_prompt, params.messages[0].content.text)
+        answer = sensible(params.system_prompt, params.messages[-1].content.text)  # after the worked examples
         return CreateMessageResult(role="assistant", model="client-model",
                                    content=TextContent(type="text", text=json.dumps(answer)))
 
@@ -235,8 +235,8 @@ async def test_extraction_through_a_sampling_client_supersedes_heroku(database: 
     assert sum("worth remembering" in params.system_prompt for params in asked) == 1
     extraction = next(params for params in asked if "worth remembering" in params.system_prompt)
     assert extraction.include_context == "none"
-    assert "Fly.io last week" in extraction.messages[0].content.text
-    assert TOKEN not in json.dumps([params.messages[0].content.text for params in asked])
+    assert "Fly.io last week" in extraction.messages[-1].content.text  # the delta, after the worked examples
+    assert TOKEN not in json.dumps([m.content.text for params in asked for m in params.messages])
 
 
 async def test_extraction_waits_for_a_client_that_may_read_the_episodes(database: Database,

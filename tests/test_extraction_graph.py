@@ -279,3 +279,41 @@ def test_the_prompt_names_each_kind_and_asks_about_and_key() -> None:
     assert (fact.kind, fact.about, fact.key) == ("preference", ["the user"], "editor")
     (old,) = extraction.parse('{"facts": [{"text": "x", "kind": "fact", "turns": ["1"]}]}')
     assert (old.about, old.key) == (None, None)
+
+
+def test_the_worked_examples_are_answers_the_service_takes() -> None:
+    """The worked examples shown before a delta (issue 49 item 8: the local model typed an editor a
+    decision, and answered the attribute as the kind and the bare value as the text): each is an
+    answer of the shape asked for, with each kind once, texts that name their subject, and keys the
+    lexicon files under a known attribute; small talk gives no fact and no summary."""
+    from mcp_memory.graph.keys import in_lexicon, key_of
+    from mcp_memory.lexicon.english import ENGLISH
+
+    (facts_q, facts_a), (talk_q, talk_a) = extraction.examples()
+    answer = extraction.parse_answer(facts_a)
+    assert sorted(f.kind for f in answer.facts) == ["decision", "fact", "fact", "preference"]
+    for f in answer.facts:
+        assert f.about and f.key and f.turns, f
+        name = "user" if f.about == ["the user"] else f.about[0]
+        assert name.lower() in f.text.lower(), f
+        said = key_of(f.key, ENGLISH)
+        assert said is not None and in_lexicon(said.attribute, ENGLISH), f.key
+    assert answer.summary
+    assert extraction.parse_answer(talk_a).facts == [] and extraction.parse_answer(talk_a).summary is None
+    for question in (facts_q, talk_q):
+        assert question.startswith("EXAMPLE turns") and question.endswith("Answer with the JSON object only.")
+
+
+async def test_the_delta_is_asked_after_the_worked_examples(database: Database, settings: Settings,
+                                                             model: Model, alice: Principal) -> None:
+    """The examples go as earlier turns of the conversation, the delta last, as the only NEW turns."""
+    service, worker, s = await setup(database, settings, model.url)
+    await capture(service, s, alice)
+    await drain(worker)
+    (asked,) = [r["body"]["messages"] for r in model.requests
+                if "worth remembering" in r["body"]["messages"][0]["content"]]
+    assert [m["role"] for m in asked] == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert [m["content"] for m in asked[1:5]] == [t for pair in extraction.examples() for t in pair]
+    assert asked[-1]["content"].startswith("NEW turns:") and "Helix last month" in asked[-1]["content"]
+    assert not any("Helix" in m["content"] for m in asked[1:5])
+    assert (await memory(database, HELIX))["kind"] == "preference"
