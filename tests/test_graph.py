@@ -37,6 +37,25 @@ async def count(service, p) -> tuple[int, int, int]:
                                          "(SELECT count(*) FROM memory_facts)"))
 
 
+@pytest.mark.parametrize(("text", "about", "mentioned"), [
+    # A verb after a sentence's capitalised opening word makes it the subject, not the name after it.
+    ("Alice lives in Oslo, Norway.", "Alice", {"Oslo", "Norway"}),
+    ("Diego took over as Kwame's manager.", "Diego", {"Kwame"}),
+    ("Priya prefers tea over coffee.", "Priya", set()),
+    # Without one, the opening word may be only sentence case: no subject of its own.
+    ("Escalations for the webhooks pipeline go to Priti Shah.", None, {"Priti Shah"}),
+    ("Lunch with Greta on Friday.", "Greta", set()),
+    ("Sprint goals: ship Atlas.", "Atlas", set()),
+    # "Everything" is no one, and the note is the user's.
+    ("Everything runs on my laptop.", "the user", set()),
+])
+def test_a_verb_after_the_opening_word_makes_it_the_subject(text: str, about: str | None, mentioned: set[str]) -> None:
+    names = names_in(text)
+    assert [n.display for n in names if n.role == "about"] == ([about] if about else [])
+    assert {n.display for n in names if n.role == "mentioned" and n.sure} == mentioned
+    assert all(n.sure for n in names if n.role == "about")
+
+
 def test_keys_in_other_words_are_one_attribute_and_others_never_merge() -> None:
     city = {key_of(k, ENGLISH).attribute for k in ("home city", "lives in", "where they live", "Their current city")}
     assert city == {"home city"}

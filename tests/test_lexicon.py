@@ -89,6 +89,16 @@ def test_a_questions_time_words_are_recognised(question: str, tense: str, text: 
     assert parse_query(question).tense is None  # English does not know them
 
 
+def test_a_verb_after_the_opening_name_is_read_in_the_language() -> None:
+    """"A Greta mora em Lisboa": Portuguese's verb makes Greta the subject; read as English, whose
+    lexicon knows no "mora", the opening word is unsure and the city is taken instead."""
+    def about(text: str, lexicon: Lexicon) -> list[str]:
+        return [n.display for n in names_in(text, lexicon) if n.role == "about"]
+    assert about("A Greta mora em Lisboa.", PORTUGUESE) == ["Greta"]
+    assert about("Greta mudou-se para o Porto.", PORTUGUESE) == ["Greta"]
+    assert about("A Greta mora em Lisboa.", ENGLISH) == ["Lisboa"]
+
+
 def test_dates_and_names_are_read_in_the_language() -> None:
     parsed = parse_query("O que fez a Greta em outubro de 2023?", PORTUGUESE)
     assert parsed.period is not None and parsed.period.start == day("2023-10-01")

@@ -174,7 +174,8 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
         display = " ".join(words)
         key = canonical(display)
         lone_opener = (len(words) == 1 and not run.endswith("'s")
-                       and _CLAUSE_START.search(text[:start]) is not None)
+                       and _CLAUSE_START.search(text[:start]) is not None
+                       and not verb_follows(text, start + len(run), lexicon))
         spoken_to = addressed(text, start, start + len(run), lexicon)
         is_subject = not subject_taken and start < early_end and not lone_opener and not spoken_to
         if key not in found:
@@ -188,6 +189,23 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
             names = [replace(n, role="mentioned") for n in names]
         names.insert(0, Name("the user", USER, "about" if user_first else "mentioned", user=True))
     return names
+
+
+_NEXT_WORD = re.compile(r"\s+([a-z][\w'-]*)(?![\w'-]|:)")
+
+
+def verb_follows(text: str, end: int, lexicon: Lexicon = ENGLISH) -> bool:
+    """Whether a verb follows the name ending at `end`: one of the lexicon's `subject_verbs` ("Alice
+    is", "Diego took"), or a word ending as its `subject_verb_endings` say that is no other of its
+    words ("Alice lives", "Bob moved"; not "Lunch this Friday"); a label's word ("Sprint goals:")
+    is none. A sentence's capitalised opening word is its subject then, sure to be a name."""
+    m = _NEXT_WORD.match(text, end)
+    if m is None:
+        return False
+    word = m.group(1)
+    return word in lexicon.subject_verbs or (
+        len(word) > 3 and word.endswith(lexicon.subject_verb_endings) and word not in lexicon.not_names
+        and word not in lexicon.stop_words)
 
 
 def addressed(text: str, start: int, end: int, lexicon: Lexicon = ENGLISH) -> bool:

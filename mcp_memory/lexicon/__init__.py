@@ -62,6 +62,11 @@ class Lexicon:
     # Words that may open a clause capitalised without naming anyone: articles, pronouns,
     # question words, auxiliaries, and the names of days and months.
     not_names: frozenset[str] = frozenset()
+    # What makes a sentence's capitalised opening word its subject, sure to be a name, when it comes
+    # next: a verb of these ("Alice is", "Diego took"), or a word ending so that is no other word
+    # of the lexicon's ("Alice lives", "Bob moved"; not "Lunch with", "Escalations for").
+    subject_verbs: frozenset[str] = frozenset()
+    subject_verb_endings: tuple[str, ...] = ()
     # Words that say what kind of thing a name is, with or without which it is the same thing ("team
     # Dotterel", "the Dotterel team", "Dotterel"; "project Atlas").
     classifiers: frozenset[str] = frozenset()

@@ -125,7 +125,13 @@ ENGLISH = Lexicon(
         any anyone anything some my our your their his her its this that these those there here and or but if
         in on at of for to from with by about as it we you they he she me us them
         monday tuesday wednesday thursday friday saturday sunday january february march april may june july
-        august september october november december""".split()),
+        august september october november december
+        everything everyone everybody nothing nobody something someone somebody""".split()),
+    subject_verbs=frozenset("""is was has had will would can could does did should must might may isn't wasn't
+        hasn't doesn't didn't won't can't took went left got became bought met said told made ran came began
+        kept found gave sold won lost wrote drove flew grew knew saw thought brought built spent sent felt held
+        led paid put read quit sat stood taught wore broke chose forgot hired fell""".split()),
+    subject_verb_endings=("s", "ed"),
     user_words=("i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "myself", "we", "we're", "we've", "our",
                 "ours", "ourselves", "the user", "user"),
     user_words_lower=("us",),

@@ -73,6 +73,8 @@ PORTUGUESE = Lexicon(
         segunda terça quarta quinta sexta sábado domingo segunda-feira terça-feira quarta-feira quinta-feira
         sexta-feira janeiro fevereiro março abril maio junho julho agosto setembro outubro novembro
         dezembro""".split()),
+    subject_verbs=frozenset("""é era foi tem tinha está estava vai vive mora trabalha fez disse""".split()),
+    subject_verb_endings=("ou", "eu", "iu", "a", "e"),
     # Not "nos" (also "em" + "os": "nos Estados Unidos") nor the clitic "-me" (no whole word).
     user_words=("eu", "me", "mim", "comigo", "meu", "minha", "meus", "minhas", "nós", "nosso", "nossa", "nossos",
                 "nossas", "o usuário", "a usuária", "usuário", "usuária", "o utilizador", "a utilizadora",
