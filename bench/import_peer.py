@@ -131,8 +131,9 @@ async def main_async(args: argparse.Namespace) -> None:
     alone = f"; the embedder alone: {embed_rate:.1f} texts/s ({args.embed_sample} other texts)" if embed_rate else ""
     print(f"import: {rate:.1f} memories/s{alone}; {'within' if import_s <= LIMIT_S else 'over'} {LIMIT_S:.0f} s; "
           f"load average {load_before} before, {report['load_after']} after")
-    print(f"import CPU seconds: this process {cpu['python']}, PostgreSQL {cpu['postgres']} (what it would take on "
-          "an idle machine, about: the two mostly take turns)")
+    if args.database_url is None:  # the embedded server's processes are ours to count; another's are not
+        print(f"import CPU seconds: this process {cpu['python']}, PostgreSQL {cpu['postgres']} (what it would take "
+              "on an idle machine, about: the two mostly take turns)")
     print(f"wrote {args.out}")
 
 
