@@ -7,9 +7,13 @@ own MemoryImporter's memories and its storage's store_batch (tests/fixtures/doob
 doobidoo-json` writes: LoCoMo turns, then again numbered so the store outgrows the corpus
 (bench/burst.py `variant_texts`), dated a minute apart. It is kept (--peer-db) for the next run.
 Then, in a fresh embedded store: a dry run (read the file, check every memory, look for
-duplicates: no model), the import itself (the write path: embedded in batches, deduplicated,
-names read), and a second import (all already there). The embedder's own rate on other texts of
-the same corpus is measured beside it: that is what bounds the import.
+duplicates: no model), the import itself (the write path: the peer's vectors taken when a sample
+re-embedded shows they are our model's, else every memory embedded in batches; deduplicated, names
+read), and a second import (all already there). Printed: the import's summary line (taken or not,
+and why), the load average before and after, and the import's CPU seconds in this process and in
+the embedded PostgreSQL (about its time on an idle machine). The embedder's own rate on other texts
+of the same corpus is measured beside it (--embed-sample 0: not): what a re-embedding import is
+bound by.
 
 python bench/import_peer.py [DATASET] [--memories 10000] [--peer-db /tmp/peer-import-10000.db]
 """
