@@ -317,3 +317,54 @@ async def test_the_delta_is_asked_after_the_worked_examples(database: Database, 
     assert asked[-1]["content"].startswith("NEW turns:") and "Helix last month" in asked[-1]["content"]
     assert not any("Helix" in m["content"] for m in asked[1:5])
     assert (await memory(database, HELIX))["kind"] == "preference"
+
+
+def test_a_possessive_names_whose_attribute_a_fact_states() -> None:
+    """"Sven Olsen is Tomás's manager": the local model gave Sven (or Sven and Tomás) as its about,
+    filing the manager as Sven's own. The possessive before the key, or the attribute's name, says
+    whose it is; a cue of the attribute further on, a name after it, or two owners say nothing."""
+    from mcp_memory.lexicon.english import ENGLISH
+
+    def owner(text: str, key: str) -> str | None:
+        return extraction.possessor(text, key, ENGLISH)
+
+    assert owner("Sven Olsen is Tomás's manager.", "manager") == "Tomás"
+    assert owner("Greta Ibarra is Tomás Herrera's manager at Acme Robotics.", "manager") == "Tomás Herrera"
+    assert owner("Greta Ibarra is Tomás Herrera's manager.", "boss") == "Tomás Herrera"  # the attribute's name
+    assert owner("Greta Ibarra is Tomás Herrera's boss.", "manager") is None  # neither
+    assert owner("The user's new manager will be Oscar Lindqvist.", "manager") == "the user's"
+    assert owner("Keiko Tanaka's current home city is Kyoto.", "home city") == "Keiko Tanaka"
+    assert owner("The user dropped Jenkins; Falcon's CI is GitHub Actions now.", "CI") == "Falcon"
+    for text, key in (("The user lives in Leeds.", "home city"), ("The user's friend lives in Lisbon.", "home city"),
+                      ("The user's brother Sam lives in Denver.", "home city"),
+                      ("Priya Raman, the user's friend, lives in Lisbon.", "home city"),
+                      ("Dana's manager is Tomás's manager.", "manager")):
+        assert owner(text, key) is None, text
+
+
+async def test_a_new_manager_said_first_by_name_replaces_the_old_one(database: Database, settings: Settings,
+                                                                      model: Model, alice: Principal) -> None:
+    """Two sessions, each naming Tomás's manager first by the manager's name, about as the local
+    model gave it (the manager; then both): the newer replaces the older by its key, no decision
+    model needed, and what the model said is kept in the fact's metadata."""
+    def managers(turns: Turns) -> dict[str, Any]:
+        if any("Greta" in t for t in turns.values()):
+            return {"facts": [{"text": "Greta Ibarra is Tomás's manager.", "kind": "fact",
+                               "about": ["Greta Ibarra"], "key": "manager", "turns": ["1"]}]}
+        return {"facts": [{"text": "Sven Olsen is Tomás's manager.", "kind": "fact",
+                           "about": ["Sven Olsen", "Tomás"], "key": "manager", "turns": ["1"]}]}
+
+    model.extract = managers
+    service, worker, s = await setup(database, settings, model.url)
+    await capture(service, s, alice, "User: Tomás reports to Greta Ibarra.\nAssistant: Noted.\n", key="cli:greta")
+    await drain(worker)
+    await capture(service, s, alice, "User: Tomás has a new manager, Sven Olsen.\nAssistant: Noted.\n",
+                  key="cli:sven")
+    await drain(worker)
+    greta = await memory(database, "Greta Ibarra is Tomás's manager.")
+    sven = await memory(database, "Sven Olsen is Tomás's manager.")
+    assert greta["superseded_by"] == sven["id"]
+    meta = sven["metadata"] if isinstance(sven["metadata"], dict) else json.loads(sven["metadata"])
+    assert meta["about_said"] == ["Sven Olsen", "Tomás"]
+    (got,) = (await service.get(alice, [sven["id"]])).memories
+    assert got.about == ["Tomás"] and got.key == "manager"

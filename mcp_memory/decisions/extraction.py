@@ -28,6 +28,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import InvalidInput
+from ..graph.keys import key_of
 from ..models import Principal, WriteItem
 from ..repository import jobs as queue
 from ..repository.edges import Edge
@@ -40,6 +41,7 @@ from .protocol import InvalidAnswer, PromptRequest
 if TYPE_CHECKING:
     import asyncpg
 
+    from ..lexicon import Lexicon
     from ..repository.decisions import DecisionRepository
     from ..service import MemoryService
 
@@ -227,6 +229,10 @@ async def run(worker: Worker, job: Job, name: str) -> str:
         meta: dict[str, Any] = {"extracted_from": [str(e) for e in sources], "extraction_job": job.id}
         if job.session_id:
             meta["session_id"] = job.session_id
+        owner = possessor(f.text, f.key, worker.service.lexicon) if f.key else None
+        if owner is not None and f.about != [owner]:
+            meta["about_said"] = f.about  # what the model said, where the text's possessive says otherwise
+            f = f.model_copy(update={"about": [owner]})
         pending.append(_Fact(f, sources, meta, first.occurred_at if first is not None else None))
     written, left_out = await _write(worker.service, p, pending)
     result: dict[str, Any] = {"facts": len(written), "memories": written,
@@ -240,6 +246,47 @@ async def run(worker: Worker, job: Job, name: str) -> str:
             worker.service, p, job, answer.summary, [e for e in job.sources if e in episodes],
             first.occurred_at if first is not None else None)
     return await _finish(worker, job, name, result, tokens)
+
+
+def possessor(text: str, key: str, lexicon: Lexicon) -> str | None:
+    """Whose `key` the fact's text states by a possessive, when exactly one: "Sven Olsen is Tomás's
+    manager" states Tomás's manager, "The user's new manager will be Oscar Lindqvist" the user's.
+    The local 1.5B model gave the first name of such a sentence as its about (Sven, or both), so
+    the manager was filed as Sven's own and replaced nothing. A possessive is the lexicon's
+    (`possessive_endings` after a run of capitalised words, or one of `user_possessives` the
+    lexicon also takes for the user), followed by the key or its attribute's name (fillers such as
+    "new" between). None: no such possessive, or two owners."""
+    said = key_of(key, lexicon)
+    if said is None:
+        return None
+
+    said_as = {" ".join(key.lower().split()), said.attribute}
+
+    def names_key(after: str) -> bool:
+        """The words right after a possessive, fillers ("new", "current") skipped, are the key as
+        the model said it or its attribute's name: "Tomás's new manager"; never a phrase that only
+        holds a cue of it ("the user's friend lives in ..." is no home city of the user's)."""
+        words = after.lower().split()
+        while words and words[0] in lexicon.key_fillers:
+            words.pop(0)
+        rest = " ".join(words)
+        return any(rest == k or rest.startswith(k) and not rest[len(k)].isalnum() for k in said_as)
+
+    owners: set[str] = set()
+    users = [u for u in lexicon.user_possessives if u in lexicon.user_names]
+    if users:
+        for m in re.finditer(r"(?<!\w)(" + "|".join(map(re.escape, users)) + r")\s+", text, re.IGNORECASE):
+            if names_key(text[m.end():]):
+                owners.add(m.group(1).lower())
+    if lexicon.possessive_endings:
+        for m in re.finditer("(?:" + "|".join(map(re.escape, lexicon.possessive_endings)) + r")\s+", text):
+            words = text[:m.start()].split()
+            run: list[str] = []
+            while words and words[-1][:1].isupper() and (not run or words[-1][-1:].isalnum()):
+                run.insert(0, words.pop())
+            if run and names_key(text[m.end():]):
+                owners.add(" ".join(run))
+    return owners.pop() if len(owners) == 1 else None
 
 
 class _Fact:
