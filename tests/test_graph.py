@@ -59,6 +59,7 @@ def test_a_verb_after_the_opening_word_makes_it_the_subject(text: str, about: st
 def test_keys_in_other_words_are_one_attribute_and_others_never_merge() -> None:
     city = {key_of(k, ENGLISH).attribute for k in ("home city", "lives in", "where they live", "Their current city")}
     assert city == {"home city"}
+    assert {key_of(k, ENGLISH).attribute for k in ("team", "belongs to", "member of", "their team")} == {"team"}
     assert key_of("employer", ENGLISH).attribute != key_of("manager", ENGLISH).attribute
     assert key_of("job title", ENGLISH).attribute != key_of("employer", ENGLISH).attribute
     assert key_of("hometown", ENGLISH).attribute != key_of("home city", ENGLISH).attribute
