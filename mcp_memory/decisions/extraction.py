@@ -28,7 +28,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import InvalidInput
-from ..graph.keys import key_of
+from ..graph.keys import in_lexicon, key_of
 from ..models import Principal, WriteItem
 from ..repository import jobs as queue
 from ..repository.edges import Edge
@@ -255,10 +255,12 @@ def possessor(text: str, key: str, lexicon: Lexicon) -> str | None:
     the manager was filed as Sven's own and replaced nothing. A possessive is the lexicon's
     (`possessive_endings` after a run of capitalised words, or one of `user_possessives` the
     lexicon also takes for the user), followed by the key or its attribute's name (fillers such as
-    "new" between). None: no such possessive, or two owners."""
+    "new" between), when the lexicon knows the attribute. None: no such possessive, two owners,
+    or a key in the model's own words ("Marcus Bell, the user's friend, leads the Falcon team" is
+    no one-at-a-time "friend" of the user's that a second friend would replace)."""
     said = key_of(key, lexicon)
-    if said is None:
-        return None
+    if said is None or not in_lexicon(said.attribute, lexicon):
+        return None  # own words ("friend"): whether it holds one value at a time is a guess; moving its subject is not
 
     said_as = {" ".join(key.lower().split()), said.attribute}
 
