@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from mcp_memory.capture.harness_check import harness_checks
 
@@ -33,6 +37,31 @@ def test_claude_code_installed_is_ok_and_each_way_it_is_undone_is_named(tmp_path
     assert check.fix and "remove disableAllHooks" in check.fix
 
 
+def test_hooks_whose_interpreter_or_package_folder_is_gone_are_named(tmp_path: Path) -> None:
+    """Install writes this interpreter and the package's folder into the hook command (the lean
+    start); a venv removed since makes every hook fail, a package moved makes every hook slow."""
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    assert cli("install", "claude-code", "--home", str(home)).returncode == 0
+    settings = home / ".claude" / "settings.json"
+    written = settings.read_text()
+    entry = shlex.split(json.loads(written)["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"])
+    if "-S" not in entry:
+        pytest.skip("install wrote the console script here (no lean hook command on this platform)")
+    root = json.loads(re.search(r'p = ("(?:[^"\\]|\\.)*")', entry[entry.index("-c") + 1]).group(1))
+    settings.write_text(written.replace(json.dumps(root)[1:-1], str(tmp_path / "moved")))
+    [check] = harness_checks(home, project)
+    assert not check.ok and "no longer holds mcp_memory: the hooks start slowly" in check.detail, check.detail
+    assert "install claude-code` again" in (check.fix or "")
+    settings.write_text(written.replace(entry[0], str(tmp_path / "gone" / "python3")))
+    [check] = harness_checks(home, project)
+    assert not check.ok and "is gone: the hooks cannot start" in check.detail, check.detail
+    settings.write_text(written)
+    [check] = harness_checks(home, project)
+    assert check.ok, check.detail
+
+
 def test_openclaw_left_off_the_allow_list_or_unpinned_is_named(tmp_path: Path) -> None:
     home, workspace = tmp_path / "home", tmp_path / "garden"
     (home / ".openclaw").mkdir(parents=True)
@@ -54,6 +83,12 @@ def test_openclaw_left_off_the_allow_list_or_unpinned_is_named(tmp_path: Path) -
     assert "plugins.allow does not name 'mcp-memory': its hooks never run" in check.detail
     assert "the MCP server's --agent (unset) is not the hooks' (openclaw)" in check.detail
     assert "add 'mcp-memory' to plugins.allow" in (check.fix or "")
+    # The plugin's hook command, from an interpreter since removed.
+    command = data["plugins"]["entries"]["mcp-memory"]["config"]["hookCommand"]   # the lean start (POSIX)
+    data["plugins"]["entries"]["mcp-memory"]["config"]["hookCommand"] = [str(tmp_path / "gone"), *command[1:]]
+    config.write_text(json.dumps(data))
+    [check] = harness_checks(home, tmp_path)
+    assert "the hook command's " + str(tmp_path / "gone") + " is gone: the hooks cannot start" in check.detail
 
 
 def test_doctor_shows_the_harness_checks(tmp_path: Path, db_url: str) -> None:

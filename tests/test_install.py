@@ -498,7 +498,7 @@ def test_a_project_folder_cannot_shadow_the_lean_entrys_modules(tmp_path: Path) 
     assert run.returncode == 0 and run.stdout == run.stderr == ""
 
 
-OLD_HOOKS = {"hooks": {event: [{"hooks": [{"type": "command", "command": f"/usr/local/bin/mcp-memory hook {ours}",
+OLD_HOOKS = {"hooks": {event: [{"hooks": [{"type": "command", "command": f"{shlex.quote(CLI)} hook {ours}",
                                            "timeout": 10}]}] for event, ours, *_ in CLAUDE_HOOKS}}
 
 

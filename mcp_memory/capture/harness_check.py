@@ -15,10 +15,12 @@ from .harness_entries import (
     SERVER,
     claude_files,
     claude_ours,
+    claude_stale_hooks,
     flag_value,
     openclaw_file,
     openclaw_ours,
     ours_server,
+    stale_entry,
 )
 from .openclaw_agents import check as check_agents
 from .openclaw_plugin import PLUGIN_ID
@@ -62,6 +64,10 @@ def _claude_code(home: Path, project: Path) -> Check | None:
         if isinstance(disabled, list) and SERVER in disabled:
             problems.append(f"{name} lists {SERVER!r} in disabledMcpjsonServers")
             fixes.append(f"take {SERVER!r} out of disabledMcpjsonServers in {name}")
+    for settings in (user_settings, project_settings):
+        for why in claude_stale_hooks(settings):
+            problems.append(f"a hook command's {why}")
+            fixes.append("run `mcp-memory install claude-code` again (it writes this interpreter's command)")
     # A project's .mcp.json takes precedence over the user's ~/.claude.json for a server of one name.
     theirs = (project_servers.get("mcpServers") or {}).get(SERVER) if isinstance(
         project_servers.get("mcpServers"), dict) else None
@@ -106,6 +112,11 @@ def _openclaw(home: Path | None) -> Check | None:
             if hooks.get(flag) is False:
                 problems.append(f"hooks.{flag} is false: no {what}")
                 fixes.append(f"set plugins.entries.{PLUGIN_ID}.hooks.{flag} to true")
+        config = entry.get("config") if isinstance(entry.get("config"), dict) else {}
+        command = config.get("hookCommand")
+        if isinstance(command, list) and (why := stale_entry([str(w) for w in command])):
+            problems.append(f"the hook command's {why}")
+            fixes.append("run `mcp-memory install openclaw` again (it writes this interpreter's command)")
     servers = (data.get("mcp") or {}).get("servers") if isinstance(data.get("mcp"), dict) else None
     server = servers.get(SERVER) if isinstance(servers, dict) else None
     if not ours_server(server):

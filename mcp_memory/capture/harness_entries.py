@@ -11,7 +11,9 @@ hooks the server's environment. Several OpenClaw agents get one entry each (open
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shlex
 from collections.abc import Callable
 from pathlib import Path
@@ -117,6 +119,45 @@ def _has_our_hook(groups: Any) -> bool:
     return isinstance(groups, list) and any(
         _ours_command(h.get("command")) for g in groups if isinstance(g, dict)
         for h in (g.get("hooks") if isinstance(g.get("hooks"), list) else []) if isinstance(h, dict))
+
+
+_LEAN_ROOT = re.compile(r'p = ("(?:[^"\\]|\\.)*")')
+
+
+def stale_entry(entry: list[str]) -> str | None:
+    """What is wrong with a hook command's entry (its words before `hook`) that no longer fits this
+    machine: the interpreter gone (every hook fails), or, for the lean command, the package folder
+    it was installed from (every hook pays for the site-packages scan the lean start skips); None
+    when it fits."""
+    if not entry:
+        return None
+    if os.path.isabs(entry[0]) and not os.access(entry[0], os.X_OK):
+        return f"{entry[0]} is gone: the hooks cannot start"
+    code = next((w for w in entry if LEAN_MARK in w), None)
+    root = _LEAN_ROOT.search(code) if code else None
+    if root is not None and not os.path.isdir(os.path.join(json.loads(root.group(1)), "mcp_memory")):
+        return f"{json.loads(root.group(1))} no longer holds mcp_memory: the hooks start slowly"
+    return None
+
+
+def claude_stale_hooks(data: dict[str, Any]) -> list[str]:
+    """`stale_entry` of each of our hook commands in a Claude Code settings file, once each."""
+    found = []
+    hooks = data.get("hooks") if isinstance(data.get("hooks"), dict) else {}
+    for groups in hooks.values():
+        for g in groups if isinstance(groups, list) else []:
+            for h in (g.get("hooks") if isinstance(g, dict) and isinstance(g.get("hooks"), list) else []):
+                command = h.get("command") if isinstance(h, dict) else None
+                if not _ours_command(command):
+                    continue
+                try:
+                    words = shlex.split(command)
+                except ValueError:
+                    continue
+                why = stale_entry(words[:words.index("hook")] if "hook" in words else words)
+                if why and why not in found:
+                    found.append(why)
+    return found
 
 
 def claude_ours(data: dict[str, Any]) -> list[str]:
