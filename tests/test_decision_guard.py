@@ -14,7 +14,7 @@ import pytest
 
 from mcp_memory.config import Settings
 from mcp_memory.db import Database
-from mcp_memory.decisions import guard, provider_from, wording
+from mcp_memory.decisions import guard, provider_from, subject_rules, wording
 from mcp_memory.decisions.jobs import DecisionWorker
 from mcp_memory.limits import MAX_CONTENT_CHARS
 from mcp_memory.models import Principal
@@ -436,16 +436,16 @@ def test_a_label_that_uses_up_the_first_words_hides_no_name() -> None:
     """"1:1 notes: Congrats to Matteo Mwangi: ..." names no one in its first five words; Qwen
     replaced Maelle Ivanova's title by it. Matteo's own earlier title is still his."""
     new = "1:1 notes: Congrats to Matteo Mwangi: new title Principal Engineer."
-    assert guard.other_subject(new, "Congrats to Maelle Ivanova: new title Director of Engineering.")
-    assert guard.other_subject("Congrats to Maelle Ivanova: new title Director of Engineering.", new)
-    assert guard.other_subject(new, "Matteo Mwangi works as a Staff Engineer.") is None
+    assert subject_rules.other_subject(new, "Congrats to Maelle Ivanova: new title Director of Engineering.")
+    assert subject_rules.other_subject("Congrats to Maelle Ivanova: new title Director of Engineering.", new)
+    assert subject_rules.other_subject(new, "Matteo Mwangi works as a Staff Engineer.") is None
 
 
 def test_a_shared_number_is_no_shared_thing() -> None:
     """A note naming no one shares only a time with a named team's note: no common subject. A
     pair of words naming a thing still is one ("badges worker")."""
-    assert not guard.same_subject("The all-hands is at 10:15 these days.", "Team Wharf syncs daily at 10:15.")
-    assert guard.same_subject("The badges worker moved to eu-west-1.", "Team Wharf owns the badges worker.")
+    assert not subject_rules.same_subject("The all-hands is at 10:15 these days.", "Team Wharf syncs daily at 10:15.")
+    assert subject_rules.same_subject("The badges worker moved to eu-west-1.", "Team Wharf owns the badges worker.")
 
 
 def test_long_texts_are_not_aligned_word_by_word() -> None:
@@ -475,8 +475,8 @@ async def test_a_verb_before_an_acronym_names_no_one(database: Database, setting
     """"Rotated TLS" opening two notes read as a full name, so both were about that someone and
     Qwen's replace of one team's rotation by a worker's was applied. A name ending the same way
     ("Ahmed Saleh") is still a name."""
-    assert guard.names("Rotated TLS certs for tokens worker.") == [("tls",)]
-    assert guard.names("Ahmed Saleh rotated the TLS certs.") == [("ahmed", "saleh"), ("tls",)]
+    assert subject_rules.names("Rotated TLS certs for tokens worker.") == [("tls",)]
+    assert subject_rules.names("Ahmed Saleh rotated the TLS certs.") == [("ahmed", "saleh"), ("tls",)]
     service = await MemoryService.open(database, settings)
     verdict = await guard.check("Rotated TLS certs for tokens worker.", [(1, "Rotated TLS certs for team Bittern.")],
                                 service.vectors, floor=guard.LOCAL_MODEL_FLOOR)
@@ -487,10 +487,10 @@ def test_a_name_after_a_label_and_nothing_else_is_its_value() -> None:
     """"Billing worker maintainer: Oskar Lund." is about the billing worker: read as a note about
     Oskar Lund, Qwen's replace of it by "New maintainer of the billing API is Oskar Lund." passed
     for one person's fact. A name the note goes on about after a label is its subject still."""
-    assert guard.names("Billing worker maintainer: Oskar Lund.") == [("billing",)]
-    assert ("oskar", "lund") in guard.names("Billing worker maintainer: Oskar Lund.", anywhere=True)
-    assert guard.names("Adaeze Halvorsen's manager: Yasmin Haddad.") == [("adaeze", "halvorsen")]
-    assert guard.names("Heard today: Nilufar Pereira joined Growth squad.")[0] == ("nilufar", "pereira")
+    assert subject_rules.names("Billing worker maintainer: Oskar Lund.") == [("billing",)]
+    assert ("oskar", "lund") in subject_rules.names("Billing worker maintainer: Oskar Lund.", anywhere=True)
+    assert subject_rules.names("Adaeze Halvorsen's manager: Yasmin Haddad.") == [("adaeze", "halvorsen")]
+    assert subject_rules.names("Heard today: Nilufar Pereira joined Growth squad.")[0] == ("nilufar", "pereira")
 
 
 @pytest.mark.parametrize(("new", "old", "another"), [
@@ -628,11 +628,11 @@ async def test_a_part_of_a_thing_is_only_a_suggestion(database: Database, settin
 
 
 def test_a_note_opening_on_what_it_tells_of_a_name_is_about_that_name() -> None:
-    assert guard.names("Office for the Atlas team: based in Zurich.") == [("atlas",)]
-    assert guard.names("Sprint length for the Glacier team: four weeks.") == [("glacier",)]
-    assert guard.names("Job title of Chen Ortiz: Staff Engineer.")[0] == ("chen", "ortiz")
+    assert subject_rules.names("Office for the Atlas team: based in Zurich.") == [("atlas",)]
+    assert subject_rules.names("Sprint length for the Glacier team: four weeks.") == [("glacier",)]
+    assert subject_rules.names("Job title of Chen Ortiz: Staff Engineer.")[0] == ("chen", "ortiz")
     # Opening on a name: it is one ("Nilufar"), whatever follows it.
-    assert guard.names("Nilufar left Growth for Payments.")[0] == ("nilufar",)
+    assert subject_rules.names("Nilufar left Growth for Payments.")[0] == ("nilufar",)
 
 
 async def test_another_team_s_note_of_that_shape_is_refused(database: Database, settings: Settings) -> None:
