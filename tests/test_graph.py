@@ -60,6 +60,11 @@ def test_keys_in_other_words_are_one_attribute_and_others_never_merge() -> None:
     city = {key_of(k, ENGLISH).attribute for k in ("home city", "lives in", "where they live", "Their current city")}
     assert city == {"home city"}
     assert {key_of(k, ENGLISH).attribute for k in ("team", "belongs to", "member of", "their team")} == {"team"}
+    # "language" is a program's, one at a time, unless the subject speaks languages: then one of many.
+    language = key_of("language", ENGLISH)
+    assert language.attribute == "language" and language.single
+    spoken = language.within({"languages spoken"})
+    assert spoken.attribute == "languages spoken" and not spoken.single
     assert key_of("employer", ENGLISH).attribute != key_of("manager", ENGLISH).attribute
     assert key_of("job title", ENGLISH).attribute != key_of("employer", ENGLISH).attribute
     assert key_of("hometown", ENGLISH).attribute != key_of("home city", ENGLISH).attribute
@@ -267,6 +272,25 @@ async def test_a_hyphenated_first_name_is_one_word_of_the_full_name(service) -> 
     # The writer's first name for a full name the text holds: the full name.
     given = await service.write(p, "Jean-Luc Moreau moved to Lyon.", about=["Jean-Luc"], key="home city")
     assert given.memory.about == ["Jean-Luc Moreau"]
+
+
+async def test_a_language_someone_learns_adds_to_those_they_speak_and_a_program_s_replaces(service) -> None:
+    """A model keyed "Keiko is learning Spanish" `language`, the lexicon's programming language (one
+    at a time), and it replaced "speaks Japanese and English": the subject's own facts decide."""
+    p = principal()
+    speaks = await service.write(p, "Keiko Tanaka speaks Japanese and English.", about=["Keiko Tanaka"],
+                                 key="languages", occurred_at=day("2025-01-01"))
+    learns = await service.write(p, "Keiko Tanaka is learning Spanish.", about=["Keiko Tanaka"], key="language",
+                                 occurred_at=day("2025-06-01"))
+    assert learns.memory.replaced is None and learns.memory.key == "languages spoken"
+    profile = await service.entities.profile(p, "Keiko Tanaka")
+    values = next(a for a in profile.attributes if a.attribute == "languages spoken")
+    assert {v.memory for v in values.current} == {learns.memory.id, speaks.memory.id}
+    java = await service.write(p, "The billing API is written in Java.", about=["billing API"], key="language",
+                               occurred_at=day("2025-01-01"))
+    go = await service.write(p, "The billing API was rewritten in Go.", about=["billing API"], key="language",
+                             occurred_at=day("2025-06-01"))
+    assert go.memory.replaced == [java.memory.id]
 
 
 async def test_a_first_name_merge_this_session_could_not_make_leaves_the_write_whole(service, database) -> None:

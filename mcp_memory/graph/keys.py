@@ -22,6 +22,9 @@ class Key:
     # Other attributes the same words name ("based in": a home city, or an office): the subject's own
     # facts decide (repository/graph.py), this attribute when it has none of them.
     alternatives: tuple[str, ...] = ()
+    # Those of the alternatives that hold many values at a time ("language": a program's one, or
+    # the languages someone speaks).
+    many: frozenset[str] = frozenset()
     # Attributes in a writer's own words that this key's text restates the subject's value of
     # (structure.py `adopted`): their facts are filed under this attribute before it replaces.
     absorbs: tuple[str, ...] = ()
@@ -31,7 +34,8 @@ class Key:
         if self.attribute in known or not self.alternatives:
             return self
         chosen = next((a for a in self.alternatives if a in known), None)
-        return replace(self, attribute=chosen, alternatives=()) if chosen else self
+        return replace(self, attribute=chosen, single=chosen not in self.many, alternatives=(),
+                       many=frozenset()) if chosen else self
 
 
 @functools.lru_cache(maxsize=8)
@@ -111,7 +115,8 @@ def key_of(words: str, lexicon: Lexicon) -> Key | None:
     if named:
         # In the lexicon's order: the first is taken when the subject has none of the others.
         first, *others = [a for a in lexicon.attributes if a.name in named]
-        return Key(first.name, tidy, first.single, tuple(a.name for a in others))
+        return Key(first.name, tidy, first.single, tuple(a.name for a in others),
+                   many=frozenset(a.name for a in others if not a.single))
     if not named:
         # The longest cue that holds the key's head word, of one attribute alone ("what they drive",
         # "carries the pager for"; not "works on time", a time zone, whose head is "time"). Requiring

@@ -38,8 +38,12 @@ ATTRIBUTES = (
               single=False),
     Attribute("allergies", ("allergies", "allergy", "allergic to", "food allergies"), ("allergy", "allergic"),
               single=False),
-    Attribute("languages spoken", ("languages", "languages spoken", "speaks", "spoken languages"), ("speak",),
-              single=False),
+    # "language" is a program's (one at a time) unless the subject already has languages it speaks
+    # (keys.Key.within): listed first, it is the one a subject with neither takes.
+    Attribute("language", ("language", "programming language", "main language", "written in", "coded in",
+                           "implementation language"), ("language", "written in", "coded in")),
+    Attribute("languages spoken", ("languages", "languages spoken", "speaks", "spoken languages", "language"),
+              ("speak",), single=False),
     Attribute("hobbies", ("hobbies", "hobby", "pastimes", "interests"), ("hobby", "pastime"), single=False),
     Attribute("sport", ("sport", "sports", "exercise", "workout", "fitness", "training", "keeps fit with",
                         "how they keep fit", "athletic activity", "plays"),
@@ -81,8 +85,6 @@ ATTRIBUTES = (
     Attribute("package manager", ("package manager", "js package manager", "dependency manager",
                                   "node package manager"), ("package",)),
     # systems and teams
-    Attribute("language", ("language", "programming language", "main language", "written in", "coded in",
-                           "implementation language"), ("language", "written in", "coded in")),
     Attribute("deploy target", ("deploy target", "deployment target", "hosting", "host", "hosted on", "deployed to",
                                 "deploys to", "platform", "runs on", "where it runs", "hosting provider"),
               ("deploy", "deployed", "host", "hosted", "runs on")),
