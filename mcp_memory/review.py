@@ -4,6 +4,7 @@ memory as superseding others. Knows nothing of HTTP."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import UTC, date, datetime, timedelta
 from uuid import UUID
 
@@ -51,22 +52,22 @@ class Review:
 
     async def written_per_day(self, p: Principal, days: int = 30) -> list[tuple[date, int]]:
         """One entry per day of the last `days` (zero included, so a chart's axis is even)."""
-        require(p, "read")
-        if not 1 <= days <= 366:
-            raise InvalidInput(f"days must be between 1 and 366, got {days}")
-        today = datetime.now(UTC).date()
-        first = today - timedelta(days=days - 1)
-        counts = dict(await sql.written_per_day(self.repo, p, datetime.combine(first, datetime.min.time(), UTC)))
-        return [(first + timedelta(days=i), counts.get(first + timedelta(days=i), 0)) for i in range(days)]
+        return await self._per_day(p, days, sql.written_per_day)
 
     async def occurred_per_day(self, p: Principal, days: int = 30) -> list[tuple[date, int]]:
         """Memories per day of the last `days` by when they happened (occurred_at: an import spreads
         over its dates), forgotten ones too; one entry per day, zero included."""
+        return await self._per_day(p, days, views.occurred_per_day)
+
+    async def _per_day(self, p: Principal, days: int,
+                       counted: Callable[[MemoryRepository, Principal, datetime], Awaitable[list[tuple[date, int]]]]
+                       ) -> list[tuple[date, int]]:
+        """`counted`'s (day, count) rows since the first of the last `days`, one entry per day."""
         require(p, "read")
         if not 1 <= days <= 366:
             raise InvalidInput(f"days must be between 1 and 366, got {days}")
         first = datetime.now(UTC).date() - timedelta(days=days - 1)
-        counts = dict(await views.occurred_per_day(self.repo, p, datetime.combine(first, datetime.min.time(), UTC)))
+        counts = dict(await counted(self.repo, p, datetime.combine(first, datetime.min.time(), UTC)))
         return [(first + timedelta(days=i), counts.get(first + timedelta(days=i), 0)) for i in range(days)]
 
     async def count(self, p: Principal, f: MemoryFilter | None) -> int:
