@@ -15,7 +15,7 @@ import json
 import os
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -38,6 +38,16 @@ CLAUDE_HOOKS = [("SessionStart", "session-start", 10, "startup|resume|clear|comp
 Edit = Callable[[dict[str, Any]], None]
 # What every lean hook command (install.hook_entry: the interpreter with -S, this code) holds.
 LEAN_MARK = "from mcp_memory.hookline import main"
+# A hook is a new process per prompt, and most of a warm hook is the interpreter starting: `-S` skips
+# `site` (the scan of site-packages and its .pth files, the editable install's finder), -P keeps the
+# working directory off sys.path (a project's own json.py is not imported). The package's folder,
+# resolved at install, goes on sys.path directly; when it is gone (the package moved: another venv,
+# editable to regular) `site` runs after all and finds wherever it is now: slower, never broken.
+# Everything past the thin path calls site.main() itself (hookline.full). `stale_entry` reads the
+# folder back (_LEAN_ROOT).
+LEAN = ('import sys, os; p = {root}; sys.path.insert(0, p) if os.path.isdir(p + "/mcp_memory") '
+        'else __import__("site").main(); ' + LEAN_MARK + '; sys.exit(main())')
+_LEAN_ROOT = re.compile(r'p = ("(?:[^"\\]|\\.)*")')
 
 
 def _ours_command(command: Any) -> bool:
@@ -115,13 +125,16 @@ def add_claude_hooks(entry: list[str], flags: list[str], path: Path) -> Edit:
     return edit
 
 
+def _commands(groups: Any) -> Iterator[Any]:
+    """The command of each hook in one event's groups, however the file shapes them."""
+    for g in groups if isinstance(groups, list) else []:
+        for h in (g.get("hooks") if isinstance(g, dict) and isinstance(g.get("hooks"), list) else []):
+            if isinstance(h, dict):
+                yield h.get("command")
+
+
 def _has_our_hook(groups: Any) -> bool:
-    return isinstance(groups, list) and any(
-        _ours_command(h.get("command")) for g in groups if isinstance(g, dict)
-        for h in (g.get("hooks") if isinstance(g.get("hooks"), list) else []) if isinstance(h, dict))
-
-
-_LEAN_ROOT = re.compile(r'p = ("(?:[^"\\]|\\.)*")')
+    return any(_ours_command(c) for c in _commands(groups))
 
 
 def stale_entry(entry: list[str]) -> str | None:
@@ -144,19 +157,14 @@ def claude_stale_hooks(data: dict[str, Any]) -> list[str]:
     """`stale_entry` of each of our hook commands in a Claude Code settings file, once each."""
     found = []
     hooks = data.get("hooks") if isinstance(data.get("hooks"), dict) else {}
-    for groups in hooks.values():
-        for g in groups if isinstance(groups, list) else []:
-            for h in (g.get("hooks") if isinstance(g, dict) and isinstance(g.get("hooks"), list) else []):
-                command = h.get("command") if isinstance(h, dict) else None
-                if not _ours_command(command):
-                    continue
-                try:
-                    words = shlex.split(command)
-                except ValueError:
-                    continue
-                why = stale_entry(words[:words.index("hook")] if "hook" in words else words)
-                if why and why not in found:
-                    found.append(why)
+    for command in (c for groups in hooks.values() for c in _commands(groups) if _ours_command(c)):
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            continue
+        why = stale_entry(words[:words.index("hook")] if "hook" in words else words)
+        if why and why not in found:
+            found.append(why)
     return found
 
 

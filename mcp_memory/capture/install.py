@@ -22,7 +22,7 @@ from typing import Any
 from ..auth import git_project
 from . import openclaw_agents, openclaw_plugin
 from .harness_entries import (
-    LEAN_MARK,
+    LEAN,
     add_claude_hooks,
     add_claude_server,
     add_openclaw,
@@ -63,16 +63,6 @@ def executable() -> str:
     if me.name == "mcp-memory" and me.exists():
         return str(me.resolve())
     return shutil.which("mcp-memory") or "mcp-memory"
-
-
-# A hook is a new process per prompt, and most of a warm hook is the interpreter starting: `-S` skips
-# `site` (the scan of site-packages and its .pth files, the editable install's finder), -P keeps the
-# working directory off sys.path (a project's own json.py is not imported). The package's folder,
-# resolved at install, goes on sys.path directly; when it is gone (the package moved: another venv,
-# editable to regular) `site` runs after all and finds wherever it is now: slower, never broken.
-# Everything past the thin path calls site.main() itself (hookline.full).
-LEAN = ('import sys, os; p = {root}; sys.path.insert(0, p) if os.path.isdir(p + "/mcp_memory") '
-        'else __import__("site").main(); ' + LEAN_MARK + '; sys.exit(main())')
 
 
 def hook_entry(exe: str, portable: bool = False) -> list[str]:
