@@ -124,7 +124,7 @@ async def take_verified(vectors: Vectors | None, stored: StoredVectors, items: S
     except (Unavailable, OSError) as exc:
         return Verdict(f"{again} (as they are written): the sample to check the peer's vectors could not be "
                        f"embedded ({exc})")
-    cosines = [float(np.dot(_unit(np.asarray(o)), candidates[t])) if _unit(np.asarray(o)) is not None else -1.0
+    cosines = [float(np.dot(unit, candidates[t])) if (unit := _unit(np.asarray(o))) is not None else -1.0
                for t, o in zip(picked, ours, strict=True)]
     # Ours, for the sample, cached as any vector of ours is: not embedded twice.
     await vectors.repo.remember(model, {text_hash(t): v for t, v in zip(picked, ours, strict=True)})
