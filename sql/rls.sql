@@ -35,7 +35,8 @@ BEGIN
     GRANT EXECUTE ON FUNCTION mcp_memory_setting(text) TO mcp_memory_app;
     FOREACH t IN ARRAY ARRAY['memories', 'memory_history', 'forget_tokens', 'idempotency_keys', 'api_keys',
                              'rate_limits', 'memory_jobs', 'transcript_cursors', 'console_sessions',
-                             'entities', 'memory_entities', 'memory_facts', 'memory_edges', 'entity_edits'] LOOP
+                             'entities', 'memory_entities', 'memory_facts', 'memory_edges', 'entity_edits',
+                             'entity_aliases'] LOOP
         IF to_regclass(t) IS NULL THEN
             CONTINUE;
         END IF;
@@ -50,7 +51,7 @@ BEGIN
         IF NOT EXISTS (SELECT 1 FROM pg_policies WHERE tablename = t AND policyname = 'tenant') THEN
             -- The graph's rows carry their memory's (or first memory's) namespace: the memories' rule.
             tenant_rule := CASE WHEN t IN ('memories', 'entities', 'memory_entities', 'memory_facts',
-                                           'memory_edges', 'entity_edits') THEN
+                                           'memory_edges', 'entity_edits', 'entity_aliases') THEN
                 'user_id = mcp_memory_setting(''user_id'')'
                 ' AND (agent_id IS NULL OR agent_id = mcp_memory_setting(''agent_id''))'
                 ' AND (project_id IS NULL OR project_id = mcp_memory_setting(''project_id''))'
@@ -64,7 +65,7 @@ BEGIN
     -- together), never write through this one (FOR SELECT; writes still pass `tenant`), and still
     -- sees nothing of another user. The console keeps a key's agent / project grants by its WHERE.
     FOREACH t IN ARRAY ARRAY['memories', 'entities', 'memory_entities', 'memory_facts', 'memory_edges',
-                             'entity_edits'] LOOP
+                             'entity_edits', 'entity_aliases'] LOOP
         IF to_regclass(t) IS NULL THEN
             CONTINUE;
         END IF;
@@ -86,6 +87,10 @@ BEGIN
     REVOKE UPDATE ON memory_history FROM mcp_memory_app;
     REVOKE UPDATE ON api_keys FROM mcp_memory_app;
     GRANT UPDATE (last_used_at) ON api_keys TO mcp_memory_app;
+    -- An entity's alias rows follow its aliases (020_entity_lookup.sql's triggers, run as the writer).
+    IF to_regclass('entity_aliases') IS NOT NULL THEN
+        GRANT DELETE ON entity_aliases TO mcp_memory_app;
+    END IF;
     -- A person's graph edits are history: an undo marks one undone (who, when), nothing else.
     IF to_regclass('entity_edits') IS NOT NULL THEN
         REVOKE DELETE, UPDATE ON entity_edits FROM mcp_memory_app;
@@ -114,8 +119,7 @@ BEGIN
         ALTER FUNCTION word_similarity_commutator_op(text, text) LEAKPROOF COST 1000;
         ALTER FUNCTION cosine_distance(vector, vector) LEAKPROOF;
         ALTER FUNCTION arraycontains(anyarray, anyarray) LEAKPROOF;
-        -- The graph's entity lookup (repository/graph.py `_named`): by alias and by first word.
+        -- The console's lists of a person's graph edits touching an entity (entity_edits.entity_ids).
         ALTER FUNCTION arrayoverlap(anyarray, anyarray) LEAKPROOF;
-        ALTER FUNCTION split_part(text, text, integer) LEAKPROOF;
     END IF;
 END $$;

@@ -34,6 +34,8 @@ async def snapshot(database) -> dict[str, list[dict[str, Any]]]:
             "entities": [dict(r) for r in await conn.fetch(
                 "SELECT user_id, id, agent_id, project_id, kind, name, canonical, aliases, merged_into, created_at "
                 "FROM entities ORDER BY user_id, id")],
+            "aliases": [dict(r) for r in await conn.fetch(
+                "SELECT * FROM entity_aliases ORDER BY user_id, entity_id, alias")],
             "mentions": [dict(r) for r in await conn.fetch(
                 "SELECT * FROM memory_entities ORDER BY user_id, memory_id, entity_id")],
             "facts": [dict(r) for r in await conn.fetch(

@@ -402,6 +402,9 @@ async def test_a_mutation_workload_leaves_no_inconsistent_link_and_validity_foll
         # A broken link is found: the checks are not blind.
         await conn.execute("DELETE FROM memory_entities WHERE memory_id = $1", ids[0])
         assert (await inconsistencies(conn))["facts without their mention"] == 1
+        await conn.execute("INSERT INTO entity_aliases (user_id, entity_id, alias, agent_id, project_id) "
+                           "SELECT user_id, id, 'someone else', agent_id, project_id FROM entities LIMIT 1")
+        assert (await inconsistencies(conn))["aliases out of step with their rows"] == 1
 
 
 async def test_row_level_security_alone_keeps_the_graph_apart(service, monkeypatch, database) -> None:

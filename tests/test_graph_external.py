@@ -32,10 +32,9 @@ from .conftest import principal
 from .test_server import call, connect
 
 OWNER = "mcp_memory"
-# The functions rls.sql marks LEAKPROOF when it can, and the two the graph's entity lookup calls.
+# The functions rls.sql marks LEAKPROOF when it can (none of them the graph's entity lookup needs).
 FUNCTIONS = ["ts_match_vq(tsvector, tsquery)", "word_similarity_op(text, text)", "cosine_distance(vector, vector)",
-             "arraycontains(anyarray, anyarray)", "arrayoverlap(anyarray, anyarray)",
-             "split_part(text, text, integer)"]
+             "arraycontains(anyarray, anyarray)", "arrayoverlap(anyarray, anyarray)"]
 
 
 @pytest.fixture(scope="module")
@@ -189,7 +188,7 @@ async def seed_entities(database: Database, users: list[str], count: int) -> Non
         await conn.execute(
             """INSERT INTO entities (user_id, agent_id, project_id, name, canonical, aliases)
                SELECT u, NULL, 'proj-x', 'Person' || i || ' Surname' || i, 'person' || i || ' surname' || i,
-                      ARRAY['surname' || i || ' person' || i]
+                      ARRAY['surname' || i || ' person' || i, 'p' || i || ' nick']
                FROM unnest($1::text[]) u, generate_series(1, $2) i""", users, count)
         await conn.execute("VACUUM ANALYZE entities")
 
@@ -213,10 +212,6 @@ async def test_names_resolve_among_thousands_of_entities_on_an_external_server(e
         assert await conn.fetchval("SELECT count(*) FROM entities WHERE user_id = 'alice'") == 3000 + 4
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "under row-level security a condition is read through an index only when its functions are LEAKPROOF; the "
-    "lookup's aliases && ... and split_part(canonical, ' ', 1) = ... are not unless a superuser marks them "
-    "(operations.md), so the OR of the three is filtered over every entity of the user: 3,000 read to find 1"))
 async def test_the_entity_lookup_reads_the_names_index_not_every_entity_of_the_user(external) -> None:
     settings, database = external
     await lookup_reads_the_index(await MemoryService.open(database, settings), database)
@@ -229,14 +224,20 @@ async def test_on_the_embedded_server_the_entity_lookup_reads_the_names_index(se
 async def lookup_reads_the_index(service: MemoryService, database: Database) -> None:
     await seed_entities(database, ["alice", "bob"], 3000)
     p = principal()
-    names = [Name("Person1234", "person1234", "about"), Name("Greta Ibarra", "greta ibarra", "mentioned")]
+    # A lone first name (by the full names' first word), a full name and a name merged into another
+    # (by alias): each form read through an index, nothing of the user's other entities filtered.
+    names = [Name("Person1234", "person1234", "about"), Name("Greta Ibarra", "greta ibarra", "mentioned"),
+             Name("P77 Nick", "p77 nick", "mentioned")]
     async with service.repo.transaction(p) as conn:
         writing = Explaining(conn)
         await graph.resolve(writing, p.user_id, p.agent_id, p.project_id, names[:1])
         asking = Explaining(conn)
-        await graph_reads.entities_named(asking, p, names)
+        found = await graph_reads.entities_named(asking, p, names, keyed=False)
+        by_id = {r["id"]: r["canonical"] for r in await conn.fetch(
+            "SELECT id, canonical FROM entities WHERE id = ANY($1::uuid[])", found)}
     dropped = [rows_read_and_dropped(plan[0]["Plan"]) for plan in (writing.plans[0], asking.plans[0])]
     assert dropped == [0, 0]
+    assert sorted(by_id.values()) == ["person1234 surname1234", "person77 surname77"]
 
 
 async def test_a_batch_with_keys_on_an_external_server(external) -> None:

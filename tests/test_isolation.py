@@ -216,3 +216,21 @@ async def test_no_server_runs_with_isolation_off(settings, monkeypatch) -> None:
         await open_database(settings.model_copy(update={"db_app_role": ""}))
     db = await open_database(settings)  # with RLS in force it may (the isolation tests run so)
     await db.close()
+
+
+async def test_every_table_of_a_users_rows_is_under_row_level_security(database: Database) -> None:
+    """A table with a `user_id` column holds some user's rows: each one the application role may
+    read is under forced row-level security with the tenant policy, so a table added later cannot
+    be read across users by a query that forgot its filter (the owner's own tables, such as the
+    graph's backlog, it cannot read at all)."""
+    async with database.admin.acquire() as conn:
+        rows = await conn.fetch(
+            """SELECT c.relname, c.relrowsecurity AND c.relforcerowsecurity AS forced,
+                      EXISTS (SELECT 1 FROM pg_policies p WHERE p.tablename = c.relname AND p.policyname = 'tenant')
+                      AS tenant
+               FROM pg_class c JOIN information_schema.columns col
+                 ON col.table_name = c.relname AND col.column_name = 'user_id' AND col.table_schema = 'public'
+               WHERE c.relkind IN ('r', 'p') AND c.relnamespace = 'public'::regnamespace
+                 AND has_table_privilege('mcp_memory_app', c.oid, 'SELECT')""")
+    assert {"memories", "entities", "entity_aliases"} <= {r["relname"] for r in rows}
+    assert [r["relname"] for r in rows if not (r["forced"] and r["tenant"])] == []

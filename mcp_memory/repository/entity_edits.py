@@ -226,7 +226,7 @@ async def first_name_taken_in(conn: asyncpg.Connection, p: Principal, full: UUID
         """SELECT id, canonical FROM entities
            WHERE user_id = $1 AND merged_into IS NULL AND kind <> 'user'
              AND agent_id IS NOT DISTINCT FROM $2 AND project_id IS NOT DISTINCT FROM $3
-             AND split_part(canonical, ' ', 1) = split_part($4, ' ', 1)""",
+             AND first_word = split_part($4, ' ', 1)""",
         p.user_id, agent_id, project_id, first)
     lone = [r["id"] for r in rows if r["canonical"] == first]
     fulls = [r["id"] for r in rows if begins(r["canonical"], first)]

@@ -42,14 +42,17 @@ async def named_rows(conn: asyncpg.Connection, q: Sql, scope: str, names: Sequen
     lone first name). `extra`: more columns to select."""
     every = [c for n in names for c in (n.canonical, *n.forms)]
     wanted = q.arg(every + [word_set(c) for c in every])
-    # By the first word of a lone name's canonical form (its index), "eun" for "Eun-ji": `choose`
-    # keeps the full names that begin with all of it.
+    # By the first word of a lone name's canonical form, "eun" for "Eun-ji": `choose` keeps the full
+    # names that begin with all of it. Each form is found by text equality alone (a column, an alias
+    # row), the one comparison an index serves under row-level security on any server
+    # (020_entity_lookup.sql).
     firsts = q.arg([n.canonical.split(" ", 1)[0] for n in names if n.lone])
     return await conn.fetch(
         f"""SELECT id, canonical, name, aliases, agent_id, project_id{extra} FROM entities e
             WHERE {scope} AND e.merged_into IS NULL
-              AND (e.canonical = ANY({wanted}::text[]) OR e.aliases && {wanted}::text[]
-                   OR split_part(e.canonical, ' ', 1) = ANY({firsts}::text[]))""", *q.args)
+              AND (e.canonical = ANY({wanted}::text[]) OR e.first_word = ANY({firsts}::text[])
+                   OR e.id = ANY(ARRAY(SELECT a.entity_id FROM entity_aliases a
+                                       WHERE a.alias = ANY({wanted}::text[]))))""", *q.args)
 
 
 async def _candidates(conn: asyncpg.Connection, user_id: str, agent_id: str | None, project_id: str | None,

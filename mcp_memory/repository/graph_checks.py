@@ -26,6 +26,13 @@ CHECKS = {
         ON e.user_id = x.user_id AND e.id = x.entity_id
         WHERE e.agent_id IS NOT NULL AND e.agent_id IS DISTINCT FROM x.agent_id
            OR e.project_id IS NOT NULL AND e.project_id IS DISTINCT FROM x.project_id""",
+    # The lookup finds an alias by its own row (020_entity_lookup.sql's triggers keep them).
+    "aliases out of step with their rows": """SELECT (SELECT count(*) FROM entities e, unnest(e.aliases) a
+        WHERE NOT EXISTS (SELECT 1 FROM entity_aliases x WHERE x.user_id = e.user_id AND x.entity_id = e.id
+                          AND x.alias = a AND x.agent_id IS NOT DISTINCT FROM e.agent_id
+                          AND x.project_id IS NOT DISTINCT FROM e.project_id))
+        + (SELECT count(*) FROM entity_aliases x JOIN entities e ON e.user_id = x.user_id AND e.id = x.entity_id
+           WHERE NOT x.alias = ANY (e.aliases))""",
 }
 
 
