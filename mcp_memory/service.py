@@ -59,6 +59,7 @@ from .review import Review
 from .searching import Recalled, Searching, asks
 from .statistics import Statistics
 from .structure import Structure
+from .transcript_cursors import TranscriptCursors
 from .validation import Validator, content_hash, moment, request_fingerprint, text
 from .vectors import Vectors, embedder_from
 
@@ -109,6 +110,7 @@ class MemoryService(Forgetting, Searching):
         self.lexicon = lexicon_named(settings.language)  # the language names, keys and questions are read in
         self.structure = Structure(repo, settings, self.lexicon, vectors)  # who and what a write says
         self.entities = Entities(repo, settings.snippet_chars, self.lexicon)  # profiles, and a person's edits
+        self.transcripts = TranscriptCursors(repo)  # how much of each transcript capture stored
         # The opt-in reranker over a search's best hits (retrieval/rerank.py); None: off (default).
         self.reranking = Reranking.from_settings(settings)
         # Counts committed changes so planner statistics follow bursts (statistics.py); the

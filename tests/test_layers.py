@@ -172,12 +172,7 @@ BESIDE_THE_SERVICE = {
 }
 # Imports and `.repo` reads that skip the service in modules another change owns, each waiting for
 # a service method: an entry whose skip is gone fails the test, so it cannot outlive its fix.
-SKIPS_WAITING: set[tuple[str, str]] = {
-    ("mcp_memory.capture.capture", "mcp_memory.repository.transcripts"),
-    ("mcp_memory.capture.capture", ".repo"),
-    ("mcp_memory.capture.status_view", "mcp_memory.repository.memories"),
-    ("mcp_memory.capture.status_view", "mcp_memory.repository.transcripts"),
-}
+SKIPS_WAITING: set[tuple[str, str]] = set()
 
 
 def _repo_reads(path: Path) -> bool:

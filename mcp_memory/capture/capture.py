@@ -21,8 +21,8 @@ import asyncpg
 from ..config import Settings
 from ..errors import InvalidInput, NotFound, PermissionDenied, Unavailable
 from ..models import Principal, WriteItem
-from ..repository.transcripts import Cursor, TranscriptRepository
 from ..service import MemoryService
+from ..transcript_cursors import KEY_CHARS, Cursor
 from ..validation import EARLIEST, LATEST
 from . import status
 from .redact import redact
@@ -44,7 +44,6 @@ _REFUSED = (InvalidInput, asyncpg.DataError, asyncpg.ProgramLimitExceededError)
 
 
 CUT_MARKER_ROOM = 40
-KEY_CHARS = 400   # a cursor's key is in a btree index, which refuses rows of more than ~2700 bytes
 
 
 def clean_text(text: str) -> tuple[str, list[str]]:
@@ -134,7 +133,7 @@ class Capturer:
         self.service = service
         self.settings = settings
         self.harness = harness
-        self.cursors = TranscriptRepository(service.repo)
+        self.cursors = service.transcripts
         self.matcher = Matcher(settings.capture_languages)
 
     async def capture(self, p: Principal, transcript: Transcript, *, key: str,
@@ -166,7 +165,7 @@ class Capturer:
                        report: CaptureReport) -> None:
         digests = [t.digest for t in transcript.turns]
         async with self.cursors.locked(p, key):
-            cursor = await self.cursors.get(p, key) or Cursor(key)
+            cursor = await self.cursors.get(p, key)
             start = common_prefix(cursor.hashes, digests)
             ids: list[UUID | None] = cursor.memory_ids[:start]
             # A stored turn that changed, or fewer turns than stored: the transcript was rewritten

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..auth import local_principal
 from ..config import Settings
-from ..repository.transcripts import CursorProblems
+from ..transcript_cursors import CursorProblems
 from .status import CaptureFailure
 
 SHOWN_PER_TRANSCRIPT = 10
@@ -18,9 +18,8 @@ SHOWN_PER_TRANSCRIPT = 10
 
 async def cursor_problems(settings: Settings) -> tuple[list[CursorProblems], str | None]:
     """The user's transcripts with problems, or the reason the database could not say."""
+    from ..composition import compose
     from ..db import open_database
-    from ..repository.memories import MemoryRepository
-    from ..repository.transcripts import TranscriptRepository
     from .capture import failure_reason
 
     try:
@@ -31,7 +30,9 @@ async def cursor_problems(settings: Settings) -> tuple[list[CursorProblems], str
         return [], failure_reason(exc)
     try:
         p = local_principal(settings, client_name="cli")  # cursors are per user: any agent / project
-        return await TranscriptRepository(MemoryRepository(db.pool)).with_problems(p), None
+        # No model check: what went wrong with captures is shown whatever the embedder.
+        service = (await compose(db, settings, check_model=False)).service
+        return await service.transcripts.with_problems(p), None
     except Exception as exc:
         return [], failure_reason(exc)
     finally:
@@ -88,11 +89,9 @@ def doctor_failures(settings: Settings) -> tuple[str, bool, str, str | None]:
             "or run `mcp-memory capture <transcript>`")
 
 
-async def doctor_problems(conn: Any) -> tuple[str, bool, str, str | None]:
-    """doctor's line for turns not stored exactly as written (every user's, as the owner sees)."""
-    from ..repository.transcripts import problem_counts
-
-    transcripts, skipped = await problem_counts(conn)
+def doctor_problems(transcripts: int, skipped: int) -> tuple[str, bool, str, str | None]:
+    """doctor's line for turns not stored exactly as written: the transcripts with problems and
+    the turns skipped among them (every user's, as the owner sees: repository.transcripts.problem_counts)."""
     if not transcripts:
         return "captured turns", True, "every captured turn stored as written", None
     detail = (f"{transcripts} transcript(s) have turns cleaned (NUL, invalid Unicode), cut, or with unreadable "

@@ -11,6 +11,7 @@ from ..config import Settings
 from ..errors import Unavailable
 from ..repository import catalog
 from ..repository.graph_checks import inconsistencies, sizes
+from ..repository.transcripts import problem_counts
 from . import locate
 from .migrate import pending_migrations
 
@@ -52,7 +53,7 @@ async def diagnose(settings: Settings) -> list[Check]:
                 "or run `mcp-memory migrate`"))
             if not pending:
                 checks.append(await _row_level_security(conn, settings.db_app_role))
-                checks.append(Check(*await doctor_problems(conn)))
+                checks.append(Check(*doctor_problems(*await problem_counts(conn))))
                 checks += await _embeddings(conn, settings)
                 checks.append(await _jobs(conn))
                 checks.append(await _graph(conn))
