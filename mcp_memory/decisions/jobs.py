@@ -73,6 +73,12 @@ class DecisionWorker:
         # Jobs this process had no client for: left to another server's workers (whose client may read
         # them) instead of being taken and put back here first, until a client connects here.
         self._unservable: set[int] = set()
+        # A provider that asks connected clients (sampling: server/sampling.py's sessions, built
+        # before the database and so before this worker) tells it when one connects, so the jobs
+        # waiting for a client are taken at once.
+        sessions = getattr(provider, "sessions", None)
+        if sessions is not None:
+            sessions.subscribe(self.client_available)
 
     def lease(self) -> float:
         """How long a claimed job stays this worker's: its model calls at the provider's pace."""

@@ -45,9 +45,4 @@ def workers_for(admin: asyncpg.Pool, settings: Settings, sampling: DecisionProvi
 
 def start(tg: anyio.abc.TaskGroup, worker: DecisionWorker) -> None:
     """Run the worker's loops in a server's task group."""
-    sessions = getattr(worker.provider, "sessions", None)  # sampling: a client connecting releases what waits for one
-    if sessions is not None:
-        # The one subscription left to wire after construction: the sessions (server/sampling.py)
-        # exist before the database, so before the worker.
-        sessions.on_offer = worker.client_available
     tg.start_soon(worker.run_forever)

@@ -65,9 +65,14 @@ class SamplingSessions:
 
     def __init__(self) -> None:
         self._by_user: dict[str, list[tuple[Any, Principal]]] = {}
-        # Called with the user id when a session (or a new principal on one) becomes available,
-        # so jobs waiting for a client are taken at once (the decision workers set it).
-        self.on_offer: Callable[[str], None] | None = None
+        # Told the user id when a session (or a new principal on one) becomes available, so jobs
+        # waiting for a client are taken at once: the decisions worker of a provider asking these
+        # sessions, which subscribes as it is built (the sessions exist before the database, so
+        # before the worker).
+        self._listeners: list[Callable[[str], None]] = []
+
+    def subscribe(self, listener: Callable[[str], None]) -> None:
+        self._listeners.append(listener)
 
     def offer(self, principal: Principal, session: Any, protocol_version: str | None) -> None:
         if not offers_sampling(session, protocol_version):
@@ -77,8 +82,9 @@ class SamplingSessions:
         known = any(_connection(s) is link and q == principal for s, q in kept)
         rest = [(s, q) for s, q in kept if not (_connection(s) is link and q == principal)]
         self._by_user[principal.user_id] = [(session, principal), *rest][: self.KEEP]
-        if not known and self.on_offer is not None:
-            self.on_offer(principal.user_id)
+        if not known:
+            for listener in self._listeners:
+                listener(principal.user_id)
 
     def drop(self, user_id: str, session: Any) -> None:
         link = _connection(session)
