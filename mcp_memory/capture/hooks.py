@@ -200,9 +200,9 @@ async def _take_own(service: MemoryService, harness: Harness, payload: HookInput
 
 async def handle(event: str, harness: Harness, payload: HookInput, settings: Settings,
                  deadline: float | None = None) -> str:
-    """`respond` with a database of its own, opened only when there is work for it."""
-    from ..db import open_database
-    from ..service import MemoryService
+    """`respond` with a database and service of its own (composition.py: no decisions worker, a
+    write queues its decision job for a server's), opened only when there is work for it."""
+    from ..composition import opened
     from .capture import capture_disabled
 
     if event == "prompt-submit" and not worth_recalling(payload.prompt or ""):
@@ -211,12 +211,8 @@ async def handle(event: str, harness: Harness, payload: HookInput, settings: Set
         if capture_disabled(settings, principal_for(settings, harness, payload)):
             return ""
         load_transcript(harness, payload)   # an unreadable transcript is said before any database work
-    db = await open_database(settings)
-    try:
-        service = await MemoryService.open(db, settings)
-        return await respond(service, event, harness, payload, settings, deadline)
-    finally:
-        await db.close()
+    async with opened(settings) as house:
+        return await respond(house.service, event, harness, payload, settings, deadline)
 
 
 def budget(event: str, settings: Settings) -> float:
