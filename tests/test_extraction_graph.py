@@ -17,8 +17,11 @@ from mcp_memory.capture.capture import Capturer
 from mcp_memory.capture.transcripts import parse_text
 from mcp_memory.config import Settings
 from mcp_memory.db import Database
-from mcp_memory.decisions import extraction, provider_from
+from mcp_memory.decisions import extraction, provider_from, subject_rules
 from mcp_memory.decisions.jobs import DecisionWorker
+from mcp_memory.graph.names import owned
+from mcp_memory.lexicon.english import ENGLISH
+from mcp_memory.lexicon.portuguese import PORTUGUESE
 from mcp_memory.models import Principal
 from mcp_memory.service import MemoryService
 
@@ -342,6 +345,21 @@ def test_a_possessive_names_whose_attribute_a_fact_states() -> None:
                       ("Dana's manager is Tomás's manager.", "manager"),
                       ("Marcus Bell, the user's friend, leads the Falcon team.", "friend")):  # own words
         assert owner(text, key) is None, text
+    # A typographic apostrophe is the lexicon's possessive too; the guard reads the same owners.
+    assert owner("Sven Olsen is Tomás’s manager.", "manager") == "Tomás"
+    assert subject_rules.owners("Sven Olsen is Tomás’s manager and Dana's mentor.") == [("tomás",), ("dana",)]
+    assert subject_rules.owners("Adaeze Halvorsen's ThinkPad T14 and Mom's birthday") == [("adaeze", "halvorsen"),
+                                                                                          ("mom",)]
+
+
+def test_owners_are_read_in_one_pass_whatever_the_text() -> None:
+    """A hostile text of thousands of possessives: the owners read in time linear in its length
+    (each shorter run retried would be quadratic: seconds at this size), and a lexicon with no
+    possessive ending (Portuguese says "o gerente do Kwame") finds none."""
+    hostile = "Ab's " * 20_000 + "manager"
+    assert len(list(owned(hostile))) == 20_000
+    assert extraction.possessor(hostile, "manager", ENGLISH) is None  # read within its first 2,000 characters
+    assert list(owned("O gerente do Kwame é a Greta.", PORTUGUESE)) == []
 
 
 async def test_a_new_manager_said_first_by_name_replaces_the_old_one(database: Database, settings: Settings,

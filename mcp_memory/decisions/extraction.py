@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..errors import InvalidInput
 from ..graph.keys import in_lexicon, key_of
+from ..graph.names import NAMES_WITHIN_CHARS, owned
 from ..models import Principal, WriteItem
 from ..repository import jobs as queue
 from ..repository.edges import Edge
@@ -253,11 +254,12 @@ def possessor(text: str, key: str, lexicon: Lexicon) -> str | None:
     manager" states Tomás's manager, "The user's new manager will be Oscar Lindqvist" the user's.
     The local 1.5B model gave the first name of such a sentence as its about (Sven, or both), so
     the manager was filed as Sven's own and replaced nothing. A possessive is the lexicon's
-    (`possessive_endings` after a run of capitalised words, or one of `user_possessives` the
-    lexicon also takes for the user), followed by the key or its attribute's name (fillers such as
-    "new" between), when the lexicon knows the attribute. None: no such possessive, two owners,
-    or a key in the model's own words ("Marcus Bell, the user's friend, leads the Falcon team" is
-    no one-at-a-time "friend" of the user's that a second friend would replace)."""
+    (`possessive_endings` after a run of capitalised words, graph/names.py `owned`; or one of
+    `user_possessives` the lexicon also takes for the user), followed by the key or its
+    attribute's name (fillers such as "new" between), when the lexicon knows the attribute. None:
+    no such possessive, two owners, or a key in the model's own words ("Marcus Bell, the user's
+    friend, leads the Falcon team" is no one-at-a-time "friend" of the user's that a second friend
+    would replace)."""
     said = key_of(key, lexicon)
     if said is None or not in_lexicon(said.attribute, lexicon):
         return None  # own words ("friend"): whether it holds one value at a time is a guess; moving its subject is not
@@ -280,14 +282,7 @@ def possessor(text: str, key: str, lexicon: Lexicon) -> str | None:
         for m in re.finditer(r"(?<!\w)(" + "|".join(map(re.escape, users)) + r")\s+", text, re.IGNORECASE):
             if names_key(text[m.end():]):
                 owners.add(m.group(1).lower())
-    if lexicon.possessive_endings:
-        for m in re.finditer("(?:" + "|".join(map(re.escape, lexicon.possessive_endings)) + r")\s+", text):
-            words = text[:m.start()].split()
-            run: list[str] = []
-            while words and words[-1][:1].isupper() and (not run or words[-1][-1:].isalnum()):
-                run.insert(0, words.pop())
-            if run and names_key(text[m.end():]):
-                owners.add(" ".join(run))
+    owners |= {name for name, after in owned(text[:NAMES_WITHIN_CHARS], lexicon) if names_key(text[after:])}
     return owners.pop() if len(owners) == 1 else None
 
 

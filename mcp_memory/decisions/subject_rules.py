@@ -8,12 +8,12 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 
 from ..graph import subjects as stored_subjects
 from ..graph.about_user import about_someone_else, named_persons_relation, speaks_of_user, without_user
 from ..graph.names import RUN as _RUN
-from ..graph.names import SUBJECT_WITHIN
+from ..graph.names import SUBJECT_WITHIN, owned, runs
 from ..graph.subjects import Subjects
 from ..retrieval.focus import MASK
 from ..retrieval.query import LABEL, word_pairs
@@ -21,8 +21,6 @@ from .wording import NOT_A_NAME
 
 _WORD = re.compile(r"\w[\w'-]*")
 _POSSESSIVE = re.compile(r"'s$")
-# A run of capitalised words cut after each possessive: "Adaeze Halvorsen's", "ThinkPad T14".
-_POSSESSIVE_END = re.compile(r"\S.*?(?:'s(?=\s)|$)", re.DOTALL)
 # A Slack channel or a handle opening a memory, after a note's label ("Standup: #deploys ..."):
 # its subject, though not capitalised (ops 36.6 -> 34.8% wrong under the adversary, no other set
 # changed).
@@ -69,7 +67,7 @@ def names(text: str, anywhere: bool = False) -> list[tuple[str, ...]]:
     # changed). Read anywhere, it is still a name the other note may hold.
     valued = None if anywhere else LABEL.match(text)
     first = len(text) - len(text.lstrip())  # where the text's first word starts
-    for start, run in _runs(text):
+    for start, run in runs(text):
         if start >= limit:
             break
         if label is not None and start < label.end() or start == first and _OF_A_NAME.match(text):
@@ -82,14 +80,6 @@ def names(text: str, anywhere: bool = False) -> list[tuple[str, ...]]:
         if words:
             found.append(words)
     return found
-
-
-def _runs(text: str) -> Iterator[tuple[int, str]]:
-    """The runs of capitalised words in `text`, each with where it starts. A possessive ends a
-    name: "Adaeze Halvorsen's ThinkPad T14" is "Adaeze Halvorsen's", then "ThinkPad T14"."""
-    for m in _RUN.finditer(text):
-        for run in _POSSESSIVE_END.finditer(m.group()):
-            yield m.start() + run.start(), run.group()
 
 
 def _same(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
@@ -156,9 +146,9 @@ def owners(text: str, most: int = 3) -> list[tuple[str, ...]]:
     """The first `most` names in `text` that own something ("Leopold Kuznetsov's skip-level",
     "Mom's birthday"), each as its lower-case words: one fact has an owner or two, and each is
     compared with every name of the other text (all of them would be quadratic in a hostile
-    text of thousands). Read off the runs of capitalised words as `names` does: a pattern ending
-    in "'s" would retry every shorter run, quadratic too."""
-    found = (words for _, run in _runs(text) if run.endswith("'s") and (words := _words(run)))
+    text of thousands). The owners are graph/names.py's `owned`, as extraction's possessor reads
+    them."""
+    found = (words for name, _ in owned(text) if (words := _words(name)))
     return list(itertools.islice(found, most))
 
 

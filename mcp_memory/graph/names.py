@@ -148,6 +148,22 @@ def runs(text: str) -> Iterator[tuple[int, str]]:
             yield m.start() + run.start(), run.group()
 
 
+def owned(text: str, lexicon: Lexicon = ENGLISH) -> Iterator[tuple[str, int]]:
+    """Each run of capitalised words that owns what follows it by one of the lexicon's
+    `possessive_endings` ("Leopold Kuznetsov's skip-level", "Tomás’s manager", "Mom's birthday"):
+    the name as written, its ending cut, and where the text after the possessive starts. The one
+    reader of a named owner, for the guard's owners and extraction's possessor; read off `runs` in
+    one pass, so a hostile text costs what its length does."""
+    ends = lexicon.possessive_endings
+    for start, run in runs(text):
+        end = start + len(run)
+        ending = next((e for e in ends if run.endswith(e)), None)
+        if ending is not None:  # "Halvorsen's": the run holds a straight apostrophe
+            yield run[:-len(ending)], end
+        elif (ending := next((e for e in ends if text.startswith(e, end)), None)) is not None:
+            yield run, end + len(ending)  # "Tomás’s": a curly one ends the run before it
+
+
 def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
     """What `text` names, its subject first with role 'about': the user when it speaks of them with
     no one named before (and not of someone in their life), else its first name among its first
