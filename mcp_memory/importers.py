@@ -261,15 +261,19 @@ def _checked(service: MemoryService, p: Principal, path: Path, drafts: list[Draf
     return out
 
 
-async def _write_chunk(service: MemoryService, p: Principal, chunk: list[Checked], source: str) -> list[str]:
-    if any(d.pinned or d.priority for d, *_ in chunk):  # what a batch write does not take
+async def _write_chunk(service: MemoryService, p: Principal, chunk: list[Checked], source: str,
+                       taken: dict[str, list[float]]) -> list[str]:
+    """The chunk written; `taken`: vectors of a peer's (checked to be our model's) by text, stored
+    with their memories in the batch's transaction, never through the shared embedding cache."""
+    if any(d.pinned or d.priority for d, *_ in chunk):  # what a batch write does not take (nor `taken`)
         return [(await service.write(
             p, d.content, title=d.title, kind=d.kind, tags=d.tags, metadata=d.metadata, pinned=d.pinned,
             priority=d.priority, scope=level, occurred_at=d.occurred_at, source=source, about=d.about)).status
             for d, level, *_ in chunk]
     items = [WriteItem(content=d.content, title=d.title, kind=d.kind, tags=d.tags, metadata=d.metadata,
                        scope=level, occurred_at=d.occurred_at, about=d.about) for d, level, *_ in chunk]
-    return [m.status for m in (await service.write_many(p, items, source=source)).memories]
+    given = [taken.get(service.check.content(d.content)) for d, *_ in chunk] if taken else None
+    return [m.status for m in (await service.write_many(p, items, source=source, embeddings=given)).memories]
 
 
 def _plan(report: ImportReport, kind: str, where: str, content: str) -> None:
@@ -281,16 +285,13 @@ def _plan(report: ImportReport, kind: str, where: str, content: str) -> None:
 
 async def _write_drafts(service: MemoryService, p: Principal, path: Path, checked: list[Checked],
                         report: ImportReport, progress: bool, taken: dict[str, list[float]]) -> None:
-    """Write in batches; `taken`: vectors of a peer's (checked to be our model's) by text, lent to
-    the embedding cache for the batch that needs them."""
+    """Write in batches; `taken`: vectors of a peer's (checked to be our model's) by text."""
     source = f"import:{path.name}"
     bar = tqdm(total=len(checked), desc=path.name, unit="memory", file=sys.stderr, disable=not progress)
     batch = service.settings.max_batch
     for start in range(0, len(checked), batch):
         chunk = checked[start:start + batch]
-        texts = [service.check.content(d.content) for d, *_ in chunk] if taken else []
-        async with peer_vectors.lent(service.vectors, taken, texts):
-            statuses = await _write_chunk(service, p, chunk, source)
+        statuses = await _write_chunk(service, p, chunk, source, taken)
         for (d, _, agent_id, project_id, _), status in zip(chunk, statuses, strict=True):
             if status == "created":
                 report.created += 1

@@ -266,19 +266,36 @@ class MemoryService(Forgetting, Searching):
             await self.decider.settle(p, memory.id)
         return WriteResult(status="created" if created else "duplicate", memory=memory, related=related)
 
+    def _given(self, embeddings: Sequence[list[float] | None] | None, count: int) -> list[list[float] | None]:
+        """write_many's `embeddings`, checked: one per item, each of the model's dimension."""
+        if embeddings is None:
+            return [None] * count
+        if len(embeddings) != count:
+            raise InvalidInput(f"embeddings has {len(embeddings)} vectors for {count} items; nothing was written")
+        model, dimension = (self.vectors.model, self.vectors.dimension) if self.vectors else (None, 0)
+        for i, vector in enumerate(embeddings):
+            if vector is not None and dimension and len(vector) != dimension:
+                raise InvalidInput(f"embeddings[{i}] has {len(vector)} dimensions, {model}'s {dimension}; "
+                                   "nothing was written")
+        return list(embeddings)
+
     async def write_many(self, p: Principal, items: list[WriteItem], *, source: str | None = None,
                          request_id: str | None = None, edges: Sequence[Sequence[Edge]] = (),
-                         said_by: Source = "writer") -> WriteManyResult:
+                         said_by: Source = "writer",
+                         embeddings: Sequence[list[float] | None] | None = None) -> WriteManyResult:
         """Many memories in one call: every item checked first (a bad one names its index and
         nothing is written), embedded in batches, inserted in one transaction, each deduplicated
         in its scope and audited. Fails open like `write`: without vectors if the embedder is down.
         `edges`: per item, its links to other memories, stored in the same transaction (extraction:
-        derived_from its turns); `said_by`: who gave the items' about and key (extraction: model)."""
+        derived_from its turns); `said_by`: who gave the items' about and key (extraction: model);
+        `embeddings`: per item, its vector already made by the configured model (an import's,
+        taken from a peer's file once checked: importing/peer_vectors.py), None to embed it."""
         self.require(p, "write")
         if not items:
             raise InvalidInput("items is empty: pass at least one memory")
         if len(items) > self.settings.max_batch:
             raise InvalidInput(f"items has {len(items)} memories; at most {self.settings.max_batch} per call")
+        given = self._given(embeddings, len(items))
         news, said = [], []
         for i, item in enumerate(items):
             try:
@@ -288,8 +305,8 @@ class MemoryService(Forgetting, Searching):
             except (InvalidInput, PermissionDenied) as exc:
                 raise type(exc)(f"items[{i}]: {exc}; nothing was written") from None
         await self._limit(p, "write")
-        vectors = await self.vectors.documents_or_none([n.content for n in news]) if self.vectors else None
-        if vectors is not None:
+        if self.vectors is not None and self.vectors.embedder is not None:
+            vectors = await self.vectors.documents_given([n.content for n in news], given)
             news = [self._embedded(n, v) for n, v in zip(news, vectors, strict=True)]
         written = await self.repo.insert_many(p, news, request_id=request_id, said=said, edges=edges)
         created = sum(c for _, c in written)

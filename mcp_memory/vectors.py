@@ -196,6 +196,18 @@ class Vectors:
                 out[i] = vector
         return out
 
+    async def documents_given(self, texts: Sequence[str],
+                              given: Sequence[list[float] | None]) -> list[list[float] | None]:
+        """Vectors for texts, the `given` ones (the model's already: an import's, checked) as they
+        are and never cached, the rest from the cache or embedded; None for those when the embedder
+        is off, down or slow (fail open)."""
+        todo = [i for i, vector in enumerate(given) if vector is None]
+        made = await self.documents_or_none([texts[i] for i in todo]) if todo else []
+        out = list(given)
+        for i, vector in zip(todo, made or [None] * len(todo), strict=True):
+            out[i] = vector
+        return out
+
     async def query(self, text: str) -> list[float] | None:
         if self.embedder is None:
             return None

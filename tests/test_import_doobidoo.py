@@ -143,7 +143,11 @@ async def test_a_row_it_cannot_read_refuses_the_whole_import(service: MemoryServ
 
 # --- the peer's vectors: taken when they are our model's, never otherwise --------------------------
 
-MANY = Path(__file__).parent / "fixtures" / "doobidoo" / "many.db.gz"  # 118 memories, make_many.py
+MANY = Path(__file__).parent / "fixtures" / "doobidoo" / "many.db.gz"  # 123 memories, make_many.py
+MANY_COUNT = 123
+# make_many.py's long_texts(): of 138, 192, 274 and 129 tokens by our model's tokenizer, longer than the
+# peer's cut (128): the peer's vectors of them are of their first 128 tokens. A fifth of exactly 128 is not.
+LONGER_THAN_THE_CUT = 4
 QUESTIONS = ["who owns the billing service", "which build is slow on CI", "what does Hana like for lunch",
              "database migration decision", "who covers during the holiday", "file handle leak",
              "Friday deploys", "tea", "outdated runbook after the incident", "who mentors whom in Rust"]
@@ -181,27 +185,35 @@ async def _search_all(service: MemoryService, p: Principal) -> list[list[str]]:
     return [[h.snippet for h in (await service.search(p, q, limit=10)).hits] for q in QUESTIONS]
 
 
+async def _tokens(service: MemoryService, texts: list[str]) -> dict[str, int]:
+    """Each text's tokens by our model's own tokenizer."""
+    assert service.vectors is not None
+    return dict(zip(texts, await service.vectors.embedder.count_tokens(texts), strict=True))  # type: ignore[union-attr]
+
+
 async def test_the_peers_vectors_are_taken_and_search_as_embedding_again_would(
         service: MemoryService, database: Database, alice: Principal, many_db: Path, settings: Settings,
         make_db: Callable[[], Any], tmp_path: Path) -> None:
     maintenance = MaintenanceRepository(database.admin)
     report = await import_paths(service, maintenance, alice, [many_db], progress=False)
-    assert report.created == 118
+    assert report.created == MANY_COUNT
     (line,) = report.embedding
     found = re.match(r"many\.db: took the peer's vectors for (\d+) memories, after all-MiniLM-L6-v2-int8 "
-                     r"re-embedded (\d+) others .* every one matched", line)
+                     r"re-embedded (\d+) others .* every one matched .*; embedded (\d+) longer than the peer's 128 "
+                     r"tokens \(its vectors are of their beginnings\)$", line)
     assert found, line
     taken = int(found.group(1))
-    assert taken >= 60 and taken + int(found.group(2)) == 118
-    # they were in the embedding cache (shared by every user) only while their batch was written
-    assert await database.admin.fetchval("SELECT count(*) FROM embedding_cache") == 118 - taken
+    assert taken >= 60 and int(found.group(3)) == LONGER_THAN_THE_CUT
+    assert taken + int(found.group(2)) + LONGER_THAN_THE_CUT == MANY_COUNT
+    # never in the embedding cache (shared by every user): only ours are, the sample's and the long ones'
+    assert await database.admin.fetchval("SELECT count(*) FROM embedding_cache") == MANY_COUNT - taken
     reused = await _stored(database, "alice")
     # written in one statement per batch, each row still stamped in the file's order (a decision
     # weighs a memory against those written before it)
     order = await database.admin.fetch("SELECT content, created_at FROM memories WHERE user_id = 'alice' "
                                        "ORDER BY created_at")
     assert [r["content"] for r in order] == [d.content for d in doobidoo.read(many_db)]
-    assert len({r["created_at"] for r in order}) == 118
+    assert len({r["created_at"] for r in order}) == MANY_COUNT
 
     # Those vectors are the file's: a trace of noise (cosine 0.999998 to the peer's own, far inside the
     # check) tells them from our model's, which for most texts are the peer's to the bit.
@@ -224,9 +236,10 @@ async def test_the_peers_vectors_are_taken_and_search_as_embedding_again_would(
     try:
         fresh = await MemoryService.open(fresh_db, settings)
         again = await import_paths(fresh, MaintenanceRepository(fresh_db.admin), alice, [other], progress=False)
-        assert again.created == 118
-        assert again.embedding[0].startswith("other.db: embedded all 118 memories again with all-MiniLM-L6-v2-int8: "
-                                             "the peer's vectors are not all-MiniLM-L6-v2-int8's")
+        assert again.created == MANY_COUNT
+        assert again.embedding[0].startswith(f"other.db: embedded all {MANY_COUNT} memories again with "
+                                             "all-MiniLM-L6-v2-int8: the peer's vectors are not "
+                                             "all-MiniLM-L6-v2-int8's")
         embedded = await _stored(fresh_db, "alice")
         assert _cosines(reused, embedded).min() >= 0.9999
         assert await _search_all(service, alice) == await _search_all(fresh, alice)
@@ -244,6 +257,40 @@ def _peer_vectors(path: Path) -> dict[str, np.ndarray]:
     return {d.content: stored.by_key[d.metadata["original_id"]].astype(np.float64) for d in doobidoo.read(path)}
 
 
+async def test_texts_longer_than_the_peers_cut_are_embedded_by_us_and_the_rest_taken(
+        service: MemoryService, database: Database, alice: Principal, many_db: Path) -> None:
+    """The peer cuts a text at 128 tokens, ours at 256: its vector of a longer text is of the text's
+    beginning. Those (counted by our tokenizer) are embedded by our model, the others taken; before,
+    they failed the sample check and every memory was embedded again."""
+    peer = _peer_vectors(many_db)
+    tokens = await _tokens(service, list(peer))
+    long = {t for t, n in tokens.items() if n > doobidoo.MAX_TOKENS}
+    assert sorted(tokens[t] for t in long) == [129, 138, 192, 274] and 128 in tokens.values()
+    report = await import_paths(service, MaintenanceRepository(database.admin), alice, [many_db], progress=False)
+    assert report.created == MANY_COUNT and report.embedding[0].startswith("many.db: took the peer's vectors for ")
+    stored = await _stored(database)
+    assert service.vectors is not None
+    ours = dict(zip(long, await service.vectors.embedder.embed_documents(list(long)), strict=True))  # type: ignore[union-attr]
+    for text in long:  # our model's vector of the whole text (to 256 tokens), not the peer's of its beginning
+        assert float(stored[text] @ np.asarray(ours[text])) >= 0.99999
+        assert _cosines({text: stored[text]}, {text: peer[text]})[0] < 0.999
+    # the text of exactly 128 tokens, which the peer did not cut, has the peer's vector (taken or checked)
+    (whole,) = [t for t, n in tokens.items() if n == doobidoo.MAX_TOKENS]
+    assert _cosines({whole: stored[whole]}, {whole: peer[whole]})[0] >= 0.99999
+
+
+async def test_given_vectors_are_checked_by_write_many(service: MemoryService, alice: Principal) -> None:
+    from mcp_memory.models import WriteItem
+
+    items = [WriteItem(content="Ines keeps the spare keys."), WriteItem(content="The boiler is serviced in May.")]
+    with pytest.raises(InvalidInput, match=r"embeddings\[1\] has 3 dimensions, all-MiniLM-L6-v2-int8's 384; "
+                                           "nothing was written"):
+        await service.write_many(alice, items, embeddings=[None, [0.1, 0.2, 0.3]])
+    with pytest.raises(InvalidInput, match="embeddings has 1 vectors for 2 items"):
+        await service.write_many(alice, items, embeddings=[None])
+    assert (await service.list(alice, limit=10)).memories == []
+
+
 @pytest.mark.parametrize(("change", "why"), [
     # as close as another export of MiniLM would be (cosine ~0.99 to ours)
     (lambda m: m + np.random.default_rng(1).normal(0, 0.0075, m.shape), "the peer's vectors are not"),
@@ -257,12 +304,16 @@ async def test_vectors_from_another_model_are_never_stored(service: MemoryServic
     _rewrite_vectors(many_db, change)
     after = _peer_vectors(many_db)
     report = await import_paths(service, MaintenanceRepository(database.admin), alice, [many_db], progress=False)
-    assert report.created == 118
-    assert report.embedding[0].startswith(f"many.db: embedded all 118 memories again with all-MiniLM-L6-v2-int8: "
-                                          f"{why}")
+    assert report.created == MANY_COUNT
+    assert report.embedding[0].startswith(f"many.db: embedded all {MANY_COUNT} memories again with "
+                                          f"all-MiniLM-L6-v2-int8: {why}")
     stored = await _stored(database)
-    # what is stored is our model's (the file's vectors before the change), not the changed ones
-    assert _cosines(stored, before).min() >= 0.9999
+    # what is stored is our model's (the file's vectors before the change, where the peer did not cut
+    # the text), not the changed ones
+    tokens = await _tokens(service, list(stored))
+    within = {t for t in stored if tokens[t] <= doobidoo.MAX_TOKENS}
+    assert len(within) == MANY_COUNT - LONGER_THAN_THE_CUT
+    assert _cosines({t: stored[t] for t in within}, {t: before[t] for t in within}).min() >= 0.9999
     if np.any(np.linalg.norm(np.stack(list(after.values())), axis=1)):
         assert _cosines(stored, after).max() < 0.999
 
@@ -286,17 +337,17 @@ async def test_an_export_with_vectors_takes_them_only_of_our_dimension(service: 
 
     report = await import_paths(service, MaintenanceRepository(database.admin), alice,
                                 [export("short.json", 256)], progress=False)
-    assert report.embedding == ["short.json: embedded all 118 memories again with all-MiniLM-L6-v2-int8: the peer's "
-                                "vectors have 256 dimensions, all-MiniLM-L6-v2-int8's 384"]
+    assert report.embedding == [f"short.json: embedded all {MANY_COUNT} memories again with all-MiniLM-L6-v2-int8: "
+                                "the peer's vectors have 256 dimensions, all-MiniLM-L6-v2-int8's 384"]
     bob = Principal(**{**alice.model_dump(), "user_id": "bob"})
     report = await import_paths(service, MaintenanceRepository(database.admin), bob,
                                 [export("whole.json", 384)], progress=False)
-    assert report.created == 118 and report.embedding[0].startswith("whole.json: took the peer's vectors for ")
+    assert report.created == MANY_COUNT and report.embedding[0].startswith("whole.json: took the peer's vectors for ")
 
 
 def test_the_peers_vector_layout_is_checked(many_db: Path) -> None:
     """A slot sqlite-vec does not mark as holding that row's vector gives no vectors at all."""
-    assert len(doobidoo.stored_vectors(many_db).by_key) == 118
+    assert len(doobidoo.stored_vectors(many_db).by_key) == MANY_COUNT
     with sqlite3.connect(many_db) as conn:
         conn.execute("UPDATE memory_embeddings_rowids SET chunk_offset = chunk_offset + 1 WHERE rowid = 5")
     broken = doobidoo.stored_vectors(many_db)

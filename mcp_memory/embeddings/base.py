@@ -48,6 +48,15 @@ class Embedder(Protocol):
         ...
 
 
+@runtime_checkable
+class TokenCounter(Protocol):
+    """An embedder that can say how many tokens its tokenizer makes of each text, before any cut
+    (special tokens included): what tells a text another tokenizer cut short (importing/peer_vectors.py)."""
+
+    async def count_tokens(self, texts: list[str]) -> list[int]:
+        ...
+
+
 async def resolve_dimension(embedder: Embedder) -> int:
     """The embedder's dimension, embedding one probe query if it is not known yet."""
     if embedder.dimension:

@@ -229,6 +229,24 @@ class MiniLMEmbedder(LocalEmbedder):
     # rows on two cores: 16 LoCoMo turns a call embed 187 texts/s against 163 for 32 (bulk
     # writes through memory_write_many 128 -> 141 memories/s, bench/bulk_write.py).
     batch_size = 16
+    _counter: Any = None  # count_tokens' tokenizer, made on its first call
+
+    async def count_tokens(self, texts: list[str]) -> list[int]:
+        """Each text's tokens, [CLS] and [SEP] included, before the cut at `max_tokens`."""
+        return await anyio.to_thread.run_sync(self._count, texts)
+
+    def _count(self, texts: list[str]) -> list[int]:
+        counter = self._counter
+        if counter is None:
+            # A copy of the model's own tokenizer without its cut and padding: the model's is in
+            # use by inference and its settings are not per call.
+            from tokenizers import Tokenizer
+
+            counter = Tokenizer.from_str(self._ensure_loaded()[0].to_str())
+            counter.no_truncation()
+            counter.no_padding()
+            self._counter = counter
+        return [len(e.ids) for e in counter.encode_batch(list(texts))]
 
     def _model_paths(self) -> tuple[Path, Path]:
         """The ONNX file and its tokenizer.json, checked against their digests."""

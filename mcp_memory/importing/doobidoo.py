@@ -23,7 +23,8 @@ load), from the tables behind its `memory_embeddings` vec0 table, as sqlite-vec 
 Every slot read is cross-checked (its validity bit set, the chunk naming the same rowid), and a
 layout that does not fit gives no vectors at all. The peer records the vectors' dimension (in the
 table's declaration) but not which model made them: importers.py re-embeds a sample to find out
-(peer_vectors.py) before it takes any."""
+(peer_vectors.py) before it takes any, and never takes the vector of a text longer than the peer's
+cut (`MAX_TOKENS`)."""
 
 from __future__ import annotations
 
@@ -55,6 +56,12 @@ KINDS: dict[str, Kind] = {
     "meeting": "episode", "conversation": "episode", "conversation_turn": "episode", "session": "episode",
     "milestone": "episode", "ceremony": "episode", "observation": "note", "note": "note", "document": "note",
 }
+
+
+#: The peer's cut: its ONNX MiniLM (the default) reads the tokenizer.json it ships with, which stops
+#: at 128 tokens (special ones included; sentence-transformers' and ours stop at 256). Its vector of
+#: a longer text is of the beginning only (peer_vectors.py embeds those texts itself).
+MAX_TOKENS = 128
 
 
 def is_sqlite(path: Path) -> bool:
@@ -220,4 +227,5 @@ def _stored_vectors(conn: sqlite3.Connection) -> StoredVectors:
                 return StoredVectors(dimension=dimension, why_none=f"the vector of memories row id {row['id']} is "
                                      "not where sqlite-vec 0.1 keeps it")
             found[row["content_hash"]] = matrix[offset].astype(np.float32)
-    return StoredVectors(dimension=dimension, by_key=found, metric=metric.group(1).lower() if metric else None)
+    return StoredVectors(dimension=dimension, by_key=found, metric=metric.group(1).lower() if metric else None,
+                         max_tokens=MAX_TOKENS)

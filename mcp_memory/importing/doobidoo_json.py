@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import InvalidInput
 from . import Draft
-from .doobidoo import KINDS, SOURCE
+from .doobidoo import KINDS, MAX_TOKENS, SOURCE
 from .peer_vectors import StoredVectors
 
 
@@ -89,4 +89,4 @@ def stored_vectors(data: Any) -> StoredVectors:
     shapes = {v.shape for v in found.values()}
     if len(shapes) != 1 or len(next(iter(shapes))) != 1:
         return StoredVectors(why_none=f"its vectors are of several lengths ({sorted(s[0] for s in shapes)})")
-    return StoredVectors(dimension=next(iter(shapes))[0], by_key=found)
+    return StoredVectors(dimension=next(iter(shapes))[0], by_key=found, max_tokens=MAX_TOKENS)

@@ -9,29 +9,36 @@ the vectors' dimension, never which model made them, and a vector from another m
 ours silently corrupts search. So before any is taken:
 
 - the dimension must be ours;
-- a sample is embedded again by our model: `SAMPLE` memories at random, every memory of at most
-  `SHORT_CHARS` characters (where tokenisation differences show most) and the `LONGEST` longest
-  (where a different truncation shows: the peer's tokenizer cuts at 128 tokens, ours at 256);
+- a text longer than the peer cuts (`StoredVectors.max_tokens`: its tokenizer stops at 128
+  tokens, ours at 256), counted by our model's own tokenizer, is never taken: the peer's vector is
+  of the text's first 128 tokens, ours of more. Such texts are embedded by us and left out of the
+  check below (they would fail it for that reason alone, and with them every memory was embedded
+  again);
+- a sample of the rest is embedded again by our model: `SAMPLE` memories at random, every memory
+  of at most `SHORT_CHARS` characters (where tokenisation differences show most) and the `LONGEST`
+  longest in tokens (where a cut shorter than the peer's said would show);
 - every one of them must match: cosine, after normalising both, of at least `REUSE_MIN_COSINE`
   (the same file on the same model measures 1.00000; MiniLM's fp32 and int8 exports differ by far
   more than that).
 
-Any failure and every memory is embedded again, as before, and the import's summary says why. The
-vectors taken are normalised as ours are and lent to the embedding cache (model, text hash) one
-write batch at a time (`lent`): the write path finds them there instead of calling the model and
-stores them as its own; once the batch is written they leave the cache again, so a vector checked
-only by sample never serves another write (the cache is shared by every user)."""
+Any failure and every memory is embedded again, as before, and the import's summary says why; when
+the vectors are taken, it says how many were embedded by us and why (the sample, longer than the
+peer's cut, no usable vector). The vectors taken are normalised as ours are and handed to the write
+path with their batch (`MemoryService.write_many`'s `embeddings`), stored in the memories' own
+transaction: they never enter the embedding cache (shared by every user), so a vector checked only
+by sample can serve no other write, and an import killed half-way leaves none behind. Only our
+model's own vectors, the sample's, are cached, as any vector of ours is."""
 
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..embeddings.base import TokenCounter
 from ..errors import Unavailable
 from ..repository.embeddings import text_hash
 
@@ -50,12 +57,14 @@ SEED = 52  # the same file gets the same sample, so the same verdict
 @dataclass
 class StoredVectors:
     """What a peer's file holds: its vectors' dimension, each memory's vector (by the key its
-    reader puts in `original_id`), or why there are none to take."""
+    reader puts in `original_id`), or why there are none to take; `max_tokens`, the peer's cut: a
+    text of more tokens than that (special ones included) has the vector of its beginning only."""
 
     dimension: int | None = None
     by_key: dict[str, np.ndarray] = field(default_factory=dict)
     why_none: str | None = None
     metric: str | None = None
+    max_tokens: int | None = None
 
 
 def _unit(vector: np.ndarray) -> np.ndarray | None:
@@ -66,12 +75,13 @@ def _unit(vector: np.ndarray) -> np.ndarray | None:
     return vector / norm
 
 
-def sample_of(texts: Sequence[str]) -> list[int]:
-    """Which of `texts` to embed again: a random `SAMPLE`, every short one, the `LONGEST` longest;
-    each distinct text once."""
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+def sample_of(texts: Sequence[str], sizes: Sequence[int] | None = None) -> list[int]:
+    """Which of `texts` to embed again: a random `SAMPLE`, every short one, the `LONGEST` longest
+    (by `sizes`, their tokens, else their characters); each distinct text once."""
+    size = sizes if sizes is not None else [len(t) for t in texts]
+    order = sorted(range(len(texts)), key=lambda i: size[i])
     chosen = random.Random(SEED).sample(range(len(texts)), min(SAMPLE, len(texts)))
-    chosen += [i for i in order if len(texts[i]) <= SHORT_CHARS] + order[-LONGEST:]
+    chosen += [i for i in range(len(texts)) if len(texts[i]) <= SHORT_CHARS] + order[-LONGEST:]
     seen: set[str] = set()
     out = []
     for i in chosen:
@@ -90,11 +100,22 @@ class Verdict:
     taken: dict[str, list[float]] = field(default_factory=dict)
 
 
+async def _cut_by_peer(embedder: object, texts: list[str], most: int) -> tuple[list[int], str | None]:
+    """Each text's tokens by our model's tokenizer, or why they cannot be counted."""
+    if not isinstance(embedder, TokenCounter):
+        return [], f"its tokenizer cannot count tokens, to tell which texts the peer cut at {most}"
+    try:
+        return await embedder.count_tokens(texts), None
+    except (Unavailable, OSError) as exc:
+        return [], f"the texts' tokens could not be counted, to tell which the peer cut at {most} ({exc})"
+
+
 async def take_verified(vectors: Vectors | None, stored: StoredVectors, items: Sequence[tuple[str, str | None]],
                         name: str) -> Verdict | None:
     """The peer's vectors for `items` (each the text the write path will embed, and the key of
     the peer's vector for it, None when it has none we may take) if a sample re-embedded by our
-    model matches them; None when there is no embedder (nothing is embedded at all)."""
+    model matches them, texts the peer cut short left out; None when there is no embedder
+    (nothing is embedded at all)."""
     if vectors is None or vectors.embedder is None or not items:
         return None
     embedder = vectors.embedder
@@ -116,7 +137,19 @@ async def take_verified(vectors: Vectors | None, stored: StoredVectors, items: S
     if not candidates:
         return Verdict(f"{again}: the peer holds no vector for them")
     texts = list(candidates)
-    picked = [texts[i] for i in sample_of(texts)]
+    sizes: list[int] | None = None
+    long: set[str] = set()
+    if stored.max_tokens is not None:
+        sizes, why = await _cut_by_peer(embedder, texts, stored.max_tokens)
+        if why:
+            return Verdict(f"{again}: {why}")
+        long = {t for t, n in zip(texts, sizes, strict=True) if n > stored.max_tokens}
+        sizes = [n for t, n in zip(texts, sizes, strict=True) if t not in long]
+        texts = [t for t in texts if t not in long]
+        if not texts:
+            return Verdict(f"{again}: every one is longer than the peer's {stored.max_tokens} tokens (its vectors "
+                           "are of their beginnings)")
+    picked = [texts[i] for i in sample_of(texts, sizes)]
     if len(picked) == len(texts):
         return Verdict(f"{again}: so few that checking the peer's vectors would embed every one")
     try:
@@ -134,25 +167,17 @@ async def take_verified(vectors: Vectors | None, stored: StoredVectors, items: S
         return Verdict(f"{again}: the peer's vectors are not {model}'s ({differ} of the {len(picked)} re-embedded to "
                        f"check differ: lowest cosine {lowest:.4f}, {REUSE_MIN_COSINE} needed)")
     checked = set(picked)
-    taken = sum(1 for text, _ in items if text in candidates and text not in checked)
-    rest = total - taken - sum(1 for text, _ in items if text in checked)
-    line = (f"{name}: took the peer's vectors for {taken} memories, after {model} re-embedded {len(picked)} others "
-            f"(a random {min(SAMPLE, len(texts))}, the shortest, the longest) and every one matched the peer's "
-            f"(cosine >= {REUSE_MIN_COSINE}, lowest {lowest:.5f})")
-    return Verdict(line + (f"; embedded {rest} that had no usable vector" if rest else ""),
-                   {t: v.astype(np.float32).tolist() for t, v in candidates.items() if t not in checked})
-
-
-@asynccontextmanager
-async def lent(vectors: Vectors | None, taken: dict[str, list[float]], texts: Sequence[str]) -> AsyncIterator[None]:
-    """The taken vectors of `texts` in the embedding cache while the block runs (one write batch)."""
-    mine = {text_hash(t): taken[t] for t in texts if t in taken}
-    if vectors is None or vectors.embedder is None or not mine:
-        yield
-        return
-    model = vectors.embedder.model
-    added = await vectors.repo.lend(model, mine)
-    try:
-        yield
-    finally:
-        await vectors.repo.forget(model, added)
+    taken = {t: candidates[t].astype(np.float32).tolist() for t in texts if t not in checked}
+    counts = {"taken": 0, "checked": 0, "long": 0}
+    for text, _ in items:
+        what = "taken" if text in taken else "checked" if text in checked else "long" if text in long else None
+        if what:
+            counts[what] += 1
+    rest = total - sum(counts.values())
+    line = (f"{name}: took the peer's vectors for {counts['taken']} memories, after {model} re-embedded "
+            f"{counts['checked']} others (a random {min(SAMPLE, len(texts))}, the shortest, the longest) and every "
+            f"one matched the peer's (cosine >= {REUSE_MIN_COSINE}, lowest {lowest:.5f})")
+    if counts["long"]:
+        line += (f"; embedded {counts['long']} longer than the peer's {stored.max_tokens} tokens (its vectors are of "
+                 "their beginnings)")
+    return Verdict(line + (f"; embedded {rest} that had no usable vector" if rest else ""), taken)

@@ -73,21 +73,6 @@ class EmbeddingRepository:
             # Vector, not an ndarray: asyncpg would take an array for one more dimension of the list.
             model, list(vectors), [Vector(np.asarray(v, dtype=np.float32)) for v in vectors.values()])
 
-    async def lend(self, model: str, vectors: dict[str, list[float]]) -> list[str]:
-        """Cache vectors for a moment (an import's, taken from a peer's file: importing/peer_vectors.py),
-        for the write path to find; returns the hashes added (not those already cached), for
-        `forget` once the memories are written, so that they serve no other write."""
-        rows = await self.app.fetch(
-            """INSERT INTO embedding_cache (model, text_hash, embedding)
-               SELECT $1, v.text_hash, v.embedding FROM unnest($2::text[], $3::vector[]) AS v(text_hash, embedding)
-               ON CONFLICT DO NOTHING RETURNING text_hash""",
-            model, list(vectors), [Vector(np.asarray(v, dtype=np.float32)) for v in vectors.values()])
-        return [r["text_hash"] for r in rows]
-
-    async def forget(self, model: str, hashes: Sequence[str]) -> None:
-        await self.admin.execute("DELETE FROM embedding_cache WHERE model = $1 AND text_hash = ANY($2::text[])",
-                                 model, list(hashes))
-
     # --- what the database was built with ----------------------------------------------------
 
     async def built_with(self) -> dict[str, Any] | None:
