@@ -17,7 +17,7 @@ from . import limits
 from .config import Settings
 from .errors import InvalidInput
 from .graph import Said
-from .graph.keys import Key, in_lexicon, key_in, key_of
+from .graph.keys import Key, cued_by, in_lexicon, key_in, key_of
 from .graph.names import Name, bounded, classified, read_names, with_text, writer_names
 from .lexicon import Lexicon, phrases_pattern
 from .models import Memory, Principal, RelatedMemory
@@ -55,6 +55,7 @@ class Structure:
             if not any(n.role == "about" for n in names):
                 raise InvalidInput(f"{where}key '{key}' needs whom it is about, and the text names no one: pass "
                                    "about (e.g. ['me'] for the user, or a name)")
+            said_key = cued_by(said_key, content, lexicon)
         rules = self.settings.graph_rules_keys
         if said_key is not None or rules == "off" or not names or names[0].role != "about":
             return Said(names, said_key, "writer" if about or key else "rules")

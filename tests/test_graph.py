@@ -13,7 +13,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from mcp_memory.errors import InvalidInput, NotFound
-from mcp_memory.graph.keys import asked, key_of
+from mcp_memory.graph.keys import asked, cued_by, key_of
 from mcp_memory.graph.names import names_in
 from mcp_memory.lexicon.english import ENGLISH
 from mcp_memory.models import WriteItem
@@ -65,6 +65,16 @@ def test_keys_in_other_words_are_one_attribute_and_others_never_merge() -> None:
     assert language.attribute == "language" and language.single
     spoken = language.within({"languages spoken"})
     assert spoken.attribute == "languages spoken" and not spoken.single
+    # Where the subject has no facts of either, the text's cues choose ahead of the lexicon's order;
+    # the subject's facts still decide first.
+    said = cued_by(language, "Keiko speaks Japanese and English.", ENGLISH)
+    assert (said.attribute, said.single) == ("languages spoken", False)
+    assert said.within({"language"}).attribute == "language"
+    assert cued_by(language, "Keiko is learning Spanish.", ENGLISH) == language  # no cue: the lexicon's order
+    assert cued_by(language, "Heron is written in Java.", ENGLISH) == language
+    phone = key_of("phone", ENGLISH)
+    assert cued_by(phone, "The user's phone is an iPhone 15.", ENGLISH).attribute == "phone"  # a handset
+    assert cued_by(phone, "Call Greta on her phone: 555 0134.", ENGLISH).attribute == "phone number"
     assert key_of("employer", ENGLISH).attribute != key_of("manager", ENGLISH).attribute
     assert key_of("job title", ENGLISH).attribute != key_of("employer", ENGLISH).attribute
     assert key_of("hometown", ENGLISH).attribute != key_of("home city", ENGLISH).attribute
@@ -278,8 +288,10 @@ async def test_a_language_someone_learns_adds_to_those_they_speak_and_a_program_
     """A model keyed "Keiko is learning Spanish" `language`, the lexicon's programming language (one
     at a time), and it replaced "speaks Japanese and English": the subject's own facts decide."""
     p = principal()
+    # Keyed "language" too, as the local model keyed both: "speaks" says which language it is.
     speaks = await service.write(p, "Keiko Tanaka speaks Japanese and English.", about=["Keiko Tanaka"],
-                                 key="languages", occurred_at=day("2025-01-01"))
+                                 key="language", occurred_at=day("2025-01-01"))
+    assert speaks.memory.key == "languages spoken"
     learns = await service.write(p, "Keiko Tanaka is learning Spanish.", about=["Keiko Tanaka"], key="language",
                                  occurred_at=day("2025-06-01"))
     assert learns.memory.replaced is None and learns.memory.key == "languages spoken"

@@ -131,6 +131,33 @@ def key_of(words: str, lexicon: Lexicon) -> Key | None:
     return Key(" ".join(stems), tidy, not plural)
 
 
+def cued_by(key: Key, text: str, lexicon: Lexicon) -> Key:
+    """`key` with the one of the attributes its words name that the text's cues alone name put
+    first ("language" in "Keiko speaks Japanese and English": the languages she speaks, not a
+    program's one language), ahead of the lexicon's order. The subject's own facts still decide
+    before either (`within`)."""
+    if not key.alternatives:
+        return key
+    named = (key.attribute, *key.alternatives)
+    stems = lexicon.stems(text)
+
+    def held(attribute: Attribute) -> tuple[int, int]:
+        """(its longest cue or phrase the text holds, how many of them): "phone" is a number's
+        word and a handset's, "iPhone" only a handset's."""
+        parts = {lexicon.stems(c) for c in attribute.cues}
+        parts |= {lexicon.stems(p, drop=lexicon.key_fillers) for p in (attribute.name, *attribute.phrases)}
+        found = [len(p) for p in parts if _contains(stems, p)]
+        return max(found, default=0), len(found)
+
+    scored = sorted(((held(_by_name(lexicon)[a]), a) for a in named), reverse=True)
+    if scored[0][0] == (0, 0) or scored[0][0] == scored[1][0] or scored[0][1] == key.attribute:
+        return key
+    chosen = _by_name(lexicon)[scored[0][1]]
+    others = tuple(a for a in named if a != chosen.name)
+    return replace(key, attribute=chosen.name, single=chosen.single, alternatives=others,
+                   many=frozenset(a for a in others if not _by_name(lexicon)[a].single))
+
+
 def asked(question: str, lexicon: Lexicon, known: dict[str, list[str]]) -> str | None:
     """Which of `known` (an entity's attributes -> the words its keys were written in) `question`
     asks about: the one whose cues, phrases or keys its words hold, the longest match winning; None
