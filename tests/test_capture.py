@@ -307,6 +307,38 @@ async def test_cursors_are_per_user_under_row_level_security(service: MemoryServ
             assert await conn.fetchval("SELECT count(*) FROM transcript_cursors") == expected
 
 
+async def test_cursors_follow_the_services_rules(service: MemoryService, settings: Settings,
+                                                 alice: Principal) -> None:
+    """Capture reaches its cursors through the service: a run (its lock, the cursor it resumes
+    from, where it ended) needs `write`, what went wrong is read with `read`, a cursor is its
+    user's, and a key longer than its index holds is refused by name, nothing stored."""
+    from mcp_memory.errors import InvalidInput, PermissionDenied
+    from mcp_memory.transcript_cursors import KEY_CHARS
+    from tests.conftest import principal
+
+    cursors = service.transcripts
+    await Capturer(service, settings, "cli").capture(alice, read(FIXTURES / "plain_chat.txt"), key="chat")
+    stored = await cursors.get(alice, "chat")
+    assert stored.turns > 0 and len(stored.memory_ids) == stored.turns
+    reader = principal(permissions=frozenset({"read"}))
+    with pytest.raises(PermissionDenied):
+        async with cursors.locked(reader, "chat"):
+            pass
+    for denied in (cursors.get(reader, "chat"),
+                   cursors.save(reader, "chat", [], [], session_id=None, path=None, rewritten=False)):
+        with pytest.raises(PermissionDenied):
+            await denied
+    assert await cursors.get(alice, "chat") == stored
+    assert (await cursors.get(principal("bob"), "chat")).turns == 0
+    with pytest.raises(PermissionDenied):
+        await cursors.with_problems(principal(permissions=frozenset({"write"})))
+    assert isinstance(await cursors.with_problems(reader), list)
+    long = "k" * (KEY_CHARS + 1)
+    with pytest.raises(InvalidInput, match="transcript"):
+        await cursors.save(alice, long, ["h"], [None], session_id=None, path=None, rewritten=False)
+    assert (await cursors.get(alice, long[:KEY_CHARS])).turns == 0
+
+
 # --- no session is lost (issue 26) ----------------------------------------------------------------
 
 def _cc(kind: str, content: object, n: int, **extra: object) -> str:
