@@ -17,7 +17,7 @@ from .cursors import Cursors
 from .decisions.apply import accept as accept_suggested
 from .decisions.apply import reembed as reembed_undone
 from .decisions.apply import undo as undo_decision
-from .decisions.overview import JobsView, queue_view
+from .decisions.overview import JobsView, Queue, queue_view
 from .entities import Entities
 from .errors import InvalidInput, NotFound, PermissionDenied
 from .forgetting import Forgetting
@@ -111,6 +111,7 @@ class MemoryService(Forgetting, Searching):
         self.structure = Structure(repo, settings, self.lexicon, vectors)  # who and what a write says
         self.entities = Entities(repo, settings.snippet_chars, self.lexicon)  # profiles, and a person's edits
         self.transcripts = TranscriptCursors(repo)  # how much of each transcript capture stored
+        self.queue = Queue(repo)  # the decision jobs, as `mcp-memory jobs` handles them
         # The opt-in reranker over a search's best hits (retrieval/rerank.py); None: off (default).
         self.reranking = Reranking.from_settings(settings)
         # Counts committed changes so planner statistics follow bursts (statistics.py); the

@@ -23,7 +23,7 @@ from mcp_memory.decisions import apply as applying
 from mcp_memory.decisions import guard, provider_from
 from mcp_memory.decisions.jobs import DecisionWorker
 from mcp_memory.decisions.protocol import Candidate, Decision, InvalidAnswer, parse_decision
-from mcp_memory.errors import Conflict
+from mcp_memory.errors import Conflict, PermissionDenied
 from mcp_memory.models import Principal
 from mcp_memory.repository.decisions import DecisionRepository
 from mcp_memory.repository.jobs import JobRepository
@@ -31,6 +31,7 @@ from mcp_memory.server import build_server
 from mcp_memory.service import MemoryService
 
 from .chat_api import ChatAPI, dead_url
+from .conftest import principal
 
 OSLO = "Alice lives in Oslo, Norway."
 LISBON = "Alice lives in Lisbon, Portugal now."
@@ -236,8 +237,12 @@ async def test_failures_leave_memories_untouched(database: Database, settings: S
         row = await state(service, alice, m.id)
         assert (row["superseded_by"], row["deleted_at"], row["version"]) == (None, None, 1)
     assert await decision_history(database) == []
-    # A dead letter is retried on request, and then a good answer applies.
-    assert await JobRepository(service.repo).retry(alice, [job["id"]]) == [job["id"]]
+    # A dead letter is retried on request (a write: a read-only credential is refused and the job
+    # stays dead), and then a good answer applies.
+    with pytest.raises(PermissionDenied):
+        await service.queue.retry(principal(permissions=frozenset({"read"})), [job["id"]])
+    assert [j.id for j in await service.queue.list(alice, ["dead"])] == [job["id"]]
+    assert await service.queue.retry(alice, [job["id"]]) == [job["id"]]
     chat.script(("json", {"action": "UPDATE", "ids": ["1"], "reason": "moved"}))
     await drain(worker)
     assert (await state(service, alice, old.id))["superseded_by"] == new.id

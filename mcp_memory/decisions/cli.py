@@ -52,10 +52,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 async def cmd_jobs(args: argparse.Namespace, settings: Settings) -> int:
-    from ..repository.jobs import JobRepository
-
     async with opened(settings, check_model=False) as (_, service, p):
-        jobs = JobRepository(service.repo)
+        jobs = service.queue
         if args.jobs_command == "list":
             listed = await jobs.list(p, args.status or (), args.limit)
             counts = await jobs.counts(p)

@@ -1,8 +1,10 @@
 """The queue as a session sees it (the `memory://jobs` resource, stats): counts by status and
-the latest jobs, each with what was decided or why it waits."""
+the latest jobs, each with what was decided or why it waits; and as `mcp-memory jobs` handles it
+(Queue: listed by status, retried, cancelled), under the service's permissions."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -11,7 +13,8 @@ from pydantic import BaseModel
 
 from ..models import Principal
 from ..permissions import require
-from ..repository.jobs import JobRepository
+from ..repository import MemoryRepository
+from ..repository.jobs import Job, JobRepository
 
 
 class JobBrief(BaseModel):
@@ -38,6 +41,33 @@ async def queue_view(jobs: JobRepository, p: Principal, limit: int = 20) -> Jobs
         JobBrief(id=j.id, memory_id=j.memory_id, status=j.status, attempts=j.attempts, max_attempts=j.max_attempts,
                  run_after=j.run_after, last_error=j.last_error,
                  waiting=j.waiting if j.status == "queued" else None, decision=j.result) for j in listed])
+
+
+class Queue:
+    """The user's decision jobs, whole (`mcp-memory jobs`): reading them needs `read`, putting
+    them back in the queue or stopping them `write` (what a decision does to memories)."""
+
+    def __init__(self, repo: MemoryRepository) -> None:
+        self.jobs = JobRepository(repo)
+
+    async def list(self, p: Principal, statuses: Sequence[str] = (), limit: int = 50) -> list[Job]:
+        """Newest first; the status 'waiting' names queued jobs that wait for something."""
+        require(p, "read")
+        return await self.jobs.list(p, statuses, limit)
+
+    async def counts(self, p: Principal) -> dict[str, int]:
+        require(p, "read")
+        return await self.jobs.counts(p)
+
+    async def retry(self, p: Principal, ids: Sequence[int]) -> list[int]:
+        """Dead or cancelled jobs queued again, waiting ones due now: those it took."""
+        require(p, "write")
+        return await self.jobs.retry(p, ids)
+
+    async def cancel(self, p: Principal, ids: Sequence[int]) -> list[int]:
+        """Queued, running or dead jobs stopped: those it stopped."""
+        require(p, "write")
+        return await self.jobs.cancel(p, ids)
 
 
 class UndoResult(BaseModel):
