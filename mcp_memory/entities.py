@@ -56,18 +56,26 @@ def _brief(row: asyncpg.Record) -> EntityBrief:
 
 def attributes_of(facts: list[asyncpg.Record], snippet_chars: int) -> list[AttributeValues]:
     """Facts (newest valid first) grouped by attribute: a one-at-a-time attribute's newest value is
-    current and each earlier one held until the next; a many-valued one's values are all current."""
+    current (every one of that moment: values dated alike replace none of each other) and each
+    earlier one held until the next moment; a many-valued one's values are all current."""
     grouped: dict[str, list[asyncpg.Record]] = {}
     for row in facts:
         grouped.setdefault(row["attribute"], []).append(row)
     found = []
     for attribute, rows in grouped.items():
         single = all(r["single"] for r in rows)
-        values = [FactValue(memory=r["id"], snippet=r["content"][:snippet_chars], valid_from=r["valid_from"],
-                            valid_until=newer["valid_from"] if single and newer is not None else None)
-                  for newer, r in zip([None, *rows], rows, strict=False)]
-        found.append(AttributeValues(attribute=attribute, single=single, current=values[:1] if single else values,
-                                     earlier=values[1:] if single else []))
+        values: list[FactValue] = []
+        newer: datetime | None = None
+        moment: datetime | None = None
+        for r in rows:
+            if moment is not None and r["valid_from"] != moment:
+                newer = moment
+            moment = r["valid_from"]
+            values.append(FactValue(memory=r["id"], snippet=r["content"][:snippet_chars], valid_from=moment,
+                                    valid_until=newer if single else None))
+        current = [v for v in values if v.valid_until is None] if single else values
+        found.append(AttributeValues(attribute=attribute, single=single, current=current,
+                                     earlier=values[len(current):] if single else []))
     return sorted(found, key=lambda a: a.attribute)
 
 

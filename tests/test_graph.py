@@ -305,6 +305,31 @@ async def test_a_language_someone_learns_adds_to_those_they_speak_and_a_program_
     assert go.memory.replaced == [java.memory.id]
 
 
+async def test_two_values_dated_the_same_moment_replace_neither_and_an_undated_batch_keeps_its_order(service) -> None:
+    """A model read "My Pixel died, so I got an iPhone 15" as two facts of one turn, both keyed
+    `phone` and dated the turn's moment, and the later written replaced the other: with no order in
+    time neither replaces (both current, as a many-valued attribute's). Dated a moment apart, the
+    later replaces; undated, a batch's later item replaces the earlier as before."""
+    p = principal()
+    turn = day("2025-05-02")
+    both = await service.write_many(p, [
+        WriteItem(content="The user's phone is an iPhone 15.", about=["me"], key="phone", occurred_at=turn),
+        WriteItem(content="The Pixel died.", about=["me"], key="phone", occurred_at=turn)])
+    ids = [m.id for m in both.memories]
+    assert [m.superseded_by for m in (await service.get(p, ids)).memories] == [None, None]
+    profile = await service.entities.profile(p, "me")
+    phone = next(a for a in profile.attributes if a.attribute == "phone")
+    assert {v.memory for v in phone.current} == {m.id for m in both.memories}
+    later = await service.write(p, "The user's phone is a Fairphone 5.", about=["me"], key="phone",
+                                occurred_at=day("2025-09-01"))
+    assert set(later.memory.replaced or []) == set(ids)
+    undated = await service.write_many(p, [
+        WriteItem(content="Greta Ibarra lives in Oslo.", about=["Greta Ibarra"], key="home city"),
+        WriteItem(content="Greta Ibarra moved to Bergen.", about=["Greta Ibarra"], key="home city")])
+    oslo, bergen = (await service.get(p, [m.id for m in undated.memories])).memories
+    assert oslo.superseded_by == bergen.id and bergen.superseded_by is None
+
+
 async def test_a_first_name_merge_this_session_could_not_make_leaves_the_write_whole(service, database) -> None:
     """A lone "Greta" of the user's own namespace, named too by a memory of project X, and then
     "Greta Ibarra" written by a session acting in project Y: the merge would move a mention of a

@@ -143,9 +143,11 @@ async def lock_names(conn: asyncpg.Connection, user_id: str, saids: Sequence[Sai
                            "FROM unnest($1::text[]) w ORDER BY 1) locks", words)
 
 
-async def record(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record, said: Said) -> Recorded:
+async def record(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record, said: Said,
+                 dated: bool = False) -> Recorded:
     """Store what `memory` (just inserted) says of the graph, and replace by its key what it makes
-    out of date. Returns what was done, for the history row and the caller."""
+    out of date. `dated`: its writer gave its moment (occurred_at), so a fact of the same moment is
+    no earlier one (`_replace`). Returns what was done, for the history row and the caller."""
     done = Recorded()
     if not said.names:
         return done
@@ -183,7 +185,7 @@ async def record(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record,
     if said.key.absorbs:
         await _refile(conn, p, done.about, said.key)
     if said.key.single and said.replaces:
-        await _replace(conn, p, memory, said, done)
+        await _replace(conn, p, memory, said, done, dated)
     elif said.ends:
         await _end(conn, p, memory, said, done)
     return done
@@ -209,10 +211,13 @@ async def restate(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record
 
 
 async def _replace(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record, said: Said,
-                   done: Recorded) -> None:
+                   done: Recorded, dated: bool = False) -> None:
     """The attribute holds one value at a time: the live fact before this one (by valid time) is
     replaced by it, unless a later one already holds; then this one is out of date on arrival.
-    Pinned memories and those this credential may not change are never replaced."""
+    Pinned memories and those this credential may not change are never replaced. Two facts a
+    writer dated the same moment have no order ("My Pixel died, so I got an iPhone 15": a model
+    read both off one turn): neither replaces the other. An undated write is dated by its arrival,
+    and a batch's undated items in their order, as before."""
     assert said.key is not None
     q = Sql()
     rows = await conn.fetch(
@@ -231,7 +236,7 @@ async def _replace(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Recor
         done.replaced_by = later[0]["id"]
         await _mark(conn, p, [memory["id"]], later[0]["id"], [None], said)
         return
-    own = [r for r in rows if not r["replaced"] and not r["pinned"]
+    own = [r for r in rows if not r["replaced"] and not r["pinned"] and not (dated and r["occurred_at"] == when)
            and not (p.agent_confined and r["agent_id"] is None)
            and not (p.project_confined and r["project_id"] is None)]
     if own:
