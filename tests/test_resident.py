@@ -515,3 +515,43 @@ def test_the_relay_imports_only_the_standard_library() -> None:
     loaded = json.loads(subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
                                        check=True, cwd=Path(__file__).parent.parent).stdout.replace("'", '"'))
     assert not {"mcp", "pydantic", "anyio", "asyncpg", "numpy", "onnxruntime"} & set(loaded), loaded
+
+
+def test_a_capture_hook_whose_input_comes_slowly_is_still_acknowledged(store: Store, tmp_path: Path) -> None:
+    """A harness busy at the end of a turn (OpenClaw's gateway) may take longer than the capture's
+    acknowledgement wait to hand the hook its input: the wait counts from the request sent, so the
+    resident server that took the capture is not given up on, and no worker is started to capture
+    it a second time."""
+    proc = store.popen()
+    try:
+        initialize(proc)
+        assert write(proc, 1, "opens the database")["result"]["isError"] is False
+        status = store.ask("status")
+        assert status is not None
+        env = {**store.env, "MCP_MEMORY_HOOK_TRACE": "1"}
+        answered = f"answered by server pid {status['pid']}"
+        prompt = {"session_id": "s0", "transcript_path": "/nonexistent.jsonl", "cwd": str(tmp_path),
+                  "hook_event_name": "UserPromptSubmit", "prompt": "is the hook channel listening yet?"}
+        deadline = time.monotonic() + 60
+        while answered not in subprocess.run([CLI, "hook", "prompt-submit"], input=json.dumps(prompt), text=True,
+                                             capture_output=True, env=env, timeout=60).stderr:
+            assert time.monotonic() < deadline, "the hook channel never answered"
+            time.sleep(0.3)
+        turn = {"sessionId": "slow-1", "agentId": "main", "workspaceDir": str(tmp_path), "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "The shed key hangs behind the door."}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "Noted."}]}]}
+        text = json.dumps(turn)
+        hook = subprocess.Popen([CLI, "hook", "stop", "--harness", "openclaw"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        assert hook.stdin is not None
+        hook.stdin.write(text[:20])
+        hook.stdin.flush()
+        time.sleep(1.0)   # over the acknowledgement wait (hookline.ACK_WAIT_S)
+        hook.stdin.write(text[20:])
+        hook.stdin.close()
+        assert hook.wait(timeout=60) == 0
+        said = hook.stderr.read() if hook.stderr else ""
+        assert answered in said and "capture worker" not in said, said
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=20)
