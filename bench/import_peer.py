@@ -15,7 +15,11 @@ the embedded PostgreSQL (about its time on an idle machine). The embedder's own 
 of the same corpus is measured beside it (--embed-sample 0: not): what a re-embedding import is
 bound by.
 
-python bench/import_peer.py [DATASET] [--memories 10000] [--peer-db /tmp/peer-import-10000.db]
+--long-every K: every K-th memory is instead a stretch of the conversation (that turn and the
+`STRETCH - 1` after it, one text), most longer than the peer's cut of 128 tokens: the texts whose
+peer vector is of their beginning only, which the import embeds itself (default /tmp/peer-import-N-longK.db).
+
+python bench/import_peer.py [DATASET] [--memories 10000] [--long-every K] [--peer-db /tmp/peer-import-10000.db]
 """
 
 from __future__ import annotations
@@ -42,6 +46,14 @@ from mcp_memory.repository.maintenance import MaintenanceRepository  # noqa: E40
 
 LIMIT_S = 60.0
 START = datetime(2023, 5, 1, tzinfo=UTC)
+STRETCH = 7  # turns joined into one long memory (--long-every)
+
+
+def with_long(texts: list[str], every: int) -> list[str]:
+    """Every `every`-th text replaced by a stretch of `STRETCH` texts from it on, joined."""
+    if not every:
+        return texts
+    return [" ".join(texts[i:i + STRETCH]) if i % every == every - 1 else t for i, t in enumerate(texts)]
 
 
 def build_peer_db(texts: list[str], peer_dir: Path, db: Path) -> float:
@@ -92,7 +104,7 @@ def _load() -> str:
 
 async def main_async(args: argparse.Namespace) -> None:
     texts, _ = corpus(args.dataset)
-    wanted = variant_texts(texts, args.memories)
+    wanted = with_long(variant_texts(texts, args.memories), args.long_every)
     peer_s = None
     if not args.peer_db.exists():
         peer_s = build_peer_db(wanted, args.peer_dir, args.peer_db)
@@ -120,7 +132,8 @@ async def main_async(args: argparse.Namespace) -> None:
             await service.vectors.documents_or_none(other[i:i + service.settings.max_batch])
         embed_rate = len(other) / (time.perf_counter() - started) if other else None
     rate = first.created / import_s
-    report = {"benchmark": "import_peer", "memories": args.memories, "peer_db": str(args.peer_db),
+    report = {"benchmark": "import_peer", "memories": args.memories, "long_every": args.long_every,
+              "peer_db": str(args.peer_db),
               "peer_import_s": None if peer_s is None else round(peer_s, 1),
               "rows": [dict(zip(["step", "new", "seconds"], r, strict=True)) for r in rows],
               "import_per_s": round(rate, 1), "embedding": first.embedding, "import_cpu_s": cpu,
@@ -148,12 +161,15 @@ def main() -> None:
     parser.add_argument("--peer-dir", type=Path, default=Path("/tmp/peer-doobidoo"))
     parser.add_argument("--peer-db", type=Path, help="the peer's database (made when absent; default "
                         "/tmp/peer-import-N.db)")
+    parser.add_argument("--long-every", type=int, default=0, help="every K-th memory a stretch of the "
+                        f"conversation ({STRETCH} turns as one text; 0: none)")
     parser.add_argument("--embed-sample", type=int, default=1000)
     parser.add_argument("--database-url")
     parser.add_argument("--quiet", action="store_true")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "import_peer.json")
     args = parser.parse_args()
-    args.peer_db = args.peer_db or Path(f"/tmp/peer-import-{args.memories}.db")
+    long = f"-long{args.long_every}" if args.long_every else ""
+    args.peer_db = args.peer_db or Path(f"/tmp/peer-import-{args.memories}{long}.db")
     asyncio.run(main_async(args))
 
 
