@@ -18,6 +18,11 @@ class Streamed(list):
     chat-completions API with "stream": true)."""
 
 
+class Events(list):
+    """An answer sent as server-sent events that carry their names, one `event:` and `data:` per
+    (name, item) pair, no `[DONE]` (Anthropic's Messages API with "stream": true)."""
+
+
 class LocalAPI:
     # Extra headers on every answer (e.g. the openai SDK's retry pacing).
     headers: dict[str, str] = {}
@@ -39,9 +44,13 @@ class LocalAPI:
                 with api.lock:
                     api.requests.append(request)
                 status, payload = api.handle(self.path, body)
-                streamed = isinstance(payload, Streamed)
-                data = (b"".join(f"data: {json.dumps(item)}\n\n".encode() for item in payload) + b"data: [DONE]\n\n"
-                        if streamed else json.dumps(payload).encode())
+                streamed = isinstance(payload, (Streamed, Events))
+                if isinstance(payload, Events):
+                    data = b"".join(f"event: {name}\ndata: {json.dumps(item)}\n\n".encode() for name, item in payload)
+                elif streamed:
+                    data = b"".join(f"data: {json.dumps(item)}\n\n".encode() for item in payload) + b"data: [DONE]\n\n"
+                else:
+                    data = json.dumps(payload).encode()
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "text/event-stream" if streamed else "application/json")
