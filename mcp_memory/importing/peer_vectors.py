@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..embeddings.base import TokenCounter
+from ..embeddings.base import Embedder, TokenCounter
 from ..errors import Unavailable
 from ..repository.embeddings import text_hash
 
@@ -100,10 +100,10 @@ class Verdict:
     taken: dict[str, list[float]] = field(default_factory=dict)
 
 
-async def _cut_by_peer(embedder: object, texts: list[str], most: int) -> tuple[list[int], str | None]:
+async def _cut_by_peer(embedder: Embedder, texts: list[str], most: int) -> tuple[list[int], str | None]:
     """Each text's tokens by our model's tokenizer, or why they cannot be counted."""
     if not isinstance(embedder, TokenCounter):
-        return [], f"its tokenizer cannot count tokens, to tell which texts the peer cut at {most}"
+        return [], f"{embedder.model} cannot count tokens, to tell which texts the peer cut at {most}"
     try:
         return await embedder.count_tokens(texts), None
     except (Unavailable, OSError) as exc:
