@@ -166,6 +166,12 @@ def main() -> None:
         for name, tools in results.items():
             for tool, s in tools.items():
                 print(f"{name:<12}{tool:<22}{s['p50_ms']:>10.2f}{s['p95_ms']:>10.2f}{s['n']:>6}")
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"variants": variants, "rounds": args.rounds, "memories": args.memories,
+                                        "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0],
+                                                    "load_average": os.getloadavg()},
+                                        "results": results}, indent=2))
+        print(f"\nwrote {args.out}")
         return
 
     with tempfile.TemporaryDirectory(prefix="mcp-memory-bench-") as tmp:
