@@ -263,6 +263,13 @@ async def test_real_openclaw_turns_of_two_agents_each_see_only_their_own_memory(
         config.write_text(json.dumps(data))
         out = cli("install", "openclaw", "--home", str(home), "--database-url", db_url, "--user", "sam")
         assert out.returncode == 0, out.stderr
+        # OpenClaw gives its MCP servers only a few of its own variables (not the suite's
+        # MCP_MEMORY_RESIDENT=false), so each would relay to a resident server it starts and leaves
+        # running: the entries serve in-process, as a user keeps them (docs/operations.md).
+        data = read(config)
+        for server in data["mcp"]["servers"].values():
+            server.setdefault("env", {})["MCP_MEMORY_RESIDENT"] = "false"
+        config.write_text(json.dumps(data))
 
         async def turn(agent: str, session: str, said: str) -> str:
             with anyio.fail_after(400):
