@@ -335,6 +335,8 @@ def judge(r: dict[str, Any], ranked: list[Any], ids: dict[str, Any]) -> dict[str
         "rr": 0.0 if newest is None else 1 / newest,
         "found_at_10": newest is not None and newest <= 10,
         "top_3": newest is not None and newest <= 3,
+        # What ranked first, by its record key (a version, a distractor "…d1", a filler "…f1"), to read the misses.
+        "first": next((k for k, mid in ids.items() if ranked and mid == ranked[0]), None),
     }
 
 
