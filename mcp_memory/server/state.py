@@ -7,6 +7,7 @@ import atexit
 import logging
 import os
 import sys
+import warnings
 import weakref
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -18,6 +19,7 @@ from urllib.parse import unquote, urlparse
 import anyio
 import anyio.abc
 from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.shared.exceptions import MCPDeprecationWarning
 
 from ..auth import Credential, local_principal, remote_principal
 from ..composition import compose
@@ -147,7 +149,13 @@ async def _client_roots(session: Any, protocol_version: str | None) -> list[Path
         return []
     with anyio.move_on_after(2):
         try:
-            result = await session.list_roots()
+            # Roots are deprecated from protocol 2026 on (SEP-2577), so only older clients are asked
+            # (above): the SDK's warning, given as the call is made (not awaited, so no other task's
+            # warnings are hidden), would say so once per window in the server's log.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                asking = session.list_roots()
+            result = await asking
         except Exception:
             log.info("client declared roots but list_roots failed", exc_info=True)
             return []
