@@ -125,6 +125,19 @@ def test_a_fact_asked_to_be_kept_is_stored_without_the_asking(sentence: str, fac
     assert [(f.kind, f.trigger, f.text) for f in Matcher().find(sentence)] == [("fact", "remember", fact)]
 
 
+@pytest.mark.parametrize("text, fact", [
+    ("The staging cluster is kestrel-7. Note this down please.", "The staging cluster is kestrel-7."),
+    ("Our on-call rota changes on Mondays. Please write that down!", "Our on-call rota changes on Mondays."),
+    ("Invoices go out on the 3rd.\nRemember this.", "Invoices go out on the 3rd."),
+    ("Note this down please.", None),  # nothing before it in the message: no fact, never "down please."
+    ("Is staging on port 5433? Note this down please.", None),  # a question is no fact
+    ("My token is sk-live-abcdefghijklmnopqrstuvwx. Remember this.", None),  # nor a secret
+])
+def test_a_request_to_keep_what_was_just_said_keeps_that(text: str, fact: str | None) -> None:
+    found = Matcher().find(text)
+    assert [(f.kind, f.text) for f in found] == ([("fact", fact)] if fact else [])
+
+
 @pytest.mark.parametrize("sentence", [
     "Do you remember what we did yesterday?",
     "Do you prefer tabs or spaces?",

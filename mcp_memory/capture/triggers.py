@@ -20,15 +20,21 @@ class Trigger:
     # Words that ask to keep what follows ("Remember that ..."): not part of the fact, taken off the
     # sentence's start (case-insensitively) before it is stored.
     command: str | None = None
+    # The sentence only asks to keep what was said before it ("Note this down please."): the fact is
+    # the sentence before it in the same message, and nothing when there is none.
+    back: bool = False
 
 
-_REMEMBER = (r"^(?:please\s+)?(?:remember|note|keep in mind|don't forget|do not forget)\b"
-             r"(?:\s+(?:that|this))?\s*[:,]?\s+")
+_REMEMBER = (r"^(?:please\s+)?(?:(?:remember|note|keep in mind|don't forget|do not forget)\b"
+             r"(?:\s+(?:that|this))?(?:\s+down)?|(?:write|jot|note|put)\s+(?:this|that|it)\s+down\b)\s*[:,]?\s*")
+# What may close a sentence that asks to keep something and says nothing itself.
+_COURTESY = r"(?:(?:please|pls|thanks|thank you)\b)?\W*$"
 
 
 _I = r"(?:i|we)"
 TRIGGERS: dict[str, list[Trigger]] = {
     "en": [
+        Trigger("remember-that", "fact", _REMEMBER + _COURTESY, back=True),
         Trigger("remember", "fact", _REMEMBER + r"\S", command=_REMEMBER),
         Trigger("prefer", "preference", rf"\b{_I}\s+(?:really\s+|strongly\s+|much\s+)?(?:prefer|like|love|enjoy|hate"
                 r"|dislike|can't stand|cannot stand)\s+(?!(?:to\s+)?(?:ask|know|see|check|say|thank)\b)\S"),
@@ -77,20 +83,27 @@ class Matcher:
         "my slack webhook is [REDACTED…]" says nothing worth it."""
         found: list[Found] = []
         seen: set[str] = set()
+        before: str | None = None  # the statement before this sentence, for one that points back to it
         for sentence in _SENTENCE.split(text):
             sentence = sentence.strip()
+            if not sentence:
+                continue
             if not MIN_CHARS <= len(sentence) <= MAX_CHARS or _QUESTION.search(sentence):
+                before = None
                 continue
             for trigger, rule in self.rules:
                 if rule.search(sentence):
-                    if MARKER in sentence or find(sentence):
+                    fact = before if trigger.back else sentence
+                    if fact is None or MARKER in fact or find(fact):
                         break
-                    fact = self._without_command(trigger.name, sentence)
+                    if not trigger.back:
+                        fact = self._without_command(trigger.name, sentence)
                     key = fact.casefold()
                     if key not in seen:
                         seen.add(key)
                         found.append(Found(trigger.name, trigger.kind, fact))
                     break
+            before = sentence
         return found
 
     def _without_command(self, name: str, sentence: str) -> str:
