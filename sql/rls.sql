@@ -87,9 +87,10 @@ BEGIN
     REVOKE UPDATE ON memory_history FROM mcp_memory_app;
     REVOKE UPDATE ON api_keys FROM mcp_memory_app;
     GRANT UPDATE (last_used_at) ON api_keys TO mcp_memory_app;
-    -- An entity's alias rows follow its aliases (020_entity_lookup.sql's triggers, run as the writer).
+    -- An entity's alias rows follow its aliases: the triggers write them as the owner
+    -- (021_entity_aliases_definer.sql); a session only reads them.
     IF to_regclass('entity_aliases') IS NOT NULL THEN
-        GRANT DELETE ON entity_aliases TO mcp_memory_app;
+        REVOKE INSERT, UPDATE, DELETE ON entity_aliases FROM mcp_memory_app;
     END IF;
     -- A person's graph edits are history: an undo marks one undone (who, when), nothing else.
     IF to_regclass('entity_edits') IS NOT NULL THEN

@@ -234,3 +234,28 @@ async def test_every_table_of_a_users_rows_is_under_row_level_security(database:
                  AND has_table_privilege('mcp_memory_app', c.oid, 'SELECT')""")
     assert {"memories", "entities", "entity_aliases"} <= {r["relname"] for r in rows}
     assert [r["relname"] for r in rows if not (r["forced"] and r["tenant"])] == []
+
+
+async def test_a_session_reads_the_alias_rows_and_only_the_triggers_write_them(service, database: Database) -> None:
+    """An alias row names the entity a name resolves to; one a session wrote for another
+    namespace's entity would make that namespace's lookups resolve a name it never had (foreign
+    keys do not see row-level security). Sessions read them; the triggers write them as the owner,
+    so a merge made by a session still records its aliases."""
+    import asyncpg
+
+    p = principal()
+    await service.write(p, "Greta Ibarra moved to Oslo.", about=["Greta Ibarra"])
+    await service.write(p, "Gigi likes tea.", about=["Gigi"])
+    greta = (await service.entities.profile(p, "Greta Ibarra")).entity.id
+    gigi = (await service.entities.profile(p, "Gigi")).entity.id
+    for statement in ("INSERT INTO entity_aliases (user_id, entity_id, alias) VALUES ($1, $2, 'forged')",
+                      "UPDATE entity_aliases SET alias = 'forged' WHERE user_id = $1 AND entity_id = $2",
+                      "DELETE FROM entity_aliases WHERE user_id = $1 AND entity_id = $2"):
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):
+            async with service.repo.transaction(p) as conn:
+                await conn.execute(statement, p.user_id, greta)
+    await service.entities.merge(p, greta, gigi, reason="one person")
+    async with service.repo.transaction(p) as conn:
+        aliases = await conn.fetchval("SELECT array_agg(alias) FROM entity_aliases WHERE entity_id = $1", greta)
+    assert aliases == ["gigi"]
+    assert (await service.entities.profile(p, "Gigi")).entity.id == greta

@@ -35,11 +35,11 @@ def _specificity(row: asyncpg.Record) -> int:
     return (row["agent_id"] is not None) + (row["project_id"] is not None)
 
 
-async def named_rows(conn: asyncpg.Connection, q: Sql, scope: str, names: Sequence[Name],
-                 extra: str = "") -> list[asyncpg.Record]:
-    """The live entities within `scope` (a condition on `e`, its arguments in `q`) that any of
-    `names` may be: by canonical name, word set or alias, and full names by their first word (for a
-    lone first name). `extra`: more columns to select."""
+async def named_rows(conn: asyncpg.Connection, q: Sql, user_id: str, scope: str, names: Sequence[Name],
+                     extra: str = "") -> list[asyncpg.Record]:
+    """The live entities of `user_id` within `scope` (a condition on `e`, its arguments in `q`) that
+    any of `names` may be: by canonical name, word set or alias, and full names by their first word
+    (for a lone first name). `extra`: more columns to select."""
     every = [c for n in names for c in (n.canonical, *n.forms)]
     wanted = q.arg(every + [word_set(c) for c in every])
     # By the first word of a lone name's canonical form, "eun" for "Eun-ji": `choose` keeps the full
@@ -52,7 +52,8 @@ async def named_rows(conn: asyncpg.Connection, q: Sql, scope: str, names: Sequen
             WHERE {scope} AND e.merged_into IS NULL
               AND (e.canonical = ANY({wanted}::text[]) OR e.first_word = ANY({firsts}::text[])
                    OR e.id = ANY(ARRAY(SELECT a.entity_id FROM entity_aliases a
-                                       WHERE a.alias = ANY({wanted}::text[]))))""", *q.args)
+                                       WHERE a.alias = ANY({wanted}::text[]) AND a.user_id = {q.arg(user_id)})))""",
+        *q.args)
 
 
 async def _candidates(conn: asyncpg.Connection, user_id: str, agent_id: str | None, project_id: str | None,
@@ -63,7 +64,7 @@ async def _candidates(conn: asyncpg.Connection, user_id: str, agent_id: str | No
     q = Sql()
     scope = (f"e.user_id = {q.arg(user_id)} AND (e.agent_id IS NULL OR e.agent_id = {q.arg(agent_id)})"
              f" AND (e.project_id IS NULL OR e.project_id = {q.arg(project_id)})")
-    return await named_rows(conn, q, scope, names)
+    return await named_rows(conn, q, user_id, scope, names)
 
 
 def choose(name: Name, rows: Sequence[asyncpg.Record]) -> asyncpg.Record | None:

@@ -77,7 +77,7 @@ async def entities_by_name(conn: asyncpg.Connection, p: Principal, names: Sequen
     if not names:
         return {}
     q = Sql()
-    rows = await named_rows(conn, q, visible(q, p, "e"), names, extra=(
+    rows = await named_rows(conn, q, p.user_id, visible(q, p, "e"), names, extra=(
         ", EXISTS (SELECT 1 FROM memory_facts f WHERE f.user_id = e.user_id AND f.entity_id = e.id) AS keyed"))
     found: dict[str, list[asyncpg.Record]] = {}
     for name in names:
