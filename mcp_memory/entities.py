@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from .errors import Conflict, InvalidInput, NotFound
 from .graph.keys import key_of
 from .graph.names import classified, writer_names
+from .graph.validity import held
 from .lexicon import Lexicon
 from .lexicon.english import ENGLISH
 from .limits import MAX_KEY_WORDS_CHARS, MAX_REASON_CHARS
@@ -55,27 +56,20 @@ def _brief(row: asyncpg.Record) -> EntityBrief:
 
 
 def attributes_of(facts: list[asyncpg.Record], snippet_chars: int) -> list[AttributeValues]:
-    """Facts (newest valid first) grouped by attribute: a one-at-a-time attribute's newest value is
-    current (every one of that moment: values dated alike replace none of each other) and each
-    earlier one held until the next moment; a many-valued one's values are all current."""
+    """Facts (newest valid first) grouped by attribute: a one-at-a-time attribute's values holding
+    now are current and each earlier one held until the next moment (graph/validity.py); a
+    many-valued one's values are all current."""
     grouped: dict[str, list[asyncpg.Record]] = {}
     for row in facts:
         grouped.setdefault(row["attribute"], []).append(row)
     found = []
     for attribute, rows in grouped.items():
         single = all(r["single"] for r in rows)
-        values: list[FactValue] = []
-        newer: datetime | None = None
-        moment: datetime | None = None
-        for r in rows:
-            if moment is not None and r["valid_from"] != moment:
-                newer = moment
-            moment = r["valid_from"]
-            values.append(FactValue(memory=r["id"], snippet=r["content"][:snippet_chars], valid_from=moment,
-                                    valid_until=newer if single else None))
-        current = [v for v in values if v.valid_until is None] if single else values
-        found.append(AttributeValues(attribute=attribute, single=single, current=current,
-                                     earlier=values[len(current):] if single else []))
+        values = [FactValue(memory=v.row["id"], snippet=v.row["content"][:snippet_chars],
+                            valid_from=v.row["valid_from"], valid_until=v.until) for v in held(rows, single)]
+        found.append(AttributeValues(attribute=attribute, single=single,
+                                     current=[v for v in values if v.valid_until is None],
+                                     earlier=[v for v in values if v.valid_until is not None]))
     return sorted(found, key=lambda a: a.attribute)
 
 

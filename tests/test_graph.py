@@ -305,11 +305,12 @@ async def test_a_language_someone_learns_adds_to_those_they_speak_and_a_program_
     assert go.memory.replaced == [java.memory.id]
 
 
-async def test_two_values_dated_the_same_moment_replace_neither_and_an_undated_batch_keeps_its_order(service) -> None:
+async def test_two_values_one_batch_dated_the_same_moment_replace_neither(service) -> None:
     """A model read "My Pixel died, so I got an iPhone 15" as two facts of one turn, both keyed
-    `phone` and dated the turn's moment, and the later written replaced the other: with no order in
-    time neither replaces (both current, as a many-valued attribute's). Dated a moment apart, the
-    later replaces; undated, a batch's later item replaces the earlier as before."""
+    `phone`, dated the turn's moment and written in one batch, and the later written replaced the
+    other: with no order in time neither replaces, and the profile and search both hold both as
+    current. Written apart, a fact dated the same day as one before it replaces it (an agent dates
+    by the day); undated, a batch's later item replaces the earlier, and only it is current."""
     p = principal()
     turn = day("2025-05-02")
     both = await service.write_many(p, [
@@ -317,17 +318,33 @@ async def test_two_values_dated_the_same_moment_replace_neither_and_an_undated_b
         WriteItem(content="The Pixel died.", about=["me"], key="phone", occurred_at=turn)])
     ids = [m.id for m in both.memories]
     assert [m.superseded_by for m in (await service.get(p, ids)).memories] == [None, None]
-    profile = await service.entities.profile(p, "me")
-    phone = next(a for a in profile.attributes if a.attribute == "phone")
-    assert {v.memory for v in phone.current} == {m.id for m in both.memories}
+
+    async def current(who: str, attribute: str) -> set:
+        profile = await service.entities.profile(p, who)
+        return {v.memory for v in next(a for a in profile.attributes if a.attribute == attribute).current}
+
+    assert await current("me", "phone") == set(ids)
+    hits = (await service.search(p, "What phone does the user have?")).hits
+    assert {h.id for h in hits[:2]} == set(ids) and all(h.valid_until is None for h in hits[:2])
     later = await service.write(p, "The user's phone is a Fairphone 5.", about=["me"], key="phone",
                                 occurred_at=day("2025-09-01"))
     assert set(later.memory.replaced or []) == set(ids)
+
+    paris = await service.write(p, "Greta Ibarra lives in Paris.", about=["Greta Ibarra"], key="home city",
+                                occurred_at=day("2025-05-02"))
+    berlin = await service.write(p, "Greta Ibarra moved to Berlin.", about=["Greta Ibarra"], key="home city",
+                                 occurred_at=day("2025-05-02"))
+    assert berlin.memory.replaced == [paris.memory.id]
+    assert await current("Greta Ibarra", "home city") == {berlin.memory.id}
+
     undated = await service.write_many(p, [
-        WriteItem(content="Greta Ibarra lives in Oslo.", about=["Greta Ibarra"], key="home city"),
-        WriteItem(content="Greta Ibarra moved to Bergen.", about=["Greta Ibarra"], key="home city")])
+        WriteItem(content="Tomás Herrera lives in Oslo.", about=["Tomás Herrera"], key="home city"),
+        WriteItem(content="Tomás Herrera moved to Bergen.", about=["Tomás Herrera"], key="home city")])
     oslo, bergen = (await service.get(p, [m.id for m in undated.memories])).memories
     assert oslo.superseded_by == bergen.id and bergen.superseded_by is None
+    assert await current("Tomás Herrera", "home city") == {bergen.id}
+    hits = (await service.search(p, "Where does Tomás Herrera live now?")).hits
+    assert hits[0].id == bergen.id and hits[0].valid_until is None
 
 
 async def test_a_first_name_merge_this_session_could_not_make_leaves_the_write_whole(service, database) -> None:

@@ -144,11 +144,9 @@ async def lock_names(conn: asyncpg.Connection, user_id: str, saids: Sequence[Sai
                            "FROM unnest($1::text[]) w ORDER BY 1) locks", words)
 
 
-async def record(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record, said: Said,
-                 dated: bool = False) -> Recorded:
+async def record(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record, said: Said) -> Recorded:
     """Store what `memory` (just inserted) says of the graph, and replace by its key what it makes
-    out of date. `dated`: its writer gave its moment (occurred_at), so a fact of the same moment is
-    no earlier one (`_replace`). Returns what was done, for the history row and the caller."""
+    out of date. Returns what was done, for the history row and the caller."""
     done = Recorded()
     if not said.names:
         return done
@@ -186,7 +184,7 @@ async def record(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record,
     if said.key.absorbs:
         await _refile(conn, p, done.about, said.key)
     if said.key.single and said.replaces:
-        await _replace(conn, p, memory, said, done, dated)
+        await _replace(conn, p, memory, said, done)
     elif said.ends:
         await _end(conn, p, memory, said, done)
     return done
@@ -212,23 +210,29 @@ async def restate(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record
 
 
 async def _replace(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record, said: Said,
-                   done: Recorded, dated: bool = False) -> None:
+                   done: Recorded) -> None:
     """The attribute holds one value at a time: the live fact before this one (by valid time) is
     replaced by it, unless a later one already holds; then this one is out of date on arrival.
-    Pinned memories and those this credential may not change are never replaced. Two facts a
-    writer dated the same moment have no order ("My Pixel died, so I got an iPhone 15": a model
-    read both off one turn): neither replaces the other. An undated write is dated by its arrival,
-    and a batch's undated items in their order, as before."""
+    Pinned memories and those this credential may not change are never replaced. Two facts of one
+    batch its writer dated the same moment have no order ("My Pixel died, so I got an iPhone 15": a
+    model read both off one turn): neither replaces the other (graph/validity.py: both hold). A
+    write dated the same day as a fact written before still replaces it; an undated write is dated
+    by its arrival (the transaction's start), and a batch's undated items replace in their order."""
     assert said.key is not None
     q = Sql()
+    new = q.arg(memory["id"])
+    # `alike`: of this write's own transaction (one batch), and both dated by their writer.
     rows = await conn.fetch(
-        f"""SELECT m.id, m.occurred_at, m.created_at, m.pinned, m.agent_id, m.project_id, m.superseded_by,
-                   (s.id IS NOT NULL) AS replaced
+        f"""WITH n AS (SELECT xmin, occurred_at <> now() AS dated FROM memories
+                       WHERE user_id = {q.arg(p.user_id)} AND id = {new})
+            SELECT m.id, m.occurred_at, m.created_at, m.pinned, m.agent_id, m.project_id, m.superseded_by,
+                   (s.id IS NOT NULL) AS replaced, (m.xmin = n.xmin AND n.dated AND m.occurred_at <> now()) AS alike
             FROM memory_facts f JOIN memories m ON m.user_id = f.user_id AND m.id = f.memory_id
+            CROSS JOIN n
             LEFT JOIN memories s ON s.user_id = m.user_id AND s.id = m.superseded_by AND s.deleted_at IS NULL
             WHERE f.user_id = {q.arg(p.user_id)} AND f.entity_id = ANY({q.arg(done.about)}::uuid[])
               AND f.attribute = {q.arg(said.key.attribute)} AND f.single
-              AND f.memory_id <> {q.arg(memory['id'])} AND m.deleted_at IS NULL AND {visible(q, p)}
+              AND f.memory_id <> {new} AND m.deleted_at IS NULL AND {visible(q, p)}
             ORDER BY f.valid_from, m.created_at FOR UPDATE OF m""", *q.args)
     rows = list({r["id"]: r for r in rows}.values())  # one row per memory, about two entities or one
     when: datetime = memory["occurred_at"]
@@ -237,7 +241,7 @@ async def _replace(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Recor
         done.replaced_by = later[0]["id"]
         await _mark(conn, p, [memory["id"]], later[0]["id"], [None], said)
         return
-    own = [r for r in rows if not r["replaced"] and not r["pinned"] and not (dated and r["occurred_at"] == when)
+    own = [r for r in rows if not r["replaced"] and not r["pinned"] and not (r["alike"] and r["occurred_at"] == when)
            and not (p.agent_confined and r["agent_id"] is None)
            and not (p.project_confined and r["project_id"] is None)]
     if own:

@@ -66,8 +66,7 @@ class MemoryInsert(MemoryStore):
             await self._history(conn, p, [(row["id"], "ADD", None, _snapshot(row))], None, request_id)
             await self._supersede(conn, p, row["id"], supersedes, request_id)
             await graph.lock_names(conn, p.user_id, [said])
-            recorded = (await graph.record(conn, p, row, said, dated=new.occurred_at is not None)
-                        if said is not None else graph.Recorded())
+            recorded = await graph.record(conn, p, row, said) if said is not None else graph.Recorded()
             await self._enqueue(conn, p, [row], supersedes)
             return self._with_graph(row, recorded), True
 
@@ -183,9 +182,8 @@ class MemoryInsert(MemoryStore):
             # first, so two batches naming the same people in other orders wait instead of deadlocking.
             saids = list(said) or [None] * len(rows)
             await graph.lock_names(conn, p.user_id, [s for (_, created), s in zip(rows, saids, strict=True) if created])
-            recorded = [await graph.record(conn, p, r, s, dated=new.occurred_at is not None)
-                        if created and s is not None else graph.Recorded()
-                        for (r, created), s, new in zip(rows, saids, news, strict=True)]
+            recorded = [await graph.record(conn, p, r, s) if created and s is not None else graph.Recorded()
+                        for (r, created), s in zip(rows, saids, strict=True)]
             for (r, _), links in zip(rows, list(edges) or [()] * len(rows), strict=True):
                 await link(conn, p, r["id"], links)
             await self._enqueue(conn, p, [r for r, created in rows if created])

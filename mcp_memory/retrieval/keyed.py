@@ -16,6 +16,7 @@ import asyncpg
 from ..graph.about_user import about_someone_else, speaks_of_user
 from ..graph.keys import asked, in_lexicon
 from ..graph.names import USER, Name, canonical, classified
+from ..graph.validity import current_first, held
 from ..lexicon import Lexicon
 from ..models import MemoryFilter, Principal, ScopeInfo, SearchHit, human_age, memory_uri
 from ..repository.graph_reads import entities_by_name, facts_of
@@ -126,11 +127,12 @@ async def keyed_first(parsed: ParsedQuery, facts: Sequence[asyncpg.Record], hits
     if await unsure(facts, chain, lexicon, vectors, doubt_floor):
         return hits
     single = all(r["single"] for r in chain)
-    ends: dict[UUID, datetime | None] = {}
-    for newer, older in zip([None, *chain], chain, strict=False):
-        ends[older["id"]] = newer["valid_from"] if single and newer is not None else None
-    if parsed.tense == "past" and single:
-        chain = chain[1:] + chain[:1]
+    values = current_first(held(chain, single))
+    ends: dict[UUID, datetime | None] = {v.row["id"]: v.until for v in values}
+    chain = [v.row for v in values]
+    if parsed.tense == "past" and single:  # the earlier values first, then what holds now
+        now = [r for r in chain if ends[r["id"]] is None]
+        chain = [r for r in chain if ends[r["id"]] is not None] + now
     by_id = {h.id: h for h in hits}
     top = max((h.score for h in hits), default=1.0)
     placed = []

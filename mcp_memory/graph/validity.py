@@ -1,0 +1,43 @@
+"""How long each value of an attribute held, read off its live keyed facts (newest valid first), the
+one reading the entity profile and search's current-value-first share.
+
+Validity is never stored: a one-at-a-time attribute's value holds until the next moment at which
+another value of it is valid. Two values of one moment both hold (a writer's batch dated them
+alike: repository/graph.py `_replace` replaced neither), unless one replaced the other (an undated
+batch, in its order): that one ended the moment it began. A many-valued attribute's values all hold."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Held:
+    row: Mapping[str, Any]  # a keyed fact with its memory's id, valid_from, superseded_by
+    until: datetime | None  # None: it holds now
+
+
+def held(chain: Sequence[Mapping[str, Any]], single: bool) -> list[Held]:
+    """Each of `chain` (one attribute's facts, newest valid first) with when it stopped holding."""
+    if not single:
+        return [Held(r, None) for r in chain]
+    moment_of = {r["id"]: r["valid_from"] for r in chain}
+    out: list[Held] = []
+    newer: datetime | None = None  # the nearest later moment of another value
+    moment: datetime | None = None
+    for r in chain:
+        if moment is not None and r["valid_from"] != moment:
+            newer = moment
+        moment = r["valid_from"]
+        # Replaced by a value of its own moment (an undated batch's later item): it ended as it began.
+        replaced_alike = r["superseded_by"] is not None and moment_of.get(r["superseded_by"]) == moment
+        out.append(Held(r, newer if newer is not None else moment if replaced_alike else None))
+    return out
+
+
+def current_first(values: Sequence[Held]) -> list[Held]:
+    """`values` with those holding now first, then the earlier ones, newest first."""
+    return [v for v in values if v.until is None] + [v for v in values if v.until is not None]
