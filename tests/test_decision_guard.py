@@ -299,6 +299,30 @@ async def test_the_graph_and_the_text_disagreeing_on_who_leave_it_to_the_user() 
         assert verdict.allowed == [1], verdict
 
 
+async def test_a_description_said_about_is_no_name_and_a_person_of_the_users_is() -> None:
+    """The local model said "the user's services" about "The user's services are written in Java"
+    and "the user's team" about the Kotlin rewrite: two entities to the graph, so the right replace
+    waited as a suggestion. A description of something of the user's is no name: the text judges
+    (the same subject, the old value named beside the new). "my sister" and "my brother" are two
+    people of the user's, whom only the graph tells apart: never applied."""
+    from uuid import uuid4
+
+    from mcp_memory.graph.subjects import Subjects
+    services, team, user = uuid4(), uuid4(), uuid4()
+    new = "The user's team is rewriting services in Kotlin instead of Java."
+    old = "The user's services are written in Java."
+    said = {1: Subjects(said={services: "the user's services"}, read={user: "the user"}, named=frozenset({services})),
+            2: Subjects(said={team: "the user's team"}, read={user: "the user"}, named=frozenset({team}))}
+    verdict = await guard.check(new, [(1, old)], Down(), stored=said, new_id=2)  # type: ignore[arg-type]
+    assert verdict.allowed == [1], verdict
+    sister, brother = uuid4(), uuid4()
+    new, old = "My sister moved to Porto instead of Lisbon.", "My sister lives in Lisbon."
+    said = {1: Subjects(said={brother: "my brother"}, read={}, named=frozenset({brother})),
+            2: Subjects(said={sister: "my sister"}, read={}, named=frozenset({sister}))}
+    verdict = await guard.check(new, [(1, old)], Down(), stored=said, new_id=2)  # type: ignore[arg-type]
+    assert verdict.allowed == [] and 1 in (verdict.refused | verdict.suggested), verdict
+
+
 @pytest.mark.parametrize(("new", "old", "ends", "opens"), [
     ("The scheduling pipeline exposes a GraphQL endpoint.", "The webhooks pipeline exposes a GraphQL endpoint.",
      True, False),

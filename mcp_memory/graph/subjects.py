@@ -11,9 +11,12 @@ merged in the console ("Bob" into "Robert Smith")."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 from uuid import UUID
+
+from ..lexicon import Lexicon
+from ..lexicon.english import ENGLISH
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,29 @@ class Subjects:
         return self.said or self.read
 
 
+def described(name: str, lexicon: Lexicon = ENGLISH) -> bool:
+    """Whether a name said about is a description of something of the user's ("the user's team",
+    "my services", "the user's Pixel 7"), not a name: a small model says two such for one thing
+    ("the user's services are written in Java", "the user's team is rewriting them in Kotlin"),
+    so whom it describes is the text's reading. A person of theirs ("my sister", "the user's best
+    friend", the lexicon's `people`) is no such thing: the text cannot tell her from her brother."""
+    words = name.lower().split()
+    for possessive in lexicon.user_possessives:
+        lead = possessive.split()
+        if words[:len(lead)] == lead and len(words) > len(lead):
+            rest = " ".join(words[len(lead):])
+            return not any(rest.endswith(tail) and (len(rest) == len(tail) or rest[-len(tail) - 1] == " ")
+                           for person in lexicon.people for tail in (person, person + "s"))
+    return False
+
+
+def _names_said(subjects: Subjects | None) -> Subjects | None:
+    """`subjects` without the descriptions among what was said (`described`)."""
+    if subjects is None or not any(described(n) for n in subjects.said.values()):
+        return subjects
+    return replace(subjects, said={e: n for e, n in subjects.said.items() if not described(n)})
+
+
 def compare(new: Subjects | None, old: Subjects | None) -> Literal["same", "other", "apart"] | None:
     """Whether `old` is about what `new` is about by the stored mentions, where a writer or a model
     said whom at least one of them is about: "same" when they share a subject, or the new memory
@@ -38,7 +64,9 @@ def compare(new: Subjects | None, old: Subjects | None) -> Literal["same", "othe
     no fact of Ahmed's); "other" when both were said and neither holds; "apart" when only one was
     said and neither holds. None when neither was said: the rules' subject is the text's own
     reading, which a sentence's capitalised opening word leaves unsure ("Alice lives in Oslo" reads
-    as about Oslo), so the text's readers judge it."""
+    as about Oslo), so the text's readers judge it. A description said about counts as nothing
+    said (`described`)."""
+    new, old = _names_said(new), _names_said(old)
     if new is None or old is None or not (new.said or old.said) or not new.about or not old.about:
         return None
     if new.about.keys() & old.about.keys() or old.about.keys() & new.named:
