@@ -152,12 +152,14 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=1000)
     parser.add_argument("--searches", type=int, default=300)
     parser.add_argument("--restarts", type=int, default=5)
-    parser.add_argument("--out", type=Path, default=Path("bench/results/stdio_latency.json"))
+    parser.add_argument("--out", type=Path, help="default bench/results/stdio_latency.json, or stdio_latency_ab.json "
+                        "for an A/B run (another layout)")
     parser.add_argument("--variant", action="append", default=[], metavar="NAME=SOURCE",
                         help="compare source trees (repeat): tool latencies only, interleaved in rounds")
     parser.add_argument("--rounds", type=int, default=6)
     args = parser.parse_args()
 
+    args.out = args.out or Path(f"bench/results/stdio_latency{'_ab' if args.variant else ''}.json")
     if args.variant:
         variants = dict(v.split("=", 1) for v in args.variant)
         with tempfile.TemporaryDirectory(prefix="mcp-memory-bench-") as tmp:

@@ -131,6 +131,11 @@ def key_of(words: str, lexicon: Lexicon) -> Key | None:
     return Key(" ".join(stems), tidy, not plural)
 
 
+# A text's cues are read from this much of it, as its names are (graph/names.py): a keyed write of a
+# long text would otherwise stem all of it on the event loop.
+CUES_WITHIN_CHARS = 2000
+
+
 def cued_by(key: Key, text: str, lexicon: Lexicon) -> Key:
     """`key` with the one of the attributes its words name that the text's cues alone name put
     first ("language" in "Keiko speaks Japanese and English": the languages she speaks, not a
@@ -139,7 +144,7 @@ def cued_by(key: Key, text: str, lexicon: Lexicon) -> Key:
     if not key.alternatives:
         return key
     named = (key.attribute, *key.alternatives)
-    stems = lexicon.stems(text)
+    stems = lexicon.stems(text[:CUES_WITHIN_CHARS])
 
     def held(attribute: Attribute) -> tuple[int, int]:
         """(its longest cue or phrase the text holds, how many of them): "phone" is a number's
