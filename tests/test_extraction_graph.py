@@ -170,6 +170,26 @@ async def test_a_fact_is_derived_from_its_turns_which_stay_live(database: Databa
     assert shown(source) == [("derived_from", helix["id"], "in")]
 
 
+async def test_no_turn_of_its_own_session_is_replaced_by_a_fact_read_from_it(database: Database, settings: Settings,
+                                                                                model: Model, alice: Principal) -> None:
+    """The model labels a fact's turns loosely (the local model gave the turn before the one that
+    said it): a fact read from a session restates what that session's turns said at their moment,
+    so none of them is a candidate, labelled or not ("Assistant: Will do: no peanuts." was
+    superseded by "The user is allergic to peanuts.")."""
+    model.extract = lambda turns: {"facts": [{**f, "turns": f["turns"][:1]} for f in helix_and_fly(turns)["facts"]]}
+    model.decide = restates_its_turns
+    service, worker, s = await setup(database, settings, model.url)
+    await capture(service, s, alice)
+    await drain(worker)
+    job = await the_job(database)
+    assert job["status"] == "done", job["last_error"]
+    turns = await database.admin.fetch("SELECT content, superseded_by FROM memories WHERE id = ANY($1)",
+                                       list(job["sources"]))
+    assert len(turns) == 4 and [r["content"] for r in turns if r["superseded_by"] is not None] == []
+    helix = await memory(database, HELIX)
+    assert len(await database.admin.fetch("SELECT 1 FROM memory_edges WHERE from_id = $1", helix["id"])) == 1
+
+
 async def test_its_turns_stay_live_whatever_the_decision_model_says(database: Database, settings: Settings,
                                                                      model: Model, alice: Principal) -> None:
     """The same with answers of the older shape (no about, no key): before, the decision on a fact

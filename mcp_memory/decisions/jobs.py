@@ -10,6 +10,7 @@ sync / auto mode it decides that memory's job now, within the time budget."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import socket
@@ -23,7 +24,7 @@ import asyncpg
 import numpy as np
 
 from ..config import Settings
-from ..models import Principal
+from ..models import MOMENTS, Principal
 from ..repository import edges
 from ..repository import jobs as queue
 from ..repository.decisions import DecisionRepository
@@ -253,18 +254,36 @@ class DecisionWorker:
         async with self.service.repo.reading(p) as conn:
             sources = {to for _, to, _ in (await edges.linked(conn, p, [job.memory_id], "derived_from")
                                            ).get(job.memory_id, [])}
+        # A fact read from a session restates what its turns (and its summary) said at their moment:
+        # none of them is a candidate, whichever the model named as its sources (the local model
+        # names them loosely: "Assistant: Will do: no peanuts." was superseded by "The user is
+        # allergic to peanuts."): neither the turns its extraction read nor, where the session has
+        # an id, its earlier turns. Turns of other sessions stay candidates: a later session's fact
+        # may replace what an earlier one said.
+        session, read = await self._read_from(p, subject["metadata"])
         related = await self.service.related(p, job.memory_id, subject["content"], vector,
-                                             skip=set(job.explicit) | sources, before=subject["created_at"],
+                                             skip=set(job.explicit) | sources | read, before=subject["created_at"],
                                              kind=subject["kind"])
         fresh = [r for r in related if r.superseded_by is None]
         if not fresh:
             return []
         rows = {m.id: m for m in await self.service.repo.peek_many(p, [r.id for r in fresh])
-                if m.created_at < subject["created_at"]}
+                if m.created_at < subject["created_at"]
+                and not (session and m.kind in MOMENTS and m.metadata.get("session_id") == session)}
         return [Candidate(label=str(i), id=r.id, content=rows[r.id].content, kind=r.kind, age=r.age,
                           similarity=r.similarity, pinned=rows[r.id].pinned, agent_id=rows[r.id].scope.agent_id,
                           project_id=rows[r.id].scope.project_id)
                 for i, r in enumerate([r for r in fresh if r.id in rows], 1)]
+
+    async def _read_from(self, p: Principal, metadata: Any) -> tuple[str | None, set[UUID]]:
+        """The session an extracted fact was read from (its `session_id`, if the session has one)
+        and the turns its extraction read; (None, empty) for any other memory."""
+        meta = json.loads(metadata) if isinstance(metadata, str) else (metadata or {})
+        extraction = meta.get("extraction_job")
+        if not isinstance(extraction, int):
+            return None, set()
+        read = await self.jobs.get(p, extraction)
+        return meta.get("session_id"), set(read.sources) if read is not None else set()
 
     async def _over_budget(self, job: Job) -> tuple[float, str] | None:
         per_minute, per_day = self.settings.decisions_per_minute, self.settings.decisions_tokens_per_day
