@@ -1,6 +1,7 @@
 // mcp-memory for OpenClaw: each hook event goes to `mcp-memory hook <event> --harness openclaw`
 // (JSON on stdin, {"prependContext": "..."} or nothing on stdout). Written by `mcp-memory install openclaw`.
 import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
 
 // OpenClaw starts stdio MCP servers with only these variables of its own environment (the MCP
 // SDK's default) plus the server entry's `env`. Hooks get exactly the same, so both see the same
@@ -12,6 +13,15 @@ const CAPTURE_MS = 25000;
 const SESSION_END_MS = 1500;
 const RECALL_MS = 2500;
 const KEEP_SESSIONS = 1000;
+// A session-start block not handed over within this long is not handed over at all: the first
+// prompt asks afresh (the store may have changed since).
+const START_KEEP_MS = 300000;
+// OpenClaw's gateway loads this module once per plugin registry, and it has two in one thread: the
+// one it starts with runs session_start (root work, outside the turn), the one the agent run's scope
+// sees runs the turn's hooks. Module state is per instance, so the pending blocks live on the
+// isolate's globalThis, keyed by the hook's whole identity (command, flags, env: whose memory) and
+// the session, so an instance only ever takes a block asked for with its own identity.
+const STARTS = Symbol.for("mcp-memory.openclaw.session-starts");
 
 function hookEnv(api, config, serverName) {
   const env = {};
@@ -33,6 +43,7 @@ function agentOf(event, ctx) {
   return named ? named[1].toLowerCase() : undefined;
 }
 
+// The hook's stdout, or null when it did not finish (timed out, failed to start).
 function run(config, slot, env, event, payload, timeoutMs) {
   return new Promise((resolve) => {
     let out = "";
@@ -47,10 +58,10 @@ function run(config, slot, env, event, payload, timeoutMs) {
       child = spawn(entry[0], [...entry.slice(1), "hook", event, "--harness", "openclaw", ...(slot.args || [])],
                     { stdio: ["pipe", "pipe", "inherit"], env });
     } catch (error) {
-      return finish("");
+      return finish(null);
     }
-    timer = setTimeout(() => { child.kill("SIGTERM"); finish(""); }, timeoutMs);
-    child.on("error", () => finish(""));
+    timer = setTimeout(() => { child.kill("SIGTERM"); finish(null); }, timeoutMs);
+    child.on("error", () => finish(null));
     child.stdout.on("data", (chunk) => { out += chunk; });
     child.on("close", () => finish(out));
     child.stdin.on("error", () => {});
@@ -58,7 +69,9 @@ function run(config, slot, env, event, payload, timeoutMs) {
   });
 }
 
+// null stays null: no answer, as against an empty one.
 function context(text) {
+  if (text === null) return null;
   try { return JSON.parse(text).prependContext || ""; } catch { return ""; }
 }
 
@@ -89,12 +102,26 @@ export default {
     // the namespace its own memory tools search. An agent listed since install takes the defaults.
     const shared = { server: config.server || "memory", args: config.args || [] };
     const envs = new Map();
-    const hook = (name, event, ctx, payload, timeoutMs) => {
+    const slotOf = (event, ctx) => {
       const agent = agentOf(event, ctx);
       const own = agent !== undefined && Object.hasOwn(config.agents || {}, agent) ? config.agents[agent] : undefined;
       const slot = { server: own?.server || shared.server, args: own?.args || shared.args };
       if (!envs.has(slot.server)) envs.set(slot.server, hookEnv(api, config, slot.server));
+      return slot;
+    };
+    const hook = (name, event, ctx, payload, timeoutMs) => {
+      const slot = slotOf(event, ctx);
       return run(config, slot, envs.get(slot.server), name, payload, timeoutMs);
+    };
+    const principals = new Map();
+    const principal = (event, ctx) => {
+      const slot = slotOf(event, ctx);
+      const id = JSON.stringify([slot.server, slot.args]);
+      if (!principals.has(id)) {
+        principals.set(id, createHash("sha256").update(JSON.stringify(
+          [config.hookCommand || null, config.command || null, slot.args, envs.get(slot.server)])).digest("hex"));
+      }
+      return principals.get(id);
     };
     const recallMs = config.recallTimeoutMs || RECALL_MS;
     const captureMs = Math.min(config.captureTimeoutMs || CAPTURE_MS, CAPTURE_MS);
@@ -103,31 +130,46 @@ export default {
     // leaves out what the block already holds. OpenClaw emits session_start on a gateway session's
     // first turn, without waiting for it, and not at all for `openclaw agent --local`: a first turn
     // (no earlier messages) that finds no block asks for it itself. Any other prompt runs one hook.
-    const starts = new Map();
-    const remember = (keys, value) => {
+    const starts = (globalThis[STARTS] ??= new Map());
+    const named = (event, ctx) => {
+      const who = principal(event, ctx);
+      return keysOf(event, ctx).map((key) => `${who}\0${key}`);
+    };
+    const remember = (keys, block) => {
+      const now = Date.now();
       for (const key of keys) {
         starts.delete(key);
-        starts.set(key, value);
+        starts.set(key, { at: now, block });
       }
-      while (starts.size > KEEP_SESSIONS) starts.delete(starts.keys().next().value);
+      for (const [key, entry] of starts) {   // oldest first
+        if (starts.size <= KEEP_SESSIONS && now - entry.at < START_KEEP_MS) break;
+        starts.delete(key);
+      }
     };
-    const started = (keys) => keys.map((key) => starts.get(key)).find((value) => value !== undefined);
+    const started = (keys) => {
+      const now = Date.now();
+      const entry = keys.map((key) => starts.get(key)).find((value) => value !== undefined && now - value.at < START_KEEP_MS);
+      return entry?.block;
+    };
     const startPayload = (event, ctx) => ({ sessionId: ctx?.sessionId || event?.sessionId,
                                            sessionKey: ctx?.sessionKey || event?.sessionKey, agentId: ctx?.agentId });
     api.on("session_start", (event, ctx) => {
-      const keys = keysOf(event, ctx);
+      const keys = named(event, ctx);
       if (!keys.length || started(keys) !== undefined) return;
       remember(keys, hook("session-start", event, ctx, startPayload(event, ctx), recallMs).then(context));
     });
     api.on("before_prompt_build", async (event, ctx) => {
       const payload = { ...where(ctx), prompt: event?.prompt || "" };
-      const keys = keysOf(event, ctx);
-      let start = started(keys);
-      if (start === undefined && firstTurn(event)) {
-        start = hook("session-start", event, ctx, startPayload(event, ctx), recallMs).then(context);
-      }
+      const keys = named(event, ctx);
+      const start = started(keys);
       if (keys.length) remember(keys, Promise.resolve(""));   // handed over once
-      const parts = [start === undefined ? "" : await start];
+      let block = start === undefined ? null : await start;
+      // A first turn with no block asks for it: no session_start (`--local`), or its ask did not
+      // finish (a cold store's full path past the time limit; a server may answer by now).
+      if (block === null && firstTurn(event)) {
+        block = await hook("session-start", event, ctx, startPayload(event, ctx), recallMs).then(context);
+      }
+      const parts = [block];
       parts.push(context(await hook("prompt-submit", event, ctx, payload, recallMs)));
       const text = parts.filter(Boolean).join("\n\n");
       return text ? { prependContext: text } : undefined;
@@ -138,7 +180,7 @@ export default {
       payload.sessionKey = payload.sessionKey || event?.sessionKey;
       if (Array.isArray(event?.messages)) payload.messages = event.messages;
       if (event?.sessionFile) payload.sessionFile = event.sessionFile;
-      if (name === "session-end") for (const key of keysOf(event, ctx)) starts.delete(key);
+      if (name === "session-end") for (const key of named(event, ctx)) starts.delete(key);
       if (payload.messages || payload.sessionFile) await hook(name, event, ctx, payload, limitMs);
     };
     api.on("agent_end", capture("stop", captureMs));
