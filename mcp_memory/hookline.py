@@ -43,6 +43,10 @@ ACK_WAIT_S = 0.3
 FLAGS = ("--harness", "--database-url", "--data-dir", "--user", "--agent", "--project", "--log-level")
 IDENTITY = ("user", "agent", "project")
 MAX_REPLY = 16 * 1024 * 1024
+# MCP_MEMORY_HOOK_SERVER_ONLY: an answering event no server answers exits with this code (EX_TEMPFAIL)
+# instead of taking the full path; OpenClaw's plugin asks so at a gateway's session_start, which
+# comes before the gateway's relay has started a resident server, and asks again with the turn.
+NOT_ANSWERED = 75
 SETTINGS_FLAGS = ("database_url", "data_dir", "user", "agent", "project", "log_level")  # as cli._settings
 
 
@@ -254,6 +258,10 @@ def main(argv: list[str] | None = None) -> int:
     except Fallback as why:
         if args["event"] in CAPTURE_EVENTS and len(raw) <= MAX_STDIN:
             return capture(argv, args, raw, f"no server: {why}")
+        if os.environ.get("MCP_MEMORY_HOOK_SERVER_ONLY", "").strip().lower() in ON:
+            if os.environ.get("MCP_MEMORY_HOOK_TRACE"):
+                print(f"mcp-memory hook {args['event']}: not answered (server only): {why}", file=sys.stderr)
+            return NOT_ANSWERED
         if os.environ.get("MCP_MEMORY_HOOK_TRACE"):
             print(f"mcp-memory hook {args['event']}: full path: {why}", file=sys.stderr)
         return full(argv, raw)

@@ -59,6 +59,7 @@ READ_TIMEOUT_S = 5.0      # a client that connects and sends nothing does not ho
 # store is what the socket path is derived from, the rest belongs to the server or to hookline.
 NOT_COMPARED = {f"MCP_MEMORY_{name}" for name in (
     "USER", "AGENT", "PROJECT", "DATABASE_URL", "DATA_DIR", "LOG_LEVEL", "HOOK_TRACE", "HOOK_CHANNEL",
+    "HOOK_SERVER_ONLY",
     "HOST", "PORT", "PUBLIC_URL", "ALLOWED_HOSTS", "NO_AUTH", "GRACEFUL_SHUTDOWN_S",
     "RESIDENT", "RESIDENT_IDLE_TIMEOUT_S", "RESIDENT_START_TIMEOUT_S")}
 

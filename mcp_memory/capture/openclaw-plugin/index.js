@@ -22,6 +22,11 @@ const START_KEEP_MS = 300000;
 // isolate's globalThis, keyed by the hook's whole identity (command, flags, env: whose memory) and
 // the session, so an instance only ever takes a block asked for with its own identity.
 const STARTS = Symbol.for("mcp-memory.openclaw.session-starts");
+// The hook's exit code when asked only of a running server (MCP_MEMORY_HOOK_SERVER_ONLY) and none
+// answered. session_start asks so: it comes before the gateway's relay has started a cold store's
+// resident server, and a full path there (a whole process loading the store) would be cut off at
+// RECALL_MS; the first prompt, by then served, asks instead.
+const NOT_ANSWERED = 75;
 
 function hookEnv(api, config, serverName) {
   const env = {};
@@ -43,7 +48,7 @@ function agentOf(event, ctx) {
   return named ? named[1].toLowerCase() : undefined;
 }
 
-// The hook's stdout, or null when it did not finish (timed out, failed to start).
+// The hook's stdout, or null when it did not answer (timed out, failed to start, NOT_ANSWERED).
 function run(config, slot, env, event, payload, timeoutMs) {
   return new Promise((resolve) => {
     let out = "";
@@ -63,7 +68,7 @@ function run(config, slot, env, event, payload, timeoutMs) {
     timer = setTimeout(() => { child.kill("SIGTERM"); finish(null); }, timeoutMs);
     child.on("error", () => finish(null));
     child.stdout.on("data", (chunk) => { out += chunk; });
-    child.on("close", () => finish(out));
+    child.on("close", (code) => finish(code === NOT_ANSWERED ? null : out));
     child.stdin.on("error", () => {});
     child.stdin.end(JSON.stringify(payload));
   });
@@ -109,9 +114,9 @@ export default {
       if (!envs.has(slot.server)) envs.set(slot.server, hookEnv(api, config, slot.server));
       return slot;
     };
-    const hook = (name, event, ctx, payload, timeoutMs) => {
+    const hook = (name, event, ctx, payload, timeoutMs, extra = {}) => {
       const slot = slotOf(event, ctx);
-      return run(config, slot, envs.get(slot.server), name, payload, timeoutMs);
+      return run(config, slot, { ...envs.get(slot.server), ...extra }, name, payload, timeoutMs);
     };
     const principals = new Map();
     const principal = (event, ctx) => {
@@ -156,7 +161,8 @@ export default {
     api.on("session_start", (event, ctx) => {
       const keys = named(event, ctx);
       if (!keys.length || started(keys) !== undefined) return;
-      remember(keys, hook("session-start", event, ctx, startPayload(event, ctx), recallMs).then(context));
+      remember(keys, hook("session-start", event, ctx, startPayload(event, ctx), recallMs,
+                          { MCP_MEMORY_HOOK_SERVER_ONLY: "1" }).then(context));
     });
     api.on("before_prompt_build", async (event, ctx) => {
       const payload = { ...where(ctx), prompt: event?.prompt || "" };
@@ -164,8 +170,8 @@ export default {
       const start = started(keys);
       if (keys.length) remember(keys, Promise.resolve(""));   // handed over once
       let block = start === undefined ? null : await start;
-      // A first turn with no block asks for it: no session_start (`--local`), or its ask did not
-      // finish (a cold store's full path past the time limit; a server may answer by now).
+      // A first turn with no block asks for it: no session_start (`--local`), or its ask was not
+      // answered (no server yet, or past the time limit; one may answer by now, else the full path).
       if (block === null && firstTurn(event)) {
         block = await hook("session-start", event, ctx, startPayload(event, ctx), recallMs).then(context);
       }
