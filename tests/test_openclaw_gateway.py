@@ -18,7 +18,7 @@ from mcp_memory.capture import openclaw_plugin
 
 from .test_install import drive_plugin
 from .test_resident import CLI, Store, initialize, rpc, store  # noqa: F401 (the fixture)
-from .test_resident_clients import free_port, listening
+from .test_resident_clients import gateway_home, listening
 
 BLOCK = "Recent memories for"   # the session-start block's heading (recall.session_context)
 
@@ -97,34 +97,16 @@ async def test_the_plugin_hands_the_block_across_its_instances_not_across_users(
 
 def test_a_new_gateway_session_asks_session_start_once_and_its_block_reaches_the_first_prompt(
         store: Store, tmp_path: Path) -> None:  # noqa: F811
-    import json5
-
     from .openclaw_standin import StandIn as OpenAIStandIn
     from .test_install import openclaw_cli
 
     openclaw = openclaw_cli()
     remember(store, "The compost bin is emptied on Fridays")   # another window, as alice (install's --user)
 
-    home, workspace = tmp_path / "home", tmp_path / "garden"
-    (home / ".openclaw").mkdir(parents=True)
+    workspace = tmp_path / "garden"
     workspace.mkdir()
-    port = free_port()
-    config = home / ".openclaw" / "openclaw.json"
     with OpenAIStandIn() as model:
-        config.write_text(json.dumps({
-            "agents": {"defaults": {"model": {"primary": "stand/m1"}, "workspace": str(workspace)}},
-            "models": {"providers": {"stand": model.provider()}},
-            "gateway": {"port": port, "mode": "local", "bind": "loopback", "auth": {"mode": "none"}}}))
-        out = subprocess.run([CLI, "install", "openclaw", "--home", str(home), "--database-url", store.url,
-                              "--data-dir", str(store.data), "--user", "alice"], capture_output=True, text=True,
-                             timeout=120)
-        assert out.returncode == 0, out.stderr
-        data = json5.loads(config.read_text())
-        data["mcp"]["servers"]["memory"].setdefault("env", {}).update(
-            {"XDG_RUNTIME_DIR": str(store.runtime), "MCP_MEMORY_HOOK_TRACE": "1"})
-        config.write_text(json.dumps(data, indent=2))
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_MEMORY_", "OPENCLAW_"))}
-        env["HOME"] = str(home)
+        home, port, env = gateway_home(store, tmp_path, workspace, model)
         log = tmp_path / "gateway.log"
 
         def asked(event: str) -> int:

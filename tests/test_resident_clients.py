@@ -284,7 +284,6 @@ def test_openclaw_s_gateway_through_the_resident_server(store: Store, tmp_path: 
     to it, the plugin's hooks are answered by it (recall before the prompt, capture after the turn),
     the agent's own memory_search through the relay finds what the other window wrote, and when the
     gateway stops only the resident server is left."""
-    import json5
 
     from .openclaw_standin import StandIn as OpenAIStandIn
     from .test_install import openclaw_cli
@@ -304,28 +303,10 @@ def test_openclaw_s_gateway_through_the_resident_server(store: Store, tmp_path: 
     assert status is not None
     resident = status["pid"]
 
-    home, workspace = tmp_path / "home", tmp_path / "garden"
-    (home / ".openclaw").mkdir(parents=True)
+    workspace = tmp_path / "garden"
     (workspace / ".git").mkdir(parents=True)
-    port = free_port()
-    config = home / ".openclaw" / "openclaw.json"
     with OpenAIStandIn() as model:
-        config.write_text(json.dumps({
-            "agents": {"defaults": {"model": {"primary": "stand/m1"}, "workspace": str(workspace)}},
-            "models": {"providers": {"stand": model.provider()}},
-            "gateway": {"port": port, "mode": "local", "bind": "loopback", "auth": {"mode": "none"}}}))
-        out = subprocess.run([CLI, "install", "openclaw", "--home", str(home), "--database-url", store.url,
-                              "--data-dir", str(store.data), "--user", "alice"], capture_output=True, text=True,
-                             timeout=120)
-        assert out.returncode == 0, out.stderr
-        # OpenClaw gives its MCP servers (and so the plugin its hooks) only a few variables of its
-        # own plus the entry's env: the store's runtime dir and the hooks' trace go there.
-        data = json5.loads(config.read_text())
-        data["mcp"]["servers"]["memory"].setdefault("env", {}).update(
-            {"XDG_RUNTIME_DIR": str(store.runtime), "MCP_MEMORY_HOOK_TRACE": "1"})
-        config.write_text(json.dumps(data, indent=2))
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_MEMORY_", "OPENCLAW_"))}
-        env["HOME"] = str(home)
+        home, port, env = gateway_home(store, tmp_path, workspace, model)
         log = tmp_path / "gateway.log"
         with log.open("wb") as sink:
             gateway = subprocess.Popen([openclaw, "gateway", "run", "--port", str(port), "--auth", "none",
@@ -388,6 +369,34 @@ def listening(proc: subprocess.Popen, port: int, log: Path, timeout: float = 180
         except OSError:
             assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
             time.sleep(0.3)
+
+
+def gateway_home(at: Store, tmp_path: Path, workspace: Path, model: Any) -> tuple[Path, int, dict[str, str]]:
+    """A home whose OpenClaw gateway (loopback, a free port) runs its agent on `model` in
+    `workspace`, installed against the store `at` as alice. OpenClaw gives its MCP servers (and so the
+    plugin its hooks) only a few variables of its own plus the entry's env: the store's runtime dir
+    and the hooks' trace go there. Returns the home, the port and the gateway's environment."""
+    import json5
+
+    home = tmp_path / "home"
+    (home / ".openclaw").mkdir(parents=True)
+    port = free_port()
+    config = home / ".openclaw" / "openclaw.json"
+    config.write_text(json.dumps({
+        "agents": {"defaults": {"model": {"primary": "stand/m1"}, "workspace": str(workspace)}},
+        "models": {"providers": {"stand": model.provider()}},
+        "gateway": {"port": port, "mode": "local", "bind": "loopback", "auth": {"mode": "none"}}}))
+    out = subprocess.run([CLI, "install", "openclaw", "--home", str(home), "--database-url", at.url,
+                          "--data-dir", str(at.data), "--user", "alice"], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    data = json5.loads(config.read_text())
+    data["mcp"]["servers"]["memory"].setdefault("env", {}).update(
+        {"XDG_RUNTIME_DIR": str(at.runtime), "MCP_MEMORY_HOOK_TRACE": "1"})
+    config.write_text(json.dumps(data, indent=2))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_MEMORY_", "OPENCLAW_"))}
+    env["HOME"] = str(home)
+    return home, port, env
 
 
 def free_port() -> int:
