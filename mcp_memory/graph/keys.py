@@ -80,14 +80,20 @@ def _contains(seq: tuple[str, ...], part: tuple[str, ...]) -> bool:
     return n > 0 and any(seq[i:i + n] == part for i in range(len(seq) - n + 1))
 
 
+@functools.lru_cache(maxsize=512)
+def _parts(lexicon: Lexicon, attribute: Attribute) -> frozenset[tuple[str, ...]]:
+    """The stems of an attribute's cues and of its name and phrases (fillers dropped)."""
+    return frozenset({lexicon.stems(c) for c in attribute.cues}
+                     | {lexicon.stems(p, drop=lexicon.key_fillers) for p in (attribute.name, *attribute.phrases)})
+
+
 def _cued(lexicon: Lexicon, stems: tuple[str, ...], attributes: list[Attribute],
           head: str | None = None) -> list[tuple[int, str]]:
     """(length of the longest cue or phrase of each attribute found in `stems`, its name); with a
     `head`, only cues and phrases that hold it count."""
     found = []
     for attribute in attributes:
-        parts = [lexicon.stems(c) for c in attribute.cues]
-        parts += [lexicon.stems(p, drop=lexicon.key_fillers) for p in (attribute.name, *attribute.phrases)]
+        parts = _parts(lexicon, attribute)
         best = max((len(p) for p in parts if _contains(stems, p) and (head is None or head in p)), default=0)
         if best:
             found.append((best, attribute.name))
@@ -149,9 +155,7 @@ def cued_by(key: Key, text: str, lexicon: Lexicon) -> Key:
     def held(attribute: Attribute) -> tuple[int, int]:
         """(its longest cue or phrase the text holds, how many of them): "phone" is a number's
         word and a handset's, "iPhone" only a handset's."""
-        parts = {lexicon.stems(c) for c in attribute.cues}
-        parts |= {lexicon.stems(p, drop=lexicon.key_fillers) for p in (attribute.name, *attribute.phrases)}
-        found = [len(p) for p in parts if _contains(stems, p)]
+        found = [len(p) for p in _parts(lexicon, attribute) if _contains(stems, p)]
         return max(found, default=0), len(found)
 
     scored = sorted(((held(_by_name(lexicon)[a]), a) for a in named), reverse=True)
