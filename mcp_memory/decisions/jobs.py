@@ -10,7 +10,6 @@ sync / auto mode it decides that memory's job now, within the time budget."""
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -275,10 +274,10 @@ class DecisionWorker:
                           project_id=rows[r.id].scope.project_id)
                 for i, r in enumerate([r for r in fresh if r.id in rows], 1)]
 
-    async def _read_from(self, p: Principal, metadata: Any) -> tuple[str | None, set[UUID]]:
+    async def _read_from(self, p: Principal, metadata: dict[str, Any] | None) -> tuple[str | None, set[UUID]]:
         """The session an extracted fact was read from (its `session_id`, if the session has one)
         and the turns its extraction read; (None, empty) for any other memory."""
-        meta = json.loads(metadata) if isinstance(metadata, str) else (metadata or {})
+        meta = metadata or {}
         extraction = meta.get("extraction_job")
         if not isinstance(extraction, int):
             return None, set()
