@@ -224,10 +224,9 @@ async def cmd_purge(args: argparse.Namespace, settings: Settings) -> int:
 async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     from .backlog import Backlog
     from .importers import import_paths
-    from .repository.maintenance import MaintenanceRepository
 
     async with opened(settings) as (db, service, p):
-        report = await import_paths(service, MaintenanceRepository(db.admin), p, args.paths, scope=args.scope,
+        report = await import_paths(service, service.whole_store(), p, args.paths, scope=args.scope,
                                     fmt=args.from_format, dry_run=args.dry_run, progress=not args.quiet,
                                     project_given=settings.project is not None)
         if not args.dry_run:
@@ -253,11 +252,10 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 async def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     from .exporting.run import export_to
     from .importers import export_user
-    from .repository.maintenance import MaintenanceRepository
 
     output = args.output or args.destination
-    async with opened(settings) as (db, _, p):
-        maintenance = MaintenanceRepository(db.admin)
+    async with opened(settings) as (_, service, p):
+        maintenance = service.whole_store()
         if args.to == "basic-memory":
             count = await export_to(maintenance, p.user_id, "basic-memory", folder=Path(output) if output else None)
         elif args.to == "doobidoo-json" and output in (None, "-"):

@@ -1,6 +1,6 @@
 """Business rules between the transports and the repository: validation and normalization,
 permissions, write scope, cursors. Knows nothing of MCP. The one door to the repository for the
-server, the console and capture; built complete by composition.py."""
+server, the console, capture and the command line; built complete by composition.py."""
 
 from __future__ import annotations
 
@@ -71,10 +71,12 @@ def memory_repository(pool: Any, settings: Settings) -> MemoryRepository:
 class MemoryService(Writing, Forgetting, Searching):
     def __init__(self, repo: MemoryRepository, settings: Settings, vectors: Vectors | None = None,
                  statistics: Statistics | None = None, cursors: Cursors | None = None,
-                 decider: Callable[[MemoryService], Decider] | None = None) -> None:
+                 decider: Callable[[MemoryService], Decider] | None = None, *,
+                 maintenance: MaintenanceRepository | None = None) -> None:
         """`decider`: what builds the decisions' worker for this service (composition.py), called
         once, last, with the service complete; None: writes settle nothing (no provider, or a
-        process that leaves the decisions to the server's workers)."""
+        process that leaves the decisions to the server's workers). `maintenance`: the owner's
+        pool's repository `whole_store` hands out; None: a service built by hand has no door there."""
         if (repo.decision_attempts is None) != (settings.decisions_provider == "none"):
             raise ValueError("the repository was built for other decisions settings than the service's: "
                              "build it with memory_repository(pool, settings)")
@@ -103,6 +105,7 @@ class MemoryService(Writing, Forgetting, Searching):
         # Told after a write with the new memory's id (decisions/jobs.py: wake the workers, or
         # decide now in sync mode); None when this process runs no decisions workers.
         self.decider: Decider | None = decider(self) if decider is not None else None
+        self._maintenance = maintenance
 
     @property
     def settings(self) -> Settings:
@@ -130,7 +133,18 @@ class MemoryService(Writing, Forgetting, Searching):
         statistics = Statistics(maintenance.analyze_once, maintenance.planner_rows,
                                 min_writes=settings.analyze_min_writes, fraction=settings.analyze_fraction)
         return cls(memory_repository(db.pool, settings), settings, vectors, statistics,
-                   Cursors(await cursor_secret(db.admin)), decider)
+                   Cursors(await cursor_secret(db.admin)), decider, maintenance=maintenance)
+
+    def whole_store(self) -> MaintenanceRepository:
+        """The door `mcp-memory import` and `export` take to a user's whole store (importers.py,
+        exporting/; each call names its user): they copy memories in and out verbatim, the
+        forgotten ones and their history too, ids kept, which no session's write or read may. It is
+        on the owner's pool (Database.admin), so row-level security does not narrow it: only the
+        command line, which holds the owner's credentials anyway, opens it; no tool reaches it."""
+        if self._maintenance is None:
+            raise RuntimeError("this service was built without the owner's pool: "
+                               "open it with MemoryService.open (composition.py) to import or export")
+        return self._maintenance
 
     def _changed(self, n: int) -> None:
         if self.statistics is not None and n:
