@@ -1,0 +1,44 @@
+"""The storage section of the settings (the environment's MCP_MEMORY_ variables of it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import BaseModel, Field
+
+
+def default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("mcp-memory", appauthor=False))
+
+
+class StorageSettings(BaseModel):
+    """The database: embedded by default, or any PostgreSQL >= 15 with pgvector."""
+
+    # Storage
+    database_url: str | None = Field(
+        default=None,
+        description="PostgreSQL >= 15 with pgvector >= 0.7 (postgresql://user:pass@host/db); unset means the "
+        "embedded server under data_dir.",
+    )
+    data_dir: Path = Field(default_factory=default_data_dir, description=(
+        "Where the embedded database, the hook status files and the logs live; default: the platform's user "
+        "data directory (~/.local/share/mcp-memory on Linux)."))
+    pool_min_size: int = Field(default=1, ge=0, description="Connections the pool keeps open when idle.")
+    pool_max_size: int = Field(default=10, ge=1, description="Most connections one server process opens.")
+    db_start_timeout_s: float = Field(default=60.0, gt=0, description=(
+        "How long a tool call waits for the database at start-up; also the most starting the embedded "
+        "server (or waiting for another process's start lock) and connecting may take."))
+    # Row-level security: application queries run as this role ('' to skip).
+    db_app_role: str = Field(default="mcp_memory_app", description=(
+        "The non-owner role application queries run as, so row-level security applies; '' skips it."))
+    db_pooler: Literal["none", "transaction"] = Field(default="none", description=(
+        "'transaction' when MCP_MEMORY_DATABASE_URL names a connection pooler in transaction mode (PgBouncer "
+        "pool_mode = transaction): the session settings (role, plan_cache_mode, jit) go with every "
+        "transaction instead, asyncpg's prepared-statement cache is off, and the locks held across "
+        "statements are taken inside a transaction (docs/operations.md, 'Behind PgBouncer')."))
+
+    @property
+    def embedded(self) -> bool:
+        return not self.database_url
