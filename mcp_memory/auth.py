@@ -14,7 +14,7 @@ from typing import Any
 import jwt
 from pydantic import BaseModel, ConfigDict
 
-from .config import Settings
+from .config import IdentitySettings
 from .encoding import sha256_hex
 from .errors import InvalidInput, PermissionDenied
 from .models import ALL_PERMISSIONS, Principal
@@ -61,7 +61,7 @@ def project_from_roots(roots: list[Path]) -> str | None:
     return None
 
 
-def local_principal(settings: Settings, *, client_name: str | None = None,
+def local_principal(settings: IdentitySettings, *, client_name: str | None = None,
                     roots: list[Path] | None = None, cwd: Path | None = None) -> Principal:
     """stdio identity. Explicit settings win; then the client's workspace roots; then the
     working directory's git repository. `MCP_MEMORY_PROJECT=none` turns projects off."""
@@ -155,7 +155,7 @@ class JwtVerifier:
     expiry, subject, all required. The subject is the user; claims may narrow agents and
     projects; `memory:*` scopes grant permissions."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: IdentitySettings) -> None:
         self.settings = settings
         self._jwks = jwt.PyJWKClient(settings.jwt_jwks_url) if settings.jwt_jwks_url else None
         if self.enabled and not (settings.jwt_issuer and settings.jwt_audience):

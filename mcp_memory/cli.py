@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from . import __version__
 from .cli_common import opened
-from .config import Settings
+from .config import OperationsSettings, Settings
 from .errors import MemoryServiceError
 from .exporting import TARGETS
 from .importing import FORMATS
@@ -211,7 +211,7 @@ async def cmd_purge(args: argparse.Namespace, settings: Settings) -> int:
     from .retention import sweep
 
     async with opened(settings) as (db, _, _):
-        report = await sweep(db.admin, settings, dry_run=args.dry_run)
+        report = await sweep(db.admin, settings.part(OperationsSettings), dry_run=args.dry_run)
     verb = "would remove" if report.dry_run else "removed"
     print(f"{verb}: {report.tombstones} forgotten memories past {settings.purge_after_days} days, "
           f"{report.history} history rows past {settings.history_days} days, {report.forget_tokens} forget tokens, "

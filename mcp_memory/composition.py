@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .config import Settings
+from .config import DecisionSettings, OperationsSettings, Settings, StorageSettings
 from .db import Database, open_database
 from .service import MemoryService
 
@@ -47,7 +47,7 @@ class House:
         from .decisions import runtime
 
         service = self.service
-        tg.start_soon(retention.run_forever, self.db.admin, self.settings)
+        tg.start_soon(retention.run_forever, self.db.admin, self.settings.part(OperationsSettings))
         if service.statistics is not None:
             tg.start_soon(service.statistics.run_forever)
         assert service.vectors is not None
@@ -69,7 +69,7 @@ async def compose(db: Database, settings: Settings, *, check_model: bool = True,
     if workers:
         from .decisions import runtime  # only a server decides: a command or a hook does not load the workers
 
-        builder = runtime.workers_for(db.admin, settings, sampling)
+        builder = runtime.workers_for(db.admin, settings.part(DecisionSettings), sampling)
     service = await MemoryService.open(db, settings, check_model=check_model, decider=builder)
     return House(db, settings, service, builder.worker if builder is not None else None)
 
@@ -77,7 +77,7 @@ async def compose(db: Database, settings: Settings, *, check_model: bool = True,
 @asynccontextmanager
 async def opened(settings: Settings, *, check_model: bool = True, workers: bool = False) -> AsyncIterator[House]:
     """The database opened for the settings and the house on it; the database closes after."""
-    db = await open_database(settings)
+    db = await open_database(settings.part(StorageSettings))
     try:
         yield await compose(db, settings, check_model=check_model, workers=workers)
     finally:

@@ -29,7 +29,7 @@ Set them where the server starts: in the `env` block of a harness's MCP entry, i
 start-up with a message naming the variable and the fix. `mcp-memory doctor` shows what the server
 sees.
 
-This page is generated from `mcp_memory/config.py`: edit the code, then run
+This page is generated from `mcp_memory/config/`: edit the code, then run
 `python -m mcp_memory.config_reference` (tests/test_config_reference.py fails while they differ).
 
 Sections: {{toc}}.

@@ -2,7 +2,7 @@
 in how long, what prompt is worth a recall, and how a boolean setting reads. The thin entry point
 (hookline.py), the hook socket (hooksocket.py), the full hook path (capture/hooks.py), recall
 (capture/recall.py), the server's end of the channel (capture/channel.py) and the settings
-(config.py) all read these names from here.
+(config/capture.py) all read these names from here.
 
 Standard library only, and nothing imported at all: hookline imports this on every prompt.
 """

@@ -53,7 +53,7 @@ def parse_flags(rest: list[str], flags: tuple[str, ...], switches: tuple[str, ..
 
 
 def default_data_dir() -> str | None:
-    """platformdirs.user_data_dir("mcp-memory", appauthor=False), which config.py uses, without
+    """platformdirs.user_data_dir("mcp-memory", appauthor=False), which config/storage.py uses, without
     importing it (tests/test_hook_channel.py checks they agree). None where this is not known."""
     if sys.platform == "darwin":
         return os.path.expanduser("~/Library/Application Support/mcp-memory")

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from uuid import UUID
 
 from . import context, cursors
-from .config import Settings
+from .config import ServerSettings
 from .cursors import Cursors
 from .models import BriefPage, CoreMemories, MemoryBrief, MemoryFilter, MemoryPage, Principal, Stats
 from .permissions import require
@@ -23,7 +23,7 @@ CORE_SCAN = 200  # pinned memories considered; more than any budget holds
 
 
 class Overview:
-    def __init__(self, repo: MemoryRepository, settings: Settings, embedding_model: str | None, lister: Lister,
+    def __init__(self, repo: MemoryRepository, settings: ServerSettings, embedding_model: str | None, lister: Lister,
                  signer: Cursors, check: Validator) -> None:
         self.repo = OverviewRepository(repo)
         self.settings = settings

@@ -18,7 +18,7 @@ from .hooksocket import connect_private, default_data_dir, private_dir_ok, socke
 PROTOCOL = 1
 IDENTITY = ("user", "agent", "project", "local_permissions")
 HELLO_TIMEOUT_S = 5.0     # the resident answers a hello on its event loop, whatever its tools are doing
-START_TIMEOUT_S = 60.0    # MCP_MEMORY_RESIDENT_START_TIMEOUT_S as config.py: import, then listen
+START_TIMEOUT_S = 60.0    # MCP_MEMORY_RESIDENT_START_TIMEOUT_S as config/server.py: import, then listen
 POLL_S = 0.05
 MAX_HELLO = 64 * 1024
 LOG_FILE = "resident.log"

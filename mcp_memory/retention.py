@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import anyio
 import asyncpg
 
-from .config import Settings
+from .config import OperationsSettings
 from .models import PurgeReport
 from .repository.graph_checks import inconsistencies
 from .repository.maintenance import MaintenanceRepository
@@ -17,7 +17,7 @@ from .repository.maintenance import MaintenanceRepository
 log = logging.getLogger(__name__)
 
 
-async def sweep(pool: asyncpg.Pool, settings: Settings, *, now: datetime | None = None,
+async def sweep(pool: asyncpg.Pool, settings: OperationsSettings, *, now: datetime | None = None,
                 dry_run: bool = False) -> PurgeReport:
     report = await MaintenanceRepository(pool).purge(
         now or datetime.now(UTC), purge_after_days=settings.purge_after_days, history_days=settings.history_days,
@@ -43,7 +43,7 @@ async def check_graph(pool: asyncpg.Pool) -> dict[str, int]:
     return found
 
 
-async def run_forever(pool: asyncpg.Pool, settings: Settings) -> None:
+async def run_forever(pool: asyncpg.Pool, settings: OperationsSettings) -> None:
     """Sweep now, then every `retention_interval_hours` (0: only now). Failures are logged and
     retried at the next interval; they never take the server down."""
     while True:

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from .config import Settings
+from .config import EmbeddingSettings, RerankSettings, Settings
 from .cursors import Cursors
 from .decisions.apply import accept as accept_suggested
 from .decisions.apply import reembed as reembed_undone
@@ -98,7 +98,7 @@ class MemoryService(Writing, Forgetting, Searching):
         self.transcripts = TranscriptCursors(repo)  # how much of each transcript capture stored
         self.queue = Queue(repo)  # the decision jobs, as `mcp-memory jobs` handles them
         # The opt-in reranker over a search's best hits (retrieval/rerank.py); None: off (default).
-        self.reranking = Reranking.from_settings(settings)
+        self.reranking = Reranking.from_settings(settings.part(RerankSettings))
         # Counts committed changes so planner statistics follow bursts (statistics.py); the
         # server runs its loop. None: nobody keeps them (a one-off command analyzes itself).
         self.statistics = statistics
@@ -126,7 +126,8 @@ class MemoryService(Writing, Forgetting, Searching):
         """The service over a database with the configured embedder; `check_model` refuses a model
         the database was not built with (a re-embedding backfill skips it). Processes build it
         through composition.py, which adds the workers and what runs in the background."""
-        vectors = Vectors(embedder_from(settings), EmbeddingRepository(db.pool, db.admin), settings)
+        embeddings = settings.part(EmbeddingSettings)
+        vectors = Vectors(embedder_from(embeddings), EmbeddingRepository(db.pool, db.admin), embeddings)
         if check_model:
             await vectors.prepare()
         maintenance = MaintenanceRepository(db.admin)

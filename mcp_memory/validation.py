@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from .config import Settings
+from .config import ServerSettings
 from .encoding import sha256_hex
 from .errors import InvalidInput
 from .models import MemoryFilter, NewMemory
@@ -105,7 +105,7 @@ def json_text(name: str, value: Any) -> None:
 
 
 class Validator:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: ServerSettings) -> None:
         self.settings = settings
 
     def content(self, content: str) -> str:

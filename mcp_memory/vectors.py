@@ -15,7 +15,7 @@ import anyio
 from tqdm import tqdm
 
 from .breaker import Breaker
-from .config import Settings
+from .config import EmbeddingSettings
 from .embeddings import Embedder, make_embedder, resolve_dimension
 from .errors import ModelMismatch, Unavailable
 from .repository.embeddings import EmbeddingRepository, text_hash
@@ -29,7 +29,7 @@ T = TypeVar("T")
 _EMBEDDERS: dict[tuple, Embedder | None] = {}
 
 
-def embedder_from(settings: Settings) -> Embedder | None:
+def embedder_from(settings: EmbeddingSettings) -> Embedder | None:
     """The configured embedder, one per configuration per process (a local model loads once).
     A provider that cannot be set up (package or key missing) is logged and left out: memories
     are then stored without vectors and found by full text until it is fixed and backfilled."""
@@ -55,7 +55,7 @@ class Vectors:
     without a vector (found by full text until the backfill embeds it) and a search runs
     without its vector list."""
 
-    def __init__(self, embedder: Embedder | None, repo: EmbeddingRepository, settings: Settings) -> None:
+    def __init__(self, embedder: Embedder | None, repo: EmbeddingRepository, settings: EmbeddingSettings) -> None:
         self.embedder = embedder
         self.repo = repo
         self.settings = settings

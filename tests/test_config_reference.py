@@ -15,7 +15,7 @@ PAGE = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 
 def test_the_page_is_what_the_code_generates() -> None:
     assert PAGE.read_text() == config_reference.render(), (
-        "docs/configuration.md and mcp_memory/config.py disagree: run python -m mcp_memory.config_reference")
+        "docs/configuration.md and mcp_memory/config/ disagree: run python -m mcp_memory.config_reference")
 
 
 def test_every_setting_is_in_one_section_with_a_description() -> None:

@@ -610,7 +610,7 @@ def test_the_entry_point_skips_as_the_full_path_does() -> None:
 
 
 def test_the_hook_protocol_is_written_once() -> None:
-    """The events, the budgets' settings and their defaults: hookprotocol's, as config.py,
+    """The events, the budgets' settings and their defaults: hookprotocol's, as config/capture.py,
     capture/hooks.py, capture/channel.py and the command line read them."""
     from mcp_memory.capture import channel, hooks
     from mcp_memory.capture.cli import register  # noqa: F401 (its `hook` choices are EVENTS)

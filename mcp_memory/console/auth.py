@@ -21,7 +21,7 @@ import anyio
 import jwt
 
 from ..auth import Credential, JwtVerifier, check_identifier, local_principal, parse_api_key, remote_principal
-from ..config import Settings
+from ..config import IdentitySettings, Settings
 from ..errors import InvalidInput
 from ..models import Principal
 from ..repository.api_keys import ApiKeyInfo, ApiKeyRepository
@@ -108,7 +108,7 @@ class Sessions:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.jwt = JwtVerifier(settings)
+        self.jwt = JwtVerifier(settings.part(IdentitySettings))
         self.idle = timedelta(minutes=settings.console_idle_minutes)
         self.lifetime = timedelta(hours=settings.console_session_hours)
 

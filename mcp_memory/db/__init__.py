@@ -14,7 +14,7 @@ import anyio
 import asyncpg
 from pgvector.asyncpg import register_vector
 
-from ..config import Settings
+from ..config import StorageSettings
 from ..encoding import to_json
 from ..errors import Unavailable
 from ..repository import catalog, sql
@@ -63,7 +63,8 @@ async def _ensure_database(maintenance_dsn: str, name: str) -> None:
         await conn.close()
 
 
-async def locate(settings: Settings, start_timeout_s: float | None = None) -> tuple[str, EmbeddedPostgres | None]:
+async def locate(settings: StorageSettings,
+                 start_timeout_s: float | None = None) -> tuple[str, EmbeddedPostgres | None]:
     """The DSN to use, starting (or joining) the embedded server when no URL is set, within
     `start_timeout_s` seconds (none: no limit). The caller owns the returned embedded handle and must
     stop() it. A store that cannot start raises `Unavailable` saying why and what to do."""
@@ -94,7 +95,7 @@ def _within(limit: float | None) -> float | None:
     return max(0.0, left) if limit is None else min(limit, max(0.0, left))
 
 
-def describe(settings: Settings) -> str:
+def describe(settings: StorageSettings) -> str:
     """Where the store is, for messages: never the URL itself, which may hold a password."""
     if not settings.database_url:
         return f"the embedded database in {settings.data_dir / 'pg'}"
@@ -106,7 +107,7 @@ def describe(settings: Settings) -> str:
         return "the database at MCP_MEMORY_DATABASE_URL"
 
 
-def as_unavailable(exc: Exception, settings: Settings, limit: float | None) -> Unavailable | None:
+def as_unavailable(exc: Exception, settings: StorageSettings, limit: float | None) -> Unavailable | None:
     """A failure to reach the store as one line with its fix; None for anything else (a bug)."""
     if isinstance(exc, Unavailable):
         return exc
@@ -140,7 +141,7 @@ async def reset_connection(conn: asyncpg.Connection) -> None:
         await conn.execute("ROLLBACK")
 
 
-async def open_database(settings: Settings, *, start_timeout_s: float | None = None) -> Database:
+async def open_database(settings: StorageSettings, *, start_timeout_s: float | None = None) -> Database:
     """Connect (starting the embedded server when no URL is set), migrate, and open the pool.
     Starting and connecting take at most `start_timeout_s` seconds (default `db_start_timeout_s`;
     less when the caller's cancel scope ends sooner); migrations, which may rightly take long on
@@ -155,7 +156,7 @@ async def open_database(settings: Settings, *, start_timeout_s: float | None = N
         raise
 
 
-async def _open(settings: Settings, limit: float | None) -> Database:
+async def _open(settings: StorageSettings, limit: float | None) -> Database:
     deadline = None if limit is None else time.monotonic() + limit
     dsn, embedded = await locate(settings, limit)
     pools: list[asyncpg.Pool] = []

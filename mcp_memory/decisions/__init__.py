@@ -4,11 +4,11 @@ agent's explicit choices. See protocol.py for the contract and jobs.py for the w
 
 from __future__ import annotations
 
-from ..config import Settings
+from ..config import DecisionSettings
 from .protocol import DecisionProvider
 
 
-def provider_from(settings: Settings, sampling: DecisionProvider | None = None) -> DecisionProvider | None:
+def provider_from(settings: DecisionSettings, sampling: DecisionProvider | None = None) -> DecisionProvider | None:
     """The configured provider, or None (decisions off). Builds no network client yet. Sampling
     speaks MCP, so the server builds it (server/sampling.py) and passes it in."""
     if settings.decisions_provider == "none":

@@ -6,10 +6,10 @@ from __future__ import annotations
 import time
 
 from ..checks import Check
-from ..config import Settings
+from ..config import DecisionSettings
 
 
-async def check(settings: Settings) -> Check:
+async def check(settings: DecisionSettings) -> Check:
     from . import provider_from, second_look
     from .guard import floor_for
     from .openai_compatible import OpenAICompatibleProvider

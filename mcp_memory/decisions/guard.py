@@ -55,7 +55,7 @@ from uuid import UUID
 
 import numpy as np
 
-from ..config import Settings
+from ..config import DecisionSettings
 from ..graph.subjects import Subjects
 from ..retrieval.focus import MASK, names_its_value
 from ..retrieval.query import LABEL, NOT_NAMES
@@ -91,7 +91,7 @@ LOCAL_MODEL_FLOOR = 0.50
 # A target this much less similar (masked) than the closest of its subject's candidates is not the
 # version the new memory replaces.
 CLOSEST_MARGIN = 0.05
-def floor_for(settings: Settings) -> float:
+def floor_for(settings: DecisionSettings) -> float:
     """The attribute floor the worker judges with: the setting, or by where the model runs."""
     if settings.decisions_guard_floor is not None:
         return settings.decisions_guard_floor

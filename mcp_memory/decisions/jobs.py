@@ -22,7 +22,7 @@ import anyio
 import asyncpg
 import numpy as np
 
-from ..config import Settings
+from ..config import DecisionSettings
 from ..models import MOMENTS, Principal
 from ..repository import edges
 from ..repository import jobs as queue
@@ -51,8 +51,8 @@ NOT_EMBEDDED_RECHECK_S = 60.0
 
 
 class DecisionWorker:
-    def __init__(self, admin: asyncpg.Pool, service: MemoryService, provider: DecisionProvider, settings: Settings,
-                 name: str | None = None, *, statistics: Statistics | None = None) -> None:
+    def __init__(self, admin: asyncpg.Pool, service: MemoryService, provider: DecisionProvider,
+                 settings: DecisionSettings, name: str | None = None, *, statistics: Statistics | None = None) -> None:
         """`statistics`: what counts committed changes for the planner (statistics.py), the service's
         own (composition.py passes it); None: the decisions' changes are not counted."""
         self.admin = admin

@@ -14,7 +14,7 @@ from collections import deque
 from typing import Literal
 from urllib.parse import urlsplit
 
-from ..config import LEASE_MARGIN_S, Settings
+from ..config import LEASE_MARGIN_S, DecisionSettings
 from ..netaddr import is_loopback
 
 Call = Literal["decision", "prompt"]  # a decision's JSON; a plain prompt (a session's facts, a second look)
@@ -26,7 +26,7 @@ RECENT = 8
 CALLS_PER_JOB = 2  # a decision, then a second look at a replace it proposes
 
 
-def served_here(settings: Settings) -> bool:
+def served_here(settings: DecisionSettings) -> bool:
     """Whether decisions go to a model on this machine (an `openai-compatible` endpoint on
     loopback), where small models run: the stricter and slower defaults are theirs."""
     host = urlsplit(settings.decisions_base_url or "").hostname or ""
@@ -34,7 +34,7 @@ def served_here(settings: Settings) -> bool:
 
 
 class Pace:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: DecisionSettings) -> None:
         self.fixed: float | None = settings.decisions_timeout_s
         self.start = self.fixed or (START_HERE_S if served_here(settings) else START_REMOTE_S)
         self.most = max(self.start, settings.decisions_timeout_max_s)
@@ -47,7 +47,7 @@ class Pace:
     @classmethod
     def fixed_at(cls, seconds: float) -> Pace:
         """Every call may take `seconds`, and a job's lease covers its calls at that."""
-        return cls(Settings(decisions_timeout_s=seconds))
+        return cls(DecisionSettings(decisions_timeout_s=seconds))
 
     def timeout(self, call: Call) -> float:
         """How long the next call of this kind may take."""

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import anyio.abc
 import asyncpg
 
-from ..config import Settings
+from ..config import DecisionSettings
 from . import provider_from
 from .jobs import DecisionWorker
 from .protocol import DecisionProvider
@@ -22,7 +22,7 @@ class Workers:
     """Builds the decisions worker of one service: passed to MemoryService as its `decider`, which
     calls it once, last in its construction, with itself complete; the worker is kept here."""
 
-    def __init__(self, admin: asyncpg.Pool, provider: DecisionProvider, settings: Settings) -> None:
+    def __init__(self, admin: asyncpg.Pool, provider: DecisionProvider, settings: DecisionSettings) -> None:
         self.admin = admin
         self.provider = provider
         self.settings = settings
@@ -36,7 +36,8 @@ class Workers:
         return self.worker
 
 
-def workers_for(admin: asyncpg.Pool, settings: Settings, sampling: DecisionProvider | None = None) -> Workers | None:
+def workers_for(admin: asyncpg.Pool, settings: DecisionSettings,
+                sampling: DecisionProvider | None = None) -> Workers | None:
     """The worker's builder for these settings; None without a provider. `sampling`: the server's
     provider that asks connected clients, when the settings choose sampling."""
     provider = provider_from(settings, sampling)

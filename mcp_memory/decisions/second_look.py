@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from uuid import UUID
 
-from ..config import Settings
+from ..config import DecisionSettings
 from .guard import Verdict
 from .pace import served_here
 from .prompting import quoted
@@ -47,7 +47,7 @@ MAX_TOKENS = 3  # "Yes" or "No", and room for a stray full stop
 _ANSWER = re.compile(r"\W*(yes|no)\b", re.IGNORECASE)
 
 
-def enabled(settings: Settings) -> bool:
+def enabled(settings: DecisionSettings) -> bool:
     """Whether replaces allowed by closeness alone are asked again: the setting, or by where the
     model runs (on for a model served on this machine, as the guard's stricter floor is)."""
     if settings.decisions_second_look is not None:

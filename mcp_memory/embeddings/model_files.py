@@ -74,7 +74,7 @@ STATIC_TOKENIZER = ModelFile(
 PINNED: tuple[ModelFile, ...] = (MINILM_MODEL, MINILM_TOKENIZER, E5_MODEL, E5_ENPT_MODEL, E5_SPARSE_HEAD,
                                  STATIC_CONFIG, STATIC_WEIGHTS, STATIC_TOKENIZER)
 
-#: The settings that bring your own ONNX model instead of the packaged MiniLM (config.py).
+#: The settings that bring your own ONNX model instead of the packaged MiniLM (config/embeddings.py).
 MODEL_PATH_SETTING = "MCP_MEMORY_EMBEDDING_MODEL_PATH"
 MODEL_SHA256_SETTING = "MCP_MEMORY_EMBEDDING_MODEL_SHA256"
 TOKENIZER_SHA256_SETTING = "MCP_MEMORY_EMBEDDING_TOKENIZER_SHA256"

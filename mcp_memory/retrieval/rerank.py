@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import anyio
 
 from ..breaker import Breaker
-from ..config import Settings
+from ..config import RerankSettings
 from ..models import Principal, SearchHit
 from ..repository import MemoryRepository
 
@@ -183,7 +183,7 @@ class HTTPReranker:
             self._client = None
 
 
-def reranker_from(settings: Settings) -> Reranker | None:
+def reranker_from(settings: RerankSettings) -> Reranker | None:
     """The configured reranker; None when reranking is off (the default)."""
     provider = settings.rerank_provider
     if provider == "none":
@@ -206,7 +206,7 @@ class Reranking:
         self.breaker = Breaker(threshold=BREAKER_FAILURES, cooldown_s=BREAKER_COOLDOWN_S, name="reranker")
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Reranking | None:
+    def from_settings(cls, settings: RerankSettings) -> Reranking | None:
         reranker = reranker_from(settings)
         if reranker is None:
             return None

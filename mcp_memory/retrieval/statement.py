@@ -12,7 +12,7 @@ from functools import partial
 from typing import Any
 from uuid import UUID
 
-from ..config import Settings
+from ..config import RankingSettings
 from ..embeddings import conflict_similarity
 from ..lexicon import Lexicon
 from ..models import MemoryFilter, Principal
@@ -154,7 +154,7 @@ def _first_name_of(q: Sql, full_names: Sequence[tuple[str, ...]], config: str) -
     return f"(SELECT plainto_tsquery({config}, a.first) {pick})", f"(SELECT a.alone {pick})"
 
 
-def _share(settings: Settings, order: str) -> str:
+def _share(settings: RankingSettings, order: str) -> str:
     """What one place in a candidate list is worth before its weight.
 
     Reciprocal rank throws away how far apart the candidates are: the full-text list's clear
@@ -168,7 +168,7 @@ def _share(settings: Settings, order: str) -> str:
     return f"coalesce((key - {worst}) / nullif({best} - {worst}, 0), 1)"
 
 
-def _missed_share(settings: Settings) -> str:
+def _missed_share(settings: RankingSettings) -> str:
     """The vector list's share of a candidate its index walk missed (`x` in vec_missed, closer
     than the list's worst): what it would get in the list (`w`: the list's best and worst key)."""
     if settings.fusion == "rrf":
@@ -215,7 +215,7 @@ def _neighbour(where: str, existed: str, direction: str, weight: str, gap: str) 
         WHERE {where}"""
 
 
-def _replies(q: Sql, p: Principal, where: str, f: MemoryFilter | None, settings: Settings) -> str:
+def _replies(q: Sql, p: Principal, where: str, f: MemoryFilter | None, settings: RankingSettings) -> str:
     """CTEs that add to `listed` the turns next to the best-matching questions.
 
     A question shares the words of a later search ("What are you researching?"), its answer
@@ -272,7 +272,7 @@ class SearchStatement:
     walks_graph: bool = False
 
 
-def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, limit: int, settings: Settings,
+def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, limit: int, settings: RankingSettings,
                  vector: list[float] | None = None, model: str | None = None, dimension: int = 0,
                  min_similarity: float | None = None, exact: bool = False,
                  linked: Linked | None = None) -> SearchStatement | None:

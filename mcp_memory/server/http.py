@@ -24,7 +24,7 @@ from starlette.routing import BaseRoute, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..auth import Credential, JwtVerifier, parse_api_key
-from ..config import Settings
+from ..config import IdentitySettings, Settings
 from ..errors import MemoryServiceError
 from ..limits import MAX_REQUEST_HEAD_BYTES
 from ..netaddr import is_loopback
@@ -54,7 +54,7 @@ class MemoryTokenVerifier(TokenVerifier):
 
     def __init__(self, holder: StateHolder, settings: Settings) -> None:
         self.holder = holder
-        self.jwt = JwtVerifier(settings)
+        self.jwt = JwtVerifier(settings.part(IdentitySettings))
         self.key_ttl = settings.api_key_cache_s
         # (user, key hash) -> (monotonic time it stops being trusted, what it grants): every MCP call
         # is an HTTP request, and asking the database each time was a transaction per call.
