@@ -13,13 +13,12 @@ from collections.abc import Callable, Sequence
 from ..graph import subjects as stored_subjects
 from ..graph.about_user import about_someone_else, named_persons_relation, speaks_of_user, without_user
 from ..graph.names import RUN as _RUN
-from ..graph.names import SUBJECT_WITHIN, owned, runs
+from ..graph.names import SUBJECT_WITHIN, WORD, owned, runs
 from ..graph.subjects import Subjects
 from ..retrieval.focus import MASK
 from ..retrieval.query import LABEL, word_pairs
 from .wording import NOT_A_NAME
 
-_WORD = re.compile(r"\w[\w'-]*")
 _POSSESSIVE = re.compile(r"'s$")
 # A Slack channel or a handle opening a memory, after a note's label ("Standup: #deploys ..."):
 # its subject, though not capitalised (ops 36.6 -> 34.8% wrong under the adversary, no other set
@@ -55,7 +54,7 @@ def names(text: str, anywhere: bool = False) -> list[tuple[str, ...]]:
     found = [(opening.group(1).lower(),)] if opening else []
     # Near the start: before the end of its SUBJECT_WITHIN-th word (found once: counting the words
     # before every run made a long text of short names quadratic, 22 s for 60,000 characters).
-    early = list(itertools.islice(_WORD.finditer(text), SUBJECT_WITHIN))
+    early = list(itertools.islice(WORD.finditer(text), SUBJECT_WITHIN))
     limit = early[-1].end() if len(early) == SUBJECT_WITHIN and not anywhere else len(text) + 1
     # Only the names that start early count: one run of thousands of possessives ("Ab's Ab's
     # ...") made the subjects of two such texts compared pairwise, 12 s a pair.

@@ -21,7 +21,8 @@ _NAME = re.compile(r"(?<![\w'])([A-Z][\w]*(?:[-'][A-Z]?[\w]+)*)")
 # memory: within its first SUBJECT_WITHIN words.
 RUN = re.compile(r"(?<![\w'-])[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*")
 SUBJECT_WITHIN = 5
-_WORD = re.compile(r"\w[\w'-]*")
+# A word as the name rules count words (a possessive and a hyphenated word one word each).
+WORD = re.compile(r"\w[\w'-]*")
 _POSSESSIVE = re.compile(r"['’]s$")
 # A possessive ends a name: "Adaeze Halvorsen's ThinkPad T14" is "Adaeze Halvorsen's", then "ThinkPad T14".
 _POSSESSIVE_END = re.compile(r"\S.*?(?:'s(?=\s)|$)", re.DOTALL)
@@ -169,7 +170,7 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
     no one named before (and not of someone in their life), else its first name among its first
     words; every other name 'mentioned'. Each thing once."""
     text = text[:NAMES_WITHIN_CHARS]
-    early = [m.end() for m in _WORD.finditer(text[:400])][:SUBJECT_WITHIN]
+    early = [m.end() for m in WORD.finditer(text[:400])][:SUBJECT_WITHIN]
     early_end = early[-1] if len(early) == SUBJECT_WITHIN else len(text) + 1
     found: dict[str, Name] = {}
     # "My sister lives in Porto" is about the user's sister, whom it does not name: no name is its subject.

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..graph.names import NOT_NAMES, full_names_of, subject_of
+from ..graph.names import NOT_NAMES, WORD, full_names_of, subject_of
 from ..lexicon import Lexicon, phrases_pattern
 from ..lexicon.english import ENGLISH
 from ..models import QueryIntent, QueryPeriod
@@ -99,13 +99,12 @@ def intent_of(parsed: ParsedQuery) -> QueryIntent | None:
                        matched=parsed.text)
 
 
-_WORD = re.compile(r"\w[\w'-]*")
 
 
 def phrases_of(text: str, lexicon: Lexicon = ENGLISH) -> list[str]:
     """Runs of two to four words that begin and end with a content word ("coupons pipeline",
     "team Umbra"), longest first: what a question may be about when it names nobody."""
-    words = _WORD.findall(text)
+    words = WORD.findall(text)
     runs = []
     for n in (4, 3, 2):
         for i in range(len(words) - n + 1):
@@ -124,6 +123,6 @@ def word_pairs(text: str, lexicon: Lexicon = ENGLISH) -> set[tuple[str, str]]:
     Okafor's flat" gives (maya, okafor), (maya, flat), (okafor, flat); "User now prefers tabs"
     shares (user, prefers) with "User prefers spaces". Two memories sharing a pair likely speak
     of one thing."""
-    words = [re.sub(r"'s$", "", w.lower()) for w in _WORD.findall(text)]
+    words = [re.sub(r"'s$", "", w.lower()) for w in WORD.findall(text)]
     return {(a, b) for i, a in enumerate(words) for b in words[i + 1:i + 3]
             if a not in lexicon.not_names and b not in lexicon.not_names}

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..graph.about_user import about_someone_else, speaks_of_user, without_user
 from ..graph.names import RUN as _RUN
-from ..graph.names import SUBJECT_WITHIN
+from ..graph.names import SUBJECT_WITHIN, WORD
 from ..models import MOMENTS, SearchHit
 from .focus import MASK, TextVectors, names_its_value
 from .query import LABEL, NOT_NAMES, word_pairs
@@ -145,9 +145,6 @@ EARLIER_VERSION_FLOOR = 0.45
 _CAPITALISED = re.compile(r"(?<![\w'-])[A-Z][\w'-]*")
 
 
-_WORD = re.compile(r"\w[\w'-]*")
-
-
 # Where a subject's run must start: within SUBJECT_WITHIN words, and for `subjects` within this
 # many characters (no real text has five words longer than that; a hostile one is cut short).
 SUBJECT_CHARS = 240
@@ -163,7 +160,7 @@ def subjects(text: str) -> tuple[frozenset[str], ...]:
 def _subjects(text: str) -> tuple[frozenset[str], ...]:
     found: list[frozenset[str]] = []
     for m in _RUN.finditer(text):
-        if len(_WORD.findall(text[:m.start()])) >= SUBJECT_WITHIN:
+        if len(WORD.findall(text[:m.start()])) >= SUBJECT_WITHIN:
             break
         words = frozenset(re.sub(r"'s$", "", w).lower() for w in m.group().split()) - NOT_NAMES
         if words:
