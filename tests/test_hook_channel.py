@@ -245,6 +245,39 @@ async def test_capture_is_acknowledged_and_done_in_the_servers_background(
             await anyio.sleep(0.2)   # the server captures after answering: poll the database
 
 
+def long_session(session: str, cwd: Path, pairs: int, last: str) -> str:
+    """A Claude Code transcript of `pairs` exchanges about other things, then the user saying `last`."""
+    lines = []
+    for i in range(pairs):
+        for role, text in (("user", f"Step {i}: rename the helper in module_{i}.py and rerun its tests."),
+                           ("assistant", f"Renamed it in module_{i}.py; the {i} tests there pass.")):
+            content = text if role == "user" else [{"type": "text", "text": text}]
+            lines.append({"type": role, "sessionId": session, "cwd": str(cwd), "uuid": f"{role[0]}{i}",
+                          "timestamp": f"2026-03-02T09:{i // 60:02d}:{i % 60:02d}.000Z",
+                          "message": {"role": role, "content": content}})
+    lines.append({"type": "user", "sessionId": session, "cwd": str(cwd), "uuid": "last",
+                  "timestamp": "2026-03-02T11:00:00.000Z", "message": {"role": "user", "content": last}})
+    return "\n".join(json.dumps(line) for line in lines) + "\n"
+
+
+async def test_a_prompt_recalls_what_another_session_just_handed_over(
+        store: Store, server: subprocess.Popen[bytes], module_service: MemoryService, tmp_path: Path) -> None:
+    """`claude -p` after `claude -p`: the first run's capture is acknowledged as it exits and stored
+    in the background; the next run's first prompt, arriving while it is, waits for it (within its
+    budget) and recalls what the first run was just told."""
+    repo = tmp_path / "depot"
+    (repo / ".git").mkdir(parents=True)
+    transcript = tmp_path / "first.jsonl"
+    transcript.write_text(long_session(str(uuid.uuid4()), repo, 150,
+                                       "The staging Postgres for depot listens on port 6543 at kestrel-7.internal."))
+    out = store.hook("stop", claude("Stop", transcript_path=str(transcript), cwd=str(repo)))
+    assert answered_by(out) == server.pid and out.stdout == ""
+    asked = store.hook("prompt-submit", claude("UserPromptSubmit", cwd=str(repo),
+                                               prompt="Which host and port does the staging Postgres listen on?"))
+    assert answered_by(asked) == server.pid, asked.stderr
+    assert "kestrel-7.internal" in asked.stdout, asked.stdout[:2000]
+
+
 async def test_a_resumed_sessions_start_takes_what_its_earlier_runs_said_before_it_answers(
         store: Store, server: subprocess.Popen[bytes], module_service: MemoryService, tmp_path: Path) -> None:
     """`claude -p --resume X`: the earlier run's Stop hook was killed, so its turns are not stored;

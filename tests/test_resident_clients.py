@@ -213,10 +213,12 @@ def test_three_claude_code_windows_share_one_resident_server(windows: Windows) -
             [hook] = run.hooks(event)
             assert answered_by(hook) == resident, hook
     # What the prompt's recall adds is what is new to the session past its start block (which shows
-    # the three facts): the writing windows' captured turns, stored in the background as their
-    # `claude -p` exits, so present or not yet. Either way the resident server answered it in time.
+    # the three facts): the writing windows' captured turns, which the resident server was still
+    # storing as they exited (their SessionEnd hooks acknowledged), and which a hook answering with
+    # context waits for (capture/inflight.py).
     recalled = [h for run in searches for h in run.hooks("UserPromptSubmit")]
-    assert len(recalled) == 3 and not any("took longer" in (h.get("stderr") or "") for h in recalled), recalled
+    assert len(recalled) == 3 and all("additionalContext" in h["stdout"] for h in recalled), \
+        [(h["stdout"][:300], h.get("stderr")) for h in recalled]
     # Claude Code gave the model what the hooks recalled (the session's recent memories, the
     # prompt's recall): the other window's fact is in its first request, before any tool ran.
     asked = [json.dumps(r["body"].get("messages")) for r in windows.model.take()]

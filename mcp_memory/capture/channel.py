@@ -43,6 +43,7 @@ from ..service import MemoryService
 from . import catchup, redact, status, worker
 from .capture import capture_disabled, failure_reason
 from .hooks import Harness, HookInput, answer, budget, principal_for, respond
+from .inflight import Capture, InFlight
 from .transcripts import TranscriptError
 
 try:
@@ -170,6 +171,7 @@ class Channel:
         self.settings = settings
         self.tg = tg
         self.pid = os.getpid()
+        self.inflight = InFlight()   # the captures acknowledged and still being stored
 
     # --- one hook ---------------------------------------------------------------------------------
 
@@ -195,7 +197,8 @@ class Channel:
             raise Fallback(f"identity: {exc}") from None
         if req.event in CAPTURE_EVENTS:
             # Acknowledged at once, as the full path returns once its worker is started.
-            self.tg.start_soon(self._background, req.event, req.harness, payload, data, settings, p)
+            capture = self.inflight.started((p.user_id, p.project_id), payload.session)
+            self.tg.start_soon(self._capture, capture, req.event, req.harness, payload, data, settings, p)
             return {}
         limit = budget(req.event, settings)
         now = time.monotonic()
@@ -207,6 +210,9 @@ class Channel:
         reply: dict[str, Any] = {}
         try:
             with anyio.fail_after(max(0.0, deadline - time.monotonic())):
+                # Half of what is left at most: the recall needs the rest.
+                await self.inflight.settled((p.user_id, p.project_id), payload.session,
+                                            (deadline - time.monotonic()) / 2)
                 text = await respond(self.service, req.event, req.harness, payload, settings, deadline)
         except TimeoutError:
             text = ""
@@ -217,6 +223,15 @@ class Channel:
         self.tg.start_soon(self._background, "catch-up", req.harness, payload, data, settings, p,
                            req.event == "session-start" and payload.resumed)
         return reply
+
+    async def _capture(self, capture: Capture, event: str, harness: Harness, payload: HookInput,
+                       data: dict[str, Any], settings: Settings, p: Principal) -> None:
+        """A capture event's work (`_background`), which the hooks answering with context meanwhile
+        wait for (inflight.py)."""
+        try:
+            await self._background(event, harness, payload, data, settings, p)
+        finally:
+            self.inflight.finished(capture)
 
     async def _background(self, event: str, harness: Harness, payload: HookInput, data: dict[str, Any],
                           settings: Settings, p: Principal, own: bool = False) -> None:
