@@ -260,11 +260,11 @@ def long_session(session: str, cwd: Path, pairs: int, last: str) -> str:
     return "\n".join(json.dumps(line) for line in lines) + "\n"
 
 
-async def test_a_prompt_recalls_what_another_session_just_handed_over(
+async def test_a_new_session_recalls_what_another_session_just_handed_over(
         store: Store, server: subprocess.Popen[bytes], module_service: MemoryService, tmp_path: Path) -> None:
     """`claude -p` after `claude -p`: the first run's capture is acknowledged as it exits and stored
-    in the background; the next run's first prompt, arriving while it is, waits for it (within its
-    budget) and recalls what the first run was just told."""
+    in the background; the next run's start, arriving while it is, waits for it (within its budget),
+    so its first prompt recalls what the first run was just told."""
     repo = tmp_path / "depot"
     (repo / ".git").mkdir(parents=True)
     transcript = tmp_path / "first.jsonl"
@@ -272,7 +272,10 @@ async def test_a_prompt_recalls_what_another_session_just_handed_over(
                                        "The staging Postgres for depot listens on port 6543 at kestrel-7.internal."))
     out = store.hook("stop", claude("Stop", transcript_path=str(transcript), cwd=str(repo)))
     assert answered_by(out) == server.pid and out.stdout == ""
-    asked = store.hook("prompt-submit", claude("UserPromptSubmit", cwd=str(repo),
+    session = str(uuid.uuid4())
+    began = store.hook("session-start", claude("SessionStart", source="startup", session_id=session, cwd=str(repo)))
+    assert answered_by(began) == server.pid, began.stderr
+    asked = store.hook("prompt-submit", claude("UserPromptSubmit", session_id=session, cwd=str(repo),
                                                prompt="Which host and port does the staging Postgres listen on?"))
     assert answered_by(asked) == server.pid, asked.stderr
     assert "kestrel-7.internal" in asked.stdout, asked.stdout[:2000]

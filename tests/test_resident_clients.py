@@ -213,9 +213,9 @@ def test_three_claude_code_windows_share_one_resident_server(windows: Windows) -
             [hook] = run.hooks(event)
             assert answered_by(hook) == resident, hook
     # What the prompt's recall adds is what is new to the session past its start block (which shows
-    # the three facts): the writing windows' captured turns, which the resident server was still
-    # storing as they exited (their SessionEnd hooks acknowledged), and which a hook answering with
-    # context waits for (capture/inflight.py).
+    # the three facts): the writing windows' captured turns, which the resident server may still be
+    # storing as they exit (their Stop hooks acknowledged) and which each new window's session start
+    # waits for (capture/inflight.py).
     recalled = [h for run in searches for h in run.hooks("UserPromptSubmit")]
     assert len(recalled) == 3 and all("additionalContext" in h["stdout"] for h in recalled), \
         [(h["stdout"][:300], h.get("stderr")) for h in recalled]

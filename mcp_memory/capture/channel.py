@@ -210,9 +210,12 @@ class Channel:
         reply: dict[str, Any] = {}
         try:
             with anyio.fail_after(max(0.0, deadline - time.monotonic())):
-                # Half of what is left at most: the recall needs the rest.
-                await self.inflight.settled((p.user_id, p.project_id), payload.session,
-                                            (deadline - time.monotonic()) / 2)
+                if req.event == "session-start":
+                    # What other sessions just handed over, before the block and the session's first
+                    # search (half of what is left at most: the block needs the rest). A prompt does
+                    # not wait: another window's capture after each reply would slow every prompt.
+                    await self.inflight.settled((p.user_id, p.project_id), payload.session,
+                                                (deadline - time.monotonic()) / 2)
                 text = await respond(self.service, req.event, req.harness, payload, settings, deadline)
         except TimeoutError:
             text = ""
