@@ -229,8 +229,8 @@ class Channel:
 
     async def _capture(self, capture: Capture, event: str, harness: Harness, payload: HookInput,
                        data: dict[str, Any], settings: Settings, p: Principal) -> None:
-        """A capture event's work (`_background`), which the hooks answering with context meanwhile
-        wait for (inflight.py)."""
+        """A capture event's work (`_background`), which a session start arriving meanwhile waits
+        for (inflight.py)."""
         try:
             await self._background(event, harness, payload, data, settings, p)
         finally:

@@ -1,6 +1,6 @@
-"""Captures a server has acknowledged and is still storing, so that a hook answering with context
-meanwhile can wait for them: a headless run that starts as the last one exits (`claude -p` after
-`claude -p`) then recalls what that one was just told, not only what was stored before it."""
+"""Captures a server has acknowledged and is still storing, so that a session starting meanwhile
+can wait for them: a headless run that starts as the last one exits (`claude -p` after `claude -p`)
+then recalls what that one was just told, not only what was stored before it."""
 
 from __future__ import annotations
 
