@@ -116,6 +116,17 @@ async def the_job(database: Database) -> Any:
     return job
 
 
+async def extracted(database: Database, settings: Settings, model: Model, p: Principal) -> tuple[MemoryService, Any]:
+    """The session captured for `p` and its extraction drained by a worker: the service and the
+    extract job, done."""
+    service, worker, s = await setup(database, settings, model.url)
+    await capture(service, s, p)
+    await drain(worker)
+    job = await the_job(database)
+    assert job["status"] == "done", job["last_error"]
+    return service, job
+
+
 async def memory(database: Database, text: str) -> Any:
     (row,) = await database.admin.fetch("SELECT * FROM memories WHERE content = $1 AND deleted_at IS NULL", text)
     return row
@@ -142,11 +153,7 @@ async def test_a_fact_is_derived_from_its_turns_which_stay_live(database: Databa
     supersedes them: a fact's sources are not among its candidates. Each fact is derived_from each
     of its turns, and memory_get shows it; kinds, about and key are the model's."""
     model.decide = restates_its_turns
-    service, worker, s = await setup(database, settings, model.url)
-    await capture(service, s, alice)
-    await drain(worker)
-    job = await the_job(database)
-    assert job["status"] == "done", job["last_error"]
+    service, job = await extracted(database, settings, model, alice)
     sources = await database.admin.fetch("SELECT id, content, superseded_by FROM memories WHERE id = ANY($1)",
                                          list(job["sources"]))
     assert len(sources) == 4 and all(r["superseded_by"] is None for r in sources), [dict(r) for r in sources]
@@ -178,11 +185,7 @@ async def test_no_turn_of_its_own_session_is_replaced_by_a_fact_read_from_it(dat
     superseded by "The user is allergic to peanuts.")."""
     model.extract = lambda turns: {"facts": [{**f, "turns": f["turns"][:1]} for f in helix_and_fly(turns)["facts"]]}
     model.decide = restates_its_turns
-    service, worker, s = await setup(database, settings, model.url)
-    await capture(service, s, alice)
-    await drain(worker)
-    job = await the_job(database)
-    assert job["status"] == "done", job["last_error"]
+    _, job = await extracted(database, settings, model, alice)
     turns = await database.admin.fetch("SELECT content, superseded_by FROM memories WHERE id = ANY($1)",
                                        list(job["sources"]))
     assert len(turns) == 4 and [r["content"] for r in turns if r["superseded_by"] is not None] == []
@@ -198,11 +201,7 @@ async def test_its_turns_stay_live_whatever_the_decision_model_says(database: Da
     model.extract = lambda turns: {"facts": [{"text": f["text"], "kind": f["kind"], "turns": f["turns"]}
                                              for f in helix_and_fly(turns)["facts"]]}
     model.decide = restates_its_turns
-    service, worker, s = await setup(database, settings, model.url)
-    await capture(service, s, alice)
-    await drain(worker)
-    job = await the_job(database)
-    assert job["status"] == "done"
+    _, job = await extracted(database, settings, model, alice)
     decided = await database.admin.fetch("SELECT result FROM memory_jobs WHERE kind = 'decide'")
     assert len(decided) == 2  # each fact was decided, by the model
     turns = await database.admin.fetch("SELECT content, superseded_by FROM memories WHERE id = ANY($1)",
@@ -245,12 +244,9 @@ async def test_a_key_the_service_refuses_costs_the_key_not_the_fact(database: Da
              "turns": [turn(turns, "We decided")]}]}
 
     model.extract = answer
-    service, worker, s = await setup(database, settings, model.url)
-    await capture(service, s, alice)
-    await drain(worker)
-    job = await the_job(database)
+    service, job = await extracted(database, settings, model, alice)
     result = json.loads(job["result"]) if isinstance(job["result"], str) else job["result"]
-    assert job["status"] == "done" and result["facts"] == 3, (job["last_error"], result)
+    assert result["facts"] == 3, result
     assert [(x["fact"], x["left_out"]) for x in result["left_out"]] == [(0, "key"), (1, "about")]
     assert "names no attribute" in result["left_out"][0]["reason"]
     rows = [await memory(database, t) for t in (HELIX, DANA, FLY)]
