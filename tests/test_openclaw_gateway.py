@@ -8,9 +8,7 @@ before_prompt_build. Skipped without OpenClaw (MCP_MEMORY_TEST_OPENCLAW or `open
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import subprocess
 from pathlib import Path
 
@@ -18,7 +16,7 @@ from mcp_memory.capture import openclaw_plugin
 
 from .test_install import drive_plugin
 from .test_resident import CLI, Store, initialize, rpc, store  # noqa: F401 (the fixture)
-from .test_resident_clients import gateway_home, listening
+from .test_resident_clients import gateway_home, gateway_running
 
 BLOCK = "Recent memories for"   # the session-start block's heading (recall.session_context)
 
@@ -119,12 +117,7 @@ def test_a_new_gateway_session_asks_session_start_once_and_its_block_reaches_the
             assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
             return model.seen()
 
-        with log.open("wb") as sink:
-            gateway = subprocess.Popen([openclaw, "gateway", "run", "--port", str(port), "--auth", "none",
-                                        "--bind", "loopback"], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
-                                       stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            listening(gateway, port, log)
+        with gateway_running(openclaw, port, env, tmp_path, log):
             first = turn("g-1", "What should I do in the garden today?")
             assert (asked("session-start"), asked("prompt-submit")) == (1, 1), log.read_text()[-5000:]
             assert BLOCK in first and "compost bin is emptied on Fridays" in first, first[-3000:]
@@ -134,6 +127,3 @@ def test_a_new_gateway_session_asks_session_start_once_and_its_block_reaches_the
             other_session = turn("g-2", "What should I do in the garden today?")
             assert (asked("session-start"), asked("prompt-submit")) == (2, 3), log.read_text()[-5000:]
             assert BLOCK in other_session, other_session[-3000:]
-        finally:
-            os.killpg(gateway.pid, signal.SIGTERM)
-            gateway.wait(timeout=60)

@@ -18,6 +18,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -317,12 +318,7 @@ def test_openclaw_s_gateway_through_the_resident_server(store: Store, tmp_path: 
     with OpenAIStandIn() as model:
         home, port, env = gateway_home(store, tmp_path, workspace, model)
         log = tmp_path / "gateway.log"
-        with log.open("wb") as sink:
-            gateway = subprocess.Popen([openclaw, "gateway", "run", "--port", str(port), "--auth", "none",
-                                        "--bind", "loopback"], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
-                                       stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            listening(gateway, port, log)
+        with gateway_running(openclaw, port, env, tmp_path, log) as gateway:
             turn = subprocess.Popen([openclaw, "agent", "--agent", "main", "--session-id", "g-1", "-m",
                                      "SEARCH: greenhouse key"], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -359,12 +355,25 @@ def test_openclaw_s_gateway_through_the_resident_server(store: Store, tmp_path: 
             # agent_end's capture, taken by the resident server (not a worker of its own)
             traced = log.read_text()
             assert f"mcp-memory hook stop: answered by server pid {resident}" in traced, traced[-5000:]
-        finally:
-            os.killpg(gateway.pid, signal.SIGTERM)
-            gateway.wait(timeout=60)
     for pid in relays:   # the gateway's relays went with it; the resident server stays
         assert not resident_client.alive(pid)
     assert [p.pid for p in store.residents()] == [resident]
+
+
+@contextmanager
+def gateway_running(openclaw: str, port: int, env: dict[str, str], cwd: Path, log: Path) -> Iterator[subprocess.Popen]:
+    """`openclaw gateway run` on loopback `port`, its output in `log`, once it listens; stopped
+    (its whole process group) after."""
+    with log.open("wb") as sink:
+        gateway = subprocess.Popen([openclaw, "gateway", "run", "--port", str(port), "--auth", "none", "--bind",
+                                    "loopback"], cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=sink,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        listening(gateway, port, log)
+        yield gateway
+    finally:
+        os.killpg(gateway.pid, signal.SIGTERM)
+        gateway.wait(timeout=60)
 
 
 def listening(proc: subprocess.Popen, port: int, log: Path, timeout: float = 180) -> None:
