@@ -196,6 +196,16 @@ def test_clients_folder_holds_the_installed_configs(tmp_path: Path) -> None:
         assert (home / ".openclaw" / "extensions" / "mcp-memory" / name).read_text() == text
 
 
+def plugin_folder(tmp_path: Path) -> Path:
+    """The package's OpenClaw plugin (capture/openclaw-plugin/) written out under `tmp_path`, as
+    install writes it, for a test to load it under Node."""
+    plugin = tmp_path / "plugin"
+    plugin.mkdir()
+    for name, text in openclaw_plugin.files().items():
+        (plugin / name).write_text(text)
+    return plugin
+
+
 async def drive_plugin(tmp_path: Path, plugin: Path, plugin_config: dict[str, object], body: str,
                        openclaw_config: dict[str, object] | None = None,
                        env: dict[str, str] | None = None) -> dict[str, object]:
@@ -267,10 +277,7 @@ async def test_openclaw_plugin_runs_one_hook_per_prompt_with_the_servers_environ
     wrapper.write_text(f'#!/bin/sh\necho "$2 ${{MCP_MEMORY_MARK:-unset}} ${{MCP_MEMORY_LEAK:-unset}}'
                        f'${{MCP_MEMORY_HOOK_SERVER_ONLY:+ server-only}}" >> {log}\nexec {CLI} "$@"\n')
     wrapper.chmod(0o755)
-    plugin = tmp_path / "plugin"
-    plugin.mkdir()
-    for name, text in openclaw_plugin.files().items():
-        (plugin / name).write_text(text)
+    plugin = plugin_folder(tmp_path)
     config = {"command": str(wrapper), "args": ["--database-url", db_url, "--user", "sam", "--agent", "openclaw",
                                                "--project", "none"], "server": "memory", "recallTimeoutMs": 60000}
     answer = await drive_plugin(tmp_path, plugin / "index.js", config, """\

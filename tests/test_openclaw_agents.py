@@ -16,7 +16,7 @@ import anyio
 from mcp_memory.capture.harness_check import harness_checks
 from mcp_memory.db import Database
 
-from .test_install import cli, drive_plugin, openclaw_cli, snapshot
+from .test_install import cli, drive_plugin, openclaw_cli, plugin_folder, snapshot
 
 TWO_AGENTS = textwrap.dedent("""\
     // two agents, each in its own repository
@@ -154,15 +154,10 @@ def test_a_lone_agent_s_own_workspace_and_agents_listed_after_install(tmp_path: 
 async def test_each_event_runs_its_agents_flags_and_server_environment(tmp_path: Path) -> None:
     """Session events carry the agent's id, or only a session key naming it; an agent not in the
     map (listed after install) takes the shared flags."""
-    from mcp_memory.capture import openclaw_plugin
-
     log, wrapper = tmp_path / "calls.log", tmp_path / "logged-mcp-memory"
     wrapper.write_text(f'#!/bin/sh\necho "$2 $* ${{MARK:-unset}}" >> {log}\n')
     wrapper.chmod(0o755)
-    plugin = tmp_path / "plugin"
-    plugin.mkdir()
-    for name, text in openclaw_plugin.files().items():
-        (plugin / name).write_text(text)
+    plugin = plugin_folder(tmp_path)
     config = {"command": str(wrapper), "args": ["--agent", "main"], "server": "memory",
               "agents": {"main": {"server": "memory", "args": ["--agent", "main"]},
                          "work": {"server": "memory-work", "args": ["--agent", "work"]}}}

@@ -12,9 +12,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from mcp_memory.capture import openclaw_plugin
-
-from .test_install import drive_plugin
+from .test_install import drive_plugin, plugin_folder
 from .test_resident import CLI, Store, initialize, rpc, store  # noqa: F401 (the fixture)
 from .test_resident_clients import gateway_home, gateway_running
 
@@ -49,10 +47,7 @@ async def test_the_plugin_hands_the_block_across_its_instances_not_across_users(
                        f'if [ "$2" = session-start ] && [ -e {slow} ]; then rm {slow}; sleep 5; fi\n'
                        f'exec {CLI} "$@"\n')
     wrapper.chmod(0o755)
-    plugin = tmp_path / "plugin"
-    plugin.mkdir()
-    for name, text in openclaw_plugin.files().items():
-        (plugin / name).write_text(text)
+    plugin = plugin_folder(tmp_path)
 
     def config(user: str, timeout_ms: int = 60000) -> dict[str, object]:
         return {"command": str(wrapper), "server": "memory", "recallTimeoutMs": timeout_ms,
