@@ -374,8 +374,8 @@ def _parser() -> argparse.ArgumentParser:
                               "mcp-memory-service's sqlite_vec.db, a mem0 / OpenMemory export, or a basic-memory "
                               "project folder")
     imp.add_argument("paths", nargs="+", type=Path,
-                     help="files or folders (searched for .md, .json, .jsonl and mcp-memory-service databases; "
-                          "a basic-memory project folder is read whole)")
+                     help="files or folders (searched for .md files, and .json, .jsonl and database files of a "
+                          "format it reads; a basic-memory project folder is read whole)")
     imp.add_argument("--from", dest="from_format", choices=FORMATS,
                      help="the files' format (default: detected from each file's name and content)")
     imp.add_argument("--dry-run", action="store_true",

@@ -63,10 +63,15 @@ def detect_format(path: Path, given: Format | None = None) -> Format:
             what = "an SQLite database but not mcp-memory-service's" if doobidoo.is_sqlite(path) else "not SQLite"
             raise InvalidInput(f"{path}: {what}; the formats mcp-memory import reads: {KNOWN}")
         if mem0.is_zip(path) and given in (None, "mem0"):
-            if given or mem0.flavour(mem0.load(path)):
+            if given:
                 return "mem0"
-            raise InvalidInput(f"{path}: a zip but not an OpenMemory backup; the formats mcp-memory import reads: "
-                               f"{KNOWN}")
+            try:
+                if mem0.flavour(mem0.load(path)):
+                    return "mem0"
+                why = "a zip but not an OpenMemory backup"
+            except InvalidInput as exc:
+                why = str(exc)
+            raise InvalidInput(f"{path}: {why}; the formats mcp-memory import reads: {KNOWN}")
         raw = path.read_bytes()
         raw.decode("utf-8")
     except OSError as exc:
@@ -98,9 +103,26 @@ def detect_format(path: Path, given: Format | None = None) -> Format:
             return "doobidoo-json"
         if mem0.flavour(whole):
             return "mem0"
-    if path.suffix.lower() in (".json", ".jsonl"):
+    if path.suffix.lower() in (".json", ".jsonl") and _is_knowledge_graph(raw.decode("utf-8")):
         return "knowledge-graph"
     raise InvalidInput(f"{path}: not one of the formats mcp-memory import reads: {KNOWN}")
+
+
+def _is_knowledge_graph(text: str) -> bool:
+    """memory.json as the official server writes it: JSON lines of entities and relations (or one
+    object with `entities` and `relations`); empty when it holds none. Any other JSON is not one."""
+    stripped = text.strip()
+    if not stripped:
+        return True
+    try:
+        whole = json.loads(stripped)
+    except json.JSONDecodeError:
+        try:
+            whole = json.loads(stripped.split("\n", 1)[0])
+        except json.JSONDecodeError:
+            return False
+    return isinstance(whole, dict) and ("entities" in whole or "relations" in whole
+                                        or whole.get("type") in ("entity", "relation"))
 
 
 def parse_knowledge_graph(text: str) -> list[Draft]:
@@ -122,17 +144,22 @@ def parse_knowledge_graph(text: str) -> list[Draft]:
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"not a memory.json knowledge graph: {exc}") from None
     drafts = []
-    for record in records:
-        if record.get("type") == "entity":
-            name, etype = record["name"], record.get("entityType") or "entity"
-            for observation in record.get("observations", []):
-                drafts.append(Draft(content=f"{name}: {observation}", title=name, kind="fact",
-                                    tags=[str(etype).lower()], metadata={"entity": name, "entity_type": etype}))
-        elif record.get("type") == "relation":
-            verb = str(record["relationType"]).replace("_", " ")
-            drafts.append(Draft(content=f"{record['from']} {verb} {record['to']}", kind="fact", tags=["relation"],
-                                metadata={"from": record["from"], "to": record["to"],
-                                          "relation": record["relationType"]}))
+    for number, record in enumerate(records, 1):
+        if not isinstance(record, dict) or record.get("type") not in ("entity", "relation"):
+            raise InvalidInput(f"record {number}: neither an entity nor a relation")
+        try:
+            if record["type"] == "entity":
+                name, etype = record["name"], record.get("entityType") or "entity"
+                for observation in record.get("observations", []):
+                    drafts.append(Draft(content=f"{name}: {observation}", title=name, kind="fact",
+                                        tags=[str(etype).lower()], metadata={"entity": name, "entity_type": etype}))
+            else:
+                verb = str(record["relationType"]).replace("_", " ")
+                drafts.append(Draft(content=f"{record['from']} {verb} {record['to']}", kind="fact",
+                                    tags=["relation"], metadata={"from": record["from"], "to": record["to"],
+                                                                 "relation": record["relationType"]}))
+        except KeyError as exc:
+            raise InvalidInput(f"record {number}: a {record['type']} without {exc}") from None
     return drafts
 
 
@@ -185,15 +212,25 @@ def files_under(paths: Iterable[Path], fmt: Format | None = None) -> list[Path]:
     for path in paths:
         if path.is_dir() and (fmt == "basic-memory" or fmt is None and basic_memory.looks_like(path)):
             found.append(path)
-        elif path.is_dir():
+        elif path.is_dir():  # its markdown, and the JSON and databases of a format it reads
             found += sorted(p for p in path.rglob("*") if p.is_file() and (
-                p.suffix.lower() in (".md", ".markdown", ".json", ".jsonl")
+                p.suffix.lower() in (".md", ".markdown")
+                or p.suffix.lower() in (".json", ".jsonl") and _readable(p, fmt)
                 or p.suffix.lower() in (".db", ".sqlite", ".sqlite3") and doobidoo.looks_like(p)))
         elif path.is_file():
             found.append(path)
         else:
             raise InvalidInput(f"{path}: no such file or directory")
     return found
+
+
+def _readable(path: Path, fmt: Format | None) -> bool:
+    """Whether a file found in a folder is of a format it reads (another tool's settings.json is not)."""
+    try:
+        detect_format(path, fmt)
+    except InvalidInput:
+        return False
+    return True
 
 
 def read_file(path: Path, fmt: Format) -> list[Draft] | list[dict[str, Any]]:

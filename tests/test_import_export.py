@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from mcp_memory.db import Database, open_database
-from mcp_memory.importers import export_user, import_paths, parse_markdown
+from mcp_memory.errors import InvalidInput
+from mcp_memory.importers import detect_format, export_user, import_paths, parse_markdown, read_file
 from mcp_memory.models import Principal
 from mcp_memory.repository import MemoryRepository
 from mcp_memory.repository.maintenance import MaintenanceRepository
@@ -70,7 +71,27 @@ def tree(tmp_path: Path) -> Path:
     (root / "nested" / "SOUL.md").write_text(SOUL_MD)
     (root / "memory.json").write_text(KNOWLEDGE_GRAPH)
     (root / "ignored.txt").write_text("not imported")
+    (root / ".vscode").mkdir()  # another tool's JSON in the folder: none of the formats, so left out
+    (root / ".vscode" / "settings.json").write_text('{"editor.tabSize": 4}')
     return root
+
+
+def test_json_of_no_format_it_reads_is_one_line_naming_them(tmp_path: Path) -> None:
+    for name, text in (("settings.json", '{"editor.tabSize": 4}'), ("numbers.json", "[1, 2, 3]"),
+                       ("log.jsonl", "started\n")):
+        (tmp_path / name).write_text(text)
+        with pytest.raises(InvalidInput, match=rf"{name}: not one of the formats mcp-memory import reads: a markdown"):
+            detect_format(tmp_path / name)
+    for name, text in (("memory.json", KNOWLEDGE_GRAPH), ("old.json", '{"entities": [], "relations": []}'),
+                       ("empty.json", "")):
+        (tmp_path / name).write_text(text)
+        assert detect_format(tmp_path / name) == "knowledge-graph"
+    # named as a knowledge graph (--from), a record that is not one is refused, naming it
+    with pytest.raises(InvalidInput, match=r"numbers.json: record 1: neither an entity nor a relation; nothing was"):
+        read_file(tmp_path / "numbers.json", "knowledge-graph")
+    (tmp_path / "memory.json").write_text(KNOWLEDGE_GRAPH + '\n{"type": "relation", "from": "A", "to": "B"}')
+    with pytest.raises(InvalidInput, match=r"memory.json: record 4: a relation without 'relationType'; nothing"):
+        read_file(tmp_path / "memory.json", "knowledge-graph")
 
 
 async def test_import_tree_twice_adds_nothing(service: MemoryService, database: Database, alice: Principal,

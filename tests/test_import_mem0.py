@@ -80,7 +80,8 @@ def test_reads_an_openmemory_backup_zip_leaving_deleted_and_archived_out(tmp_pat
     other = tmp_path / "photos.zip"
     with zipfile.ZipFile(other, "w") as zf:
         zf.writestr("a.txt", "x")
-    with pytest.raises(InvalidInput, match="a zip without memories.json"):
+    with pytest.raises(InvalidInput, match="photos.zip: a zip without memories.json, so not an OpenMemory backup; "
+                                           "the formats mcp-memory import reads: a markdown"):
         detect_format(other)
 
 
