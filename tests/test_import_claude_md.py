@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from mcp_memory.db import Database
+from mcp_memory.errors import InvalidInput
 from mcp_memory.importers import detect_format, import_paths
 from mcp_memory.importing import claude_md
 from mcp_memory.models import Principal
@@ -112,3 +113,14 @@ async def test_import_into_the_right_namespaces_dry_run_and_twice(
 
     named = await import_paths(service, maintenance, alice, [project], progress=False, project_given=True)
     assert named.created == 4 and named.planned == {"procedure in project proj-x": 4}
+
+
+async def test_a_section_it_cannot_take_refuses_the_import_naming_it(
+        service: MemoryService, database: Database, alice: Principal, files: tuple[Path, Path]) -> None:
+    user, project = files
+    project.write_text(PROJECT_MD + "\n## Glossary\n" + "A long line of terms. " * 2000 + "\n")
+    with pytest.raises(InvalidInput, match=r"CLAUDE.md: item 5 \(Acme API › Glossary\): content has 43999 characters, "
+                                           r"more than the limit of 32000.*; nothing was imported"):
+        await import_paths(service, MaintenanceRepository(database.admin), alice, [user, project], progress=False)
+    # the user's file, read first and fine, was not written either
+    assert (await service.list(principal(project="acme-api"), limit=50)).memories == []
