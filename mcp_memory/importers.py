@@ -94,26 +94,26 @@ def detect_format(path: Path, given: Format | None = None) -> Format:
         head = {}
     if isinstance(head, dict) and head.get("format") == EXPORT_FORMAT:
         return "export"
-    if path.suffix.lower() == ".json":
-        try:
-            whole = json.loads(raw)
-        except json.JSONDecodeError:
-            whole = None
-        if doobidoo_json.looks_like(whole):
-            return "doobidoo-json"
-        if mem0.flavour(whole):
-            return "mem0"
-    if path.suffix.lower() in (".json", ".jsonl") and _is_knowledge_graph(raw.decode("utf-8")):
-        return "knowledge-graph"
-    raise InvalidInput(f"{path}: not one of the formats mcp-memory import reads: {KNOWN}")
+    # JSON is known by its content, whatever the file's name (an export saved as .txt too).
+    try:
+        whole = json.loads(raw)
+    except json.JSONDecodeError:
+        whole = None
+    if doobidoo_json.looks_like(whole):
+        return "doobidoo-json"
+    if mem0.flavour(whole):
+        return "mem0"
+    text = raw.decode("utf-8")
+    if _is_knowledge_graph(text) if text.strip() else path.suffix.lower() in (".json", ".jsonl"):
+        return "knowledge-graph"  # an empty memory.json: a graph with nothing in it yet
+    raise InvalidInput(f"{path}: not one of the formats mcp-memory import reads: {KNOWN} (if it is one of "
+                       f"them, say which with --from)")
 
 
 def _is_knowledge_graph(text: str) -> bool:
     """memory.json as the official server writes it: JSON lines of entities and relations (or one
-    object with `entities` and `relations`); empty when it holds none. Any other JSON is not one."""
+    object with `entities` and `relations`). Any other JSON is not one."""
     stripped = text.strip()
-    if not stripped:
-        return True
     try:
         whole = json.loads(stripped)
     except json.JSONDecodeError:

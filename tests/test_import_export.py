@@ -78,9 +78,10 @@ def tree(tmp_path: Path) -> Path:
 
 def test_json_of_no_format_it_reads_is_one_line_naming_them(tmp_path: Path) -> None:
     for name, text in (("settings.json", '{"editor.tabSize": 4}'), ("numbers.json", "[1, 2, 3]"),
-                       ("log.jsonl", "started\n")):
+                       ("log.jsonl", "started\n"), ("empty.txt", "")):
         (tmp_path / name).write_text(text)
-        with pytest.raises(InvalidInput, match=rf"{name}: not one of the formats mcp-memory import reads: a markdown"):
+        with pytest.raises(InvalidInput, match=rf"{name}: not one of the formats mcp-memory import reads: a markdown"
+                                               r".* \(if it is one of them, say which with --from\)$"):
             detect_format(tmp_path / name)
     for name, text in (("memory.json", KNOWLEDGE_GRAPH), ("old.json", '{"entities": [], "relations": []}'),
                        ("empty.json", "")):

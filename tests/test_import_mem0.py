@@ -90,6 +90,9 @@ def test_detection(tmp_path: Path) -> None:
     bare = tmp_path / "memories.json"  # a bare list, as the platform client's get_all gives
     bare.write_text(json.dumps(json.loads(FIXTURE.read_text())["results"]))
     assert detect_format(bare) == "mem0"
+    saved = tmp_path / "mem0-backup.txt"  # JSON is known by its content, whatever the name
+    saved.write_text(FIXTURE.read_text())
+    assert detect_format(saved) == "mem0"
     graph = tmp_path / "memory.json"
     graph.write_text(json.dumps({"type": "entity", "name": "X", "entityType": "thing", "observations": []}))
     assert detect_format(graph) == "knowledge-graph"
