@@ -11,9 +11,10 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import anyio
 from pydantic import ValidationError
@@ -21,7 +22,7 @@ from pydantic import ValidationError
 from . import __version__
 from .cli_common import opened
 from .config import OperationsSettings, Settings
-from .errors import MemoryServiceError
+from .errors import InvalidInput, MemoryServiceError
 from .exporting import TARGETS
 from .importing import FORMATS
 
@@ -258,19 +259,29 @@ async def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
         maintenance = service.whole_store()
         if args.to == "basic-memory":
             count = await export_to(maintenance, p.user_id, "basic-memory", folder=Path(output) if output else None)
-        elif args.to == "doobidoo-json" and output in (None, "-"):
-            count = await export_to(maintenance, p.user_id, "doobidoo-json", out=sys.stdout)
-        elif args.to == "doobidoo-json":
-            with open(output, "w", encoding="utf-8") as out:  # noqa: ASYNC230
-                count = await export_to(maintenance, p.user_id, "doobidoo-json", out=out)
-        elif output in (None, "-"):
-            count = await export_user(maintenance, p.user_id, sys.stdout, include_forgotten=not args.live_only)
         else:
-            # A one-shot command: nothing else runs on this loop while the file is written.
-            with open(output, "w", encoding="utf-8") as out:  # noqa: ASYNC230
-                count = await export_user(maintenance, p.user_id, out, include_forgotten=not args.live_only)
+            with _written(output) as out:
+                if args.to == "doobidoo-json":
+                    count = await export_to(maintenance, p.user_id, "doobidoo-json", out=out)
+                else:
+                    count = await export_user(maintenance, p.user_id, out, include_forgotten=not args.live_only)
     print(f"exported {count} memories of user {p.user_id}", file=sys.stderr)
     return 0
+
+
+@contextmanager
+def _written(output: str | None) -> Iterator[TextIO]:
+    """Standard output, or the file (a one-shot command: nothing else runs on the loop while it is
+    written); one it cannot write is one line saying why, never a traceback."""
+    if output in (None, "-"):
+        yield sys.stdout
+        return
+    try:
+        out = open(output, "w", encoding="utf-8")
+    except OSError as exc:
+        raise InvalidInput(f"{output}: cannot be written ({exc.strerror or exc})") from None
+    with out:
+        yield out
 
 
 async def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:

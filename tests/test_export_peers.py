@@ -215,3 +215,11 @@ def test_the_command_line_writes_both(db_url: str, tmp_path: Path) -> None:
     again = subprocess.run([cli, "export", "--to", "basic-memory", str(tmp_path / "notes")], env=env,
                            capture_output=True, text=True, timeout=120)
     assert again.returncode != 0 and "not an empty folder" in again.stderr and "Traceback" not in again.stderr
+    # where nothing can be written: one line saying why, for each format
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    for to in ("doobidoo-json", "basic-memory", "mcp-memory"):
+        failed = subprocess.run([cli, "export", "--to", to, str(blocked / "out")], env=env, capture_output=True,
+                                text=True, timeout=120)
+        assert failed.returncode == 1 and "Traceback" not in failed.stderr, failed.stderr
+        assert failed.stderr.startswith(f"error: {blocked / 'out'}: cannot be "), failed.stderr

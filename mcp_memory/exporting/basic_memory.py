@@ -65,9 +65,14 @@ def note(memory: dict[str, Any], folder: str, stem: str) -> str:
 
 
 def check_folder(folder: Path) -> None:
-    """Empty or absent: a user's notes are never overwritten."""
+    """Empty or absent (then made): a user's notes are never overwritten, and a folder that cannot be
+    made is one line saying why before anything is read."""
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise InvalidInput(f"{folder}: not an empty folder; export to basic-memory writes into a new or empty one")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InvalidInput(f"{folder}: cannot be made ({exc.strerror or exc})") from None
 
 
 def write(memories: list[dict[str, Any]], folder: Path) -> int:
