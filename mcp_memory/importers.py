@@ -60,7 +60,7 @@ def detect_format(path: Path, given: Format | None = None) -> Format:
         if doobidoo.is_sqlite(path) or given == "doobidoo":
             if doobidoo.looks_like(path):
                 return "doobidoo"
-            what = "an SQLite database but not mcp-memory-service's" if doobidoo.is_sqlite(path) else "not SQLite"
+            what = doobidoo.not_its(path) if doobidoo.is_sqlite(path) else "not SQLite"
             raise InvalidInput(f"{path}: {what}; the formats mcp-memory import reads: {KNOWN}")
         if mem0.is_zip(path) and given in (None, "mem0"):
             if given:

@@ -83,6 +83,11 @@ def test_detection_by_content_and_refusals(peer_db: Path, tmp_path: Path) -> Non
         conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
     with pytest.raises(InvalidInput, match="SQLite database but not mcp-memory-service's; the formats"):
         detect_format(other)
+    cut = tmp_path / "copied-half.db"  # the peer's file cut short (a copy that did not finish)
+    cut.write_bytes(peer_db.read_bytes()[:4096])
+    with pytest.raises(InvalidInput, match=r"copied-half.db: an SQLite database that cannot be read \(database disk "
+                                           r"image is malformed\); the formats"):
+        detect_format(cut)
     text = tmp_path / "MEMORY.md"
     text.write_text("- a note\n")
     with pytest.raises(InvalidInput, match="not SQLite"):

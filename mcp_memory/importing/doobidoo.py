@@ -77,19 +77,32 @@ def _connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def _columns(path: Path) -> set[str]:
+    conn = _connect(path)
+    try:
+        return {row["name"] for row in conn.execute("PRAGMA table_info(memories)")}
+    finally:
+        conn.close()
+
+
 def looks_like(path: Path) -> bool:
     """An SQLite file with the peer's `memories` table."""
     if not is_sqlite(path):
         return False
     try:
-        conn = _connect(path)
-        try:
-            columns = {row["name"] for row in conn.execute("PRAGMA table_info(memories)")}
-        finally:
-            conn.close()
+        return REQUIRED <= _columns(path)
     except sqlite3.Error:
         return False
-    return REQUIRED <= columns
+
+
+def not_its(path: Path) -> str:
+    """Why an SQLite file is not read as the peer's database: another database, or one SQLite
+    cannot read (a copy cut short, or taken while it was being written)."""
+    try:
+        _columns(path)
+    except sqlite3.Error as exc:
+        return f"an SQLite database that cannot be read ({exc})"
+    return "an SQLite database but not mcp-memory-service's"
 
 
 def _tags(raw: str | None) -> list[str]:
