@@ -1,0 +1,218 @@
+"""Search at a million memories of real conversation text, with recall measured on a labelled subset.
+
+bench/scale.py builds its store from a generator of ~60 words, which makes full text far costlier
+than on real memories (each query word matches 7-10% of rows). Here every memory is real text:
+one to three turns of LoCoMo conversations (more where that text was drawn already) (the dataset's own words and their frequencies), drawn
+at random and joined, so a million memories hold ~1.7 million turns' worth of a real vocabulary.
+Their vectors are synthesized, not embedded (a million embeddings take hours on two cores): each
+memory's is the normalised sum of its turns' real embeddings plus Gaussian noise of `--spread` per
+dimension, so the vectors cluster as the texts do.
+
+One conversation is kept out of the pool and written through the service (real embeddings, the
+graph, episodes with their sessions' dates) twice: into the big scope the million are loaded into,
+and into a small scope of its own user. Its questions (categories 1-4) are the timed queries, and
+their recall is measured in both scopes before the million are loaded and after: the small scope's
+must not move (the big scope's HNSW graph and plans must not cost a small user its nearest), the big
+scope's shows what a million real distractors cost.
+
+Usage: python bench/scale_text.py [LOCOMO_JSON] [--memories 1000000] [--labelled 0] [--data-dir DIR]
+                                  [--spread 0.01] [--maintenance-work-mem 3GB] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mcp_memory.config import Settings
+from mcp_memory.db import open_database
+from mcp_memory.models import ALL_PERMISSIONS, MemoryFilter, Principal
+from mcp_memory.repository.embeddings import index_name
+from mcp_memory.service import MemoryService
+from mcp_memory.validation import content_hash
+
+sys.path.insert(0, str(Path(__file__).parent))
+from locomo import Conversation, load_conversation, load_dataset, warm_query  # noqa: E402
+from locomo_data import DEFAULT_DATASET, evidence_ids, mean_metrics, score, turn_text  # noqa: E402
+from scale import COLUMNS, KINDS, drop_secondary_indexes, sizes, tune_builds  # noqa: E402
+from stats import summary  # noqa: E402
+
+BIG = Principal(user_id="scale", project_id="big", permissions=ALL_PERMISSIONS, actor="bench")
+SMALL = Principal(user_id="labelled", project_id="small", permissions=ALL_PERMISSIONS, actor="bench")
+CHUNK = 20_000
+
+
+async def recall(service: MemoryService, p: Principal, conv: Conversation, ids: dict[str, Any]) -> dict[str, Any]:
+    """R@5 / R@10 / nDCG@10 / MRR of the conversation's questions in `p`'s scope."""
+    rows = []
+    for q in conv.questions:
+        evidence = [ids[e] for e in evidence_ids(q.get("evidence", [])) if e in ids]
+        if not evidence:
+            continue
+        await warm_query(service, q["question"])
+        hits = (await service.search(p, q["question"], limit=10)).hits
+        rows.append(score([h.id for h in hits], evidence))
+    return mean_metrics(rows)
+
+
+def spliced(n: int, pool: list[str], pool_vectors: np.ndarray, model: str, now: datetime, spread: float,
+            rng: random.Random) -> Iterator[list[tuple]]:
+    """The million in chunks: each one to three pool turns joined, its vector their embeddings'
+    sum plus noise, normalised."""
+    noise = np.random.default_rng(5)
+    seen: set[tuple[int, ...]] = set()  # a text is stored once per scope
+
+    def pick() -> tuple[int, ...]:
+        turns = tuple(rng.randrange(len(pool)) for _ in range(rng.choice((1, 2, 2, 3))))
+        while turns in seen:
+            turns = (*turns, rng.randrange(len(pool)))
+        seen.add(turns)
+        return turns
+
+    for start in range(0, n, CHUNK):
+        size = min(CHUNK, n - start)
+        picks = [list(pick()) for _ in range(size)]
+        v = np.stack([pool_vectors[p].sum(axis=0) for p in picks])
+        v /= np.linalg.norm(v, axis=1, keepdims=True)
+        v += noise.normal(0, spread, v.shape).astype(np.float32)
+        v /= np.linalg.norm(v, axis=1, keepdims=True)
+        rows = []
+        for k, turns in enumerate(picks):
+            i = start + k
+            text = " ".join(pool[t] for t in turns)
+            rows.append((BIG.user_id, uuid.uuid4(), None, BIG.project_id, rng.choice(KINDS), text,
+                         content_hash(text), [f"t{i % 20}"], v[k], model, now - timedelta(days=rng.uniform(0, 720))))
+        yield rows
+
+
+async def timed(service: MemoryService, p: Principal, questions: list[str], now: datetime) -> dict[str, Any]:
+    """Search latency (the query vector cached: the statement and the stages after it) per filter."""
+    for q in questions:
+        await warm_query(service, q)
+    filters = {"no filter": None, "kind = decision": MemoryFilter(kinds=["decision"]),
+               "tag t7 (5%)": MemoryFilter(tags=["t7"]), "last 30 days": MemoryFilter(since=now - timedelta(days=30))}
+    out = {}
+    for label, f in filters.items():
+        times = []
+        for q in questions:
+            t = time.perf_counter()
+            await service.search(p, q, f, limit=10)
+            times.append(time.perf_counter() - t)
+        out[label] = summary(times)
+    return out
+
+
+async def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
+    convs = load_dataset(args.dataset, None)
+    labelled, rest = convs[args.labelled], [c for i, c in enumerate(convs) if i != args.labelled]
+    pool = sorted({turn_text(t) for c in rest for _, _, turns in c.sessions for t in turns})
+    settings = Settings(data_dir=data_dir, retention_interval_hours=0, log_level="WARNING")
+    db = await open_database(settings)
+    service = await MemoryService.open(db, settings)
+    vectors = service.vectors
+    assert vectors is not None, "the benchmark needs the embedder"
+    report: dict[str, Any] = {"memories": args.memories, "labelled": labelled.sample_id, "pool_turns": len(pool),
+                              "questions": len(labelled.questions), "spread": args.spread}
+    try:
+        ids: dict[str, dict[str, Any]] = {}
+        for name, p in (("big", BIG), ("small", SMALL)):
+            async with db.admin.acquire() as conn:
+                rows = await conn.fetch("SELECT id, metadata->>'dia_id' AS dia FROM memories WHERE user_id = $1 "
+                                        "AND metadata ? 'dia_id'", p.user_id)
+            ids[name] = {r["dia"]: r["id"] for r in rows} or (await load_conversation(service, p, labelled, []))[0]
+        async with db.admin.acquire() as conn:
+            loaded = await conn.fetchval("SELECT count(*) FROM memories WHERE user_id = $1 AND NOT metadata ? 'dia_id'",
+                                         BIG.user_id)
+        now = datetime.now(UTC)
+        if loaded < args.memories:
+            report["recall_before"] = {name: await recall(service, p, labelled, ids[name])
+                                       for name, p in (("big", BIG), ("small", SMALL))}
+            started = time.perf_counter()
+            pool_vectors = np.asarray(await vectors.embedder.embed_documents(pool), dtype=np.float32)
+            report["embed_pool_s"] = round(time.perf_counter() - started, 1)
+            tuned = db.embedded is not None and await tune_builds(db.admin, args.maintenance_work_mem)
+            report["maintenance_work_mem"] = args.maintenance_work_mem if tuned else "server default"
+            async with db.admin.acquire() as conn:
+                await conn.execute(f"DROP INDEX IF EXISTS {index_name(vectors.model, vectors.dimension)}")
+                secondary = await drop_secondary_indexes(conn)
+                started = time.perf_counter()
+                rng = random.Random(3)
+                for rows in spliced(args.memories - loaded, pool, pool_vectors, vectors.model, now, args.spread, rng):
+                    await conn.copy_records_to_table("memories", records=rows, columns=COLUMNS)
+                report["copy_s"] = round(time.perf_counter() - started, 1)
+                builds = {}
+                for name, definition in secondary.items():
+                    started = time.perf_counter()
+                    await conn.execute(definition)
+                    builds[name] = round(time.perf_counter() - started, 1)
+                report["secondary_index_build_s"] = builds
+                started = time.perf_counter()
+                await conn.execute("VACUUM ANALYZE memories")
+                report["vacuum_analyze_s"] = round(time.perf_counter() - started, 1)
+            started = time.perf_counter()
+            await vectors.repo.ensure_index(vectors.model, vectors.dimension)
+            report["index_build_s"] = round(time.perf_counter() - started, 1)
+        report["load_average_before_searches"] = round(os.getloadavg()[0], 2)
+        report["recall_after"] = {name: await recall(service, p, labelled, ids[name])
+                                  for name, p in (("big", BIG), ("small", SMALL))}
+        questions = [q["question"] for q in labelled.questions]
+        report["search"] = await timed(service, BIG, questions, now)
+        report["search_small_scope"] = (await timed(service, SMALL, questions, now))["no filter"]
+        report["sizes_mb"] = await sizes(db.admin)
+    finally:
+        await db.close()
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dataset", nargs="?", type=Path, default=DEFAULT_DATASET)
+    parser.add_argument("--memories", type=int, default=1_000_000)
+    parser.add_argument("--labelled", type=int, default=0, help="which conversation is the labelled subset")
+    parser.add_argument("--spread", type=float, default=0.01, help="noise per dimension on a memory's vector")
+    parser.add_argument("--maintenance-work-mem", default="3GB", help="for the index builds, embedded server only")
+    parser.add_argument("--data-dir", type=Path, help="keep the database here and measure it again next time")
+    parser.add_argument("--out", type=Path, default=Path("bench/results/scale_text.json"))
+    args = parser.parse_args()
+    if args.data_dir:
+        report = asyncio.run(run(args, args.data_dir))
+    else:
+        with tempfile.TemporaryDirectory(prefix="mcp-memory-scale-text-") as tmp:
+            report = asyncio.run(run(args, Path(tmp)))
+    report["machine"] = {"cpus": os.cpu_count(), "load_average_1m_at_end": round(os.getloadavg()[0], 2)}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2))
+    print(f"{report['memories']:,} memories of {report['pool_turns']:,} real turns spliced; labelled "
+          f"{report['labelled']} ({report['questions']} questions)")
+    for key in ("copy_s", "index_build_s", "vacuum_analyze_s"):
+        if key in report:
+            print(f"  {key}: {report[key]}")
+    for name, s in (report.get("secondary_index_build_s") or {}).items():
+        print(f"  build {name}: {s} s")
+    for when in ("recall_before", "recall_after"):
+        for scope, m in (report.get(when) or {}).items():
+            print(f"  {when} {scope}: " + ", ".join(f"{k} {v}" for k, v in m.items()))
+    print(f"{'search (query vector cached)':<32}{'p50 ms':>9}{'p95 ms':>9}{'n':>6}")
+    for label, s in {**report["search"], "small scope, no filter": report["search_small_scope"]}.items():
+        print(f"{label:<32}{s['p50_ms']:>9.1f}{s['p95_ms']:>9.1f}{s['n']:>6}")
+    for name, mb in report["sizes_mb"].items():
+        print(f"  {name}: {mb} MB")
+    print(f"load (1 min) before the searches {report['load_average_before_searches']}, at the end "
+          f"{report['machine']['load_average_1m_at_end']}; wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
