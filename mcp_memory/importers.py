@@ -1,30 +1,26 @@
-"""Import and export: markdown memory files (MEMORY.md, SOUL.md, IDENTITY.md), our JSONL export,
-and the official MCP memory server's knowledge graph (memory.json). Importing twice adds nothing."""
+"""Import and export: what importing/files.py reads from each file (our JSONL export, markdown
+memory files, other memory tools' stores) checked, deduplicated and written through the service,
+with a dry run and a progress bar; and our JSONL export. Importing twice adds nothing."""
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator, Iterable, Iterator
-from datetime import datetime
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any, TextIO
-from uuid import UUID
 
 from pydantic import BaseModel
 from tqdm import tqdm
 
-from . import limits
 from .encoding import to_json
 from .errors import InvalidInput
-from .importing import Draft, Format, basic_memory, claude_md, doobidoo, doobidoo_json, mem0, peer_vectors
-from .importing.markdown import parse_markdown
+from .importing import Draft, Format, basic_memory, claude_md, doobidoo, doobidoo_json, peer_vectors
+from .importing.files import EXPORT_FORMAT, detect_format, files_under, read_file
 from .models import Principal, ScopeLevel, WriteItem
-from .repository.maintenance import EXPORT_COLUMNS, MaintenanceRepository
+from .repository.maintenance import MaintenanceRepository
 from .service import MemoryService
 from .validation import content_hash, moment
-
-EXPORT_FORMAT = "mcp-memory-export"
 
 
 class ImportReport(BaseModel):
@@ -39,229 +35,7 @@ class ImportReport(BaseModel):
     embedding: list[str] = []
 
 
-# --- parsing ---------------------------------------------------------------------------------------
-
-KNOWN = ("a markdown memory file (MEMORY.md, SOUL.md, IDENTITY.md), Claude Code's CLAUDE.md, an mcp-memory export, "
-         "a memory.json knowledge graph, an mcp-memory-service (doobidoo) sqlite_vec.db or JSON export, a mem0 / "
-         "OpenMemory export, or a basic-memory project folder")
-
-
-def detect_format(path: Path, given: Format | None = None) -> Format:
-    """The format of `path` (or `given`, checked), or one clear line saying it is none of those
-    known (a binary file, another database, text that is not UTF-8: never a traceback)."""
-    if path.is_dir():  # only a basic-memory project is read as one folder
-        if given in (None, "basic-memory") and (given or basic_memory.looks_like(path)):
-            return "basic-memory"
-        raise InvalidInput(f"{path}: a folder, not {given or 'a basic-memory project'}; the formats mcp-memory "
-                           f"import reads: {KNOWN}")
-    try:
-        if doobidoo.is_sqlite(path) and given not in (None, "doobidoo"):
-            raise InvalidInput(f"{path}: an SQLite database, not {given}; the formats mcp-memory import reads: {KNOWN}")
-        if doobidoo.is_sqlite(path) or given == "doobidoo":
-            if doobidoo.looks_like(path):
-                return "doobidoo"
-            what = doobidoo.not_its(path) if doobidoo.is_sqlite(path) else "not SQLite"
-            raise InvalidInput(f"{path}: {what}; the formats mcp-memory import reads: {KNOWN}")
-        if mem0.is_zip(path) and given in (None, "mem0"):
-            if given:
-                return "mem0"
-            try:
-                if mem0.flavour(mem0.load(path)):
-                    return "mem0"
-                why = "a zip but not an OpenMemory backup"
-            except InvalidInput as exc:
-                why = str(exc)
-            raise InvalidInput(f"{path}: {why}; the formats mcp-memory import reads: {KNOWN}")
-        raw = path.read_bytes()
-        raw.decode("utf-8")
-    except OSError as exc:
-        raise InvalidInput(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    except UnicodeDecodeError as exc:
-        raise InvalidInput(f"{path}: not UTF-8 text (byte {exc.start}); the formats mcp-memory import reads: "
-                           f"{KNOWN}") from None
-    if given is not None:
-        return given
-    if claude_md.is_claude_md(path):
-        return "claude-md"
-    if path.suffix.lower() == ".md" and basic_memory.looks_like(path):
-        return "basic-memory"
-    if path.suffix.lower() in (".md", ".markdown"):
-        return "markdown"
-    first = raw.decode("utf-8").split("\n", 1)[0].strip()
-    try:
-        head = json.loads(first) if first else {}
-    except json.JSONDecodeError:
-        head = {}
-    if isinstance(head, dict) and head.get("format") == EXPORT_FORMAT:
-        return "export"
-    # JSON is known by its content, whatever the file's name (an export saved as .txt too).
-    try:
-        whole = json.loads(raw)
-    except json.JSONDecodeError:
-        whole = None
-    if doobidoo_json.looks_like(whole):
-        return "doobidoo-json"
-    if mem0.flavour(whole):
-        return "mem0"
-    text = raw.decode("utf-8")
-    if _is_knowledge_graph(text) if text.strip() else path.suffix.lower() in (".json", ".jsonl"):
-        return "knowledge-graph"  # an empty memory.json: a graph with nothing in it yet
-    raise InvalidInput(f"{path}: not one of the formats mcp-memory import reads: {KNOWN} (if it is one of "
-                       f"them, say which with --from)")
-
-
-def _is_knowledge_graph(text: str) -> bool:
-    """memory.json as the official server writes it: JSON lines of entities and relations (or one
-    object with `entities` and `relations`). Any other JSON is not one."""
-    stripped = text.strip()
-    try:
-        whole = json.loads(stripped)
-    except json.JSONDecodeError:
-        try:
-            whole = json.loads(stripped.split("\n", 1)[0])
-        except json.JSONDecodeError:
-            return False
-    return isinstance(whole, dict) and ("entities" in whole or "relations" in whole
-                                        or whole.get("type") in ("entity", "relation"))
-
-
-def parse_knowledge_graph(text: str) -> list[Draft]:
-    """The official MCP memory server's store: JSON lines of entities and relations (or one
-    object with `entities` and `relations`, as older versions wrote)."""
-    stripped = text.strip()
-    try:
-        whole = json.loads(stripped)
-    except json.JSONDecodeError:  # JSON lines
-        whole = None
-    if isinstance(whole, dict) and ("entities" in whole or "relations" in whole):
-        records = [{"type": "entity", **e} for e in whole.get("entities", [])] + \
-                  [{"type": "relation", **r} for r in whole.get("relations", [])]
-    elif isinstance(whole, dict):
-        records = [whole]
-    else:
-        try:
-            records = [json.loads(line) for line in stripped.split("\n") if line.strip()]
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"not a memory.json knowledge graph: {exc}") from None
-    drafts = []
-    for number, record in enumerate(records, 1):
-        if not isinstance(record, dict) or record.get("type") not in ("entity", "relation"):
-            raise InvalidInput(f"record {number}: neither an entity nor a relation")
-        try:
-            if record["type"] == "entity":
-                name, etype = record["name"], record.get("entityType") or "entity"
-                for observation in record.get("observations", []):
-                    drafts.append(Draft(content=f"{name}: {observation}", title=name, kind="fact",
-                                        tags=[str(etype).lower()], metadata={"entity": name, "entity_type": etype}))
-            else:
-                verb = str(record["relationType"]).replace("_", " ")
-                drafts.append(Draft(content=f"{record['from']} {verb} {record['to']}", kind="fact",
-                                    tags=["relation"], metadata={"from": record["from"], "to": record["to"],
-                                                                 "relation": record["relationType"]}))
-        except KeyError as exc:
-            raise InvalidInput(f"record {number}: a {record['type']} without {exc}") from None
-    return drafts
-
-
-def _typed(memory: dict[str, Any]) -> dict[str, Any]:
-    out = {c: memory.get(c) for c in EXPORT_COLUMNS}
-    for key in ("id", "superseded_by"):
-        out[key] = UUID(out[key]) if out[key] else None
-    for key in ("occurred_at", "valid_until", "created_at", "updated_at", "last_accessed", "deleted_at"):
-        out[key] = datetime.fromisoformat(out[key]) if out[key] else None
-    out["tags"] = list(out["tags"] or [])
-    out["metadata"] = out["metadata"] or {}
-    out["content_hash"] = content_hash(out["content"], out["kind"], out["metadata"])  # never trust a file's
-    return out
-
-
-def read_export(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        record = json.loads(line)
-        if record.get("type") == "header":
-            if record.get("version") != 1:
-                raise InvalidInput(f"line {number}: export format version {record.get('version')} is not supported")
-            continue
-        history = [{**h, "memory_id": UUID(h["memory_id"]), "created_at": datetime.fromisoformat(h["created_at"])}
-                   for h in record.get("history", [])]
-        yield {"memory": _typed(record["memory"]), "history": history,
-               "structure": _structure(record.get("structure"), number)}
-
-
-def _structure(given: Any, number: int) -> dict[str, Any] | None:
-    """What an export says the memory's writer told of it (`about`, `key`), checked as a write's."""
-    if given is None:
-        return None
-    about = given.get("about", []) if isinstance(given, dict) else None
-    key = given.get("key") if isinstance(given, dict) else None
-    if (not isinstance(about, list) or len(about) > limits.MAX_ABOUT
-            or not all(isinstance(n, str) and 0 < len(n) <= limits.MAX_NAME_CHARS for n in about)
-            or key is not None and not (isinstance(key, str) and 0 < len(key) <= limits.MAX_KEY_WORDS_CHARS)):
-        raise InvalidInput(f"line {number}: structure must be {{'about': [up to {limits.MAX_ABOUT} names], "
-                           f"'key': 'a few words'}}")
-    return {"about": about, **({"key": key} if key is not None else {})}
-
-
 # --- running ---------------------------------------------------------------------------------------
-
-def files_under(paths: Iterable[Path], fmt: Format | None = None) -> list[Path]:
-    """The files to read; a basic-memory project folder stays whole (its relations name its notes)."""
-    found: list[Path] = []
-    for path in paths:
-        if path.is_dir() and (fmt == "basic-memory" or fmt is None and basic_memory.looks_like(path)):
-            found.append(path)
-        elif path.is_dir():  # its markdown, and the JSON and databases of a format it reads
-            found += sorted(p for p in path.rglob("*") if p.is_file() and (
-                p.suffix.lower() in (".md", ".markdown")
-                or p.suffix.lower() in (".json", ".jsonl") and _readable(p, fmt)
-                or p.suffix.lower() in (".db", ".sqlite", ".sqlite3") and doobidoo.looks_like(p)))
-        elif path.is_file():
-            found.append(path)
-        else:
-            raise InvalidInput(f"{path}: no such file or directory")
-    return found
-
-
-def _readable(path: Path, fmt: Format | None) -> bool:
-    """Whether a file found in a folder is of a format it reads (another tool's settings.json is not)."""
-    try:
-        detect_format(path, fmt)
-    except InvalidInput:
-        return False
-    return True
-
-
-def read_file(path: Path, fmt: Format) -> list[Draft] | list[dict[str, Any]]:
-    """Drafts (or, for an export, its records), every one of them, or a refusal naming the one it
-    cannot read: nothing of a file is written unless all of it was read."""
-    try:
-        if fmt == "doobidoo":
-            return doobidoo.read(path)
-        if fmt == "mem0":
-            return mem0.read(mem0.load(path))
-        if fmt == "basic-memory":
-            return basic_memory.read(path)
-        text = path.read_text(encoding="utf-8")
-        if fmt == "doobidoo-json":
-            try:
-                return doobidoo_json.read(json.loads(text))
-            except json.JSONDecodeError as exc:
-                raise InvalidInput(f"not JSON ({exc})") from None
-        if fmt == "export":
-            # Split on newlines only: exported text may hold U+2028 and friends, which
-            # str.splitlines() would treat as line breaks.
-            return list(read_export(text.split("\n")))
-        if fmt == "claude-md":
-            return claude_md.read(text, path.name)
-        return parse_markdown(text, path.name) if fmt == "markdown" else parse_knowledge_graph(text)
-    except InvalidInput as exc:
-        raise InvalidInput(f"{path}: {exc}; nothing was imported") from None
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise InvalidInput(f"{path}: not a readable {fmt} file ({type(exc).__name__}: {exc}); "
-                           "nothing was imported") from None
-
 
 def namespace(agent_id: str | None, project_id: str | None) -> str:
     parts = [f"agent {agent_id}"] * bool(agent_id) + [f"project {project_id}"] * bool(project_id)

@@ -18,8 +18,9 @@ import pytest
 from mcp_memory.config import Settings
 from mcp_memory.db import Database, open_database
 from mcp_memory.errors import InvalidInput
-from mcp_memory.importers import detect_format, import_paths
+from mcp_memory.importers import import_paths
 from mcp_memory.importing import doobidoo
+from mcp_memory.importing.files import detect_format
 from mcp_memory.models import Principal
 from mcp_memory.repository.maintenance import MaintenanceRepository
 from mcp_memory.service import MemoryService

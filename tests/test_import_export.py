@@ -10,7 +10,9 @@ import pytest
 
 from mcp_memory.db import Database, open_database
 from mcp_memory.errors import InvalidInput
-from mcp_memory.importers import detect_format, export_user, import_paths, parse_markdown, read_file
+from mcp_memory.importers import export_user, import_paths
+from mcp_memory.importing.files import detect_format, read_file
+from mcp_memory.importing.markdown import parse_markdown
 from mcp_memory.models import Principal
 from mcp_memory.repository import MemoryRepository
 from mcp_memory.repository.maintenance import MaintenanceRepository

@@ -15,8 +15,9 @@ import pytest
 
 from mcp_memory.db import Database
 from mcp_memory.errors import InvalidInput
-from mcp_memory.importers import detect_format, import_paths
+from mcp_memory.importers import import_paths
 from mcp_memory.importing import mem0
+from mcp_memory.importing.files import detect_format
 from mcp_memory.models import Principal
 from mcp_memory.repository.maintenance import MaintenanceRepository
 from mcp_memory.service import MemoryService
