@@ -1,9 +1,9 @@
 """Search at a million memories of real conversation text, with recall measured on a labelled subset.
 
 bench/scale.py builds its store from a generator of ~60 words, which makes full text far costlier
-than on real memories (each query word matches 7-10% of rows). Here every memory is real text:
-one to three turns of LoCoMo conversations (more where that text was drawn already) (the dataset's own words and their frequencies), drawn
-at random and joined, so a million memories hold ~1.7 million turns' worth of a real vocabulary.
+than on real memories (each query word matches 7-10% of rows). Here every memory is real text: one
+to three turns of LoCoMo conversations, drawn at random and joined (one more turn where that draw
+was made already), so the store holds the dataset's own words at their own frequencies.
 Their vectors are synthesized, not embedded (a million embeddings take hours on two cores): each
 memory's is the normalised sum of its turns' real embeddings plus Gaussian noise of `--spread` per
 dimension, so the vectors cluster as the texts do.
