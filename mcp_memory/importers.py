@@ -16,7 +16,7 @@ from tqdm import tqdm
 from .encoding import to_json
 from .errors import InvalidInput
 from .importing import Draft, Format, basic_memory, claude_md, doobidoo, doobidoo_json, peer_vectors
-from .importing.files import EXPORT_FORMAT, detect_format, files_under, read_file
+from .importing.files import EXPORT_FORMAT, files_under, read_file
 from .models import Principal, ScopeLevel, WriteItem
 from .repository.maintenance import MaintenanceRepository
 from .service import MemoryService
@@ -141,8 +141,7 @@ async def import_paths(service: MemoryService, maintenance: MaintenanceRepositor
     files = files_under(paths, fmt)
     report = ImportReport(files=len(files), dry_run=dry_run)
     read = []
-    for path in files:
-        kind = detect_format(path, fmt)
+    for path, kind in files:
         got = read_file(path, kind)
         if kind == "basic-memory":  # a project folder counts its notes
             report.files += basic_memory.note_count(got) - 1  # type: ignore[arg-type]

@@ -34,12 +34,13 @@ def detect_format(path: Path, given: Format | None = None) -> Format:
         raise InvalidInput(f"{path}: a folder, not {given or 'a basic-memory project'}; the formats mcp-memory "
                            f"import reads: {KNOWN}")
     try:
-        if doobidoo.is_sqlite(path) and given not in (None, "doobidoo"):
+        sqlite = doobidoo.is_sqlite(path)
+        if sqlite and given not in (None, "doobidoo"):
             raise InvalidInput(f"{path}: an SQLite database, not {given}; the formats mcp-memory import reads: {KNOWN}")
-        if doobidoo.is_sqlite(path) or given == "doobidoo":
+        if sqlite or given == "doobidoo":
             if doobidoo.looks_like(path):
                 return "doobidoo"
-            what = doobidoo.not_its(path) if doobidoo.is_sqlite(path) else "not SQLite"
+            what = doobidoo.not_its(path) if sqlite else "not SQLite"
             raise InvalidInput(f"{path}: {what}; the formats mcp-memory import reads: {KNOWN}")
         if mem0.is_zip(path) and given in (None, "mem0"):
             if given:
@@ -51,8 +52,7 @@ def detect_format(path: Path, given: Format | None = None) -> Format:
             except InvalidInput as exc:
                 why = str(exc)
             raise InvalidInput(f"{path}: {why}; the formats mcp-memory import reads: {KNOWN}")
-        raw = path.read_bytes()
-        raw.decode("utf-8")
+        text = path.read_bytes().decode("utf-8")
     except OSError as exc:
         raise InvalidInput(f"{path}: cannot be read ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
@@ -66,7 +66,7 @@ def detect_format(path: Path, given: Format | None = None) -> Format:
         return "basic-memory"
     if path.suffix.lower() in (".md", ".markdown"):
         return "markdown"
-    first = raw.decode("utf-8").split("\n", 1)[0].strip()
+    first = text.split("\n", 1)[0].strip()
     try:
         head = json.loads(first) if first else {}
     except json.JSONDecodeError:
@@ -75,29 +75,26 @@ def detect_format(path: Path, given: Format | None = None) -> Format:
         return "export"
     # JSON is known by its content, whatever the file's name (an export saved as .txt too).
     try:
-        whole = json.loads(raw)
+        whole = json.loads(text)
     except json.JSONDecodeError:
         whole = None
     if doobidoo_json.looks_like(whole):
         return "doobidoo-json"
     if mem0.flavour(whole):
         return "mem0"
-    text = raw.decode("utf-8")
-    if _is_knowledge_graph(text) if text.strip() else path.suffix.lower() in (".json", ".jsonl"):
+    if _is_knowledge_graph(text, whole) if text.strip() else path.suffix.lower() in (".json", ".jsonl"):
         return "knowledge-graph"  # an empty memory.json: a graph with nothing in it yet
     raise InvalidInput(f"{path}: not one of the formats mcp-memory import reads: {KNOWN} (if it is one of "
                        f"them, say which with --from)")
 
 
-def _is_knowledge_graph(text: str) -> bool:
+def _is_knowledge_graph(text: str, whole: Any) -> bool:
     """memory.json as the official server writes it: JSON lines of entities and relations (or one
-    object with `entities` and `relations`). Any other JSON is not one."""
-    stripped = text.strip()
-    try:
-        whole = json.loads(stripped)
-    except json.JSONDecodeError:
+    object with `entities` and `relations`). Any other JSON is not one. `whole`: `text` parsed as
+    one JSON value, None when it is not one (JSON lines: their first is read)."""
+    if whole is None:
         try:
-            whole = json.loads(stripped.split("\n", 1)[0])
+            whole = json.loads(text.strip().split("\n", 1)[0])
         except json.JSONDecodeError:
             return False
     return isinstance(whole, dict) and ("entities" in whole or "relations" in whole
@@ -183,31 +180,37 @@ def _structure(given: Any, number: int) -> dict[str, Any] | None:
     return {"about": about, **({"key": key} if key is not None else {})}
 
 
-def files_under(paths: Iterable[Path], fmt: Format | None = None) -> list[Path]:
-    """The files to read; a basic-memory project folder stays whole (its relations name its notes)."""
-    found: list[Path] = []
+def files_under(paths: Iterable[Path], fmt: Format | None = None) -> list[tuple[Path, Format]]:
+    """The files to read, each with its format (`detect_format`, once); a basic-memory project
+    folder stays whole (its relations name its notes)."""
+    found: list[tuple[Path, Format]] = []
     for path in paths:
         if path.is_dir() and (fmt == "basic-memory" or fmt is None and basic_memory.looks_like(path)):
-            found.append(path)
+            found.append((path, detect_format(path, fmt)))
         elif path.is_dir():  # its markdown, and the JSON and databases of a format it reads
-            found += sorted(p for p in path.rglob("*") if p.is_file() and (
-                p.suffix.lower() in (".md", ".markdown")
-                or p.suffix.lower() in (".json", ".jsonl") and _readable(p, fmt)
-                or p.suffix.lower() in (".db", ".sqlite", ".sqlite3") and doobidoo.looks_like(p)))
+            for member in sorted(path.rglob("*")):
+                kind = _in_folder(member, fmt) if member.is_file() else None
+                if kind is not None:
+                    found.append((member, kind))
         elif path.is_file():
-            found.append(path)
+            found.append((path, detect_format(path, fmt)))
         else:
             raise InvalidInput(f"{path}: no such file or directory")
     return found
 
 
-def _readable(path: Path, fmt: Format | None) -> bool:
-    """Whether a file found in a folder is of a format it reads (another tool's settings.json is not)."""
-    try:
-        detect_format(path, fmt)
-    except InvalidInput:
-        return False
-    return True
+def _in_folder(path: Path, fmt: Format | None) -> Format | None:
+    """The format of a file found in a folder: every markdown file's (or why it cannot be read),
+    None for JSON of no format it reads (another tool's settings.json) and for other files."""
+    suffix = path.suffix.lower()
+    if suffix in (".json", ".jsonl"):
+        try:
+            return detect_format(path, fmt)
+        except InvalidInput:
+            return None
+    if suffix in (".md", ".markdown") or suffix in (".db", ".sqlite", ".sqlite3") and doobidoo.looks_like(path):
+        return detect_format(path, fmt)
+    return None
 
 
 def read_file(path: Path, fmt: Format) -> list[Draft] | list[dict[str, Any]]:
