@@ -99,8 +99,6 @@ def intent_of(parsed: ParsedQuery) -> QueryIntent | None:
                        matched=parsed.text)
 
 
-
-
 def phrases_of(text: str, lexicon: Lexicon = ENGLISH) -> list[str]:
     """Runs of two to four words that begin and end with a content word ("coupons pipeline",
     "team Umbra"), longest first: what a question may be about when it names nobody."""
