@@ -177,6 +177,12 @@ async def sizes(admin: Any) -> dict[str, float]:
             **{r["relname"]: round(r["bytes"] / mb, 1) for r in rows}}
 
 
+def filters(now: datetime) -> dict[str, MemoryFilter | None]:
+    """The searches timed at scale: none, a kind of five, one tag of twenty, the last 30 days."""
+    return {"no filter": None, "kind = decision": MemoryFilter(kinds=["decision"]),
+            "tag t7 (5%)": MemoryFilter(tags=["t7"]), "last 30 days": MemoryFilter(since=now - timedelta(days=30))}
+
+
 async def measure(service: MemoryService, p: Principal, queries: int, now: datetime) -> dict:
     vectors = service.vectors
     qs = [QUERIES[i % len(QUERIES)] if i % 2 else EXTRA_QUERIES[i % len(EXTRA_QUERIES)] for i in range(queries)]
@@ -188,14 +194,8 @@ async def measure(service: MemoryService, p: Principal, queries: int, now: datet
             await vectors.embedder.embed_query(q)
             embed_t.append(time.perf_counter() - t)
         await vectors.query(parse_query(q).text)  # later searches (what they embed) hit the query cache
-    filters = {
-        "no filter": None,
-        "kind = decision": MemoryFilter(kinds=["decision"]),
-        "tag t7 (5%)": MemoryFilter(tags=["t7"]),
-        "last 30 days": MemoryFilter(since=now - timedelta(days=30)),
-    }
     results = {}
-    for label, f in filters.items():
+    for label, f in filters(now).items():
         times, found, by_query = [], 0, {}
         for q in qs:
             t = time.perf_counter()

@@ -39,7 +39,7 @@ import numpy as np
 
 from mcp_memory.config import Settings
 from mcp_memory.db import open_database
-from mcp_memory.models import ALL_PERMISSIONS, MemoryFilter, Principal
+from mcp_memory.models import ALL_PERMISSIONS, Principal
 from mcp_memory.repository.embeddings import index_name
 from mcp_memory.service import MemoryService
 from mcp_memory.validation import content_hash
@@ -47,7 +47,7 @@ from mcp_memory.validation import content_hash
 sys.path.insert(0, str(Path(__file__).parent))
 from locomo import Conversation, load_conversation, load_dataset, warm_query  # noqa: E402
 from locomo_data import DEFAULT_DATASET, evidence_ids, mean_metrics, score, turn_text  # noqa: E402
-from scale import COLUMNS, KINDS, drop_secondary_indexes, sizes, tune_builds  # noqa: E402
+from scale import COLUMNS, KINDS, drop_secondary_indexes, filters, sizes, tune_builds  # noqa: E402
 from stats import summary  # noqa: E402
 
 BIG = Principal(user_id="scale", project_id="big", permissions=ALL_PERMISSIONS, actor="bench")
@@ -102,10 +102,8 @@ async def timed(service: MemoryService, p: Principal, questions: list[str], now:
     """Search latency (the query vector cached: the statement and the stages after it) per filter."""
     for q in questions:
         await warm_query(service, q)
-    filters = {"no filter": None, "kind = decision": MemoryFilter(kinds=["decision"]),
-               "tag t7 (5%)": MemoryFilter(tags=["t7"]), "last 30 days": MemoryFilter(since=now - timedelta(days=30))}
     out = {}
-    for label, f in filters.items():
+    for label, f in filters(now).items():
         times = []
         for q in questions:
             t = time.perf_counter()
