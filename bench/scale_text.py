@@ -40,14 +40,13 @@ import numpy as np
 from mcp_memory.config import Settings
 from mcp_memory.db import open_database
 from mcp_memory.models import ALL_PERMISSIONS, Principal
-from mcp_memory.repository.embeddings import index_name
 from mcp_memory.service import MemoryService
 from mcp_memory.validation import content_hash
 
 sys.path.insert(0, str(Path(__file__).parent))
 from locomo import Conversation, load_conversation, load_dataset, warm_query  # noqa: E402
 from locomo_data import DEFAULT_DATASET, evidence_ids, mean_metrics, score, turn_text  # noqa: E402
-from scale import COLUMNS, KINDS, drop_secondary_indexes, filters, sizes, tune_builds  # noqa: E402
+from scale import KINDS, bulk_load, filters, sizes  # noqa: E402
 from stats import summary  # noqa: E402
 
 BIG = Principal(user_id="scale", project_id="big", permissions=ALL_PERMISSIONS, actor="bench")
@@ -141,28 +140,9 @@ async def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
             started = time.perf_counter()
             pool_vectors = np.asarray(await vectors.embedder.embed_documents(pool), dtype=np.float32)
             report["embed_pool_s"] = round(time.perf_counter() - started, 1)
-            tuned = db.embedded is not None and await tune_builds(db.admin, args.maintenance_work_mem)
-            report["maintenance_work_mem"] = args.maintenance_work_mem if tuned else "server default"
-            async with db.admin.acquire() as conn:
-                await conn.execute(f"DROP INDEX IF EXISTS {index_name(vectors.model, vectors.dimension)}")
-                secondary = await drop_secondary_indexes(conn)
-                started = time.perf_counter()
-                rng = random.Random(3)
-                for rows in spliced(args.memories - loaded, pool, pool_vectors, vectors.model, now, args.spread, rng):
-                    await conn.copy_records_to_table("memories", records=rows, columns=COLUMNS)
-                report["copy_s"] = round(time.perf_counter() - started, 1)
-                builds = {}
-                for name, definition in secondary.items():
-                    started = time.perf_counter()
-                    await conn.execute(definition)
-                    builds[name] = round(time.perf_counter() - started, 1)
-                report["secondary_index_build_s"] = builds
-                started = time.perf_counter()
-                await conn.execute("VACUUM ANALYZE memories")
-                report["vacuum_analyze_s"] = round(time.perf_counter() - started, 1)
-            started = time.perf_counter()
-            await vectors.repo.ensure_index(vectors.model, vectors.dimension)
-            report["index_build_s"] = round(time.perf_counter() - started, 1)
+            chunks = spliced(args.memories - loaded, pool, pool_vectors, vectors.model, now, args.spread,
+                             random.Random(3))
+            report.update(await bulk_load(db, vectors, chunks, args.maintenance_work_mem))
         report["load_average_before_searches"] = round(os.getloadavg()[0], 2)
         report["recall_after"] = {name: await recall(service, p, labelled, ids[name])
                                   for name, p in (("big", BIG), ("small", SMALL))}
