@@ -124,6 +124,16 @@ class Windows:
             run.events = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
             assert run.proc.returncode == 0, text[-3000:]
 
+    def turns_stored(self, runs: list[Run], timeout: float = 120) -> None:
+        """Until each run's session has its turns stored (its Stop hook's capture)."""
+        sessions = [next(e["session_id"] for e in run.events if e.get("session_id")) for run in runs]
+        sql = ("SELECT count(DISTINCT metadata->>'session_id') FROM memories WHERE kind = 'episode' "
+               "AND metadata->>'session_id' = ANY($1::text[])")
+        deadline = time.monotonic() + timeout
+        while anyio_run(count, self.store.url, sql, sessions) < len(sessions):
+            assert time.monotonic() < deadline, f"the turns of {sessions} were not all stored"
+            time.sleep(0.2)
+
     def _relays(self, run: Run) -> None:
         try:   # its own children: a relay's fork that becomes the resident server is not a window
             children = psutil.Process(run.proc.pid).children()
@@ -192,6 +202,10 @@ def test_three_claude_code_windows_share_one_resident_server(windows: Windows) -
     for run in writes:
         assert '"status":"created"' in run.result, run.result[:500]
     windows.model.take()
+    # The searches start once the writing windows' turns are stored: how long a capture may hold up
+    # a session start is bounded (capture/inflight.py, tested in test_inflight.py), and on a suite
+    # that keeps both cores busy three captures can outlast it; what this test asks is who answers.
+    windows.turns_stored(writes)
     searches = [windows.start(f"What do we know about this?\nSEARCH: {QUERIES[(i + 1) % 3]}") for i in range(3)]
     windows.watch(searches)
     assert windows.residents == {resident}
