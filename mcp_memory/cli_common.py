@@ -1,6 +1,6 @@
 """What every `mcp-memory` subcommand module shares: the database and service opened for one
-command. It sits below `cli.py` so the modules that register subcommands there (decisions,
-console, capture) can use it without importing the command line back."""
+command. It sits below `cli.py` so the modules that register subcommands there (cli_server.py
+and its siblings; decisions, console, capture) can use it without importing the command line back."""
 
 from __future__ import annotations
 
