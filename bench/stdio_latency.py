@@ -89,12 +89,6 @@ def cold_start(data_dir: Path) -> tuple[float, float]:
     return initialized, ready
 
 
-
-
-
-
-
-
 def fresh_query(rng: random.Random) -> str:
     """A question unlikely to have been asked before (so its vector is not cached)."""
     return f"{rng.choice(QUERIES)} {rng.choice(SUBJECTS).lower()} {rng.choice(OBJECTS)} {rng.randrange(10**6)}x"

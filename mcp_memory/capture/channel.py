@@ -399,7 +399,7 @@ async def listen(service: MemoryService, settings: Settings, tg: anyio.abc.TaskG
         listener = await anyio.create_unix_listener(path, mode=0o600)
         inode = os.stat(path).st_ino
         unlink = _unlinker(path, inode)
-        atexit.register(unlink)  # SIGTERM exits through atexit (cli._exit_on_sigterm)
+        atexit.register(unlink)  # SIGTERM exits through atexit (cli_server._exit_on_sigterm)
         log.info("hook channel: listening on %s", path)
         channel = Channel(service, settings, tg)
         if ready is not None:
