@@ -46,9 +46,6 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-
-
-
 def wait_healthy(base: str, proc: subprocess.Popen) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

@@ -57,9 +57,6 @@ EXTRA_QUERIES = ["who moved to Oslo", "Kafka", "nightly backups failing", "what 
                  "feature flags in the mobile app", "Tartu", "PostgreSQL upgrade plan", "green tea"]
 
 
-
-
-
 def jittered(base: np.ndarray, seed: int) -> np.ndarray:
     """A unit vector near `base`: a generated memory close to, not equal to, its embedded sentence."""
     v = base + np.random.default_rng(seed).normal(0, 0.02, base.shape[0]).astype(np.float32)

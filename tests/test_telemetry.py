@@ -286,8 +286,6 @@ async def test_one_access_line_per_request_without_keys_or_query(database: Datab
     assert len(health_lines) == len({a["request_id"] for a in health_lines})  # one line, one id, per request
 
 
-
-
 async def test_doctor_reports_the_job_queue_as_ready_does(database: Database, settings: Settings) -> None:
     from mcp_memory.db.doctor import diagnose
 

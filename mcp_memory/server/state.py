@@ -163,8 +163,6 @@ async def _client_roots(session: Any, protocol_version: str | None) -> list[Path
     return []
 
 
-
-
 def _exit(code: int) -> None:
     """Leave at once, releasing the embedded database handle (the stdin reader thread would keep
     a normal exit waiting)."""
