@@ -1,10 +1,12 @@
 """Where a search's and a write's time goes, in process (no MCP, no pipes).
 
-Loads LoCoMo conversations through `MemoryService.write`, runs ANALYZE, then times each stage
-of `retrieval.search` as the service runs it (query vectors cached): building the statement, the
-transaction's first round trip (BEGIN and its settings), the statement (and, from EXPLAIN
-ANALYZE on the same statement, how much of it is planning), the transaction's end, the Python
-stage after SQL and the result's JSON serialization; then the writes of bench/side_by_side.py (turns as
+Loads LoCoMo conversations through `MemoryService.write`, runs ANALYZE, then times
+`service.search` whole and each stage of `retrieval.search` as the service runs it (query vectors
+cached; `SearchStages` wraps what the search calls, so the stages are the search's own): BEGIN
+and its settings, the narrowing estimate, the question's names looked up among the known entities,
+building the statement, the statement (and, from EXPLAIN ANALYZE on the same statement, how much
+of it is planning), the keyed facts, the hop, the summaries' sources, the Python stage after SQL,
+the keyed order and the result's serialization; then the writes of bench/side_by_side.py (turns as
 episodes, one call each, into an empty scope) by stage (embedding, insert, neighbours, the `related`
 list), with each stage's mean over the slowest quarter of the writes beside the rest's. Each stage's
 p50 / p95 is printed as a table and written as JSON.
@@ -17,11 +19,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -37,10 +41,8 @@ from locomo import (  # noqa: E402
 )
 from stats import summary  # noqa: E402
 
-from mcp_memory.models import Principal, SearchResult  # noqa: E402
-from mcp_memory.retrieval import parse_query  # noqa: E402
-from mcp_memory.retrieval.reorder import after_sql  # noqa: E402
-from mcp_memory.retrieval.statement import build_search  # noqa: E402
+from mcp_memory.models import Principal  # noqa: E402
+from mcp_memory.retrieval.statement import SearchStatement  # noqa: E402
 from mcp_memory.server.results import compact  # noqa: E402
 from mcp_memory.service import MemoryService  # noqa: E402
 
@@ -66,39 +68,62 @@ class Stages:
         return out
 
 
-async def profile_search(service: MemoryService, p: Principal, question: str, stages: Stages) -> None:
-    """One search, stage by stage, as `retrieval.search` runs it (keep the two in step)."""
-    settings, vectors, repo = service.settings, service.vectors, service.repo
-    started = time.perf_counter()
-    parsed = stages.run("parse query", lambda: parse_query(question))
-    vector = await stages.timed("query vector (cached)", vectors.query(parsed.text)) if vectors else None
-    statement = stages.run("build statement", lambda: build_search(
-        p, parsed, None, limit=10, settings=settings, vector=vector, model=vectors.model if vectors else None,
-        dimension=vectors.dimension if vectors else 0))
-    if statement is None:
-        return
-    t = time.perf_counter()
-    async with repo.reading(p, **statement.gucs) as conn:
-        stages.times["BEGIN + settings"].append(time.perf_counter() - t)
-        rows = await stages.timed("statement", conn.fetch(statement.sql, *statement.args))
-        t = time.perf_counter()
-    stages.times["end (COMMIT in the background)"].append(time.perf_counter() - t)
-    hits = await stages.timed("Python stage after SQL", after_sql(
-        rows, parsed, past=statement.past, conflict=statement.conflict, settings=settings, explain=False,
-        vectors=vectors))
-    result = SearchResult(query=question, hits=hits)
-    stages.times["service total"].append(time.perf_counter() - started)
-    stages.run("serialize (text + structured)", lambda: (compact(result), result.model_dump(mode="json")))
+class SearchStages:
+    """Each stage of `retrieval.search` timed as the service runs it, by wrapping the functions the
+    search module calls for the run (so the profile cannot fall out of step with the search): the
+    transaction's first round trip (BEGIN and its settings), the narrowing estimate, the lookup of
+    the question's names among the known entities, building the statement (once, or twice when the
+    names are known), the statement itself, the keyed facts, the hop, the summaries' sources, the
+    Python stage after SQL and the keyed order. The last statement run is kept for EXPLAIN."""
+
+    CALLS = ("few_pass", "named_in", "facts_named", "one_hop", "sources_of", "after_sql", "keyed_first")
+
+    def __init__(self, service: MemoryService, stages: Stages) -> None:
+        self.stages, self.last = stages, None
+        module = importlib.import_module("mcp_memory.retrieval.search")
+        for name in self.CALLS:
+            setattr(module, name, self._timed(getattr(module, name), name))
+        build = module.build_search
+
+        def built(*args: Any, **kwargs: Any) -> Any:
+            statement = stages.run("build statement", lambda: build(*args, **kwargs))
+            self.last = statement
+            return statement
+        module.build_search = built
+        reading = service.repo.reading
+
+        @asynccontextmanager
+        async def timed_reading(p: Principal, **gucs: str) -> AsyncIterator[Any]:
+            t = time.perf_counter()
+            async with reading(p, **gucs) as conn:
+                stages.times["BEGIN + settings"].append(time.perf_counter() - t)
+                yield _Timed(conn, self, stages)
+        service.repo.reading = timed_reading  # type: ignore[method-assign]
+
+    def _timed(self, work: Callable[..., Awaitable[T]], name: str) -> Callable[..., Awaitable[T]]:
+        async def timed(*args: Any, **kwargs: Any) -> T:
+            return await self.stages.timed(name, work(*args, **kwargs))
+        return timed
 
 
-async def planning(service: MemoryService, p: Principal, question: str) -> tuple[float, float]:
-    """(planning ms, execution ms) as EXPLAIN ANALYZE reports them for this search's statement."""
-    vectors = service.vectors
-    parsed = parse_query(question)
-    vector = await vectors.query(parsed.text) if vectors else None
-    statement = build_search(p, parsed, None, limit=10, settings=service.settings, vector=vector,
-                             model=vectors.model if vectors else None, dimension=vectors.dimension if vectors else 0)
-    assert statement is not None
+class _Timed:
+    """A connection whose run of the search's statement is timed as "statement"."""
+
+    def __init__(self, conn: Any, search: SearchStages, stages: Stages) -> None:
+        self._conn, self._search, self._stages = conn, search, stages
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+    async def fetch(self, sql: str, *args: Any) -> Any:
+        last = self._search.last
+        if last is not None and sql == last.sql:
+            return await self._stages.timed("statement", self._conn.fetch(sql, *args))
+        return await self._conn.fetch(sql, *args)
+
+
+async def planning(service: MemoryService, p: Principal, statement: SearchStatement) -> tuple[float, float]:
+    """(planning ms, execution ms) as EXPLAIN ANALYZE reports them for a search's statement."""
     async with service.repo.transaction(p, **statement.gucs) as conn:
         text = await conn.fetchval(f"EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) {statement.sql}", *statement.args)
     plan = json.loads(text)[0]
@@ -155,6 +180,17 @@ class WriteStages:
                 for name in names}
 
 
+async def serialized(service: MemoryService, jobs: list[tuple[Principal, str]]) -> list[float]:
+    """Seconds to turn each search's result into the tool's text and structured content."""
+    times = []
+    for p, question in jobs:
+        result = await service.search(p, question, limit=10)
+        t = time.perf_counter()
+        compact(result), result.model_dump(mode="json")
+        times.append(time.perf_counter() - t)
+    return times
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     # One conversation more than the searches use: the writes', whose texts are then new to the
     # embedding cache (a turn written twice is embedded once).
@@ -173,11 +209,17 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             await service.search(p, question, limit=10)
         search, whole = Stages(), Stages()
         for p, question in jobs:
-            await profile_search(service, p, question, search)
             await whole.timed("service.search", service.search(p, question, limit=10))
-        plans = [await planning(service, p, question) for p, question in jobs[:50]]
+        serialize = await serialized(service, jobs)
+        timed = SearchStages(service, search)
+        statements = []
+        for p, question in jobs:
+            await whole.timed("service.search, stages timed", service.search(p, question, limit=10))
+            statements.append((p, timed.last))
+        plans = [await planning(service, p, statement) for p, statement in statements[:50] if statement]
         search.times["  of which planning (EXPLAIN)"] = [plan / 1000 for plan, _ in plans]
         search.times["  of which execution (EXPLAIN)"] = [execute / 1000 for _, execute in plans]
+        search.times["serialize (text + structured)"] = serialize
         search.times |= whole.times
         # The writes of bench/side_by_side.py: a conversation's turns as episodes, one call each,
         # into a scope of their own (empty at first, as the side-by-side store is). No background
