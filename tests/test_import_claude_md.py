@@ -3,6 +3,8 @@ the project our server derives for its folder."""
 
 from __future__ import annotations
 
+import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -39,6 +41,8 @@ The service is a FastAPI app; the entry point is `app/main.py`.
 ```
 """
 
+PROJECT_WRITTEN = datetime(2024, 1, 2, 9, 30, tzinfo=UTC)
+
 
 @pytest.fixture
 def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
@@ -55,8 +59,8 @@ def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
     return user, project
 
 
-def test_sections_become_procedures_and_import_lines_stay_out() -> None:
-    drafts = claude_md.read(PROJECT_MD, "CLAUDE.md")
+def test_sections_become_procedures_and_import_lines_stay_out(files: tuple[Path, Path]) -> None:
+    drafts = claude_md.read(PROJECT_MD, files[1])
     assert [(d.title, d.content) for d in drafts] == [
         ("Acme API", "The service is a FastAPI app; the entry point is `app/main.py`."),
         ("Acme API › Commands", "Run tests with `make test`"),
@@ -99,9 +103,15 @@ async def test_import_into_the_right_namespaces_dry_run_and_twice(
     assert dry.planned == {"procedure in user": 2, "procedure in project acme-api": 4}
     assert (await service.list(principal(project="acme-api"), limit=50)).memories == []
 
+    os.utime(project, (PROJECT_WRITTEN.timestamp(), PROJECT_WRITTEN.timestamp()))
     first = await import_paths(service, maintenance, alice, [user, project], progress=False)
     assert (first.created, first.unchanged) == (6, 0)
     in_acme = (await service.list(principal(project="acme-api"), limit=50)).memories
+    # each keeps where it came from and is dated by its file's last write
+    from_project = [m for m in in_acme if m.scope.level == "project"]
+    assert {m.occurred_at for m in from_project} == {PROJECT_WRITTEN}
+    assert {m.metadata["original_path"] for m in from_project} == {str(project.resolve())}
+    assert {m.metadata["original_path"] for m in in_acme if m.scope.level == "user"} == {str(user.resolve())}
     assert {(m.scope.level, m.scope.project_id) for m in in_acme} == {("user", None), ("project", "acme-api")}
     assert {m.content for m in in_acme if m.scope.level == "project"} == {
         "The service is a FastAPI app; the entry point is `app/main.py`.", "Run tests with `make test`",

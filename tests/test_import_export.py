@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -100,8 +102,12 @@ def test_json_of_no_format_it_reads_is_one_line_naming_them(tmp_path: Path) -> N
 async def test_import_tree_twice_adds_nothing(service: MemoryService, database: Database, alice: Principal,
                                               tree: Path) -> None:
     maintenance = MaintenanceRepository(database.admin)
+    written = datetime(2025, 3, 4, 5, 6, tzinfo=UTC)
+    os.utime(tree / "MEMORY.md", (written.timestamp(), written.timestamp()))
     first = await import_paths(service, maintenance, alice, [tree], progress=False)
     assert (first.files, first.created, first.unchanged) == (3, 10, 0)
+    notes = [m for m in (await service.list(alice, limit=100)).memories if m.source == "import:MEMORY.md"]
+    assert len(notes) == 5 and {m.occurred_at for m in notes} == {written}  # dated by the file's last write
     second = await import_paths(service, maintenance, alice, [tree], progress=False)
     assert (second.created, second.unchanged) == (0, 10)
 

@@ -4,7 +4,8 @@ drafts (or refuses it, naming the record it cannot read); `mcp_memory.importers`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Literal
 
 from ..models import Kind, ScopeLevel
@@ -33,3 +34,8 @@ class Draft:
     record: str | None = None
     scope: ScopeLevel | None = None
     about: list[str] | None = None
+
+
+def file_time(path: Path) -> datetime:
+    """When a file was last written: the one date a Markdown file of memories carries."""
+    return datetime.fromtimestamp(path.stat().st_mtime, UTC)

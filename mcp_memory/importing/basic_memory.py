@@ -26,7 +26,7 @@ YAML is the note's text, as basic-memory takes it; a file that is not UTF-8 text
 from __future__ import annotations
 
 import re
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ import yaml
 from .. import limits
 from ..errors import InvalidInput
 from ..models import Kind
-from . import Draft
+from . import Draft, file_time
 from .markdown import sections
 
 SOURCE = "basic-memory"
@@ -177,7 +177,7 @@ class _Note:
         self.type = str(meta.get("type") or "note")
         self.permalink = meta.get("permalink") if isinstance(meta.get("permalink"), str) else None
         self.tags = _tags(meta.get("tags"))
-        self.created = _when(meta.get("created"), datetime.fromtimestamp(path.stat().st_mtime, UTC))
+        self.created = _when(meta.get("created"), file_time(path))
 
     def provenance(self) -> dict[str, Any]:
         return {"source": SOURCE, "original_path": self.rel, "original_type": self.type,

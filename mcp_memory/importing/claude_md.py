@@ -1,7 +1,8 @@
 """Claude Code's memory files: the user's `~/.claude/CLAUDE.md` and a project's `CLAUDE.md`
 (`./CLAUDE.md`, `./.claude/CLAUDE.md`, `CLAUDE.local.md`, or one in a subfolder). Each bullet, and
 each section's prose, is a memory as in MEMORY.md, of kind `procedure` (they say how to work); a
-line that only imports another file (`@path`) is left out.
+line that only imports another file (`@path`) is left out. Each keeps the file's path and is dated
+by the file's last write, the one date it carries.
 
 The user's file goes to the user's namespace. A project's goes to the project our server names for
 its folder (the git repository's name, else the folder's own: `auth.git_project`), unless the
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from ..auth import check_identifier, git_project
 from ..models import Principal, ScopeLevel
-from . import Draft
+from . import Draft, file_time
 from .markdown import sections
 
 NAMES = {"claude.md", "claude.local.md"}
@@ -52,14 +53,15 @@ def placement(path: Path, p: Principal, scope: ScopeLevel | None,
     return p.model_copy(update={"project_id": project_of(path)}), "project"
 
 
-def read(text: str, filename: str) -> list[Draft]:
+def read(text: str, path: Path) -> list[Draft]:
     kept, fenced = [], False
     for line in text.splitlines():
         if line.strip().startswith("```"):
             fenced = not fenced
         if fenced or not _IMPORT_LINE.match(line):
             kept.append(line)
-    return [Draft(content=content, title=heading, kind="procedure", tags=[SOURCE],
-                  metadata={"source": SOURCE, "imported_from": filename},
-                  record=f"item {index + 1} ({heading or 'top'})")
+    metadata = {"source": SOURCE, "imported_from": path.name, "original_path": str(path.resolve())}
+    written = file_time(path)
+    return [Draft(content=content, title=heading, kind="procedure", tags=[SOURCE], metadata=dict(metadata),
+                  occurred_at=written, record=f"item {index + 1} ({heading or 'top'})")
             for index, (heading, content) in enumerate(sections("\n".join(kept)))]

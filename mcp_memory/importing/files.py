@@ -15,7 +15,7 @@ from .. import limits
 from ..errors import InvalidInput
 from ..repository.maintenance import EXPORT_COLUMNS
 from ..validation import content_hash
-from . import Draft, Format, basic_memory, claude_md, doobidoo, doobidoo_json, mem0
+from . import Draft, Format, basic_memory, claude_md, doobidoo, doobidoo_json, file_time, mem0
 from .markdown import parse_markdown
 
 EXPORT_FORMAT = "mcp-memory-export"
@@ -234,8 +234,8 @@ def read_file(path: Path, fmt: Format) -> list[Draft] | list[dict[str, Any]]:
             # str.splitlines() would treat as line breaks.
             return list(read_export(text.split("\n")))
         if fmt == "claude-md":
-            return claude_md.read(text, path.name)
-        return parse_markdown(text, path.name) if fmt == "markdown" else parse_knowledge_graph(text)
+            return claude_md.read(text, path)
+        return parse_markdown(text, path.name, file_time(path)) if fmt == "markdown" else parse_knowledge_graph(text)
     except InvalidInput as exc:
         raise InvalidInput(f"{path}: {exc}; nothing was imported") from None
     except (ValueError, KeyError, TypeError, AttributeError) as exc:

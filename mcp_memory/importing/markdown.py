@@ -4,6 +4,7 @@ section's prose as one, each titled by its headings."""
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from pathlib import Path
 
 from . import Draft
@@ -65,16 +66,17 @@ def sections(text: str) -> list[tuple[str | None, str]]:
     return items
 
 
-def parse_markdown(text: str, filename: str) -> list[Draft]:
+def parse_markdown(text: str, filename: str, written: datetime | None = None) -> list[Draft]:
     """One memory per bullet; a section's prose (outside bullets) is one memory. Identity files
-    (SOUL.md, IDENTITY.md) become pinned core memories, earlier items with higher priority."""
+    (SOUL.md, IDENTITY.md) become pinned core memories, earlier items with higher priority. Each is
+    dated `written` (the file's last write), the one date such a file carries."""
     identity = filename.lower() in IDENTITY_FILES
     tag = Path(filename).stem.lower()
     drafts = []
     for index, (heading_path, content) in enumerate(sections(text)):
         drafts.append(Draft(
             content=content, title=heading_path, kind="identity" if identity else "note", tags=[tag],
-            metadata={"imported_from": filename}, pinned=identity,
+            metadata={"imported_from": filename}, pinned=identity, occurred_at=written,
             priority=max(1000 - index, 1) if identity else 0, record=f"item {index + 1} ({heading_path or 'top'})"))
     return drafts
 
