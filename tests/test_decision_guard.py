@@ -323,6 +323,39 @@ async def test_a_description_said_about_is_no_name_and_a_person_of_the_users_is(
     assert verdict.allowed == [] and 1 in (verdict.refused | verdict.suggested), verdict
 
 
+async def test_the_graphs_subject_is_what_is_masked_and_its_keys_tell_attributes_apart() -> None:
+    """Where the graph has both memories about one subject, its names are the subject, not the
+    text's reading: "The user dropped Jenkins; ..." reads as about Jenkins, which masked the value
+    the change names beside the new one (the local model's right replace waited as a suggestion).
+    Two of the lexicon's attributes keyed on one entity are never one fact: "Greta Ibarra is Tomás's
+    manager at Acme Robotics" names Acme Robotics beside a new name but states his manager, not his
+    employer (a wrong replace once Acme Robotics was no longer masked). A key in a model's own words
+    ("change") tells nothing apart."""
+    from uuid import uuid4
+
+    from mcp_memory.graph.subjects import Subjects
+    falcon, user = uuid4(), uuid4()
+    new, old = "The user dropped Jenkins; Falcon's CI is GitHub Actions now.", "CI runs on Jenkins."
+    about = {1: Subjects(said={falcon: "Falcon"}, read={}, named=frozenset({falcon}), keyed={falcon: "tool"}),
+             2: Subjects(said={falcon: "Falcon"}, read={user: "the user"}, named=frozenset({falcon, user}),
+                         keyed={falcon: "chang"})}
+    assert (await guard.check(new, [(1, old)], Down(), stored=about, new_id=2)).allowed == [1]  # type: ignore[arg-type]
+    verdict = await guard.check(new, [(1, old)], Down())  # type: ignore[arg-type]
+    assert verdict.allowed == [], verdict  # the text's reading alone: not confirmed
+
+    tomas, greta = uuid4(), uuid4()
+    new, old = "Greta Ibarra is Tomás's manager at Acme Robotics.", "Tomás works for Acme Robotics."
+    keyed = {1: Subjects(said={tomas: "Tomás Herrera"}, read={}, named=frozenset({tomas}),
+                         keyed={tomas: "employer"}),
+             2: Subjects(said={tomas: "Tomás Herrera"}, read={}, named=frozenset({tomas, greta}),
+                         keyed={tomas: "manager"})}
+    verdict = await guard.check(new, [(1, old)], Down(), stored=keyed, new_id=2)  # type: ignore[arg-type]
+    assert verdict.allowed == [] and "states employer, the new memory manager" in verdict.suggested[1], verdict
+    own_words = {**keyed, 2: Subjects(said={tomas: "Tomás Herrera"}, read={}, named=frozenset({tomas, greta}),
+                                      keyed={tomas: "new rol"})}
+    assert (await guard.check(new, [(1, old)], Down(), stored=own_words, new_id=2)).allowed == [1]  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(("new", "old", "ends", "opens"), [
     ("The scheduling pipeline exposes a GraphQL endpoint.", "The webhooks pipeline exposes a GraphQL endpoint.",
      True, False),

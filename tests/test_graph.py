@@ -145,6 +145,10 @@ async def test_many_valued_attributes_accumulate_and_other_keys_or_people_are_un
     assert d.memory.replaced is None and e.memory.replaced is None
     got = (await service.get(p, [a.memory.id, b.memory.id, c.memory.id, d.memory.id])).memories
     assert all(m.superseded_by is None for m in got)
+    # what the decisions' guard reads back: whom each is about, and the attribute keyed of them
+    stored = await service.repo.subjects(p, [a.memory.id, d.memory.id, e.memory.id])
+    assert [set(stored[m.memory.id].keyed.values()) for m in (a, d, e)] == [{"allergies"}, {"home city"}, {"manager"}]
+    assert stored[d.memory.id].keyed.keys() == stored[d.memory.id].said.keys()
 
 
 async def test_me_is_the_user_and_a_key_with_no_subject_is_refused(service) -> None:

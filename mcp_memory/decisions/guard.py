@@ -31,8 +31,11 @@ our job, not the model's, so before an UPDATE, DELETE or NONE is applied each ta
   / "The checkout worker"), all
   read without a remark in parentheses closing a note ("(noted again)"); each a suggestion at
   most; a name ending on an acronym ("Webhooks API") names a thing, not someone;
-- attribute: with the subject's names and the words for the user masked, the two texts say the
-  same kind of thing (cosine of their embeddings at least the floor, `ATTRIBUTE_FLOOR` unless
+- attribute: two of the lexicon's attributes keyed of the one subject (a writer's or a model's
+  `key`) are never one fact, a suggestion at most (graph/subjects.py `other_attribute`); else,
+  with the subject's names (the graph's, where it has both about one subject) and the words for
+  the user masked, the two texts say the same kind of thing (cosine of their embeddings at least
+  the floor, `ATTRIBUTE_FLOOR` unless
   MCP_MEMORY_DECISIONS_GUARD_FLOOR says otherwise, and about as close as the closest of the
   subject's other candidates), or the new one names a value the old one holds beside one the old
   one does not say at all ("left Leipzig for Berlin" replaces "lives in Leipzig"; a note's label
@@ -56,7 +59,7 @@ from uuid import UUID
 import numpy as np
 
 from ..config import DecisionSettings
-from ..graph.subjects import Subjects
+from ..graph.subjects import Subjects, other_attribute
 from ..retrieval.focus import MASK, names_its_value
 from ..retrieval.query import LABEL, NOT_NAMES
 from .pace import served_here
@@ -106,6 +109,8 @@ class Embeds(Protocol):
 OTHER_THING = "it says what the new memory says in the same words, about something else by our check"
 # Why a memory about the same thing is taken for another attribute of it (decisions/wording.py).
 OTHER_VALUES = "its values are of another kind than the new memory's (a name, a code, a number) by our check"
+# Why a memory about the same thing is taken for another attribute of it (graph/subjects.py).
+OTHER_KEY = "it states another attribute of the same subject"
 @dataclass(frozen=True)
 class Judged:
     """How one older memory stands to a new one, by our own check."""
@@ -136,7 +141,7 @@ async def judge(new: str, olds: Sequence[str], vectors: Embeds | None,
     out = [Judged(other_subject=why) for why in subject]
     if not same:
         return out
-    shared = {k: subject_names(new, olds[k]) for k in same}
+    shared = {k: subject_names(new, olds[k], stored_new, stored[k]) for k in same}
     pairs = {k: (masked(new, shared[k]), masked(olds[k], shared[k])) for k in same}
     embedded = await vectors.documents_or_none([t for k in same for t in pairs[k]]) if vectors is not None else None
     cosines = ({k: float(np.dot(embedded[2 * i], embedded[2 * i + 1])) for i, k in enumerate(same)}
@@ -145,6 +150,9 @@ async def judge(new: str, olds: Sequence[str], vectors: Embeds | None,
     new_owned = owned_by_someone(new)
     bare = without_aside(new)
     for k in same:
+        if why := other_attribute(stored_new, stored[k]):
+            out[k] = Judged(other_subject=f"{OTHER_KEY}: {why}")
+            continue
         unnamed = not new_owned and not owned_by_someone(olds[k])
         ignore = frozenset(w for name in shared[k] for w in name) | {MASK} | NOT_NAMES
         # A note's label names no value: "1:1 notes:" in both once made any two of a colleague's
@@ -199,7 +207,7 @@ async def check(new: str, targets: Sequence[tuple[UUID, str]], vectors: Embeds |
     found = await judge(new, [t for _, t in judged], vectors, floor, stored_new=stored.get(new_id) if new_id else None,
                         stored_olds=[stored.get(m) for m, _ in judged])
     for (memory_id, _), j in zip(targets, found[:len(targets)], strict=True):
-        if j.other_subject in (UNSURE, OTHER_THING, OTHER_VALUES):
+        if j.other_subject in (UNSURE, OTHER_THING, OTHER_VALUES) or (j.other_subject or "").startswith(OTHER_KEY):
             verdict.suggested[memory_id] = f"guard: {j.other_subject}"
         elif j.other_subject:
             verdict.refused[memory_id] = f"guard: {j.other_subject}"

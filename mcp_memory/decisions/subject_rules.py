@@ -216,17 +216,23 @@ def _thing_pairs(text: str) -> set[tuple[str, str]]:
     return {pair for pair in word_pairs(text) if not any(c.isdigit() for word in pair for c in word)}
 
 
-def subject_names(new: str, old: str) -> list[tuple[str, ...]]:
+def subject_names(new: str, old: str, stored_new: Subjects | None = None,
+                  stored_old: Subjects | None = None) -> list[tuple[str, ...]]:
     """The names both texts hold (anywhere) that are the subject of one of them: what is masked.
     The others are values ("from Railway to AWS Lambda", "left the Amsterdam office"), and so is
     every name in two notes about the user, whose words are masked instead: "VS Code" masked,
     "I switched from VS Code to Zed" no longer named the value it replaces in "I use VS Code"
     (under the adversary at 0.45 right updates applied on assistant 47 -> 85 and workbench 59 ->
     70 with no wrong one more; at 0.25 169 -> 182 and 136 -> 142, wrong 54 -> 51 and 48 -> 48; no
-    other set changed. Either one a note about the user: ops and workbench wrong ones more)."""
+    other set changed. Either one a note about the user: ops and workbench wrong ones more).
+    Where the graph has both about the same subject (`stored_new`, `stored_old`), its names are
+    the subject, not the text's reading of it ("The user dropped Jenkins; ..." reads as about
+    Jenkins)."""
     if _user_note(new) and _user_note(old):
         return []
-    subjects = [s for s in (subject(new), subject(old)) if s]
+    said = stored_subjects.subject_names(stored_new, stored_old)
+    subjects = ([s for s in (subject(new), subject(old)) if s] if said is None
+                else [tuple(w.lower() for w in WORD.findall(name)) for name in said])
     theirs = names(old, anywhere=True)
     return [a for a in names(new, anywhere=True)
             if any(_same(a, b) for b in theirs) and any(_same(a, s) for s in subjects)]

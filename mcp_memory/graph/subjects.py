@@ -11,22 +11,25 @@ merged in the console ("Bob" into "Robert Smith")."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal
 from uuid import UUID
 
 from ..lexicon import Lexicon
 from ..lexicon.english import ENGLISH
+from .keys import in_lexicon
 
 
 @dataclass(frozen=True)
 class Subjects:
     """What the graph holds of one memory: the entities a writer or a model said it is about, those
-    the rules read as its subject, and every entity it names (id -> name, "the user" for the user)."""
+    the rules read as its subject, and every entity it names (id -> name, "the user" for the user);
+    `keyed`: the attribute its keyed facts state of each entity (id -> attribute)."""
 
     said: Mapping[UUID, str]
     read: Mapping[UUID, str]
     named: frozenset[UUID]
+    keyed: Mapping[UUID, str] = field(default_factory=dict)
 
     @property
     def about(self) -> Mapping[UUID, str]:
@@ -72,6 +75,33 @@ def compare(new: Subjects | None, old: Subjects | None) -> Literal["same", "othe
     if new.about.keys() & old.about.keys() or old.about.keys() & new.named:
         return "same"
     return "other" if new.said and old.said else "apart"
+
+
+def subject_names(new: Subjects | None, old: Subjects | None) -> list[str] | None:
+    """The names of what two memories are about where `compare` finds them about the same subject:
+    the only names a reader of their texts should take for the subject. A name both texts hold that
+    neither is about is a value ("CI runs on Jenkins." / "The user dropped Jenkins; Falcon's CI is
+    GitHub Actions now.", both about Falcon). None where the graph does not say."""
+    if compare(new, old) != "same":
+        return None
+    new, old = _names_said(new), _names_said(old)
+    assert new is not None and old is not None
+    return sorted({*new.about.values(), *old.about.values()})
+
+
+def other_attribute(new: Subjects | None, old: Subjects | None, lexicon: Lexicon = ENGLISH) -> str | None:
+    """Why `old` states another attribute than `new` by their keyed facts: of one entity, two of the
+    lexicon's attributes, which are never one ("Tomás works for Acme Robotics." keyed employer,
+    "Greta Ibarra is Tomás's manager at Acme Robotics." keyed manager). A key in its own words
+    (not the lexicon's) says too little to tell: a model keys one change "migration", another
+    "switch". None where nothing says they differ."""
+    if new is None or old is None:
+        return None
+    for entity in new.keyed.keys() & old.keyed.keys():
+        mine, theirs = new.keyed[entity], old.keyed[entity]
+        if mine != theirs and in_lexicon(mine, lexicon) and in_lexicon(theirs, lexicon):
+            return f"it states {theirs}, the new memory {mine} (by their keys)"
+    return None
 
 
 def why_other(new: Subjects, old: Subjects) -> str:

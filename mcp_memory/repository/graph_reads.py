@@ -50,21 +50,27 @@ async def structure_of(conn: asyncpg.Connection, p: Principal, ids: Sequence[UUI
 
 
 async def subjects_of(conn: asyncpg.Connection, p: Principal, ids: Sequence[UUID]) -> dict[UUID, Subjects]:
-    """For each memory of `ids` the graph has read: the entities it is about and every one it names
-    (graph/subjects.py). A memory the graph has not read (an import's backlog) is left out."""
+    """For each memory of `ids` the graph has read: the entities it is about, every one it names and
+    the attribute its keyed facts state of each (graph/subjects.py). A memory the graph has not read
+    (an import's backlog) is left out."""
     rows = await conn.fetch(
-        """SELECT me.memory_id, me.entity_id, me.role, me.source, e.kind, e.name
+        """SELECT me.memory_id, me.entity_id, me.role, me.source, e.kind, e.name, f.attribute
            FROM memory_entities me JOIN entities e ON e.user_id = me.user_id AND e.id = me.entity_id
+           LEFT JOIN memory_facts f
+             ON f.user_id = me.user_id AND f.memory_id = me.memory_id AND f.entity_id = me.entity_id
            WHERE me.user_id = $1 AND me.memory_id = ANY($2::uuid[])""", p.user_id, list(ids))
     said: dict[UUID, dict[UUID, str]] = {}
     read: dict[UUID, dict[UUID, str]] = {}
     named: dict[UUID, set[UUID]] = {}
+    keyed: dict[UUID, dict[UUID, str]] = {}
     for r in rows:
         named.setdefault(r["memory_id"], set()).add(r["entity_id"])
         if r["role"] == "about":
             by = read if r["source"] == "rules" else said
             by.setdefault(r["memory_id"], {})[r["entity_id"]] = "the user" if r["kind"] == "user" else r["name"]
-    return {m: Subjects(said=said.get(m, {}), read=read.get(m, {}), named=frozenset(found))
+        if r["attribute"] is not None:
+            keyed.setdefault(r["memory_id"], {})[r["entity_id"]] = r["attribute"]
+    return {m: Subjects(said=said.get(m, {}), read=read.get(m, {}), named=frozenset(found), keyed=keyed.get(m, {}))
             for m, found in named.items()}
 
 
