@@ -75,6 +75,12 @@ def test_keys_in_other_words_are_one_attribute_and_others_never_merge() -> None:
     phone = key_of("phone", ENGLISH)
     assert cued_by(phone, "The user's phone is an iPhone 15.", ENGLISH).attribute == "phone"  # a handset
     assert cued_by(phone, "Call Greta on her phone: 555 0134.", ENGLISH).attribute == "phone number"
+    # "job" is where someone works or what they do there: the text's cues, then the subject's facts
+    job = key_of("current job", ENGLISH)
+    assert {job.attribute, *job.alternatives} == {"employer", "job title"}
+    assert cued_by(job, "Eun-ji was promoted to Staff Engineer.", ENGLISH).attribute == "job title"
+    assert cued_by(job, "Eun-ji joined a new company, Initech.", ENGLISH).attribute == "employer"
+    assert job.within({"job title"}).attribute == "job title" and job.within({"employer"}).attribute == "employer"
     assert key_of("employer", ENGLISH).attribute != key_of("manager", ENGLISH).attribute
     assert key_of("job title", ENGLISH).attribute != key_of("employer", ENGLISH).attribute
     assert key_of("hometown", ENGLISH).attribute != key_of("home city", ENGLISH).attribute
