@@ -97,6 +97,12 @@ def test_a_question_asks_for_one_of_the_subjects_attributes() -> None:
     assert asked("Which town is Greta in at the moment?", ENGLISH, known) == "home city"
     assert asked("What colour does Greta like?", ENGLISH, known) == "favourit colour"
     assert asked("How is Greta doing?", ENGLISH, known) is None
+    # where someone works is their employer; what they work on, or from, is a project or an office
+    at_work = {**known, "project": ["working on"], "office": ["office"]}
+    assert asked("Where does Greta work now?", ENGLISH, at_work) == "employer"
+    assert asked("Where am I working these days?", ENGLISH, at_work) == "employer"
+    assert asked("What does Greta work on?", ENGLISH, at_work) == "project"
+    assert asked("Where does Greta work from currently?", ENGLISH, at_work) == "office"
 
 
 def test_rules_find_the_subject_first_and_the_user() -> None:
