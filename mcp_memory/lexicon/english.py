@@ -56,7 +56,8 @@ ATTRIBUTES = (
     # work
     Attribute("employer", ("employer", "company", "works at", "works for", "workplace", "firm", "employed by",
                            "organisation", "organization", "where they work", "current employer", "job"),
-              ("employer", "employs", "company", "firm", "organisation", "organization", "work at", "work for", "work")),
+              ("employer", "employs", "company", "firm", "organisation", "organization", "work at", "work for",
+               "work")),
     Attribute("job title", ("job title", "title", "role", "position", "job role", "designation", "rank", "job"),
               ("title", "role", "position", "promoted")),
     Attribute("manager", ("manager", "boss", "reports to", "supervisor", "line manager", "who they report to",
