@@ -60,6 +60,9 @@ def test_keys_in_other_words_are_one_attribute_and_others_never_merge() -> None:
     city = {key_of(k, ENGLISH).attribute for k in ("home city", "lives in", "where they live", "Their current city")}
     assert city == {"home city"}
     assert {key_of(k, ENGLISH).attribute for k in ("team", "belongs to", "member of", "their team")} == {"team"}
+    # one phrase however its words are joined: run together, hyphenated or apart
+    spellings = ("oncall rotation", "on call rotation", "on-call rotation", "on-call", "time-zone")
+    assert [key_of(k, ENGLISH).attribute for k in spellings] == ["on-call"] * 4 + ["time zone"]
     # "language" is a program's, one at a time, unless the subject speaks languages: then one of many.
     language = key_of("language", ENGLISH)
     assert language.attribute == "language" and language.single

@@ -61,6 +61,21 @@ def _exact(lexicon: Lexicon) -> dict[str, frozenset[str]]:
     return {k: frozenset(v) for k, v in found.items()}
 
 
+@functools.lru_cache(maxsize=8)
+def _squashed(lexicon: Lexicon) -> dict[str, frozenset[str]]:
+    """Each phrase with its words run together, hyphens out (fillers dropped) -> the attributes that
+    use it: "oncall rotation", "on-call rotation" and "on call rotation" are one spelling."""
+    found: dict[str, set[str]] = {}
+    for attribute in lexicon.attributes:
+        for phrase in (attribute.name, *attribute.phrases):
+            found.setdefault(_squash(lexicon, phrase), set()).add(attribute.name)
+    return {k: frozenset(v) for k, v in found.items() if k}
+
+
+def _squash(lexicon: Lexicon, words: str) -> str:
+    return _plain(lexicon, words).replace(" ", "").replace("-", "")
+
+
 def _plain(lexicon: Lexicon, words: str) -> str:
     return " ".join(w for w in lexicon.words(words) if w not in lexicon.key_fillers)
 
@@ -115,7 +130,7 @@ def key_of(words: str, lexicon: Lexicon) -> Key | None:
     stems = lexicon.stems(tidy, drop=lexicon.key_fillers)
     if not stems:
         return None
-    named = _phrases(lexicon).get(stems, frozenset())
+    named = _phrases(lexicon).get(stems, frozenset()) or _squashed(lexicon).get(_squash(lexicon, tidy), frozenset())
     if len(named) > 1:
         named = _exact(lexicon).get(_plain(lexicon, tidy), frozenset()) & named or named
     if named:
