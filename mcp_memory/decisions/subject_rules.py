@@ -232,7 +232,7 @@ def subject_names(new: str, old: str, stored_new: Subjects | None = None,
         return []
     said = stored_subjects.subject_names(stored_new, stored_old)
     subjects = ([s for s in (subject(new), subject(old)) if s] if said is None
-                else [tuple(w.lower() for w in WORD.findall(name)) for name in said])
+                else [_words(name) for name in said])
     theirs = names(old, anywhere=True)
     return [a for a in names(new, anywhere=True)
             if any(_same(a, b) for b in theirs) and any(_same(a, s) for s in subjects)]
