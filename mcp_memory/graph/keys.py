@@ -9,7 +9,9 @@ embedder: "employer" is closer to "job title" (.61) than "where they live" to "h
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ..lexicon import Attribute, Lexicon
 
@@ -38,38 +40,35 @@ class Key:
                        many=frozenset()) if chosen else self
 
 
+def _index(lexicon: Lexicon, form: Callable[[Lexicon, str], Hashable]) -> dict[Any, frozenset[str]]:
+    """Each phrase (and attribute name) in `form` -> the attributes that use it; a phrase whose form
+    is empty (fillers alone) is left out."""
+    found: dict[Any, set[str]] = {}
+    for attribute in lexicon.attributes:
+        for phrase in (attribute.name, *attribute.phrases):
+            if key := form(lexicon, phrase):
+                found.setdefault(key, set()).add(attribute.name)
+    return {k: frozenset(v) for k, v in found.items()}
+
+
 @functools.lru_cache(maxsize=8)
 def _phrases(lexicon: Lexicon) -> dict[tuple[str, ...], frozenset[str]]:
     """Each phrase's stems (fillers dropped) -> the attributes that use it."""
-    found: dict[tuple[str, ...], set[str]] = {}
-    for attribute in lexicon.attributes:
-        for phrase in (attribute.name, *attribute.phrases):
-            stems = lexicon.stems(phrase, drop=lexicon.key_fillers)
-            if stems:
-                found.setdefault(stems, set()).add(attribute.name)
-    return {k: frozenset(v) for k, v in found.items()}
+    return _index(lexicon, lambda lx, phrase: lx.stems(phrase, drop=lx.key_fillers))
 
 
 @functools.lru_cache(maxsize=8)
 def _exact(lexicon: Lexicon) -> dict[str, frozenset[str]]:
     """Each phrase as written (lower case, fillers dropped) -> the attributes that use it: where two
     attributes share stems ("language", "languages"), the words themselves tell them apart."""
-    found: dict[str, set[str]] = {}
-    for attribute in lexicon.attributes:
-        for phrase in (attribute.name, *attribute.phrases):
-            found.setdefault(_plain(lexicon, phrase), set()).add(attribute.name)
-    return {k: frozenset(v) for k, v in found.items()}
+    return _index(lexicon, _plain)
 
 
 @functools.lru_cache(maxsize=8)
 def _squashed(lexicon: Lexicon) -> dict[str, frozenset[str]]:
     """Each phrase with its words run together, hyphens out (fillers dropped) -> the attributes that
     use it: "oncall rotation", "on-call rotation" and "on call rotation" are one spelling."""
-    found: dict[str, set[str]] = {}
-    for attribute in lexicon.attributes:
-        for phrase in (attribute.name, *attribute.phrases):
-            found.setdefault(_squash(lexicon, phrase), set()).add(attribute.name)
-    return {k: frozenset(v) for k, v in found.items() if k}
+    return _index(lexicon, _squash)
 
 
 def _squash(lexicon: Lexicon, words: str) -> str:
