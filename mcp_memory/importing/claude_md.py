@@ -11,11 +11,12 @@ importer named one (`--project`, `MCP_MEMORY_PROJECT`) or a scope (`--scope`).""
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from pathlib import Path
 
 from ..auth import check_identifier, git_project
 from ..models import Principal, ScopeLevel
-from . import Draft, file_time
+from . import Draft
 from .markdown import sections
 
 NAMES = {"claude.md", "claude.local.md"}
@@ -53,7 +54,8 @@ def placement(path: Path, p: Principal, scope: ScopeLevel | None,
     return p.model_copy(update={"project_id": project_of(path)}), "project"
 
 
-def read(text: str, path: Path) -> list[Draft]:
+def read(text: str, path: Path, written: datetime | None = None) -> list[Draft]:
+    """The file's memories, each keeping `path` and dated `written` (the file's last write)."""
     kept, fenced = [], False
     for line in text.splitlines():
         if line.strip().startswith("```"):
@@ -61,7 +63,6 @@ def read(text: str, path: Path) -> list[Draft]:
         if fenced or not _IMPORT_LINE.match(line):
             kept.append(line)
     metadata = {"source": SOURCE, "imported_from": path.name, "original_path": str(path.resolve())}
-    written = file_time(path)
     return [Draft(content=content, title=heading, kind="procedure", tags=[SOURCE], metadata=dict(metadata),
                   occurred_at=written, record=f"item {index + 1} ({heading or 'top'})")
             for index, (heading, content) in enumerate(sections("\n".join(kept)))]

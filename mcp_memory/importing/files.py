@@ -234,7 +234,7 @@ def read_file(path: Path, fmt: Format) -> list[Draft] | list[dict[str, Any]]:
             # str.splitlines() would treat as line breaks.
             return list(read_export(text.split("\n")))
         if fmt == "claude-md":
-            return claude_md.read(text, path)
+            return claude_md.read(text, path, file_time(path))
         return parse_markdown(text, path.name, file_time(path)) if fmt == "markdown" else parse_knowledge_graph(text)
     except InvalidInput as exc:
         raise InvalidInput(f"{path}: {exc}; nothing was imported") from None
