@@ -22,7 +22,8 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_memory.capture import catchup, status
+from mcp_memory.capture import catchup, install, status
+from mcp_memory.capture.harness_entries import TERM_IGNORED, hook_command
 from mcp_memory.config import Settings
 from mcp_memory.models import MemoryFilter, Principal
 from mcp_memory.repository.transcripts import TranscriptRepository
@@ -141,10 +142,11 @@ def test_trivial_prompts_are_skipped_before_any_database_work(prompt: str, silen
     assert out.stdout == "" and out.stderr == ""
 
 
-def _kill_like_claude_code(event: str, payload: dict[str, Any], db_url: str, after_s: float = 0.015) -> None:
+def _kill_like_claude_code(event: str, payload: dict[str, Any], db_url: str, after_s: float = 0.015,
+                           command: list[str] | None = None) -> None:
     """As `claude -p` ends an async hook: started in a process group of its own, SIGTERM to the
     group 15 ms later."""
-    proc = subprocess.Popen([CLI, "hook", event, "--database-url", db_url, "--user", "alice"],
+    proc = subprocess.Popen(command or [CLI, "hook", event, "--database-url", db_url, "--user", "alice"],
                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     assert proc.stdin is not None
@@ -329,4 +331,27 @@ async def test_a_resumed_headless_session_is_caught_up_by_its_own_next_start(
                 break
             await anyio.sleep(0.2)
     await settle(data_dir)
+    assert len((await service.list(p, MemoryFilter(kinds=["episode"]), limit=100)).memories) == 4
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the command install writes for a POSIX shell")
+@pytest.mark.parametrize("shell", ["/bin/sh", "bash"])
+async def test_the_installed_capture_command_outlives_the_sigterm_claude_p_sends(
+        service: MemoryService, db_url: str, tmp_path: Path, data_dir: Path, shell: str) -> None:
+    """The Stop command install writes, run by a shell as Claude Code runs it and SIGTERMed 15 ms
+    in, as `claude -p` does while it exits: the turns are stored with no later hook to catch them
+    up (a bare command lost them whenever the interpreter had not yet reached signal.signal)."""
+    repo = tmp_path / "shop"
+    (repo / ".git").mkdir(parents=True)
+    session = "5e550000-0000-4000-8000-0000000000aa"
+    path = session_file(tmp_path / "claude" / "projects" / catchup.claude_project_key(str(repo)), session)
+    command = hook_command(install.hook_entry(CLI), "stop", ["--database-url", db_url, "--user", "alice"])
+    assert command.startswith(TERM_IGNORED)
+    for _ in range(3):   # the same session again: a second capture adds nothing
+        _kill_like_claude_code("stop", claude("Stop", transcript_path=str(path), cwd=str(repo), session_id=session,
+                                              stop_hook_active=False), db_url, command=[shell, "-c", command])
+    await settle(data_dir)
+    p = Principal(user_id="alice", agent_id="claude-code", project_id="shop", actor="test:alice")
+    cursor = await TranscriptRepository(service.repo).get(p, f"claude-code:{session}")
+    assert cursor is not None and cursor.turns == 4
     assert len((await service.list(p, MemoryFilter(kinds=["episode"]), limit=100)).memories) == 4

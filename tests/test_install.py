@@ -69,6 +69,12 @@ def test_claude_code_user_scope_round_trip_is_byte_identical(tmp_path: Path) -> 
     assert prompt["type"] == "command" and words[:4] == [sys.executable, "-S", "-P", "-c"]
     assert words[5:] == ["hook", "prompt-submit", "--database-url", "postgresql://db.example/mem"]
     assert hooks["Stop"][1]["hooks"][0]["async"] is True               # capture never holds up the next prompt
+    for event, ours in (("Stop", "stop"), ("PreCompact", "pre-compact"), ("SessionEnd", "session-end")):
+        # A capture hook ignores the SIGTERM `claude -p` sends as it exits, from the shell's first word.
+        command = hooks[event][-1]["hooks"][0]["command"]
+        assert command.startswith("trap '' TERM; exec "), command
+        assert shlex.split(command.removeprefix("trap '' TERM; exec ")) == [
+            *words[:5], "hook", ours, "--database-url", "postgresql://db.example/mem"]
     assert "async" not in hooks["SessionEnd"][0]["hooks"][0]
     assert (home / ".claude" / "settings.json.mcp-memory.bak").read_text() == SETTINGS   # backed up first
 
@@ -522,8 +528,11 @@ def test_doctor_and_uninstall_know_the_console_script_hooks_of_an_earlier_instal
     (home / ".claude" / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")
     (home / ".claude.json").write_text(json.dumps({"mcpServers": {"memory": {
         "command": "/usr/local/bin/mcp-memory", "args": ["serve"]}}}, indent=2) + "\n")
-    check = harness_checks(home, project)
-    assert [(c.name, c.ok) for c in check] == [("claude-code", True)], check
+    [check] = harness_checks(home, project)
+    # Ours, and named as an earlier install's: their capture hooks die to `claude -p`'s SIGTERM.
+    assert check.name == "claude-code" and not check.ok
+    assert "earlier install's: `claude -p` can kill a capture hook" in check.detail, check.detail
+    assert "uninstall claude-code`, then `mcp-memory install claude-code` again" in (check.fix or "")
     lean = json.loads((home / ".claude" / "settings.json").read_text())
     lean["hooks"] = {e: [{"hooks": [{"type": "command", "command": shlex.join(
         [*install.hook_entry(CLI), "hook", ours])}]}] for e, ours, *_ in CLAUDE_HOOKS}

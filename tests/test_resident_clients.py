@@ -131,8 +131,12 @@ class Windows:
                "AND metadata->>'session_id' = ANY($1::text[])")
         deadline = time.monotonic() + timeout
         while anyio_run(count, self.store.url, sql, sessions) < len(sessions):
-            assert time.monotonic() < deadline, f"the turns of {sessions} were not all stored"
+            assert time.monotonic() < deadline, (f"the turns of {sessions} were not all stored", self.logs())
             time.sleep(0.2)
+
+    def logs(self) -> dict[str, str]:
+        """The end of what the resident server and the capture workers logged, for a failure's message."""
+        return {log.name: log.read_text(errors="replace")[-4000:] for log in sorted(self.store.data.glob("*.log"))}
 
     def _relays(self, run: Run) -> None:
         try:   # its own children: a relay's fork that becomes the resident server is not a window

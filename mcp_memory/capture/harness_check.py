@@ -67,7 +67,8 @@ def _claude_code(home: Path, project: Path) -> Check | None:
     for settings in (user_settings, project_settings):
         for why in claude_stale_hooks(settings):
             problems.append(f"a hook command's {why}")
-            fixes.append("run `mcp-memory install claude-code` again (it writes this interpreter's command)")
+            fixes.append("run `mcp-memory uninstall claude-code`, then `mcp-memory install claude-code` again "
+                         "(it writes this interpreter's commands)")
     # A project's .mcp.json takes precedence over the user's ~/.claude.json for a server of one name.
     theirs = (project_servers.get("mcpServers") or {}).get(SERVER) if isinstance(
         project_servers.get("mcpServers"), dict) else None
@@ -116,7 +117,8 @@ def _openclaw(home: Path | None) -> Check | None:
         command = config.get("hookCommand")
         if isinstance(command, list) and (why := stale_entry([str(w) for w in command])):
             problems.append(f"the hook command's {why}")
-            fixes.append("run `mcp-memory install openclaw` again (it writes this interpreter's command)")
+            fixes.append("run `mcp-memory uninstall openclaw`, then `mcp-memory install openclaw` again "
+                         "(it writes this interpreter's command)")
     servers = (data.get("mcp") or {}).get("servers") if isinstance(data.get("mcp"), dict) else None
     server = servers.get(SERVER) if isinstance(servers, dict) else None
     if not ours_server(server):

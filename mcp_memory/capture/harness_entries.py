@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..auth import NO_PROJECT, git_project
+from ..hookprotocol import CAPTURE_EVENTS
 from . import openclaw_plugin
 from .settings_files import SettingsFileError
 
@@ -48,6 +49,11 @@ LEAN_MARK = "from mcp_memory.hookline import main"
 LEAN = ('import sys, os; p = {root}; sys.path.insert(0, p) if os.path.isdir(p + "/mcp_memory") '
         'else __import__("site").main(); ' + LEAN_MARK + '; sys.exit(main())')
 _LEAN_ROOT = re.compile(r'p = ("(?:[^"\\]|\\.)*")')
+# A capture hook ignores SIGTERM from the shell's first instruction, and the interpreter it execs
+# inherits that: `claude -p` SIGTERMs its Stop hook milliseconds after starting it (the process is
+# ending), before an interpreter under load has reached its own signal.signal (hookline.main), and a
+# session's turns were lost. What ignores the signal must not hang: the hook only hands off (ms).
+TERM_IGNORED = "trap '' TERM; exec "
 
 
 def _ours_command(command: Any) -> bool:
@@ -116,13 +122,19 @@ def add_claude_hooks(entry: list[str], flags: list[str], path: Path) -> Edit:
             if _has_our_hook(groups):
                 continue
             group: dict[str, Any] = {"matcher": matcher} if matcher else {}
-            command: dict[str, Any] = {"type": "command", "command": shlex.join([*entry, "hook", ours, *flags]),
+            command: dict[str, Any] = {"type": "command", "command": hook_command(entry, ours, flags),
                                        "timeout": timeout}
             if background:
                 command["async"] = True
             group["hooks"] = [command]
             groups.append(group)
     return edit
+
+
+def hook_command(entry: list[str], event: str, flags: list[str]) -> str:
+    """One hook's shell command; a capture event's ignores SIGTERM (TERM_IGNORED) on a POSIX shell."""
+    command = shlex.join([*entry, "hook", event, *flags])
+    return TERM_IGNORED + command if event in CAPTURE_EVENTS and os.name == "posix" else command
 
 
 def _commands(groups: Any) -> Iterator[Any]:
@@ -158,11 +170,17 @@ def claude_stale_hooks(data: dict[str, Any]) -> list[str]:
     found = []
     hooks = data.get("hooks") if isinstance(data.get("hooks"), dict) else {}
     for command in (c for groups in hooks.values() for c in _commands(groups) if _ours_command(c)):
+        guarded = command.startswith(TERM_IGNORED)
         try:
-            words = shlex.split(command)
+            words = shlex.split(command.removeprefix(TERM_IGNORED))
         except ValueError:
             continue
-        why = stale_entry(words[:words.index("hook")] if "hook" in words else words)
+        at = words.index("hook") if "hook" in words else len(words)
+        why = stale_entry(words[:at])
+        if why is None and not guarded and os.name == "posix" and words[at + 1:at + 2] and \
+                words[at + 1] in CAPTURE_EVENTS:
+            why = ("form is an earlier install's: `claude -p` can kill a capture hook (SIGTERM as it "
+                   "exits) before it hands the turns off")
         if why and why not in found:
             found.append(why)
     return found
