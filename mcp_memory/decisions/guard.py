@@ -115,7 +115,8 @@ OTHER_KEY = "it states another attribute of the same subject"
 class Judged:
     """How one older memory stands to a new one, by our own check."""
 
-    other_subject: str | None  # why it is not the same subject's version (UNSURE, OTHER_THING, OTHER_VALUES: maybe)
+    other_subject: str | None  # why it is not the same subject's version
+    maybe: bool = False  # that reason is our check's doubt, not a certainty: the user decides
     similarity: float | None = None  # masked cosine (None: another subject, or the embedder is down)
     names_value: bool = False  # the new memory names its value beside a new one ("left X for Y")
     earlier: bool | None = False  # an earlier version of the new memory (None: could not be judged)
@@ -138,7 +139,7 @@ async def judge(new: str, olds: Sequence[str], vectors: Embeds | None,
     stored = list(stored_olds) if stored_olds is not None else [None] * len(olds)
     subject = [why_not_same(new, old, stored_new, theirs) for old, theirs in zip(olds, stored, strict=True)]
     same = [k for k, why in enumerate(subject) if why is None]
-    out = [Judged(other_subject=why) for why in subject]
+    out = [Judged(other_subject=why, maybe=why == UNSURE) for why in subject]
     if not same:
         return out
     shared = {k: subject_names(new, olds[k], stored_new, stored[k]) for k in same}
@@ -151,7 +152,7 @@ async def judge(new: str, olds: Sequence[str], vectors: Embeds | None,
     bare = without_aside(new)
     for k in same:
         if why := other_attribute(stored_new, stored[k]):
-            out[k] = Judged(other_subject=f"{OTHER_KEY}: {why}")
+            out[k] = Judged(other_subject=f"{OTHER_KEY}: {why}", maybe=True)
             continue
         unnamed = not new_owned and not owned_by_someone(olds[k])
         ignore = frozenset(w for name in shared[k] for w in name) | {MASK} | NOT_NAMES
@@ -170,10 +171,10 @@ async def judge(new: str, olds: Sequence[str], vectors: Embeds | None,
         if opens_on_another_name(bare, bare_old) or not replaces and unnamed and ends_on_its_value(bare, bare_old) \
                 or unnamed and (qualifies_another_thing(bare, bare_old) or names_another_thing(bare, bare_old)
                                 or another_thing_of_a_kind(bare, bare_old) or names_another_part(bare, bare_old)):
-            out[k] = Judged(other_subject=OTHER_THING)
+            out[k] = Judged(other_subject=OTHER_THING, maybe=True)
             continue
         if not replaces and values_of_another_kind(*pairs[k]):
-            out[k] = Judged(other_subject=OTHER_VALUES)
+            out[k] = Judged(other_subject=OTHER_VALUES, maybe=True)
             continue
         cosine = cosines.get(k)
         earlier: bool | None = (True if replaces else None if cosine is None
@@ -207,7 +208,7 @@ async def check(new: str, targets: Sequence[tuple[UUID, str]], vectors: Embeds |
     found = await judge(new, [t for _, t in judged], vectors, floor, stored_new=stored.get(new_id) if new_id else None,
                         stored_olds=[stored.get(m) for m, _ in judged])
     for (memory_id, _), j in zip(targets, found[:len(targets)], strict=True):
-        if j.other_subject in (UNSURE, OTHER_THING, OTHER_VALUES) or (j.other_subject or "").startswith(OTHER_KEY):
+        if j.other_subject and j.maybe:
             verdict.suggested[memory_id] = f"guard: {j.other_subject}"
         elif j.other_subject:
             verdict.refused[memory_id] = f"guard: {j.other_subject}"
