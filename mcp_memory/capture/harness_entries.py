@@ -51,8 +51,8 @@ LEAN = ('import sys, os; p = {root}; sys.path.insert(0, p) if os.path.isdir(p + 
 _LEAN_ROOT = re.compile(r'p = ("(?:[^"\\]|\\.)*")')
 # A capture hook ignores SIGTERM from the shell's first instruction, and the interpreter it execs
 # inherits that: `claude -p` SIGTERMs its Stop hook milliseconds after starting it (the process is
-# ending), before an interpreter under load has reached its own signal.signal (hookline.main), and a
-# session's turns were lost. What ignores the signal must not hang: the hook only hands off (ms).
+# ending; SIGKILL follows ~1.5 s later), before an interpreter under load has reached its own
+# signal.signal (hookline.main), and a session's turns were lost. The hook only hands off (ms).
 TERM_IGNORED = "trap '' TERM; exec "
 
 
