@@ -18,7 +18,7 @@ import pytest
 
 from mcp_memory.capture import install, openclaw_plugin
 from mcp_memory.capture.harness_check import harness_checks
-from mcp_memory.capture.harness_entries import CLAUDE_HOOKS, claude_ours
+from mcp_memory.capture.harness_entries import CLAUDE_HOOKS, TERM_IGNORED, _commands, claude_ours, hook_command
 from mcp_memory.db import Database
 
 from .test_clients import BIN, CLIENTS, claude_cli
@@ -519,7 +519,8 @@ OLD_HOOKS = {"hooks": {event: [{"hooks": [{"type": "command", "command": f"{shle
 
 def test_doctor_and_uninstall_know_the_console_script_hooks_of_an_earlier_install(tmp_path: Path) -> None:
     """Hooks an earlier version installed (the console script) and the lean ones are both ours: doctor
-    sees them installed, install does not add a second set, uninstall takes them out and nothing else."""
+    sees them installed, and stale; install brings them to this version's commands (each keeping its
+    flags) without adding a second set; uninstall takes them out and nothing else."""
     home, project = tmp_path / "home", tmp_path / "project"
     (home / ".claude").mkdir(parents=True)
     project.mkdir()
@@ -532,19 +533,53 @@ def test_doctor_and_uninstall_know_the_console_script_hooks_of_an_earlier_instal
     # Ours, and named as an earlier install's: their capture hooks die to `claude -p`'s SIGTERM.
     assert check.name == "claude-code" and not check.ok
     assert "earlier install's: `claude -p` can kill a capture hook" in check.detail, check.detail
-    assert "uninstall claude-code`, then `mcp-memory install claude-code` again" in (check.fix or "")
+    assert "run `mcp-memory install claude-code` again" in (check.fix or "")
     lean = json.loads((home / ".claude" / "settings.json").read_text())
     lean["hooks"] = {e: [{"hooks": [{"type": "command", "command": shlex.join(
         [*install.hook_entry(CLI), "hook", ours])}]}] for e, ours, *_ in CLAUDE_HOOKS}
     assert claude_ours(lean) == [f"hooks.{e}" for e, *_ in CLAUDE_HOOKS]
     assert claude_ours(settings) == [f"hooks.{e}" for e, *_ in CLAUDE_HOOKS]
     out = cli("install", "claude-code", "--home", str(home))
-    assert out.returncode == 0 and "already installed" in out.stdout   # no second set of hooks
+    assert out.returncode == 0 and "installed for claude-code" in out.stdout, out.stdout + out.stderr
+    hooks = json.loads((home / ".claude" / "settings.json").read_text())["hooks"]
+    for event, ours, *_ in CLAUDE_HOOKS:   # one set, each as this version writes it
+        [command] = [c for c in _commands(hooks[event]) if c != "notify-send done"]
+        assert command == hook_command(install.hook_entry(CLI), ours, []), command
+    assert harness_checks(home, project)[0].ok
     out = cli("uninstall", "claude-code", "--home", str(home))
     assert out.returncode == 0, out.stderr
     after = json.loads((home / ".claude" / "settings.json").read_text())
     assert after == {"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command",
                                                                       "command": "notify-send done"}]}]}}
+
+
+def test_install_again_brings_an_earlier_installs_hooks_up_to_date(tmp_path: Path) -> None:
+    """An install whose capture hooks lack the SIGTERM guard (as installs before it wrote them):
+    doctor names it, `install` again rewrites only our commands (their flags kept), doctor is
+    content, a third install changes nothing, and uninstall still restores the files byte for byte."""
+    home, project = tmp_path / "home", tmp_path / "project"
+    (home / ".claude").mkdir(parents=True)
+    project.mkdir()
+    (home / ".claude.json").write_text(CLAUDE_JSON)
+    (home / ".claude" / "settings.json").write_text(SETTINGS)
+    before = snapshot(home)
+    url = "postgresql://db.example/mem"
+    assert cli("install", "claude-code", "--home", str(home), "--database-url", url).returncode == 0
+    settings = home / ".claude" / "settings.json"
+    current = settings.read_text()
+    settings.write_text(current.replace(TERM_IGNORED, ""))   # an earlier install's commands
+    [check] = harness_checks(home, project)
+    assert not check.ok and "can kill a capture hook" in check.detail, check.detail
+    dry = cli("install", "claude-code", "--home", str(home), "--dry-run")
+    assert dry.returncode == 0 and "dry run" in dry.stdout and TERM_IGNORED not in settings.read_text()
+    out = cli("install", "claude-code", "--home", str(home))
+    assert out.returncode == 0 and "updated mcp-memory's hook commands" in out.stdout, out.stdout + out.stderr
+    assert settings.read_text() == current                       # this version's commands, the flags kept
+    assert harness_checks(home, project)[0].ok
+    again = cli("install", "claude-code", "--home", str(home))
+    assert again.returncode == 0 and "already installed" in again.stdout and settings.read_text() == current
+    assert cli("uninstall", "claude-code", "--home", str(home)).returncode == 0
+    assert snapshot(home) == before
 
 
 @pytest.mark.parametrize("flags", [["--data-dir", "/home/me/.local/share/mcp-memory"],

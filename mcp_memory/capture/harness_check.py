@@ -67,8 +67,8 @@ def _claude_code(home: Path, project: Path) -> Check | None:
     for settings in (user_settings, project_settings):
         for why in claude_stale_hooks(settings):
             problems.append(f"a hook command's {why}")
-            fixes.append("run `mcp-memory uninstall claude-code`, then `mcp-memory install claude-code` again "
-                         "(it writes this interpreter's commands)")
+            fixes.append("run `mcp-memory install claude-code` again (it rewrites its hook commands as this "
+                         "version and interpreter write them)")
     # A project's .mcp.json takes precedence over the user's ~/.claude.json for a server of one name.
     theirs = (project_servers.get("mcpServers") or {}).get(SERVER) if isinstance(
         project_servers.get("mcpServers"), dict) else None

@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..auth import NO_PROJECT, git_project
-from ..hookprotocol import CAPTURE_EVENTS
+from ..hookprotocol import CAPTURE_EVENTS, EVENTS
 from . import openclaw_plugin
 from .settings_files import SettingsFileError
 
@@ -112,9 +112,11 @@ def add_claude_server(exe: str, flags: list[str], path: Path) -> Edit:
 
 def add_claude_hooks(entry: list[str], flags: list[str], path: Path) -> Edit:
     """Our hook for each event: `entry` (the command that runs mcp-memory: install.hook_entry) and
-    `hook <event>` with the flags, one shell command (Claude Code runs it through a shell)."""
+    `hook <event>` with the flags, one shell command (Claude Code runs it through a shell); ours
+    already there are brought to this form (`refresh_claude_hooks`)."""
     def edit(data: dict[str, Any]) -> None:
         hooks = object_at(data, "hooks", str(path))
+        refresh_claude_hooks(entry)(data)
         for event, ours, timeout, matcher, background in CLAUDE_HOOKS:
             groups = hooks.setdefault(event, [])
             if not isinstance(groups, list):
@@ -137,12 +139,43 @@ def hook_command(entry: list[str], event: str, flags: list[str]) -> str:
     return TERM_IGNORED + command if event in CAPTURE_EVENTS and os.name == "posix" else command
 
 
-def _commands(groups: Any) -> Iterator[Any]:
-    """The command of each hook in one event's groups, however the file shapes them."""
+def refresh_claude_hooks(entry: list[str]) -> Edit:
+    """Each of our hook commands as `add_claude_hooks` writes it now (`entry`, and a capture event's
+    TERM_IGNORED), its own event and flags kept; nothing added or taken out. An upgrade's `install`
+    runs it: the commands of an earlier install lose a `claude -p` session's turns to its SIGTERM,
+    or name an interpreter since removed."""
+    def edit(data: dict[str, Any]) -> None:
+        hooks = data.get("hooks")
+        for groups in hooks.values() if isinstance(hooks, dict) else []:
+            for hook in _hook_entries(groups):
+                if _ours_command(hook.get("command")) and (fresh := _rewritten(entry, hook["command"])):
+                    hook["command"] = fresh
+    return edit
+
+
+def _rewritten(entry: list[str], command: str) -> str | None:
+    """`command` (ours) as `hook_command` writes it with `entry`; None when it cannot be read."""
+    try:
+        words = shlex.split(command.removeprefix(TERM_IGNORED))
+    except ValueError:
+        return None
+    at = words.index("hook") if "hook" in words else len(words)
+    if words[at + 1:at + 2] and words[at + 1] in EVENTS:
+        return hook_command(entry, words[at + 1], words[at + 2:])
+    return None
+
+
+def _hook_entries(groups: Any) -> Iterator[dict[str, Any]]:
+    """Each hook (an object) in one event's groups, however the file shapes them."""
     for g in groups if isinstance(groups, list) else []:
         for h in (g.get("hooks") if isinstance(g, dict) and isinstance(g.get("hooks"), list) else []):
             if isinstance(h, dict):
-                yield h.get("command")
+                yield h
+
+
+def _commands(groups: Any) -> Iterator[Any]:
+    """The command of each hook in one event's groups."""
+    return (h.get("command") for h in _hook_entries(groups))
 
 
 def _has_our_hook(groups: Any) -> bool:
@@ -199,7 +232,16 @@ def claude_ours(data: dict[str, Any]) -> list[str]:
 
 
 def strip_claude(original: dict[str, Any]) -> Edit:
-    """Take out every mcp-memory entry; containers emptied go unless `original` had them."""
+    """Take out every mcp-memory entry; containers emptied go unless `original` had them with
+    something of the user's in them, or empty (an earlier install's hooks in the original are
+    not the user's)."""
+    hooks_before = original.get("hooks")
+    if isinstance(hooks_before, dict):
+        users = {e: g for e, g in hooks_before.items()
+                 if not isinstance(g, list) or not g or not all(_has_our_hook([x]) for x in g)}
+        original = {**original, "hooks": users} if users or not hooks_before else \
+            {k: v for k, v in original.items() if k != "hooks"}
+
     def edit(data: dict[str, Any]) -> None:
         servers = data.get("mcpServers")
         if isinstance(servers, dict) and ours_server(servers.get(SERVER)):

@@ -33,6 +33,7 @@ from .harness_entries import (
     openclaw_flags,
     openclaw_ours,
     plugin_dir,
+    refresh_claude_hooks,
     shareable_flags,
     strip_claude,
     strip_openclaw,
@@ -111,7 +112,11 @@ def install(harness: str, *, scope: str = "user", project_dir: Path, home: Path 
     try:
         for path in targets:
             if read_state(path) is not None:
-                print(f"already installed in {path} (run `mcp-memory uninstall {harness}` first)")
+                if not _update_hooks(harness, scope, exe, targets, dry_run):
+                    print(f"already installed in {path} (run `mcp-memory uninstall {harness}` first)")
+                elif flags:
+                    print(f"the flags given were not applied to the existing install (run `mcp-memory "
+                          f"uninstall {harness}` first to change them)")
                 return 0
         if harness == "claude-code":
             changes = [plan(targets[0], add_claude_server(exe, flags, targets[0])),
@@ -155,6 +160,24 @@ def install(harness: str, *, scope: str = "user", project_dir: Path, home: Path 
     print(f"installed for {harness}; `mcp-memory uninstall {harness}"
           f"{' --scope project' if scope == 'project' else ''}` puts everything back")
     return 0
+
+
+def _update_hooks(harness: str, scope: str, exe: str, targets: list[Path], dry_run: bool) -> bool:
+    """On an existing install, our Claude Code hook commands rewritten as this version writes them,
+    each keeping its own flags (`refresh_claude_hooks`); the install record and its backup stay as
+    they were, so uninstall still puts the file back. False when they are current already."""
+    if harness != "claude-code" or not targets[1].exists():
+        return False
+    change = plan(targets[1], refresh_claude_hooks(hook_entry(exe, scope == "project")))
+    if not change.changed:
+        return False
+    print(diff(change.path, change.before, change.after))
+    if dry_run:
+        print("dry run: nothing written")
+        return True
+    write_through(change.path, change.after)
+    print(f"updated mcp-memory's hook commands in {change.path} to this version's (each keeps its flags)")
+    return True
 
 
 def _openclaw_edit(exe: str, flags: list[str], path: Path, slots: list[openclaw_agents.Slot]) -> Any:
