@@ -18,7 +18,14 @@ import pytest
 
 from mcp_memory.capture import install, openclaw_plugin
 from mcp_memory.capture.harness_check import harness_checks
-from mcp_memory.capture.harness_entries import CLAUDE_HOOKS, TERM_IGNORED, _commands, claude_ours, hook_command
+from mcp_memory.capture.harness_entries import (
+    CLAUDE_HOOKS,
+    TERM_IGNORED,
+    _commands,
+    claude_ours,
+    hook_command,
+    refresh_claude_hooks,
+)
 from mcp_memory.db import Database
 
 from .test_clients import BIN, CLIENTS, claude_cli
@@ -580,6 +587,19 @@ def test_install_again_brings_an_earlier_installs_hooks_up_to_date(tmp_path: Pat
     assert again.returncode == 0 and "already installed" in again.stdout and settings.read_text() == current
     assert cli("uninstall", "claude-code", "--home", str(home)).returncode == 0
     assert snapshot(home) == before
+
+
+def test_install_again_leaves_a_users_own_wrapper_of_our_hook_alone() -> None:
+    """Only what an install wrote is rewritten: a command of ours the user wrapped (`nice`, `env`)
+    keeps its words; the console script an earlier install wrote becomes this version's command."""
+    wrapped = "nice -n 5 /usr/local/bin/mcp-memory hook stop --user alice"
+    earlier = "/usr/local/bin/mcp-memory hook session-end --user alice"
+    data = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": wrapped}]}],
+                      "SessionEnd": [{"hooks": [{"type": "command", "command": earlier}]}]}}
+    refresh_claude_hooks(["/opt/venv/bin/mcp-memory"])(data)
+    assert data["hooks"]["Stop"][0]["hooks"][0]["command"] == wrapped
+    assert data["hooks"]["SessionEnd"][0]["hooks"][0]["command"] == hook_command(
+        ["/opt/venv/bin/mcp-memory"], "session-end", ["--user", "alice"])
 
 
 @pytest.mark.parametrize("flags", [["--data-dir", "/home/me/.local/share/mcp-memory"],

@@ -160,9 +160,17 @@ def _rewritten(entry: list[str], command: str) -> str | None:
     except ValueError:
         return None
     at = words.index("hook") if "hook" in words else len(words)
-    if words[at + 1:at + 2] and words[at + 1] in EVENTS:
+    if words[at + 1:at + 2] and words[at + 1] in EVENTS and _install_wrote(words[:at]):
         return hook_command(entry, words[at + 1], words[at + 2:])
     return None
+
+
+def _install_wrote(entry: list[str]) -> bool:
+    """Whether a hook command's words before `hook` are as an install wrote them (the console
+    script, or an interpreter started lean), not a user's own wrapper (`env …`, `nice …`), which
+    is left as it is."""
+    return (len(entry) == 1 and Path(entry[0]).name == "mcp-memory") or \
+        (len(entry) == 5 and entry[1:4] == ["-S", "-P", "-c"] and LEAN_MARK in entry[4])
 
 
 def _hook_entries(groups: Any) -> Iterator[dict[str, Any]]:
