@@ -352,3 +352,23 @@ async def test_a_capture_logs_one_summary_line_at_info(service: MemoryService, d
     await settle(data_dir)
     info = [line for line in (data_dir / "capture.log").read_text().splitlines() if " INFO " in line]
     assert len(info) == 1 and "captured" in info[0] and "4 episodes stored" in info[0], info
+
+
+def test_a_session_start_says_once_a_day_that_the_hooks_are_an_earlier_installs(db_url: str, tmp_path: Path,
+                                                                                 data_dir: Path) -> None:
+    """Hook commands an earlier install wrote (a capture hook `claude -p` can kill before it hands
+    off): the next session start tells the model to have the user run install again, once a day;
+    the commands this version writes get no such line."""
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    payload = claude("SessionStart", cwd=str(tmp_path), source="startup")
+    assert subprocess.run([CLI, "install", "claude-code", "--home", str(home)], capture_output=True,
+                          timeout=120).returncode == 0
+    current = hook("session-start", payload, db_url, env={"HOME": str(home)})
+    assert "earlier install" not in current.stdout + current.stderr
+    settings = home / ".claude" / "settings.json"
+    settings.write_text(settings.read_text().replace("trap '' TERM; exec ", ""))
+    first = context_of(hook("session-start", payload, db_url, env={"HOME": str(home)}), "SessionStart")
+    assert "earlier install's" in first and "`mcp-memory install claude-code` again" in first, first
+    again = hook("session-start", payload, db_url, env={"HOME": str(home)})
+    assert "earlier install" not in again.stdout   # once a day, not every session

@@ -40,7 +40,7 @@ from ..config import Settings
 from ..hookprotocol import BUDGETS, CAPTURE_EVENTS, ENV_PREFIX, EVENTS, env_name
 from ..models import Principal
 from ..service import MemoryService
-from . import catchup, redact, status, worker
+from . import catchup, notices, redact, status, worker
 from .capture import capture_disabled, failure_reason
 from .hooks import Harness, HookInput, answer, budget, principal_for, respond
 from .inflight import Capture, InFlight
@@ -206,7 +206,7 @@ class Channel:
         # one clock for every process of the machine).
         started = req.started if req.started is not None and now - 60 < req.started <= now else now
         deadline = started + limit
-        notice = status.notice(settings) if req.event == "session-start" else None
+        notice = notices.session_start(settings, req.harness, payload.cwd) if req.event == "session-start" else None
         reply: dict[str, Any] = {}
         try:
             with anyio.fail_after(max(0.0, deadline - time.monotonic())):

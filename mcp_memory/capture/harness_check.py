@@ -33,6 +33,14 @@ def harness_checks(home: Path | None = None, project: Path | None = None) -> lis
     return [c for c in (_claude_code(home or Path.home(), project or Path.cwd()), _openclaw(home)) if c]
 
 
+def stale_claude_hooks(home: Path, project: Path) -> list[str]:
+    """What is stale in our hook commands of the user's and the project's Claude Code settings
+    (`claude_stale_hooks`), each once."""
+    found = [why for path in (claude_files("user", home, project)[1], claude_files("project", home, project)[1])
+             for why in claude_stale_hooks(_read(path))]
+    return list(dict.fromkeys(found))
+
+
 def _read(path: Path, flavor: str = "json") -> dict[str, Any]:
     try:
         return load(path, flavor)[0]  # type: ignore[arg-type]
@@ -64,11 +72,10 @@ def _claude_code(home: Path, project: Path) -> Check | None:
         if isinstance(disabled, list) and SERVER in disabled:
             problems.append(f"{name} lists {SERVER!r} in disabledMcpjsonServers")
             fixes.append(f"take {SERVER!r} out of disabledMcpjsonServers in {name}")
-    for settings in (user_settings, project_settings):
-        for why in claude_stale_hooks(settings):
-            problems.append(f"a hook command's {why}")
-            fixes.append("run `mcp-memory install claude-code` again (it rewrites its hook commands as this "
-                         "version and interpreter write them)")
+    for why in stale_claude_hooks(home, project):
+        problems.append(f"a hook command's {why}")
+        fixes.append("run `mcp-memory install claude-code` again (it rewrites its hook commands as this "
+                     "version and interpreter write them)")
     # A project's .mcp.json takes precedence over the user's ~/.claude.json for a server of one name.
     theirs = (project_servers.get("mcpServers") or {}).get(SERVER) if isinstance(
         project_servers.get("mcpServers"), dict) else None

@@ -349,8 +349,12 @@ def run_hook(event: str, harness: Harness, make_settings: Callable[[], Settings]
         return 0
 
     limit = budget(event, settings)
-    notice = status.notice(settings) if event == "session-start" else None
     work = Bounded(lambda: handle(event, harness, payload, settings, started + limit))
+    notice = None
+    if event == "session-start":  # while the work connects
+        from .notices import session_start  # what recalls imports anyway; a capture's hand-off need not
+
+        notice = session_start(settings, harness, payload.cwd)
     finished = work.done.wait(max(0.0, limit - (time.monotonic() - started)))
     text = ""
     if not finished:
