@@ -138,7 +138,8 @@ def main() -> None:
         pg.stop()
         shutil.rmtree(root, ignore_errors=True)
     summary = {}
-    print(f"\n{'variant':<10} {'stored by own hooks':>20} {'stored after exit p50 s':>24} {'claude -p p50 s':>16}")
+    print(f"\n{'variant':<10} {'turns stored by own hooks':>26} {'stored after exit p50 s':>24} "
+          f"{'claude -p p50 s':>16}")
     for variant in variants:
         stored = [r for r in variant.runs if r["stored"]]
         after = [r["stored_after_exit_s"] for r in stored]
@@ -147,7 +148,7 @@ def main() -> None:
                                  "claude_p50_s": statistics.median(r["claude_s"] for r in variant.runs),
                                  "runs_detail": variant.runs}
         s = summary[variant.name]
-        print(f"{variant.name:<10} {len(stored):>13} of {len(variant.runs):<4} "
+        print(f"{variant.name:<10} {len(stored):>19} of {len(variant.runs):<4} "
               f"{s['stored_after_exit_p50_s'] if after else '-':>24} {s['claude_p50_s']:>16}")
     load = os.getloadavg()
     result = {"variants": summary, "burners": args.burners, "resident": args.resident, "wait_s": args.wait,

@@ -345,13 +345,14 @@ async def test_the_installed_capture_command_outlives_the_sigterm_claude_p_sends
     (repo / ".git").mkdir(parents=True)
     session = "5e550000-0000-4000-8000-0000000000aa"
     path = session_file(tmp_path / "claude" / "projects" / catchup.claude_project_key(str(repo)), session)
-    command = hook_command(install.hook_entry(CLI), "stop", ["--database-url", db_url, "--user", "alice"])
+    command = hook_command(install.hook_entry(CLI), "stop", ["--database-url", db_url, "--user", "alice"],
+                           posix=True)
     assert command.startswith(TERM_IGNORED)
-    for _ in range(3):   # the same session again: a second capture adds nothing
-        _kill_like_claude_code("stop", claude("Stop", transcript_path=str(path), cwd=str(repo), session_id=session,
-                                              stop_hook_active=False), db_url, command=[shell, "-c", command])
-    await settle(data_dir)
     p = Principal(user_id="alice", agent_id="claude-code", project_id="shop", actor="test:alice")
-    cursor = await TranscriptRepository(service.repo).get(p, f"claude-code:{session}")
-    assert cursor is not None and cursor.turns == 4
-    assert len((await service.list(p, MemoryFilter(kinds=["episode"]), limit=100)).memories) == 4
+    payload = claude("Stop", transcript_path=str(path), cwd=str(repo), session_id=session, stop_hook_active=False)
+    for _ in range(2):   # the first run's capture survives its SIGTERM; a second adds nothing
+        _kill_like_claude_code("stop", payload, db_url, command=[shell, "-c", command])
+        await settle(data_dir)
+        cursor = await TranscriptRepository(service.repo).get(p, f"claude-code:{session}")
+        assert cursor is not None and cursor.turns == 4
+        assert len((await service.list(p, MemoryFilter(kinds=["episode"]), limit=100)).memories) == 4

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -370,5 +371,10 @@ def test_a_session_start_says_once_a_day_that_the_hooks_are_an_earlier_installs(
     settings.write_text(settings.read_text().replace("trap '' TERM; exec ", ""))
     first = context_of(hook("session-start", payload, db_url, env={"HOME": str(home)}), "SessionStart")
     assert "earlier install's" in first and "`mcp-memory install claude-code` again" in first, first
+    mark = data_dir / "stale-hooks-noticed"
     again = hook("session-start", payload, db_url, env={"HOME": str(home)})
-    assert "earlier install" not in again.stdout   # once a day, not every session
+    assert mark.is_file() and "earlier install" not in again.stdout   # once a day, not every session
+    a_day_ago = time.time() - 25 * 3600
+    os.utime(mark, (a_day_ago, a_day_ago))
+    later = context_of(hook("session-start", payload, db_url, env={"HOME": str(home)}), "SessionStart")
+    assert "earlier install's" in later, later

@@ -23,6 +23,7 @@ from mcp_memory.capture.harness_entries import (
     TERM_IGNORED,
     _commands,
     claude_ours,
+    claude_stale_hooks,
     hook_command,
     refresh_claude_hooks,
 )
@@ -551,7 +552,8 @@ def test_doctor_and_uninstall_know_the_console_script_hooks_of_an_earlier_instal
     hooks = json.loads((home / ".claude" / "settings.json").read_text())["hooks"]
     for event, ours, *_ in CLAUDE_HOOKS:   # one set, each as this version writes it
         [command] = [c for c in _commands(hooks[event]) if c != "notify-send done"]
-        assert command == hook_command(install.hook_entry(CLI), ours, []), command
+        # A working entry stays (beside the server entry naming it); the capture hooks get the guard.
+        assert command == hook_command([CLI], ours, [], posix=True), command
     assert harness_checks(home, project)[0].ok
     out = cli("uninstall", "claude-code", "--home", str(home))
     assert out.returncode == 0, out.stderr
@@ -589,17 +591,49 @@ def test_install_again_brings_an_earlier_installs_hooks_up_to_date(tmp_path: Pat
     assert snapshot(home) == before
 
 
+def test_a_projects_stale_hooks_are_named_with_the_project_install_that_updates_them(tmp_path: Path) -> None:
+    """A project's committed hooks written before the guard: doctor's fix is the project-scope
+    install (a user-scope one would add a second set), which rewrites them; flags given to an
+    existing install are said not to be applied."""
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    (project / ".git").mkdir(parents=True)
+    assert cli("install", "claude-code", "--scope", "project", "--project-dir", str(project)).returncode == 0
+    settings = project / ".claude" / "settings.json"
+    current = settings.read_text()
+    assert current.count(TERM_IGNORED) == 3
+    settings.write_text(current.replace(TERM_IGNORED, ""))
+    [check] = harness_checks(home, project)
+    assert f"mcp-memory install claude-code --scope project --project-dir {project}` again" in (check.fix or "")
+    out = cli("install", "claude-code", "--scope", "project", "--project-dir", str(project), "--user", "bob")
+    assert out.returncode == 0 and "updated mcp-memory's hook commands" in out.stdout, out.stdout + out.stderr
+    assert "the flags given were not applied" in out.stdout and settings.read_text() == current
+
+
 def test_install_again_leaves_a_users_own_wrapper_of_our_hook_alone() -> None:
-    """Only what an install wrote is rewritten: a command of ours the user wrapped (`nice`, `env`)
-    keeps its words; the console script an earlier install wrote becomes this version's command."""
+    """Only what an install wrote is rewritten: a command of ours the user wrapped (`nice`) or
+    added shell words to (`$VAR`, `2>/dev/null`) keeps its words, and doctor does not ask for an
+    install that would not change it; the console script an earlier install wrote gets the guard,
+    and this version's entry only where its own is gone."""
     wrapped = "nice -n 5 /usr/local/bin/mcp-memory hook stop --user alice"
-    earlier = "/usr/local/bin/mcp-memory hook session-end --user alice"
-    data = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": wrapped}]}],
+    shell_words = f"{shlex.quote(CLI)} hook pre-compact --database-url $DB_URL 2>/dev/null"
+    earlier = f"{shlex.quote(CLI)} hook session-end --user alice"
+    gone = "/gone/venv/bin/mcp-memory hook stop --user bob"
+    data = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": wrapped},
+                                          {"type": "command", "command": gone}]}],
+                      "PreCompact": [{"hooks": [{"type": "command", "command": shell_words}]}],
                       "SessionEnd": [{"hooks": [{"type": "command", "command": earlier}]}]}}
-    refresh_claude_hooks(["/opt/venv/bin/mcp-memory"])(data)
-    assert data["hooks"]["Stop"][0]["hooks"][0]["command"] == wrapped
+    assert claude_stale_hooks(data, posix=True) == [
+        "/gone/venv/bin/mcp-memory is gone: the hooks cannot start",
+        "form is an earlier install's: `claude -p` can kill a capture hook (SIGTERM as it exits) before it "
+        "hands the turns off"]
+    refresh_claude_hooks([CLI], posix=True)(data)   # this version's entry
+    stop = [h["command"] for h in data["hooks"]["Stop"][0]["hooks"]]
+    assert stop == [wrapped, hook_command([CLI], "stop", ["--user", "bob"], posix=True)]
+    assert data["hooks"]["PreCompact"][0]["hooks"][0]["command"] == shell_words
     assert data["hooks"]["SessionEnd"][0]["hooks"][0]["command"] == hook_command(
-        ["/opt/venv/bin/mcp-memory"], "session-end", ["--user", "alice"])
+        [CLI], "session-end", ["--user", "alice"], posix=True)
+    assert claude_stale_hooks(data, posix=True) == []
 
 
 @pytest.mark.parametrize("flags", [["--data-dir", "/home/me/.local/share/mcp-memory"],

@@ -7,6 +7,7 @@ a harness with nothing of ours is not mentioned. Reads files only: no database, 
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from .harness_entries import (
     openclaw_file,
     openclaw_ours,
     ours_server,
+    posix_shell,
     stale_entry,
 )
 from .openclaw_agents import check as check_agents
@@ -33,12 +35,17 @@ def harness_checks(home: Path | None = None, project: Path | None = None) -> lis
     return [c for c in (_claude_code(home or Path.home(), project or Path.cwd()), _openclaw(home)) if c]
 
 
-def stale_claude_hooks(home: Path, project: Path) -> list[str]:
-    """What is stale in our hook commands of the user's and the project's Claude Code settings
-    (`claude_stale_hooks`), each once."""
-    found = [why for path in (claude_files("user", home, project)[1], claude_files("project", home, project)[1])
-             for why in claude_stale_hooks(_read(path))]
-    return list(dict.fromkeys(found))
+def stale_claude_hooks(home: Path, project: Path) -> list[tuple[str, str]]:
+    """What no longer fits in our hook commands of the user's and the project's Claude Code
+    settings (`claude_stale_hooks`), each once: (why, the install command that rewrites them)."""
+    found: dict[tuple[str, str], None] = {}
+    for scope in ("user", "project"):
+        portable = scope == "project"
+        fix = "mcp-memory install claude-code" + (
+            f" --scope project --project-dir {shlex.quote(str(project))}" if portable else "")
+        for why in claude_stale_hooks(_read(claude_files(scope, home, project)[1]), posix_shell(portable)):
+            found.setdefault((why, fix), None)
+    return list(found)
 
 
 def _read(path: Path, flavor: str = "json") -> dict[str, Any]:
@@ -72,10 +79,10 @@ def _claude_code(home: Path, project: Path) -> Check | None:
         if isinstance(disabled, list) and SERVER in disabled:
             problems.append(f"{name} lists {SERVER!r} in disabledMcpjsonServers")
             fixes.append(f"take {SERVER!r} out of disabledMcpjsonServers in {name}")
-    for why in stale_claude_hooks(home, project):
+    for why, fix in stale_claude_hooks(home, project):
         problems.append(f"a hook command's {why}")
-        fixes.append("run `mcp-memory install claude-code` again (it rewrites its hook commands as this "
-                     "version and interpreter write them)")
+        fixes.append(f"run `{fix}` again (it rewrites the hook commands an install wrote as this version writes "
+                     "them)")
     # A project's .mcp.json takes precedence over the user's ~/.claude.json for a server of one name.
     theirs = (project_servers.get("mcpServers") or {}).get(SERVER) if isinstance(
         project_servers.get("mcpServers"), dict) else None

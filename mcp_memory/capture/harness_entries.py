@@ -15,7 +15,8 @@ import json
 import os
 import re
 import shlex
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -110,13 +111,13 @@ def add_claude_server(exe: str, flags: list[str], path: Path) -> Edit:
     return edit
 
 
-def add_claude_hooks(entry: list[str], flags: list[str], path: Path) -> Edit:
+def add_claude_hooks(entry: list[str], flags: list[str], path: Path, posix: bool) -> Edit:
     """Our hook for each event: `entry` (the command that runs mcp-memory: install.hook_entry) and
     `hook <event>` with the flags, one shell command (Claude Code runs it through a shell); ours
     already there are brought to this form (`refresh_claude_hooks`)."""
     def edit(data: dict[str, Any]) -> None:
         hooks = object_at(data, "hooks", str(path))
-        refresh_claude_hooks(entry)(data)
+        refresh_claude_hooks(entry, posix)(data)
         for event, ours, timeout, matcher, background in CLAUDE_HOOKS:
             groups = hooks.setdefault(event, [])
             if not isinstance(groups, list):
@@ -124,7 +125,7 @@ def add_claude_hooks(entry: list[str], flags: list[str], path: Path) -> Edit:
             if _has_our_hook(groups):
                 continue
             group: dict[str, Any] = {"matcher": matcher} if matcher else {}
-            command: dict[str, Any] = {"type": "command", "command": hook_command(entry, ours, flags),
+            command: dict[str, Any] = {"type": "command", "command": hook_command(entry, ours, flags, posix),
                                        "timeout": timeout}
             if background:
                 command["async"] = True
@@ -133,44 +134,73 @@ def add_claude_hooks(entry: list[str], flags: list[str], path: Path) -> Edit:
     return edit
 
 
-def hook_command(entry: list[str], event: str, flags: list[str]) -> str:
+def posix_shell(portable: bool) -> bool:
+    """Whether the hook commands written go to a POSIX shell: this machine's, or, in a project's
+    files (`portable`), those of every teammate, whom Claude Code runs hooks for on macOS and Linux."""
+    return portable or os.name == "posix"
+
+
+def hook_command(entry: Sequence[str], event: str, flags: Sequence[str], posix: bool) -> str:
     """One hook's shell command; a capture event's ignores SIGTERM (TERM_IGNORED) on a POSIX shell."""
     command = shlex.join([*entry, "hook", event, *flags])
-    return TERM_IGNORED + command if event in CAPTURE_EVENTS and os.name == "posix" else command
+    return TERM_IGNORED + command if event in CAPTURE_EVENTS and posix else command
 
 
-def refresh_claude_hooks(entry: list[str]) -> Edit:
-    """Each of our hook commands as `add_claude_hooks` writes it now (`entry`, and a capture event's
-    TERM_IGNORED), its own event and flags kept; nothing added or taken out. An upgrade's `install`
-    runs it: the commands of an earlier install lose a `claude -p` session's turns to its SIGTERM,
-    or name an interpreter since removed."""
+@dataclass(frozen=True)
+class HookCommand:
+    """One of our hook commands read back: whether it ignores SIGTERM (`guarded`), its words before
+    `hook` (`entry`), its event and flags; `exact` when joined again they are the command as
+    written, so nothing a shell reads (`$VAR`, `~`, `2>/dev/null`, `|| true`) was added to it."""
+
+    guarded: bool
+    entry: tuple[str, ...]
+    event: str
+    flags: tuple[str, ...]
+    exact: bool
+
+    @property
+    def install_wrote(self) -> bool:
+        """As an install writes it (the console script, or an interpreter started lean), not a user's
+        own wrapper (`nice …`, `env …`) or edit, which is theirs to change."""
+        return self.exact and self.event in EVENTS and (
+            (len(self.entry) == 1 and Path(self.entry[0]).name == "mcp-memory")
+            or (len(self.entry) == 5 and list(self.entry[1:4]) == ["-S", "-P", "-c"] and LEAN_MARK in self.entry[4]))
+
+    def unguarded_capture(self, posix: bool) -> bool:
+        """A capture hook install would now write with TERM_IGNORED, written without it."""
+        return self.install_wrote and self.event in CAPTURE_EVENTS and posix and not self.guarded
+
+
+def read_hook(command: Any) -> HookCommand | None:
+    """`command` read back, if it is ours and a shell's words."""
+    if not _ours_command(command):
+        return None
+    body = command.removeprefix(TERM_IGNORED)
+    try:
+        words = shlex.split(body)
+    except ValueError:
+        return None
+    at = words.index("hook") if "hook" in words else len(words)
+    return HookCommand(guarded=command.startswith(TERM_IGNORED), entry=tuple(words[:at]),
+                       event=words[at + 1] if at + 1 < len(words) else "", flags=tuple(words[at + 2:]),
+                       exact=shlex.join(words) == body)
+
+
+def refresh_claude_hooks(entry: list[str], posix: bool) -> Edit:
+    """Each hook command an install wrote (`HookCommand.install_wrote`), as install writes it now: a
+    capture event's with TERM_IGNORED, and `entry` in place of its own only where that is stale (an
+    interpreter gone, a package moved: `stale_entry`; a working one stays, beside the server entry
+    that names it). Its event and flags are kept; nothing is added or taken out, and commands a
+    user wrote or changed are left as they are."""
     def edit(data: dict[str, Any]) -> None:
         hooks = data.get("hooks")
         for groups in hooks.values() if isinstance(hooks, dict) else []:
             for hook in _hook_entries(groups):
-                if _ours_command(hook.get("command")) and (fresh := _rewritten(entry, hook["command"])):
-                    hook["command"] = fresh
+                found = read_hook(hook.get("command"))
+                if found is not None and found.install_wrote:
+                    kept = entry if stale_entry(list(found.entry)) else found.entry
+                    hook["command"] = hook_command(kept, found.event, found.flags, posix)
     return edit
-
-
-def _rewritten(entry: list[str], command: str) -> str | None:
-    """`command` (ours) as `hook_command` writes it with `entry`; None when it cannot be read."""
-    try:
-        words = shlex.split(command.removeprefix(TERM_IGNORED))
-    except ValueError:
-        return None
-    at = words.index("hook") if "hook" in words else len(words)
-    if words[at + 1:at + 2] and words[at + 1] in EVENTS and _install_wrote(words[:at]):
-        return hook_command(entry, words[at + 1], words[at + 2:])
-    return None
-
-
-def _install_wrote(entry: list[str]) -> bool:
-    """Whether a hook command's words before `hook` are as an install wrote them (the console
-    script, or an interpreter started lean), not a user's own wrapper (`env …`, `nice …`), which
-    is left as it is."""
-    return (len(entry) == 1 and Path(entry[0]).name == "mcp-memory") or \
-        (len(entry) == 5 and entry[1:4] == ["-S", "-P", "-c"] and LEAN_MARK in entry[4])
 
 
 def _hook_entries(groups: Any) -> Iterator[dict[str, Any]]:
@@ -206,20 +236,17 @@ def stale_entry(entry: list[str]) -> str | None:
     return None
 
 
-def claude_stale_hooks(data: dict[str, Any]) -> list[str]:
-    """`stale_entry` of each of our hook commands in a Claude Code settings file, once each."""
+def claude_stale_hooks(data: dict[str, Any], posix: bool) -> list[str]:
+    """What no longer fits in our hook commands of a Claude Code settings file, each once:
+    `stale_entry`, or a capture hook an install wrote without TERM_IGNORED (what
+    `refresh_claude_hooks` rewrites)."""
     found = []
     hooks = data.get("hooks") if isinstance(data.get("hooks"), dict) else {}
-    for command in (c for groups in hooks.values() for c in _commands(groups) if _ours_command(c)):
-        guarded = command.startswith(TERM_IGNORED)
-        try:
-            words = shlex.split(command.removeprefix(TERM_IGNORED))
-        except ValueError:
+    for hook in (read_hook(c) for groups in hooks.values() for c in _commands(groups)):
+        if hook is None:
             continue
-        at = words.index("hook") if "hook" in words else len(words)
-        why = stale_entry(words[:at])
-        if why is None and not guarded and os.name == "posix" and words[at + 1:at + 2] and \
-                words[at + 1] in CAPTURE_EVENTS:
+        why = stale_entry(list(hook.entry))
+        if why is None and hook.unguarded_capture(posix):
             why = ("form is an earlier install's: `claude -p` can kill a capture hook (SIGTERM as it "
                    "exits) before it hands the turns off")
         if why and why not in found:

@@ -33,6 +33,7 @@ from .harness_entries import (
     openclaw_flags,
     openclaw_ours,
     plugin_dir,
+    posix_shell,
     refresh_claude_hooks,
     shareable_flags,
     strip_claude,
@@ -112,15 +113,17 @@ def install(harness: str, *, scope: str = "user", project_dir: Path, home: Path 
     try:
         for path in targets:
             if read_state(path) is not None:
-                if not _update_hooks(harness, scope, exe, targets, dry_run):
+                updated = _update_hooks(harness, scope, exe, targets, dry_run)
+                if updated is None:
                     print(f"already installed in {path} (run `mcp-memory uninstall {harness}` first)")
-                elif flags:
+                elif passthrough:
                     print(f"the flags given were not applied to the existing install (run `mcp-memory "
                           f"uninstall {harness}` first to change them)")
-                return 0
+                return updated or 0
         if harness == "claude-code":
             changes = [plan(targets[0], add_claude_server(exe, flags, targets[0])),
-                       plan(targets[1], add_claude_hooks(hook_entry(exe, scope == "project"), flags, targets[1]))]
+                       plan(targets[1], add_claude_hooks(hook_entry(exe, scope == "project"), flags, targets[1],
+                                                         posix_shell(scope == "project")))]
         else:
             data = load(targets[0], "json5")[0]
             agents, slots = openclaw_agents.listed(data), openclaw_agents.slots(targets[0], data, flags)
@@ -162,22 +165,29 @@ def install(harness: str, *, scope: str = "user", project_dir: Path, home: Path 
     return 0
 
 
-def _update_hooks(harness: str, scope: str, exe: str, targets: list[Path], dry_run: bool) -> bool:
-    """On an existing install, our Claude Code hook commands rewritten as this version writes them,
-    each keeping its own flags (`refresh_claude_hooks`); the install record and its backup stay as
-    they were, so uninstall still puts the file back. False when they are current already."""
+def _update_hooks(harness: str, scope: str, exe: str, targets: list[Path], dry_run: bool) -> int | None:
+    """On an existing install, the Claude Code hook commands an install wrote brought to this
+    version's form (`refresh_claude_hooks`), each keeping its own flags; the install record and its
+    backup stay as they were, so uninstall still puts the file back. None when they are current
+    already; else the exit status."""
     if harness != "claude-code" or not targets[1].exists():
-        return False
-    change = plan(targets[1], refresh_claude_hooks(hook_entry(exe, scope == "project")))
-    if not change.changed:
-        return False
-    print(diff(change.path, change.before, change.after))
-    if dry_run:
-        print("dry run: nothing written")
-        return True
-    write_through(change.path, change.after)
+        return None
+    portable = scope == "project"
+    try:
+        change = plan(targets[1], refresh_claude_hooks(hook_entry(exe, portable), posix_shell(portable)))
+        if not change.changed:
+            return None
+        print(diff(change.path, change.before, change.after))
+        if dry_run:
+            print("dry run: nothing written")
+            return 0
+        write_through(change.path, change.after)
+    except (OSError, SettingsFileError) as exc:
+        print(f"error: could not update the hook commands in {targets[1]}: {exc}; nothing was changed",
+              file=sys.stderr)
+        return 1
     print(f"updated mcp-memory's hook commands in {change.path} to this version's (each keeps its flags)")
-    return True
+    return 0
 
 
 def _openclaw_edit(exe: str, flags: list[str], path: Path, slots: list[openclaw_agents.Slot]) -> Any:

@@ -36,8 +36,8 @@ def _stale_hooks(settings: Settings, cwd: str | None) -> str | None:
             return None
         mark.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         write_private(mark, time.strftime("%Y-%m-%dT%H:%M:%SZ\n", time.gmtime()))
-        return (f"mcp-memory: a hook command's {found[0]}; tell the user to run `mcp-memory install "
-                "claude-code` again, which brings the hooks up to date")
+        why, fix = found[0]
+        return f"mcp-memory: a hook command's {why}; tell the user to run `{fix}` again, which updates them"
     except Exception as exc:  # see the module's docstring
         log.debug("stale hook check skipped: %s", exc)
         return None
