@@ -435,6 +435,27 @@ def test_an_http_server_answers_hooks_too(own_store: Store, module_service: Memo
     assert not os.path.exists(own_store.socket)   # a server that stops takes its socket with it
 
 
+def test_the_server_says_once_a_day_that_the_hooks_are_an_earlier_installs(
+        own_store: Store, module_service: MemoryService, tmp_path: Path) -> None:
+    """A session start the server answers carries the line the full path adds (capture/notices.py)
+    when the user's capture hook commands are an earlier install's: once a day."""
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    stale = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": f"{CLI} hook stop"}]}]}}
+    (home / ".claude" / "settings.json").write_text(json.dumps(stale))
+    log = tmp_path / "serve.log"
+    proc = own_store.serve(log, env={"HOME": str(home)})
+    try:
+        listening(own_store, proc, log)
+        first = own_store.hook("session-start", start(), env={"HOME": str(home)})
+        assert answered_by(first) == proc.pid and "earlier install's" in first.stdout, first.stderr
+        assert "Tuesdays" in first.stdout   # beside the memories, not instead of them
+        again = own_store.hook("session-start", start(), env={"HOME": str(home)})
+        assert answered_by(again) == proc.pid and "earlier install" not in again.stdout
+    finally:
+        stop(proc)
+
+
 def test_the_channel_can_be_switched_off(own_store: Store, module_service: MemoryService, tmp_path: Path) -> None:
     log = tmp_path / "serve.log"
     proc = own_store.serve(log, env={"MCP_MEMORY_HOOK_CHANNEL": "false"})
