@@ -206,7 +206,9 @@ class Channel:
         # one clock for every process of the machine).
         started = req.started if req.started is not None and now - 60 < req.started <= now else now
         deadline = started + limit
-        notice = notices.session_start(settings, req.harness, payload.cwd) if req.event == "session-start" else None
+        # File reads and the status file's lock (up to its wait) off the event loop every window shares.
+        notice = (await anyio.to_thread.run_sync(notices.session_start, settings, req.harness, payload.cwd)
+                  if req.event == "session-start" else None)
         reply: dict[str, Any] = {}
         try:
             with anyio.fail_after(max(0.0, deadline - time.monotonic())):

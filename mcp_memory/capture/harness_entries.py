@@ -198,7 +198,7 @@ def refresh_claude_hooks(entry: list[str], posix: bool) -> Edit:
             for hook in _hook_entries(groups):
                 found = read_hook(hook.get("command"))
                 if found is not None and found.install_wrote:
-                    kept = entry if stale_entry(list(found.entry)) else found.entry
+                    kept = entry if stale_entry(found.entry) else found.entry
                     hook["command"] = hook_command(kept, found.event, found.flags, posix)
     return edit
 
@@ -220,7 +220,7 @@ def _has_our_hook(groups: Any) -> bool:
     return any(_ours_command(c) for c in _commands(groups))
 
 
-def stale_entry(entry: list[str]) -> str | None:
+def stale_entry(entry: Sequence[str]) -> str | None:
     """What is wrong with a hook command's entry (its words before `hook`) that no longer fits this
     machine: the interpreter gone (every hook fails), or, for the lean command, the package folder
     it was installed from (every hook pays for the site-packages scan the lean start skips); None
@@ -245,7 +245,7 @@ def claude_stale_hooks(data: dict[str, Any], posix: bool) -> list[str]:
     for hook in (read_hook(c) for groups in hooks.values() for c in _commands(groups)):
         if hook is None:
             continue
-        why = stale_entry(list(hook.entry))
+        why = stale_entry(hook.entry)
         if why is None and hook.unguarded_capture(posix):
             why = ("form is an earlier install's: `claude -p` can kill a capture hook (SIGTERM as it "
                    "exits) before it hands the turns off")
