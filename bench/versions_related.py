@@ -18,7 +18,13 @@ share it accepts (its recall with a model that names exactly those).
 Then it asks every question of the set (bench/knowledge_update.py's judge): newest-first and
 newest@1 over changing facts, stable facts in the top 3.
 
+With `--writer about` (or `about-key`) every write also passes who the memory is about (and the
+attribute it states) in the writer's own words, varying per write, as bench/knowledge_update.py's
+writer does: `related` then reads the subject off the graph's stored mentions where the writer
+said it.
+
 Usage: python bench/versions_related.py bench/knowledge_update/circle.jsonl [--modes none,listed,oracle]
+       [--writer none|about|about-key] [--writer-words FILE]
        [--out bench/results/versions_related.json] [--misses 5]
 """
 
@@ -27,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import random
 import statistics
 import sys
 import time
@@ -35,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from after_sql import save_capture, sql_stage
-from knowledge_update import judge, load, parse_time, summarize, user_of
+from knowledge_update import WRITER_WORDS, WRITERS, Writer, judge, load, load_writer, parse_time, summarize, user_of
 from locomo import REPO, bench_database, bench_principal, machine, table
 from stats import percentile
 
@@ -45,7 +52,8 @@ MODES = ("none", "listed", "oracle")
 
 
 async def write_in_order(service: Any, user: str, records: list[dict[str, Any]], shift: timedelta,
-                         mode: str) -> tuple[dict[str, Any], dict[str, Any]]:
+                         mode: str, writer: Writer | None = None,
+                         writer_mode: str = "none") -> tuple[dict[str, Any], dict[str, Any]]:
     memories = sorted(((r, m) for r in records for m in (*r["versions"], *r["distractors"])),
                       key=lambda rm: rm[1]["occurred_at"])
     key_of: dict[Any, str] = {}
@@ -59,11 +67,15 @@ async def write_in_order(service: Any, user: str, records: list[dict[str, Any]],
     misses: list[dict[str, Any]] = []
     wrong_flags: list[dict[str, Any]] = []
     write_ms: list[float] = []
+    words = random.Random("writer:0")  # the writer's choice of words, per write in this order
+    said: dict[str, dict[str, Any]] = {}  # what each write passed, for the agent's second write
     lists: list[tuple[set[str], set[str], list[tuple[str | None, bool]]]] = []  # for `shapes`
     for r, m in memories:
         p = bench_principal(user_of(user, r))
+        said[m["key"]] = extra = writer.pick(r, m, words, writer_mode) if writer is not None else {}
         started = time.perf_counter()
-        result = await service.write(p, m["content"], kind="fact", occurred_at=parse_time(m["occurred_at"]) + shift)
+        result = await service.write(p, m["content"], kind="fact", occurred_at=parse_time(m["occurred_at"]) + shift,
+                                     **extra)
         write_ms.append((time.perf_counter() - started) * 1000)
         ids[m["key"]] = result.memory.id
         key_of[result.memory.id] = m["key"]
@@ -108,7 +120,7 @@ async def write_in_order(service: Any, user: str, records: list[dict[str, Any]],
             chosen = [x.id for _, x in listed if getattr(x, "earlier_version", True)]
         if chosen:
             await service.write(p, m["content"], kind="fact", occurred_at=parse_time(m["occurred_at"]) + shift,
-                                supersedes=chosen)
+                                supersedes=chosen, **said[m["key"]])
             superseded += len(chosen)
             wrong += sum(key_of[c] not in earlier for c in chosen)
     quality = {"writes": writes, "updates": updates,
@@ -160,13 +172,15 @@ async def main_async(args: argparse.Namespace) -> None:
     as_of = parse_time(records[0]["as_of"])
     shift = timedelta(days=(datetime.now(UTC) - as_of).days)
     modes = args.modes.split(",")
+    writer = load_writer(args.dataset, records, args.writer_words) if args.writer != "none" else None
     report: dict[str, Any] = {"benchmark": "versions-related", "dataset": str(args.dataset), "modes": {},
+                              "writer": args.writer, "writer_words": str(args.writer_words),
                               "machine": machine()}
     async with bench_database(None, "vr") as bench:
         service = bench.service()
         for mode in modes:
             user = f"vr-{mode}"
-            ids, quality = await write_in_order(service, user, records, shift, mode)
+            ids, quality = await write_in_order(service, user, records, shift, mode, writer, args.writer)
             await bench.analyze()
             rows = []
             for r in records:
@@ -188,7 +202,7 @@ async def main_async(args: argparse.Namespace) -> None:
             print(f"{mode}: done", file=sys.stderr)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2, default=str))
-    print(f"\n{args.dataset.stem}: {len(records)} questions, written in order")
+    print(f"\n{args.dataset.stem}: {len(records)} questions, written in order, writer {args.writer}")
     head = ["mode", "earlier listed", "others/update", "others/write", "flag precision", "guard others",
             "guard versions", "wrong supersedes",
             "newest-first", "newest@1", "stable top-3", "nf time words", "@1 time words", "nf plain", "@1 plain",
@@ -221,6 +235,10 @@ def main() -> None:
     parser.add_argument("--misses", type=int, default=5, help="print this many `related` misses per mode")
     parser.add_argument("--capture", action="store_true",
                         help="keep each mode's SQL-stage rows for bench/after_sql.py run --store MODE")
+    parser.add_argument("--writer", choices=WRITERS, default="none",
+                        help="what each write passes besides its text, as bench/knowledge_update.py's --writer")
+    parser.add_argument("--writer-words", type=Path, default=WRITER_WORDS,
+                        help="the writer's words (bench/knowledge_update/writer_words_heldout.json: held out)")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "versions_related.json")
     asyncio.run(main_async(parser.parse_args()))
 
