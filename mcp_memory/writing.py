@@ -134,8 +134,11 @@ class Writing:
         # the new memory by the id it is about to get: found, it would be the nearest of all and
         # take the place of what the new one is compared with.
         new_id = uuid4()
+        # Whom a writer or a model said it is about is read off the graph once the insert has stored
+        # it (`by_graph`), among the widest nearest.
+        told = said.source != "rules" and bool(said.about)
         neighbours = (asyncio.ensure_future(self.versions.neighbours(p, vector, new.content, len(skip),
-                                                                     exclude=new_id, kind=new.kind))
+                                                                     exclude=new_id, kind=new.kind, wide=told))
                       if vector is not None and self.versions.applies(vector) else None)
         try:
             memory, created = await self.repo.insert(
@@ -150,6 +153,8 @@ class Writing:
             raise
         self._changed(int(created) + len(supersedes or ()) + len(memory.replaced or ()))
         near = await neighbours if neighbours is not None else Near([], 0)
+        if created:
+            near = await self.versions.by_graph(p, memory.id, new.content, near, told)
         # A duplicate is the old memory itself, and what it touched was said when it was written.
         related = await self.versions.listed(new.content, near, skip) if created else []
         if memory.replaced:

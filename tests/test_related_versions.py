@@ -224,3 +224,52 @@ async def test_a_subjects_memories_in_other_scopes_are_not_listed(service: Memor
     mine = (await service.write(alice, "Jarek Lachance's birthday is on 11 December.", scope="project")).memory
     result = await service.write(alice, "Jarek Lachance upgraded to a Sony Xperia 10.", scope="project")
     assert [r.id for r in result.related] == [mine.id], [(r.snippet, r.id in hidden) for r in result.related]
+
+
+async def test_whom_a_writer_said_a_memory_is_about_decides_its_earlier_versions(
+        service: MemoryService, alice: Principal) -> None:
+    """Issue 48 item 1: `related` reads the subject off the graph's stored mentions where a writer
+    said it. "Moved to Berlin." names no one; said about Greta Ibarra, her home is its earlier
+    version, though the text alone reads it as about Berlin; the same words said about someone
+    else flag nothing of hers."""
+    home = (await service.write(alice, "Greta Ibarra lives in Lisbon.")).memory
+    for text in ("Greta Ibarra drives a Hyundai Ioniq.", "Greta Ibarra's birthday is on 30 September.",
+                 "Katarina Mbeki lives in Tbilisi."):
+        await service.write(alice, text)
+    other = await service.write(alice, "Lives in Berlin now.", about=["Katarina Mbeki"])
+    assert home.id not in {r.id for r in other.related if r.earlier_version}, \
+        [(r.snippet, r.earlier_version) for r in other.related]
+    result = await service.write(alice, "Lives in Berlin these days.", about=["Greta"])
+    listed = [(r.snippet, r.earlier_version) for r in result.related]
+    assert result.related and result.related[0].id == home.id, listed
+    assert result.related[0].earlier_version is True, listed
+    assert [r.snippet for r in result.related if r.earlier_version] == ["Greta Ibarra lives in Lisbon."], listed
+    # The decisions' candidates are the same list, read by the graph too.
+    again = await service.related(alice, result.memory.id, result.memory.content,
+                                  await service.vectors.document(result.memory.content))
+    assert [(r.id, r.earlier_version) for r in again] == [(r.id, r.earlier_version) for r in result.related]
+
+
+async def test_two_memories_said_about_different_people_are_no_versions_whatever_their_words(
+        service: MemoryService, alice: Principal) -> None:
+    """The same words said about two people: the text reads one subject ("Drives"), the graph two,
+    and the graph decides; said about the same person, the same words are a version."""
+    hers = (await service.write(alice, "Drives a red hatchback.", about=["Greta Ibarra"])).memory
+    his = await service.write(alice, "Drives a blue estate car now.", about=["Tomás Rivera"])
+    assert hers.id not in {r.id for r in his.related if r.earlier_version}, \
+        [(r.snippet, r.earlier_version) for r in his.related]
+    again = await service.write(alice, "Drives a green van these days.", about=["Greta Ibarra"])
+    flagged = [r.id for r in again.related if r.earlier_version]
+    assert flagged == [hers.id], [(r.snippet, r.earlier_version) for r in again.related]
+
+
+async def test_a_memory_said_about_someone_is_found_by_a_later_write_that_names_them(
+        service: MemoryService, alice: Principal) -> None:
+    """The other way round: the earlier memory was said about Greta Ibarra and names no one; the
+    new one names her and passes nothing. The graph has both about her (the rules read the new
+    one's name), so the earlier one is its version; a write naming no one said-about reads as before."""
+    home = (await service.write(alice, "Lives in Lisbon.", about=["Greta Ibarra"])).memory
+    await service.write(alice, "Greta Ibarra drives a Hyundai Ioniq.")
+    result = await service.write(alice, "Greta Ibarra lives in Berlin these days.")
+    assert [r.id for r in result.related if r.earlier_version] == [home.id], \
+        [(r.snippet, r.earlier_version) for r in result.related]

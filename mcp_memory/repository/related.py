@@ -20,11 +20,16 @@ async def nearest(repo: MemoryRepository, p: Principal, vector: Sequence[float],
                   created_before: datetime | None = None) -> list[tuple[asyncpg.Record, float]]:
     """Live memories this principal can see, closest first (cosine ≥ `min_similarity`), with
     their similarity; `exclude` is the new memory itself (None: it is not stored yet, or there is
-    none); `created_before`: only memories stored before then (a decision's candidates)."""
+    none); `created_before`: only memories stored before then (a decision's candidates). Each row's
+    `said_about`: whether a writer or a model said whom it is about (the graph's mentions), so
+    `related` reads the graph only where it may say more than the text."""
     q = Sql()
     distance = f"{vector_cast(dimension)} <=> {q.arg(np.asarray(vector, dtype=np.float32))}::vector({int(dimension)})"
     sql = f"""
-        SELECT m.*, 1 - ({distance}) AS similarity FROM memories m
+        SELECT m.*, 1 - ({distance}) AS similarity,
+               EXISTS (SELECT 1 FROM memory_entities me WHERE me.user_id = m.user_id AND me.memory_id = m.id
+                       AND me.role = 'about' AND me.source <> 'rules') AS said_about
+        FROM memories m
         WHERE {" AND ".join(live(q, p))}{f" AND m.id <> {q.arg(exclude)}" if exclude else ""}
           {f"AND m.created_at < {q.arg(created_before)}" if created_before is not None else ""}
           AND m.embedding_model = {model_literal(model)} AND {distance} <= {q.arg(1 - min_similarity)}

@@ -6,12 +6,14 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
 import asyncpg
 import numpy as np
 
+from ..graph import subjects as stored
 from ..graph.about_user import about_someone_else, speaks_of_user, without_user
 from ..graph.names import RUN as _RUN
 from ..graph.names import SUBJECT_WITHIN, WORD
@@ -223,17 +225,33 @@ def shared_names(a: str, b: str) -> frozenset[str]:
     return frozenset(caps(a) & caps(b))
 
 
-def masked_pair(new: str, old: str) -> tuple[str, str, frozenset[str]]:
+def _with_subject(text: str, subject: str, names: frozenset[str]) -> str:
+    """`text` opening on `subject` when it names none of `names` (nor, for the user, the user)."""
+    holds = speaks_of_user(text) if subject == "the user" else any(
+        re.search(rf"(?<![\w'-]){re.escape(name)}(?![\w-])", text, re.IGNORECASE) for name in names)
+    stripped = text.lstrip()
+    return text if holds or not stripped else f"{subject} {stripped[0].lower()}{stripped[1:]}"
+
+
+def masked_pair(new: str, old: str, said: Sequence[str] = ()) -> tuple[str, str, frozenset[str]]:
     """Both texts with what they share of the subject masked (the names both hold and the words
-    for the user), and those names."""
-    names = shared_names(new, old)
-    # Only the subject is masked: a value both name stays ("left Plumtree Media" / "works at
-    # Plumtree Media"), for `earlier_versions` to see.
-    subject = frozenset().union(*(runs[0] for runs in (subjects(new), subjects(old)) if runs))
-    names = names & subject or names
+    for the user), and those names. `said`: the subject's names where the graph has both about it
+    (`GraphSubjects`), each of their words masked wherever either text holds it; a text holding
+    none of them gets the first as its subject, as it would have said it ("Lives in Berlin now."
+    about Greta Ibarra is compared as "someone someone lives in Berlin now.", the form "Greta
+    Ibarra lives in Lisbon." takes: .39 -> .52 with MiniLM, as the text's own reading compares)."""
+    if said:
+        names = frozenset(w.lower() for name in said if name != "the user" for w in name.split()) - NOT_NAMES
+        new, old = (_with_subject(text, said[0], names) for text in (new, old))
+    else:
+        names = shared_names(new, old)
+        # Only the subject is masked: a value both name stays ("left Plumtree Media" / "works at
+        # Plumtree Media"), for `earlier_versions` to see.
+        subject = frozenset().union(*(runs[0] for runs in (subjects(new), subjects(old)) if runs))
+        names = names & subject or names
 
     def mask(text: str) -> str:
-        for name in names:
+        for name in sorted(names, key=len, reverse=True):
             text = re.sub(rf"(?<![\w'-]){re.escape(name)}(?:'s)?(?![\w'-])", MASK, text, flags=re.IGNORECASE)
         return without_user(text, MASK)
     return mask(new), mask(old), names
@@ -247,15 +265,59 @@ def masked_pair(new: str, old: str) -> tuple[str, str, frozenset[str]]:
 SUBJECT_VERSIONS = 3
 
 
+@dataclass(frozen=True)
+class GraphSubjects:
+    """What the graph's stored mentions say of a new memory against each candidate, where a writer
+    or a model said whom one of them is about (graph/subjects.py `compare`): per candidate id,
+    "same", "other", "apart" or None, and the subject's names where "same". The readers of a
+    memory's text ask this first; "apart" and None leave it to the text."""
+    verdicts: Mapping[UUID, str | None] = field(default_factory=dict)
+    names: Mapping[UUID, Sequence[str]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, new: stored.Subjects | None, olds: Mapping[UUID, stored.Subjects]) -> GraphSubjects:
+        verdicts = {i: stored.compare(new, old) for i, old in olds.items()}
+        return cls({i: v for i, v in verdicts.items() if v is not None},
+                   {i: stored.subject_names(new, olds[i]) or () for i, v in verdicts.items() if v == "same"})
+
+    def same(self, row_id: UUID) -> bool | None:
+        """Whether the graph has the candidate about the new memory's subject (None: it does not say)."""
+        verdict = self.verdicts.get(row_id)
+        return None if verdict not in ("same", "other") else verdict == "same"
+
+    def differs(self, content: str, rows: Sequence[Any]) -> bool:
+        """Whether the graph says of any of `rows` what the text's reading does not: a memory about
+        the subject that `subject_versions` would not take for one, or another subject's that
+        `same_subject` would. Where it never does, the text's list stands (and is not embedded again)."""
+        named = named_subject(content) is not None
+        for row in rows:
+            said = self.same(row["id"])
+            if said is None:
+                continue
+            text = same_subject(content, row["content"])
+            if said != text or said and not (named and named_subject(row["content"]) is not None):
+                return True
+        return False
+
+
+NO_GRAPH = GraphSubjects()
+
+
+def _same_subject(content: str, row: Any, graph: GraphSubjects) -> bool:
+    said = graph.same(row["id"])
+    return same_subject(content, row["content"]) if said is None else said
+
+
 async def masked_similarities(content: str, rows: Sequence[Any], vectors: TextVectors,
-                              known: Mapping[UUID, float] | None = None) -> dict[UUID, float] | None:
+                              known: Mapping[UUID, float] | None = None,
+                              graph: GraphSubjects = NO_GRAPH) -> dict[UUID, float] | None:
     """Each row's cosine with `content`, what they share of the subject masked on both sides
-    (`masked_pair`); those in `known` are not embedded again. None when the embedder is not
-    answering."""
+    (`masked_pair`, the graph's names of it where it has them); those in `known` are not embedded
+    again. None when the embedder is not answering."""
     found = dict(known or {})
     todo = [row for row in rows if row["id"] not in found]
     if todo:
-        pairs = [masked_pair(content, row["content"])[:2] for row in todo]
+        pairs = [masked_pair(content, row["content"], graph.names.get(row["id"], ()))[:2] for row in todo]
         embedded = await vectors.documents_or_none([t for pair in pairs for t in pair])
         if embedded is None:
             return None
@@ -264,16 +326,22 @@ async def masked_similarities(content: str, rows: Sequence[Any], vectors: TextVe
     return {row["id"]: found[row["id"]] for row in rows}
 
 
-async def subject_versions(content: str, near: Sequence[tuple[Any, float]], vectors: TextVectors
+async def subject_versions(content: str, near: Sequence[tuple[Any, float]], vectors: TextVectors,
+                           graph: GraphSubjects = NO_GRAPH
                            ) -> tuple[list[tuple[Any, float]], dict[UUID, float]] | None:
     """Of the nearest memories (row, cosine), those about the subject `content` names, each surely
     naming its own (`named_subject`, `same_subject`: not "Moved the alerts API off ..." for "Uploads
-    API ..."), closest first with the subject masked on both sides (the cosine each keeps is the
-    whole texts'), and their masked similarities. None when the embedder is not answering."""
-    same = [(row, cosine) for row, cosine in near
-            if row["content"] != content and named_subject(row["content"]) is not None
-            and same_subject(content, row["content"])]
-    masked = await masked_similarities(content, [row for row, _ in same], vectors)
+    API ..."), or that the graph has about it (`graph`), closest first with the subject masked on
+    both sides (the cosine each keeps is the whole texts'), and their masked similarities. None when
+    the embedder is not answering."""
+    def about_it(row: Any) -> bool:
+        said = graph.same(row["id"])
+        if said is not None:
+            return said
+        return named_subject(row["content"]) is not None and same_subject(content, row["content"])
+
+    same = [(row, cosine) for row, cosine in near if row["content"] != content and about_it(row)]
+    masked = await masked_similarities(content, [row for row, _ in same], vectors, graph=graph)
     if masked is None:
         return None
     return sorted(same, key=lambda rc: -masked[rc[0]["id"]]), masked
@@ -281,7 +349,8 @@ async def subject_versions(content: str, near: Sequence[tuple[Any, float]], vect
 
 async def earlier_versions(content: str, rows: Sequence[Any], vectors: TextVectors,
                            floor: float = EARLIER_VERSION_FLOOR,
-                           known: Mapping[UUID, float] | None = None) -> dict[UUID, bool] | None:
+                           known: Mapping[UUID, float] | None = None,
+                           graph: GraphSubjects = NO_GRAPH) -> dict[UUID, bool] | None:
     """Which of `rows` (the memories `related` lists for a new one saying `content`) look like
     earlier versions of it: about the same subject (`same_subject`) and saying the same kind of
     thing of it, judged with the subject masked on both sides ("someone drives a Hyundai Ioniq" /
@@ -289,22 +358,23 @@ async def earlier_versions(content: str, rows: Sequence[Any], vectors: TextVecto
     Iceland"): the one of them with the highest masked cosine, if at least `floor`. A memory about
     the subject whose value the new one names beside a new value is one too, whatever its wording
     ("left Plumtree Media and signed with Saltmarsh Bank"). `known`: masked similarities already
-    found (`masked_similarities`). None when the embedder is not answering. Measured in
-    bench/versions_related.py (flag precision, wrong supersedes)."""
+    found (`masked_similarities`). Where the graph has whom both are about (`graph`), it says
+    whether the subject is the same, and its names are masked. None when the embedder is not
+    answering. Measured in bench/versions_related.py (flag precision, wrong supersedes)."""
     flags: dict[UUID, bool] = {}
     judged: list[Any] = []
     for row in rows:
         text = row["content"]
-        if not same_subject(content, text):
+        if not _same_subject(content, row, graph):
             flags[row["id"]] = False
             continue
-        new, old, names = masked_pair(content, text)
+        new, old, names = masked_pair(content, text, graph.names.get(row["id"], ()))
         if names_its_value(new, old, names | {MASK} | NOT_NAMES):
             flags[row["id"]] = True
         else:
             judged.append(row)
     if judged:
-        cosines = await masked_similarities(content, judged, vectors, known)
+        cosines = await masked_similarities(content, judged, vectors, known, graph)
         if cosines is None:
             return None
         # Only the closest: the versions before it were superseded by it when it was written (and
