@@ -11,10 +11,11 @@ Each write through the service is timed (embedding included; the agents' second 
 For each update (a later version of a changing fact) it reports whether `related` held an earlier
 version and how many other memories it listed, and, per write, the memories it listed that are no
 version of the new one; for the agents, the supersedes that named no earlier version (wrong).
-Every `related` list is also judged by the decisions' guard (decisions/guard.py) as if a model
-replaced every entry: of entries that are no earlier version, the share it accepts (its
-false-accept bound against a model that replaces everything), and of true earlier versions, the
-share it accepts (its recall with a model that names exactly those).
+Every `related` list is also judged by the decisions' guard (decisions/guard.py, with the graph's
+stored mentions as the decisions read them) as if a model replaced every entry: of entries that
+are no earlier version, the share it accepts (its false-accept bound against a model that replaces
+everything), and of true earlier versions, the share it accepts (its recall with a model that
+names exactly those).
 Then it asks every question of the set (bench/knowledge_update.py's judge): newest-first and
 newest@1 over changing facts, stable facts in the top 3.
 
@@ -102,7 +103,10 @@ async def write_in_order(service: Any, user: str, records: list[dict[str, Any]],
                                "listed": [x.snippet for _, x in listed]})
         if listed:  # every candidate judged by the guard as if a model replaced them all (issue 27 item 11)
             texts = [(x.id, content_of[k]) for k, x in listed]
-            verdict = await guard.check(m["content"], texts, service.vectors, among=texts)
+            # Whom each is about as the graph stored it, as the decisions' guard reads it.
+            stored = await service.repo.subjects(p, [result.memory.id, *(x.id for _, x in listed)])
+            verdict = await guard.check(m["content"], texts, service.vectors, among=texts, stored=stored,
+                                        new_id=result.memory.id)
             for k, x in listed:
                 accepted = x.id in verdict.allowed
                 if k in earlier:
