@@ -136,7 +136,7 @@ class Writing:
         new_id = uuid4()
         # Whom a writer or a model said it is about is read off the graph once the insert has stored
         # it (`by_graph`), among the widest nearest.
-        told = said.source != "rules" and bool(said.about)
+        told = said.told_about
         neighbours = (asyncio.ensure_future(self.versions.neighbours(p, vector, new.content, len(skip),
                                                                      exclude=new_id, kind=new.kind, wide=told))
                       if vector is not None and self.versions.applies(vector) else None)

@@ -40,5 +40,11 @@ class Said:
     def about(self) -> list[Name]:
         return [n for n in self.names if n.role == "about"]
 
+    @property
+    def told_about(self) -> bool:
+        """Whether a writer or a model said whom the memory is about: the mentions stored as theirs,
+        not the rules' (repository/graph.py `record`; graph/subjects.py `Subjects.said`)."""
+        return self.source != "rules" and any(n.given for n in self.about)
+
 
 __all__ = ["Key", "Name", "Said", "Source"]

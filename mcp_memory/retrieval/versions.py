@@ -269,9 +269,9 @@ SUBJECT_VERSIONS = 3
 class GraphSubjects:
     """What the graph's stored mentions say of a new memory against each candidate, where a writer
     or a model said whom one of them is about (graph/subjects.py `compare`): per candidate id,
-    "same", "other", "apart" or None, and the subject's names where "same". The readers of a
-    memory's text ask this first; "apart" and None leave it to the text."""
-    verdicts: Mapping[UUID, str | None] = field(default_factory=dict)
+    "same", "other" or "apart" (absent where the graph says nothing), and the subject's names where
+    "same". The readers of a memory's text ask this first; "apart" leaves it to the text."""
+    verdicts: Mapping[UUID, str] = field(default_factory=dict)
     names: Mapping[UUID, Sequence[str]] = field(default_factory=dict)
 
     @classmethod
