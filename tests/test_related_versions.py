@@ -273,3 +273,32 @@ async def test_a_memory_said_about_someone_is_found_by_a_later_write_that_names_
     result = await service.write(alice, "Greta Ibarra lives in Berlin these days.")
     assert [r.id for r in result.related if r.earlier_version] == [home.id], \
         [(r.snippet, r.earlier_version) for r in result.related]
+
+
+async def test_with_the_embedder_not_answering_the_graphs_subject_still_lists_its_nearest(
+        service: MemoryService, alice: Principal) -> None:
+    """Read by the graph too, the masked comparison needs the embedder; without it the text's list
+    stands (its flags are the text's reading: here not the same subject) and nothing fails."""
+    home = (await service.write(alice, "Greta Ibarra lives in Lisbon.")).memory
+    new = (await service.write(alice, "Lives in Berlin these days.", about=["Greta"])).memory
+    vector = await service.vectors.document(new.content)
+
+    async def not_answering(texts: object, batch: int = 32) -> None:
+        return None
+
+    service.vectors.documents_or_none = not_answering  # type: ignore[method-assign,assignment]
+    listed = await service.related(alice, new.id, new.content, vector)
+    assert [(r.id, r.earlier_version) for r in listed] == [(home.id, False)]
+
+
+async def test_the_graphs_subject_lists_nothing_of_another_user_or_project(service: MemoryService,
+                                                                         alice: Principal) -> None:
+    """The graph's reading chooses among the same visible nearest: another user's or another
+    project's project-scoped memory said about the same person is never listed."""
+    hidden = [(await service.write(principal(project="proj-y"), "Lives in Lisbon.", about=["Greta Ibarra"],
+                                   scope="project")).memory.id,
+              (await service.write(principal(user="bob"), "Lives in Lisbon.", about=["Greta Ibarra"])).memory.id]
+    mine = (await service.write(alice, "Greta Ibarra lives in Lisbon.", scope="project")).memory
+    result = await service.write(alice, "Lives in Berlin these days.", about=["Greta"], scope="project")
+    assert [r.id for r in result.related] == [mine.id], [(r.snippet, r.id in hidden) for r in result.related]
+    assert result.related[0].earlier_version is True
