@@ -137,6 +137,18 @@ async def test_the_graph_through_mcp_on_an_external_server(external) -> None:
         assert hits[0]["explain"]["fact"] == 1 and hits[1]["valid_until"].startswith("2025-10-11")
 
 
+async def test_related_reads_whom_a_writer_said_on_an_external_server(external) -> None:
+    """`related` reads the new memory's and its nearest's mentions through row-level security there
+    too: said about Greta, "Lives in Berlin these days." lists her Lisbon first, as its earlier version."""
+    settings, _ = external
+    async with connect(settings) as client:
+        home = await call(client, "memory_write", {"content": "Greta Ibarra lives in Lisbon."})
+        await call(client, "memory_write", {"content": "Greta Ibarra drives a Hyundai Ioniq."})
+        moved = await call(client, "memory_write", {"content": "Lives in Berlin these days.", "about": ["Greta"]})
+        first = moved["related"][0]
+        assert first["id"] == home["memory"]["id"] and first["earlier_version"] is True, moved["related"]
+
+
 async def test_row_level_security_alone_keeps_two_users_graphs_apart_on_an_external_server(
         external, monkeypatch) -> None:
     from mcp_memory.repository import sql
