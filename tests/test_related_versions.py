@@ -212,6 +212,12 @@ async def test_a_hostile_memory_naming_a_subject_is_written_without_a_stall(serv
     result = await service.write(alice, hostile)
     assert time.monotonic() - started < 20  # a bound for a stall, not a speed target
     assert result.status == "created" and len(result.related) <= 4
+    # Said about her, read by the graph: its masks and the subject put before a text are linear too.
+    started = time.monotonic()
+    unnamed = ("Lives in Berlin: " * (MAX_CONTENT_CHARS // 17))[:MAX_CONTENT_CHARS]
+    said = await service.write(alice, unnamed, about=["Greta Ibarra"])
+    assert time.monotonic() - started < 20
+    assert said.status == "created" and len(said.related) <= 4
 
 
 async def test_a_subjects_memories_in_other_scopes_are_not_listed(service: MemoryService, alice: Principal) -> None:
