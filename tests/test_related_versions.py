@@ -165,6 +165,14 @@ async def test_a_persons_earlier_version_worded_unlike_is_listed_among_their_man
     assert [r.id for r in again] == [r.id for r in result.related]
 
 
+def embedder_down(service: MemoryService) -> None:
+    """The service's embedder answering nothing from now on, as when its provider is down."""
+    async def not_answering(texts: object, batch: int = 32) -> None:
+        return None
+
+    service.vectors.documents_or_none = not_answering  # type: ignore[method-assign,assignment]
+
+
 async def test_with_the_embedder_not_answering_a_named_subject_still_lists_its_nearest(
         service: MemoryService, alice: Principal) -> None:
     """The masked comparison needs the embedder; without it the nearest are listed as before,
@@ -172,11 +180,7 @@ async def test_with_the_embedder_not_answering_a_named_subject_still_lists_its_n
     phone = (await service.write(alice, "Jarek Lachance texts from a Pixel 8.")).memory
     new = (await service.write(alice, "Jarek Lachance upgraded to a Sony Xperia 10.")).memory
     vector = await service.vectors.document(new.content)
-
-    async def not_answering(texts: object, batch: int = 32) -> None:
-        return None
-
-    service.vectors.documents_or_none = not_answering  # type: ignore[method-assign,assignment]
+    embedder_down(service)
     listed = await service.related(alice, new.id, new.content, vector)
     assert [(r.id, r.earlier_version) for r in listed] == [(phone.id, None)]
 
@@ -288,11 +292,7 @@ async def test_with_the_embedder_not_answering_the_graphs_subject_still_lists_it
     home = (await service.write(alice, "Greta Ibarra lives in Lisbon.")).memory
     new = (await service.write(alice, "Lives in Berlin these days.", about=["Greta"])).memory
     vector = await service.vectors.document(new.content)
-
-    async def not_answering(texts: object, batch: int = 32) -> None:
-        return None
-
-    service.vectors.documents_or_none = not_answering  # type: ignore[method-assign,assignment]
+    embedder_down(service)
     listed = await service.related(alice, new.id, new.content, vector)
     assert [(r.id, r.earlier_version) for r in listed] == [(home.id, False)]
 

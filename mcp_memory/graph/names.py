@@ -32,6 +32,7 @@ _CLAUSE_START = re.compile(r"(?:^|[.!?:;]\s+|\s-\s+|\n)\W*$")
 # text of thousands of capitalised words costs no more than this.
 NAMES_WITHIN_CHARS = 2000
 USER = "(user)"  # the canonical name of the user's own entity
+USER_NAME = "the user"  # its name as shown, and as a writer or a model may say it
 
 
 def subject_of(text: str, lexicon: Lexicon = ENGLISH) -> tuple[str, ...]:
@@ -204,7 +205,7 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
         user_first = first is None or _user_before(text, first.display, lexicon)
         if user_first:
             names = [replace(n, role="mentioned") for n in names]
-        names.insert(0, Name("the user", USER, "about" if user_first else "mentioned", user=True))
+        names.insert(0, Name(USER_NAME, USER, "about" if user_first else "mentioned", user=True))
     return names
 
 
@@ -288,7 +289,7 @@ def writer_names(about: list[str], user_names: frozenset[str]) -> list[Name]:
     for name in about:
         display = " ".join(name.split())
         if display.lower() in user_names:
-            found.setdefault(USER, Name("the user", USER, "about", user=True, given=True))
+            found.setdefault(USER, Name(USER_NAME, USER, "about", user=True, given=True))
         elif display:
             found.setdefault(canonical(display), Name(display, canonical(display), "about", given=True))
     return list(found.values())

@@ -15,7 +15,7 @@ import asyncpg
 
 from ..graph.about_user import about_someone_else, speaks_of_user
 from ..graph.keys import asked, in_lexicon
-from ..graph.names import USER, Name, canonical, classified
+from ..graph.names import USER, USER_NAME, Name, canonical, classified
 from ..graph.validity import current_first, held
 from ..lexicon import Lexicon
 from ..models import MemoryFilter, Principal, ScopeInfo, SearchHit, human_age, memory_uri
@@ -43,7 +43,7 @@ def question_names(parsed: ParsedQuery) -> list[Name]:
     names += [Name(run, canonical(run), "about", sure=False)
               for run in phrases_of(parsed.text, lexicon)[:MAX_PHRASES] if canonical(run) not in seen]
     if speaks_of_user(parsed.asked, lexicon) and not about_someone_else(parsed.asked, lexicon):
-        names.append(Name("the user", USER, "about", user=True))
+        names.append(Name(USER_NAME, USER, "about", user=True))
     return classified(names, lexicon)
 
 
