@@ -27,7 +27,7 @@ class Near(NamedTuple):
     stored mentions said of them, once read."""
     rows: list[tuple[Any, float]]
     keep: int
-    earlier: tuple[tuple[UUID, ...], dict[UUID, bool]] | None = None
+    earlier: tuple[tuple[UUID, ...], dict[UUID, bool | None]] | None = None
     replaces: bool = True
     pool: Sequence[tuple[Any, float]] = ()
     graph: versions.GraphSubjects = versions.NO_GRAPH
@@ -122,8 +122,8 @@ class RelatedVersions:
         if not graph.differs(content, [r for r, _ in candidates]):
             return near
         found = await versions.subject_versions(content, candidates, self.vectors, graph)
-        if found is None:
-            return near
+        if found is None:  # the embedder is not answering: the text's list, judged by the graph's subjects
+            return (await self._judged(content, near.rows, near.keep, graph=graph))._replace(pool=near.pool)
         ranked, masked = found
         first = ranked[:versions.SUBJECT_VERSIONS]
         shown = {r["id"] for r, _ in first}
@@ -166,9 +166,8 @@ class RelatedVersions:
         # The same text in another scope is no earlier version of this one (it would take the
         # flag, and cost an embedding), nor is what was said at a moment (a turn, a session's summary).
         first = [r for r, _ in rows if r["content"] != content and r["kind"] not in MOMENTS][:keep]
-        flags = (await versions.earlier_versions(content, first, self.vectors, known=known, graph=graph)
-                 if first else {})
-        return Near(rows, keep, (tuple(r["id"] for r in first), flags) if flags is not None else None, graph=graph)
+        flags = await versions.earlier_versions(content, first, self.vectors, known=known, graph=graph) if first else {}
+        return Near(rows, keep, (tuple(r["id"] for r in first), flags), graph=graph)
 
     async def listed(self, content: str, near: Near, skip: set[UUID] | frozenset[UUID]) -> list[RelatedMemory]:
         """The entries `related` shows of `near`, those in `skip` left out."""
@@ -177,13 +176,14 @@ class RelatedVersions:
             return []
         chars = self.settings.snippet_chars
         known = near.earlier
+        earlier: dict[UUID, bool | None]
         if not near.replaces:
             earlier = {r["id"]: False for r, _ in rows}
         elif known is not None and known[0] == tuple(r["id"] for r, _ in rows):
             earlier = known[1]
         else:
             earlier = await versions.earlier_versions(content, [r for r, _ in rows if r["kind"] not in MOMENTS],
-                                                      self.vectors, graph=near.graph) or {}
+                                                      self.vectors, graph=near.graph)
         return [RelatedMemory(id=r["id"], snippet=r["content"][:chars], kind=r["kind"], age=human_age(r["occurred_at"]),
                               similarity=round(similarity, 4), superseded_by=r["superseded_by"],
                               earlier_version=earlier.get(r["id"]))

@@ -123,14 +123,14 @@ class Structure:
         return replace(said, ends=ends) if ends else said
 
     async def _restated(self, content: str, heads: list[Any], floor: float
-                        ) -> tuple[dict[UUID, bool], dict[UUID, float]] | None:
+                        ) -> tuple[dict[UUID, bool | None], dict[UUID, float]] | None:
         """Which of the subject's values `content` restates (retrieval/versions.py
         `earlier_versions`, at `floor`), and each one's masked cosine; None without the embedder."""
         assert self.vectors is not None
         close = await masked_similarities(content, heads, self.vectors)
         if close is None:
             return None
-        return await earlier_versions(content, heads, self.vectors, floor, known=close) or {}, close
+        return await earlier_versions(content, heads, self.vectors, floor, known=close), close
 
     @functools.cached_property
     def _ended(self) -> re.Pattern[str]:

@@ -350,7 +350,7 @@ async def subject_versions(content: str, near: Sequence[tuple[Any, float]], vect
 async def earlier_versions(content: str, rows: Sequence[Any], vectors: TextVectors,
                            floor: float = EARLIER_VERSION_FLOOR,
                            known: Mapping[UUID, float] | None = None,
-                           graph: GraphSubjects = NO_GRAPH) -> dict[UUID, bool] | None:
+                           graph: GraphSubjects = NO_GRAPH) -> dict[UUID, bool | None]:
     """Which of `rows` (the memories `related` lists for a new one saying `content`) look like
     earlier versions of it: about the same subject (`same_subject`) and saying the same kind of
     thing of it, judged with the subject masked on both sides ("someone drives a Hyundai Ioniq" /
@@ -359,9 +359,11 @@ async def earlier_versions(content: str, rows: Sequence[Any], vectors: TextVecto
     the subject whose value the new one names beside a new value is one too, whatever its wording
     ("left Plumtree Media and signed with Saltmarsh Bank"). `known`: masked similarities already
     found (`masked_similarities`). Where the graph has whom both are about (`graph`), it says
-    whether the subject is the same, and its names are masked. None when the embedder is not
-    answering. Measured in bench/versions_related.py (flag precision, wrong supersedes)."""
-    flags: dict[UUID, bool] = {}
+    whether the subject is the same, and its names are masked. With the embedder not answering,
+    what needs no embedding is still judged (another subject's memory is none, one whose value the
+    new one names is one) and the rest is unknown (None). Measured in bench/versions_related.py
+    (flag precision, wrong supersedes)."""
+    flags: dict[UUID, bool | None] = {}
     judged: list[Any] = []
     for row in rows:
         text = row["content"]
@@ -376,7 +378,7 @@ async def earlier_versions(content: str, rows: Sequence[Any], vectors: TextVecto
     if judged:
         cosines = await masked_similarities(content, judged, vectors, known, graph)
         if cosines is None:
-            return None
+            return flags | {row["id"]: None for row in judged}
         # Only the closest: the versions before it were superseded by it when it was written (and
         # are no longer listed), while the subject's other facts, short notes alike once masked
         # ("someone joined the company in 2019"), pass the floor too.
