@@ -16,6 +16,7 @@ from .models import MOMENTS, Principal, RelatedMemory, human_age
 from .repository import MemoryRepository
 from .repository.related import nearest
 from .retrieval import versions
+from .retrieval.focus import TextVectors
 from .vectors import Vectors
 
 
@@ -123,7 +124,8 @@ class RelatedVersions:
             return near
         found = await versions.subject_versions(content, candidates, self.vectors, graph)
         if found is None:  # the embedder is not answering: the text's list, judged by the graph's subjects
-            return (await self._judged(content, near.rows, near.keep, graph=graph))._replace(pool=near.pool)
+            judged = await self._judged(content, near.rows, near.keep, graph=graph, vectors=versions.UNANSWERED)
+            return judged._replace(pool=near.pool)
         ranked, masked = found
         first = ranked[:versions.SUBJECT_VERSIONS]
         shown = {r["id"] for r, _ in first}
@@ -156,17 +158,20 @@ class RelatedVersions:
 
     async def _judged(self, content: str, rows: list[tuple[Any, float]], keep: int,
                       known: dict[UUID, float] | None = None,
-                      graph: versions.GraphSubjects = versions.NO_GRAPH) -> Near:
+                      graph: versions.GraphSubjects = versions.NO_GRAPH,
+                      vectors: TextVectors | None = None) -> Near:
         """`rows` with the earlier versions among the first `keep` judged now: a write runs
         `neighbours` beside its insert, so the masked texts are embedded while the insert's
         transaction waits on the database (a quarter of LoCoMo's writes embedded two long texts
         here after the insert, 20-50 ms of their time). `listed` judges again only when it
-        shows other rows (the write's supersedes, or the same text in another scope)."""
+        shows other rows (the write's supersedes, or the same text in another scope). `vectors`:
+        another embedder than the service's (`versions.UNANSWERED`, once it has failed)."""
         assert self.vectors is not None
         # The same text in another scope is no earlier version of this one (it would take the
         # flag, and cost an embedding), nor is what was said at a moment (a turn, a session's summary).
         first = [r for r, _ in rows if r["content"] != content and r["kind"] not in MOMENTS][:keep]
-        flags = await versions.earlier_versions(content, first, self.vectors, known=known, graph=graph) if first else {}
+        flags = (await versions.earlier_versions(content, first, vectors or self.vectors, known=known, graph=graph)
+                 if first else {})
         return Near(rows, keep, (tuple(r["id"] for r in first), flags), graph=graph)
 
     async def listed(self, content: str, near: Near, skip: set[UUID] | frozenset[UUID]) -> list[RelatedMemory]:

@@ -308,6 +308,20 @@ def _same_subject(content: str, row: Any, graph: GraphSubjects) -> bool:
     return same_subject(content, row["content"]) if said is None else said
 
 
+class _Unanswered:
+    """An embedder that answers nothing: for judging, once the embedder has failed, what needs no
+    embedding, without asking it (and waiting on it) again."""
+
+    async def query(self, text: str) -> list[float] | None:
+        return None
+
+    async def documents_or_none(self, texts: Sequence[str], batch: int = 32) -> list[list[float]] | None:
+        return None
+
+
+UNANSWERED: TextVectors = _Unanswered()
+
+
 async def masked_similarities(content: str, rows: Sequence[Any], vectors: TextVectors,
                               known: Mapping[UUID, float] | None = None,
                               graph: GraphSubjects = NO_GRAPH) -> dict[UUID, float] | None:
