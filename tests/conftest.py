@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -52,6 +53,36 @@ def stop_residents(server_home: str) -> list[int]:
     for proc in psutil.wait_procs(found, timeout=15)[1]:
         proc.kill()
     return [p.pid for p in found]
+
+
+def stop_postmasters(under: Path) -> list[int]:
+    """Stop embedded PostgreSQL servers whose data directory is under `under`: a test's server that
+    its client killed (the SDK's stdio client kills a server that takes over 2 s to exit, as one
+    stopping its database may on a loaded machine) never gave back its handle, and by design its
+    database outlives it until the store's next start (db/embedded.py `_prune_dead_handles`),
+    which a test's store never has. Their pids."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            cmd = proc.info["cmdline"] or []
+            if cmd and Path(cmd[0]).name == "postgres" and "-D" in cmd[:-1] \
+                    and Path(cmd[cmd.index("-D") + 1]).is_relative_to(under):
+                proc.send_signal(signal.SIGINT)  # a fast shutdown
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    for proc in psutil.wait_procs(found, timeout=15)[1]:
+        proc.kill()
+    return [p.pid for p in found]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_postmaster_left(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """No embedded PostgreSQL of a test's own store is left running when the session ends."""
+    yield
+    left = stop_postmasters(tmp_path_factory.getbasetemp())
+    if left:
+        print(f"\nwarning: tests left embedded PostgreSQL servers running (stopped): {left}")
 
 
 @pytest.fixture(scope="session")
