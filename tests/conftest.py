@@ -38,21 +38,28 @@ if "MCP_MEMORY_RESIDENT" not in mcp.client.stdio.DEFAULT_INHERITED_ENV_VARS:
     mcp.client.stdio.DEFAULT_INHERITED_ENV_VARS.append("MCP_MEMORY_RESIDENT")
 
 
-def stop_residents(server_home: str) -> list[int]:
-    """Stop resident servers of this session's databases (their URL names the server's folder:
-    ?host=<home>/pg) that a test left running; their pids."""
+def stop_left(leftover: Callable[[psutil.Process], bool], stop: Callable[[psutil.Process], None]) -> list[int]:
+    """Stop the processes `leftover` says a test left running, by `stop`, killed if still there
+    15 s later; their pids."""
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         try:
-            if "mcp_memory.server.resident" in (proc.info["cmdline"] or []) and \
-                    server_home in proc.environ().get("MCP_MEMORY_DATABASE_URL", ""):
-                proc.terminate()
+            if leftover(proc):
+                stop(proc)
                 found.append(proc)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     for proc in psutil.wait_procs(found, timeout=15)[1]:
         proc.kill()
     return [p.pid for p in found]
+
+
+def stop_residents(server_home: str) -> list[int]:
+    """Stop resident servers of this session's databases (their URL names the server's folder:
+    ?host=<home>/pg) that a test left running; their pids."""
+    return stop_left(lambda proc: "mcp_memory.server.resident" in (proc.info["cmdline"] or [])
+                     and server_home in proc.environ().get("MCP_MEMORY_DATABASE_URL", ""),
+                     psutil.Process.terminate)
 
 
 def stop_postmasters(under: Path) -> list[int]:
@@ -61,19 +68,12 @@ def stop_postmasters(under: Path) -> list[int]:
     stopping its database may on a loaded machine) never gave back its handle, and by design its
     database outlives it until the store's next start (db/embedded.py `_prune_dead_handles`),
     which a test's store never has. Their pids."""
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        try:
-            cmd = proc.info["cmdline"] or []
-            if cmd and Path(cmd[0]).name == "postgres" and "-D" in cmd[:-1] \
-                    and Path(cmd[cmd.index("-D") + 1]).is_relative_to(under):
-                proc.send_signal(signal.SIGINT)  # a fast shutdown
-                found.append(proc)
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-    for proc in psutil.wait_procs(found, timeout=15)[1]:
-        proc.kill()
-    return [p.pid for p in found]
+    def postmaster_under(proc: psutil.Process) -> bool:
+        cmd = proc.info["cmdline"] or []
+        return bool(cmd) and Path(cmd[0]).name == "postgres" and "-D" in cmd[:-1] \
+            and Path(cmd[cmd.index("-D") + 1]).is_relative_to(under)
+
+    return stop_left(postmaster_under, lambda proc: proc.send_signal(signal.SIGINT))  # a fast shutdown
 
 
 @pytest.fixture(scope="session", autouse=True)
