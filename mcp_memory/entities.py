@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from .errors import Conflict, InvalidInput, NotFound
 from .graph.keys import key_of
-from .graph.names import USER_NAME, classified, writer_names
+from .graph.names import classified, entity_name, writer_names
 from .graph.validity import held
 from .lexicon import Lexicon
 from .lexicon.english import ENGLISH
@@ -47,7 +47,7 @@ def entity_uri(entity_id: UUID) -> str:
 
 
 def _name(row: asyncpg.Record) -> str:
-    return USER_NAME if row["kind"] == "user" else row["name"]
+    return entity_name(row["kind"], row["name"])
 
 
 def _brief(row: asyncpg.Record) -> EntityBrief:
@@ -230,7 +230,7 @@ class Entities:
                               aliases=list(row["aliases"]), scope=ScopeInfo.of(row["agent_id"], row["project_id"]),
                               memories=row["memories"], created_at=row["created_at"], merged_into=row["merged_into"],
                               merged_into_name=None if row["into_kind"] is None else
-                              (USER_NAME if row["into_kind"] == "user" else row["into_name"]))
+                              entity_name(row["into_kind"], row["into_name"]))
         timeline = [TimelineEntry(memory=r["id"], title=r["title"], snippet=r["content"][:self.snippet_chars],
                                   kind=r["kind"], occurred_at=r["occurred_at"], role=r["role"], key=r["attribute"],
                                   superseded_by=r["superseded_by"], pinned=r["pinned"],

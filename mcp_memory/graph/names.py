@@ -35,6 +35,11 @@ USER = "(user)"  # the canonical name of the user's own entity
 USER_NAME = "the user"  # its name as shown, and as a writer or a model may say it
 
 
+def entity_name(kind: str, name: str) -> str:
+    """How an entity of `kind` named `name` is shown: the user's own as USER_NAME."""
+    return USER_NAME if kind == "user" else name
+
+
 def subject_of(text: str, lexicon: Lexicon = ENGLISH) -> tuple[str, ...]:
     """The proper names a question is about: capitalised words other than question words and
     calendar names, possessives cut ("Gaia's" -> "Gaia"). Empty when it names nobody."""

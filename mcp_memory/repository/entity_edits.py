@@ -16,7 +16,7 @@ import asyncpg
 
 from ..errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from ..graph.keys import Key
-from ..graph.names import USER_NAME, begins
+from ..graph.names import begins, entity_name
 from ..models import Principal
 from .sql import Sql, visible
 
@@ -41,7 +41,7 @@ def _sees(p: Principal, row: asyncpg.Record | Row) -> bool:
 
 
 def _label(row: asyncpg.Record | Row) -> str:
-    return USER_NAME if row["kind"] == "user" else row["name"]
+    return entity_name(row["kind"], row["name"])
 
 
 def _own(p: Principal, rows: Sequence[asyncpg.Record], what: str) -> None:

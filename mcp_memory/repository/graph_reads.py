@@ -9,7 +9,7 @@ from uuid import UUID
 
 import asyncpg
 
-from ..graph.names import USER_NAME, Name
+from ..graph.names import Name, entity_name
 from ..graph.subjects import Subjects
 from ..models import MemoryEdge, MemoryFilter, Principal
 from .graph import choose, named_rows
@@ -37,7 +37,7 @@ async def structure_of(conn: asyncpg.Connection, p: Principal, ids: Sequence[UUI
     found: dict[UUID, dict[str, object]] = {}
     for r in rows:
         s = found.setdefault(r["memory_id"], {"about": [], "mentions": [], "key": None})
-        name = USER_NAME if r["kind"] == "user" else r["name"]
+        name = entity_name(r["kind"], r["name"])
         s["about" if r["role"] == "about" else "mentions"].append(name)  # type: ignore[union-attr]
         if r["attribute"] is not None:
             s["key"] = r["attribute"]
@@ -67,7 +67,7 @@ async def subjects_of(conn: asyncpg.Connection, p: Principal, ids: Sequence[UUID
         named.setdefault(r["memory_id"], set()).add(r["entity_id"])
         if r["role"] == "about":
             by = read if r["source"] == "rules" else said
-            by.setdefault(r["memory_id"], {})[r["entity_id"]] = USER_NAME if r["kind"] == "user" else r["name"]
+            by.setdefault(r["memory_id"], {})[r["entity_id"]] = entity_name(r["kind"], r["name"])
         if r["attribute"] is not None:
             keyed.setdefault(r["memory_id"], {})[r["entity_id"]] = r["attribute"]
     return {m: Subjects(said=said.get(m, {}), read=read.get(m, {}), named=frozenset(found), keyed=keyed.get(m, {}))
