@@ -404,3 +404,33 @@ async def test_a_new_manager_said_first_by_name_replaces_the_old_one(database: D
     assert meta["about_said"] == ["Sven Olsen", "Tomás"]
     (got,) = (await service.get(alice, [sven["id"]])).memories
     assert got.about == ["Tomás"] and got.key == "manager"
+
+
+async def test_a_fact_is_typed_by_the_attribute_it_states_not_by_the_models_reading(
+        database: Database, settings: Settings, model: Model, alice: Principal) -> None:
+    """A small model types by the sentence's shape: "switched" reads as a decision, a tool the user
+    names as a fact. The attribute stated says what it is; a key of no agreed kind, or of its own
+    words, keeps the model's."""
+    def mistyped(turns: Turns) -> dict[str, Any]:
+        label = turn(turns, "Helix last month")
+        return {"facts": [
+            {"text": "The user switched editors to Helix.", "kind": "decision", "about": ["the user"],
+             "key": "editor", "turns": [label]},
+            {"text": "Dana Whitfield works at Globex.", "kind": "preference", "about": ["Dana Whitfield"],
+             "key": "employer", "turns": [label]},
+            {"text": FLY, "kind": "decision", "about": ["billing API"], "key": "hosting", "turns": [label]},
+            {"text": "The billing API is written in Go.", "kind": "decision", "about": ["billing API"],
+             "key": "language", "turns": [label]}]}
+
+    model.extract = mistyped
+    await extracted(database, settings, model, alice)
+    said = {}
+    for text, kind in [("The user switched editors to Helix.", "preference"),
+                       ("Dana Whitfield works at Globex.", "fact"),
+                       (FLY, "decision"), ("The billing API is written in Go.", "decision")]:
+        row = await memory(database, text)
+        assert row["kind"] == kind, text
+        said[text] = json.loads(row["metadata"]).get("kind_said") if isinstance(row["metadata"], str) \
+            else row["metadata"].get("kind_said")
+    assert said == {"The user switched editors to Helix.": "decision", "Dana Whitfield works at Globex.": "preference",
+                    FLY: None, "The billing API is written in Go.": None}

@@ -186,3 +186,16 @@ async def test_the_same_words_read_as_english_are_two_attributes(service: Memory
     assert new.replaced is None and new.key != old.key
     hits = (await service.search(p, "Onde mora a Greta agora?", explain=True)).hits
     assert all("fact" not in (h.explain or {}) for h in hits)
+
+
+def test_an_attribute_says_the_kind_of_memory_stating_it_where_its_words_agree() -> None:
+    from mcp_memory.decisions.extraction import KINDS
+    from mcp_memory.graph.keys import kind_of
+
+    for lexicon in (ENGLISH, PORTUGUESE):
+        assert {a.kind for a in lexicon.attributes} <= {*KINDS, None}, lexicon.language
+    assert kind_of("favorite editor", ENGLISH) == "preference"
+    assert kind_of("works at", ENGLISH) == kind_of("job", ENGLISH) == "fact"  # employer or job title: both facts
+    assert kind_of("language", ENGLISH) is None  # a program's (no one kind) or the languages someone speaks
+    assert kind_of("hosting", ENGLISH) is None and kind_of("favourite colour", ENGLISH) is None
+    assert kind_of("empregador", PORTUGUESE) == "fact"

@@ -28,7 +28,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import InvalidInput
-from ..graph.keys import in_lexicon, key_of
+from ..graph.keys import in_lexicon, key_of, kind_of
 from ..graph.names import NAMES_WITHIN_CHARS, owned
 from ..models import Principal, WriteItem
 from ..repository import jobs as queue
@@ -117,6 +117,9 @@ class Worker(Protocol):
 
 Kind = Literal["fact", "preference", "decision"]
 KINDS: tuple[str, ...] = Kind.__args__  # type: ignore[attr-defined]
+# The kinds a model's fact may be given by the attribute it states; a procedure, an identity or a
+# note is the model's reading of the whole text, kept.
+TYPED_BY_KEY = frozenset({"fact", "preference", "decision"})
 
 
 class Extracted(BaseModel):
@@ -234,6 +237,12 @@ async def run(worker: Worker, job: Job, name: str) -> str:
         if owner is not None and f.about != [owner]:
             meta["about_said"] = f.about  # what the model said, where the text's possessive says otherwise
             f = f.model_copy(update={"about": [owner]})
+        kind = kind_of(f.key, worker.service.lexicon) if f.key else None
+        if kind is not None and kind != f.kind and f.kind in TYPED_BY_KEY:
+            # A small model types by the sentence's shape ("switched editors": a decision); the
+            # attribute stated says what it is (an editor is a preference, an employer a fact).
+            meta["kind_said"] = f.kind
+            f = f.model_copy(update={"kind": kind})
         pending.append(_Fact(f, sources, meta, first.occurred_at if first is not None else None))
     written, left_out = await _write(worker.service, p, pending)
     result: dict[str, Any] = {"facts": len(written), "memories": written,

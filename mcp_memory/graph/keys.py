@@ -84,6 +84,17 @@ def in_lexicon(attribute: str, lexicon: Lexicon) -> bool:
     return attribute in _by_name(lexicon)
 
 
+def kind_of(words: str, lexicon: Lexicon) -> str | None:
+    """The kind of memory that states the attribute `words` name (the lexicon's `Attribute.kind`),
+    when every attribute they may name agrees on one; None otherwise, or for a key of its own."""
+    key = key_of(words, lexicon)
+    if key is None:
+        return None
+    by_name = _by_name(lexicon)
+    kinds = {by_name[a].kind if a in by_name else None for a in (key.attribute, *key.alternatives)}
+    return kinds.pop() if len(kinds) == 1 else None
+
+
 @functools.lru_cache(maxsize=8)
 def _by_name(lexicon: Lexicon) -> dict[str, Attribute]:
     return {a.name: a for a in lexicon.attributes}

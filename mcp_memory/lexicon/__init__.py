@@ -30,12 +30,16 @@ class Attribute:
 
     `phrases`: how a writer names it as a key ("home city", "lives in"); `cues`: words that point to
     it in a question or a statement ("live", "town"); `single`: it holds one value at a time (a
-    newer value replaces the older), else values accumulate (allergies, languages)."""
+    newer value replaces the older), else values accumulate (allergies, languages); `kind`: the kind
+    of memory stating it is, whoever states it (where someone lives is a fact, their editor a
+    preference: extraction.py corrects a model's type by it), None where it may be more than one (a
+    project's database is a fact, or a decision)."""
 
     name: str
     phrases: tuple[str, ...]
     cues: tuple[str, ...] = ()
     single: bool = True
+    kind: str | None = None
 
 
 @dataclass(frozen=True, eq=False)  # one per language: compared (and cached) by identity
