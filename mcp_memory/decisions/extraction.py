@@ -117,9 +117,6 @@ class Worker(Protocol):
 
 Kind = Literal["fact", "preference", "decision"]
 KINDS: tuple[str, ...] = Kind.__args__  # type: ignore[attr-defined]
-# The kinds a model's fact may be given by the attribute it states; a procedure, an identity or a
-# note is the model's reading of the whole text, kept.
-TYPED_BY_KEY = frozenset({"fact", "preference", "decision"})
 
 
 class Extracted(BaseModel):
@@ -238,7 +235,7 @@ async def run(worker: Worker, job: Job, name: str) -> str:
             meta["about_said"] = f.about  # what the model said, where the text's possessive says otherwise
             f = f.model_copy(update={"about": [owner]})
         kind = kind_of(f.key, worker.service.lexicon) if f.key else None
-        if kind is not None and kind != f.kind and f.kind in TYPED_BY_KEY:
+        if kind is not None and kind != f.kind:
             # A small model types by the sentence's shape ("switched editors": a decision); the
             # attribute stated says what it is (an editor is a preference, an employer a fact).
             meta["kind_said"] = f.kind
