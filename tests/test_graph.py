@@ -725,3 +725,17 @@ def test_a_hop_reads_only_the_first_possessives_of_a_question() -> None:
     assert relation_asked(near, ENGLISH, facts) is not None
     far = "a's " * 5000 + "Kwame's manager"
     assert relation_asked(far, ENGLISH, facts) is None
+
+
+async def test_a_device_is_a_laptop_or_a_phone_so_a_new_phone_leaves_the_laptop(service) -> None:
+    """A model keyed "The user codes on a ThinkPad X1." `device`, which the lexicon filed as a
+    phone: a later phone would have replaced the laptop. A word for two attributes names neither."""
+    p = principal()
+    laptop = await service.write(p, "The user codes on a ThinkPad X1.", about=["me"], key="device",
+                                 occurred_at=day("2025-03-01"))
+    phone = await service.write(p, "The user's phone is an iPhone 15.", about=["me"], key="phone",
+                                occurred_at=day("2025-06-01"))
+    assert not phone.memory.replaced
+    assert key_of("device", ENGLISH).attribute not in {"phone", "phone number", "laptop"}
+    (still,) = (await service.get(p, [laptop.memory.id])).memories
+    assert still.superseded_by is None

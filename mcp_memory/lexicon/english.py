@@ -31,8 +31,9 @@ ATTRIBUTES = (
     Attribute("phone number", ("phone number", "phone", "mobile", "mobile number", "cell", "cell number",
                                "telephone", "contact number", "number"), ("phone", "mobile", "cell", "telephone"),
               kind="fact"),
-    # "phone" is a number or a device: the subject's facts decide, a number when it has neither.
-    Attribute("phone", ("phone", "phone model", "mobile phone", "cell phone", "handset", "smartphone", "device"),
+    # "phone" is a number or a handset: the subject's facts decide, a number when it has neither.
+    # ("device" is a phone or a laptop, so neither's: a new phone replaced a laptop keyed "device".)
+    Attribute("phone", ("phone", "phone model", "mobile phone", "cell phone", "handset", "smartphone"),
               ("handset", "smartphone", "iphone", "android")),
     Attribute("email", ("email", "email address", "e-mail", "mail"), ("email", "e-mail"), kind="fact"),
     Attribute("car", ("car", "vehicle", "drives", "what they drive", "auto", "automobile", "ride", "vehicle driven"),
