@@ -132,6 +132,10 @@ async def memory(database: Database, text: str) -> Any:
     return row
 
 
+def metadata(row: Any) -> dict[str, Any]:
+    return row["metadata"] if isinstance(row["metadata"], dict) else json.loads(row["metadata"])
+
+
 async def edges(database: Database) -> list[tuple[UUID, str, UUID, str]]:
     return [tuple(r) for r in await database.admin.fetch(
         "SELECT from_id, kind, to_id, source FROM memory_edges ORDER BY from_id, to_id")]
@@ -400,7 +404,7 @@ async def test_a_new_manager_said_first_by_name_replaces_the_old_one(database: D
     greta = await memory(database, "Greta Ibarra is Tomás's manager.")
     sven = await memory(database, "Sven Olsen is Tomás's manager.")
     assert greta["superseded_by"] == sven["id"]
-    meta = sven["metadata"] if isinstance(sven["metadata"], dict) else json.loads(sven["metadata"])
+    meta = metadata(sven)
     assert meta["about_said"] == ["Sven Olsen", "Tomás"]
     (got,) = (await service.get(alice, [sven["id"]])).memories
     assert got.about == ["Tomás"] and got.key == "manager"
@@ -430,7 +434,6 @@ async def test_a_fact_is_typed_by_the_attribute_it_states_not_by_the_models_read
                        (FLY, "decision"), ("The billing API is written in Go.", "decision")]:
         row = await memory(database, text)
         assert row["kind"] == kind, text
-        said[text] = json.loads(row["metadata"]).get("kind_said") if isinstance(row["metadata"], str) \
-            else row["metadata"].get("kind_said")
+        said[text] = metadata(row).get("kind_said")
     assert said == {"The user switched editors to Helix.": "decision", "Dana Whitfield works at Globex.": "preference",
                     FLY: None, "The billing API is written in Go.": None}
