@@ -11,7 +11,6 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-import jwt
 from pydantic import BaseModel, ConfigDict
 
 from .config import IdentitySettings
@@ -156,6 +155,8 @@ class JwtVerifier:
     projects; `memory:*` scopes grant permissions."""
 
     def __init__(self, settings: IdentitySettings) -> None:
+        import jwt  # with its cryptography, a tenth of a second every command would pay for a token it never reads
+
         self.settings = settings
         self._jwks = jwt.PyJWKClient(settings.jwt_jwks_url) if settings.jwt_jwks_url else None
         if self.enabled and not (settings.jwt_issuer and settings.jwt_audience):
@@ -170,6 +171,8 @@ class JwtVerifier:
 
     def verify(self, token: str) -> Credential | None:
         """The token's credential, or None for any token that does not fully check out."""
+        import jwt
+
         s = self.settings
         try:
             key: Any = s.jwt_secret if s.jwt_secret else self._jwks.get_signing_key_from_jwt(token).key  # type: ignore[union-attr]

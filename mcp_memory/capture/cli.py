@@ -10,7 +10,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ..auth import local_principal
 from ..config import Settings
 from ..errors import MemoryServiceError
 from ..hooksocket import EVENTS
@@ -47,6 +46,7 @@ async def cmd_capture(args: argparse.Namespace, settings: Settings) -> int:
     if not args.paths:
         print("error: give the transcripts to capture (or --status)", file=sys.stderr)
         return 2
+    from ..auth import local_principal
     from ..composition import compose
     from ..db import open_database
     from .capture import Capturer, failure_reason

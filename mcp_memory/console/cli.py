@@ -11,21 +11,25 @@ import time
 import webbrowser
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-
-import uvicorn
-from starlette.applications import Starlette
-from starlette.middleware import Middleware
-from starlette.requests import Request
-from starlette.responses import RedirectResponse
-from starlette.routing import Mount, Route
+from typing import TYPE_CHECKING
 
 from ..config import Settings
 from ..limits import MAX_REQUEST_HEAD_BYTES
+
+if TYPE_CHECKING:  # the web stack is loaded by `ui` alone, not by every command's parser
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import RedirectResponse
 
 DEFAULT_PORT = 8766
 
 
 def build_app(settings: Settings) -> Starlette:
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.responses import RedirectResponse
+    from starlette.routing import Mount, Route
+
     from ..netaddr import is_loopback
     from ..server.http import OutageMiddleware, _transport_security
     from ..server.state import StateHolder
@@ -61,6 +65,8 @@ def _open_when_up(url: str, host: str, port: int) -> None:
 
 
 def cmd_ui(args: argparse.Namespace, settings: Settings) -> int:
+    import uvicorn
+
     # Its own default port, so it runs next to `mcp-memory serve --transport http` (8765).
     settings = settings.model_copy(update={"host": args.host or "127.0.0.1", "no_auth": True,
                                            "port": args.port if args.port is not None else DEFAULT_PORT})

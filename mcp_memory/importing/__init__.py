@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from ..models import Kind, ScopeLevel
+if TYPE_CHECKING:  # the command line lists FORMATS without loading the models
+    from ..models import Kind, ScopeLevel
 
 # What `mcp-memory import --from` takes; without it each file's format is detected.
 Format = Literal["markdown", "claude-md", "export", "knowledge-graph", "doobidoo", "doobidoo-json", "mem0",
