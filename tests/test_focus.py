@@ -370,3 +370,17 @@ async def test_an_update_naming_the_value_it_replaces_is_a_version(service: Memo
     assert [h.snippet for h in found.hits[:3]] == ["Team Kiln standup moved 9:45 -> 9:15.",
                                                    "Team Kiln syncs daily at 9:45.", "Team Kiln syncs daily at 10:30."]
     assert found.hits[0].id == newest.id
+
+
+async def test_the_first_hits_are_the_same_whatever_the_limit(service: MemoryService, alice: Principal) -> None:
+    """A caller asking for 1, 3 or 5 hits gets the first of what a caller asking for 10 gets: the
+    stages after the SQL one (the newest version first) see at least a window's worth of hits."""
+    await write_dated(service, alice, [
+        ("Ines Moreau lives in Oslo.", 700), ("Ines Moreau moved to Lisbon last month.", 420),
+        ("Ines Moreau drives a Tesla.", 20), ("Ines Moreau was born on 4 May 1991.", 900),
+        ("Katarina Mbeki visited Porto last spring.", 60), ("Katarina Mbeki lives in Berlin these days.", 30),
+        ("Ines Moreau relocated to Porto.", 120)])
+    question = "Where does Ines Moreau live these days?"
+    ten = [h.id for h in (await service.search(alice, question, limit=10)).hits]
+    for limit in range(1, 10):
+        assert [h.id for h in (await service.search(alice, question, limit=limit)).hits] == ten[:limit], limit

@@ -30,11 +30,14 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
     """`vectors` (the service's embedder behind its cache) lets a question about the present
     that names someone find which of their memories answer it (retrieval/focus.py); a question
     about a known entity's keyed attribute gets its values in order of validity (keyed.py); a
-    session's summary comes before the turns it sums up (summaries.py)."""
+    session's summary comes before the turns it sums up (summaries.py). Those stages reorder at
+    least a window's worth of hits, cut to `limit` after them: asking for 3 gives the first 3 of
+    what asking for 10 gives, not the newest of 3 versions where 10 would have found a newer one."""
     linked: Linked | None = None
+    ranked = max(limit, focus.WINDOW)
 
     def built(exact: bool = False) -> SearchStatement | None:
-        return build_search(p, parsed, f, limit=limit, settings=settings, vector=vector, model=model,
+        return build_search(p, parsed, f, limit=ranked, settings=settings, vector=vector, model=model,
                             dimension=dimension, min_similarity=min_similarity, exact=exact, linked=linked)
 
     statement = built()
@@ -56,12 +59,12 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
     # A hop's values go first, then the attribute that led to them ("Kwame's manager"), as asked.
     for known, attribute in ((facts, hop and hop.relation), (hop and hop.facts, hop and hop.attribute)):
         if known:
-            hits = await keyed_first(parsed, known, hits, lexicon=lexicon, limit=limit,
+            hits = await keyed_first(parsed, known, hits, lexicon=lexicon, limit=ranked,
                                      snippet_chars=settings.snippet_chars, explain=explain, vectors=vectors,
                                      doubt_floor=settings.graph_doubt_floor, attribute=attribute)
     if summed_up:
         hits = summaries_first(hits, summed_up, settings.summary_turns_kept)
-    return hits
+    return hits[:limit]
 
 
 async def plan(repo: MemoryRepository, p: Principal, statement: SearchStatement) -> dict[str, Any]:
