@@ -739,3 +739,40 @@ async def test_a_device_is_a_laptop_or_a_phone_so_a_new_phone_leaves_the_laptop(
     assert key_of("device", ENGLISH).attribute not in {"phone", "phone number", "laptop"}
     (still,) = (await service.get(p, [laptop.memory.id])).memories
     assert still.superseded_by is None
+
+
+BATCH = [  # names again and again, a lone first name before and after the full one, two Johns, keys
+    ("Greta said the Oslo office is cold.", None, None), ("Greta Ibarra moved to Oslo last spring.", None, None),
+    ("I had lunch with Greta and Bob.", None, None), ("Bob Marsh runs the Falcon team.", None, None),
+    ("John Smith joined Falcon.", None, None), ("John Doe joined Heron.", None, None),
+    ("John fixed the build.", None, None), ("Greta Ibarra lives in Bergen now.", ["Greta Ibarra"], "home city"),
+    ("Bob said Greta is on call.", None, None), ("Greta Ibarra lives in Lisbon.", ["Greta Ibarra"], "home city"),
+    ("Falcon ships on Fridays; Bob agrees.", None, None), ("Tell Greta about Heron.", None, None),
+    ("Pia fixed the build.", None, None), ("Pia Novak joined Heron.", None, None), ("Pia fixed the tests.", None, None),
+]
+
+
+async def graph_rows(service, p) -> list[tuple]:
+    async with service.repo.transaction(p) as conn:
+        rows = await conn.fetch(
+            """SELECT m.content, e.canonical, me.role, me.source, m.superseded_by IS NOT NULL AS replaced
+               FROM memories m JOIN memory_entities me ON me.user_id = m.user_id AND me.memory_id = m.id
+               JOIN entities e ON e.user_id = me.user_id AND e.id = me.entity_id ORDER BY 1, 2, 3""")
+        live = await conn.fetch("SELECT canonical, merged_into IS NULL AS live FROM entities ORDER BY 1, 2")
+    return [tuple(r) for r in rows] + [tuple(r) for r in live]
+
+
+async def test_a_batch_records_the_graph_as_the_same_writes_one_by_one(service, database) -> None:
+    """write_many inserts a batch's mentions together, before a merge or a keyed fact reads them: the
+    entities, merges, mentions and replaced facts are those of the same memories written one at a time."""
+    from mcp_memory.repository.graph_checks import inconsistencies
+
+    one, many = principal("one"), principal("many")
+    for text, about, key in BATCH:
+        await service.write(one, text, kind="fact", about=about, key=key)
+    await service.write_many(many, [WriteItem(content=text, kind="fact", about=about, key=key)
+                                    for text, about, key in BATCH])
+    assert await graph_rows(service, many) == await graph_rows(service, one)
+    assert ("greta", False) in await graph_rows(service, many)  # the lone Greta merged into Greta Ibarra
+    async with database.admin.acquire() as conn:
+        assert not any((await inconsistencies(conn)).values())

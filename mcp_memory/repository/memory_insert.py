@@ -182,8 +182,10 @@ class MemoryInsert(MemoryStore):
             # first, so two batches naming the same people in other orders wait instead of deadlocking.
             saids = list(said) or [None] * len(rows)
             await graph.lock_names(conn, p.user_id, [s for (_, created), s in zip(rows, saids, strict=True) if created])
-            recorded = [await graph.record(conn, p, r, s) if created and s is not None else graph.Recorded()
+            batch = graph.Batch()
+            recorded = [await graph.record(conn, p, r, s, batch) if created and s is not None else graph.Recorded()
                         for (r, created), s in zip(rows, saids, strict=True)]
+            await batch.flush(conn, p.user_id)
             for (r, _), links in zip(rows, list(edges) or [()] * len(rows), strict=True):
                 await link(conn, p, r["id"], links)
             await self._enqueue(conn, p, [r for r, created in rows if created])
