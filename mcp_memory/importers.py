@@ -4,6 +4,7 @@ with a dry run and a progress bar; and our JSONL export. Importing twice adds no
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from collections.abc import AsyncIterator, Iterable
@@ -132,6 +133,55 @@ async def _peer_vectors(service: MemoryService, path: Path, kind: Format,
     return await peer_vectors.take_verified(service.vectors, stored, items, path.name)
 
 
+async def _import_file(service: MemoryService, maintenance: MaintenanceRepository, p: Principal, path: Path,
+                       kind: Format, fp: Principal, items: list[Any], report: ImportReport, *, dry_run: bool,
+                       progress: bool) -> None:
+    """One file's records (an export's) or checked drafts counted (a dry run) or written."""
+    if items and isinstance(items[0], dict):  # an export: verbatim, under the importing user
+        records: list[dict[str, Any]] = items  # type: ignore[assignment]
+        if dry_run:
+            there = await maintenance.already_there(p.user_id, [
+                (r["memory"]["id"], r["memory"]["agent_id"], r["memory"]["project_id"],
+                 r["memory"]["content_hash"]) for r in records])
+            for r, old in zip(records, there, strict=True):
+                if old:
+                    report.unchanged += 1
+                else:
+                    report.created += 1
+                    _plan(report, r["memory"]["kind"], namespace(r["memory"]["agent_id"],
+                                                                 r["memory"]["project_id"]), r["memory"]["content"])
+            return
+        bar = tqdm(total=len(records), desc=path.name, unit="memory", file=sys.stderr, disable=not progress)
+        for start in range(0, len(records), 500):
+            chunk = records[start:start + 500]
+            created = await maintenance.import_records(p.user_id, chunk)
+            report.created += created
+            report.unchanged += len(chunk) - created
+            bar.update(len(chunk))
+        bar.close()
+        return
+    checked: list[Checked] = items  # type: ignore[assignment]
+    if dry_run:
+        there = await maintenance.already_there(p.user_id, [(None, a, pr, h) for _, _, a, pr, h in checked])
+        seen: set[tuple[str | None, str | None, str]] = set()
+        for (d, _, a, pr, h), old in zip(checked, there, strict=True):
+            if old or (a, pr, h) in seen:
+                report.unchanged += 1
+            else:
+                report.created += 1
+                _plan(report, d.kind, namespace(a, pr), d.content)
+            seen.add((a, pr, h))
+        return
+    # What is there already is not embedded again: a second import of 10,000 takes a second, not 24.
+    there = await maintenance.already_there(p.user_id, [(None, a, pr, h) for _, _, a, pr, h in checked])
+    report.unchanged += sum(there)
+    todo = [c for c, old in zip(checked, there, strict=True) if not old]
+    verdict = await _peer_vectors(service, path, kind, todo) if kind in ("doobidoo", "doobidoo-json") else None
+    if verdict is not None:
+        report.embedding.append(verdict.note)
+    await _write_drafts(service, fp, path, todo, report, progress, verdict.taken if verdict else {})
+
+
 async def import_paths(service: MemoryService, maintenance: MaintenanceRepository, p: Principal,
                        paths: Iterable[Path], *, scope: ScopeLevel | None = None, fmt: Format | None = None,
                        dry_run: bool = False, progress: bool = True, project_given: bool = False) -> ImportReport:
@@ -150,50 +200,14 @@ async def import_paths(service: MemoryService, maintenance: MaintenanceRepositor
             read.append((path, kind, fp, _checked(service, fp, path, got, fscope)))  # type: ignore[arg-type]
         else:
             read.append((path, kind, fp, got))
-    for path, kind, fp, items in read:
-        if items and isinstance(items[0], dict):  # an export: verbatim, under the importing user
-            records: list[dict[str, Any]] = items  # type: ignore[assignment]
-            if dry_run:
-                there = await maintenance.already_there(p.user_id, [
-                    (r["memory"]["id"], r["memory"]["agent_id"], r["memory"]["project_id"],
-                     r["memory"]["content_hash"]) for r in records])
-                for r, old in zip(records, there, strict=True):
-                    if old:
-                        report.unchanged += 1
-                    else:
-                        report.created += 1
-                        _plan(report, r["memory"]["kind"], namespace(r["memory"]["agent_id"],
-                                                                     r["memory"]["project_id"]), r["memory"]["content"])
-                continue
-            bar = tqdm(total=len(records), desc=path.name, unit="memory", file=sys.stderr, disable=not progress)
-            for start in range(0, len(records), 500):
-                chunk = records[start:start + 500]
-                created = await maintenance.import_records(p.user_id, chunk)
-                report.created += created
-                report.unchanged += len(chunk) - created
-                bar.update(len(chunk))
-            bar.close()
-            continue
-        checked: list[Checked] = items  # type: ignore[assignment]
-        if dry_run:
-            there = await maintenance.already_there(p.user_id, [(None, a, pr, h) for _, _, a, pr, h in checked])
-            seen: set[tuple[str | None, str | None, str]] = set()
-            for (d, _, a, pr, h), old in zip(checked, there, strict=True):
-                if old or (a, pr, h) in seen:
-                    report.unchanged += 1
-                else:
-                    report.created += 1
-                    _plan(report, d.kind, namespace(a, pr), d.content)
-                seen.add((a, pr, h))
-            continue
-        # What is there already is not embedded again: a second import of 10,000 takes a second, not 24.
-        there = await maintenance.already_there(p.user_id, [(None, a, pr, h) for _, _, a, pr, h in checked])
-        report.unchanged += sum(there)
-        todo = [c for c, old in zip(checked, there, strict=True) if not old]
-        verdict = await _peer_vectors(service, path, kind, todo) if kind in ("doobidoo", "doobidoo-json") else None
-        if verdict is not None:
-            report.embedding.append(verdict.note)
-        await _write_drafts(service, fp, path, todo, report, progress, verdict.taken if verdict else {})
+    # A first load into an empty store builds the vector index after its rows (vectors.py `loading`).
+    loading = (service.vectors.loading(sum(len(items) for *_, items in read), service.settings.import_index_after,
+                                       progress=progress)
+               if service.vectors is not None and not dry_run else contextlib.nullcontext())
+    async with loading:
+        for path, kind, fp, items in read:
+            await _import_file(service, maintenance, p, path, kind, fp, items, report, dry_run=dry_run,
+                               progress=progress)
     if report.created and not dry_run:
         await maintenance.analyze()  # searches right after a big import plan with real statistics
     return report

@@ -158,3 +158,61 @@ async def test_export_import_round_trip(service: MemoryService, database: Databa
         assert restored.restored[0].content == "Forgotten but restorable"
     finally:
         await empty.close()
+
+
+async def _index_oid(database: Database, service: MemoryService) -> int | None:
+    from mcp_memory.repository.embeddings import index_name
+
+    assert service.vectors is not None
+    name = index_name(service.vectors.model, service.vectors.dimension)
+    return await database.admin.fetchval("SELECT to_regclass($1)::oid", name)
+
+
+def _notes(folder: Path, count: int) -> Path:
+    folder.mkdir()
+    (folder / "MEMORY.md").write_text("# Notes\n" + "".join(
+        f"- Note {i}: the build of service {i} of {folder.name} uses cache {i}.\n" for i in range(count)))
+    return folder
+
+
+async def test_a_first_load_into_an_empty_store_builds_the_vector_index_after_its_rows(
+        service: MemoryService, database: Database, alice: Principal, tmp_path: Path) -> None:
+    """At least import_index_after memories into a store that holds none: the index is dropped,
+    the rows go in, the index is built again (a new one), and the vector search finds them. Into a
+    store that holds a memory, or below the threshold, the index is never touched."""
+    maintenance = MaintenanceRepository(database.admin)
+    service.settings = service.settings.model_copy(update={"import_index_after": 5})
+    before = await _index_oid(database, service)
+    assert before is not None
+    small = await import_paths(service, maintenance, alice, [_notes(tmp_path / "small", 3)], progress=False)
+    assert small.created == 3 and await _index_oid(database, service) == before  # below the threshold
+    await database.admin.execute("DELETE FROM memories")  # empty again (history and graph rows may stay)
+    report = await import_paths(service, maintenance, alice, [_notes(tmp_path / "first", 12)], progress=False)
+    rebuilt = await _index_oid(database, service)
+    assert report.created == 12 and rebuilt is not None and rebuilt != before
+    found = await service.search(alice, "build of service 7 cache", limit=3)
+    assert "Note 7:" in found.hits[0].snippet
+    more = await import_paths(service, maintenance, alice, [_notes(tmp_path / "more", 20)], progress=False)
+    assert more.created == 20 and await _index_oid(database, service) == rebuilt  # not empty: left alone
+
+
+async def test_a_first_load_that_fails_midway_still_leaves_the_vector_index(
+        service: MemoryService, database: Database, alice: Principal, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    maintenance = MaintenanceRepository(database.admin)
+    service.settings = service.settings.model_copy(update={"import_index_after": 5})
+    written = 0
+    write_many = service.write_many
+
+    async def failing(*args, **kwargs):
+        nonlocal written
+        written += 1
+        if written > 1:
+            raise ConnectionResetError("the database went away")
+        return await write_many(*args, **kwargs)
+
+    monkeypatch.setattr(service, "write_many", failing)
+    service.settings = service.settings.model_copy(update={"max_batch": 5})
+    with pytest.raises(ConnectionResetError):
+        await import_paths(service, maintenance, alice, [_notes(tmp_path / "first", 12)], progress=False)
+    assert await _index_oid(database, service) is not None

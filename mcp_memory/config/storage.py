@@ -26,6 +26,10 @@ class StorageSettings(BaseModel):
         "Where the embedded database, the hook status files and the logs live; default: the platform's user "
         "data directory (~/.local/share/mcp-memory on Linux)."))
     pool_min_size: int = Field(default=1, ge=0, description="Connections the pool keeps open when idle.")
+    import_index_after: int = Field(default=10_000, ge=0, description=(
+        "`mcp-memory import` of at least this many memories into a store that holds none builds the vector "
+        "index once after them instead of row by row (50,000 with vectors given: 240 s against 90 + 56 s); "
+        "searches meanwhile read every row. 0: never."))
     pool_max_size: int = Field(default=10, ge=1, description="Most connections one server process opens.")
     db_start_timeout_s: float = Field(default=60.0, gt=0, description=(
         "How long a tool call waits for the database at start-up; also the most starting the embedded "

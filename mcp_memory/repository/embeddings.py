@@ -117,6 +117,21 @@ class EmbeddingRepository:
                 if not await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", name):
                     raise
 
+    async def drop_index_of_empty_store(self, model: str, dimension: int) -> bool:
+        """Drop the model's HNSW index when the store holds no memory at all, for a first load to build
+        it once after its rows (`Vectors.loading`); whether it did. A role that may not drop it, or a
+        lock another session holds past a moment, leaves it where it is."""
+        async with _connection(self.admin) as conn:
+            try:
+                async with conn.transaction():
+                    await conn.execute("SET LOCAL lock_timeout = '2s'")
+                    if await conn.fetchval("SELECT EXISTS (SELECT 1 FROM memories)"):
+                        return False
+                    await conn.execute(f"DROP INDEX IF EXISTS {index_name(model, dimension)}")
+            except (asyncpg.InsufficientPrivilegeError, asyncpg.LockNotAvailableError):
+                return False
+        return True
+
     # --- backfill (operator work across users) ------------------------------------------------
 
     async def pending(self, model: str, reembed: bool) -> int:
