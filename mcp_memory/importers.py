@@ -202,7 +202,7 @@ async def import_paths(service: MemoryService, maintenance: MaintenanceRepositor
             read.append((path, kind, fp, got))
     # A first load into an empty store builds the vector index after its rows (vectors.py `loading`).
     loading = (service.vectors.loading(sum(len(items) for *_, items in read), service.settings.import_index_after,
-                                       progress=progress)
+                                       memory_mb=service.settings.import_index_memory_mb, progress=progress)
                if service.vectors is not None and not dry_run else contextlib.nullcontext())
     async with loading:
         for path, kind, fp, items in read:

@@ -248,12 +248,13 @@ class Vectors:
         await self.repo.ensure_index(self.embedder.model, dimension)
 
     @asynccontextmanager
-    async def loading(self, rows: int, at_least: int, *, progress: bool = True) -> AsyncIterator[None]:
+    async def loading(self, rows: int, at_least: int, *, memory_mb: int = 0,
+                      progress: bool = True) -> AsyncIterator[None]:
         """Around a load of `rows` memories: into a store that holds none, and at least `at_least`
         of them, the vector index is built once after the rows instead of taking each on the way in
         (its insertion was 1.4 ms of a batched row's ~3.4 even in a small store). A search meanwhile
         reads every row, correctly; a load killed midway leaves the index to the next start
-        (`prepare`), one that fails to the `finally` here."""
+        (`prepare`), one that fails to the `finally` here. `memory_mb`: the build's working memory."""
         dropped, dimension = False, 0
         if self.embedder is not None and at_least and rows >= at_least:
             dimension = await resolve_dimension(self.embedder)
@@ -264,7 +265,7 @@ class Vectors:
             if dropped and self.embedder is not None:
                 if progress:
                     print(f"building the vector index of {self.embedder.model} ...", file=sys.stderr)
-                await self.repo.ensure_index(self.embedder.model, dimension)
+                await self.repo.ensure_index(self.embedder.model, dimension, memory_mb)
 
     async def backfill(self, *, reembed: bool, batch_size: int = 64, progress: bool = True) -> int:
         """Embed every live memory that has no vector (or, with `reembed`, one from another

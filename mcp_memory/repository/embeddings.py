@@ -95,8 +95,9 @@ class EmbeddingRepository:
         return await self.admin.fetchval(
             "SELECT count(*) FROM memories WHERE embedding IS NOT NULL AND embedding_model <> $1", model)
 
-    async def ensure_index(self, model: str, dimension: int) -> None:
-        """The model's HNSW index, made once however many processes start together.
+    async def ensure_index(self, model: str, dimension: int, memory_mb: int = 0) -> None:
+        """The model's HNSW index, made once however many processes start together; `memory_mb`,
+        the build's maintenance_work_mem (0: the server's).
 
         IF NOT EXISTS does not make CREATE INDEX safe to race: two creators both miss the name
         and the second fails on pg_class's unique index (UniqueViolationError). So creators queue
@@ -109,6 +110,8 @@ class EmbeddingRepository:
             try:
                 async with conn.transaction():
                     await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", f"mcp_memory:{name}")
+                    if memory_mb:
+                        await conn.execute(f"SET LOCAL maintenance_work_mem = '{int(memory_mb)}MB'")
                     await conn.execute(
                         f"""CREATE INDEX IF NOT EXISTS {name} ON memories
                             USING hnsw ((embedding::vector({int(dimension)})) vector_cosine_ops)
