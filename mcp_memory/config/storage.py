@@ -26,14 +26,6 @@ class StorageSettings(BaseModel):
         "Where the embedded database, the hook status files and the logs live; default: the platform's user "
         "data directory (~/.local/share/mcp-memory on Linux)."))
     pool_min_size: int = Field(default=1, ge=0, description="Connections the pool keeps open when idle.")
-    import_index_after: int = Field(default=10_000, ge=0, description=(
-        "`mcp-memory import` of at least this many memories into a store that holds none builds the vector "
-        "index once after them instead of row by row (50,000 with vectors given: 240 s against 90 + 56 s); "
-        "searches meanwhile read every row. 0: never."))
-    import_index_memory_mb: int = Field(default=256, ge=0, description=(
-        "The working memory PostgreSQL may use to build that index (its maintenance_work_mem, for the build "
-        "alone): 50,000 memories took 59 s at PostgreSQL's default 64 MB, 24.5 s at 256, 20.7 s at 1024. "
-        "0 keeps the server's own setting."))
     pool_max_size: int = Field(default=10, ge=1, description="Most connections one server process opens.")
     db_start_timeout_s: float = Field(default=60.0, gt=0, description=(
         "How long a tool call waits for the database at start-up; also the most starting the embedded "
@@ -46,6 +38,15 @@ class StorageSettings(BaseModel):
         "pool_mode = transaction): the session settings (role, plan_cache_mode, jit) go with every "
         "transaction instead, asyncpg's prepared-statement cache is off, and the locks held across "
         "statements are taken inside a transaction (docs/operations.md, 'Behind PgBouncer')."))
+    # A first import into an empty store (importers.py, vectors.py `loading`).
+    import_index_after: int = Field(default=10_000, ge=0, description=(
+        "`mcp-memory import` of at least this many memories into a store that holds none builds the vector "
+        "index once after them instead of row by row (50,000 with vectors given: 240 s against about 90 + 25 s); "
+        "searches meanwhile read every row. 0: never."))
+    import_index_memory_mb: int = Field(default=256, ge=0, description=(
+        "The working memory PostgreSQL may use to build that index (its maintenance_work_mem, for the build "
+        "alone): 50,000 memories took 59 s at PostgreSQL's default 64 MB, 24.5 s at 256, 20.7 s at 1024. "
+        "0 keeps the server's own setting."))
 
     @property
     def embedded(self) -> bool:
