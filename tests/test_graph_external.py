@@ -264,3 +264,21 @@ async def test_a_batch_with_keys_on_an_external_server(external) -> None:
     assert (await service.get(p, [older])).memories[0].superseded_by == newer
     async with database.admin.acquire() as conn:
         assert await graph_checks.inconsistencies(conn) == {name: 0 for name in graph_checks.CHECKS}
+
+
+async def test_a_first_import_rebuilds_the_vector_index_on_an_external_server(external, tmp_path: Path) -> None:
+    """The owner of a user's own database (no superuser, default settings) may drop the index, set the
+    build's working memory for its transaction and build it again: a first load goes the fast way there too."""
+    from mcp_memory.importers import import_paths
+    from mcp_memory.repository.maintenance import MaintenanceRepository
+
+    from .test_import_export import _index_oid, _notes
+
+    settings, database = external
+    service = await MemoryService.open(database, settings.model_copy(update={"import_index_after": 5}))
+    before = await _index_oid(database, service)
+    report = await import_paths(service, MaintenanceRepository(database.admin), principal(),
+                                [_notes(tmp_path / "first", 12)], progress=False)
+    after = await _index_oid(database, service)
+    assert report.created == 12 and after is not None and after != before
+    assert "Note 7:" in (await service.search(principal(), "build of service 7 cache", limit=3)).hits[0].snippet
