@@ -46,8 +46,9 @@ async def test_memories_stored_before_the_graph_are_read_once_and_searches_find_
     async with database.admin.acquire() as conn:
         await conn.execute("DELETE FROM memory_entities")
         await conn.execute("DELETE FROM entities")
-        await conn.execute(resources.files("mcp_memory.sql").joinpath("018_graph_backlog.sql").read_text())
-        assert await conn.fetchval("SELECT count(*) FROM graph_backlog") == 2
+        for migration in ("018_graph_backlog.sql", "022_graph_backlog_order.sql"):
+            await conn.execute(resources.files("mcp_memory.sql").joinpath(migration).read_text())
+        assert await conn.fetchval("SELECT count(*) FROM graph_backlog WHERE created_at IS NOT NULL") == 2
     backlog = Backlog(database.admin, service.structure)
     assert await backlog.read_all() == 2
     assert await graph_of(database, alice.user_id) == before
@@ -145,3 +146,35 @@ async def test_the_server_reads_the_backlog_once_it_is_up(service: MemoryService
         await eventually(read)
         profile = json.loads((await client.read_resource("memory://entities/Greta Ibarra")).contents[0].text)
         assert profile["entity"]["name"] == "Greta Ibarra"
+
+
+async def test_the_backlog_is_read_in_the_order_its_memories_were_written(
+        service: MemoryService, database: Database, alice: Principal, make_db, settings, tmp_path: Path) -> None:
+    """Oldest first, batch after batch, whatever the ids: a lone first name read after the full name
+    written before it is that person at once (read before it, it would be an entity of its own,
+    merged when the full name came)."""
+    await service.write(alice, "Greta Ibarra leads the Falcon team.")
+    await service.write(alice, "Greta fixed the build.")
+    out = io.StringIO()
+    await export_user(MaintenanceRepository(database.admin), alice.user_id, out)
+    header, *lines = out.getvalue().splitlines()
+    records = [json.loads(line) for line in lines]
+    for record, mid in zip(records, ("ffffffff-0000-4000-8000-000000000000", "00000000-0000-4000-8000-000000000001"),
+                           strict=True):  # the older memory's id sorts last
+        record["memory"]["id"] = mid
+        record["history"] = [{**h, "memory_id": mid} for h in record["history"]]
+    dump = tmp_path / "export.jsonl"
+    dump.write_text("\n".join([header, *map(json.dumps, records)]) + "\n")
+
+    empty = await open_database(settings.model_copy(update={"database_url": await make_db()}))
+    try:
+        target = await MemoryService.open(empty, settings)
+        assert (await import_paths(target, MaintenanceRepository(empty.admin), alice, [dump], progress=False)).created == 2
+        backlog = Backlog(empty.admin, target.structure)
+        assert await backlog.repo.read(1, backlog.said) == 1 and await backlog.repo.read(1, backlog.said) == 1
+        assert (await graph_of(empty, alice.user_id))["Greta fixed the build."] == (("greta ibarra",), None)
+        async with empty.admin.acquire() as conn:
+            assert await conn.fetchval("SELECT count(*) FROM entity_edits") == 0  # no lone Greta to merge
+            assert await conn.fetchval("SELECT count(*) FROM entities WHERE canonical = 'greta'") == 0
+    finally:
+        await empty.close()

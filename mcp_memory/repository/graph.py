@@ -5,9 +5,10 @@ graph_reads.py."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 import asyncpg
@@ -35,18 +36,71 @@ class Recorded:
 Mention = tuple[UUID, UUID, str | None, str | None, str, str]
 
 
+Namespace = tuple[str | None, str | None]  # (agent id, project id)
+
+
+@dataclass
+class Known:
+    """Entities read for a batch, found as `named_rows` finds them: by canonical name or word set,
+    alias, and a full name by its first word."""
+
+    by_form: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)
+    by_first: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)
+
+    def add(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        for r in rows:
+            for form in {r["canonical"], *r["aliases"]}:
+                self.by_form.setdefault(form, []).append(r)
+            self.by_first.setdefault(r["canonical"].split(" ", 1)[0], []).append(r)
+
+    def named(self, names: Sequence[Name]) -> list[Mapping[str, Any]]:
+        every = [c for n in names for c in (n.canonical, *n.forms)]
+        found = {id(r): r for form in {*every, *map(word_set, every)} for r in self.by_form.get(form, ())}
+        found |= {id(r): r for n in names if n.lone for r in self.by_first.get(n.canonical.split(" ", 1)[0], ())}
+        return list(found.values())
+
+
 @dataclass
 class Batch:
-    """The rows of one batch (`insert_many`), recorded one after another in its transaction: their
-    mentions are inserted together, before anything reads them (a merge of a lone first name) and at
-    the end (`flush`), not one statement a memory (an import of LoCoMo turns without the vector
-    index: 400-500 -> 490-640 memories a second)."""
+    """The rows of one batch (`insert_many`, the backlog's), recorded one after another in its
+    transaction: their mentions are inserted together, before anything reads them (a merge of a
+    lone first name) and at the end (`flush`), not one statement a memory (an import of LoCoMo
+    turns without the vector index: 400-500 -> 490-640 memories a second). And the entities every
+    name of the batch may be are read once per namespace (`names`: the batch's names by the
+    namespace of their memory), kept up to date with those the batch creates, and read again after
+    a merge: one statement a memory was half the backlog's time (620 -> 860 a second)."""
 
+    names: dict[Namespace, list[Name]] = field(default_factory=dict)
     pending: list[Mention] = field(default_factory=list)
+    known: dict[Namespace, Known] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, memories: Sequence[asyncpg.Record], saids: Sequence[Said | None]) -> Batch:
+        names: dict[Namespace, list[Name]] = {}
+        for memory, said in zip(memories, saids, strict=True):
+            if said is not None:
+                names.setdefault((memory["agent_id"], memory["project_id"]), []).extend(said.names)
+        return cls(names)
 
     async def flush(self, conn: asyncpg.Connection, user_id: str) -> None:
         mentions, self.pending = self.pending, []
         await insert_mentions(conn, user_id, mentions)
+
+    async def candidates(self, conn: asyncpg.Connection, user_id: str, namespace: Namespace,
+                         names: Sequence[Name]) -> Sequence[Mapping[str, Any]]:
+        if namespace not in self.names:  # a memory the batch was not told of: read for it alone
+            return await _candidates(conn, user_id, *namespace, names)
+        if namespace not in self.known:
+            self.known[namespace] = Known()
+            self.known[namespace].add(dict(r) for r in await _candidates(conn, user_id, *namespace,
+                                                                         self.names[namespace]))
+        return self.known[namespace].named(names)
+
+    def created(self, rows: Sequence[asyncpg.Record]) -> None:
+        """Entities the batch created, added where a memory of each namespace read may name them."""
+        for (agent_id, project_id), known in self.known.items():
+            known.add(dict(r) for r in rows
+                      if r["agent_id"] in (None, agent_id) and r["project_id"] in (None, project_id))
 
 
 async def insert_mentions(conn: asyncpg.Connection, user_id: str, mentions: Sequence[Mention]) -> None:
@@ -60,7 +114,7 @@ async def insert_mentions(conn: asyncpg.Connection, user_id: str, mentions: Sequ
             user_id, *(list(c) for c in columns))
 
 
-def _specificity(row: asyncpg.Record) -> int:
+def _specificity(row: Mapping[str, Any]) -> int:
     return (row["agent_id"] is not None) + (row["project_id"] is not None)
 
 
@@ -69,13 +123,13 @@ async def named_rows(conn: asyncpg.Connection, q: Sql, user_id: str, scope: str,
     """The live entities of `user_id` within `scope` (a condition on `e`, its arguments in `q`) that
     any of `names` may be: by canonical name, word set or alias, and full names by their first word
     (for a lone first name). `extra`: more columns to select."""
-    every = [c for n in names for c in (n.canonical, *n.forms)]
-    wanted = q.arg(every + [word_set(c) for c in every])
+    every = {c for n in names for c in (n.canonical, *n.forms)}  # a batch's names repeat: each once
+    wanted = q.arg(sorted(every | {word_set(c) for c in every}))
     # By the first word of a lone name's canonical form, "eun" for "Eun-ji": `choose` keeps the full
     # names that begin with all of it. Each form is found by text equality alone (a column, an alias
     # row), the one comparison an index serves under row-level security on any server
     # (020_entity_lookup.sql).
-    firsts = q.arg([n.canonical.split(" ", 1)[0] for n in names if n.lone])
+    firsts = q.arg(sorted({n.canonical.split(" ", 1)[0] for n in names if n.lone}))
     return await conn.fetch(
         f"""SELECT id, canonical, name, aliases, agent_id, project_id{extra} FROM entities e
             WHERE {scope} AND e.merged_into IS NULL
@@ -96,11 +150,11 @@ async def _candidates(conn: asyncpg.Connection, user_id: str, agent_id: str | No
     return await named_rows(conn, q, user_id, scope, names)
 
 
-def choose(name: Name, rows: Sequence[asyncpg.Record]) -> asyncpg.Record | None:
+def choose(name: Name, rows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     """The entity `name` is, of `rows`, or None (a new one). The same name: the narrowest namespace's.
     A lone first name: the one full name it begins, never one of two ("Benedikt" with "Benedikt
     Pereira" and "Benedikt Nascimento" known is neither), else an entity of that name alone."""
-    def named(r: asyncpg.Record, wanted: set[str]) -> bool:
+    def named(r: Mapping[str, Any], wanted: set[str]) -> bool:
         return word_set(r["canonical"]) in wanted or bool(wanted & set(r["aliases"]))
 
     same = {name.canonical, word_set(name.canonical)}
@@ -118,11 +172,12 @@ def choose(name: Name, rows: Sequence[asyncpg.Record]) -> asyncpg.Record | None:
 
 
 async def resolve(conn: asyncpg.Connection, user_id: str, agent_id: str | None, project_id: str | None,
-                  names: Sequence[Name]) -> tuple[dict[str, UUID], dict[str, UUID]]:
+                  names: Sequence[Name], batch: Batch | None = None) -> tuple[dict[str, UUID], dict[str, UUID]]:
     """canonical name -> entity id for each of `names`, new entities created in the memory's
     namespace; a name that is not sure (a lone word opening a sentence) only when already known.
     Also those of them it created."""
-    rows = await _candidates(conn, user_id, agent_id, project_id, names)
+    rows = (await batch.candidates(conn, user_id, (agent_id, project_id), names) if batch is not None
+            else await _candidates(conn, user_id, agent_id, project_id, names))
     found: dict[str, UUID] = {}
     new: list[Name] = []
     for name in names:
@@ -139,9 +194,11 @@ async def resolve(conn: asyncpg.Connection, user_id: str, agent_id: str | None, 
                FROM unnest($4::text[], $5::text[], $6::text[], $7::text[]) n(kind, name, canonical, words)
                ON CONFLICT (user_id, coalesce(agent_id, ''), coalesce(project_id, ''), canonical)
                    WHERE merged_into IS NULL DO NOTHING
-               RETURNING id, canonical""",
+               RETURNING id, canonical, name, aliases, agent_id, project_id""",
             user_id, agent_id, project_id, ["user" if n.user else "named" for n in new],
             [n.display for n in new], [n.canonical for n in new], [word_set(n.canonical) for n in new])
+        if batch is not None:
+            batch.created(created)
         found |= {r["canonical"]: r["id"] for r in created}
         made = {r["canonical"]: r["id"] for r in created}
         raced = [n.canonical for n in new if n.canonical not in found]
@@ -181,7 +238,7 @@ async def record(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record,
     done = Recorded()
     if not said.names:
         return done
-    ids, created = await resolve(conn, p.user_id, memory["agent_id"], memory["project_id"], said.names)
+    ids, created = await resolve(conn, p.user_id, memory["agent_id"], memory["project_id"], said.names, batch)
     mentions: list[Mention] = [(memory["id"], ids[n.canonical], memory["agent_id"], memory["project_id"], n.role,
                                 said.source if n.given else "rules") for n in said.names if n.canonical in ids]
     if not mentions:
@@ -196,7 +253,8 @@ async def record(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record,
     if alone or merges:  # a merge moves the lone name's mentions: these among them (a keyed fact reads none)
         await batch.flush(conn, p.user_id)
     for entity, first in merges:
-        await first_name_taken_in(conn, p, entity, first, memory["agent_id"], memory["project_id"])
+        if await first_name_taken_in(conn, p, entity, first, memory["agent_id"], memory["project_id"]):
+            batch.known.clear()  # a lone name merged: its entity is gone, its aliases moved
     if said.key is None or not done.about:
         return done
     if said.key.alternatives:  # words that name two attributes: the one the subject has facts of

@@ -5,6 +5,7 @@ pool, each batch in one transaction with the names it records (mcp_memory/backlo
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -31,16 +32,22 @@ class GraphBacklog:
         async with self.pool.acquire() as conn, conn.transaction():
             rows = await conn.fetch(
                 """SELECT m.user_id, m.id, m.content, m.kind, m.agent_id, m.project_id, m.occurred_at, b.given
-                   FROM graph_backlog b JOIN memories m ON m.user_id = b.user_id AND m.id = b.memory_id
-                   ORDER BY m.created_at, m.id LIMIT $1 FOR UPDATE OF b SKIP LOCKED""", size)
+                   FROM (SELECT user_id, memory_id, given, created_at FROM graph_backlog
+                         ORDER BY created_at NULLS FIRST, memory_id LIMIT $1 FOR UPDATE SKIP LOCKED) b
+                   JOIN memories m ON m.user_id = b.user_id AND m.id = b.memory_id
+                   ORDER BY b.created_at NULLS FIRST, b.memory_id""", size)
             saids = [said(row) for row in rows]
             for user in sorted({row["user_id"] for row in rows}):
                 await graph.lock_names(conn, user, [s for row, s in zip(rows, saids, strict=True)
                                                     if row["user_id"] == user])
-            for row, read in zip(rows, saids, strict=True):
-                p = Principal(user_id=row["user_id"], agent_id=row["agent_id"], project_id=row["project_id"],
-                              permissions=ALL_PERMISSIONS, actor=BACKLOG_ACTOR, client=None)
-                await graph.record(conn, p, row, read)
+            for user in sorted({row["user_id"] for row in rows}):
+                mine = [(row, s) for row, s in zip(rows, saids, strict=True) if row["user_id"] == user]
+                batch = graph.Batch.of([row for row, _ in mine], [s for _, s in mine])
+                for row, read in mine:
+                    p = Principal(user_id=user, agent_id=row["agent_id"], project_id=row["project_id"],
+                                  permissions=ALL_PERMISSIONS, actor=BACKLOG_ACTOR, client=None)
+                    await graph.record(conn, p, row, read, batch)
+                await batch.flush(conn, user)
             await conn.execute(
                 "DELETE FROM graph_backlog b USING unnest($1::text[], $2::uuid[]) x(user_id, memory_id) "
                 "WHERE b.user_id = x.user_id AND b.memory_id = x.memory_id",
@@ -48,8 +55,9 @@ class GraphBacklog:
         return len(rows)
 
 
-async def enqueue(conn: asyncpg.Connection, user_id: str, items: Sequence[tuple[UUID, dict[str, Any] | None]]) -> None:
-    """Put memories just inserted verbatim (an import) on the backlog, with what their writer said
-    of them (`about`, `key`), in the inserting transaction."""
-    await conn.executemany("INSERT INTO graph_backlog (user_id, memory_id, given) VALUES ($1, $2, $3) "
-                           "ON CONFLICT DO NOTHING", [(user_id, mid, given) for mid, given in items])
+async def enqueue(conn: asyncpg.Connection, user_id: str,
+                  items: Sequence[tuple[UUID, datetime, dict[str, Any] | None]]) -> None:
+    """Put memories just inserted verbatim (an import) on the backlog, with their created_at (its
+    order) and what their writer said of them (`about`, `key`), in the inserting transaction."""
+    await conn.executemany("INSERT INTO graph_backlog (user_id, memory_id, created_at, given) VALUES ($1, $2, $3, $4) "
+                           "ON CONFLICT DO NOTHING", [(user_id, mid, at, given) for mid, at, given in items])

@@ -202,7 +202,7 @@ class MaintenanceRepository:
                 if new_id is None:
                     continue
                 inserted += 1
-                await enqueue(conn, user_id, [(new_id, record.get("structure"))])
+                await enqueue(conn, user_id, [(new_id, memory["created_at"], record.get("structure"))])
                 await conn.executemany(
                     f"""INSERT INTO memory_history (user_id, {", ".join(HISTORY_COLUMNS)})
                         VALUES ($1, {", ".join(f"${i}" for i in range(2, len(HISTORY_COLUMNS) + 2))})""",

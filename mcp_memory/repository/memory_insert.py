@@ -182,7 +182,8 @@ class MemoryInsert(MemoryStore):
             # first, so two batches naming the same people in other orders wait instead of deadlocking.
             saids = list(said) or [None] * len(rows)
             await graph.lock_names(conn, p.user_id, [s for (_, created), s in zip(rows, saids, strict=True) if created])
-            batch = graph.Batch()
+            batch = graph.Batch.of([r for r, _ in rows], [s if created else None
+                                                          for (_, created), s in zip(rows, saids, strict=True)])
             recorded = [await graph.record(conn, p, r, s, batch) if created and s is not None else graph.Recorded()
                         for (r, created), s in zip(rows, saids, strict=True)]
             await batch.flush(conn, p.user_id)
