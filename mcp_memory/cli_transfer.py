@@ -8,13 +8,16 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .cli_common import opened
 from .config import Settings
 from .errors import InvalidInput
 from .exporting import TARGETS
 from .importing import FORMATS
+
+if TYPE_CHECKING:
+    from .service import MemoryService
 
 
 def add_import(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -44,6 +47,8 @@ def add_export(sub: Any, common: argparse.ArgumentParser) -> None:
                      help="mcp-memory: ours, with history; doobidoo-json: what mcp-memory-service imports; "
                           "basic-memory: a folder of notes (new or empty). Peers get live, current memories only")
     exp.add_argument("--live-only", action="store_true", help="leave forgotten memories out")
+    exp.add_argument("--no-vectors", action="store_true",
+                     help="leave each memory's vector out (a smaller file; an import then embeds every memory again)")
     exp.set_defaults(run=cmd_export)
 
 
@@ -58,6 +63,7 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
         if not args.dry_run:
             # An export's memories go in verbatim; their names and keys are read here, as a write reads them.
             await Backlog(db.admin, service.structure).read_all(progress=not args.quiet)
+            unembedded = await _embed_the_rest(service, progress=not args.quiet) if report.created else None
     if args.dry_run:
         print(f"dry run: would import {report.created} new memories from {report.files} file(s); "
               f"{report.unchanged} are already there; nothing was written")
@@ -66,6 +72,8 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
               f"{report.unchanged} were already there")
         for line in report.embedding:  # a peer's vectors taken, or why not
             print(f"  {line}")
+        if unembedded:
+            print(f"  {unembedded}")
     for where, count in sorted(report.planned.items()):
         print(f"  {count:6d}  {where}")
     if args.dry_run and report.first:
@@ -73,6 +81,29 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
         for line in report.first:
             print(f"  {line}")
     return 0
+
+
+async def _embed_the_rest(service: MemoryService, *, progress: bool) -> str | None:
+    """An export's memories whose vectors it did not carry (or not of our model) embedded now, so
+    that what was imported is found by meaning when the command ends; a failure says what is left."""
+    from .errors import Unavailable
+
+    if service.vectors is None or service.vectors.embedder is None:
+        return None
+    try:
+        await service.vectors.backfill(reembed=False, progress=progress)
+    except (Unavailable, OSError) as exc:
+        return (f"some memories have no vector yet ({exc}): `mcp-memory backfill` embeds them, as the server "
+                "does when it starts")
+    return None
+
+
+async def _vectors_of(service: MemoryService) -> tuple[str, int] | None:
+    """The model and dimension an export's vectors are of: the one the store embeds with."""
+    from .embeddings.base import resolve_dimension
+
+    embedder = service.vectors.embedder if service.vectors is not None else None
+    return (embedder.model, await resolve_dimension(embedder)) if embedder is not None else None
 
 
 async def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
@@ -89,7 +120,9 @@ async def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
                 if args.to == "doobidoo-json":
                     count = await export_to(maintenance, p.user_id, "doobidoo-json", out=out)
                 else:
-                    count = await export_user(maintenance, p.user_id, out, include_forgotten=not args.live_only)
+                    with_vectors = None if args.no_vectors else await _vectors_of(service)
+                    count = await export_user(maintenance, p.user_id, out, include_forgotten=not args.live_only,
+                                              vectors=with_vectors)
     print(f"exported {count} memories of user {p.user_id}", file=sys.stderr)
     return 0
 

@@ -11,12 +11,13 @@ from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
+import numpy as np
 from pydantic import BaseModel
 from tqdm import tqdm
 
 from .encoding import to_json
 from .errors import InvalidInput
-from .importing import Draft, Format, basic_memory, claude_md, doobidoo, doobidoo_json, peer_vectors
+from .importing import Draft, Format, basic_memory, claude_md, doobidoo, doobidoo_json, export_vectors, peer_vectors
 from .importing.files import EXPORT_FORMAT, files_under, read_file
 from .models import Principal, ScopeLevel, WriteItem
 from .repository.maintenance import MaintenanceRepository
@@ -74,7 +75,7 @@ def _checked(service: MemoryService, p: Principal, path: Path, drafts: list[Draf
 
 
 async def _write_chunk(service: MemoryService, p: Principal, chunk: list[Checked], source: str,
-                       taken: dict[str, list[float]]) -> list[str]:
+                       taken: dict[str, np.ndarray]) -> list[str]:
     """The chunk written; `taken`: vectors of a peer's (checked to be our model's) by text, stored
     with their memories in the batch's transaction, never through the shared embedding cache."""
     if any(d.pinned or d.priority for d, *_ in chunk):  # what a batch write does not take (nor `taken`)
@@ -84,7 +85,8 @@ async def _write_chunk(service: MemoryService, p: Principal, chunk: list[Checked
             for d, level, *_ in chunk]
     items = [WriteItem(content=d.content, title=d.title, kind=d.kind, tags=d.tags, metadata=d.metadata,
                        scope=level, occurred_at=d.occurred_at, about=d.about) for d, level, *_ in chunk]
-    given = [taken.get(service.check.content(d.content)) for d, *_ in chunk] if taken else None
+    given = [v.tolist() if (v := taken.get(service.check.content(d.content))) is not None else None
+             for d, *_ in chunk] if taken else None
     return [m.status for m in (await service.write_many(p, items, source=source, embeddings=given)).memories]
 
 
@@ -96,7 +98,7 @@ def _plan(report: ImportReport, kind: str, where: str, content: str) -> None:
 
 
 async def _write_drafts(service: MemoryService, p: Principal, path: Path, checked: list[Checked],
-                        report: ImportReport, progress: bool, taken: dict[str, list[float]]) -> None:
+                        report: ImportReport, progress: bool, taken: dict[str, np.ndarray]) -> None:
     """Write in batches; `taken`: vectors of a peer's (checked to be our model's) by text."""
     source = f"import:{path.name}"
     bar = tqdm(total=len(checked), desc=path.name, unit="memory", file=sys.stderr, disable=not progress)
@@ -151,10 +153,18 @@ async def _import_file(service: MemoryService, maintenance: MaintenanceRepositor
                     _plan(report, r["memory"]["kind"], namespace(r["memory"]["agent_id"],
                                                                  r["memory"]["project_id"]), r["memory"]["content"])
             return
+        # The export's vectors, where they are our model's: a store moved is not embedded again.
+        model = records[0]["vector_model"]
+        verdict = await export_vectors.take(
+            service.vectors, model, [(r["memory"]["content"], str(r["memory"]["id"]), r["vector"]) for r in records],
+            path.name)
+        if verdict is not None:
+            report.embedding.append(verdict.note)
+        taken = verdict.taken if verdict else {}
         bar = tqdm(total=len(records), desc=path.name, unit="memory", file=sys.stderr, disable=not progress)
         for start in range(0, len(records), 500):
-            chunk = records[start:start + 500]
-            created = await maintenance.import_records(p.user_id, chunk)
+            chunk = [{**r, "vector": taken.get(r["memory"]["content"])} for r in records[start:start + 500]]
+            created = await maintenance.import_records(p.user_id, chunk, model if taken else None)
             report.created += created
             report.unchanged += len(chunk) - created
             bar.update(len(chunk))
@@ -214,18 +224,25 @@ async def import_paths(service: MemoryService, maintenance: MaintenanceRepositor
 
 
 async def export_user(maintenance: MaintenanceRepository, user_id: str, out: TextIO, *,
-                      include_forgotten: bool = True) -> int:
-    """Write every memory of the user with its history as JSON lines; returns the count."""
+                      include_forgotten: bool = True, vectors: tuple[str, int] | None = None) -> int:
+    """Write every memory of the user with its history as JSON lines; returns the count. With
+    `vectors` (the model and dimension the store embeds with), each memory's vector of that model."""
     from . import __version__
 
     def dumps(value: Any) -> str:
         return to_json(value, ensure_ascii=False)
 
-    out.write(dumps({"type": "header", "format": EXPORT_FORMAT, "version": 1, "user_id": user_id,
-                     "exported_by": f"mcp-memory {__version__}"}) + "\n")
+    head = {"type": "header", "format": EXPORT_FORMAT, "version": 1, "user_id": user_id,
+            "exported_by": f"mcp-memory {__version__}"}
+    if vectors is not None:
+        head["embedding"] = export_vectors.header(*vectors)
+    out.write(dumps(head) + "\n")
     count = 0
-    records: AsyncIterator[dict[str, Any]] = maintenance.export(user_id, include_forgotten=include_forgotten)
+    records: AsyncIterator[dict[str, Any]] = maintenance.export(
+        user_id, include_forgotten=include_forgotten, vectors_of=vectors[0] if vectors else None)
     async for record in records:
+        if "vector" in record:
+            record["vector"] = export_vectors.encoded(record["vector"])
         out.write(dumps({"type": "memory", **record}) + "\n")
         count += 1
     return count

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from mcp_memory.cli import main
@@ -182,7 +184,7 @@ def test_import_of_claude_md_goes_to_its_folders_project_unless_one_is_named(cli
     assert "     1  procedure in project other" in named.stdout
 
 
-def test_import_export_purge_commands(cli_env: dict[str, str], tmp_path: Path) -> None:
+async def test_import_export_purge_commands(cli_env: dict[str, str], tmp_path: Path, make_db) -> None:
     notes = tmp_path / "MEMORY.md"
     notes.write_text("# Notes\n- The VPN config is in ~/vpn\n- Standups are async on Fridays\n")
     first = run("import", str(notes), env=cli_env)
@@ -197,6 +199,23 @@ def test_import_export_purge_commands(cli_env: dict[str, str], tmp_path: Path) -
     lines = dump.read_text().splitlines()
     assert json.loads(lines[0])["format"] == "mcp-memory-export" and len(lines) == 3
     assert json.loads(lines[1])["history"][0]["event"] == "ADD"
+    # Each memory's vector goes with it (a moved store is not embedded again), unless left out.
+    assert json.loads(lines[0])["embedding"]["model"] == "all-MiniLM-L6-v2-int8"
+    assert all(len(base64.b64decode(json.loads(line)["vector"])) == 4 * 384 for line in lines[1:])
+    bare = run("export", "--no-vectors", env=cli_env).stdout.splitlines()
+    assert len(bare) == 3 and not any("embedding" in json.loads(line) or "vector" in json.loads(line)
+                                      for line in bare)
+    # Moved to another store: what the import did not take from the file is embedded before it ends.
+    other = await make_db()
+    moved = run("import", str(dump), env={**cli_env, "MCP_MEMORY_DATABASE_URL": other})
+    assert moved.returncode == 0, moved.stderr
+    assert ("all.jsonl: embedded all 2 memories again with all-MiniLM-L6-v2-int8: so few that checking the export's "
+            "vectors would embed every one") in moved.stdout
+    conn = await asyncpg.connect(other)
+    try:
+        assert await conn.fetchval("SELECT count(*) FROM memories WHERE embedding IS NOT NULL") == 2
+    finally:
+        await conn.close()
 
     dry = run("purge", "--dry-run", env=cli_env)
     assert dry.returncode == 0 and dry.stdout.startswith("would remove: 0 forgotten memories past 30 days")

@@ -15,7 +15,7 @@ from .. import limits
 from ..errors import InvalidInput
 from ..repository.maintenance import EXPORT_COLUMNS
 from ..validation import content_hash
-from . import Draft, Format, basic_memory, claude_md, doobidoo, doobidoo_json, file_time, mem0
+from . import Draft, Format, basic_memory, claude_md, doobidoo, doobidoo_json, export_vectors, file_time, mem0
 from .markdown import parse_markdown
 
 EXPORT_FORMAT = "mcp-memory-export"
@@ -152,6 +152,10 @@ def _typed(memory: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_export(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
+    """An export's records; each with the vector it carries (`vector`) and the model the header
+    says made it (`vector_model`), both None when it carries none."""
+    model: str | None = None
+    dimension: int | None = None
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -159,11 +163,15 @@ def read_export(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
         if record.get("type") == "header":
             if record.get("version") != 1:
                 raise InvalidInput(f"line {number}: export format version {record.get('version')} is not supported")
+            model, dimension = export_vectors.embedding_of(record.get("embedding"), number) or (None, None)
             continue
         history = [{**h, "memory_id": UUID(h["memory_id"]), "created_at": datetime.fromisoformat(h["created_at"])}
                    for h in record.get("history", [])]
+        vector = record.get("vector")
         yield {"memory": _typed(record["memory"]), "history": history,
-               "structure": _structure(record.get("structure"), number)}
+               "structure": _structure(record.get("structure"), number),
+               "vector": None if vector is None else export_vectors.decoded(vector, dimension, number),
+               "vector_model": model}
 
 
 def _structure(given: Any, number: int) -> dict[str, Any] | None:
@@ -223,16 +231,17 @@ def read_file(path: Path, fmt: Format) -> list[Draft] | list[dict[str, Any]]:
             return mem0.read(mem0.load(path))
         if fmt == "basic-memory":
             return basic_memory.read(path)
+        if fmt == "export":
+            # Line by line (an export of a million memories is gigabytes), split on newlines only:
+            # exported text may hold U+2028 and friends, which str.splitlines() would break at.
+            with path.open(encoding="utf-8", newline="\n") as lines:
+                return list(read_export(lines))
         text = path.read_text(encoding="utf-8")
         if fmt == "doobidoo-json":
             try:
                 return doobidoo_json.read(json.loads(text))
             except json.JSONDecodeError as exc:
                 raise InvalidInput(f"not JSON ({exc})") from None
-        if fmt == "export":
-            # Split on newlines only: exported text may hold U+2028 and friends, which
-            # str.splitlines() would treat as line breaks.
-            return list(read_export(text.split("\n")))
         if fmt == "claude-md":
             return claude_md.read(text, path, file_time(path))
         return parse_markdown(text, path.name, file_time(path)) if fmt == "markdown" else parse_knowledge_graph(text)

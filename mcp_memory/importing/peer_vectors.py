@@ -75,6 +75,14 @@ def _unit(vector: np.ndarray) -> np.ndarray | None:
     return vector / norm
 
 
+def unit32(vector: np.ndarray) -> np.ndarray:
+    """The vector as float32 of unit length: itself when it already is one (ours, exported), so a
+    store moved keeps its very vectors."""
+    wide = np.asarray(vector, dtype=np.float64)
+    norm = float(np.linalg.norm(wide))
+    return np.asarray(vector, dtype=np.float32) if abs(norm - 1.0) < 1e-6 else (wide / norm).astype(np.float32)
+
+
 def sample_of(texts: Sequence[str], sizes: Sequence[int] | None = None) -> list[int]:
     """Which of `texts` to embed again: a random `SAMPLE`, every short one, the `LONGEST` longest
     (by `sizes`, their tokens, else their characters); each distinct text once."""
@@ -94,10 +102,10 @@ def sample_of(texts: Sequence[str], sizes: Sequence[int] | None = None) -> list[
 @dataclass
 class Verdict:
     """The peer's vectors to take (by the text the write path embeds; unit length, float32
-    values), and the line the import's summary shows."""
+    arrays), and the line the import's summary shows."""
 
     note: str
-    taken: dict[str, list[float]] = field(default_factory=dict)
+    taken: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 async def _cut_by_peer(embedder: Embedder, texts: list[str], most: int) -> tuple[list[int], str | None]:
@@ -111,11 +119,12 @@ async def _cut_by_peer(embedder: Embedder, texts: list[str], most: int) -> tuple
 
 
 async def take_verified(vectors: Vectors | None, stored: StoredVectors, items: Sequence[tuple[str, str | None]],
-                        name: str) -> Verdict | None:
-    """The peer's vectors for `items` (each the text the write path will embed, and the key of
-    the peer's vector for it, None when it has none we may take) if a sample re-embedded by our
+                        name: str, *, owner: str = "the peer") -> Verdict | None:
+    """The stored vectors for `items` (each the text the write path will embed, and the key of
+    the stored vector for it, None when it has none we may take) if a sample re-embedded by our
     model matches them, texts the peer cut short left out; None when there is no embedder
-    (nothing is embedded at all)."""
+    (nothing is embedded at all). `owner`: whose vectors they are, as the summary line says it
+    (a peer's, or our own export's)."""
     if vectors is None or vectors.embedder is None or not items:
         return None
     embedder = vectors.embedder
@@ -124,18 +133,18 @@ async def take_verified(vectors: Vectors | None, stored: StoredVectors, items: S
     if stored.why_none:
         return Verdict(f"{again}: {stored.why_none}")
     if stored.dimension != embedder.dimension:
-        return Verdict(f"{again}: the peer's vectors have {stored.dimension} dimensions, {model}'s "
+        return Verdict(f"{again}: {owner}'s vectors have {stored.dimension} dimensions, {model}'s "
                        f"{embedder.dimension}")
     if stored.metric not in (None, "cosine"):
-        return Verdict(f"{again}: the peer compares its vectors by {stored.metric}, not cosine")
-    candidates: dict[str, np.ndarray] = {}  # text -> the peer's unit vector
+        return Verdict(f"{again}: {owner} compares its vectors by {stored.metric}, not cosine")
+    # text -> the stored vector as it is (a million of them: no copies until one is taken)
+    candidates: dict[str, np.ndarray] = {}
     for text, key in items:
         vector = stored.by_key.get(key) if key is not None else None
-        unit = _unit(vector) if vector is not None and vector.shape == (embedder.dimension,) else None
-        if unit is not None:
-            candidates.setdefault(text, unit)
+        if vector is not None and vector.shape == (embedder.dimension,) and _unit(vector) is not None:
+            candidates.setdefault(text, vector)
     if not candidates:
-        return Verdict(f"{again}: the peer holds no vector for them")
+        return Verdict(f"{again}: {owner} holds no vector for them")
     texts = list(candidates)
     sizes: list[int] | None = None
     long: set[str] = set()
@@ -147,37 +156,38 @@ async def take_verified(vectors: Vectors | None, stored: StoredVectors, items: S
         sizes = [n for t, n in zip(texts, sizes, strict=True) if t not in long]
         texts = [t for t in texts if t not in long]
         if not texts:
-            return Verdict(f"{again}: every one is longer than the peer's {stored.max_tokens} tokens (its vectors "
+            return Verdict(f"{again}: every one is longer than {owner}'s {stored.max_tokens} tokens (its vectors "
                            "are of their beginnings)")
     picked = [texts[i] for i in sample_of(texts, sizes)]
     if len(picked) == len(texts):
-        return Verdict(f"{again}: so few that checking the peer's vectors would embed every one")
+        return Verdict(f"{again}: so few that checking {owner}'s vectors would embed every one")
     try:
         ours = await embedder.embed_documents(picked)
     except (Unavailable, OSError) as exc:
-        return Verdict(f"{again} (as they are written): the sample to check the peer's vectors could not be "
+        return Verdict(f"{again} (as they are written): the sample to check {owner}'s vectors could not be "
                        f"embedded ({exc})")
-    cosines = [float(np.dot(unit, candidates[t])) if (unit := _unit(np.asarray(o))) is not None else -1.0
+    cosines = [float(np.dot(unit, candidates[t]) / np.linalg.norm(candidates[t]))
+               if (unit := _unit(np.asarray(o))) is not None else -1.0
                for t, o in zip(picked, ours, strict=True)]
     # Ours, for the sample, cached as any vector of ours is: not embedded twice.
     await vectors.repo.remember(model, {text_hash(t): v for t, v in zip(picked, ours, strict=True)})
     lowest = min(cosines)
     if lowest < REUSE_MIN_COSINE:
         differ = sum(c < REUSE_MIN_COSINE for c in cosines)
-        return Verdict(f"{again}: the peer's vectors are not {model}'s ({differ} of the {len(picked)} re-embedded to "
+        return Verdict(f"{again}: {owner}'s vectors are not {model}'s ({differ} of the {len(picked)} re-embedded to "
                        f"check differ: lowest cosine {lowest:.4f}, {REUSE_MIN_COSINE} needed)")
     checked = set(picked)
-    taken = {t: candidates[t].astype(np.float32).tolist() for t in texts if t not in checked}
+    taken = {t: unit32(candidates[t]) for t in texts if t not in checked}
     counts = {"taken": 0, "checked": 0, "long": 0}
     for text, _ in items:
         what = "taken" if text in taken else "checked" if text in checked else "long" if text in long else None
         if what:
             counts[what] += 1
     rest = total - sum(counts.values())
-    line = (f"{name}: took the peer's vectors for {counts['taken']} memories, after {model} re-embedded "
+    line = (f"{name}: took {owner}'s vectors for {counts['taken']} memories, after {model} re-embedded "
             f"{counts['checked']} others (a random {min(SAMPLE, len(texts))}, the shortest, the longest) and every "
-            f"one matched the peer's (cosine >= {REUSE_MIN_COSINE}, lowest {lowest:.5f})")
+            f"one matched {owner}'s (cosine >= {REUSE_MIN_COSINE}, lowest {lowest:.5f})")
     if counts["long"]:
-        line += (f"; embedded {counts['long']} longer than the peer's {stored.max_tokens} tokens (its vectors are of "
+        line += (f"; embedded {counts['long']} longer than {owner}'s {stored.max_tokens} tokens (its vectors are of "
                  "their beginnings)")
     return Verdict(line + (f"; embedded {rest} that had no usable vector" if rest else ""), taken)

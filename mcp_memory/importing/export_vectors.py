@@ -1,0 +1,78 @@
+"""Each memory's vector in our own export, so that moving a store does not embed every memory again
+(on two cores MiniLM embeds about a hundred memories a second: a million would take hours).
+
+The export's header names the model and dimension (`embedding`); a memory embedded by that model
+carries its vector as base64 of little-endian float32 (`vector`: exact, and about 2 KB for 384
+dimensions). An import takes them only for the model it embeds with, and only after a sample
+re-embedded by it matches (importing/peer_vectors.py, as for a peer's vectors): a model of the
+same name built differently, or an edited file, is embedded again rather than trusted."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import InvalidInput
+from .peer_vectors import StoredVectors, Verdict, take_verified
+
+if TYPE_CHECKING:
+    from ..vectors import Vectors
+
+ENCODING = "base64-float32-le"
+
+
+def header(model: str, dimension: int) -> dict[str, Any]:
+    return {"model": model, "dimension": dimension, "encoding": ENCODING}
+
+
+def encoded(vector: np.ndarray) -> str:
+    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
+
+
+def embedding_of(head: Any, number: int) -> tuple[str, int] | None:
+    """The model and dimension an export's header says its vectors are of, None when it has none."""
+    if head is None:
+        return None
+    if (not isinstance(head, dict) or head.get("encoding") != ENCODING or not isinstance(head.get("model"), str)
+            or not isinstance(head.get("dimension"), int) or not 0 < head["dimension"] <= 16000):
+        raise InvalidInput(f"line {number}: embedding must be {{'model': NAME, 'dimension': N, "
+                           f"'encoding': '{ENCODING}'}}")
+    return head["model"], head["dimension"]
+
+
+def decoded(text: Any, dimension: int | None, number: int) -> np.ndarray:
+    """A record's vector, checked against the header's dimension."""
+    if dimension is None:
+        raise InvalidInput(f"line {number}: a vector, but the header names no embedding model")
+    try:
+        raw = base64.b64decode(text, validate=True) if isinstance(text, str) else b""
+    except binascii.Error:
+        raw = b""
+    if len(raw) != 4 * dimension:
+        raise InvalidInput(f"line {number}: vector must be {dimension} float32 values as base64 ({ENCODING})")
+    vector = np.frombuffer(raw, dtype="<f4")
+    if not np.isfinite(vector).all():
+        raise InvalidInput(f"line {number}: vector holds a value that is not a finite number")
+    return vector
+
+
+async def take(vectors: Vectors | None, model: str | None, items: Sequence[tuple[str, str, np.ndarray | None]],
+               name: str) -> Verdict | None:
+    """The export's vectors for `items` (each the memory's text, its id and the vector the file
+    holds for it, `model`'s by the header) when `model` is the one we embed with and a sample
+    re-embedded matches them; None when the file holds none, or there is no embedder."""
+    if vectors is None or vectors.embedder is None or model is None:
+        return None
+    held = {key: vector for _, key, vector in items if vector is not None}
+    if not held:
+        return None
+    if model != vectors.embedder.model:
+        return Verdict(f"{name}: embedded its memories again with {vectors.embedder.model}: its vectors are "
+                       f"{model}'s")
+    stored = StoredVectors(dimension=len(next(iter(held.values()))), by_key=held)
+    return await take_verified(vectors, stored, [(text, key) for text, key, _ in items if key in held], name,
+                               owner="the export")
