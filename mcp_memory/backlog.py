@@ -8,8 +8,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 import sys
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
+import anyio
 import asyncpg
 from tqdm import tqdm
 
@@ -21,6 +23,8 @@ from .structure import Structure
 log = logging.getLogger(__name__)
 
 BATCH = 200
+POLL_S = 0.2  # while an import's first rows are not in yet
+T = TypeVar("T")
 
 
 class Backlog:
@@ -53,6 +57,50 @@ class Backlog:
                 done += read
                 bar.update(read)
         return done
+
+    async def alongside(self, work: Callable[[], Awaitable[T]], *, progress: bool = False) -> tuple[T, str | None]:
+        """Run `work` (an import filling the backlog) and read the backlog meanwhile, then what is
+        left: the names are read while the next rows go in (the import mostly PostgreSQL's work,
+        the names mostly ours). Returns what `work` returned, and why the backlog was left unread
+        (a failure reading it is no failure of the import: `mcp-memory backfill` reads it later).
+        Rows are read oldest first among those already in, so an import whose file is not in time
+        order may read a first name before the full name of an older memory, as writes in that
+        order would; nothing is replaced either way."""
+        done = anyio.Event()
+        outcome: list[T] = []
+        failed: list[BaseException] = []
+        left: list[str] = []
+
+        async def work_then_done() -> None:
+            try:
+                outcome.append(await work())
+            except Exception as exc:  # raised below, not as a task group's ExceptionGroup
+                failed.append(exc)
+                tg.cancel_scope.cancel()
+            finally:
+                done.set()
+
+        with tqdm(unit="memory", desc="reading names", file=sys.stderr, disable=not progress) as bar:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(work_then_done)
+                try:
+                    while True:
+                        finished = done.is_set()  # before the read: rows committed after it are read next
+                        read = await self.repo.read(BATCH, self.said)
+                        bar.update(read)
+                        if not read and finished:
+                            break
+                        if not read:
+                            with anyio.move_on_after(POLL_S):
+                                await done.wait()
+                except (asyncpg.PostgresError, OSError) as exc:
+                    log.warning("reading the graph's backlog failed", exc_info=True)
+                    left.append(f"the names of some memories are not read yet ({exc}): `mcp-memory backfill` "
+                                "reads them, as the server does when it starts")
+                    await done.wait()
+        if failed:
+            raise failed[0]
+        return outcome[0], (left[0] if left else None)
 
     async def read_in_background(self) -> None:
         """The server's one pass after it starts: a failure is logged, and the next start or

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -17,6 +17,7 @@ from .exporting import TARGETS
 from .importing import FORMATS
 
 if TYPE_CHECKING:
+    from .importers import ImportReport
     from .service import MemoryService
 
 
@@ -57,12 +58,17 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     from .importers import import_paths
 
     async with opened(settings) as (db, service, p):
-        report = await import_paths(service, service.whole_store(), p, args.paths, scope=args.scope,
-                                    fmt=args.from_format, dry_run=args.dry_run, progress=not args.quiet,
-                                    project_given=settings.project is not None)
-        if not args.dry_run:
-            # An export's memories go in verbatim; their names and keys are read here, as a write reads them.
-            await Backlog(db.admin, service.structure).read_all(progress=not args.quiet)
+        def run() -> Awaitable[ImportReport]:
+            return import_paths(service, service.whole_store(), p, args.paths, scope=args.scope, fmt=args.from_format,
+                                dry_run=args.dry_run, progress=not args.quiet,
+                                project_given=settings.project is not None)
+
+        unread = unembedded = None
+        if args.dry_run:
+            report = await run()
+        else:
+            # An export's memories go in verbatim; their names and keys are read as they go in, as a write reads them.
+            report, unread = await Backlog(db.admin, service.structure).alongside(run, progress=not args.quiet)
             unembedded = await _embed_the_rest(service, progress=not args.quiet) if report.created else None
     if args.dry_run:
         print(f"dry run: would import {report.created} new memories from {report.files} file(s); "
@@ -72,8 +78,9 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
               f"{report.unchanged} were already there")
         for line in report.embedding:  # a peer's vectors taken, or why not
             print(f"  {line}")
-        if unembedded:
-            print(f"  {unembedded}")
+        for line in (unread, unembedded):
+            if line:
+                print(f"  {line}")
     for where, count in sorted(report.planned.items()):
         print(f"  {count:6d}  {where}")
     if args.dry_run and report.first:

@@ -178,3 +178,49 @@ async def test_the_backlog_is_read_in_the_order_its_memories_were_written(
             assert await conn.fetchval("SELECT count(*) FROM entities WHERE canonical = 'greta'") == 0
     finally:
         await empty.close()
+
+
+async def test_names_are_read_while_an_import_goes_in_and_its_failure_is_its_own(
+        service: MemoryService, database: Database, alice: Principal, tmp_path: Path) -> None:
+    """`mcp-memory import` reads the backlog alongside the import: the import's result comes back
+    with nothing left unread; an import that fails raises its own error (not a task group's); a
+    backlog that cannot be read leaves the import done and says how the names get read later."""
+    maintenance = MaintenanceRepository(database.admin)
+    for i in range(3):
+        await service.write(alice, f"Greta Ibarra reviewed release {i}.")
+    out = io.StringIO()
+    await export_user(maintenance, alice.user_id, out)
+    dump = tmp_path / "export.jsonl"
+    dump.write_text(out.getvalue())
+    bob = Principal(**{**alice.model_dump(), "user_id": "bob"})
+    backlog = Backlog(database.admin, service.structure)
+
+    async def into(p: Principal, path: Path):
+        return await import_paths(service, maintenance, p, [path], progress=False)
+
+    async def moved() -> object:  # as bob: a verbatim copy under another user (new ids)
+        records = [json.loads(line) for line in out.getvalue().splitlines()]
+        for r in records[1:]:
+            r["memory"]["id"] = str(uuid4())
+        copy = tmp_path / "bob.jsonl"
+        copy.write_text("".join(json.dumps(r) + "\n" for r in records))
+        return await into(bob, copy)
+
+    report, unread = await backlog.alongside(moved)
+    assert report.created == 3 and unread is None
+    assert set((await graph_of(database, "bob")).values()) == {(("greta ibarra",), None)}
+    assert await backlog.repo.pending() == 0
+
+    with pytest.raises(InvalidInput, match="no such file"):
+        await backlog.alongside(lambda: into(bob, tmp_path / "missing.jsonl"))
+
+    async def hides_the_backlog() -> str:
+        await database.admin.execute("ALTER TABLE graph_backlog RENAME TO graph_backlog_away")
+        return "imported"
+
+    try:
+        assert await backlog.alongside(hides_the_backlog) == (
+            "imported", "the names of some memories are not read yet (relation \"graph_backlog\" does not exist): "
+            "`mcp-memory backfill` reads them, as the server does when it starts")
+    finally:
+        await database.admin.execute("ALTER TABLE IF EXISTS graph_backlog_away RENAME TO graph_backlog")
