@@ -312,3 +312,42 @@ def test_nothing_uses_listen_notify_or_a_session_lock_outside_the_pooler_aware_c
                 found_locks.add(str(path.relative_to(PACKAGE)))
     assert found_listen == set()
     assert found_locks == {"repository/transcripts.py"}
+
+
+async def test_an_export_moves_in_through_the_pooler_with_its_vectors_and_names(
+        servers: list[tuple[Database, MemoryService]], tmp_path: Path) -> None:
+    """An import of our export copies its batches into temporary tables and reads the names alongside
+    on a second connection: both through the pooler's two server connections, in transactions."""
+    import io
+    import json
+    from uuid import uuid4
+
+    from mcp_memory.backlog import Backlog
+    from mcp_memory.importers import export_user, import_paths
+
+    (db, source), (db2, target) = servers[0], servers[1]
+    alice, bob = principal(), principal("bob")
+    await source.write_many(alice, [WriteItem(content=f"Greta Ibarra reviewed release {i} of the billing service.")
+                                    for i in range(60)])
+    out = io.StringIO()
+    assert source.vectors is not None
+    await export_user(MaintenanceRepository(db.admin), alice.user_id, out,
+                      vectors=(source.vectors.model, source.vectors.dimension))
+    header, *lines = out.getvalue().splitlines()
+    records = [json.loads(line) for line in lines]
+    for r in records:  # bob's copy: ids of its own
+        r["memory"]["id"] = str(uuid4())
+        r["history"] = [{**h, "memory_id": r["memory"]["id"]} for h in r["history"]]
+    dump = tmp_path / "export.jsonl"
+    dump.write_text("\n".join([header, *map(json.dumps, records)]) + "\n")
+
+    async def moved():
+        return await import_paths(target, MaintenanceRepository(db2.admin), bob, [dump], progress=False)
+
+    report, unread = await Backlog(db2.admin, target.structure).alongside(moved)
+    assert report.created == 60 and unread is None and "took the export's vectors for" in report.embedding[0]
+    async with db2.admin.acquire() as conn:
+        assert await conn.fetchval("SELECT count(*) FROM graph_backlog") == 0
+        assert await conn.fetchval("SELECT count(*) FROM memories WHERE user_id = 'bob' AND embedding IS NOT NULL") > 0
+        assert await conn.fetchval("SELECT count(DISTINCT memory_id) FROM memory_entities WHERE user_id = 'bob'") == 60
+        assert not any((await inconsistencies(conn)).values())
