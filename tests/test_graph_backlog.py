@@ -169,7 +169,8 @@ async def test_the_backlog_is_read_in_the_order_its_memories_were_written(
     empty = await open_database(settings.model_copy(update={"database_url": await make_db()}))
     try:
         target = await MemoryService.open(empty, settings)
-        assert (await import_paths(target, MaintenanceRepository(empty.admin), alice, [dump], progress=False)).created == 2
+        imported = await import_paths(target, MaintenanceRepository(empty.admin), alice, [dump], progress=False)
+        assert imported.created == 2
         backlog = Backlog(empty.admin, target.structure)
         assert await backlog.repo.read(1, backlog.said) == 1 and await backlog.repo.read(1, backlog.said) == 1
         assert (await graph_of(empty, alice.user_id))["Greta fixed the build."] == (("greta ibarra",), None)
