@@ -80,24 +80,30 @@ class Backlog:
             finally:
                 done.set()
 
-        with tqdm(unit="memory", desc="reading names", file=sys.stderr, disable=not progress) as bar:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(work_then_done)
-                try:
-                    while True:
-                        finished = done.is_set()  # before the read: rows committed after it are read next
-                        read = await self.repo.read(BATCH, self.said)
+        bar: tqdm[Any] | None = None  # shown once there are names to read (a markdown import has none)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(work_then_done)
+            try:
+                while True:
+                    finished = done.is_set()  # before the read: rows committed after it are read next
+                    read = await self.repo.read(BATCH, self.said)
+                    if read and bar is None:
+                        bar = tqdm(unit="memory", desc="reading names", file=sys.stderr, disable=not progress)
+                    if bar is not None:
                         bar.update(read)
-                        if not read and finished:
-                            break
-                        if not read:
-                            with anyio.move_on_after(POLL_S):
-                                await done.wait()
-                except (asyncpg.PostgresError, OSError) as exc:
-                    log.warning("reading the graph's backlog failed", exc_info=True)
-                    left.append(f"the names of some memories are not read yet ({exc}): `mcp-memory backfill` "
-                                "reads them, as the server does when it starts")
-                    await done.wait()
+                    if not read and finished:
+                        break
+                    if not read:
+                        with anyio.move_on_after(POLL_S):
+                            await done.wait()
+            except (asyncpg.PostgresError, OSError) as exc:
+                log.warning("reading the graph's backlog failed", exc_info=True)
+                left.append(f"the names of some memories are not read yet ({exc}): `mcp-memory backfill` "
+                            "reads them, as the server does when it starts")
+                await done.wait()
+            finally:
+                if bar is not None:
+                    bar.close()
         if failed:
             raise failed[0]
         return outcome[0], (left[0] if left else None)

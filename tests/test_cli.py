@@ -191,6 +191,7 @@ async def test_import_export_purge_commands(cli_env: dict[str, str], tmp_path: P
     assert first.returncode == 0, first.stderr
     assert "imported 2 new memories from 1 file(s); 0 were already there" in first.stdout
     assert "MEMORY.md" in first.stderr  # the progress bar goes to stderr
+    assert "reading names" not in first.stderr  # a write reads its names itself: nothing left to read
     assert "imported 0 new memories" in run("import", str(notes), "--quiet", env=cli_env).stdout
 
     dump = tmp_path / "all.jsonl"
@@ -209,6 +210,7 @@ async def test_import_export_purge_commands(cli_env: dict[str, str], tmp_path: P
     other = await make_db()
     moved = run("import", str(dump), env={**cli_env, "MCP_MEMORY_DATABASE_URL": other})
     assert moved.returncode == 0, moved.stderr
+    assert "reading names" in moved.stderr  # an export's memories go in verbatim, their names read alongside
     assert ("all.jsonl: embedded all 2 memories again with all-MiniLM-L6-v2-int8: so few that checking the export's "
             "vectors would embed every one") in moved.stdout
     conn = await asyncpg.connect(other)
