@@ -36,12 +36,13 @@ class GraphBacklog:
                          ORDER BY created_at NULLS FIRST, memory_id LIMIT $1 FOR UPDATE SKIP LOCKED) b
                    JOIN memories m ON m.user_id = b.user_id AND m.id = b.memory_id
                    ORDER BY b.created_at NULLS FIRST, b.memory_id""", size)
-            saids = [said(row) for row in rows]
-            for user in sorted({row["user_id"] for row in rows}):
-                await graph.lock_names(conn, user, [s for row, s in zip(rows, saids, strict=True)
-                                                    if row["user_id"] == user])
-            for user in sorted({row["user_id"] for row in rows}):
-                mine = [(row, s) for row, s in zip(rows, saids, strict=True) if row["user_id"] == user]
+            by_user: dict[str, list[tuple[asyncpg.Record, Said]]] = {}
+            for row in rows:
+                by_user.setdefault(row["user_id"], []).append((row, said(row)))
+            for user in sorted(by_user):
+                await graph.lock_names(conn, user, [s for _, s in by_user[user]])
+            for user in sorted(by_user):
+                mine = by_user[user]
                 batch = graph.Batch.of([row for row, _ in mine], [s for _, s in mine])
                 for row, read in mine:
                     p = Principal(user_id=user, agent_id=row["agent_id"], project_id=row["project_id"],

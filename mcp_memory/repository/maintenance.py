@@ -201,38 +201,32 @@ class MaintenanceRepository:
         rows a second."""
         cols = ("user_id", *EXPORT_COLUMNS, "embedding", "embedding_model")
         async with self.pool.acquire() as conn, conn.transaction():
-            # COPY is binary, and our jsonb codec is text: JSON goes in as text and is cast on insert.
-            await conn.execute(
-                f"""CREATE TEMP TABLE import_rows ON COMMIT DROP AS
-                        SELECT {', '.join(f'{c}::text' if c == 'metadata' else c for c in cols)}, 0 AS n
-                        FROM memories LIMIT 0;
-                    CREATE TEMP TABLE import_history ON COMMIT DROP AS
-                        SELECT user_id, {', '.join(f'{c}::text' if c in ('old', 'new') else c
-                                                   for c in HISTORY_COLUMNS)}, 0 AS n
-                        FROM memory_history LIMIT 0""")
-            await conn.copy_records_to_table(
-                "import_rows", columns=[*cols, "n"],
-                records=[(user_id, *(_text(r["memory"][c]) if c == "metadata" else r["memory"][c]
-                                     for c in EXPORT_COLUMNS), vector, model if vector is not None else None, n)
-                         for n, r in enumerate(records) for vector in (r.get("vector") if model else None,)])
+            typed = await _staged(conn, "import_rows", "memories", cols, {"metadata"}, [
+                (user_id, *(r["memory"][c] for c in EXPORT_COLUMNS), vector, model if vector is not None else None)
+                for r in records for vector in (r.get("vector") if model else None,)])
             inserted = {row["id"] for row in await conn.fetch(
-                f"INSERT INTO memories ({', '.join(cols)}) "
-                f"SELECT {', '.join(f'{c}::jsonb' if c == 'metadata' else c for c in cols)} FROM import_rows "
+                f"INSERT INTO memories ({', '.join(cols)}) SELECT {typed} FROM import_rows "
                 "ORDER BY n ON CONFLICT DO NOTHING RETURNING id")}
             # An id twice in the file: the INSERT kept its first record, so its history is that one's.
             new = list({r["memory"]["id"]: r for r in reversed(records) if r["memory"]["id"] in inserted}.values())
             await enqueue(conn, user_id, [(r["memory"]["id"], r["memory"]["created_at"], r.get("structure"))
                                           for r in new])
-            await conn.copy_records_to_table(
-                "import_history", columns=["user_id", *HISTORY_COLUMNS, "n"],
-                records=[(user_id, *(_text(h[c]) if c in ("old", "new") else h[c] for c in HISTORY_COLUMNS), n)
-                         for n, h in enumerate(h for r in new for h in r["history"])])
-            await conn.execute(
-                f"""INSERT INTO memory_history (user_id, {", ".join(HISTORY_COLUMNS)})
-                    SELECT user_id, {", ".join(f"{c}::jsonb" if c in ("old", "new") else c for c in HISTORY_COLUMNS)}
-                    FROM import_history ORDER BY n""")
+            history = ("user_id", *HISTORY_COLUMNS)
+            typed = await _staged(conn, "import_history", "memory_history", history, {"old", "new"},
+                                  [(user_id, *(h[c] for c in HISTORY_COLUMNS)) for r in new for h in r["history"]])
+            await conn.execute(f"INSERT INTO memory_history ({', '.join(history)}) "
+                               f"SELECT {typed} FROM import_history ORDER BY n")
         return len(inserted)
 
 
-def _text(value: Any) -> str | None:
-    return None if value is None else to_json(value)
+async def _staged(conn: asyncpg.Connection, name: str, like: str, columns: Sequence[str], json: set[str],
+                  rows: Sequence[Sequence[Any]]) -> str:
+    """`rows` (values of `columns` of table `like`) copied into a temporary table `name` dropped at
+    commit, with their order as `n`; returns the select list that reads them back as `like`'s types.
+    COPY is binary, and our jsonb codec is text: JSON columns go in as text and are cast back."""
+    await conn.execute(f"CREATE TEMP TABLE {name} ON COMMIT DROP AS SELECT "
+                       f"{', '.join(f'{c}::text' if c in json else c for c in columns)}, 0 AS n FROM {like} LIMIT 0")
+    await conn.copy_records_to_table(name, columns=[*columns, "n"], records=[
+        (*(None if v is None else to_json(v) if c in json else v for c, v in zip(columns, row, strict=True)), n)
+        for n, row in enumerate(rows)])
+    return ", ".join(f"{c}::jsonb" if c in json else c for c in columns)
