@@ -67,20 +67,23 @@ class StoredVectors:
     max_tokens: int | None = None
 
 
+def _norm(vector: np.ndarray) -> float:
+    """The vector's length in float64; 0 for one that has none (zero, or not finite)."""
+    norm = float(np.linalg.norm(np.asarray(vector, dtype=np.float64)))
+    return norm if np.isfinite(norm) else 0.0
+
+
 def _unit(vector: np.ndarray) -> np.ndarray | None:
-    vector = np.asarray(vector, dtype=np.float64)
-    norm = float(np.linalg.norm(vector))
-    if not np.isfinite(norm) or norm == 0.0:
-        return None
-    return vector / norm
+    norm = _norm(vector)
+    return np.asarray(vector, dtype=np.float64) / norm if norm else None
 
 
-def unit32(vector: np.ndarray) -> np.ndarray:
-    """The vector as float32 of unit length: itself when it already is one (ours, exported), so a
-    store moved keeps its very vectors."""
-    wide = np.asarray(vector, dtype=np.float64)
-    norm = float(np.linalg.norm(wide))
-    return np.asarray(vector, dtype=np.float32) if abs(norm - 1.0) < 1e-6 else (wide / norm).astype(np.float32)
+def unit32(vector: np.ndarray, norm: float) -> np.ndarray:
+    """The vector (of length `norm`) as float32 of unit length: itself when it already is one (ours,
+    exported), so a store moved keeps its very vectors."""
+    if abs(norm - 1.0) < 1e-6:
+        return np.asarray(vector, dtype=np.float32)
+    return (np.asarray(vector, dtype=np.float64) / norm).astype(np.float32)
 
 
 def sample_of(texts: Sequence[str], sizes: Sequence[int] | None = None) -> list[int]:
@@ -137,12 +140,12 @@ async def take_verified(vectors: Vectors | None, stored: StoredVectors, items: S
                        f"{embedder.dimension}")
     if stored.metric not in (None, "cosine"):
         return Verdict(f"{again}: {owner} compares its vectors by {stored.metric}, not cosine")
-    # text -> the stored vector as it is (a million of them: no copies until one is taken)
-    candidates: dict[str, np.ndarray] = {}
+    # text -> the stored vector as it is and its length (a million of them: no copies until one is taken)
+    candidates: dict[str, tuple[np.ndarray, float]] = {}
     for text, key in items:
         vector = stored.by_key.get(key) if key is not None else None
-        if vector is not None and vector.shape == (embedder.dimension,) and _unit(vector) is not None:
-            candidates.setdefault(text, vector)
+        if vector is not None and vector.shape == (embedder.dimension,) and (norm := _norm(vector)):
+            candidates.setdefault(text, (vector, norm))
     if not candidates:
         return Verdict(f"{again}: {owner} holds no vector for them")
     texts = list(candidates)
@@ -166,7 +169,7 @@ async def take_verified(vectors: Vectors | None, stored: StoredVectors, items: S
     except (Unavailable, OSError) as exc:
         return Verdict(f"{again} (as they are written): the sample to check {owner}'s vectors could not be "
                        f"embedded ({exc})")
-    cosines = [float(np.dot(unit, candidates[t]) / np.linalg.norm(candidates[t]))
+    cosines = [float(np.dot(unit, candidates[t][0]) / candidates[t][1])
                if (unit := _unit(np.asarray(o))) is not None else -1.0
                for t, o in zip(picked, ours, strict=True)]
     # Ours, for the sample, cached as any vector of ours is: not embedded twice.
@@ -177,7 +180,7 @@ async def take_verified(vectors: Vectors | None, stored: StoredVectors, items: S
         return Verdict(f"{again}: {owner}'s vectors are not {model}'s ({differ} of the {len(picked)} re-embedded to "
                        f"check differ: lowest cosine {lowest:.4f}, {REUSE_MIN_COSINE} needed)")
     checked = set(picked)
-    taken = {t: unit32(candidates[t]) for t in texts if t not in checked}
+    taken = {t: unit32(*candidates[t]) for t in texts if t not in checked}
     counts = {"taken": 0, "checked": 0, "long": 0}
     for text, _ in items:
         what = "taken" if text in taken else "checked" if text in checked else "long" if text in long else None
