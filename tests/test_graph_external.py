@@ -282,3 +282,39 @@ async def test_a_first_import_rebuilds_the_vector_index_on_an_external_server(ex
     after = await _index_oid(database, service)
     assert report.created == 12 and after is not None and after != before
     assert "Note 7:" in (await service.search(principal(), "build of service 7 cache", limit=3)).hits[0].snippet
+
+
+async def test_an_export_moves_in_on_an_external_server(external, tmp_path: Path) -> None:
+    """A user's own database, its owner no superuser: an export's batches copied into temporary tables,
+    its vectors taken, its names read alongside."""
+    import io
+    import json
+
+    from mcp_memory.backlog import Backlog
+    from mcp_memory.importers import export_user, import_paths
+    from mcp_memory.models import WriteItem
+    from mcp_memory.repository.maintenance import MaintenanceRepository
+
+    settings, database = external
+    service = await MemoryService.open(database, settings)
+    maintenance = MaintenanceRepository(database.admin)
+    await service.write_many(principal(), [WriteItem(content=f"Greta Ibarra reviewed release {i} of billing.")
+                                           for i in range(60)])
+    assert service.vectors is not None
+    out = io.StringIO()
+    await export_user(maintenance, "alice", out, vectors=(service.vectors.model, service.vectors.dimension))
+    header, *records = [json.loads(line) for line in out.getvalue().splitlines()]
+    for r in records:  # bob's copy: ids of its own
+        r["memory"]["id"] = str(uuid.uuid4())
+        r["history"] = [{**h, "memory_id": r["memory"]["id"]} for h in r["history"]]
+    dump = tmp_path / "export.jsonl"
+    dump.write_text("".join(json.dumps(r) + "\n" for r in [header, *records]))
+
+    async def moved():
+        return await import_paths(service, maintenance, principal("bob"), [dump], progress=False)
+
+    report, unread = await Backlog(database.admin, service.structure).alongside(moved)
+    assert report.created == 60 and unread is None and "took the export's vectors for" in report.embedding[0]
+    assert await database.admin.fetchval(
+        "SELECT count(DISTINCT memory_id) FROM memory_entities WHERE user_id = 'bob'") == 60
+    assert await database.admin.fetchval("SELECT count(*) FROM graph_backlog") == 0
