@@ -87,6 +87,16 @@ def main(argv: list[str] | None = None) -> int:
     except MemoryServiceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except Exception as exc:
+        from .db import as_unavailable  # a store's failure: its modules are loaded by now
+
+        if (lost := as_unavailable(exc, settings, None)) is None:
+            raise
+        # The database going away in the middle of a command: one line and what was kept, no traceback.
+        print(f"error: {lost}", file=sys.stderr)
+        if cut_off := getattr(args, "cut_off", None):
+            print(cut_off, file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 

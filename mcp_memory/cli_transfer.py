@@ -36,7 +36,9 @@ def add_import(sub: Any, common: argparse.ArgumentParser) -> None:
     imp.add_argument("--scope", choices=["user", "project", "agent", "agent_project"],
                      help="where imported memories go (default: project, else user)")
     imp.add_argument("--quiet", action="store_true", help="no progress bar")
-    imp.set_defaults(run=cmd_import)
+    imp.set_defaults(run=cmd_import, cut_off=(
+        "the import stopped part way: what it wrote is kept (each batch of an export, each memory of other "
+        "files); run the same command again to finish it, what is already there is skipped"))
 
 
 def add_export(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -97,6 +99,9 @@ async def _embed_the_rest(service: MemoryService, *, progress: bool) -> str | No
 
     if service.vectors is None or service.vectors.embedder is None:
         return None
+    if not await service.vectors.probe():  # a backfill waits out the model's own timeouts and retries
+        return ("some memories have no vector yet (the model failed or did not answer): `mcp-memory backfill` "
+                "embeds them, as the server does when it starts")
     try:
         await service.vectors.backfill(reembed=False, progress=progress)
     except (Unavailable, OSError) as exc:

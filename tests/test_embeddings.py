@@ -490,3 +490,53 @@ async def test_the_embedder_heals_without_traffic_to_probe_it(fresh, settings, d
         await all_embedded(database)
         tg.cancel_scope.cancel()
     assert not service.vectors.breaker.open
+
+
+async def test_an_exports_import_while_the_embedder_is_down_keeps_every_memory(
+        fresh, settings, database, make_db, tmp_path) -> None:
+    """The check of an export's vectors needs the model: down, the import still writes every
+    memory, takes no vector it could not check, and says so; once the model answers, a backfill
+    embeds them all."""
+    import io
+
+    from mcp_memory.cli_transfer import _embed_the_rest
+    from mcp_memory.db import open_database
+    from mcp_memory.importers import export_user, import_paths
+    from mcp_memory.models import WriteItem
+    from mcp_memory.repository.maintenance import MaintenanceRepository
+
+    from .conftest import principal
+
+    source = await service_on(fresh, settings, database, timeout_s=10, failures=1, cooldown_s=0.2)
+    alice = principal()
+    await source.write_many(alice, [WriteItem(content=f"Release {i} of the billing service shipped on day {i}.")
+                                    for i in range(60)])
+    out = io.StringIO()
+    assert source.vectors is not None
+    await export_user(MaintenanceRepository(database.admin), alice.user_id, out,
+                      vectors=(source.vectors.model, source.vectors.dimension))
+    dump = tmp_path / "export.jsonl"
+    dump.write_text(out.getvalue())
+    target = await open_database(settings.model_copy(update={"database_url": await make_db()}))
+    try:
+        moved = await service_on(fresh, settings, target, timeout_s=1, failures=1, cooldown_s=0.2)
+        fresh.delay = 5.0  # the model hangs through the import
+        report = await import_paths(moved, moved.whole_store(), alice, [dump], progress=False)
+        assert report.created == 60
+        assert report.embedding == [
+            "export.jsonl: took none of the export's vectors: text-embedding-3-small failed or did not answer within "
+            "1 s to check them; its memories are embedded once it answers"]
+        async with target.admin.acquire() as conn:
+            assert await conn.fetchval("SELECT count(*) FROM memories WHERE embedding IS NULL") == 60
+        started = time.perf_counter()  # what `mcp-memory import` does next: bounded, and says what is left
+        assert "`mcp-memory backfill` embeds them" in (await _embed_the_rest(moved, progress=False) or "")
+        assert time.perf_counter() - started < 4
+        fresh.delay = 0.0
+        await anyio.sleep(0.3)  # past the breaker's cooldown
+        assert moved.vectors is not None
+        assert await moved.vectors.backfill(reembed=False, progress=False) == 60
+        async with database.admin.acquire() as conn, target.admin.acquire() as moved_conn:
+            query = "SELECT content, embedding::text FROM memories ORDER BY content"
+            assert await moved_conn.fetch(query) == await conn.fetch(query)  # the model's vectors, every one
+    finally:
+        await target.close()

@@ -125,10 +125,16 @@ def as_unavailable(exc: Exception, settings: StorageSettings, limit: float | Non
         return Unavailable(f"{where} refused a session setting ({str(exc).strip()[:120]}): it is a connection "
                            "pooler; set MCP_MEMORY_DB_POOLER=transaction (docs/operations.md, 'Behind PgBouncer')")
     elif isinstance(exc, OSError | asyncpg.PostgresConnectionError | asyncpg.CannotConnectNowError
-                    | asyncpg.TooManyConnectionsError | asyncpg.ConnectionDoesNotExistError):
+                    | asyncpg.TooManyConnectionsError | asyncpg.ConnectionDoesNotExistError
+                    # the connection lost in the middle of a command: shut down, or closed under it
+                    | asyncpg.AdminShutdownError | asyncpg.CrashShutdownError | asyncpg.InterfaceError
+                    | asyncpg.InternalClientError):
         fix = f"start PostgreSQL, or {url_fix} (host and port)" if settings.database_url else url_fix
     else:
         return None
+    # A connection lost in a transaction fails again as it closes: the first failure says why.
+    while isinstance(exc.__context__, asyncpg.PostgresError | asyncpg.InterfaceError | OSError):
+        exc = exc.__context__
     reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
     return Unavailable(f"{where} is not available ({reason}); {fix}")
 

@@ -40,7 +40,6 @@ import numpy as np
 
 from ..embeddings.base import Embedder, TokenCounter
 from ..errors import Unavailable
-from ..repository.embeddings import text_hash
 
 if TYPE_CHECKING:
     from ..vectors import Vectors
@@ -164,16 +163,16 @@ async def take_verified(vectors: Vectors | None, stored: StoredVectors, items: S
     picked = [texts[i] for i in sample_of(texts, sizes)]
     if len(picked) == len(texts):
         return Verdict(f"{again}: so few that checking {owner}'s vectors would embed every one")
-    try:
-        ours = await embedder.embed_documents(picked)
-    except (Unavailable, OSError) as exc:
-        return Verdict(f"{again} (as they are written): the sample to check {owner}'s vectors could not be "
-                       f"embedded ({exc})")
+    # Bounded as a write's embedding is (a hanging model would hold the import for its SDK's
+    # retries), and cached as any vector of ours: not embedded twice.
+    ours = await vectors.documents_or_none(picked)
+    if ours is None:
+        return Verdict(f"{name}: took none of {owner}'s vectors: {model} failed or did not answer within "
+                       f"{vectors.settings.embedding_timeout_s:g} s to check them; its memories are embedded "
+                       "once it answers")
     cosines = [float(np.dot(unit, candidates[t][0]) / candidates[t][1])
                if (unit := _unit(np.asarray(o))) is not None else -1.0
                for t, o in zip(picked, ours, strict=True)]
-    # Ours, for the sample, cached as any vector of ours is: not embedded twice.
-    await vectors.repo.remember(model, {text_hash(t): v for t, v in zip(picked, ours, strict=True)})
     lowest = min(cosines)
     if lowest < REUSE_MIN_COSINE:
         differ = sum(c < REUSE_MIN_COSINE for c in cosines)

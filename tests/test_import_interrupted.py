@@ -1,0 +1,127 @@
+"""`mcp-memory import` of an export stopped half-way, as it fails for users: the process killed
+(SIGKILL) while its first load has the vector index dropped, then the database dropping the
+connection in the middle of a batch. Running the command again finishes it: every memory once, with
+its history, its vector and its names read, the vector index back, the graph consistent."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import asyncpg
+
+from mcp_memory.importers import export_user
+from mcp_memory.models import Principal, WriteItem
+from mcp_memory.repository.graph_checks import inconsistencies
+from mcp_memory.repository.maintenance import MaintenanceRepository
+from mcp_memory.service import MemoryService
+
+CLI = str(Path(sys.executable).with_name("mcp-memory"))
+COPIES = 80  # of 20 memories: 1,600 records, four batches of the import's 500
+PLACES = ("Lisbon", "Oslo", "Kyoto", "Quito", "Hobart")
+
+
+def _replicated(header: dict, records: list[dict]) -> str:
+    """The export's records copied under new ids into a project each (a text is one memory per
+    namespace; texts, vectors and history as exported), so a load of many memories costs the
+    embedding of twenty."""
+    lines = [json.dumps(header)]
+    for copy in range(COPIES):
+        for record in records:
+            memory_id = str(uuid.uuid4())
+            memory = {**record["memory"], "id": memory_id, "project_id": f"proj-{copy}"}
+            history = [{**h, "memory_id": memory_id, "project_id": f"proj-{copy}"} for h in record.get("history", [])]
+            lines.append(json.dumps({**record, "memory": memory, "history": history}))
+    return "\n".join(lines) + "\n"
+
+
+async def _stall_at(conn: asyncpg.Connection, memory_id: str) -> None:
+    """The insert of `memory_id` waits (as a batch does on a slow or failing server) until its
+    connection is cut."""
+    await conn.execute(f"""
+        CREATE OR REPLACE FUNCTION stall_import() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN IF NEW.id = '{memory_id}' THEN PERFORM pg_sleep(120); END IF; RETURN NEW; END $$;
+        DROP TRIGGER IF EXISTS stall_import ON memories;
+        CREATE TRIGGER stall_import BEFORE INSERT ON memories FOR EACH ROW EXECUTE FUNCTION stall_import();""")
+
+
+async def _stalled_backend(conn: asyncpg.Connection, proc: subprocess.Popen) -> int:
+    for _ in range(1200):
+        pid = await conn.fetchval("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                                  "AND wait_event = 'PgSleep'")
+        if pid is not None:
+            return pid
+        assert proc.poll() is None, proc.communicate()
+        await asyncio.sleep(0.05)
+    raise AssertionError("the import never reached the stalled memory")
+
+
+def _import(dump: Path, url: str) -> subprocess.Popen:
+    env = {**os.environ, "MCP_MEMORY_DATABASE_URL": url, "MCP_MEMORY_USER": "alice", "MCP_MEMORY_PROJECT": "none",
+           "MCP_MEMORY_IMPORT_INDEX_AFTER": "1000"}
+    return subprocess.Popen([CLI, "import", "--quiet", str(dump)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+
+
+async def test_an_import_cut_off_half_way_is_finished_by_running_it_again(
+        service: MemoryService, database, alice: Principal, make_db, tmp_path: Path) -> None:
+    texts = [f"{name} moved to {PLACES[i % 5]} in spring {2000 + i} and keeps a {pet} called Pip {i}."
+             for i, (name, pet) in enumerate((n, p) for n in ("Ana Souza", "Bruno Lima", "Chiara Neri", "Dev Patel")
+                                             for p in ("cat", "dog", "parrot", "tortoise", "hamster"))]
+    await service.write_many(alice, [WriteItem(content=t) for t in texts])
+    assert service.vectors is not None
+    out = io.StringIO()
+    await export_user(MaintenanceRepository(database.admin), alice.user_id, out,
+                      vectors=(service.vectors.model, service.vectors.dimension))
+    header, *records = (json.loads(line) for line in out.getvalue().splitlines())
+    dump = tmp_path / "export.jsonl"
+    dump.write_text(_replicated(header, records))
+    ids = [json.loads(line)["memory"]["id"] for line in dump.read_text().splitlines()[1:]]
+    url = await make_db()
+    conn = await asyncpg.connect(url)
+    try:
+        # Killed in its second batch, while the first load has the vector index dropped.
+        await _stall_at(conn, ids[700])
+        killed = _import(dump, url)
+        await _stalled_backend(conn, killed)
+        killed.send_signal(signal.SIGKILL)
+        assert killed.wait(timeout=30) == -signal.SIGKILL
+        for backend in await conn.fetch("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                                        "AND pid <> pg_backend_pid()"):
+            await conn.execute("SELECT pg_terminate_backend($1)", backend["pid"])  # as the server notices
+        assert await conn.fetchval("SELECT count(*) FROM memories") == 500
+        assert not await conn.fetchval("SELECT count(*) FROM pg_indexes WHERE indexname LIKE 'memories_hnsw_%'")
+
+        # The database drops the connection in the middle of the third batch.
+        await _stall_at(conn, ids[1300])
+        cut = _import(dump, url)
+        await conn.execute("SELECT pg_terminate_backend($1)", await _stalled_backend(conn, cut))
+        _, err = cut.communicate(timeout=60)
+        assert cut.returncode != 0
+        assert "Traceback" not in err, err
+        assert "error: the database at" in err and "administrator command" in err, err
+        assert "run the same command again to finish it" in err, err
+        assert await conn.fetchval("SELECT count(*) FROM memories") == 1000
+
+        await conn.execute("DROP TRIGGER stall_import ON memories")
+        done = _import(dump, url)
+        printed, err = done.communicate(timeout=180)
+        assert done.returncode == 0, err
+        assert "imported 600 new memories from 1 file(s); 1000 were already there" in printed
+        assert await conn.fetchval("SELECT count(DISTINCT id) FROM memories") == len(ids) == 1600
+        assert await conn.fetchval("SELECT count(*) FROM memories WHERE embedding IS NULL") == 0
+        assert await conn.fetchval("SELECT count(*) FROM memory_history") == sum(
+            len(r.get("history", [])) for r in records) * COPIES
+        assert await conn.fetchval("SELECT count(*) FROM graph_backlog") == 0
+        assert await conn.fetchval("SELECT count(DISTINCT memory_id) FROM memory_entities") == len(ids)
+        assert await conn.fetchval("SELECT count(*) FROM pg_indexes WHERE indexname LIKE 'memories_hnsw_%'")
+        assert not {k: n for k, n in (await inconsistencies(conn)).items() if n}
+    finally:
+        await conn.close()
