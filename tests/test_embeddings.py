@@ -497,26 +497,20 @@ async def test_an_exports_import_while_the_embedder_is_down_keeps_every_memory(
     """The check of an export's vectors needs the model: down, the import still writes every
     memory, takes no vector it could not check, and says so; once the model answers, a backfill
     embeds them all."""
-    import io
-
     from mcp_memory.cli_transfer import _embed_the_rest
     from mcp_memory.db import open_database
-    from mcp_memory.importers import export_user, import_paths
+    from mcp_memory.importers import import_paths
     from mcp_memory.models import WriteItem
-    from mcp_memory.repository.maintenance import MaintenanceRepository
 
     from .conftest import principal
+    from .exports import exported_with_vectors
 
     source = await service_on(fresh, settings, database, timeout_s=10, failures=1, cooldown_s=0.2)
     alice = principal()
     await source.write_many(alice, [WriteItem(content=f"Release {i} of the billing service shipped on day {i}.")
                                     for i in range(60)])
-    out = io.StringIO()
-    assert source.vectors is not None
-    await export_user(MaintenanceRepository(database.admin), alice.user_id, out,
-                      vectors=(source.vectors.model, source.vectors.dimension))
     dump = tmp_path / "export.jsonl"
-    dump.write_text(out.getvalue())
+    dump.write_text(await exported_with_vectors(source, database.admin, alice.user_id))
     target = await open_database(settings.model_copy(update={"database_url": await make_db()}))
     try:
         moved = await service_on(fresh, settings, target, timeout_s=1, failures=1, cooldown_s=0.2)

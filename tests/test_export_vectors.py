@@ -3,7 +3,6 @@ of embedding a moved store again (importing/export_vectors.py)."""
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -14,10 +13,12 @@ import pytest
 from mcp_memory.composition import compose
 from mcp_memory.db import Database, open_database
 from mcp_memory.errors import InvalidInput
-from mcp_memory.importers import export_user, import_paths
+from mcp_memory.importers import import_paths
 from mcp_memory.models import Principal, WriteItem
 from mcp_memory.repository.maintenance import MaintenanceRepository
 from mcp_memory.service import MemoryService
+
+from .exports import exported_with_vectors
 
 TOPICS = ("the build cache", "the staging cluster", "the billing service", "the release train", "the on-call rota",
           "the search index", "the design review", "the data pipeline", "the mobile app", "the status page")
@@ -34,12 +35,9 @@ async def exported(service: MemoryService, database: Database, alice: Principal,
     """120 memories of alice's (real MiniLM vectors), exported with them."""
     texts = [f"Note {i}: {TOPICS[i % 10]} changed owner in week {i} after the incident review." for i in range(118)]
     await service.write_many(alice, [WriteItem(content=t) for t in [*texts, "Short one.", "Tiny."]])
-    assert service.vectors is not None
-    out = io.StringIO()
-    assert await export_user(MaintenanceRepository(database.admin), alice.user_id, out,
-                             vectors=(service.vectors.model, service.vectors.dimension)) == 120
     dump = tmp_path / "export.jsonl"
-    dump.write_text(out.getvalue())
+    dump.write_text(await exported_with_vectors(service, database.admin, alice.user_id))
+    assert len(dump.read_text().splitlines()) == 1 + 120
     return dump, await _vectors(database)
 
 

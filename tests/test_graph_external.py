@@ -29,6 +29,7 @@ from mcp_memory.repository import graph, graph_checks, graph_reads
 from mcp_memory.service import MemoryService
 
 from .conftest import principal
+from .exports import copied, exported_with_vectors
 from .test_server import call, connect
 
 OWNER = "mcp_memory"
@@ -287,11 +288,10 @@ async def test_a_first_import_rebuilds_the_vector_index_on_an_external_server(ex
 async def test_an_export_moves_in_on_an_external_server(external, tmp_path: Path) -> None:
     """A user's own database, its owner no superuser: an export's batches copied into temporary tables,
     its vectors taken, its names read alongside."""
-    import io
     import json
 
     from mcp_memory.backlog import Backlog
-    from mcp_memory.importers import export_user, import_paths
+    from mcp_memory.importers import import_paths
     from mcp_memory.models import WriteItem
     from mcp_memory.repository.maintenance import MaintenanceRepository
 
@@ -300,13 +300,9 @@ async def test_an_export_moves_in_on_an_external_server(external, tmp_path: Path
     maintenance = MaintenanceRepository(database.admin)
     await service.write_many(principal(), [WriteItem(content=f"Greta Ibarra reviewed release {i} of billing.")
                                            for i in range(60)])
-    assert service.vectors is not None
-    out = io.StringIO()
-    await export_user(maintenance, "alice", out, vectors=(service.vectors.model, service.vectors.dimension))
-    header, *records = [json.loads(line) for line in out.getvalue().splitlines()]
-    for r in records:  # bob's copy: ids of its own
-        r["memory"]["id"] = str(uuid.uuid4())
-        r["history"] = [{**h, "memory_id": r["memory"]["id"]} for h in r["history"]]
+    header, *records = [json.loads(line) for line in
+                        (await exported_with_vectors(service, database.admin, "alice")).splitlines()]
+    records = [copied(r) for r in records]  # bob's copy: ids of its own
     dump = tmp_path / "export.jsonl"
     dump.write_text("".join(json.dumps(r) + "\n" for r in [header, *records]))
 

@@ -6,40 +6,33 @@ its history, its vector and its names read, the vector index back, the graph con
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import os
 import signal
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import asyncpg
 
-from mcp_memory.importers import export_user
 from mcp_memory.models import Principal, WriteItem
 from mcp_memory.repository.graph_checks import inconsistencies
-from mcp_memory.repository.maintenance import MaintenanceRepository
 from mcp_memory.service import MemoryService
 
+from .exports import copied, exported_with_vectors
+
 CLI = str(Path(sys.executable).with_name("mcp-memory"))
-COPIES = 80  # of 20 memories: 1,600 records, four batches of the import's 500
+COPIES = 80  # of 20 memories: 1,600 records, four batches of the import's 500 (the third is cut off)
 PLACES = ("Lisbon", "Oslo", "Kyoto", "Quito", "Hobart")
 
 
-def _replicated(header: dict, records: list[dict]) -> str:
+def _replicated(export: str) -> str:
     """The export's records copied under new ids into a project each (a text is one memory per
     namespace; texts, vectors and history as exported), so a load of many memories costs the
     embedding of twenty."""
-    lines = [json.dumps(header)]
-    for copy in range(COPIES):
-        for record in records:
-            memory_id = str(uuid.uuid4())
-            memory = {**record["memory"], "id": memory_id, "project_id": f"proj-{copy}"}
-            history = [{**h, "memory_id": memory_id, "project_id": f"proj-{copy}"} for h in record.get("history", [])]
-            lines.append(json.dumps({**record, "memory": memory, "history": history}))
-    return "\n".join(lines) + "\n"
+    header, *records = export.splitlines()
+    copies = (json.dumps(copied(json.loads(r), project_id=f"proj-{n}")) for n in range(COPIES) for r in records)
+    return "\n".join([header, *copies]) + "\n"
 
 
 async def _stall_at(conn: asyncpg.Connection, memory_id: str) -> None:
@@ -76,13 +69,8 @@ async def test_an_import_cut_off_half_way_is_finished_by_running_it_again(
              for i, (name, pet) in enumerate((n, p) for n in ("Ana Souza", "Bruno Lima", "Chiara Neri", "Dev Patel")
                                              for p in ("cat", "dog", "parrot", "tortoise", "hamster"))]
     await service.write_many(alice, [WriteItem(content=t) for t in texts])
-    assert service.vectors is not None
-    out = io.StringIO()
-    await export_user(MaintenanceRepository(database.admin), alice.user_id, out,
-                      vectors=(service.vectors.model, service.vectors.dimension))
-    header, *records = (json.loads(line) for line in out.getvalue().splitlines())
     dump = tmp_path / "export.jsonl"
-    dump.write_text(_replicated(header, records))
+    dump.write_text(_replicated(await exported_with_vectors(service, database.admin, alice.user_id)))
     ids = [json.loads(line)["memory"]["id"] for line in dump.read_text().splitlines()[1:]]
     url = await make_db()
     conn = await asyncpg.connect(url)
@@ -118,7 +106,7 @@ async def test_an_import_cut_off_half_way_is_finished_by_running_it_again(
         assert await conn.fetchval("SELECT count(DISTINCT id) FROM memories") == len(ids) == 1600
         assert await conn.fetchval("SELECT count(*) FROM memories WHERE embedding IS NULL") == 0
         assert await conn.fetchval("SELECT count(*) FROM memory_history") == sum(
-            len(r.get("history", [])) for r in records) * COPIES
+            len(json.loads(line)["history"]) for line in dump.read_text().splitlines()[1:])
         assert await conn.fetchval("SELECT count(*) FROM graph_backlog") == 0
         assert await conn.fetchval("SELECT count(DISTINCT memory_id) FROM memory_entities") == len(ids)
         assert await conn.fetchval("SELECT count(*) FROM pg_indexes WHERE indexname LIKE 'memories_hnsw_%'")

@@ -37,6 +37,7 @@ from mcp_memory.service import MemoryService
 
 from .chat_api import ChatAPI
 from .conftest import principal
+from .exports import copied, exported_with_vectors
 from .pgbouncer import BINARY, MISSING, Bouncer, pgbouncer
 from .test_decisions import decisions_settings
 from .test_graph_concurrency import live_values
@@ -318,26 +319,17 @@ async def test_an_export_moves_in_through_the_pooler_with_its_vectors_and_names(
         servers: list[tuple[Database, MemoryService]], tmp_path: Path) -> None:
     """An import of our export copies its batches into temporary tables and reads the names alongside
     on a second connection: both through the pooler's two server connections, in transactions."""
-    import io
     import json
-    from uuid import uuid4
 
     from mcp_memory.backlog import Backlog
-    from mcp_memory.importers import export_user, import_paths
+    from mcp_memory.importers import import_paths
 
     (db, source), (db2, target) = servers[0], servers[1]
     alice, bob = principal(), principal("bob")
     await source.write_many(alice, [WriteItem(content=f"Greta Ibarra reviewed release {i} of the billing service.")
                                     for i in range(60)])
-    out = io.StringIO()
-    assert source.vectors is not None
-    await export_user(MaintenanceRepository(db.admin), alice.user_id, out,
-                      vectors=(source.vectors.model, source.vectors.dimension))
-    header, *lines = out.getvalue().splitlines()
-    records = [json.loads(line) for line in lines]
-    for r in records:  # bob's copy: ids of its own
-        r["memory"]["id"] = str(uuid4())
-        r["history"] = [{**h, "memory_id": r["memory"]["id"]} for h in r["history"]]
+    header, *lines = (await exported_with_vectors(source, db.admin, alice.user_id)).splitlines()
+    records = [copied(json.loads(line)) for line in lines]  # bob's copy: ids of its own
     dump = tmp_path / "export.jsonl"
     dump.write_text("\n".join([header, *map(json.dumps, records)]) + "\n")
 
