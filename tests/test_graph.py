@@ -84,6 +84,9 @@ def test_keys_in_other_words_are_one_attribute_and_others_never_merge() -> None:
     assert cued_by(job, "Eun-ji was promoted to Staff Engineer.", ENGLISH).attribute == "job title"
     assert cued_by(job, "Eun-ji joined a new company, Initech.", ENGLISH).attribute == "employer"
     assert job.within({"job title"}).attribute == "job title" and job.within({"employer"}).attribute == "employer"
+    # "of choice" says nothing of which attribute ("sport of choice", "text editor of choice")
+    assert key_of("sport of choice", ENGLISH).attribute == key_of("sport", ENGLISH).attribute == "sport"
+    assert key_of("text editor of choice", ENGLISH).attribute == "editor"
     assert key_of("employer", ENGLISH).attribute != key_of("manager", ENGLISH).attribute
     assert key_of("job title", ENGLISH).attribute != key_of("employer", ENGLISH).attribute
     assert key_of("hometown", ENGLISH).attribute != key_of("home city", ENGLISH).attribute
