@@ -1,5 +1,8 @@
 """Search latency at scale: 100,000 memories in one scope, with and without filters, and the
 same protocol at 1,000,000 (`--memories 1000000`) with the build time and the index sizes.
+`--users N` spreads the memories over N users instead (a team's or a hosted server's store: one
+HNSW index over everyone's rows, each search in one user's scope), searches as the first of them,
+and reports how many of that user's exact ten nearest the index's filtered walk finds.
 
 The memories are generated: a few thousand distinct sentences are embedded with the configured
 model (the topic centroids), and each memory is one of them with its own suffix and its own vector:
@@ -14,7 +17,7 @@ server named by MCP_MEMORY_DATABASE_URL). Query embeddings are computed once bef
 figures are the search itself (one SQL statement); the query embedding is timed separately.
 
 Usage: python bench/scale.py [--memories 100000] [--queries 200] [--data-dir DIR] [--spread 0.02]
-                              [--maintenance-work-mem 2GB] [--out bench/results/scale.json]
+                              [--maintenance-work-mem 2GB] [--users 1] [--out bench/results/scale.json]
   1M:  python bench/scale.py --memories 1000000 --spread 0.04 --out bench/results/scale_1m.json
 """
 
@@ -63,35 +66,68 @@ def jittered(base: np.ndarray, seed: int) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-async def run(n: int, queries: int, data_dir: Path, spread: float, work_mem: str) -> dict:
+async def run(n: int, queries: int, data_dir: Path, spread: float, work_mem: str, users: int = 1) -> dict:
     settings = Settings(data_dir=data_dir, retention_interval_hours=0, log_level="WARNING")
     db = await open_database(settings)
     service = await MemoryService.open(db, settings)
     vectors = service.vectors
-    p = BIG
+    p = BIG if users == 1 else BIG.model_copy(update={"user_id": user_of(0, users)})
     rng = random.Random(3)
     try:
         bases = sorted({f"{s} {v} {o} in {rng.choice(PLACES)}" for s in SUBJECTS for v in VERBS for o in OBJECTS})
         rng.shuffle(bases)
         bases = bases[:3000]
         async with db.admin.acquire() as conn:
-            loaded = await conn.fetchval("SELECT count(*) FROM memories WHERE user_id = $1", p.user_id)
+            loaded = await conn.fetchval("SELECT count(*) FROM memories")
         if loaded == n:  # a kept --data-dir: measure again without reloading
-            return {"memories": n, "distinct_texts": len(bases), "embed_distinct_s": None, "copy_s": None,
-                    "index_build_s": None, **await measure(service, p, queries, datetime.now(UTC)),
-                    "sizes_mb": await sizes(db.admin)}
+            return {"memories": n, "users": users, "distinct_texts": len(bases), "embed_distinct_s": None,
+                    "copy_s": None, "index_build_s": None, **await measure(service, p, queries, datetime.now(UTC)),
+                    **await scoped_recall(db.admin, service, p, users), "sizes_mb": await sizes(db.admin)}
         started = time.perf_counter()
         base_vectors = np.asarray(await vectors.embedder.embed_documents(bases), dtype=np.float32)
         embed_s = time.perf_counter() - started
         now = datetime.now(UTC)
-        built = await bulk_load(db, vectors, generated(n, bases, base_vectors, p, vectors.model, now, spread, rng),
-                                work_mem)
+        built = await bulk_load(db, vectors, generated(n, bases, base_vectors, p, vectors.model, now, spread, rng,
+                                                       users=users), work_mem)
         measured = await measure(service, p, queries, now)
+        recall = await scoped_recall(db.admin, service, p, users)
         sized = await sizes(db.admin)
     finally:
         await db.close()
-    return {"memories": n, "distinct_texts": len(bases), "spread": spread, "embed_distinct_s": round(embed_s, 1),
-            **built, **measured, "sizes_mb": sized}
+    return {"memories": n, "users": users, "distinct_texts": len(bases), "spread": spread,
+            "embed_distinct_s": round(embed_s, 1), **built, **measured, **recall, "sizes_mb": sized}
+
+
+def user_of(i: int, users: int) -> str:
+    return BIG.user_id if users == 1 else f"scale-{i % users}"
+
+
+async def scoped_recall(admin: Any, service: MemoryService, p: Principal, users: int) -> dict[str, Any]:
+    """Of the searching user's ten nearest memories to each query (exact: no index), how many the
+    HNSW index's walk finds under the same scope, with the server's settings for it (ef_search,
+    iterative scan); only with --users, where the scope is a small part of the index."""
+    if users == 1:
+        return {}
+    settings = service.settings
+    found, times = [], []
+    async with admin.acquire() as conn:
+        mine = await conn.fetchval("SELECT count(*) FROM memories WHERE user_id = $1", p.user_id)
+        for q in sorted(set(QUERIES))[:40]:
+            vector = await service.vectors.query(parse_query(q).text)
+            sql = ("SELECT id FROM memories WHERE user_id = $1 AND deleted_at IS NULL "
+                   "ORDER BY embedding <=> $2 LIMIT 10")
+            async with conn.transaction():
+                await conn.execute("SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off")
+                exact = {r["id"] for r in await conn.fetch(sql, p.user_id, vector)}
+            async with conn.transaction():
+                await conn.execute(f"SET LOCAL hnsw.ef_search = {int(settings.hnsw_ef_search)}; "
+                                   "SET LOCAL hnsw.iterative_scan = relaxed_order")
+                started = time.perf_counter()
+                walked = {r["id"] for r in await conn.fetch(sql, p.user_id, vector)}
+                times.append(time.perf_counter() - started)
+            found.append(len(exact & walked) / max(1, len(exact)))
+    return {"scope_memories": mine, "scoped_vector_recall_at_10": round(float(np.mean(found)), 3),
+            "scoped_vector_walk": summary(times)}
 
 
 async def bulk_load(db: Any, vectors: Any, chunks: Iterable[list[tuple]], work_mem: str) -> dict[str, Any]:
@@ -125,7 +161,7 @@ COLUMNS = ["user_id", "id", "agent_id", "project_id", "kind", "content", "conten
 
 
 def generated(n: int, bases: list[str], base_vectors: np.ndarray, p: Principal, model: str, now: datetime,
-              spread: float, rng: random.Random, chunk: int = 20_000) -> Iterator[list[tuple]]:
+              spread: float, rng: random.Random, chunk: int = 20_000, users: int = 1) -> Iterator[list[tuple]]:
     """The memories in chunks (a million rows with their vectors do not fit in memory as tuples):
     each one a topic sentence with its own suffix, and the sentence's vector plus noise."""
     noise = np.random.default_rng(5)
@@ -140,8 +176,8 @@ def generated(n: int, bases: list[str], base_vectors: np.ndarray, p: Principal, 
             text = f"{bases[j]} (record {i}, batch {i % 97})"
             if i % 5 == 0:  # questions pass their score to the next episode: measure that path too
                 text = f"Is it true that {text}?"
-            rows.append((p.user_id, uuid.uuid4(), None, p.project_id, rng.choice(KINDS), text, content_hash(text),
-                         [f"t{i % 20}"], v[k], model, now - timedelta(days=rng.uniform(0, 720))))
+            rows.append((user_of(i, users), uuid.uuid4(), None, p.project_id, rng.choice(KINDS), text,
+                         content_hash(text), [f"t{i % 20}"], v[k], model, now - timedelta(days=rng.uniform(0, 720))))
         yield rows
 
 
@@ -222,24 +258,28 @@ def main() -> None:
                         help="for the index builds, on the embedded server only")
     parser.add_argument("--out", type=Path, default=Path("bench/results/scale.json"))
     parser.add_argument("--data-dir", type=Path, help="keep the database here and reuse it on the next run")
+    parser.add_argument("--users", type=int, default=1,
+                        help="spread the memories over this many users and search as one of them")
     args = parser.parse_args()
-    if args.memories < 1 or args.queries < 1:
-        parser.error("--memories and --queries must be at least 1")
+    if args.memories < 1 or args.queries < 1 or args.users < 1:
+        parser.error("--memories, --queries and --users must be at least 1")
     if not 0 < args.spread < 1:
         parser.error("--spread must be between 0 and 1")
     if not re.fullmatch(r"[1-9][0-9]*(kB|MB|GB)", args.maintenance_work_mem):
         parser.error("--maintenance-work-mem takes a size such as 512MB or 2GB")
     if args.data_dir:
-        results = asyncio.run(run(args.memories, args.queries, args.data_dir, args.spread, args.maintenance_work_mem))
+        results = asyncio.run(run(args.memories, args.queries, args.data_dir, args.spread, args.maintenance_work_mem,
+                                  args.users))
     else:
         with tempfile.TemporaryDirectory(prefix="mcp-memory-scale-") as tmp:
             results = asyncio.run(run(args.memories, args.queries, Path(tmp), args.spread,
-                                      args.maintenance_work_mem))
+                                      args.maintenance_work_mem, args.users))
     results["machine"] = {"cpus": os.cpu_count(), "python": sys.version.split()[0],
                           "load_average_1m_at_end": round(os.getloadavg()[0], 2)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2))
-    print(f"{results['memories']:,} memories in one scope (COPY {results['copy_s']} s, "
+    where = "in one scope" if results["users"] == 1 else f"over {results['users']:,} users, searched as one"
+    print(f"{results['memories']:,} memories {where} (COPY {results['copy_s']} s, "
           f"HNSW build {results['index_build_s']} s, maintenance_work_mem {results.get('maintenance_work_mem')})")
     for name, seconds in (results.get("secondary_index_build_s") or {}).items():
         print(f"  build {name}: {seconds} s")
@@ -248,6 +288,11 @@ def main() -> None:
     print(f"{'search (excluding query embedding)':<40}{'p50 ms':>10}{'p95 ms':>10}{'n':>6}")
     for label, s in results["search"].items():
         print(f"{label:<40}{s['p50_ms']:>10.1f}{s['p95_ms']:>10.1f}{s['n']:>6}")
+    if "scoped_vector_walk" in results:
+        w = results["scoped_vector_walk"]
+        print(f"{'vector walk in the scope (SQL alone)':<40}{w['p50_ms']:>10.1f}{w['p95_ms']:>10.1f}{w['n']:>6}")
+        print(f"the scope's {results['scope_memories']:,} memories: its exact ten nearest found by the index's walk "
+              f"{results['scoped_vector_recall_at_10']:.3f}")
     e = results["query_embedding"]
     print(f"{'query embedding':<40}{e['p50_ms']:>10.1f}{e['p95_ms']:>10.1f}{e['n']:>6}")
     print(f"\n{'on disk':<40}{'MB':>10}")

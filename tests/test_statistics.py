@@ -10,7 +10,7 @@ import anyio
 
 from mcp_memory.db import Database
 from mcp_memory.models import MemoryFilter, Principal, WriteItem
-from mcp_memory.retrieval.narrowing import few_pass
+from mcp_memory.retrieval.narrowing import EXACT_BELOW, exact_below, few_pass
 from mcp_memory.retrieval.query import parse_query
 from mcp_memory.retrieval.search import SearchStatement, build_search, plan
 from mcp_memory.service import MemoryService
@@ -153,8 +153,28 @@ async def test_a_narrow_filter_sorts_its_few_memories_instead_of_walking_the_ind
     narrow = built(MemoryFilter(tags=["rare"]))
     assert narrow.walks_graph and not built(MemoryFilter(tags=["rare"]), exact=True).walks_graph
     async with service.repo.reading(alice, **narrow.gucs) as conn:
-        assert await few_pass(conn, alice, MemoryFilter(tags=["rare"]), service.vectors.model)
-        assert not await few_pass(conn, alice, None, service.vectors.model)  # filters nothing: never asks
+        rows = await service.repo.index_rows(conn)
+        assert 350 < rows < 450  # the statistics' count, read once a minute
+        model = service.vectors.model
+        assert await few_pass(conn, alice, MemoryFilter(tags=["rare"]), model, index_rows=rows, candidates=100)
+        # Filtering nothing in a small index: the walk, without asking the planner.
+        assert not await few_pass(conn, alice, None, model, index_rows=rows, candidates=100)
+        # In a big one (a team's store), a scope that is a small part of it is sorted, a big one walked:
+        # 400 of a million is well under the crossing there (~19,000).
+        assert await few_pass(conn, alice, None, model, index_rows=1_000_000, candidates=100)
+        assert exact_below(1_000_000, 100) > 18_000 and exact_below(100_000, 100) == EXACT_BELOW
+        # The scope's estimate is asked once a minute (MemoryStore.counted), not by every search.
+        asked = []
+
+        async def remembered(key, count):
+            async def counting() -> float:
+                asked.append(key)
+                return await count()
+            return await service.repo.counted(key, counting)
+        for _ in range(3):
+            assert await few_pass(conn, alice, None, model, index_rows=1_000_000, candidates=100,
+                                  remembered=remembered)
+        assert len(asked) == 1
     assert walks_the_graph(plan_shape(await plan(service.repo, alice, narrow)))
     assert not walks_the_graph(plan_shape(await plan(service.repo, alice, built(MemoryFilter(tags=["rare"]),
                                                                                 exact=True))))

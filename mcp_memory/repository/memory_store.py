@@ -4,7 +4,9 @@ caller's scope."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 from uuid import UUID
@@ -28,6 +30,30 @@ class MemoryStore:
         # Kinds whose memories get no decision job: with extraction on, a captured turn's facts are
         # extracted and decided, so deciding the turn itself would only spend a model call on it.
         self.undecided_kinds = undecided_kinds
+        # Row counts by the planner's statistics, kept a minute (`counted`): a store does not change
+        # size by much in a minute, and a search need not pay a round trip for them each time.
+        self._counted: OrderedDict[Hashable, tuple[float, float]] = OrderedDict()
+
+    async def counted(self, key: Hashable, count: Callable[[], Awaitable[float]], *, fresh_s: float = 60.0,
+                      keep: int = 1024) -> float:
+        """`count()`, or what it gave for `key` less than `fresh_s` ago (the last `keep` keys)."""
+        now = time.monotonic()
+        known = self._counted.get(key)
+        if known is not None and now - known[0] <= fresh_s:
+            return known[1]
+        rows = await count()
+        self._counted[key] = (now, rows)
+        self._counted.move_to_end(key)
+        while len(self._counted) > keep:
+            self._counted.popitem(last=False)
+        return rows
+
+    async def index_rows(self, conn: asyncpg.Connection) -> float:
+        """About how many rows the table (and so the vector index) holds (0 before any ANALYZE)."""
+        async def count() -> float:
+            rows = await conn.fetchval("SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass")
+            return max(0.0, float(rows or 0))
+        return await self.counted("memories", count)
 
     async def _enqueue(self, conn: asyncpg.Connection, p: Principal, rows: Sequence[asyncpg.Record],
                        explicit: Sequence[UUID] = ()) -> None:

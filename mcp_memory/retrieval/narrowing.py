@@ -4,6 +4,8 @@ instead of walking the HNSW graph past the ones the filter drops."""
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Awaitable, Callable, Hashable
 from typing import Any
 
 import asyncpg
@@ -17,15 +19,28 @@ from ..repository.embeddings import model_literal
 # days, 4,200 memories, 38 / 54 ms and 23 / 31; a tag on 5,000, 34 / 67 and 25 / 38; a kind on
 # 20,000, 28 / 43 and 111 / 150.
 EXACT_BELOW = 6000
+# How that crossing moves with the index's size. A walk collecting c candidates where a share s of
+# the index passes visits about c / s rows (a heap fetch each, to check scope and filter); a sort
+# reads the r passing rows once. Their costs meet at r^2 = WALK_PER_SORTED_ROW x c x N for an index
+# of N rows: 3.6 puts the crossing at EXACT_BELOW where it was measured (100 candidates, 100,000
+# rows), and a visit cost ~21 us against ~6 us a sorted row at a million rows of 100 users.
+WALK_PER_SORTED_ROW = 3.6
 
 
-def estimate(p: Principal, f: MemoryFilter | None, model: str) -> tuple[str, list[Any]] | None:
-    """The plan (EXPLAIN, JSON) of selecting the visible memories that pass `f`'s narrowing fields
-    (kinds, tags, a time range): its top node's "Plan Rows" is the planner's estimate of how many
-    do. Counting them took as long as the walk it would spare (~10 ms for 6,000). None when `f`
-    narrows nothing."""
-    if f is None or not (f.kinds or f.tags or f.since is not None or f.until is not None):
-        return None
+def exact_below(index_rows: float, candidates: int) -> float:
+    """Fewer passing memories than this are sorted rather than walked to, in an index of `index_rows`."""
+    return max(EXACT_BELOW, math.sqrt(WALK_PER_SORTED_ROW * candidates * index_rows))
+
+
+def narrows(f: MemoryFilter | None) -> bool:
+    return f is not None and bool(f.kinds or f.tags or f.since is not None or f.until is not None)
+
+
+def estimate(p: Principal, f: MemoryFilter | None, model: str) -> tuple[str, list[Any]]:
+    """The plan (EXPLAIN, JSON) of selecting the memories `p`'s search reads that pass `f`'s
+    narrowing fields (kinds, tags, a time range), if any: its top node's "Plan Rows" is the
+    planner's estimate of how many do. Counting them took as long as the walk it would spare (~10
+    ms for 6,000)."""
     q = Sql()
     where = " AND ".join(live(q, p, f))
     return f"EXPLAIN (FORMAT JSON) SELECT 1 FROM memories m WHERE {where} AND m.embedding_model = " \
@@ -37,7 +52,23 @@ def estimated_rows(plan: str | list[Any]) -> float:
     return float((json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]["Plan Rows"])
 
 
-async def few_pass(conn: asyncpg.Connection, p: Principal, f: MemoryFilter | None, model: str) -> bool:
-    """Whether the planner expects fewer than EXACT_BELOW of the caller's memories to pass `f`."""
-    asked = estimate(p, f, model)
-    return asked is not None and estimated_rows(await conn.fetchval(asked[0], *asked[1])) < EXACT_BELOW
+Remembered = Callable[[Hashable, Callable[[], Awaitable[float]]], Awaitable[float]]
+
+
+async def few_pass(conn: asyncpg.Connection, p: Principal, f: MemoryFilter | None, model: str, *,
+                   index_rows: float, candidates: int, remembered: Remembered | None = None) -> bool:
+    """Whether the planner expects fewer than `exact_below` of the memories the search reads to
+    pass: `f`'s, or with no filter the scope's own, where it is a small part of a big index (a user
+    of a team's store: 10,000 of 100 users' million, p50 272-311 ms walked, 160-188 sorted). A
+    scope's estimate is `remembered` (MemoryStore.counted) when given: asking for it costs an
+    unfiltered search in one person's store 2 ms it gains nothing from."""
+    below = exact_below(index_rows, candidates)
+    if not narrows(f) and index_rows < below:  # a small index: a walk reads little whatever the scope
+        return False
+    sql, args = estimate(p, f, model)
+
+    async def count() -> float:
+        return estimated_rows(await conn.fetchval(sql, *args))
+    if remembered is not None and not narrows(f):
+        return await remembered((sql, repr(args)), count) < below
+    return await count() < below

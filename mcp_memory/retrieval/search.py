@@ -44,7 +44,9 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
     if statement is None:
         return []
     async with repo.reading(p, **statement.gucs) as conn:
-        exact = statement.walks_graph and bool(model) and await few_pass(conn, p, f, model)
+        exact = statement.walks_graph and bool(model) and await few_pass(
+            conn, p, f, model, index_rows=await repo.index_rows(conn), candidates=settings.search_candidates,
+            remembered=repo.counted)
         named = await named_in(conn, p, parsed)
         linked = named.linked if settings.subject_boost != 1 else None
         if exact or linked is not None:
