@@ -10,7 +10,7 @@ import anyio
 
 from mcp_memory.db import Database
 from mcp_memory.models import MemoryFilter, Principal, WriteItem
-from mcp_memory.retrieval.narrowing import EXACT_BELOW, exact_below, few_pass
+from mcp_memory.retrieval.narrowing import EXACT_BELOW, crossing, exact_below, few_pass
 from mcp_memory.retrieval.query import parse_query
 from mcp_memory.retrieval.search import SearchStatement, build_search, plan
 from mcp_memory.service import MemoryService
@@ -157,12 +157,14 @@ async def test_a_narrow_filter_sorts_its_few_memories_instead_of_walking_the_ind
         assert 350 < rows < 450  # the statistics' count, read once a minute
         model = service.vectors.model
         assert await few_pass(conn, alice, MemoryFilter(tags=["rare"]), model, index_rows=rows, candidates=100)
-        # Filtering nothing in a small index: the walk, without asking the planner.
+        # Filtering nothing in a small index, the whole of it alice's: the walk.
         assert not await few_pass(conn, alice, None, model, index_rows=rows, candidates=100)
         # In a big one (a team's store), a scope that is a small part of it is sorted, a big one walked:
         # 400 of a million is well under the crossing there (~19,000).
         assert await few_pass(conn, alice, None, model, index_rows=1_000_000, candidates=100)
         assert exact_below(1_000_000, 100) > 18_000 and exact_below(100_000, 100) == EXACT_BELOW
+        assert not await few_pass(conn, alice, None, model, index_rows=400, candidates=100)  # all of it
+        assert crossing(20_000, 100) < 3_000  # a quarter of a small store's index: walked
         # The scope's estimate is asked once a minute (MemoryStore.counted), not by every search.
         asked = []
 

@@ -27,9 +27,16 @@ EXACT_BELOW = 6000
 WALK_PER_SORTED_ROW = 3.6
 
 
+def crossing(index_rows: float, candidates: int) -> float:
+    """How many passing memories a sort and a walk to `candidates` of them cost the same at, in an
+    index of `index_rows`."""
+    return math.sqrt(WALK_PER_SORTED_ROW * candidates * index_rows)
+
+
 def exact_below(index_rows: float, candidates: int) -> float:
-    """Fewer passing memories than this are sorted rather than walked to, in an index of `index_rows`."""
-    return max(EXACT_BELOW, math.sqrt(WALK_PER_SORTED_ROW * candidates * index_rows))
+    """Fewer memories passing a filter than this are sorted rather than walked to: EXACT_BELOW, as
+    measured, up to 100,000 rows; the crossing beyond."""
+    return max(EXACT_BELOW, crossing(index_rows, candidates))
 
 
 def narrows(f: MemoryFilter | None) -> bool:
@@ -62,7 +69,9 @@ async def few_pass(conn: asyncpg.Connection, p: Principal, f: MemoryFilter | Non
     of a team's store: 10,000 of 100 users' million, p50 272-311 ms walked, 160-188 sorted). A
     scope's estimate is `remembered` (MemoryStore.counted) when given: asking for it costs an
     unfiltered search in one person's store 2 ms it gains nothing from."""
-    below = exact_below(index_rows, candidates)
+    # A scope alone is sorted only below the crossing itself: in a store of a few users, a user's
+    # 5,000 of 20,000 memories are a quarter of the index, which a walk reads little of.
+    below = exact_below(index_rows, candidates) if narrows(f) else crossing(index_rows, candidates)
     if not narrows(f) and index_rows < below:  # a small index: a walk reads little whatever the scope
         return False
     sql, args = estimate(p, f, model)
