@@ -113,3 +113,16 @@ async def test_an_import_cut_off_half_way_is_finished_by_running_it_again(
         assert not {k: n for k, n in (await inconsistencies(conn)).items() if n}
     finally:
         await conn.close()
+
+
+def test_a_misuse_of_a_connection_is_a_bug_not_an_outage() -> None:
+    """Only a connection lost reads as the database gone: asyncpg's other InterfaceErrors are ours."""
+    from mcp_memory.config import Settings
+    from mcp_memory.db import as_unavailable
+
+    settings = Settings(database_url="postgresql://me@db.example:5432/memory")
+    lost = as_unavailable(asyncpg.InterfaceError("cannot call Transaction.__aexit__(): the underlying connection "
+                                                 "is closed"), settings, None)
+    assert lost is not None and "the database at db.example:5432/memory is not available" in str(lost)
+    assert as_unavailable(asyncpg.InterfaceError("cannot perform operation: another operation is in progress"),
+                          settings, None) is None

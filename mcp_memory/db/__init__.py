@@ -126,9 +126,10 @@ def as_unavailable(exc: Exception, settings: StorageSettings, limit: float | Non
                            "pooler; set MCP_MEMORY_DB_POOLER=transaction (docs/operations.md, 'Behind PgBouncer')")
     elif isinstance(exc, OSError | asyncpg.PostgresConnectionError | asyncpg.CannotConnectNowError
                     | asyncpg.TooManyConnectionsError | asyncpg.ConnectionDoesNotExistError
-                    # the connection lost in the middle of a command: shut down, or closed under it
-                    | asyncpg.AdminShutdownError | asyncpg.CrashShutdownError | asyncpg.InterfaceError
-                    | asyncpg.InternalClientError):
+                    # the connection lost in the middle of a command: the server shut down, or closed
+                    # under it (another InterfaceError is a misuse: a bug, not an outage)
+                    | asyncpg.AdminShutdownError | asyncpg.CrashShutdownError | asyncpg.InternalClientError) \
+            or isinstance(exc, asyncpg.InterfaceError) and "connection is closed" in str(exc):
         fix = f"start PostgreSQL, or {url_fix} (host and port)" if settings.database_url else url_fix
     else:
         return None
