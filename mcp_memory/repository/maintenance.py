@@ -14,6 +14,7 @@ import asyncpg
 from ..encoding import to_json
 from ..models import PurgeReport
 from .graph_backlog import enqueue
+from .sql import planner_rows
 
 RETENTION_ACTOR = "system:retention"
 # Any fixed number: replicas on one database agree on it, so one of them analyzes at a time.
@@ -64,16 +65,12 @@ class MaintenanceRepository:
             if not await conn.fetchval("SELECT pg_try_advisory_xact_lock($1)", _ANALYZE_LOCK):
                 return None
             await conn.execute("ANALYZE memories")
-            return await self._rows(conn)
+            return await planner_rows(conn)
 
     async def planner_rows(self) -> float:
         """The planner's estimate of rows in memories; -1 when it was never analyzed."""
         async with self.pool.acquire() as conn:
-            return await self._rows(conn)
-
-    @staticmethod
-    async def _rows(conn: asyncpg.Connection) -> float:
-        return float(await conn.fetchval("SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass"))
+            return await planner_rows(conn)
 
     # --- retention --------------------------------------------------------------------------
 

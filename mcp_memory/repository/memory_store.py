@@ -17,7 +17,7 @@ from ..errors import NotFound
 from ..models import Principal
 from . import jobs
 from .memory_rows import _ids_text, _own
-from .sql import Sql, local_transaction, read_transaction, visible
+from .sql import Sql, local_transaction, planner_rows, read_transaction, visible
 
 
 class MemoryStore:
@@ -51,8 +51,7 @@ class MemoryStore:
     async def index_rows(self, conn: asyncpg.Connection) -> float:
         """About how many rows the table (and so the vector index) holds (0 before any ANALYZE)."""
         async def count() -> float:
-            rows = await conn.fetchval("SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass")
-            return max(0.0, float(rows or 0))
+            return max(0.0, await planner_rows(conn))
         return await self.counted("memories", count)
 
     async def _enqueue(self, conn: asyncpg.Connection, p: Principal, rows: Sequence[asyncpg.Record],

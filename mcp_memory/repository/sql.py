@@ -175,3 +175,9 @@ def live(q: Sql, p: Principal, f: MemoryFilter | None = None) -> list[str]:
     """The WHERE clauses of the memories `p` may see that are not forgotten and pass `f`: what a
     read, a count, a browse and a search start from (alias m)."""
     return [visible(q, p), "m.deleted_at IS NULL", *filtered(q, f)]
+
+
+async def planner_rows(conn: asyncpg.Connection) -> float:
+    """The planner's estimate of rows in memories (and so in its vector index); -1 when it was
+    never analyzed."""
+    return float(await conn.fetchval("SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass"))

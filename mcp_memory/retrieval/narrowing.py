@@ -69,15 +69,16 @@ async def few_pass(conn: asyncpg.Connection, p: Principal, f: MemoryFilter | Non
     of a team's store: 10,000 of 100 users' million, p50 272-311 ms walked, 160-188 sorted). A
     scope's estimate is `remembered` (MemoryStore.counted) when given: asking for it costs an
     unfiltered search in one person's store 2 ms it gains nothing from."""
+    filtered = narrows(f)
     # A scope alone is sorted only below the crossing itself: in a store of a few users, a user's
     # 5,000 of 20,000 memories are a quarter of the index, which a walk reads little of.
-    below = exact_below(index_rows, candidates) if narrows(f) else crossing(index_rows, candidates)
-    if not narrows(f) and index_rows < below:  # a small index: a walk reads little whatever the scope
+    below = exact_below(index_rows, candidates) if filtered else crossing(index_rows, candidates)
+    if not filtered and index_rows < below:  # a small index: a walk reads little whatever the scope
         return False
     sql, args = estimate(p, f, model)
 
     async def count() -> float:
         return estimated_rows(await conn.fetchval(sql, *args))
-    if remembered is not None and not narrows(f):
+    if remembered is not None and not filtered:
         return await remembered((sql, repr(args)), count) < below
     return await count() < below
