@@ -90,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         from .db import as_unavailable  # a store's failure: its modules are loaded by now
 
-        if (lost := as_unavailable(exc, settings, None)) is None:
+        # A timeout may be anyone's (the model's, a hook's): it is no lost connection to name.
+        if isinstance(exc, TimeoutError) or (lost := as_unavailable(exc, settings, None)) is None:
             raise
         # The database going away in the middle of a command: one line and what was kept, no traceback.
         print(f"error: {lost}", file=sys.stderr)
