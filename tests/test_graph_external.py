@@ -314,3 +314,27 @@ async def test_an_export_moves_in_on_an_external_server(external, tmp_path: Path
     assert await database.admin.fetchval(
         "SELECT count(DISTINCT memory_id) FROM memory_entities WHERE user_id = 'bob'") == 60
     assert await database.admin.fetchval("SELECT count(*) FROM graph_backlog") == 0
+
+
+async def test_a_users_scope_in_a_big_index_is_sized_by_the_planner_on_an_external_server(external) -> None:
+    """The row estimates a search's narrowing reads (the table's, and a scope's under row-level
+    security) as the application role on a server with default settings: each user's 40 memories
+    are walked to in the store as it is, and sorted in one taken to hold a million."""
+    from mcp_memory.models import WriteItem
+    from mcp_memory.retrieval.narrowing import few_pass
+
+    settings, database = external
+    service = await MemoryService.open(database, settings)
+    alice, bob = principal(), principal("bob")
+    for who in (alice, bob):
+        await service.write_many(who, [WriteItem(content=f"{who.user_id} note {i} on the rollout") for i in range(40)])
+    await database.admin.execute("ANALYZE memories")
+    assert service.vectors is not None
+    model = service.vectors.model
+    for who in (alice, bob):
+        async with service.repo.reading(who) as conn:
+            rows = await service.repo.index_rows(conn)
+            assert rows == 80  # the table's, whoever asks
+            assert not await few_pass(conn, who, None, model, index_rows=rows, candidates=100)  # small: walked
+            assert await few_pass(conn, who, None, model, index_rows=1_000_000, candidates=100,
+                                  remembered=service.repo.counted)
