@@ -12,6 +12,7 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,9 @@ import pytest
 
 from mcp_memory.config import Settings
 from mcp_memory.db import Database, open_database
+from mcp_memory.db.doctor import diagnose
 from mcp_memory.db.embedded import EmbeddedPostgres
+from mcp_memory.db.migrate import migrate
 from mcp_memory.errors import NotFound
 from mcp_memory.graph.names import Name
 from mcp_memory.models import WriteItem
@@ -51,15 +54,19 @@ def own_server() -> Iterator[EmbeddedPostgres]:
         shutil.rmtree(home, ignore_errors=True)
 
 
-@pytest.fixture
-async def external(own_server: EmbeddedPostgres, tmp_path: Path) -> AsyncIterator[tuple[Settings, Database]]:
-    """A database as operations.md sets one up; migrated by its owner when the server opens it."""
+@asynccontextmanager
+async def users_own_database(own_server: EmbeddedPostgres, tmp_path: Path,
+                             owner_creates: bool = True) -> AsyncIterator[tuple[Settings, Database]]:
+    """A database as operations.md sets one up; migrated by its owner when the server opens it.
+    `owner_creates=False`: the owner may not create in the database (so no extension of its own)."""
     name = f"ext_{uuid.uuid4().hex[:10]}"
     su = await asyncpg.connect(own_server.dsn("postgres"))
     try:
         if not await su.fetchval("SELECT 1 FROM pg_roles WHERE rolname = $1", OWNER):
             await su.execute(f"CREATE ROLE {OWNER} LOGIN CREATEROLE")
         await su.execute(f'CREATE DATABASE "{name}" OWNER {OWNER}')
+        if not owner_creates:
+            await su.execute(f'REVOKE CREATE ON DATABASE "{name}" FROM {OWNER}')
     finally:
         await su.close()
     su = await asyncpg.connect(own_server.dsn(name))
@@ -82,6 +89,12 @@ async def external(own_server: EmbeddedPostgres, tmp_path: Path) -> AsyncIterato
             await su.close()
 
 
+@pytest.fixture
+async def external(own_server: EmbeddedPostgres, tmp_path: Path) -> AsyncIterator[tuple[Settings, Database]]:
+    async with users_own_database(own_server, tmp_path) as opened:
+        yield opened
+
+
 def day(d: str) -> datetime:
     return datetime.fromisoformat(d).replace(tzinfo=UTC)
 
@@ -96,6 +109,45 @@ async def test_the_server_is_set_up_as_a_users_own_would_be(external) -> None:
         marked = {f: await conn.fetchval("SELECT proleakproof FROM pg_proc WHERE oid = $1::regprocedure", f)
                   for f in FUNCTIONS}
     assert marked == dict.fromkeys(FUNCTIONS, False)
+
+
+async def memories_indexes(database: Database) -> set[str]:
+    async with database.admin.acquire() as conn:
+        return {r[0] for r in await conn.fetch("SELECT indexname FROM pg_indexes WHERE tablename = 'memories'")}
+
+
+async def test_the_owner_adds_the_users_full_text_index(external) -> None:
+    """btree_gin is trusted: the database's owner creates it, and with it memories_user_fts
+    (sql/user_text_index.sql); memories_fts stays for a store of one user."""
+    settings, database = external
+    assert {"memories_fts", "memories_user_fts"} <= await memories_indexes(database)
+    checks = {c.name: c for c in await diagnose(settings)}
+    assert checks["extension btree_gin"].ok and "installed" in checks["extension btree_gin"].detail
+
+
+async def test_without_btree_gin_the_server_starts_and_searches_as_before(own_server, tmp_path) -> None:
+    """An owner who may not create extensions: the migration says why in a notice, the server
+    starts and searches with memories_fts, doctor says what is missing and how to add it, and the
+    next `migrate` after a superuser creates btree_gin builds the index."""
+    async with users_own_database(own_server, tmp_path, owner_creates=False) as (settings, database):
+        indexes = await memories_indexes(database)
+        assert "memories_fts" in indexes and "memories_user_fts" not in indexes
+        service = await MemoryService.open(database, settings)
+        alice = principal()
+        await service.write(alice, "The staging database moved to new disks in rack 7.")
+        hits = (await service.search(alice, "staging database", limit=5)).hits
+        assert [h.snippet for h in hits] == ["The staging database moved to new disks in rack 7."]
+        check = {c.name: c for c in await diagnose(settings)}["extension btree_gin"]
+        assert check.ok and "available, not created" in check.detail and "CREATE EXTENSION btree_gin" in check.detail
+        dsn = settings.database_url.replace(f"postgresql://{OWNER}@", "postgresql://postgres:@", 1)
+        su = await asyncpg.connect(dsn)
+        try:
+            await su.execute("CREATE EXTENSION btree_gin")
+        finally:
+            await su.close()
+        async with database.admin.acquire() as conn:
+            await migrate(conn)
+        assert "memories_user_fts" in await memories_indexes(database)
 
 
 async def test_the_graph_through_mcp_on_an_external_server(external) -> None:

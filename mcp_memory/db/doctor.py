@@ -148,7 +148,7 @@ async def _row_level_security(conn: asyncpg.Connection, role: str) -> Check:
 
 
 async def _extensions(conn: asyncpg.Connection) -> list[Check]:
-    rows = await catalog.extensions(conn, ("vector", "pg_trgm"))
+    rows = await catalog.extensions(conn, ("vector", "pg_trgm", "btree_gin"))
     out = []
     for name, need in (("vector", MIN_PGVECTOR), ("pg_trgm", None)):
         row = rows.get(name)
@@ -162,7 +162,18 @@ async def _extensions(conn: asyncpg.Connection) -> list[Check]:
         state = "installed" if row["installed_version"] else "available, not yet created"
         out.append(Check(f"extension {name}", ok, f"{version} ({state})",
                          None if ok else f"upgrade {name} to ≥ {'.'.join(map(str, need or ()))}"))
-    return out
+    return [*out, _user_text_index(rows.get("btree_gin"))]
+
+
+def _user_text_index(row: asyncpg.Record | None) -> Check:
+    """Optional: without btree_gin a user's full-text search reads every user's index entries
+    (sql/user_text_index.sql), which only a store many users share notices."""
+    if row is not None and row["installed_version"]:
+        return Check("extension btree_gin", True, f"{row['installed_version']} (installed)")
+    state = "available, not created" if row is not None else "not available on this server"
+    return Check("extension btree_gin", True,
+                 f"{state} (optional: in a store many users share, a user's full-text search reads every "
+                 "user's index entries; a superuser can run CREATE EXTENSION btree_gin, then `mcp-memory migrate`)")
 
 
 async def _graph(conn: asyncpg.Connection) -> Check:
