@@ -13,7 +13,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from mcp_memory.errors import InvalidInput, NotFound
-from mcp_memory.graph.keys import asked, cued_by, key_of
+from mcp_memory.graph.keys import asked, cued_by, key_of, kind_of
 from mcp_memory.graph.names import names_in
 from mcp_memory.lexicon.english import ENGLISH
 from mcp_memory.models import WriteItem
@@ -87,6 +87,12 @@ def test_keys_in_other_words_are_one_attribute_and_others_never_merge() -> None:
     # "of choice" says nothing of which attribute ("sport of choice", "text editor of choice")
     assert key_of("sport of choice", ENGLISH).attribute == key_of("sport", ENGLISH).attribute == "sport"
     assert key_of("text editor of choice", ENGLISH).attribute == "editor"
+    # the tools a coding agent hears about: a small model keyed one switch "note-taking", then
+    # "note-taking app"; a notes app is a preference (extraction types the fact by it)
+    assert key_of("note-taking", ENGLISH).attribute == key_of("note-taking app", ENGLISH).attribute == "notes app"
+    assert kind_of("notes app", ENGLISH) == "preference"
+    assert key_of("tests", ENGLISH).attribute == key_of("testing framework", ENGLISH).attribute == "test framework"
+    assert key_of("release notes channel", ENGLISH).attribute == "channel"  # notes, not a notes app
     assert key_of("employer", ENGLISH).attribute != key_of("manager", ENGLISH).attribute
     assert key_of("job title", ENGLISH).attribute != key_of("employer", ENGLISH).attribute
     assert key_of("hometown", ENGLISH).attribute != key_of("home city", ENGLISH).attribute

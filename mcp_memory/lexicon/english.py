@@ -89,6 +89,15 @@ ATTRIBUTES = (
               ("shell",), kind="preference"),
     Attribute("package manager", ("package manager", "js package manager", "dependency manager",
                                   "node package manager"), ("package",)),
+    # A test is also an exam, so "test" (and "tests", the same stem) names the framework only as a
+    # key, never as a cue in a text or a question.
+    Attribute("test framework", ("test framework", "testing framework", "test runner", "test library",
+                                 "testing library", "tests", "testing"),
+              ("test framework", "testing framework", "test runner", "pytest", "unittest", "jest", "vitest",
+               "junit", "rspec")),
+    Attribute("notes app", ("notes app", "note app", "note-taking app", "note taking app", "note-taking",
+                            "note taking", "notes tool", "note-taking tool"),
+              ("note-taking", "note taking", "notes app", "evernote", "onenote"), kind="preference"),
     # systems and teams
     Attribute("deploy target", ("deploy target", "deployment target", "hosting", "host", "hosted on", "deployed to",
                                 "deploys to", "platform", "runs on", "where it runs", "hosting provider"),
