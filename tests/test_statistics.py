@@ -188,17 +188,18 @@ async def test_a_narrow_filter_sorts_its_few_memories_instead_of_walking_the_ind
 async def test_a_users_full_text_list_reads_their_own_entries_in_a_store_many_share(
         service: MemoryService, database: Database, alice: Principal) -> None:
     """memories_fts holds every user's words, and a user's list kept theirs after reading all the
-    matches (at a million memories over 100 users, ~60 ms of a search); memories_user_fts
-    (sql/user_text_index.sql) has the user inside it."""
+    matches (at a million memories over 100 users, ~60 ms of a search); memories_user_kind_fts
+    (sql/user_text_index.sql) has the user and the kind inside it."""
     await service.write_many(alice, [WriteItem(content=f"Note {i}: we moved the staging database to new disks")
                                      for i in range(10)])
     async with database.admin.acquire() as conn:
         assert {r[0] for r in await conn.fetch("SELECT indexname FROM pg_indexes WHERE tablename = 'memories'")} \
-            >= {"memories_fts", "memories_user_fts"}
+            >= {"memories_fts", "memories_user_kind_fts"}
         # every user's notes alike: one in three about the database
         await conn.execute(
-            """INSERT INTO memories (user_id, agent_id, project_id, content, content_hash)
+            """INSERT INTO memories (user_id, agent_id, project_id, kind, content, content_hash)
                SELECT CASE WHEN g % 100 = 0 THEN 'alice' ELSE 'user-' || (g % 100) END, 'agent-a', 'proj-x',
+                      CASE WHEN (g / 300) % 5 = 0 THEN 'decision' ELSE 'note' END,
                       CASE WHEN (g / 100) % 3 = 0 THEN 'Note ' || g || ': the staging database moved to rack '
                                                         || (g % 17)
                            ELSE 'Lunch ' || g || ': soup of the day was lentil number ' || (g % 17) END,
@@ -211,7 +212,12 @@ async def test_a_users_full_text_list_reads_their_own_entries_in_a_store_many_sh
     statement = build_search(alice, parsed, None, limit=10, settings=service.settings, vector=vector,
                              model=service.vectors.model, dimension=service.vectors.dimension)
     shape = plan_shape(await plan(service.repo, alice, statement))
-    assert "memories_user_fts" in shape and "memories_fts" not in shape, shape
+    assert "memories_user_kind_fts" in shape and "memories_fts" not in shape, shape
+    # and with a kind, the user's entries of that kind alone
+    decisions = build_search(alice, parsed, MemoryFilter(kinds=["decision"]), limit=10, settings=service.settings,
+                             vector=vector, model=service.vectors.model, dimension=service.vectors.dimension)
+    shape = plan_shape(await plan(service.repo, alice, decisions))
+    assert "memories_user_kind_fts" in shape and "memories_fts" not in shape, shape
     hits = (await service.search(alice, "staging", limit=10)).hits
     async with database.admin.acquire() as conn:
         hers = {r[0] for r in await conn.fetch("SELECT id FROM memories WHERE user_id = 'alice'")}
