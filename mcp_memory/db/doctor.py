@@ -170,10 +170,12 @@ def _user_text_index(row: asyncpg.Record | None) -> Check:
     (sql/user_text_index.sql), which only a store many users share notices."""
     if row is not None and row["installed_version"]:
         return Check("extension btree_gin", True, f"{row['installed_version']} (installed)")
-    state = "available, not created" if row is not None else "not available on this server"
+    state, add = (("available, not created", "a superuser can run CREATE EXTENSION btree_gin")
+                  if row is not None else
+                  ("not available on this server", "install PostgreSQL's contrib package, CREATE EXTENSION btree_gin"))
     return Check("extension btree_gin", True,
                  f"{state} (optional: in a store many users share, a user's full-text search reads every "
-                 "user's index entries; a superuser can run CREATE EXTENSION btree_gin, then `mcp-memory migrate`)")
+                 f"user's index entries; {add}, then `mcp-memory migrate`)")
 
 
 async def _graph(conn: asyncpg.Connection) -> Check:

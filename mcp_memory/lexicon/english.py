@@ -93,8 +93,8 @@ ATTRIBUTES = (
     # key, never as a cue in a text or a question.
     Attribute("test framework", ("test framework", "testing framework", "test runner", "test library",
                                  "testing library", "tests", "testing"),
-              ("test framework", "testing framework", "test runner", "pytest", "unittest", "jest", "vitest",
-               "junit", "rspec")),
+              ("test framework", "testing framework", "test runner", "pytest", "unittest", "vitest", "junit",
+               "rspec")),
     Attribute("notes app", ("notes app", "note app", "note-taking app", "note taking app", "note-taking",
                             "note taking", "notes tool", "note-taking tool"),
               ("note-taking", "note taking", "notes app", "evernote", "onenote"), kind="preference"),
