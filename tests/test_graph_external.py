@@ -126,9 +126,9 @@ async def test_the_owner_adds_the_users_full_text_index(external) -> None:
 
 
 async def test_without_btree_gin_the_server_starts_and_searches_as_before(own_server, tmp_path) -> None:
-    """An owner who may not create extensions: the migration says why in a notice, the server
-    starts and searches with memories_fts, doctor says what is missing and how to add it, and the
-    next `migrate` after a superuser creates btree_gin builds the index."""
+    """An owner who may not create extensions: the server starts and searches with memories_fts,
+    doctor says what is missing and how to add it, and the next `migrate` after a superuser
+    creates btree_gin builds the index."""
     async with users_own_database(own_server, tmp_path, owner_creates=False) as (settings, database):
         indexes = await memories_indexes(database)
         assert "memories_fts" in indexes and "memories_user_kind_fts" not in indexes
