@@ -10,6 +10,7 @@ import anyio
 
 from mcp_memory.db import Database
 from mcp_memory.models import MemoryFilter, Principal, WriteItem
+from mcp_memory.repository.maintenance import MaintenanceRepository
 from mcp_memory.retrieval.narrowing import EXACT_BELOW, crossing, exact_below, few_pass
 from mcp_memory.retrieval.query import parse_query
 from mcp_memory.retrieval.search import SearchStatement, build_search, plan
@@ -23,8 +24,7 @@ async def analyze_count(database: Database) -> int:
 
 
 async def planner_rows(database: Database) -> float:
-    async with database.admin.acquire() as conn:
-        return await conn.fetchval("SELECT reltuples FROM pg_class WHERE relname = 'memories'")
+    return await MaintenanceRepository(database.admin).planner_rows()
 
 
 async def eventually(check, seconds: float = 10) -> None:
