@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import replace
 from typing import Any
 
@@ -11,10 +12,13 @@ import anyio
 from mcp_memory.db import Database
 from mcp_memory.models import MemoryFilter, Principal, WriteItem
 from mcp_memory.repository.maintenance import MaintenanceRepository
+from mcp_memory.retrieval.common_words import too_common
 from mcp_memory.retrieval.narrowing import EXACT_BELOW, crossing, exact_below, few_pass
 from mcp_memory.retrieval.query import parse_query
 from mcp_memory.retrieval.search import SearchStatement, build_search, plan
 from mcp_memory.service import MemoryService
+
+from .conftest import principal
 
 
 async def analyze_count(database: Database) -> int:
@@ -222,3 +226,50 @@ async def test_a_users_full_text_list_reads_their_own_entries_in_a_store_many_sh
     async with database.admin.acquire() as conn:
         hers = {r[0] for r in await conn.fetch("SELECT id FROM memories WHERE user_id = 'alice'")}
     assert len(hits) == 10 and all(h.id in hers and "staging" in h.snippet for h in hits)
+
+
+async def test_a_word_in_most_of_the_scope_leaves_the_any_word_list_to_the_rare_ones(
+        service: MemoryService, database: Database, alice: Principal) -> None:
+    """Full text lists at most `fulltext_scan` memories holding any of a question's words, the first
+    in the table's order: a word hundreds of them hold filled it before a rare word's memory was
+    reached, and its whole bitmap was read (at a million memories, 28 of a 70 ms search). A word the
+    planner expects in more than `fulltext_common_rows` of the scope is listed by only together
+    with the others; whose scope it is counts (bob's few memories of it keep it)."""
+    service.settings = service.settings.model_copy(update={
+        "fulltext_scan": 100, "fulltext_common_rows": 150, "weight_vector": 0.0, "weight_trigram": 0.0})
+    async with database.admin.acquire() as conn:
+        await conn.execute(
+            """INSERT INTO memories (user_id, agent_id, project_id, kind, content, content_hash)
+               SELECT CASE WHEN g <= 400 THEN 'alice' ELSE 'bob' END, 'agent-a', 'proj-x', 'note',
+                      'Weekly meeting ' || g || ': notes on budget line ' || (g % 17), md5(g::text)
+               FROM generate_series(1, 420) g""")
+    bob = principal("bob")
+    for p in (alice, bob):
+        await service.write(p, "Kestrel is the name of the staging cluster.")
+    async with database.admin.acquire() as conn:
+        await conn.execute("ANALYZE memories")
+    parsed = parse_query("kestrel meeting")
+    async with service.repo.reading(alice) as conn:
+        rows = await service.repo.index_rows(conn)
+        def common(p: Principal, cutoff: int = 150) -> Awaitable[list[str]]:
+            return too_common(conn, p, parsed.text, parsed.lexicon, "'english'", index_rows=rows, cutoff=cutoff)
+        assert await common(alice) == ["meeting"]
+        assert await common(bob) == []  # 20 of his memories hold it
+        asked = []
+
+        async def remembered(key, count):
+            asked.append(key)
+            return await service.repo.counted(key, count)
+        # his whole scope is under the cut-off: its estimate (kept a minute) answers for every word
+        assert await too_common(conn, bob, parsed.text, parsed.lexicon, "'english'", index_rows=rows, cutoff=150,
+                                remembered=remembered) == [] and len(asked) == 1
+        assert await too_common(conn, alice, parsed.text, parsed.lexicon, "'english'", index_rows=rows, cutoff=150,
+                                remembered=remembered) == ["meeting"]
+        assert await common(alice, cutoff=500) == []  # the store holds fewer than that
+        assert await common(alice, cutoff=0) == []
+    hits = (await service.search(alice, "kestrel meeting", limit=5)).hits
+    assert hits and hits[0].snippet.startswith("Kestrel")
+    # every word listed by: the meetings fill the list before the cluster's memory is reached
+    service.settings = service.settings.model_copy(update={"fulltext_common_rows": 0})
+    hits = (await service.search(alice, "kestrel meeting", limit=5)).hits
+    assert not any(h.snippet.startswith("Kestrel") for h in hits)

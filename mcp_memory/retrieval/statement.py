@@ -275,11 +275,12 @@ class SearchStatement:
 def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, limit: int, settings: RankingSettings,
                  vector: list[float] | None = None, model: str | None = None, dimension: int = 0,
                  min_similarity: float | None = None, exact: bool = False,
-                 linked: Linked | None = None) -> SearchStatement | None:
+                 linked: Linked | None = None, common: Sequence[str] = ()) -> SearchStatement | None:
     """The SQL stage; None when no candidate list applies. `min_similarity` keeps only vector
     candidates at least that close (cosine): nearest neighbours always exist, but "what
     matches" (a forget preview) must not include them all. `exact`: the vector list sorts every
-    memory passing the filter by distance, the index unused (retrieval/narrowing.py says when)."""
+    memory passing the filter by distance, the index unused (retrieval/narrowing.py says when).
+    `common`: words left out of full text's any-word list (retrieval/common_words.py)."""
     q = Sql()
     cap = q.arg(settings.search_candidates)
     conflict = settings.conflict_similarity
@@ -310,6 +311,8 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
         # `fulltext_scan` rows that hold every word plus as many that hold any, never all of them.
         words = q.arg(query)
         any_word = f"regexp_replace(websearch_to_tsquery({config}, {words})::text, ' & (?!!)', ' | ', 'g')::tsquery"
+        for word in common:
+            any_word = f"ts_rewrite({any_word}, plainto_tsquery({config}, {q.arg(word)}), ''::tsquery)"
         scan = q.arg(settings.fulltext_scan)
         key, idf, called = "ts_rank(c.fts, c.tsq)", "", ""
         if settings.fulltext_idf:

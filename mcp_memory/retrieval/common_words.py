@@ -1,0 +1,75 @@
+"""Which of a question's words are so common in the scope searched that full text's any-word list
+must not list memories by them alone.
+
+That list ranks at most `fulltext_scan` memories holding any of the question's words. A word in
+tens of thousands of them ("go", "support" in a year of conversation) fills it with an arbitrary
+few of those, the first in the table's order, and costs the index a bitmap of all of them (72,000
+rows for one question in a million memories: 28 of a kind-filtered search's 70 ms). Such a word
+is left out of the any-word list (Elasticsearch's cutoff_frequency did the same); the every-word
+list still requires it, and its rarity still weighs it. How many memories hold a word is the
+planner's estimate (its statistics of the column, EXPLAIN): the same on any server, a round trip
+that reads no rows, made only where the store holds more memories than the cut-off."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Hashable, Sequence
+from typing import Any
+
+import asyncpg
+
+from ..lexicon import Lexicon
+from ..models import Principal
+from ..repository import Sql, live
+
+Remembered = Callable[[Hashable, Callable[[], Awaitable[float]]], Awaitable[float]]
+
+# More words than this are not estimated: the rest are kept (a long text pasted as a query).
+MOST_WORDS = 12
+
+def words_of(text: str, lexicon: Lexicon) -> list[str]:
+    """The words of a query that full text reads (stop words out), each once, in order."""
+    seen: dict[str, None] = {}
+    for word in lexicon.words(text):
+        if word not in lexicon.stop_words and len(seen) < MOST_WORDS:
+            seen.setdefault(word, None)
+    return list(seen)
+
+
+def estimate(p: Principal, words: Sequence[str], config: str) -> tuple[str, list[Any]]:
+    """EXPLAIN (FORMAT JSON) of, for each word, the memories of `p`'s scope holding it, in one
+    statement: its top node's plans (one word: the node itself) carry the estimates in order."""
+    q = Sql()
+    where = " AND ".join(live(q, p))
+    parts = [f"(SELECT 1 FROM memories m WHERE {where} AND m.fts @@ plainto_tsquery({config}, {q.arg(w)}))"
+             for w in words]
+    return "EXPLAIN (FORMAT JSON) " + " UNION ALL ".join(parts), q.args
+
+
+def estimates(plan: str | list[Any], n: int) -> list[float]:
+    top = (json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]
+    nodes = [top] if n == 1 else top["Plans"]
+    return [float(node["Plan Rows"]) for node in nodes]
+
+
+async def too_common(conn: asyncpg.Connection, p: Principal, text: str, lexicon: Lexicon, config: str, *,
+                     index_rows: float, cutoff: int, remembered: Remembered | None = None) -> list[str]:
+    """The words of `text` that the planner expects in more than `cutoff` memories of `p`'s scope:
+    none when the whole store, or the scope (its estimate `remembered` when given, as
+    MemoryStore.counted keeps it a minute), holds fewer, or `cutoff` is 0."""
+    if cutoff <= 0 or index_rows <= cutoff:
+        return []
+    words = words_of(text, lexicon)
+    if not words:
+        return []
+    if remembered is not None:
+        q = Sql()
+        scope_sql = f"EXPLAIN (FORMAT JSON) SELECT 1 FROM memories m WHERE {' AND '.join(live(q, p))}"
+
+        async def scope() -> float:
+            return estimates(await conn.fetchval(scope_sql, *q.args), 1)[0]
+        if await remembered((scope_sql, repr(q.args)), scope) <= cutoff:  # a user of a shared store
+            return []
+    sql, args = estimate(p, words, config)
+    rows = estimates(await conn.fetchval(sql, *args), len(words))
+    return [w for w, n in zip(words, rows, strict=True) if n > cutoff]
