@@ -266,6 +266,10 @@ async def test_a_word_in_most_of_the_scope_leaves_the_any_word_list_to_the_rare_
         assert await too_common(conn, alice, parsed.text, parsed.lexicon, "'english'", index_rows=rows, cutoff=150,
                                 remembered=remembered) == ["meeting"]
         assert await common(alice, cutoff=500) == []  # the store holds fewer than that
+        # every word past it: the rarest is still listed by, or the list would hold nothing
+        budget = parse_query("weekly meeting notes")
+        assert len(await too_common(conn, alice, budget.text, budget.lexicon, "'english'", index_rows=rows,
+                                    cutoff=150)) == 2
         assert await common(alice, cutoff=0) == []
     hits = (await service.search(alice, "kestrel meeting", limit=5)).hits
     assert hits and hits[0].snippet.startswith("Kestrel")
