@@ -82,8 +82,9 @@ class RankingSettings(BaseModel):
         "(a common word must not rank a whole large scope)."))
     fulltext_common_rows: int = Field(default=10000, ge=0, description=(
         "A query word the planner expects in more memories of the scope than this is left out of full text's "
-        "any-word list (the every-word list still requires it): it would fill that list with an arbitrary few "
-        "of its memories at the cost of reading all of them. 0: every word is listed by."))
+        "any-word list (the every-word list still requires it; the question's rarest word always stays): it "
+        "would fill that list with an arbitrary few of its memories at the cost of reading all of them. 0: every "
+        "word is listed by."))
     fulltext_idf: bool = Field(default=True, description=(
         "Weigh each query word by its rarity among the candidates (BM25's idf) instead of counting every word alike."))
     trigram_threshold: float = Field(default=0.3, gt=0, le=1, description=(
