@@ -76,7 +76,7 @@ class SearchStages:
     names are known), the statement itself, the keyed facts, the hop, the summaries' sources, the
     Python stage after SQL and the keyed order. The last statement run is kept for EXPLAIN."""
 
-    CALLS = ("few_pass", "named_in", "facts_named", "one_hop", "sources_of", "after_sql", "keyed_first")
+    CALLS = ("narrowing", "named_in", "facts_named", "one_hop", "sources_of", "after_sql", "keyed_first")
 
     def __init__(self, service: MemoryService, stages: Stages) -> None:
         self.stages, self.last = stages, None

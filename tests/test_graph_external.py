@@ -373,7 +373,7 @@ async def test_a_users_scope_in_a_big_index_is_sized_by_the_planner_on_an_extern
     security) as the application role on a server with default settings: each user's 40 memories
     are walked to in the store as it is, and sorted in one taken to hold a million."""
     from mcp_memory.models import WriteItem
-    from mcp_memory.retrieval.narrowing import few_pass
+    from mcp_memory.retrieval.narrowing import narrowing
 
     settings, database = external
     service = await MemoryService.open(database, settings)
@@ -387,6 +387,6 @@ async def test_a_users_scope_in_a_big_index_is_sized_by_the_planner_on_an_extern
         async with service.repo.reading(who) as conn:
             rows = await service.repo.index_rows(conn)
             assert rows == 80  # the table's, whoever asks
-            assert not await few_pass(conn, who, None, model, index_rows=rows, candidates=100)  # small: walked
-            assert await few_pass(conn, who, None, model, index_rows=1_000_000, candidates=100,
-                                  remembered=service.repo.counted)
+            assert not (await narrowing(conn, who, None, model, index_rows=rows, candidates=100)).exact  # small: walked
+            assert (await narrowing(conn, who, None, model, index_rows=1_000_000, candidates=100,
+                                  remembered=service.repo.counted)).exact

@@ -13,7 +13,7 @@ from mcp_memory.db import Database
 from mcp_memory.models import MemoryFilter, Principal, WriteItem
 from mcp_memory.repository.maintenance import MaintenanceRepository
 from mcp_memory.retrieval.common_words import too_common
-from mcp_memory.retrieval.narrowing import EXACT_BELOW, crossing, exact_below, few_pass
+from mcp_memory.retrieval.narrowing import EXACT_BELOW, crossing, exact_below, narrowing
 from mcp_memory.retrieval.query import parse_query
 from mcp_memory.retrieval.search import SearchStatement, build_search, plan
 from mcp_memory.service import MemoryService
@@ -160,14 +160,14 @@ async def test_a_narrow_filter_sorts_its_few_memories_instead_of_walking_the_ind
         rows = await service.repo.index_rows(conn)
         assert 350 < rows < 450  # the statistics' count, read once a minute
         model = service.vectors.model
-        assert await few_pass(conn, alice, MemoryFilter(tags=["rare"]), model, index_rows=rows, candidates=100)
+        assert (await narrowing(conn, alice, MemoryFilter(tags=["rare"]), model, index_rows=rows, candidates=100)).exact
         # Filtering nothing in a small index, the whole of it alice's: the walk.
-        assert not await few_pass(conn, alice, None, model, index_rows=rows, candidates=100)
+        assert not (await narrowing(conn, alice, None, model, index_rows=rows, candidates=100)).exact
         # In a big one (a team's store), a scope that is a small part of it is sorted, a big one walked:
         # 400 of a million is well under the crossing there (~19,000).
-        assert await few_pass(conn, alice, None, model, index_rows=1_000_000, candidates=100)
+        assert (await narrowing(conn, alice, None, model, index_rows=1_000_000, candidates=100)).exact
         assert exact_below(1_000_000, 100) > 18_000 and exact_below(100_000, 100) == EXACT_BELOW
-        assert not await few_pass(conn, alice, None, model, index_rows=400, candidates=100)  # all of it
+        assert not (await narrowing(conn, alice, None, model, index_rows=400, candidates=100)).exact  # all of it
         assert crossing(20_000, 100) < 3_000  # a quarter of a small store's index: walked
         # The scope's estimate is asked once a minute (MemoryStore.counted), not by every search.
         asked = []
@@ -178,8 +178,8 @@ async def test_a_narrow_filter_sorts_its_few_memories_instead_of_walking_the_ind
                 return await count()
             return await service.repo.counted(key, counting)
         for _ in range(3):
-            assert await few_pass(conn, alice, None, model, index_rows=1_000_000, candidates=100,
-                                  remembered=remembered)
+            assert (await narrowing(conn, alice, None, model, index_rows=1_000_000, candidates=100,
+                                  remembered=remembered)).exact
         assert len(asked) == 1
     assert walks_the_graph(plan_shape(await plan(service.repo, alice, narrow)))
     assert not walks_the_graph(plan_shape(await plan(service.repo, alice, built(MemoryFilter(tags=["rare"]),
@@ -277,3 +277,51 @@ async def test_a_word_in_most_of_the_scope_leaves_the_any_word_list_to_the_rare_
     service.settings = service.settings.model_copy(update={"fulltext_common_rows": 0})
     hits = (await service.search(alice, "kestrel meeting", limit=5)).hits
     assert not any(h.snippet.startswith("Kestrel") for h in hits)
+
+
+async def test_a_filter_that_leaves_few_memories_is_read_before_the_words_are_matched(
+        service: MemoryService, database: Database, alice: Principal) -> None:
+    """A word thousands of memories share costs its whole index entry, ANDed with a filter that
+    leaves a handful ("Terraform" in the last 30 days of one user of a million over 100: the trigram
+    bitmap 76 ms, full text's two 15 ms each). Under narrowing.FENCE_BELOW passing memories the word
+    lists read those first and match them one by one (the match above the fence, where no index of
+    the word can serve it), and rank exactly what they ranked before."""
+    items = [WriteItem(content=f"{'Terraform' if i % 3 == 0 else 'Pulumi'} plan {i}: the module for region {i % 9} "
+                               "changed", tags=["infra"] if i % 40 == 0 else []) for i in range(1200)]
+    for start in range(0, len(items), 400):
+        await service.write_many(alice, items[start:start + 400])
+    async with database.admin.acquire() as conn:
+        await conn.execute("ANALYZE memories")
+    model = service.vectors.model
+    infra = MemoryFilter(tags=["infra"])
+    async with service.repo.reading(alice) as conn:
+        rows = await service.repo.index_rows(conn)
+        assert (await narrowing(conn, alice, infra, model, index_rows=rows, candidates=100)).fenced
+        assert not (await narrowing(conn, alice, MemoryFilter(kinds=["note"]), model, index_rows=rows,
+                                    candidates=100)).fenced  # all 1,200 pass
+    parsed = parse_query("Terraform")
+    vector = await service.vectors.query(parsed.text)
+    settings = service.settings.model_copy(update={"search_candidates": 100})
+
+    def built(fenced: bool) -> SearchStatement:
+        statement = build_search(alice, parsed, infra, limit=10, settings=settings, vector=vector, model=model,
+                                 dimension=service.vectors.dimension, fenced=fenced)
+        assert statement is not None
+        return statement
+
+    def scans_matching(node: dict[str, Any], op: str) -> int:
+        """How many scans of the memories table test `op` (a word list's match) in a plan."""
+        found = int(node.get("Relation Name") == "memories" and any(
+            op in str(node.get(k, "")) for k in ("Filter", "Index Cond", "Recheck Cond")))
+        return found + sum(scans_matching(child, op) for child in node.get("Plans", []))
+    for op in ("<%", "@@"):  # trigram, full text
+        assert scans_matching(await plan(service.repo, alice, built(False)), op)
+        assert not scans_matching(await plan(service.repo, alice, built(True)), op)  # above the fence
+    ranked = []
+    for fenced in (False, True):
+        statement = built(fenced)
+        async with service.repo.reading(alice, **statement.gucs) as conn:
+            ranked.append([(r["id"], round(r["score"], 6)) for r in await conn.fetch(statement.sql, *statement.args)])
+    assert ranked[0] == ranked[1] and len(ranked[0]) == 10
+    hits = (await service.search(alice, "Terraform", infra, limit=50)).hits
+    assert len(hits) == 30 and all("infra" in h.tags for h in hits)

@@ -1,11 +1,13 @@
 """Whether a filter leaves so few memories that the vector list sorts them all by distance
-instead of walking the HNSW graph past the ones the filter drops."""
+instead of walking the HNSW graph past the ones the filter drops, and the word lists read them
+before matching their words."""
 
 from __future__ import annotations
 
 import json
 import math
 from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
@@ -25,6 +27,19 @@ EXACT_BELOW = 6000
 # of N rows: 3.6 puts the crossing at EXACT_BELOW where it was measured (100 candidates, 100,000
 # rows), and a visit cost ~21 us against ~6 us a sorted row at a million rows of 100 users.
 WALK_PER_SORTED_ROW = 3.6
+# At most this many memories passing a filter are read before the full-text and trigram lists
+# match their words, instead of the word's whole index entry ANDed with the filter's. A word
+# thousands of memories share costs its entry whatever the filter leaves ("Terraform", last 30
+# days, a user's 452 of a million memories over 100 users: the trigram bitmap 76 ms, full text's
+# two 15 ms); read first, a row costs ~15 us of trigram similarity and ~1.5 us of full-text
+# match, so 1,000 cost ~15 ms at worst, where a rare word's entries cost ~1 ms.
+FENCE_BELOW = 1000
+
+
+@dataclass(frozen=True)
+class Narrowing:
+    exact: bool  # the vector list sorts the memories passing the filter by distance
+    fenced: bool = False  # the word lists read those memories first (FENCE_BELOW)
 
 
 def crossing(index_rows: float, candidates: int) -> float:
@@ -62,23 +77,23 @@ def estimated_rows(plan: str | list[Any]) -> float:
 Remembered = Callable[[Hashable, Callable[[], Awaitable[float]]], Awaitable[float]]
 
 
-async def few_pass(conn: asyncpg.Connection, p: Principal, f: MemoryFilter | None, model: str, *,
-                   index_rows: float, candidates: int, remembered: Remembered | None = None) -> bool:
-    """Whether the planner expects fewer than `exact_below` of the memories the search reads to
+async def narrowing(conn: asyncpg.Connection, p: Principal, f: MemoryFilter | None, model: str, *,
+                    index_rows: float, candidates: int, remembered: Remembered | None = None) -> Narrowing:
+    """Exact where the planner expects fewer than `exact_below` of the memories the search reads to
     pass: `f`'s, or with no filter the scope's own, where it is a small part of a big index (a user
-    of a team's store: 10,000 of 100 users' million, p50 272-311 ms walked, 160-188 sorted). A
-    scope's estimate is `remembered` (MemoryStore.counted) when given: asking for it costs an
-    unfiltered search in one person's store 2 ms it gains nothing from."""
+    of a team's store: 10,000 of 100 users' million, p50 272-311 ms walked, 160-188 sorted); fenced
+    where fewer than FENCE_BELOW do. A scope's estimate is `remembered`
+    (MemoryStore.counted) when given: asking for it costs an unfiltered search in one person's
+    store 2 ms it gains nothing from."""
     filtered = narrows(f)
     # A scope alone is sorted only below the crossing itself: in a store of a few users, a user's
     # 5,000 of 20,000 memories are a quarter of the index, which a walk reads little of.
     below = exact_below(index_rows, candidates) if filtered else crossing(index_rows, candidates)
     if not filtered and index_rows < below:  # a small index: a walk reads little whatever the scope
-        return False
+        return Narrowing(exact=False)
     sql, args = estimate(p, f, model)
 
     async def count() -> float:
         return estimated_rows(await conn.fetchval(sql, *args))
-    if remembered is not None and not filtered:
-        return await remembered((sql, repr(args)), count) < below
-    return await count() < below
+    passing = await (remembered((sql, repr(args)), count) if remembered is not None and not filtered else count())
+    return Narrowing(exact=passing < below, fenced=passing < FENCE_BELOW)

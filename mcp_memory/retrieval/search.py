@@ -15,7 +15,7 @@ from . import focus
 from .common_words import too_common
 from .hop import one_hop
 from .keyed import facts_named, keyed_first, named_in
-from .narrowing import few_pass
+from .narrowing import Narrowing, narrowing
 from .query import ParsedQuery
 from .reorder import after_sql
 from .statement import Linked, SearchStatement, build_search, text_search
@@ -36,28 +36,29 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
     what asking for 10 gives, not the newest of 3 versions where 10 would have found a newer one."""
     linked: Linked | None = None
     common: list[str] = []
+    narrowed = Narrowing(False)
     ranked = max(limit, focus.WINDOW)
 
     def built(exact: bool = False) -> SearchStatement | None:
         return build_search(p, parsed, f, limit=ranked, settings=settings, vector=vector, model=model,
                             dimension=dimension, min_similarity=min_similarity, exact=exact, linked=linked,
-                            common=common)
+                            common=common, fenced=narrowed.fenced)
 
     statement = built()
     if statement is None:
         return []
     async with repo.reading(p, **statement.gucs) as conn:
         index_rows = await repo.index_rows(conn)
-        exact = statement.walks_graph and bool(model) and await few_pass(
-            conn, p, f, model, index_rows=index_rows, candidates=settings.search_candidates,
-            remembered=repo.counted)
+        narrowed = await narrowing(conn, p, f, model, index_rows=index_rows, candidates=settings.search_candidates,
+                                   remembered=repo.counted) if statement.walks_graph and model else Narrowing(False)
+        exact = narrowed.exact
         named = await named_in(conn, p, parsed)
         linked = named.linked if settings.subject_boost != 1 else None
-        if settings.weight_fulltext > 0:
+        if settings.weight_fulltext > 0 and not narrowed.fenced:  # read first, a word costs its rows only
             common = await too_common(conn, p, parsed.text, parsed.lexicon, text_search(parsed.lexicon),
                                       index_rows=index_rows, cutoff=settings.fulltext_common_rows,
                                       remembered=repo.counted)
-        if exact or linked is not None or common:
+        if exact or linked is not None or common or narrowed.fenced:
             statement = built(exact=exact) or statement
         rows = await conn.fetch(statement.sql, *statement.args)
         # A forget preview lists what matches the words, not what the graph knows of them.

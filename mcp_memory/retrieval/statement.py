@@ -275,12 +275,15 @@ class SearchStatement:
 def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, limit: int, settings: RankingSettings,
                  vector: list[float] | None = None, model: str | None = None, dimension: int = 0,
                  min_similarity: float | None = None, exact: bool = False,
-                 linked: Linked | None = None, common: Sequence[str] = ()) -> SearchStatement | None:
+                 linked: Linked | None = None, common: Sequence[str] = (),
+                 fenced: bool = False) -> SearchStatement | None:
     """The SQL stage; None when no candidate list applies. `min_similarity` keeps only vector
     candidates at least that close (cosine): nearest neighbours always exist, but "what
     matches" (a forget preview) must not include them all. `exact`: the vector list sorts every
     memory passing the filter by distance, the index unused (retrieval/narrowing.py says when).
-    `common`: words left out of full text's any-word list (retrieval/common_words.py)."""
+    `common`: words left out of full text's any-word list (retrieval/common_words.py). `fenced`: the
+    full-text and trigram lists read the memories passing the filter before matching their words
+    (narrowing.FENCE_BELOW)."""
     q = Sql()
     cap = q.arg(settings.search_candidates)
     conflict = settings.conflict_similarity
@@ -294,6 +297,10 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
     config = text_search(parsed.lexicon)
     # Every list, and the replies, read the same visible rows: one clause, its values bound once.
     where = _where(q, p, f, excluded, config)
+    # The rows the word lists match: past the filter first when it leaves few (an OFFSET keeps the
+    # planner from ANDing a word's whole index entry with them).
+    words_from = f"(SELECT m.* FROM memories m WHERE {where} OFFSET 0) m WHERE true" if fenced \
+        else f"memories m WHERE {where}"
     # name -> (weight, candidates query selecting id and key, order of key)
     lists: dict[str, tuple[float, str, str]] = {}
     if vector is not None and model and dimension and settings.weight_vector > 0:
@@ -340,11 +347,9 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
             WITH c AS (
                 SELECT DISTINCT ON (id) id, fts, {"text, " if called else ""}pq.tsq
                 FROM (SELECT {any_word} AS tsq, websearch_to_tsquery({config}, {words}) AS every) pq,
-                     LATERAL ((SELECT m.id, m.fts{read} FROM memories m
-                               WHERE {where} AND m.fts @@ pq.every LIMIT {scan})
+                     LATERAL ((SELECT m.id, m.fts{read} FROM {words_from} AND m.fts @@ pq.every LIMIT {scan})
                               UNION ALL
-                              (SELECT m.id, m.fts{read} FROM memories m
-                               WHERE {where} AND m.fts @@ pq.tsq LIMIT {scan})) both_){idf}
+                              (SELECT m.id, m.fts{read} FROM {words_from} AND m.fts @@ pq.tsq LIMIT {scan})) both_){idf}
             SELECT c.id, {key} AS key FROM c
             ORDER BY key DESC, c.id LIMIT {cap}""", "DESC")
     if settings.weight_trigram > 0 and query and len(query.split()) <= settings.trigram_max_words:
@@ -359,8 +364,7 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
         rescue = f"AND (SELECT count(*) FROM fts) < {cap}" if "fts" in lists else ""
         lists["trgm"] = (settings.weight_trigram, f"""
             SELECT c.id, word_similarity({text}, c.content) AS key FROM (
-                SELECT m.id, m.content FROM memories m
-                WHERE {where} AND {text} <% m.content {rescue}
+                SELECT m.id, m.content FROM {words_from} AND {text} <% m.content {rescue}
                 LIMIT {q.arg(settings.trigram_scan)}) c
             ORDER BY key DESC, c.id LIMIT {cap}""", "DESC")
     if not lists:
