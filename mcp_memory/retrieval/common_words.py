@@ -27,6 +27,7 @@ Remembered = Callable[[Hashable, Callable[[], Awaitable[float]]], Awaitable[floa
 # More words than this are not estimated: the rest are kept (a long text pasted as a query).
 MOST_WORDS = 12
 
+
 def words_of(text: str, lexicon: Lexicon) -> list[str]:
     """The words of a query that full text reads (stop words out), each once, in order."""
     seen: dict[str, None] = {}
