@@ -273,6 +273,11 @@ async def test_a_word_in_most_of_the_scope_leaves_the_any_word_list_to_the_rare_
         assert await common(alice, cutoff=0) == []
     hits = (await service.search(alice, "kestrel meeting", limit=5)).hits
     assert hits and hits[0].snippet.startswith("Kestrel")
+    # words that are no lexeme, several, or hostile: estimated and left out like any other
+    hostile = "'; DROP TABLE memories; -- kestrel e-mail C++ 😀 very meeting \\ %_ ' || pg_sleep(5) ||"
+    assert (await service.search(alice, hostile, limit=5)).hits[0].snippet.startswith("Kestrel")
+    async with database.admin.acquire() as conn:
+        assert await conn.fetchval("SELECT count(*) FROM memories") == 422
     # every word listed by: the meetings fill the list before the cluster's memory is reached
     service.settings = service.settings.model_copy(update={"fulltext_common_rows": 0})
     hits = (await service.search(alice, "kestrel meeting", limit=5)).hits
