@@ -288,8 +288,8 @@ async def test_a_filter_that_leaves_few_memories_is_read_before_the_words_are_ma
         service: MemoryService, database: Database, alice: Principal) -> None:
     """A word thousands of memories share costs its whole index entry, ANDed with a filter that
     leaves a handful ("Terraform" in the last 30 days of one user of a million over 100: the trigram
-    bitmap 76 ms, full text's two 15 ms each). Under narrowing.FENCE_BELOW passing memories the word
-    lists read those first and match them one by one (the match above the fence, where no index of
+    bitmap 76 ms, full text's two 15 ms each). Where few pass (narrowing.FENCE_BELOW, a FENCE_SHARE of
+    the store) the word lists read those first and match them one by one (the match above the fence, where no index of
     the word can serve it), and rank exactly what they ranked before."""
     items = [WriteItem(content=f"{'Terraform' if i % 3 == 0 else 'Pulumi'} plan {i}: the module for region {i % 9} "
                                "changed", tags=["infra"] if i % 40 == 0 else []) for i in range(1200)]
@@ -301,8 +301,10 @@ async def test_a_filter_that_leaves_few_memories_is_read_before_the_words_are_ma
     infra = MemoryFilter(tags=["infra"])
     async with service.repo.reading(alice) as conn:
         rows = await service.repo.index_rows(conn)
-        assert (await narrowing(conn, alice, infra, model, index_rows=rows, candidates=100)).fenced
-        assert not (await narrowing(conn, alice, MemoryFilter(kinds=["note"]), model, index_rows=rows,
+        # 30 of a million: read first; of this store's 1,200, the word's own entries are small
+        assert (await narrowing(conn, alice, infra, model, index_rows=1_000_000, candidates=100)).fenced
+        assert not (await narrowing(conn, alice, infra, model, index_rows=rows, candidates=100)).fenced
+        assert not (await narrowing(conn, alice, MemoryFilter(kinds=["note"]), model, index_rows=10_000_000,
                                     candidates=100)).fenced  # all 1,200 pass
     parsed = parse_query("Terraform")
     vector = await service.vectors.query(parsed.text)

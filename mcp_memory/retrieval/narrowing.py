@@ -27,19 +27,22 @@ EXACT_BELOW = 6000
 # of N rows: 3.6 puts the crossing at EXACT_BELOW where it was measured (100 candidates, 100,000
 # rows), and a visit cost ~21 us against ~6 us a sorted row at a million rows of 100 users.
 WALK_PER_SORTED_ROW = 3.6
-# At most this many memories passing a filter are read before the full-text and trigram lists
-# match their words, instead of the word's whole index entry ANDed with the filter's. A word
-# thousands of memories share costs its entry whatever the filter leaves ("Terraform", last 30
-# days, a user's 452 of a million memories over 100 users: the trigram bitmap 76 ms, full text's
-# two 15 ms); read first, a row costs ~15 us of trigram similarity and ~1.5 us of full-text
-# match, so 1,000 cost ~15 ms at worst, where a rare word's entries cost ~1 ms.
+# Memories passing a filter are read before the full-text and trigram lists match their words,
+# instead of the word's whole index entry ANDed with the filter's, where they are fewer than both
+# of these. A word's entry costs in proportion to the memories of the whole store holding it
+# ("Terraform", last 30 days, a user's 452 of a million memories over 100 users: the trigram
+# bitmap of 107,014 rows 76 ms, ~0.7 us a row; full text's of 71,119 15 ms twice, ~0.2 us); read
+# first, a row costs ~20 us of trigram similarity and ~1.5 us of full-text match. So reading first
+# pays where the filter leaves fewer rows than about a thirtieth of a common word's matches: a
+# thousandth of the store (a word in 3% of it), never more than 1,000 rows (~20 ms at worst).
 FENCE_BELOW = 1000
+FENCE_SHARE = 0.001
 
 
 @dataclass(frozen=True)
 class Narrowing:
     exact: bool  # the vector list sorts the memories passing the filter by distance
-    fenced: bool = False  # the word lists read those memories first (FENCE_BELOW)
+    fenced: bool = False  # the word lists read those memories first (FENCE_BELOW, FENCE_SHARE)
 
 
 def crossing(index_rows: float, candidates: int) -> float:
@@ -82,7 +85,7 @@ async def narrowing(conn: asyncpg.Connection, p: Principal, f: MemoryFilter | No
     """Exact where the planner expects fewer than `exact_below` of the memories the search reads to
     pass: `f`'s, or with no filter the scope's own, where it is a small part of a big index (a user
     of a team's store: 10,000 of 100 users' million, p50 272-311 ms walked, 160-188 sorted); fenced
-    where fewer than FENCE_BELOW do. A scope's estimate is `remembered`
+    where fewer than FENCE_BELOW and a FENCE_SHARE of the store do. A scope's estimate is `remembered`
     (MemoryStore.counted) when given: asking for it costs an unfiltered search in one person's
     store 2 ms it gains nothing from."""
     filtered = narrows(f)
@@ -96,4 +99,4 @@ async def narrowing(conn: asyncpg.Connection, p: Principal, f: MemoryFilter | No
     async def count() -> float:
         return estimated_rows(await conn.fetchval(sql, *args))
     passing = await (remembered((sql, repr(args)), count) if remembered is not None and not filtered else count())
-    return Narrowing(exact=passing < below, fenced=passing < FENCE_BELOW)
+    return Narrowing(exact=passing < below, fenced=passing < min(FENCE_BELOW, FENCE_SHARE * index_rows))

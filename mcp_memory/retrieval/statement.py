@@ -283,7 +283,7 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
     memory passing the filter by distance, the index unused (retrieval/narrowing.py says when).
     `common`: words left out of full text's any-word list (retrieval/common_words.py). `fenced`: the
     full-text and trigram lists read the memories passing the filter before matching their words
-    (narrowing.FENCE_BELOW)."""
+    (narrowing.FENCE_BELOW, FENCE_SHARE)."""
     q = Sql()
     cap = q.arg(settings.search_candidates)
     conflict = settings.conflict_similarity
