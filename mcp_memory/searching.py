@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from uuid import UUID
 
 from .errors import InvalidInput
-from .models import Memory, MemoryFilter, Principal, SearchHit, SearchResult
+from .models import Memory, MemoryFilter, Principal, SearchHit, SearchReading, SearchResult
 from .repository.related import similarities
 from .retrieval import ParsedQuery, intent_of, parse_query
 from .retrieval import search as hybrid_search
@@ -68,8 +68,11 @@ class Searching:
         if not query:
             raise InvalidInput("query is empty: say what to look for")
         parsed = parse_query(query, self.lexicon)
-        hits = await self._search(p, parsed, self.check.filter(f), limit=limit, explain=explain)
-        return SearchResult(query=query, hits=hits, intent=intent_of(parsed) if explain else None)
+        reading = SearchReading() if explain else None
+        hits = await self._search(p, parsed, self.check.filter(f), limit=limit, explain=explain, reading=reading)
+        noted = reading is not None and reading != SearchReading()
+        return SearchResult(query=query, hits=hits, intent=intent_of(parsed) if explain else None,
+                            reading=reading if noted else None)
 
     async def recall_search(self, p: Principal, query: str, *, limit: int,
                             vector_wait: float | None = None) -> Recalled:
@@ -106,8 +109,10 @@ class Searching:
 
     async def _search(self, p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, limit: int,
                       explain: bool = False, min_similarity: float | None = None,
-                      vector: list[float] | None | EllipsisType = ..., reranked: bool = True) -> list[SearchHit]:
-        """`vector`: the query's, when the caller has it already (None: search without one)."""
+                      vector: list[float] | None | EllipsisType = ..., reranked: bool = True,
+                      reading: SearchReading | None = None) -> list[SearchHit]:
+        """`vector`: the query's, when the caller has it already (None: search without one);
+        `reading`: told how the search read the store."""
         if vector is ...:
             vector = await self._query_vector(parsed)
         # A listing by similarity (a forget preview) is what matches, not an order: never reranked.
@@ -116,7 +121,8 @@ class Searching:
                                    settings=self.settings, explain=explain,
                                    vector=vector, model=self.vectors.model if self.vectors else None,
                                    dimension=self.vectors.dimension if self.vectors else 0,
-                                   min_similarity=min_similarity, vectors=self.vectors, lexicon=self.lexicon)
+                                   min_similarity=min_similarity, vectors=self.vectors, lexicon=self.lexicon,
+                                   reading=reading)
         if rerank is None:
             return hits
         # The reranker sees the question as asked (time words kept) and only these hits: memories

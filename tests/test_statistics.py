@@ -271,8 +271,9 @@ async def test_a_word_in_most_of_the_scope_leaves_the_any_word_list_to_the_rare_
         assert len(await too_common(conn, alice, budget.text, budget.lexicon, "'english'", index_rows=rows,
                                     cutoff=150)) == 2
         assert await common(alice, cutoff=0) == []
-    hits = (await service.search(alice, "kestrel meeting", limit=5)).hits
-    assert hits and hits[0].snippet.startswith("Kestrel")
+    found = await service.search(alice, "kestrel meeting", limit=5, explain=True)
+    assert found.hits and found.hits[0].snippet.startswith("Kestrel")
+    assert found.reading is not None and found.reading.words_left_out == ["meeting"]  # explain says so
     # words that are no lexeme, several, or hostile: estimated and left out like any other
     hostile = "'; DROP TABLE memories; -- kestrel e-mail C++ 😀 very meeting \\ %_ ' || pg_sleep(5) ||"
     assert (await service.search(alice, hostile, limit=5)).hits[0].snippet.startswith("Kestrel")
@@ -280,8 +281,9 @@ async def test_a_word_in_most_of_the_scope_leaves_the_any_word_list_to_the_rare_
         assert await conn.fetchval("SELECT count(*) FROM memories") == 422
     # every word listed by: the meetings fill the list before the cluster's memory is reached
     service.settings = service.settings.model_copy(update={"fulltext_common_rows": 0})
-    hits = (await service.search(alice, "kestrel meeting", limit=5)).hits
-    assert not any(h.snippet.startswith("Kestrel") for h in hits)
+    found = await service.search(alice, "kestrel meeting", limit=5, explain=True)
+    assert not any(h.snippet.startswith("Kestrel") for h in found.hits)
+    assert found.reading is None  # each list read whole: nothing to say
 
 
 async def test_a_filter_that_leaves_few_memories_is_read_before_the_words_are_matched(

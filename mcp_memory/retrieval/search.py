@@ -9,7 +9,7 @@ from typing import Any
 from ..config import Settings
 from ..lexicon import Lexicon
 from ..lexicon.english import ENGLISH
-from ..models import MemoryFilter, Principal, SearchHit
+from ..models import MemoryFilter, Principal, SearchHit, SearchReading
 from ..repository import MemoryRepository
 from . import focus
 from .common_words import too_common
@@ -27,13 +27,15 @@ __all__ = ["SearchStatement", "build_search", "plan", "search"]
 async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *,
                  limit: int, settings: Settings, explain: bool = False, vector: list[float] | None = None,
                  model: str | None = None, dimension: int = 0, min_similarity: float | None = None,
-                 vectors: focus.TextVectors | None = None, lexicon: Lexicon = ENGLISH) -> list[SearchHit]:
+                 vectors: focus.TextVectors | None = None, lexicon: Lexicon = ENGLISH,
+                 reading: SearchReading | None = None) -> list[SearchHit]:
     """`vectors` (the service's embedder behind its cache) lets a question about the present
     that names someone find which of their memories answer it (retrieval/focus.py); a question
     about a known entity's keyed attribute gets its values in order of validity (keyed.py); a
     session's summary comes before the turns it sums up (summaries.py). Those stages reorder at
     least a window's worth of hits, cut to `limit` after them: asking for 3 gives the first 3 of
-    what asking for 10 gives, not the newest of 3 versions where 10 would have found a newer one."""
+    what asking for 10 gives, not the newest of 3 versions where 10 would have found a newer one.
+    `reading`, when given, is told how the statement read the store (explain)."""
     linked: Linked | None = None
     common: list[str] = []
     narrowed = Narrowing(False)
@@ -61,6 +63,9 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
         if exact or linked is not None or common or narrowed.fenced:
             statement = built(exact=exact) or statement
         rows = await conn.fetch(statement.sql, *statement.args)
+        if reading is not None:
+            reading.words_left_out, reading.filter_read_first = list(common), narrowed.fenced
+            reading.vectors_sorted = exact
         # A forget preview lists what matches the words, not what the graph knows of them.
         facts = await facts_named(conn, p, named, f) if min_similarity is None else []
         hop = await one_hop(conn, p, parsed, facts, f) if facts else None
