@@ -8,7 +8,9 @@ from dataclasses import replace
 from typing import Any
 
 import anyio
+from mcp import Client
 
+from mcp_memory.config import Settings
 from mcp_memory.db import Database
 from mcp_memory.models import MemoryFilter, Principal, WriteItem
 from mcp_memory.repository.maintenance import MaintenanceRepository
@@ -16,6 +18,7 @@ from mcp_memory.retrieval.common_words import too_common
 from mcp_memory.retrieval.narrowing import EXACT_BELOW, crossing, exact_below, narrowing
 from mcp_memory.retrieval.query import parse_query
 from mcp_memory.retrieval.search import SearchStatement, build_search, plan
+from mcp_memory.server import build_server
 from mcp_memory.service import MemoryService
 
 from .conftest import principal
@@ -229,14 +232,14 @@ async def test_a_users_full_text_list_reads_their_own_entries_in_a_store_many_sh
 
 
 async def test_a_word_in_most_of_the_scope_leaves_the_any_word_list_to_the_rare_ones(
-        service: MemoryService, database: Database, alice: Principal) -> None:
+        service: MemoryService, database: Database, alice: Principal, settings: Settings) -> None:
     """Full text lists at most `fulltext_scan` memories holding any of a question's words, the first
     in the table's order: a word hundreds of them hold filled it before a rare word's memory was
     reached, and its whole bitmap was read (at a million memories, 28 of a 70 ms search). A word the
     planner expects in more than `fulltext_common_rows` of the scope is listed by only together
     with the others; whose scope it is counts (bob's few memories of it keep it)."""
-    service.settings = service.settings.model_copy(update={
-        "fulltext_scan": 100, "fulltext_common_rows": 150, "weight_vector": 0.0, "weight_trigram": 0.0})
+    tuned = {"fulltext_scan": 100, "fulltext_common_rows": 150, "weight_vector": 0.0, "weight_trigram": 0.0}
+    service.settings = service.settings.model_copy(update=tuned)
     async with database.admin.acquire() as conn:
         await conn.execute(
             """INSERT INTO memories (user_id, agent_id, project_id, kind, content, content_hash)
@@ -274,6 +277,9 @@ async def test_a_word_in_most_of_the_scope_leaves_the_any_word_list_to_the_rare_
     found = await service.search(alice, "kestrel meeting", limit=5, explain=True)
     assert found.hits and found.hits[0].snippet.startswith("Kestrel")
     assert found.reading is not None and found.reading.words_left_out == ["meeting"]  # explain says so
+    async with Client(build_server(settings.model_copy(update=tuned)), mode="legacy") as client:  # as a client reads it
+        result = await client.call_tool("memory_search", {"query": "kestrel meeting", "explain": True})
+        assert not result.is_error and result.structured_content["reading"]["words_left_out"] == ["meeting"]
     # words that are no lexeme, several, or hostile: estimated and left out like any other
     hostile = "'; DROP TABLE memories; -- kestrel e-mail C++ 😀 very meeting \\ %_ ' || pg_sleep(5) ||"
     assert (await service.search(alice, hostile, limit=5)).hits[0].snippet.startswith("Kestrel")
