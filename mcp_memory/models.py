@@ -169,16 +169,12 @@ class QueryIntent(BaseModel):
 
 
 class SearchReading(BaseModel):
-    """How a search read a big store (explain=true), where it did anything but read each list whole."""
+    """How a search read a big store of one user (explain=true), where it did not read each list whole.
+    (How the lists read a store others share is left out: it would tell of their memories.)"""
 
     words_left_out: list[str] = Field(default_factory=list, description=(
         "Words so many memories of the scope hold that full text listed memories by the question's other "
         "words (a memory holding every word is still listed)."))
-    filter_read_first: bool = Field(default=False, description=(
-        "The filter left few memories: the word lists read them first and matched each."))
-    vectors_sorted: bool = Field(default=False, description=(
-        "The vector list sorted every memory passing the filter (or the scope's) by distance instead of "
-        "walking the index."))
 
 
 class SearchResult(BaseModel):
@@ -186,8 +182,7 @@ class SearchResult(BaseModel):
     hits: list[SearchHit]
     intent: QueryIntent | None = Field(default=None, description="explain=true: the query's temporal intent.")
     reading: SearchReading | None = Field(default=None, description=(
-        "explain=true: how the search read a big store, when it left words out, read the filter's memories "
-        "first or sorted them."))
+        "explain=true: how the search read a big store, when it left words out."))
 
 
 class RelatedMemory(BaseModel):

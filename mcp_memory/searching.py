@@ -12,9 +12,11 @@ from uuid import UUID
 
 from .errors import InvalidInput
 from .models import Memory, MemoryFilter, Principal, SearchHit, SearchReading, SearchResult
+from .repository.maintenance import MaintenanceRepository
 from .repository.related import similarities
 from .retrieval import ParsedQuery, intent_of, parse_query
 from .retrieval import search as hybrid_search
+from .retrieval.common_words import others_allowed
 from .retrieval.statement import QUESTION
 from .retrieval.summaries import covering, sources_of
 from .validation import text
@@ -53,6 +55,7 @@ class Searching:
     repo: MemoryRepository
     settings: Settings
     vectors: Vectors | None
+    _maintenance: MaintenanceRepository | None
     check: Validator
     lexicon: Lexicon
     reranking: Reranking | None
@@ -95,6 +98,18 @@ class Searching:
                 summarised = covering(hits, await sources_of(conn, p, rows))
         return Recalled(hits, memories, cosine, summarised)
 
+    async def _alone(self, p: Principal) -> bool:
+        """Whether the store is nearly all `p`'s user's (retrieval/common_words.py `others_allowed`),
+        by the owner's pool (MaintenanceRepository), asked once a minute; False without that door
+        (a service built by hand)."""
+        maintenance, allowed = self._maintenance, others_allowed(self.settings.fulltext_common_rows)
+        if maintenance is None:
+            return False
+
+        async def alone() -> float:
+            return float(await maintenance.others_hold_at_most(p.user_id, allowed))
+        return bool(await self.repo.counted(("alone", p.user_id, allowed), alone))
+
     async def _query_vector(self, parsed: ParsedQuery, wait: float | None = None) -> list[float] | None:
         """The vector of what a query searches for (its words about time steer the ranking: the
         meaning searched for is the rest); None without an embedder or past `wait` seconds."""
@@ -122,7 +137,7 @@ class Searching:
                                    vector=vector, model=self.vectors.model if self.vectors else None,
                                    dimension=self.vectors.dimension if self.vectors else 0,
                                    min_similarity=min_similarity, vectors=self.vectors, lexicon=self.lexicon,
-                                   reading=reading)
+                                   reading=reading, alone=await self._alone(p))
         if rerank is None:
             return hits
         # The reranker sees the question as asked (time words kept) and only these hits: memories

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from dataclasses import replace
 from typing import Any
 
@@ -237,43 +236,35 @@ async def test_a_word_in_most_of_the_scope_leaves_the_any_word_list_to_the_rare_
     in the table's order: a word hundreds of them hold filled it before a rare word's memory was
     reached, and its whole bitmap was read (at a million memories, 28 of a 70 ms search). A word the
     planner expects in more than `fulltext_common_rows` of the scope is listed by only together
-    with the others; whose scope it is counts (bob's few memories of it keep it)."""
+    with the others, in a store one user holds: the statistics are the table's, and what a user's
+    search leaves out must not tell of another user's memories."""
     tuned = {"fulltext_scan": 100, "fulltext_common_rows": 150, "weight_vector": 0.0, "weight_trigram": 0.0}
     service.settings = service.settings.model_copy(update=tuned)
     async with database.admin.acquire() as conn:
         await conn.execute(
             """INSERT INTO memories (user_id, agent_id, project_id, kind, content, content_hash)
-               SELECT CASE WHEN g <= 400 THEN 'alice' ELSE 'bob' END, 'agent-a', 'proj-x', 'note',
+               SELECT 'alice', 'agent-a', 'proj-x', 'note',
                       'Weekly meeting ' || g || ': notes on budget line ' || (g % 17), md5(g::text)
-               FROM generate_series(1, 420) g""")
-    bob = principal("bob")
-    for p in (alice, bob):
-        await service.write(p, "Kestrel is the name of the staging cluster.")
-    async with database.admin.acquire() as conn:
-        await conn.execute("ANALYZE memories")
-    parsed = parse_query("kestrel meeting")
-    async with service.repo.reading(alice) as conn:
-        rows = await service.repo.index_rows(conn)
-        def common(p: Principal, cutoff: int = 150) -> Awaitable[list[str]]:
-            return too_common(conn, p, parsed.text, parsed.lexicon, "'english'", index_rows=rows, cutoff=cutoff)
-        assert await common(alice) == ["meeting"]
-        assert await common(bob) == []  # 20 of his memories hold it
-        asked = []
+               FROM generate_series(1, 400) g""")
+    await service.write(alice, "Kestrel is the name of the staging cluster.")
 
-        async def remembered(key, count):
-            asked.append(key)
-            return await service.repo.counted(key, count)
-        # his whole scope is under the cut-off: its estimate (kept a minute) answers for every word
-        assert await too_common(conn, bob, parsed.text, parsed.lexicon, "'english'", index_rows=rows, cutoff=150,
-                                remembered=remembered) == [] and len(asked) == 1
-        assert await too_common(conn, alice, parsed.text, parsed.lexicon, "'english'", index_rows=rows, cutoff=150,
-                                remembered=remembered) == ["meeting"]
-        assert await common(alice, cutoff=500) == []  # the store holds fewer than that
-        # every word past it: the rarest is still listed by, or the list would hold nothing
-        budget = parse_query("weekly meeting notes")
-        assert len(await too_common(conn, alice, budget.text, budget.lexicon, "'english'", index_rows=rows,
-                                    cutoff=150)) == 2
-        assert await common(alice, cutoff=0) == []
+    async def analyzed_rows() -> float:
+        async with database.admin.acquire() as conn:
+            await conn.execute("ANALYZE memories")
+        return await MaintenanceRepository(database.admin).planner_rows()
+    rows = await analyzed_rows()
+
+    async def common(p: Principal, cutoff: int = 150, text: str = "kestrel meeting", remembered=None) -> list[str]:
+        asked = parse_query(text)
+        alone = await MaintenanceRepository(database.admin).others_hold_at_most(p.user_id, 15)
+        async with service.repo.reading(p) as conn:
+            return await too_common(conn, p, asked.text, asked.lexicon, "'english'", index_rows=rows, cutoff=cutoff,
+                                    alone=alone, remembered=remembered)
+    assert await common(alice) == ["meeting"]
+    assert await common(alice, cutoff=500) == []  # the store holds fewer than that
+    assert await common(alice, cutoff=0) == []
+    # every word past it: the rarest is still listed by, or the list would hold nothing
+    assert len(await common(alice, text="weekly meeting notes")) == 2
     found = await service.search(alice, "kestrel meeting", limit=5, explain=True)
     assert found.hits and found.hits[0].snippet.startswith("Kestrel")
     assert found.reading is not None and found.reading.words_left_out == ["meeting"]  # explain says so
@@ -283,13 +274,25 @@ async def test_a_word_in_most_of_the_scope_leaves_the_any_word_list_to_the_rare_
     # words that are no lexeme, several, or hostile: estimated and left out like any other
     hostile = "'; DROP TABLE memories; -- kestrel e-mail C++ 😀 very meeting \\ %_ ' || pg_sleep(5) ||"
     assert (await service.search(alice, hostile, limit=5)).hits[0].snippet.startswith("Kestrel")
-    async with database.admin.acquire() as conn:
-        assert await conn.fetchval("SELECT count(*) FROM memories") == 422
     # every word listed by: the meetings fill the list before the cluster's memory is reached
     service.settings = service.settings.model_copy(update={"fulltext_common_rows": 0})
     found = await service.search(alice, "kestrel meeting", limit=5, explain=True)
     assert not any(h.snippet.startswith("Kestrel") for h in found.hits)
     assert found.reading is None  # each list read whole: nothing to say
+    # bob's memories in the store, more than a tenth of the cut-off: nothing is left out for either of
+    # them any more (which words are would tell alice of his)
+    service.settings = service.settings.model_copy(update=tuned)
+    bob = principal("bob")
+    await service.write_many(bob, [WriteItem(content=f"Meeting {i} with the vendor") for i in range(20)])
+    rows = await analyzed_rows()
+    maintenance = MaintenanceRepository(database.admin)
+    assert await maintenance.others_hold_at_most("alice", 20) and not await maintenance.others_hold_at_most("alice", 19)
+    assert await common(alice) == [] and await common(bob) == []
+    service.repo._counted.clear()  # what the service asked a minute ago
+    found = await service.search(alice, "kestrel meeting", limit=5, explain=True)
+    assert found.reading is None
+    async with database.admin.acquire() as conn:
+        assert await conn.fetchval("SELECT count(*) FROM memories") == 421
 
 
 async def test_a_filter_that_leaves_few_memories_is_read_before_the_words_are_matched(

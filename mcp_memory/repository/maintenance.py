@@ -72,6 +72,14 @@ class MaintenanceRepository:
         async with self.pool.acquire() as conn:
             return await planner_rows(conn)
 
+    async def others_hold_at_most(self, user_id: str, n: int) -> bool:
+        """Whether other users than `user_id` hold at most `n` memories, forgotten ones included:
+        two ranges of the primary key, read no further than n + 1 rows each."""
+        return bool(await self.pool.fetchval(
+            """SELECT count(*) <= $2 FROM ((SELECT 1 FROM memories WHERE user_id < $1 LIMIT $2 + 1)
+                                            UNION ALL (SELECT 1 FROM memories WHERE user_id > $1 LIMIT $2 + 1)) o""",
+            user_id, n))
+
     # --- retention --------------------------------------------------------------------------
 
     async def purge(self, now: datetime, *, purge_after_days: int, history_days: int, idempotency_days: int,

@@ -8,7 +8,8 @@ rows for one question in a million memories: 28 of a kind-filtered search's 70 m
 is left out of the any-word list (Elasticsearch's cutoff_frequency did the same); the every-word
 list still requires it, and its rarity still weighs it. How many memories hold a word is the
 planner's estimate (its statistics of the column, EXPLAIN): the same on any server, a round trip
-that reads no rows, made only where the store holds more memories than the cut-off."""
+that reads no rows, made only where the store holds more memories than the cut-off, nearly all of
+them the searching user's."""
 
 from __future__ import annotations
 
@@ -23,6 +24,18 @@ from ..models import Principal
 from ..repository import Sql, live
 
 Remembered = Callable[[Hashable, Callable[[], Awaitable[float]]], Awaitable[float]]
+
+# Other users' memories may number at most this share of the cut-off where words are left out: the
+# planner's statistics are the table's, and theirs must not decide which words a user's search
+# leaves out (which `explain` shows; PostgreSQL hides a table's statistics from roles under
+# row-level security for this reason). So few move no word's estimate by more than a tenth of it.
+OTHERS_OF_CUTOFF = 0.1
+
+
+def others_allowed(cutoff: int) -> int:
+    """How many memories other users may hold where a search leaves common words out."""
+    return int(cutoff * OTHERS_OF_CUTOFF)
+
 
 # More words than this are not estimated: the rest are kept (a long text pasted as a query).
 MOST_WORDS = 12
@@ -54,23 +67,24 @@ def estimates(plan: str | list[Any], n: int) -> list[float]:
 
 
 async def too_common(conn: asyncpg.Connection, p: Principal, text: str, lexicon: Lexicon, config: str, *,
-                     index_rows: float, cutoff: int, remembered: Remembered | None = None) -> list[str]:
+                     index_rows: float, cutoff: int, alone: bool, remembered: Remembered | None = None) -> list[str]:
     """The words of `text` that the planner expects in more than `cutoff` memories of `p`'s scope:
-    none when the whole store, or the scope (its estimate `remembered` when given, as
-    MemoryStore.counted keeps it a minute), holds fewer, or `cutoff` is 0."""
-    if cutoff <= 0 or index_rows <= cutoff:
+    none when the store, or the scope (its estimate `remembered` when given, as MemoryStore.counted
+    keeps it a minute), holds fewer, when `cutoff` is 0, or unless the store is `alone` the user's,
+    others holding at most `others_allowed(cutoff)` memories (in a store many share, a user's
+    full-text list reads the user's own index entries anyway, memories_user_kind_fts)."""
+    if cutoff <= 0 or index_rows <= cutoff or not alone:
         return []
     words = words_of(text, lexicon)
     if not words:
         return []
-    if remembered is not None:
-        q = Sql()
-        scope_sql = f"EXPLAIN (FORMAT JSON) SELECT 1 FROM memories m WHERE {' AND '.join(live(q, p))}"
+    q = Sql()
+    scope_sql, scope_args = _rows(" AND ".join(live(q, p)), *q.args)
 
-        async def scope() -> float:
-            return estimates(await conn.fetchval(scope_sql, *q.args), 1)[0]
-        if await remembered((scope_sql, repr(q.args)), scope) <= cutoff:  # a user of a shared store
-            return []
+    async def scope() -> float:
+        return estimates(await conn.fetchval(scope_sql, *scope_args), 1)[0]
+    if await (remembered((scope_sql, repr(scope_args)), scope) if remembered is not None else scope()) <= cutoff:
+        return []
     sql, args = estimate(p, words, config)
     rows = estimates(await conn.fetchval(sql, *args), len(words))
     common = [w for w, n in zip(words, rows, strict=True) if n > cutoff]
@@ -79,3 +93,8 @@ async def too_common(conn: asyncpg.Connection, p: Principal, text: str, lexicon:
         # them all, often nothing (a million memories, cut-off 1,000: R@10 .357 -> .249).
         common.remove(min(zip(rows, words, strict=True))[1])
     return common
+
+
+def _rows(where: str, *args: Any) -> tuple[str, list[Any]]:
+    """EXPLAIN of the memories the role may read that hold to `where`."""
+    return f"EXPLAIN (FORMAT JSON) SELECT 1 FROM memories m WHERE {where}", list(args)

@@ -28,14 +28,15 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
                  limit: int, settings: Settings, explain: bool = False, vector: list[float] | None = None,
                  model: str | None = None, dimension: int = 0, min_similarity: float | None = None,
                  vectors: focus.TextVectors | None = None, lexicon: Lexicon = ENGLISH,
-                 reading: SearchReading | None = None) -> list[SearchHit]:
+                 reading: SearchReading | None = None, alone: bool = False) -> list[SearchHit]:
     """`vectors` (the service's embedder behind its cache) lets a question about the present
     that names someone find which of their memories answer it (retrieval/focus.py); a question
     about a known entity's keyed attribute gets its values in order of validity (keyed.py); a
     session's summary comes before the turns it sums up (summaries.py). Those stages reorder at
     least a window's worth of hits, cut to `limit` after them: asking for 3 gives the first 3 of
     what asking for 10 gives, not the newest of 3 versions where 10 would have found a newer one.
-    `reading`, when given, is told how the statement read the store (explain)."""
+    `reading`, when given, is told how the statement read the store (explain); `alone`: the store
+    holds one user's memories (retrieval/common_words.py)."""
     linked: Linked | None = None
     common: list[str] = []
     narrowed = Narrowing(False)
@@ -58,14 +59,13 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
         linked = named.linked if settings.subject_boost != 1 else None
         if settings.weight_fulltext > 0 and not narrowed.fenced:  # read first, a word costs its rows only
             common = await too_common(conn, p, parsed.text, parsed.lexicon, text_search(parsed.lexicon),
-                                      index_rows=index_rows, cutoff=settings.fulltext_common_rows,
+                                      index_rows=index_rows, cutoff=settings.fulltext_common_rows, alone=alone,
                                       remembered=repo.counted)
         if exact or linked is not None or common or narrowed.fenced:
             statement = built(exact=exact) or statement
         rows = await conn.fetch(statement.sql, *statement.args)
         if reading is not None:
-            reading.words_left_out, reading.filter_read_first = list(common), narrowed.fenced
-            reading.vectors_sorted = exact
+            reading.words_left_out = list(common)
         # A forget preview lists what matches the words, not what the graph knows of them.
         facts = await facts_named(conn, p, named, f) if min_similarity is None else []
         hop = await one_hop(conn, p, parsed, facts, f) if facts else None
