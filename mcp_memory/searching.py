@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from functools import partial
 from types import EllipsisType
 from typing import TYPE_CHECKING, NamedTuple
 from uuid import UUID
@@ -73,9 +74,8 @@ class Searching:
         parsed = parse_query(query, self.lexicon)
         reading = SearchReading() if explain else None
         hits = await self._search(p, parsed, self.check.filter(f), limit=limit, explain=explain, reading=reading)
-        noted = reading is not None and reading != SearchReading()
         return SearchResult(query=query, hits=hits, intent=intent_of(parsed) if explain else None,
-                            reading=reading if noted else None)
+                            reading=reading if reading is not None and reading.words_left_out else None)
 
     async def recall_search(self, p: Principal, query: str, *, limit: int,
                             vector_wait: float | None = None) -> Recalled:
@@ -137,7 +137,7 @@ class Searching:
                                    vector=vector, model=self.vectors.model if self.vectors else None,
                                    dimension=self.vectors.dimension if self.vectors else 0,
                                    min_similarity=min_similarity, vectors=self.vectors, lexicon=self.lexicon,
-                                   reading=reading, alone=await self._alone(p))
+                                   reading=reading, alone=partial(self._alone, p))
         if rerank is None:
             return hits
         # The reranker sees the question as asked (time words kept) and only these hits: memories

@@ -254,15 +254,22 @@ async def test_a_word_in_most_of_the_scope_leaves_the_any_word_list_to_the_rare_
         return await MaintenanceRepository(database.admin).planner_rows()
     rows = await analyzed_rows()
 
-    async def common(p: Principal, cutoff: int = 150, text: str = "kestrel meeting", remembered=None) -> list[str]:
+    owners_asked = []
+
+    async def common(p: Principal, cutoff: int = 150, text: str = "kestrel meeting") -> list[str]:
         asked = parse_query(text)
-        alone = await MaintenanceRepository(database.admin).others_hold_at_most(p.user_id, 15)
+
+        async def alone() -> bool:
+            owners_asked.append(p.user_id)
+            return await MaintenanceRepository(database.admin).others_hold_at_most(p.user_id, 15)
         async with service.repo.reading(p) as conn:
             return await too_common(conn, p, asked.text, asked.lexicon, "'english'", index_rows=rows, cutoff=cutoff,
-                                    alone=alone, remembered=remembered)
+                                    alone=alone)
     assert await common(alice) == ["meeting"]
+    owners_asked.clear()
     assert await common(alice, cutoff=500) == []  # the store holds fewer than that
     assert await common(alice, cutoff=0) == []
+    assert owners_asked == []  # and the owner's pool is not asked who else holds memories
     # every word past it: the rarest is still listed by, or the list would hold nothing
     assert len(await common(alice, text="weekly meeting notes")) == 2
     found = await service.search(alice, "kestrel meeting", limit=5, explain=True)

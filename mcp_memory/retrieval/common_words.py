@@ -14,7 +14,7 @@ them the searching user's."""
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import asyncpg
@@ -22,8 +22,7 @@ import asyncpg
 from ..lexicon import Lexicon
 from ..models import Principal
 from ..repository import Sql, live
-
-Remembered = Callable[[Hashable, Callable[[], Awaitable[float]]], Awaitable[float]]
+from .narrowing import Remembered, estimated_rows
 
 # Other users' memories may number at most this share of the cut-off where words are left out: the
 # planner's statistics are the table's, and theirs must not decide which words a user's search
@@ -61,29 +60,33 @@ def estimate(p: Principal, words: Sequence[str], config: str) -> tuple[str, list
 
 
 def estimates(plan: str | list[Any], n: int) -> list[float]:
+    """The row estimate of each of `estimate`'s `n` words, in order."""
+    if n == 1:
+        return [estimated_rows(plan)]
     top = (json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]
-    nodes = [top] if n == 1 else top["Plans"]
-    return [float(node["Plan Rows"]) for node in nodes]
+    return [float(node["Plan Rows"]) for node in top["Plans"]]
 
 
 async def too_common(conn: asyncpg.Connection, p: Principal, text: str, lexicon: Lexicon, config: str, *,
-                     index_rows: float, cutoff: int, alone: bool, remembered: Remembered | None = None) -> list[str]:
+                     index_rows: float, cutoff: int, alone: Callable[[], Awaitable[bool]],
+                     remembered: Remembered | None = None) -> list[str]:
     """The words of `text` that the planner expects in more than `cutoff` memories of `p`'s scope:
     none when the store, or the scope (its estimate `remembered` when given, as MemoryStore.counted
-    keeps it a minute), holds fewer, when `cutoff` is 0, or unless the store is `alone` the user's,
-    others holding at most `others_allowed(cutoff)` memories (in a store many share, a user's
-    full-text list reads the user's own index entries anyway, memories_user_kind_fts)."""
-    if cutoff <= 0 or index_rows <= cutoff or not alone:
+    keeps it a minute), holds fewer, when `cutoff` is 0, or unless `alone()` says the store is the
+    user's, others holding at most `others_allowed(cutoff)` memories (in a store many share, a
+    user's full-text list reads the user's own index entries anyway, memories_user_kind_fts). It is
+    asked last of these, so a small store never asks."""
+    if cutoff <= 0 or index_rows <= cutoff:
         return []
     words = words_of(text, lexicon)
-    if not words:
+    if not words or not await alone():
         return []
     q = Sql()
-    scope_sql, scope_args = _rows(" AND ".join(live(q, p)), *q.args)
+    scope_sql = f"EXPLAIN (FORMAT JSON) SELECT 1 FROM memories m WHERE {' AND '.join(live(q, p))}"
 
     async def scope() -> float:
-        return estimates(await conn.fetchval(scope_sql, *scope_args), 1)[0]
-    if await (remembered((scope_sql, repr(scope_args)), scope) if remembered is not None else scope()) <= cutoff:
+        return estimated_rows(await conn.fetchval(scope_sql, *q.args))
+    if await (remembered((scope_sql, repr(q.args)), scope) if remembered is not None else scope()) <= cutoff:
         return []
     sql, args = estimate(p, words, config)
     rows = estimates(await conn.fetchval(sql, *args), len(words))
@@ -94,7 +97,3 @@ async def too_common(conn: asyncpg.Connection, p: Principal, text: str, lexicon:
         common.remove(min(zip(rows, words, strict=True))[1])
     return common
 
-
-def _rows(where: str, *args: Any) -> tuple[str, list[Any]]:
-    """EXPLAIN of the memories the role may read that hold to `where`."""
-    return f"EXPLAIN (FORMAT JSON) SELECT 1 FROM memories m WHERE {where}", list(args)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..config import Settings
@@ -28,15 +29,16 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
                  limit: int, settings: Settings, explain: bool = False, vector: list[float] | None = None,
                  model: str | None = None, dimension: int = 0, min_similarity: float | None = None,
                  vectors: focus.TextVectors | None = None, lexicon: Lexicon = ENGLISH,
-                 reading: SearchReading | None = None, alone: bool = False) -> list[SearchHit]:
+                 reading: SearchReading | None = None,
+                 alone: Callable[[], Awaitable[bool]] | None = None) -> list[SearchHit]:
     """`vectors` (the service's embedder behind its cache) lets a question about the present
     that names someone find which of their memories answer it (retrieval/focus.py); a question
     about a known entity's keyed attribute gets its values in order of validity (keyed.py); a
     session's summary comes before the turns it sums up (summaries.py). Those stages reorder at
     least a window's worth of hits, cut to `limit` after them: asking for 3 gives the first 3 of
     what asking for 10 gives, not the newest of 3 versions where 10 would have found a newer one.
-    `reading`, when given, is told how the statement read the store (explain); `alone`: the store
-    holds one user's memories (retrieval/common_words.py)."""
+    `reading`, when given, is told how the statement read the store (explain); `alone`: whether the
+    store is nearly all the user's (retrieval/common_words.py; None: taken as shared)."""
     linked: Linked | None = None
     common: list[str] = []
     narrowed = Narrowing(False)
@@ -57,7 +59,7 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
         exact = narrowed.exact
         named = await named_in(conn, p, parsed)
         linked = named.linked if settings.subject_boost != 1 else None
-        if settings.weight_fulltext > 0 and not narrowed.fenced:  # read first, a word costs its rows only
+        if settings.weight_fulltext > 0 and not narrowed.fenced and alone is not None:  # read first: its rows only
             common = await too_common(conn, p, parsed.text, parsed.lexicon, text_search(parsed.lexicon),
                                       index_rows=index_rows, cutoff=settings.fulltext_common_rows, alone=alone,
                                       remembered=repo.counted)
