@@ -96,4 +96,3 @@ async def too_common(conn: asyncpg.Connection, p: Principal, text: str, lexicon:
         # them all, often nothing (a million memories, cut-off 1,000: R@10 .357 -> .249).
         common.remove(min(zip(rows, words, strict=True))[1])
     return common
-
