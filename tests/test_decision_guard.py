@@ -323,6 +323,21 @@ async def test_a_description_said_about_is_no_name_and_a_person_of_the_users_is(
     assert verdict.allowed == [] and 1 in (verdict.refused | verdict.suggested), verdict
 
 
+async def test_a_friend_named_beside_the_user_is_refused_as_the_users_fact() -> None:
+    """"Priya Raman, the user's friend, lives in Lisbon." names the user, so the graph finds the
+    user's home city among the memories it may speak of; it is Priya's, refused, not a
+    replace our check would leave to the embedder's closeness."""
+    from uuid import uuid4
+
+    from mcp_memory.graph.subjects import Subjects
+    priya, user = uuid4(), uuid4()
+    new, old = "Priya Raman, the user's friend, lives in Lisbon.", "The user lives in Bristol now."
+    said = {1: Subjects(said={user: "the user"}, read={}, named=frozenset({user})),
+            2: Subjects(said={priya: "Priya Raman"}, read={}, named=frozenset({priya, user}))}
+    verdict = await guard.check(new, [(1, old)], Down(), stored=said, new_id=2)  # type: ignore[arg-type]
+    assert verdict.allowed == [] and "someone in their life" in verdict.refused[1], verdict
+
+
 async def test_the_graphs_subject_is_what_is_masked_and_its_keys_tell_attributes_apart() -> None:
     """Where the graph has both memories about one subject, its names are the subject, not the
     text's reading: "The user dropped Jenkins; ..." reads as about Jenkins, which masked the value

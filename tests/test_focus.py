@@ -176,11 +176,14 @@ def test_a_question_about_the_user_and_who_else_a_memory_is_about() -> None:
     for other in ("My neighbour just bought a Renault Zoe.", "User's sister lives in Porto.",
                   "The user's old classmate runs Quillstone.", "The client hosts on Heroku.",
                   "Our designer moved to Eastern time.", "My friends invited me to watch rowing.",
-                  "A colleague keeps recommending Neovim."):
+                  "A colleague keeps recommending Neovim.",
+                  # A name with the user's person beside it, as a small model writes what it extracts.
+                  "Priya Raman, the user's friend, lives in Lisbon.", "Ana, my best friend, moved to Porto."):
         assert about_someone_else(other), other
     for own in ("My car is a Fiat Panda.", "User's team lead is Leonie Marchetti.", "My boss is Ahmed Saleh.",
                 "My wife and I moved to Berlin.", "The user moved to Lisbon.", "I'm an engineer at Korvex.",
-                "The team moved to Kotlin.", "Engineers at Korvex use Go."):
+                "The team moved to Kotlin.", "Engineers at Korvex use Go.", "Lisbon, our new home, is sunny.",
+                "Berlin, my favourite city, is cold.", "Tobias Wren, my manager, approved the plan."):
         assert not about_someone_else(own), own
     assert without_user("I quit my job; the user's new employer is Korvex. User is happy.", "someone") == \
         "someone quit someone job; someone new employer is Korvex. someone is happy."
@@ -334,6 +337,17 @@ async def test_the_newest_version_of_a_fact_about_the_user(service: MemoryServic
         ("My neighbour just bought a Renault Zoe.", 10), ("Got my new Mini Cooper from the dealer.", 100)],
         "What car do I drive these days?")
     assert "on_topic" not in next(h for h in found.hits if "neighbour" in h.snippet).explain
+
+
+async def test_a_friend_named_beside_the_user_is_not_the_user(service: MemoryService, alice: Principal) -> None:
+    """"Priya Raman, the user's friend, lives in Lisbon." is Priya's home, not a newer one of the
+    user's: the user's own newest city comes first, the friends' after it."""
+    found, _ = await newest_first_only_with_the_rule(service, alice, [
+        ("I live in Leeds.", 600), ("User is allergic to cats.", 900), ("User works at Quillstone.", 20),
+        ("Priya Raman, the user's friend, lives in Lisbon.", 10), ("Ana, my best friend, moved to Porto.", 5),
+        ("The user moved to Bristol last spring.", 300)], "Where do I live these days?")
+    assert found.hits[1].snippet == "I live in Leeds."
+    assert all("on_topic" not in h.explain for h in found.hits if "friend" in h.snippet)
 
 
 async def test_the_newest_version_of_a_fact_about_someone_in_the_users_life(service: MemoryService,

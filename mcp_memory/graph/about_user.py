@@ -36,6 +36,7 @@ class _Patterns:
     user: re.Pattern[str]  # a word for the user, anywhere
     theirs: str  # the user's: how a note names someone in their life ("my", "our", "the user's")
     someone_else: re.Pattern[str]
+    someone_named: re.Pattern[str]
     named_persons: re.Pattern[str]
     their_person: re.Pattern[str]
 
@@ -54,12 +55,16 @@ def _patterns(lexicon: Lexicon) -> _Patterns:
     someone_else = re.compile(r"(?i)^\W*(?:" + "|".join(filter(None, (
         phrases_pattern(lexicon.user_possessives), phrases_pattern(lexicon.articles)))) + ")" + role + with_user
         if lexicon.user_possessives or lexicon.articles else _NEVER)
+    # Or a name the user's person stands beside ("Priya Raman, the user's friend, lives in Lisbon":
+    # how a small model writes the facts it extracts about the people a user mentions).
+    someone_named = re.compile(r"^\W*[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*,\s+(?i:" + theirs + ")" + role
+                               if lexicon.user_possessives else _NEVER)
     # At the start, after a note's label: someone in a named person's life is the subject ("Kenji
     # Chaudhry's brother has the phone number ...", "FYI: Omar Kim's mentor prefers IntelliJ").
     named_persons = re.compile(r"^\W*(?:.{1,30}?:\s+)?(?:the\s+)?[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*'s" + role)
     # Anywhere in a question: "Where does my sister live now?".
     their_person = re.compile(r"(?i)" + _B + theirs + role)
-    return _Patterns(user, theirs, someone_else, named_persons, their_person)
+    return _Patterns(user, theirs, someone_else, someone_named, named_persons, their_person)
 
 
 def person_asked_about(question: str, lexicon: Lexicon = ENGLISH) -> str | None:
@@ -88,7 +93,15 @@ def speaks_of_user(text: str, lexicon: Lexicon = ENGLISH) -> bool:
 
 
 def about_someone_else(content: str, lexicon: Lexicon = ENGLISH) -> bool:
-    """Whether a memory's subject is a person in the user's life rather than the user."""
+    """Whether a memory's subject is a person in the user's life rather than the user: named by
+    their role ("My sister lives in Porto", `led_by_their_person`) or by name with the role beside
+    it ("Priya Raman, the user's friend, lives in Lisbon")."""
+    return led_by_their_person(content, lexicon) or _patterns(lexicon).someone_named.search(content) is not None
+
+
+def led_by_their_person(content: str, lexicon: Lexicon = ENGLISH) -> bool:
+    """Whether a memory opens on a person in the user's life named by their role alone ("My sister
+    lives in Porto"): the subject is that person, whom no name in it names."""
     return _patterns(lexicon).someone_else.search(content) is not None
 
 

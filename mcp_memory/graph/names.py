@@ -11,7 +11,7 @@ from typing import Literal
 
 from ..lexicon import Lexicon
 from ..lexicon.english import ENGLISH
-from .about_user import about_someone_else, speaks_of_user
+from .about_user import led_by_their_person, speaks_of_user
 
 # Capitalised words that are not names (the lexicon's `not_names`): English's, for the readers that
 # are given no lexicon.
@@ -180,7 +180,7 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
     early_end = early[-1] if len(early) == SUBJECT_WITHIN else len(text) + 1
     found: dict[str, Name] = {}
     # "My sister lives in Porto" is about the user's sister, whom it does not name: no name is its subject.
-    subject_taken = about_someone_else(text, lexicon)
+    subject_taken = led_by_their_person(text, lexicon)
     for start, run in runs(text):
         # A greeting opening the run greets the name after it ("Hey Mel", "Thanks Greta"): no name itself.
         greeting = _GREETING.match(run)
@@ -205,7 +205,7 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
             found[key] = Name(display, key, "about" if is_subject else "mentioned", sure=not lone_opener or spoken_to)
         subject_taken = subject_taken or is_subject
     names = list(found.values())
-    if speaks_of_user(text, lexicon) and not about_someone_else(text, lexicon):
+    if speaks_of_user(text, lexicon) and not led_by_their_person(text, lexicon):
         first = names[0] if names and names[0].role == "about" else None
         user_first = first is None or _user_before(text, first.display, lexicon)
         if user_first:
