@@ -324,9 +324,10 @@ async def test_a_description_said_about_is_no_name_and_a_person_of_the_users_is(
 
 
 async def test_a_friend_named_beside_the_user_is_refused_as_the_users_fact() -> None:
-    """"Priya Raman, the user's friend, lives in Lisbon." names the user, so the graph finds the
-    user's home city among the memories it may speak of; it is Priya's, refused, not a
-    replace our check would leave to the embedder's closeness."""
+    """"Priya Raman, the user's friend, lives in Lisbon." names the user, whom the old memory is
+    about, so by the graph the two share a subject; the text says the new one is about someone in
+    the user's life: refused, not left to the embedder's closeness (here, no embedder: a
+    suggestion before)."""
     from uuid import uuid4
 
     from mcp_memory.graph.subjects import Subjects
