@@ -48,6 +48,10 @@ async def count(service, p) -> tuple[int, int, int]:
     ("Sprint goals: ship Atlas.", "Atlas", set()),
     # "Everything" is no one, and the note is the user's.
     ("Everything runs on my laptop.", "the user", set()),
+    # A name with the user's person beside it is the subject, however short; the user is mentioned.
+    ("Lena, the user's sister, lives in Berlin.", "Lena", {"the user", "Berlin"}),
+    ("Priya Raman, the user's friend, lives in Lisbon.", "Priya Raman", {"the user", "Lisbon"}),
+    ("However, my sister moved.", "the user", set()),  # no comma after the person: no apposition
 ])
 def test_a_verb_after_the_opening_word_makes_it_the_subject(text: str, about: str | None, mentioned: set[str]) -> None:
     names = names_in(text)
@@ -146,6 +150,19 @@ async def test_a_newer_value_of_the_same_key_replaces_the_older_by_itself(servic
     assert "same key (home city)" in history[-1].reason and history[-1].new == {"superseded_by": str(new.memory.id)}
     # One entity for Greta, by her full name and her first name alike.
     assert [c for _, c in await entities(service, p) if c.startswith("greta")] == ["greta ibarra"]
+
+
+async def test_a_friends_new_job_keyed_with_no_about_is_the_friends_not_the_users(service) -> None:
+    """"Lena, the user's friend, moved to Hamburg for a new job at SAP." with `key` and no `about`:
+    the rules read Lena as its subject, so the fact is hers, and the user's employer stays."""
+    p = principal()
+    mine = await service.write(p, "I work at Brightwater Analytics.", about=["me"], key="employer",
+                               occurred_at=day("2024-01-01"))
+    hers = await service.write(p, "Lena, the user's friend, moved to Hamburg for a new job at SAP.",
+                               key="employer", occurred_at=day("2025-01-01"))
+    assert hers.memory.about == ["Lena"] and not hers.memory.replaced
+    got = (await service.get(p, [mine.memory.id])).memories[0]
+    assert got.superseded_by is None
 
 
 async def test_an_earlier_dated_fact_does_not_replace_the_live_one(service) -> None:

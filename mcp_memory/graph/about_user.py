@@ -55,10 +55,11 @@ def _patterns(lexicon: Lexicon) -> _Patterns:
     someone_else = re.compile(r"(?i)^\W*(?:" + "|".join(filter(None, (
         phrases_pattern(lexicon.user_possessives), phrases_pattern(lexicon.articles)))) + ")" + role + with_user
         if lexicon.user_possessives or lexicon.articles else _NEVER)
-    # Or a name the user's person stands beside ("Priya Raman, the user's friend, lives in Lisbon":
-    # how a small model writes the facts it extracts about the people a user mentions).
-    someone_named = re.compile(r"^\W*[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*,\s+(?i:" + theirs + ")" + role
-                               if lexicon.user_possessives else _NEVER)
+    # Or a name the user's person stands beside, between commas ("Priya Raman, the user's friend,
+    # lives in Lisbon": how a small model writes the facts it extracts about the people a user
+    # mentions; not "However, my sister moved").
+    someone_named = re.compile(r"^\W*(?P<name>[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*),\s+(?i:" + theirs + ")" + role
+                               + r"\s*,\s" if lexicon.user_possessives else _NEVER)
     # At the start, after a note's label: someone in a named person's life is the subject ("Kenji
     # Chaudhry's brother has the phone number ...", "FYI: Omar Kim's mentor prefers IntelliJ").
     named_persons = re.compile(r"^\W*(?:.{1,30}?:\s+)?(?:the\s+)?[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*'s" + role)
@@ -96,7 +97,14 @@ def about_someone_else(content: str, lexicon: Lexicon = ENGLISH) -> bool:
     """Whether a memory's subject is a person in the user's life rather than the user: named by
     their role ("My sister lives in Porto", `led_by_their_person`) or by name with the role beside
     it ("Priya Raman, the user's friend, lives in Lisbon")."""
-    return led_by_their_person(content, lexicon) or _patterns(lexicon).someone_named.search(content) is not None
+    return led_by_their_person(content, lexicon) or named_beside_their_person(content, lexicon) is not None
+
+
+def named_beside_their_person(content: str, lexicon: Lexicon = ENGLISH) -> int | None:
+    """Where the name opening a memory starts when the user's person stands beside it ("Lena, the
+    user's sister, lives in Berlin": 0): that name is its subject, however short; None otherwise."""
+    found = _patterns(lexicon).someone_named.search(content)
+    return found.start("name") if found is not None else None
 
 
 def led_by_their_person(content: str, lexicon: Lexicon = ENGLISH) -> bool:

@@ -11,7 +11,7 @@ from typing import Literal
 
 from ..lexicon import Lexicon
 from ..lexicon.english import ENGLISH
-from .about_user import led_by_their_person, speaks_of_user
+from .about_user import led_by_their_person, named_beside_their_person, speaks_of_user
 
 # Capitalised words that are not names (the lexicon's `not_names`): English's, for the readers that
 # are given no lexicon.
@@ -181,6 +181,8 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
     found: dict[str, Name] = {}
     # "My sister lives in Porto" is about the user's sister, whom it does not name: no name is its subject.
     subject_taken = led_by_their_person(text, lexicon)
+    # "Lena, the user's sister, lives in Berlin": the opening name is hers, a name however short.
+    apposed = named_beside_their_person(text, lexicon)
     for start, run in runs(text):
         # A greeting opening the run greets the name after it ("Hey Mel", "Thanks Greta"): no name itself.
         greeting = _GREETING.match(run)
@@ -196,7 +198,7 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
             continue
         display = " ".join(words)
         key = canonical(display)
-        lone_opener = (len(words) == 1 and not run.endswith("'s")
+        lone_opener = (len(words) == 1 and not run.endswith("'s") and start != apposed
                        and _CLAUSE_START.search(text[:start]) is not None
                        and not verb_follows(text, start + len(run), lexicon))
         spoken_to = addressed(text, start, start + len(run), lexicon)
