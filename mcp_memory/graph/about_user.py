@@ -19,6 +19,7 @@ from ..lexicon.english import ENGLISH
 
 _B, _E = r"(?<![\w'-])", r"(?![\w'-])"
 _NEVER = "(?!)"  # what a rule whose words a language leaves empty matches: nothing
+_NAME = r"[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*"  # a run of capitalised words
 
 
 def _alternatives(words: tuple[str, ...]) -> str:
@@ -58,11 +59,11 @@ def _patterns(lexicon: Lexicon) -> _Patterns:
     # Or a name the user's person stands beside, between commas ("Priya Raman, the user's friend,
     # lives in Lisbon": how a small model writes the facts it extracts about the people a user
     # mentions; not "However, my sister moved").
-    someone_named = re.compile(r"^\W*(?P<name>[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*),\s+(?i:" + theirs + ")" + role
+    someone_named = re.compile(r"^\W*(?P<name>" + _NAME + r"),\s+(?i:" + theirs + ")" + role
                                + r"\s*,\s" if lexicon.user_possessives else _NEVER)
     # At the start, after a note's label: someone in a named person's life is the subject ("Kenji
     # Chaudhry's brother has the phone number ...", "FYI: Omar Kim's mentor prefers IntelliJ").
-    named_persons = re.compile(r"^\W*(?:.{1,30}?:\s+)?(?:the\s+)?[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*'s" + role)
+    named_persons = re.compile(r"^\W*(?:.{1,30}?:\s+)?(?:the\s+)?" + _NAME + "'s" + role)
     # Anywhere in a question: "Where does my sister live now?".
     their_person = re.compile(r"(?i)" + _B + theirs + role)
     return _Patterns(user, theirs, someone_else, someone_named, named_persons, their_person)

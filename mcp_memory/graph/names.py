@@ -180,7 +180,8 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
     early_end = early[-1] if len(early) == SUBJECT_WITHIN else len(text) + 1
     found: dict[str, Name] = {}
     # "My sister lives in Porto" is about the user's sister, whom it does not name: no name is its subject.
-    subject_taken = led_by_their_person(text, lexicon)
+    led = led_by_their_person(text, lexicon)
+    subject_taken = led
     # "Lena, the user's sister, lives in Berlin": the opening name is hers, a name however short.
     apposed = named_beside_their_person(text, lexicon)
     for start, run in runs(text):
@@ -207,7 +208,7 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
             found[key] = Name(display, key, "about" if is_subject else "mentioned", sure=not lone_opener or spoken_to)
         subject_taken = subject_taken or is_subject
     names = list(found.values())
-    if speaks_of_user(text, lexicon) and not led_by_their_person(text, lexicon):
+    if speaks_of_user(text, lexicon) and not led:
         first = names[0] if names and names[0].role == "about" else None
         user_first = first is None or _user_before(text, first.display, lexicon)
         if user_first:
