@@ -17,12 +17,12 @@ from . import limits
 from .config import Settings
 from .errors import InvalidInput
 from .graph import Said
-from .graph.keys import Key, cued_by, in_lexicon, key_in, key_of
+from .graph.keys import Key, cued_by, in_lexicon, key_in, key_of, own_attribute
 from .graph.names import Name, bounded, classified, read_names, with_text, writer_names
 from .lexicon import Lexicon, phrases_pattern
 from .models import Memory, Principal, RelatedMemory
 from .repository import MemoryRepository
-from .repository.graph_reads import current_facts
+from .repository.graph_reads import current_facts, subject_facts
 from .retrieval.versions import earlier_versions, masked_similarities
 from .validation import text
 from .vectors import Vectors
@@ -69,25 +69,28 @@ class Structure:
     async def adopted(self, p: Principal, content: str, said: Said) -> Said:
         """Keys in a writer's own words name attributes of their own ("persists to", "huddle time"),
         so the subject's value under other words ("database") would stay current beside a new one.
-        When the text says the same kind of thing as exactly one current value of the subject
-        (retrieval/versions.py `earlier_versions`: same subject, the closest with the names masked)
-        and at least `graph_adopt_floor` close, the two are one attribute: a key in its own words
-        takes that value's attribute; a key of the lexicon's takes in that value's own-words
-        attribute (`Key.absorbs`). Two attributes of the lexicon stay apart: where the lexicon
-        speaks, restating is no evidence ("left Acme for Globex as a staff engineer" is close to a
-        job title and an employer alike). Below the floor a subject's other facts pass for it
-        (.50: "has a green badge" and "is owned by Oskar Lund"; a restatement is .73 and up), and
+        Words the writer has used of this subject before for another attribute mean that attribute
+        (`_worded`). Otherwise, when the text says the same kind of thing as exactly one current
+        value of the subject (retrieval/versions.py `earlier_versions`: same subject, the closest
+        with the names masked) and at least `graph_adopt_floor` close, the two are one attribute: a
+        key in its own words takes that value's attribute; a key of the lexicon's takes in that
+        value's own-words attribute (`Key.absorbs`). Two attributes of the lexicon stay apart: where
+        the lexicon speaks, restating is no evidence ("left Acme for Globex as a staff engineer" is
+        close to a job title and an employer alike). Below the floor a subject's other facts pass for
+        it (.50: "has a green badge" and "is owned by Oskar Lund"; a restatement is .73 and up), and
         naming the old value alone does not count."""
         floor = self.settings.graph_adopt_floor
-        if said.key is None or not said.about or self.vectors is None or floor >= 1:
+        if said.key is None or not said.about or floor >= 1:
             return said
         known = in_lexicon(said.key.attribute, self.lexicon)
         if known and not said.key.single:  # many values: a new one replaces nothing to take in
             return said
-        heads = await current_facts(self.repo, p, said.about)
-        heads = [r for r in heads if r["single"] and r["attribute"] != said.key.attribute
+        facts, replaced = await subject_facts(self.repo, p, said.about)
+        if not known and (worded := self._worded(said.key, facts)) is not None:
+            return replace(said, key=worded)
+        heads = [r for r in facts if r["id"] not in replaced and r["single"] and r["attribute"] != said.key.attribute
                  and not (known and in_lexicon(r["attribute"], self.lexicon))]
-        if not heads:
+        if not heads or self.vectors is None:
             return said
         judged = await self._restated(content, heads, floor)
         if judged is None:
@@ -101,6 +104,20 @@ class Structure:
         if known:
             return replace(said, key=replace(said.key, absorbs=(attribute,)))
         return replace(said, key=Key(attribute, said.key.words, True))
+
+    def _worded(self, key: Key, facts: list[Any]) -> Key | None:
+        """`key`, in words the lexicon does not know, as the one other attribute of the subject that
+        a fact keyed in the same words was filed under (adopted there, `adopted`): one writer's words
+        for one subject mean one attribute, whichever order the values come in. Facts already under
+        the key's own attribute go with it (`Key.absorbs`). None when no other attribute, or two,
+        were keyed so."""
+        elsewhere = {r["attribute"]: r["single"] for r in facts if r["attribute"] != key.attribute
+                     and own_attribute(r["key_words"], self.lexicon) == key.attribute}
+        if len(elsewhere) != 1:
+            return None
+        attribute, single = elsewhere.popitem()
+        own = any(r["attribute"] == key.attribute for r in facts)
+        return Key(attribute, key.words, single, absorbs=(key.attribute,) if own else ())
 
     async def ended(self, p: Principal, content: str, said: Said) -> Said:
         """A many-valued attribute keeps its values until one is said to have ended: a text in the

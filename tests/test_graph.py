@@ -664,6 +664,38 @@ async def test_own_words_for_one_attribute_twice_are_one_attribute_when_the_text
     assert new.memory.replaced == [old.memory.id] and new.memory.key == old.memory.key
 
 
+async def test_words_a_writer_used_of_a_subject_for_an_attribute_mean_it_in_whatever_order_values_come(
+        service, database) -> None:
+    """An import or a backfill brings values out of order: the earliest, keyed in the words the
+    writer used when a later value was filed under the attribute, is that attribute's too."""
+    p = principal()
+    old = await service.write(p, "The coupons pipeline persists to Postgres.", about=["coupons pipeline"],
+                              key="database", occurred_at=day("2024-06-01"))
+    new = await service.write(p, "The coupons pipeline persists to DynamoDB now.", about=["coupons pipeline"],
+                              key="writes its data to", occurred_at=day("2025-01-01"))
+    assert new.memory.key == "database" and new.memory.replaced == [old.memory.id]
+    first = await service.write(p, "Back in 2023 the coupons pipeline kept everything in a MySQL box under a desk.",
+                                about=["coupons pipeline"],
+                                key="writes its data to", occurred_at=day("2023-01-01"))
+    assert first.memory.key == "database" and not first.memory.replaced  # dated before the live value
+    [values] = [a for a in (await service.entities.profile(p, "coupons pipeline")).attributes
+                if a.attribute == "database"]
+    assert [v.memory for v in values.current] == [new.memory.id]
+    assert [v.memory for v in values.earlier] == [old.memory.id, first.memory.id]
+    hits = (await service.search(p, "Which database does the coupons pipeline use now?")).hits
+    assert [h.id for h in hits[:3]] == [new.memory.id, old.memory.id, first.memory.id]
+    # Words a writer used for two attributes of the subject mean neither.
+    await service.write(p, "Team Wren's daily huddle is at 9:30.", about=["team Wren"], key="standup time",
+                        occurred_at=day("2024-01-01"))
+    await service.write(p, "Team Wren chats in #wren.", about=["team Wren"], key="channel",
+                        occurred_at=day("2024-01-01"))
+    async with database.admin.acquire() as conn:  # as if adopted there, each under the same words
+        await conn.execute("UPDATE memory_facts SET key_words = 'where we meet' WHERE user_id = $1 "
+                           "AND attribute IN ('standup time', 'channel')", p.user_id)
+    both = await service.write(p, "Team Wren bought a plant.", about=["team Wren"], key="where we meet")
+    assert both.memory.key not in ("standup time", "channel") and not both.memory.replaced
+
+
 async def test_a_name_with_or_without_its_classifier_is_one_thing_unless_two_share_it(service) -> None:
     p = principal()
     first = await service.write(p, "Dotterel's standup is at 9:00.", about=["Dotterel"], key="standup time",

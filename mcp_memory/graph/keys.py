@@ -162,6 +162,15 @@ def key_of(words: str, lexicon: Lexicon) -> Key | None:
     return Key(" ".join(stems), tidy, not plural)
 
 
+@functools.lru_cache(maxsize=4096)
+def own_attribute(words: str, lexicon: Lexicon) -> str | None:
+    """The attribute `words` name when it is one of their own (not the lexicon's): what `key_of`
+    names them; None for the lexicon's or for fillers alone. Stored keys are read again on every
+    keyed write of their subject, so this is cached."""
+    key = key_of(words, lexicon)
+    return key.attribute if key is not None and not in_lexicon(key.attribute, lexicon) else None
+
+
 # A text's cues are read from this much of it, as its names are (graph/names.py): a keyed write of a
 # long text would otherwise stem all of it on the event loop.
 CUES_WITHIN_CHARS = 2000

@@ -102,19 +102,25 @@ async def entities_named(conn: asyncpg.Connection, p: Principal, names: Sequence
     return list(dict.fromkeys(r["id"] for rows in found.values() for r in rows if r["keyed"] or not keyed))
 
 
-async def current_facts(repo: MemoryStore, p: Principal, names: Sequence[Name]) -> list[asyncpg.Record]:
-    """The keyed facts of the entities `names` are (as a write would resolve them) that nothing live
-    has replaced: each with its memory's id and text."""
+async def subject_facts(repo: MemoryStore, p: Principal, names: Sequence[Name]
+                        ) -> tuple[list[asyncpg.Record], frozenset[UUID]]:
+    """The keyed facts of the entities `names` are (as a write would resolve them), each with its
+    memory's id and text, and the ids of those a live memory has replaced."""
     async with repo.reading(p) as conn:
         entities = await entities_named(conn, p, names)
         if not entities:
-            return []
+            return [], frozenset()
         rows = await facts_of(conn, p, entities, None)
         replaced = await conn.fetch(
             "SELECT m.id FROM memories m JOIN memories s ON s.user_id = m.user_id AND s.id = m.superseded_by "
             "WHERE m.user_id = $1 AND m.id = ANY($2::uuid[]) AND s.deleted_at IS NULL",
             p.user_id, [r["id"] for r in rows])
-    gone = {r["id"] for r in replaced}
+    return rows, frozenset(r["id"] for r in replaced)
+
+
+async def current_facts(repo: MemoryStore, p: Principal, names: Sequence[Name]) -> list[asyncpg.Record]:
+    """The keyed facts of the entities `names` are that nothing live has replaced (`subject_facts`)."""
+    rows, gone = await subject_facts(repo, p, names)
     return [r for r in rows if r["id"] not in gone]
 
 
@@ -178,4 +184,4 @@ async def neighbours_of(conn: asyncpg.Connection, p: Principal, entity: UUID, li
 
 
 __all__ = ["current_facts", "entities_by_name", "entities_named", "entity_rows", "facts_of", "mentioned_in",
-           "neighbours_of", "structure_of", "subjects_of"]
+           "neighbours_of", "structure_of", "subject_facts", "subjects_of"]
