@@ -44,7 +44,7 @@ class RankingSettings(BaseModel):
     graph_adopt_floor: float = Field(default=0.65, ge=0, le=1, description=(
         "A writer's key in words the lexicon does not know takes the attribute of the subject's one current "
         "value whose text says the same kind of thing: at least this close with the names masked (cosine), "
-        "or naming that value. 1 turns it off."))
+        "or naming that value; from then on those words mean that attribute for the subject. 1 turns it off."))
     graph_doubt_floor: float = Field(default=0.30, ge=0, le=1, description=(
         "A question about a subject's keyed attribute gets the values in order of validity unless a newer "
         "fact of the subject, under a key the lexicon does not know, says the same kind of thing: at least "
