@@ -665,7 +665,7 @@ async def test_own_words_for_one_attribute_twice_are_one_attribute_when_the_text
 
 
 async def test_words_a_writer_used_of_a_subject_for_an_attribute_mean_it_in_whatever_order_values_come(
-        service, database) -> None:
+        service, database, settings) -> None:
     """An import or a backfill brings values out of order: the earliest, keyed in the words the
     writer used when a later value was filed under the attribute, is that attribute's too."""
     p = principal()
@@ -684,6 +684,14 @@ async def test_words_a_writer_used_of_a_subject_for_an_attribute_mean_it_in_what
     assert [v.memory for v in values.earlier] == [old.memory.id, first.memory.id]
     hits = (await service.search(p, "Which database does the coupons pipeline use now?")).hits
     assert [h.id for h in hits[:3]] == [new.memory.id, old.memory.id, first.memory.id]
+    # With no embedder the stored words still say it: nothing to compare, only the facts to read.
+    from mcp_memory.service import MemoryService
+
+    plain = await MemoryService.open(database, settings.model_copy(update={"embedding_provider": "none"}))
+    assert plain.vectors.embedder is None
+    later = await plain.write(p, "The coupons pipeline keeps its data in Spanner since March.",
+                              about=["coupons pipeline"], key="writes its data to", occurred_at=day("2025-03-01"))
+    assert later.memory.key == "database" and later.memory.replaced == [new.memory.id]
     # Words a writer used for two attributes of the subject mean neither.
     await service.write(p, "Team Wren's daily huddle is at 9:30.", about=["team Wren"], key="standup time",
                         occurred_at=day("2024-01-01"))
