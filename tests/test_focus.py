@@ -16,6 +16,9 @@ from mcp_memory.graph.about_user import (
     their_person,
     without_user,
 )
+from mcp_memory.lexicon import Lexicon
+from mcp_memory.lexicon.english import ENGLISH
+from mcp_memory.lexicon.portuguese import PORTUGUESE
 from mcp_memory.models import Principal, SearchResult
 from mcp_memory.retrieval.focus import (
     Closeness,
@@ -25,6 +28,7 @@ from mcp_memory.retrieval.focus import (
     names_its_value,
     newest_on_topic_first,
     sharing_values,
+    stating_another,
     subject_positions,
     value_kinds,
     value_runs,
@@ -234,6 +238,25 @@ def _closeness(rows: list[dict], question: list[float], links: list[float]) -> d
             for step, (r, q, link) in enumerate(zip(rows, question, links, strict=True))}
 
 
+@pytest.mark.parametrize("lexicon, question, texts", [
+    (ENGLISH, "Where does someone live now?",
+     ["someone lives in Bristol.", "someone works at Brightwater Analytics.", "someone editor is Zed."]),
+    (PORTUGUESE, "Onde mora someone agora?",
+     ["someone mora em Lisboa.", "someone trabalha na Sonae.", "O editor de someone é o Vim."]),
+])
+def test_a_subjects_facts_one_version_each_by_the_words_of_what_each_states(
+        lexicon: Lexicon, question: str, texts: list[str]) -> None:
+    """Each memory states an attribute in the lexicon's words, no two the same: those stating
+    another than the question asks are off the chain. In any language the lexicon holds."""
+    assert stating_another(question, texts, lexicon) == {1, 2}
+    # One memory stating nothing in those words may be a version of any of them ("trying Helix
+    # for good now"); two stating one attribute are versions; a question asking none: the chain.
+    assert stating_another(question, [*texts, "someone is trying something new for good now."], lexicon) == set()
+    assert stating_another(question, [*texts, texts[0].replace("Bristol", "Leeds").replace("Lisboa", "Porto")],
+                            lexicon) == set()
+    assert stating_another("What about someone?", texts, lexicon) == set()
+
+
 def test_answers_first_newest_first() -> None:
     oslo = _row("oslo (old)", 300)
     lisbon = _row("lisbon (new)", 30)
@@ -315,6 +338,26 @@ async def test_the_newest_version_of_the_asked_fact_first(service: MemoryService
     assert {h.snippet for h in found.hits[3:5]} == {"Ines Moreau drives a Tesla.",
                                                     "Ines Moreau was born on 4 May 1991."}
     assert "on_topic" not in before.hits[0].explain
+
+
+async def test_a_new_users_first_facts_each_answer_what_they_state(service: MemoryService, alice: Principal) -> None:
+    """A new user's first facts, one each of three attributes, no two alike by their words: each
+    question gets the fact stating what it asks, whichever is newer. The chain alone takes the
+    closest and the next for versions of one fact (with three memories there is one drop to cut
+    at), and put the employer first for "Where does the user live now?". A fact with a second
+    version keeps its versions together, newest first."""
+    await write_dated(service, alice, [("The user lives in Bristol.", 300),
+                                       ("The user works at Brightwater Analytics.", 290),
+                                       ("The user's editor is Zed.", 280)])
+    for question, answer in [("Where does the user live now?", "Bristol"),
+                             ("Who does the user work for now?", "Brightwater Analytics"),
+                             ("Which editor does the user use these days?", "Zed")]:
+        found = await service.search(alice, question, explain=True)
+        assert answer in found.hits[0].snippet, (question, [h.snippet for h in found.hits])
+        assert [h.explain.get("states_another_attribute", False) for h in found.hits] == [False, True, True]
+    await write_dated(service, alice, [("The user relocated to Leeds.", 20)])
+    found = await service.search(alice, "Where does the user live now?")
+    assert [h.snippet for h in found.hits[:2]] == ["The user relocated to Leeds.", "The user lives in Bristol."]
 
 
 async def test_a_subject_written_in_lower_case(service: MemoryService, alice: Principal) -> None:

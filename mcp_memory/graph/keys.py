@@ -222,6 +222,45 @@ def asked(question: str, lexicon: Lexicon, known: dict[str, list[str]]) -> str |
     return scored[0][1]
 
 
+@functools.lru_cache(maxsize=8)
+def _parts_by_first(lexicon: Lexicon) -> dict[str, tuple[tuple[tuple[str, ...], str], ...]]:
+    """Each cue's or phrase's first stem -> (its stems, its attribute), every attribute's."""
+    index: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+    for attribute in lexicon.attributes:
+        for part in _parts(lexicon, attribute):
+            if part:
+                index.setdefault(part[0], []).append((part, attribute.name))
+    return {first: tuple(parts) for first, parts in index.items()}
+
+
+def _held(stems: tuple[str, ...], lexicon: Lexicon) -> dict[str, int]:
+    """Each attribute whose cues or phrases `stems` hold -> the length of the longest held (as
+    `_cued` over all of them, looked up by each stem instead of trying every cue)."""
+    index = _parts_by_first(lexicon)
+    held: dict[str, int] = {}
+    for at, stem in enumerate(stems):
+        for part, name in index.get(stem, ()):
+            if stems[at:at + len(part)] == part and len(part) > held.get(name, 0):
+                held[name] = len(part)
+    return held
+
+
+# A present-tense question reads each of the subject's memories in its window (retrieval/focus.py),
+# the same texts search after search.
+@functools.lru_cache(maxsize=4096)
+def cued_in(text: str, lexicon: Lexicon) -> frozenset[str]:
+    """Every attribute of the lexicon whose cues or phrases `text`'s words hold."""
+    return frozenset(_held(lexicon.stems(text[:CUES_WITHIN_CHARS]), lexicon))
+
+
+def asked_of_any(question: str, lexicon: Lexicon) -> frozenset[str]:
+    """Which of all the lexicon's attributes `question` asks about by their cues and phrases, the
+    longest match winning, all of them on a tie ("Which phone ...": a handset or a number); none
+    when none."""
+    held = _held(lexicon.stems(question), lexicon)
+    return frozenset(name for name, length in held.items() if length == max(held.values()))
+
+
 def key_in(text: str, lexicon: Lexicon, names: list[str]) -> Key | None:
     """The attribute a text states of its subject by rules: the one attribute whose cues or phrases
     its words hold (names left out: "Greta Town" is no town); None when none or several do. The

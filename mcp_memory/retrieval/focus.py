@@ -21,6 +21,15 @@ that at least two of the results share ("coupons pipeline"), masked the same way
 A memory naming a value one in the chain names ("9:45", "Brightwater Health") joins it: an update
 often names the value it replaces.
 
+The chain takes the subject's memories for versions of one fact, and with three of them the
+closest and the next always answer: a new user's "The user lives in Bristol.", "... works at
+Brightwater Analytics." and "The user's editor is Zed." answered "Where does the user live now?"
+with the newer employer. Where every one of the subject's memories states an attribute in the
+lexicon's words (its cues and phrases, graph/keys.py) and no two the same one, none is a version of
+another: those stating another attribute than the question asks are no answer, and the rest chain
+as before. A memory that states none by such words may be a version of any of them ("trying Helix
+for good now"), so one such leaves the chain to decide, as does a question asking none.
+
 Measured on the knowledge-update dev sets: newest-first life .59 -> .86, ops .62 -> .87,
 assistant .42 -> .79; newest@1 life .25 -> .81, ops .28 -> .84, assistant .28 -> .56, workbench
 .30 -> .40; the generator's own set and LoCoMo unchanged. The masked texts are embedded once and
@@ -40,6 +49,8 @@ import asyncpg
 import numpy as np
 
 from ..graph.about_user import about_someone_else, person_asked_about, speaks_of_user, their_person, without_user
+from ..graph.keys import asked_of_any, cued_in
+from ..lexicon import Lexicon
 from ..models import MOMENTS
 from .query import NOT_NAMES, ParsedQuery, phrases_of
 
@@ -212,8 +223,9 @@ class Closeness:
 
     question: float  #: cosine with the question
     joined: int  #: when it joined the chain from the memory closest to the question (0: that one)
-    link: float  #: cosine with the closest memory that joined before it (1 for the first)
+    link: float  #: cosine with the closest memory that joined before it (1 for the first, -1 for one `off`)
     values: frozenset[str] = frozenset()  #: the values it names (`values_of`) that the question does not
+    off: bool = False  #: its words state another attribute than the one the question asks
 
 
 async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
@@ -235,12 +247,39 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
         return {}
     matrix = np.asarray(documents)
     to_question = matrix @ np.asarray(question)
-    order, links = chain(matrix @ matrix.T, int(np.argmax(to_question)))
+    texts = [unnamed(rows[i]["content"]) for i in positions]
+    off = stating_another(unnamed(parsed.asked or parsed.text), texts, parsed.lexicon)
+    on = [i for i in range(len(positions)) if i not in off] or list(range(len(positions)))
+    within = matrix[on]
+    order_on, links = chain(within @ within.T, int(np.argmax(to_question[on])))
+    order = [on[j] for j in order_on] + [i for i in range(len(positions)) if i not in on]
+    links = links + [-1.0] * (len(order) - len(links))
     asked = frozenset(_POSSESSIVE.sub("", word).lower() for word in _TOKEN.findall(parsed.asked or parsed.text))
     ignore = asked | NOT_NAMES | {MASK}
     return {rows[positions[i]]["id"]: Closeness(float(to_question[i]), step, links[step],
-                                                values_of(unnamed(rows[positions[i]]["content"]), ignore))
+                                                values_of(texts[i], ignore), i not in on)
             for step, i in enumerate(order)}
+
+
+def stating_another(question: str, texts: Sequence[str], lexicon: Lexicon) -> set[int]:
+    """Which of `texts` (a subject's memories, names masked) state other attributes than
+    `question` asks about, where each states one in the lexicon's words and no two the same: a
+    subject's facts, one version each. Empty otherwise: any that states none, or two that state one
+    attribute, or a question that asks none, leave the chain to decide. Taken off the chain with
+    memories that state nothing in those words among them, the cue words cost newest-first on
+    life, ops and assistant: a version says what it states apart ("new apartment" of a home city,
+    "works for" of a manager) (docs/benchmarks.md, "A new user's first facts, by the words of what
+    each states")."""
+    asked = asked_of_any(question, lexicon)
+    if not asked:
+        return set()
+    cued: list[frozenset[str]] = []
+    for text in texts:
+        stated = cued_in(text, lexicon)
+        if not stated or any(stated & c for c in cued):
+            return set()
+        cued.append(stated)
+    return {i for i, c in enumerate(cued) if not asked & c}
 
 
 def chain(cosines: np.ndarray, start: int) -> tuple[list[int], list[float]]:
@@ -267,7 +306,9 @@ def answering(closeness: dict[UUID, Closeness], margin: float) -> set[UUID]:
     chained from the closest by single linkage, and where the link drops most is where they end:
     no threshold to tune per model or per set. With one other memory there is no drop to find; it
     answers if its cosine with the question is within `margin` of the closest's."""
-    joined = sorted(closeness, key=lambda k: closeness[k].joined)
+    joined = sorted((k for k in closeness if not closeness[k].off), key=lambda k: closeness[k].joined)
+    if len(joined) == 1:
+        return sharing_values(set(joined), closeness)
     if len(joined) == 2:
         first, other = (closeness[k].question for k in joined)
         return sharing_values(set(joined) if other >= first - margin else {joined[0]}, closeness)
@@ -288,7 +329,7 @@ def sharing_values(answers: set[UUID], closeness: dict[UUID, Closeness]) -> set[
     while grown:
         grown = False
         for k, c in closeness.items():
-            if k not in answers and c.values & named:
+            if k not in answers and not c.off and c.values & named:
                 answers.add(k)
                 named |= c.values
                 grown = True

@@ -40,7 +40,9 @@ def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool,
                  "recency": round(row["recency"], 4), "subject": round(row["about"], 4),
                  "period": round(row["period"], 4),
                  **({"on_topic": round(on_topic.question, 4), "linked": round(on_topic.link, 4)}
-                    if on_topic is not None else {})} if explain else None,
+                    if on_topic is not None else {}),
+                 **({"states_another_attribute": True} if on_topic is not None and on_topic.off else {})}
+        if explain else None,
     )
 
 
