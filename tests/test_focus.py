@@ -11,6 +11,7 @@ import pytest
 
 from mcp_memory.graph.about_user import (
     about_someone_else,
+    named_persons_relation,
     person_asked_about,
     speaks_of_user,
     their_person,
@@ -182,13 +183,19 @@ def test_a_question_about_the_user_and_who_else_a_memory_is_about() -> None:
                   "Our designer moved to Eastern time.", "My friends invited me to watch rowing.",
                   "A colleague keeps recommending Neovim.",
                   # A name with the user's person beside it, as a small model writes what it extracts.
-                  "Priya Raman, the user's friend, lives in Lisbon.", "Ana, my best friend, moved to Porto."):
+                  "Priya Raman, the user's friend, lives in Lisbon.", "Ana, my best friend, moved to Porto.",
+                  "O'Brien, my friend, moved to Cork."):
         assert about_someone_else(other), other
     for own in ("My car is a Fiat Panda.", "User's team lead is Leonie Marchetti.", "My boss is Ahmed Saleh.",
                 "My wife and I moved to Berlin.", "The user moved to Lisbon.", "I'm an engineer at Korvex.",
                 "The team moved to Kotlin.", "Engineers at Korvex use Go.", "Lisbon, our new home, is sunny.",
                 "Berlin, my favourite city, is cold.", "Tobias Wren, my manager, approved the plan."):
         assert not about_someone_else(own), own
+    # Someone in a named person's life: a name with an apostrophe is a name too.
+    for note, relation in (("Kenji Chaudhry's brother lives in Cork.", "brother"),
+                           ("Declan O'Brien's brother lives in Cork.", "brother"),
+                           ("FYI: Siobhan O'Neill's mentor prefers IntelliJ.", "mentor")):
+        assert named_persons_relation(note) == relation, note
     assert without_user("I quit my job; the user's new employer is Korvex. User is happy.", "someone") == \
         "someone quit someone job; someone new employer is Korvex. someone is happy."
 

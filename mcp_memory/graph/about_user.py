@@ -19,7 +19,7 @@ from ..lexicon.english import ENGLISH
 
 _B, _E = r"(?<![\w'-])", r"(?![\w'-])"
 _NEVER = "(?!)"  # what a rule whose words a language leaves empty matches: nothing
-_NAME = r"[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*"  # a run of capitalised words
+_NAME = r"[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*"  # a run of capitalised words ("O'Brien" too, as graph/names.py reads one)
 
 
 def _alternatives(words: tuple[str, ...]) -> str:
