@@ -702,6 +702,13 @@ async def test_words_a_writer_used_of_a_subject_for_an_attribute_mean_it_in_what
                            "AND attribute IN ('standup time', 'channel')", p.user_id)
     both = await service.write(p, "Team Wren bought a plant.", about=["team Wren"], key="where we meet")
     assert both.memory.key not in ("standup time", "channel") and not both.memory.replaced
+    # A session that cannot read those facts (another project's) follows no words filed there.
+    elsewhere = principal(project="proj-y")
+    apart = await service.write(elsewhere, "The coupons pipeline moved to CockroachDB.", about=["coupons pipeline"],
+                                key="writes its data to", occurred_at=day("2025-06-01"))
+    assert apart.memory.key != "database" and not apart.memory.replaced
+    assert {h.id for h in (await service.search(elsewhere, "coupons pipeline")).hits} == {apart.memory.id}
+    assert (await service.search(p, "Which database does the coupons pipeline use now?")).hits[0].id == later.memory.id
 
 
 async def test_a_name_with_or_without_its_classifier_is_one_thing_unless_two_share_it(service) -> None:
