@@ -305,7 +305,8 @@ def answering(closeness: dict[UUID, Closeness], margin: float) -> set[UUID]:
     "after Leipzig someone ended up in Berlin" against "someone owns a Nissan Leaf"). So they are
     chained from the closest by single linkage, and where the link drops most is where they end:
     no threshold to tune per model or per set. With one other memory there is no drop to find; it
-    answers if its cosine with the question is within `margin` of the closest's."""
+    answers if its cosine with the question is within `margin` of the closest's. A memory stating
+    another attribute than the question asks (`Closeness.off`, `stating_another`) answers nothing."""
     joined = sorted((k for k in closeness if not closeness[k].off), key=lambda k: closeness[k].joined)
     if len(joined) == 1:
         return sharing_values(set(joined), closeness)
