@@ -112,17 +112,35 @@ def _parts(lexicon: Lexicon, attribute: Attribute) -> frozenset[tuple[str, ...]]
                      | {lexicon.stems(p, drop=lexicon.key_fillers) for p in (attribute.name, *attribute.phrases)})
 
 
-def _cued(lexicon: Lexicon, stems: tuple[str, ...], attributes: list[Attribute],
-          head: str | None = None) -> list[tuple[int, str]]:
-    """(length of the longest cue or phrase of each attribute found in `stems`, its name); with a
-    `head`, only cues and phrases that hold it count."""
-    found = []
-    for attribute in attributes:
-        parts = _parts(lexicon, attribute)
-        best = max((len(p) for p in parts if _contains(stems, p) and (head is None or head in p)), default=0)
-        if best:
-            found.append((best, attribute.name))
-    return sorted(found, reverse=True)
+@functools.lru_cache(maxsize=8)
+def _parts_by_first(lexicon: Lexicon) -> dict[str, tuple[tuple[tuple[str, ...], str], ...]]:
+    """Each cue's or phrase's first stem -> (its stems, its attribute), every attribute's."""
+    index: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+    for attribute in lexicon.attributes:
+        for part in _parts(lexicon, attribute):
+            if part:
+                index.setdefault(part[0], []).append((part, attribute.name))
+    return {first: tuple(parts) for first, parts in index.items()}
+
+
+def _held(stems: tuple[str, ...], lexicon: Lexicon, head: str | None = None) -> dict[str, int]:
+    """Each attribute whose cues or phrases `stems` hold -> the length of the longest held; with a
+    `head`, only cues and phrases that hold it count. Looked up by each stem, not by trying every cue."""
+    index = _parts_by_first(lexicon)
+    held: dict[str, int] = {}
+    for at, stem in enumerate(stems):
+        for part, name in index.get(stem, ()):
+            if stems[at:at + len(part)] == part and len(part) > held.get(name, 0) and (head is None or head in part):
+                held[name] = len(part)
+    return held
+
+
+def _longest(held: dict[str, int]) -> str | None:
+    """The one attribute `held` holds longest; None when none, or on a tie."""
+    ranked = sorted(held.values(), reverse=True)
+    if not ranked or len(ranked) > 1 and ranked[0] == ranked[1]:
+        return None
+    return next(name for name, length in held.items() if length == ranked[0])
 
 
 def _head(lexicon: Lexicon, words: str) -> str | None:
@@ -152,9 +170,9 @@ def key_of(words: str, lexicon: Lexicon) -> Key | None:
         # The longest cue that holds the key's head word, of one attribute alone ("what they drive",
         # "carries the pager for"; not "works on time", a time zone, whose head is "time"). Requiring
         # the cue to be the whole key cost more right updates than it saved wrong ones (crm).
-        cued = _cued(lexicon, stems, list(lexicon.attributes), head=_head(lexicon, tidy))
-        if len(cued) == 1 or len(cued) > 1 and cued[0][0] > cued[1][0]:
-            attribute = _by_name(lexicon)[cued[0][1]]
+        cued = _longest(_held(stems, lexicon, head=_head(lexicon, tidy)))
+        if cued is not None:
+            attribute = _by_name(lexicon)[cued]
             return Key(attribute.name, tidy, attribute.single)
     # Its own attribute. A plural head ("favourite colours") holds many values.
     last = lexicon.words(tidy)[-1]
@@ -206,43 +224,18 @@ def asked(question: str, lexicon: Lexicon, known: dict[str, list[str]]) -> str |
     asks about: the one whose cues, phrases or keys its words hold, the longest match winning; None
     when none or a tie."""
     stems = lexicon.stems(question)
+    cued = _held(stems, lexicon)
     scored = []
     for attribute, keys in known.items():
-        in_lexicon = _by_name(lexicon).get(attribute)
         best = max((len(p) for p in (lexicon.stems(k, drop=lexicon.key_fillers) for k in keys)
                     if _contains(stems, p)), default=0)
-        if in_lexicon is not None:
-            cued = _cued(lexicon, stems, [in_lexicon])
-            best = max(best, cued[0][0] if cued else 0)
+        best = max(best, cued.get(attribute, 0))
         if best:
             scored.append((best, attribute))
     scored.sort(reverse=True)
     if not scored or len(scored) > 1 and scored[0][0] == scored[1][0]:
         return None
     return scored[0][1]
-
-
-@functools.lru_cache(maxsize=8)
-def _parts_by_first(lexicon: Lexicon) -> dict[str, tuple[tuple[tuple[str, ...], str], ...]]:
-    """Each cue's or phrase's first stem -> (its stems, its attribute), every attribute's."""
-    index: dict[str, list[tuple[tuple[str, ...], str]]] = {}
-    for attribute in lexicon.attributes:
-        for part in _parts(lexicon, attribute):
-            if part:
-                index.setdefault(part[0], []).append((part, attribute.name))
-    return {first: tuple(parts) for first, parts in index.items()}
-
-
-def _held(stems: tuple[str, ...], lexicon: Lexicon) -> dict[str, int]:
-    """Each attribute whose cues or phrases `stems` hold -> the length of the longest held (as
-    `_cued` over all of them, looked up by each stem instead of trying every cue)."""
-    index = _parts_by_first(lexicon)
-    held: dict[str, int] = {}
-    for at, stem in enumerate(stems):
-        for part, name in index.get(stem, ()):
-            if stems[at:at + len(part)] == part and len(part) > held.get(name, 0):
-                held[name] = len(part)
-    return held
 
 
 # A present-tense question reads each of the subject's memories in its window (retrieval/focus.py),
@@ -268,9 +261,8 @@ def key_in(text: str, lexicon: Lexicon, names: list[str]) -> Key | None:
     masked = text
     for name in sorted(names, key=len, reverse=True):
         masked = masked.replace(name, " ")
-    stems = lexicon.stems(masked)
-    cued = _cued(lexicon, stems, list(lexicon.attributes))
-    if not cued or len(cued) > 1 and cued[0][0] == cued[1][0]:
+    cued = _longest(_held(lexicon.stems(masked), lexicon))
+    if cued is None:
         return None
-    attribute = _by_name(lexicon)[cued[0][1]]
+    attribute = _by_name(lexicon)[cued]
     return Key(attribute.name, attribute.name, attribute.single)
