@@ -631,6 +631,32 @@ async def test_a_many_valued_value_said_to_have_ended_is_replaced_and_the_others
     assert any("said to have ended (allergies)" in (e.reason or "") for e in history.entries)
 
 
+async def test_a_newer_value_filed_under_the_writers_own_words_goes_first_where_it_names_the_old_one(service) -> None:
+    """A writer's words for an attribute that the lexicon does not know, on a text too unlike the
+    current value's to be adopted when written, are still a newer value of it when the text names
+    that value beside a new one: a question about now gets it first, the old value after it with
+    the date it ended."""
+    p = principal()
+    teodor = await service.write(p, "Teodor Kral owns the geo pipeline.", about=["geo pipeline"], key="owner",
+                                 occurred_at=day("2024-05-25"))
+    handed = await service.write(p, "Geo pipeline ownership handed from Teodor Kral to Yaw Boateng.",
+                                 about=["geo pipeline"], key="point of contact", occurred_at=day("2024-08-17"))
+    assert handed.memory.key == "point contact" and not handed.memory.replaced  # not adopted
+    await service.write(p, "Prod for the geo pipeline sits in eu-central-1.", about=["geo pipeline"], key="region",
+                        occurred_at=day("2025-02-01"))
+    hits = (await service.search(p, "Who owns the geo pipeline now?", explain=True)).hits
+    assert [h.id for h in hits[:2]] == [handed.memory.id, teodor.memory.id]
+    assert hits[0].valid_until is None and hits[1].valid_until == day("2024-08-17")
+    assert (hits[0].explain or {}).get("fact") == 1.0
+    # Own words that name no value of it prove nothing: the text's order, as before.
+    await service.write(p, "Teodor Kral owns the maps pipeline.", about=["maps pipeline"], key="owner",
+                        occurred_at=day("2024-05-25"))
+    await service.write(p, "Yaw Boateng took the maps pipeline.", about=["maps pipeline"], key="point of contact",
+                        occurred_at=day("2024-08-17"))
+    hits = (await service.search(p, "Who owns the maps pipeline now?", explain=True)).hits
+    assert all("fact" not in (h.explain or {}) for h in hits)
+
+
 async def test_a_key_of_the_lexicon_takes_in_the_value_it_restates_under_the_writers_own_words(service) -> None:
     p = principal()
     old = await service.write(p, "The coupons pipeline persists to Postgres.", about=["coupons pipeline"],

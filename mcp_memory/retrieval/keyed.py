@@ -15,16 +15,16 @@ import asyncpg
 
 from ..graph.about_user import about_someone_else, speaks_of_user
 from ..graph.keys import asked, in_lexicon
-from ..graph.names import USER, USER_NAME, Name, canonical, classified
+from ..graph.names import USER, USER_NAME, Name, canonical, classified, entity_name
 from ..graph.validity import current_first, held
 from ..lexicon import Lexicon
 from ..models import MemoryFilter, Principal, ScopeInfo, SearchHit, human_age, memory_uri
 from ..repository.graph_reads import entities_by_name, facts_of
-from .focus import TextVectors
-from .query import ParsedQuery, phrases_of
+from .focus import MASK, TextVectors, names_its_value
+from .query import NOT_NAMES, ParsedQuery, phrases_of
 from .reorder import placed_scores
 from .statement import Linked
-from .versions import masked_similarities
+from .versions import masked_pair, masked_similarities
 
 # The runs of words of a question looked up as names: a long question's are many, and few name anything.
 MAX_PHRASES = 24
@@ -104,6 +104,37 @@ async def unsure(facts: Sequence[asyncpg.Record], chain: Sequence[asyncpg.Record
     return close is None or any(c >= floor for c in close.values())
 
 
+def moved_on(facts: Sequence[asyncpg.Record], chain: Sequence[asyncpg.Record], lexicon: Lexicon
+             ) -> list[asyncpg.Record]:
+    """The attribute's newer values that a writer filed under a key in its own words: a fact of the
+    chain head's entity, under a key the lexicon does not know, newer than the value it moves on
+    from and naming that value beside a new one ("Data of the tickets service copied over to
+    ClickHouse; SQLite retired." of "Tickets service persists to SQLite.", keyed "backing store"
+    and "DB"), then any that moves on from it in turn; newest first. Two of the lexicon's
+    attributes are never one (graph/subjects.py `other_attribute`: "Greta Ibarra is Tomás's
+    manager at Acme Robotics" names his employer beside her), and words alike without the old
+    value prove nothing (`unsure` then keeps the text's order). The entity's name is masked."""
+    if not chain:
+        return []
+    moved: list[asyncpg.Record] = []
+    current = chain[0]
+    others = [r for r in facts if r["entity_id"] == current["entity_id"] and r["attribute"] != current["attribute"]
+              and not in_lexicon(r["attribute"], lexicon)]
+    while True:
+        later = [r for r in others if r["valid_from"] > current["valid_from"] and r not in moved]
+        name = entity_name(current["entity_kind"], current["entity_name"])
+        step = next((r for r in reversed(later) if _names_value_of(r["content"], current["content"], name)), None)
+        if step is None:
+            return moved[::-1]
+        moved.append(step)
+        current = step
+
+
+def _names_value_of(new: str, old: str, name: str) -> bool:
+    masked_new, masked_old, masked = masked_pair(new, old, [name])
+    return names_its_value(masked_new, masked_old, masked | {MASK} | NOT_NAMES)
+
+
 async def facts_named(conn: asyncpg.Connection, p: Principal, named: Named,
                       f: MemoryFilter | None) -> list[asyncpg.Record]:
     """The keyed facts of the known entities the question names (none named: none), read in the
@@ -124,9 +155,11 @@ async def keyed_first(parsed: ParsedQuery, facts: Sequence[asyncpg.Record], hits
     if attribute is None:
         return hits
     chain = [r for r in facts if r["attribute"] == attribute]  # newest valid first
+    single = all(r["single"] for r in chain)
+    moved = moved_on(facts, chain, lexicon) if single else []
+    chain = [*moved, *chain]
     if await unsure(facts, chain, lexicon, vectors, doubt_floor):
         return hits
-    single = all(r["single"] for r in chain)
     values = current_first(held(chain, single))
     ends: dict[UUID, datetime | None] = {v.row["id"]: v.until for v in values}
     chain = [v.row for v in values]
