@@ -657,6 +657,24 @@ async def test_a_newer_value_filed_under_the_writers_own_words_goes_first_where_
     assert all("fact" not in (h.explain or {}) for h in hits)
 
 
+async def test_a_question_naming_no_attribute_asks_the_one_its_question_word_asks_for(service) -> None:
+    """"Where does team Skua chat?" names neither the channel nor its words, but "where" asks for a
+    place, and of the team's attributes only its channel is one: its current value first."""
+    p = principal()
+    old = await service.write(p, "Questions for team Skua -> #oncall.", about=["team Skua"], key="channel",
+                              occurred_at=day("2024-03-09"))
+    new = await service.write(p, "Team Skua moved chat from #oncall to #kestrel-ops.", about=["team Skua"],
+                              key="Slack channel", occurred_at=day("2024-10-12"))
+    await service.write(p, "Team Skua standup @ 9:30.", about=["team Skua"], key="standup time",
+                        occurred_at=day("2025-06-01"))
+    hits = (await service.search(p, "Where does team Skua chat at the moment?", explain=True)).hits
+    assert [h.id for h in hits[:2]] == [new.memory.id, old.memory.id]
+    assert (hits[0].explain or {}).get("fact") == 1.0
+    # About the past, a question word alone says too little: the text's order.
+    hits = (await service.search(p, "Where did team Skua chat before?", explain=True)).hits
+    assert all("fact" not in (h.explain or {}) for h in hits)
+
+
 async def test_a_key_of_the_lexicon_takes_in_the_value_it_restates_under_the_writers_own_words(service) -> None:
     p = principal()
     old = await service.write(p, "The coupons pipeline persists to Postgres.", about=["coupons pipeline"],

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from mcp_memory.config import Settings
 from mcp_memory.graph.about_user import about_someone_else, person_asked_about, speaks_of_user
-from mcp_memory.graph.keys import asked, key_of
+from mcp_memory.graph.keys import asked, asked_for, key_of
 from mcp_memory.graph.names import names_in, writer_names
 from mcp_memory.lexicon import Lexicon, available, named
 from mcp_memory.lexicon.english import ENGLISH
@@ -75,6 +75,19 @@ def test_a_key_in_portuguese_is_one_attribute_and_others_never_merge() -> None:
     assert asked("Que carro conduz a Greta hoje em dia?", PORTUGUESE, known) == "car"
     assert asked("Onde mora a Greta agora?", PORTUGUESE, known) == "home city"
     assert asked("Como está a Greta?", PORTUGUESE, known) is None
+
+
+def test_a_question_word_asks_the_one_attribute_whose_values_it_asks_for_in_each_language() -> None:
+    team = ["channel", "standup time", "where to ask question"]
+    assert asked_for("Where does team Skua chat at the moment?", ENGLISH, team) == "channel"
+    assert asked_for("When does team Skua meet these days?", ENGLISH, team) == "standup time"
+    assert asked_for("What does team Skua do?", ENGLISH, team) is None  # no question word of a kind
+    assert asked_for("Where is the API hosted?", ENGLISH, ["region", "deploy target"]) is None  # two places
+    assert asked_for("Who runs the API?", ENGLISH, ["region", "point contact"]) is None  # own words: no kind
+    person = ["home city", "birthday", "partner"]
+    assert asked_for("Onde está a Greta agora?", PORTUGUESE, person) == "home city"
+    assert asked_for("Com quem está a Greta agora?", PORTUGUESE, person) == "partner"
+    assert asked_for("Who is Greta with now?", PORTUGUESE, person) is None  # English words read as Portuguese
 
 
 @pytest.mark.parametrize(("question", "tense", "text"), [

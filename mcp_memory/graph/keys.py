@@ -9,7 +9,7 @@ embedder: "employer" is closer to "job title" (.61) than "where they live" to "h
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -236,6 +236,23 @@ def asked(question: str, lexicon: Lexicon, known: dict[str, list[str]]) -> str |
     if not scored or len(scored) > 1 and scored[0][0] == scored[1][0]:
         return None
     return scored[0][1]
+
+
+def asked_for(question: str, lexicon: Lexicon, known: Iterable[str]) -> str | None:
+    """Which of `known` (an entity's attributes) a question asks that names none of them in words,
+    by what its question word asks for (`Lexicon.question_words`): "Who is on point for the refunds
+    pipeline now?" its owner, the one of them whose values are people; "Where does team Skua chat
+    these days?" its channel, not its standup time. None where its words name an attribute of that
+    kind ("Where did I grow up?" asks the hometown, which the subject may hold under a key in other
+    words, not its home city), where it has no such question word or asks for more than one kind,
+    or where the subject has not exactly one attribute of that kind (a key in a writer's own words
+    has none)."""
+    asks = {lexicon.question_words[w] for w in lexicon.words(question) if w in lexicon.question_words}
+    by_name = _by_name(lexicon)
+    if len(asks) != 1 or any(by_name[a].answers in asks for a in asked_of_any(question, lexicon)):
+        return None
+    fits = [a for a in dict.fromkeys(known) if a in by_name and by_name[a].answers in asks]
+    return fits[0] if len(fits) == 1 else None
 
 
 # A present-tense question reads each of the subject's memories in its window (retrieval/focus.py),

@@ -22,6 +22,8 @@ import snowballstemmer
 # "until", "till" and "by" where the date ends; "after" starts it where the date ends, "since"
 # where it begins.
 Bound = Literal["before", "until", "after", "since"]
+# What a question word asks for ("who": a person), and so which attributes' values answer it.
+Answer = Literal["person", "place", "time"]
 
 
 @dataclass(frozen=True)
@@ -33,13 +35,16 @@ class Attribute:
     newer value replaces the older), else values accumulate (allergies, languages); `kind`: the kind
     of memory stating it is, whoever states it (where someone lives is a fact, their editor a
     preference: extraction.py corrects a model's type by it), None where it may be more than one (a
-    project's database is a fact, or a decision)."""
+    project's database is a fact, or a decision); `answers`: what its values are, as a question
+    word asks for them (`Lexicon.question_words`: a manager is a person, a home city a place, a
+    standup time a time), None where no question word asks for it alone."""
 
     name: str
     phrases: tuple[str, ...]
     cues: tuple[str, ...] = ()
     single: bool = True
     kind: str | None = None
+    answers: Answer | None = None
 
 
 @dataclass(frozen=True, eq=False)  # one per language: compared (and cached) by identity
@@ -61,6 +66,9 @@ class Lexicon:
     attributes: tuple[Attribute, ...] = field(default=())
     # Words a memory uses to say a value no longer holds ("no longer allergic to ...").
     ended: tuple[str, ...] = ()
+    # Question words -> what they ask for ("who": a person): a question that names none of a
+    # subject's attributes asks the one whose values are of that kind (`Attribute.answers`).
+    question_words: dict[str, Answer] = field(default_factory=dict)
 
     # --- names (graph/names.py) -------------------------------------------------------------
     # Words that may open a clause capitalised without naming anyone: articles, pronouns,

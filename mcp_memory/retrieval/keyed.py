@@ -14,7 +14,7 @@ from uuid import UUID
 import asyncpg
 
 from ..graph.about_user import about_someone_else, speaks_of_user
-from ..graph.keys import asked, in_lexicon
+from ..graph.keys import asked, asked_for, in_lexicon
 from ..graph.names import USER, USER_NAME, Name, canonical, classified, entity_name
 from ..graph.validity import current_first, held
 from ..lexicon import Lexicon
@@ -151,7 +151,11 @@ async def keyed_first(parsed: ParsedQuery, facts: Sequence[asyncpg.Record], hits
     earlier one with its valid_until; unchanged when the question asks none of them, or the graph
     is `unsure`."""
     hits = list(hits)
-    attribute = attribute or asked(parsed.asked, lexicon, known_keys(facts))
+    known = known_keys(facts)
+    # A question about the past that names no attribute is as likely about something else the
+    # subject did ("Who did Greta meet in Lisbon?") as about a value of theirs.
+    attribute = attribute or asked(parsed.asked, lexicon, known) or (
+        asked_for(parsed.asked, lexicon, known) if parsed.tense != "past" else None)
     if attribute is None:
         return hits
     chain = [r for r in facts if r["attribute"] == attribute]  # newest valid first
