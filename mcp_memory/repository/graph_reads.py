@@ -127,8 +127,8 @@ async def current_facts(repo: MemoryStore, p: Principal, names: Sequence[Name]) 
 async def facts_of(conn: asyncpg.Connection, p: Principal, entities: Sequence[UUID],
                    f: MemoryFilter | None) -> list[asyncpg.Record]:
     """The keyed facts of `entities` whose memories are live, visible and pass `f` (as of its
-    `as_of`), each with its entity's name and what a search hit shows of its memory; newest valid
-    first."""
+    `as_of`), each with its entity's name where the session sees the entity (None where not) and
+    what a search hit shows of its memory; newest valid first."""
     q = Sql()
     where = live(q, p, f)
     if f is not None and f.as_of is not None:
@@ -138,7 +138,7 @@ async def facts_of(conn: asyncpg.Connection, p: Principal, entities: Sequence[UU
                    f.entity_id, e.name AS entity_name, e.kind AS entity_kind,
                    m.id, m.title, m.content, m.kind, m.tags, m.agent_id, m.project_id, m.occurred_at, m.superseded_by
             FROM memory_facts f JOIN memories m ON m.user_id = f.user_id AND m.id = f.memory_id
-            JOIN entities e ON e.user_id = f.user_id AND e.id = f.entity_id
+            LEFT JOIN entities e ON e.user_id = f.user_id AND e.id = f.entity_id
             WHERE f.user_id = {q.arg(p.user_id)} AND f.entity_id = ANY({q.arg(list(entities))}::uuid[])
               AND {" AND ".join(where)}
             ORDER BY f.valid_from DESC, m.created_at DESC, m.id""", *q.args)

@@ -113,7 +113,8 @@ def moved_on(facts: Sequence[asyncpg.Record], chain: Sequence[asyncpg.Record], l
     and "DB"), then any that moves on from it in turn; newest first. Two of the lexicon's
     attributes are never one (graph/subjects.py `other_attribute`: "Greta Ibarra is Tomás's
     manager at Acme Robotics" names his employer beside her), and words alike without the old
-    value prove nothing (`unsure` then keeps the text's order). The entity's name is masked."""
+    value prove nothing (`unsure` then keeps the text's order). The entity's name is masked (where
+    the session cannot see the entity, the texts' own reading of their subject is)."""
     if not chain:
         return []
     moved: list[asyncpg.Record] = []
@@ -122,16 +123,16 @@ def moved_on(facts: Sequence[asyncpg.Record], chain: Sequence[asyncpg.Record], l
               and not in_lexicon(r["attribute"], lexicon)]
     while True:
         later = [r for r in others if r["valid_from"] > current["valid_from"] and r not in moved]
-        name = entity_name(current["entity_kind"], current["entity_name"])
-        step = next((r for r in reversed(later) if _names_value_of(r["content"], current["content"], name)), None)
+        names = [entity_name(current["entity_kind"], current["entity_name"])] if current["entity_name"] else []
+        step = next((r for r in reversed(later) if _names_value_of(r["content"], current["content"], names)), None)
         if step is None:
             return moved[::-1]
         moved.append(step)
         current = step
 
 
-def _names_value_of(new: str, old: str, name: str) -> bool:
-    masked_new, masked_old, masked = masked_pair(new, old, [name])
+def _names_value_of(new: str, old: str, names: Sequence[str]) -> bool:
+    masked_new, masked_old, masked = masked_pair(new, old, names)
     return names_its_value(masked_new, masked_old, masked | {MASK} | NOT_NAMES)
 
 
