@@ -81,6 +81,7 @@ def test_a_question_word_asks_the_one_attribute_whose_values_it_asks_for_in_each
     team = ["channel", "standup time", "where to ask question"]
     assert asked_for("Where does team Skua chat at the moment?", ENGLISH, team) == "channel"
     assert asked_for("When does team Skua meet these days?", ENGLISH, team) == "standup time"
+    assert asked_for("Where's team Skua chatting now?", ENGLISH, team) == "channel"
     assert asked_for("What does team Skua do?", ENGLISH, team) is None  # no question word of a kind
     assert asked_for("Where is the API hosted?", ENGLISH, ["region", "deploy target"]) is None  # two places
     assert asked_for("Who runs the API?", ENGLISH, ["region", "point contact"]) is None  # own words: no kind

@@ -138,7 +138,8 @@ ENGLISH = Lexicon(
         would should will shall may might must""".split()),
     user_names=frozenset({"me", "i", "myself", "the user", "user", "the user's", "my", "you", "yourself"}),
     attributes=ATTRIBUTES,
-    question_words={"who": "person", "whom": "person", "where": "place", "when": "time"},
+    question_words={"who": "person", "whom": "person", "who's": "person", "who’s": "person", "where": "place",
+                    "where's": "place", "where’s": "place", "when": "time", "when's": "time", "when’s": "time"},
     ended=("no longer", "not anymore", "not any more", "stopped", "quit", "gave up", "ended", "is over",
            "grew out of", "outgrew", "got rid of", "gave away", "sold"),
     # Capitalised words that are not names: question words and the like at the start of a clause.
