@@ -108,9 +108,9 @@ def moved_on(facts: Sequence[asyncpg.Record], chain: Sequence[asyncpg.Record], l
              ) -> list[asyncpg.Record]:
     """The attribute's newer values that a writer filed under a key in its own words: a fact of the
     chain head's entity, under a key the lexicon does not know, newer than the value it moves on
-    from and naming that value beside a new one ("Data of the tickets service copied over to
-    ClickHouse; SQLite retired." of "Tickets service persists to SQLite.", keyed "backing store"
-    and "DB"), then any that moves on from it in turn; newest first. Two of the lexicon's
+    from and naming that value beside a new one ("Geo pipeline ownership handed from Teodor Kral
+    to Yaw Boateng." keyed "point of contact", of "Teodor Kral owns the geo pipeline." keyed
+    "owner"), then any that moves on from it in turn; newest first. Two of the lexicon's
     attributes are never one (graph/subjects.py `other_attribute`: "Greta Ibarra is Tomás's
     manager at Acme Robotics" names his employer beside her), and words alike without the old
     value prove nothing (`unsure` then keeps the text's order). The entity's name is masked (where
