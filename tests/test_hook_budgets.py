@@ -171,8 +171,10 @@ async def test_sessions_whose_hooks_were_killed_are_caught_up_by_the_next_hook(
     sessions = [f"5e55{i:04d}-0000-4000-8000-00000000000{i}" for i in range(5)]
     for session in sessions:
         path = session_file(folder, session)
+        # Killed at once, before the hook sets SIGTERM aside: 15 ms in, a hook on a quiet machine
+        # has done so (hookline.py) and hands its turns on, and there is nothing left to catch up.
         _kill_like_claude_code("stop", claude("Stop", transcript_path=str(path), cwd=str(repo), session_id=session,
-                                              stop_hook_active=False), db_url)
+                                              stop_hook_active=False), db_url, after_s=0)
     p = Principal(user_id="alice", agent_id="claude-code", project_id="shop", actor="test:alice")
     await settle(data_dir)
 
@@ -199,9 +201,7 @@ async def test_sessions_whose_hooks_were_killed_are_caught_up_by_the_next_hook(
                 break
             await anyio.sleep(0.2)
     await settle(data_dir)
-    # The kills lost some (else this test proves nothing). Not always all five: on a loaded
-    # machine one hook got its turns in before its kill (CI at load ~6); the others still
-    # prove the catch-up.
+    # The kills lost some (else this test proves nothing).
     assert before < set(sessions), before
     # Each session's history whole, though the copies say the same words (issue 49 item 3).
     assert len((await service.list(p, MemoryFilter(kinds=["episode"]), limit=100)).memories) == 4 * len(sessions)
