@@ -268,7 +268,8 @@ def asked_of_any(question: str, lexicon: Lexicon) -> frozenset[str]:
     longest match winning, all of them on a tie ("Which phone ...": a handset or a number); none
     when none."""
     held = _held(lexicon.stems(question), lexicon)
-    return frozenset(name for name, length in held.items() if length == max(held.values()))
+    longest = max(held.values(), default=0)
+    return frozenset(name for name, length in held.items() if length == longest)
 
 
 def key_in(text: str, lexicon: Lexicon, names: list[str]) -> Key | None:

@@ -20,11 +20,11 @@ from ..graph.validity import current_first, held
 from ..lexicon import Lexicon
 from ..models import MemoryFilter, Principal, ScopeInfo, SearchHit, human_age, memory_uri
 from ..repository.graph_reads import entities_by_name, facts_of
-from .focus import MASK, TextVectors, names_its_value
-from .query import NOT_NAMES, ParsedQuery, phrases_of
+from .focus import TextVectors
+from .query import ParsedQuery, phrases_of
 from .reorder import placed_scores
 from .statement import Linked
-from .versions import masked_pair, masked_similarities
+from .versions import masked_similarities, names_its_value_masked
 
 # The runs of words of a question looked up as names: a long question's are many, and few name anything.
 MAX_PHRASES = 24
@@ -121,19 +121,15 @@ def moved_on(facts: Sequence[asyncpg.Record], chain: Sequence[asyncpg.Record], l
     current = chain[0]
     others = [r for r in facts if r["entity_id"] == current["entity_id"] and r["attribute"] != current["attribute"]
               and not in_lexicon(r["attribute"], lexicon)]
+    names = [entity_name(current["entity_kind"], current["entity_name"])] if current["entity_name"] else []
     while True:
         later = [r for r in others if r["valid_from"] > current["valid_from"] and r not in moved]
-        names = [entity_name(current["entity_kind"], current["entity_name"])] if current["entity_name"] else []
-        step = next((r for r in reversed(later) if _names_value_of(r["content"], current["content"], names)), None)
+        step = next((r for r in reversed(later) if names_its_value_masked(r["content"], current["content"], names)),
+                    None)
         if step is None:
             return moved[::-1]
         moved.append(step)
         current = step
-
-
-def _names_value_of(new: str, old: str, names: Sequence[str]) -> bool:
-    masked_new, masked_old, masked = masked_pair(new, old, names)
-    return names_its_value(masked_new, masked_old, masked | {MASK} | NOT_NAMES)
 
 
 async def facts_named(conn: asyncpg.Connection, p: Principal, named: Named,

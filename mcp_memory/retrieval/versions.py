@@ -322,6 +322,14 @@ class _Unanswered:
 UNANSWERED: TextVectors = _Unanswered()
 
 
+def names_its_value_masked(new: str, old: str, said: Sequence[str] = ()) -> bool:
+    """`names_its_value` of the two texts with their subject masked (`masked_pair`; `said`: its
+    names where the graph has them): "left Plumtree Media for Saltmarsh Bank" of "works at
+    Plumtree Media", whoever's name the subject is."""
+    masked_new, masked_old, names = masked_pair(new, old, said)
+    return names_its_value(masked_new, masked_old, names | {MASK} | NOT_NAMES)
+
+
 async def masked_similarities(content: str, rows: Sequence[Any], vectors: TextVectors,
                               known: Mapping[UUID, float] | None = None,
                               graph: GraphSubjects = NO_GRAPH) -> dict[UUID, float] | None:
@@ -384,8 +392,7 @@ async def earlier_versions(content: str, rows: Sequence[Any], vectors: TextVecto
         if not _same_subject(content, row, graph):
             flags[row["id"]] = False
             continue
-        new, old, names = masked_pair(content, text, graph.names.get(row["id"], ()))
-        if names_its_value(new, old, names | {MASK} | NOT_NAMES):
+        if names_its_value_masked(content, text, graph.names.get(row["id"], ())):
             flags[row["id"]] = True
         else:
             judged.append(row)
