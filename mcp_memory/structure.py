@@ -103,7 +103,9 @@ class Structure:
         attribute = chosen.pop()
         if known:
             return replace(said, key=replace(said.key, absorbs=(attribute,)))
-        return replace(said, key=Key(attribute, said.key.words, True))
+        # Facts already under these own words go with them (written before, dated later), as in `_worded`.
+        own = any(r["attribute"] == said.key.attribute for r in facts)
+        return replace(said, key=Key(attribute, said.key.words, True, absorbs=(said.key.attribute,) if own else ()))
 
     def _worded(self, key: Key, facts: list[Any]) -> Key | None:
         """`key`, in words the lexicon does not know, as the one other attribute of the subject that

@@ -755,6 +755,28 @@ async def test_words_a_writer_used_of_a_subject_for_an_attribute_mean_it_in_what
     assert (await service.search(p, "Which database does the coupons pipeline use now?")).hits[0].id == later.memory.id
 
 
+async def test_own_words_taken_in_by_an_attribute_take_in_the_facts_already_keyed_in_them(service) -> None:
+    """Values come out of order: the newest, keyed in the writer's own words and unlike the
+    attribute's other value, is filed under words of its own; an older one keyed in the same words
+    restates that value and is taken in by its attribute, and the newest goes with it."""
+    p = principal()
+    polo = await service.write(p, "Greta Ibarra gave up curling and took up water polo.", about=["Greta Ibarra"],
+                               key="exercise", occurred_at=day("2024-09-01"))
+    padel = await service.write(p, "Greta Ibarra started padel in the spring.", about=["Greta Ibarra"],
+                                key="fitness activity", occurred_at=day("2025-04-01"))
+    assert padel.memory.key != polo.memory.key  # not taken for that value when written
+    curling = await service.write(p, "Greta Ibarra gave up trail running and took up curling.",
+                                  about=["Greta Ibarra"], key="fitness activity", occurred_at=day("2024-02-01"))
+    assert curling.memory.key == polo.memory.key
+    (filed,) = (await service.get(p, [padel.memory.id])).memories
+    assert filed.key == polo.memory.key
+    [values] = [a for a in (await service.entities.profile(p, "Greta Ibarra")).attributes if a.attribute == "sport"]
+    assert [v.memory for v in values.current] == [padel.memory.id]
+    assert [v.memory for v in values.earlier] == [polo.memory.id, curling.memory.id]
+    hits = (await service.search(p, "What does Greta Ibarra do for exercise these days?")).hits
+    assert [h.id for h in hits[:3]] == [padel.memory.id, polo.memory.id, curling.memory.id]
+
+
 async def test_a_name_with_or_without_its_classifier_is_one_thing_unless_two_share_it(service) -> None:
     p = principal()
     first = await service.write(p, "Dotterel's standup is at 9:00.", about=["Dotterel"], key="standup time",
