@@ -73,8 +73,9 @@ class Structure:
         (`_worded`). Otherwise, when the text says the same kind of thing as exactly one current
         value of the subject (retrieval/versions.py `earlier_versions`: same subject, the closest
         with the names masked) and at least `graph_adopt_floor` close, the two are one attribute: a
-        key in its own words takes that value's attribute; a key of the lexicon's takes in that
-        value's own-words attribute (`Key.absorbs`). Two attributes of the lexicon stay apart: where
+        key in its own words takes that value's attribute, and takes in the subject's facts already
+        keyed in those words; a key of the lexicon's takes in that value's own-words attribute
+        (`Key.absorbs`). Two attributes of the lexicon stay apart: where
         the lexicon speaks, restating is no evidence ("left Acme for Globex as a staff engineer" is
         close to a job title and an employer alike). Below the floor a subject's other facts pass for
         it (.50: "has a green badge" and "is owned by Oskar Lund"; a restatement is .73 and up), and
