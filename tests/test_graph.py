@@ -828,6 +828,33 @@ async def test_a_newer_value_under_a_key_the_lexicon_does_not_know_leaves_the_or
     assert all("fact" not in (h.explain or {}) for h in explained)
 
 
+async def test_a_newer_fact_whose_own_words_plainly_name_another_attribute_the_subject_holds_is_no_doubt(
+        service) -> None:
+    """"mobile device" is no word of the lexicon, but plainly the phone: where the subject holds a
+    phone, a newer fact keyed so is another value of it, not a newer car, and the car's values
+    keep their order. Where the subject holds no phone, the graph cannot tell, and the text decides."""
+    p = principal()
+
+    async def car_and_phone(name: str, with_phone: bool) -> tuple[str, str]:
+        await service.write(p, f"{name} gets around in a Citroen Berlingo.", about=[name], key="vehicle",
+                            occurred_at=day("2023-01-01"))
+        newer = await service.write(p, f"{name} traded in the Citroen Berlingo for a Peugeot 208.", about=[name],
+                                    key="drives", occurred_at=day("2024-01-01"))
+        if with_phone:
+            await service.write(p, f"{name} uses an iPhone 15.", about=[name], key="phone",
+                                occurred_at=day("2024-03-01"))
+        doubt = await service.write(p, f"{name} switched to a Sony Xperia 10.", about=[name], key="mobile device",
+                                    occurred_at=day("2025-01-01"))
+        assert doubt.memory.key == "mobil devic"  # the writer's own words, not the lexicon's
+        return str(newer.memory.id), f"What car does {name} have now?"
+
+    peugeot, question = await car_and_phone("Wilhelmina Ibarra", with_phone=True)
+    hits = (await service.search(p, question, explain=True)).hits
+    assert str(hits[0].id) == peugeot and (hits[0].explain or {}).get("fact") == 1.0
+    _, question = await car_and_phone("Soren Moreau", with_phone=False)
+    assert all("fact" not in (h.explain or {}) for h in (await service.search(p, question, explain=True)).hits)
+
+
 def test_a_key_is_read_by_a_cue_only_where_the_cue_holds_its_head_word() -> None:
     assert key_of("carries the pager for", ENGLISH).attribute == "on-call"
     assert key_of("the company they work for", ENGLISH).attribute == "employer"

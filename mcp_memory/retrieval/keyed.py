@@ -21,6 +21,7 @@ from ..lexicon import Lexicon
 from ..models import MemoryFilter, Principal, ScopeInfo, SearchHit, human_age, memory_uri
 from ..repository.graph_reads import entities_by_name, facts_of
 from .focus import TextVectors
+from .key_meaning import name_another
 from .query import ParsedQuery, phrases_of
 from .reorder import placed_scores
 from .statement import Linked
@@ -94,12 +95,22 @@ async def unsure(facts: Sequence[asyncpg.Record], chain: Sequence[asyncpg.Record
     than the head, that says the same kind of thing with the subject masked (`graph_doubt_floor`).
     The lexicon never puts two of its attributes in one, so only such keys can. Then the graph
     cannot say which value is current, and the hits keep the order the text gave them. Without an
-    embedder any such fact is reason enough."""
+    embedder any such fact is reason enough. Asked one of the lexicon's attributes, a fact whose
+    key plainly names another one the subject holds values of ("mobile device" where the subject
+    has a phone, asked its car: key_meaning.py) is a value of that one, no reason for doubt; one
+    naming an attribute the subject holds none of may still be the asked one's in other words
+    ("runs in" reads as a deploy target, and is a service's region)."""
     head = chain[0]
     newer = [r for r in facts if r["entity_id"] == head["entity_id"] and r["attribute"] != head["attribute"]
              and not in_lexicon(r["attribute"], lexicon) and r["valid_from"] > head["valid_from"]]
     if not newer or vectors is None:
         return bool(newer)
+    if in_lexicon(head["attribute"], lexicon):
+        held = {r["attribute"] for r in facts if r["entity_id"] == head["entity_id"]}
+        elsewhere = await name_another(vectors, lexicon, [r["key_words"] for r in newer], head["attribute"]) or {}
+        newer = [r for r in newer if elsewhere.get(r["key_words"]) not in held]
+        if not newer:
+            return False
     close = await masked_similarities(head["content"], newer, vectors)
     return close is None or any(c >= floor for c in close.values())
 
