@@ -23,6 +23,7 @@ from .lexicon import Lexicon, phrases_pattern
 from .models import Memory, Principal, RelatedMemory
 from .repository import MemoryRepository
 from .repository.graph_reads import current_facts, subject_facts
+from .retrieval.key_meaning import named_plainly
 from .retrieval.versions import earlier_versions, masked_similarities
 from .validation import text
 from .vectors import Vectors
@@ -70,16 +71,18 @@ class Structure:
         """Keys in a writer's own words name attributes of their own ("persists to", "huddle time"),
         so the subject's value under other words ("database") would stay current beside a new one.
         Words the writer has used of this subject before for another attribute mean that attribute
-        (`_worded`). Otherwise, when the text says the same kind of thing as exactly one current
-        value of the subject (retrieval/versions.py `earlier_versions`: same subject, the closest
-        with the names masked) and at least `graph_adopt_floor` close, the two are one attribute: a
-        key in its own words takes that value's attribute, and takes in the subject's facts already
-        keyed in those words; a key of the lexicon's takes in that value's own-words attribute
-        (`Key.absorbs`). Two attributes of the lexicon stay apart: where
-        the lexicon speaks, restating is no evidence ("left Acme for Globex as a staff engineer" is
-        close to a job title and an employer alike). Below the floor a subject's other facts pass for
-        it (.50: "has a green badge" and "is owned by Oskar Lund"; a restatement is .73 and up), and
-        naming the old value alone does not count."""
+        (`_worded`); words that plainly name one of the lexicon's attributes the subject holds values
+        of mean that one ("oncall area", retrieval/key_meaning.py `named_plainly`). Otherwise, when
+        the text says the same kind of thing as exactly one current value of the subject
+        (retrieval/versions.py `earlier_versions`: same subject, the closest with the names masked)
+        and at least `graph_adopt_floor` close, the two are one attribute: a key in its own words
+        takes that value's attribute, and takes in the subject's facts already keyed in those words;
+        a key of the lexicon's takes in that value's own-words attribute (`Key.absorbs`). Two
+        attributes of the lexicon stay apart: where the lexicon speaks, restating is no evidence
+        ("left Acme for Globex as a staff engineer" is close to a job title and an employer alike).
+        Below the floor a subject's other facts pass for it (.50: "has a green badge" and "is owned
+        by Oskar Lund"; a restatement is .73 and up), and naming the old value alone does not
+        count."""
         floor = self.settings.graph_adopt_floor
         if said.key is None or not said.about or floor >= 1:
             return said
@@ -89,6 +92,12 @@ class Structure:
         facts, replaced = await subject_facts(self.repo, p, said.about)
         if not known and (worded := self._worded(said.key, facts)) is not None:
             return replace(said, key=worded)
+        if not known and self.vectors is not None and facts and (
+                named := await named_plainly(self.vectors, self.lexicon, said.key.words)) is not None \
+                and named in {r["attribute"] for r in facts}:
+            single = next(a.single for a in self.lexicon.attributes if a.name == named)
+            own = any(r["attribute"] == said.key.attribute for r in facts)
+            return replace(said, key=Key(named, said.key.words, single, absorbs=(said.key.attribute,) if own else ()))
         heads = [r for r in facts if r["id"] not in replaced and r["single"] and r["attribute"] != said.key.attribute
                  and not (known and in_lexicon(r["attribute"], self.lexicon))]
         if not heads or self.vectors is None:

@@ -828,6 +828,22 @@ async def test_a_newer_value_under_a_key_the_lexicon_does_not_know_leaves_the_or
     assert all("fact" not in (h.explain or {}) for h in explained)
 
 
+async def test_own_words_that_plainly_name_an_attribute_the_subject_holds_are_that_attribute(service) -> None:
+    """"oncall area" is no phrase of the lexicon, but plainly the on-call rotation: where the subject
+    holds one, a newer value keyed so is its newer value, however unlike the texts; where the
+    subject holds none, the words stay the writer's own (the graph has nothing to file them with)."""
+    p = principal()
+    old = await service.write(p, "FYI: Eun-ji Abara added to checkout on-call.", about=["Eun-ji Abara"],
+                              key="on-call", occurred_at=day("2024-01-01"))
+    new = await service.write(p, "Eun-ji Abara swapped onto the streaming rotation.", about=["Eun-ji Abara"],
+                              key="oncall area", occurred_at=day("2025-01-01"))
+    assert new.memory.key == "on-call"
+    hits = (await service.search(p, "What is Eun-ji Abara on call for?", explain=True)).hits
+    assert [h.id for h in hits[:2]] == [new.memory.id, old.memory.id]
+    alone = await service.write(p, "Priya Mwangi covers the storage pager.", about=["Priya Mwangi"], key="oncall area")
+    assert alone.memory.key == "oncal area"
+
+
 async def test_a_newer_fact_whose_own_words_plainly_name_another_attribute_the_subject_holds_is_no_doubt(
         service) -> None:
     """"mobile device" is no word of the lexicon, but plainly the phone: where the subject holds a

@@ -55,22 +55,46 @@ async def _keys(vectors: TextVectors, words: Sequence[str]) -> list[np.ndarray] 
     return [known[w] for w in words]
 
 
-async def name_another(vectors: TextVectors, lexicon: Lexicon, keys: Sequence[str], attribute: str
-                       ) -> dict[str, str] | None:
-    """Those of `keys` (a writer's own words) that plainly name an attribute of the lexicon other
-    than `attribute`, each with the attribute it names: the closest other attribute at least
-    `PLAINLY` close to the words and `MARGIN` closer than `attribute` is. None without the embedder."""
+async def _closeness(vectors: TextVectors, lexicon: Lexicon, keys: Sequence[str]
+                     ) -> dict[str, dict[str, float]] | None:
+    """Each of `keys` -> each attribute of the lexicon -> the cosine of its closest phrase."""
     words = list(dict.fromkeys(keys))
     phrases = await _phrases(vectors, lexicon)
     embedded = await _keys(vectors, words)
     if phrases is None or embedded is None:
         return None
     names, matrix = phrases
-    out: dict[str, str] = {}
+    out: dict[str, dict[str, float]] = {}
     for key, row in zip(words, (np.stack(embedded) @ matrix.T) if embedded else [], strict=True):
         best: dict[str, float] = {}
         for name, cosine in zip(names, row.tolist(), strict=True):
             best[name] = max(best.get(name, -1.0), cosine)
+        out[key] = best
+    return out
+
+
+async def named_plainly(vectors: TextVectors, lexicon: Lexicon, key: str) -> str | None:
+    """The one attribute of the lexicon a key in a writer's own words plainly names: at least
+    `PLAINLY` close and `MARGIN` closer than any other ("oncall area": `on-call` .78, `region` .46;
+    not "mobile device": `phone` .87, `phone number` .84). None also without the embedder."""
+    closeness = await _closeness(vectors, lexicon, [key])
+    if not closeness:
+        return None
+    ranked = sorted(closeness[key].items(), key=lambda item: -item[1])
+    (name, closest), runner_up = ranked[0], ranked[1][1] if len(ranked) > 1 else -1.0
+    return name if closest >= max(PLAINLY, runner_up + MARGIN) else None
+
+
+async def name_another(vectors: TextVectors, lexicon: Lexicon, keys: Sequence[str], attribute: str
+                       ) -> dict[str, str] | None:
+    """Those of `keys` (a writer's own words) that plainly name an attribute of the lexicon other
+    than `attribute`, each with the attribute it names: the closest other attribute at least
+    `PLAINLY` close to the words and `MARGIN` closer than `attribute` is. None without the embedder."""
+    closeness = await _closeness(vectors, lexicon, keys)
+    if closeness is None:
+        return None
+    out: dict[str, str] = {}
+    for key, best in closeness.items():
         own = best.pop(attribute, -1.0)
         other, closest = max(best.items(), key=lambda item: item[1], default=("", -1.0))
         if closest >= max(own + MARGIN, PLAINLY):
