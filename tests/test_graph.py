@@ -763,10 +763,10 @@ async def test_own_words_taken_in_by_an_attribute_take_in_the_facts_already_keye
     polo = await service.write(p, "Greta Ibarra gave up curling and took up water polo.", about=["Greta Ibarra"],
                                key="exercise", occurred_at=day("2024-09-01"))
     padel = await service.write(p, "Greta Ibarra started padel in the spring.", about=["Greta Ibarra"],
-                                key="fitness activity", occurred_at=day("2025-04-01"))
+                                key="how they stay active", occurred_at=day("2025-04-01"))
     assert padel.memory.key != polo.memory.key  # not taken for that value when written
     curling = await service.write(p, "Greta Ibarra gave up trail running and took up curling.",
-                                  about=["Greta Ibarra"], key="fitness activity", occurred_at=day("2024-02-01"))
+                                  about=["Greta Ibarra"], key="how they stay active", occurred_at=day("2024-02-01"))
     assert curling.memory.key == polo.memory.key
     (filed,) = (await service.get(p, [padel.memory.id])).memories
     assert filed.key == polo.memory.key
