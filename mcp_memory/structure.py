@@ -29,6 +29,14 @@ from .validation import text
 from .vectors import Vectors
 
 
+def _filed(key: Key, attribute: str, single: bool, facts: list[Any]) -> Key:
+    """A key in a writer's own words filed under `attribute`: the subject's facts already keyed in
+    the same words go with it (`Key.absorbs`), whichever was written first (an import or a backfill
+    brings values out of order)."""
+    own = any(r["attribute"] == key.attribute for r in facts)
+    return Key(attribute, key.words, single, absorbs=(key.attribute,) if own else ())
+
+
 class Structure:
     def __init__(self, repo: MemoryRepository, settings: Settings, lexicon: Lexicon, vectors: Vectors | None) -> None:
         self.repo, self.settings, self.lexicon, self.vectors = repo, settings, lexicon, vectors
@@ -96,8 +104,7 @@ class Structure:
                 named := await named_plainly(self.vectors, self.lexicon, said.key.words)) is not None \
                 and named in {r["attribute"] for r in facts}:
             single = next(a.single for a in self.lexicon.attributes if a.name == named)
-            own = any(r["attribute"] == said.key.attribute for r in facts)
-            return replace(said, key=Key(named, said.key.words, single, absorbs=(said.key.attribute,) if own else ()))
+            return replace(said, key=_filed(said.key, named, single, facts))
         heads = [r for r in facts if r["id"] not in replaced and r["single"] and r["attribute"] != said.key.attribute
                  and not (known and in_lexicon(r["attribute"], self.lexicon))]
         if not heads or self.vectors is None:
@@ -113,9 +120,7 @@ class Structure:
         attribute = chosen.pop()
         if known:
             return replace(said, key=replace(said.key, absorbs=(attribute,)))
-        # Facts already under these own words go with them (written before, dated later), as in `_worded`.
-        own = any(r["attribute"] == said.key.attribute for r in facts)
-        return replace(said, key=Key(attribute, said.key.words, True, absorbs=(said.key.attribute,) if own else ()))
+        return replace(said, key=_filed(said.key, attribute, True, facts))
 
     def _worded(self, key: Key, facts: list[Any]) -> Key | None:
         """`key`, in words the lexicon does not know, as the one other attribute of the subject that
@@ -128,8 +133,7 @@ class Structure:
         if len(elsewhere) != 1:
             return None
         attribute, single = elsewhere.popitem()
-        own = any(r["attribute"] == key.attribute for r in facts)
-        return Key(attribute, key.words, single, absorbs=(key.attribute,) if own else ())
+        return _filed(key, attribute, single, facts)
 
     async def ended(self, p: Principal, content: str, said: Said) -> Said:
         """A many-valued attribute keeps its values until one is said to have ended: a text in the

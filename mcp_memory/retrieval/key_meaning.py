@@ -78,7 +78,7 @@ async def named_plainly(vectors: TextVectors, lexicon: Lexicon, key: str) -> str
     `PLAINLY` close and `MARGIN` closer than any other ("oncall area": `on-call` .78, `region` .46;
     not "mobile device": `phone` .87, `phone number` .84). None also without the embedder."""
     closeness = await _closeness(vectors, lexicon, [key])
-    if not closeness:
+    if not closeness or not closeness[key]:
         return None
     ranked = sorted(closeness[key].items(), key=lambda item: -item[1])
     (name, closest), runner_up = ranked[0], ranked[1][1] if len(ranked) > 1 else -1.0
