@@ -17,7 +17,7 @@ from . import limits
 from .config import Settings
 from .errors import InvalidInput
 from .graph import Said
-from .graph.keys import Key, cued_by, in_lexicon, key_in, key_of, own_attribute
+from .graph.keys import Key, cued_by, holds_one, in_lexicon, key_in, key_of, own_attribute
 from .graph.names import Name, bounded, classified, read_names, with_text, writer_names
 from .lexicon import Lexicon, phrases_pattern
 from .models import Memory, Principal, RelatedMemory
@@ -103,8 +103,7 @@ class Structure:
         if not known and self.vectors is not None and facts and (
                 named := await named_plainly(self.vectors, self.lexicon, said.key.words)) is not None \
                 and named in {r["attribute"] for r in facts}:
-            single = next(a.single for a in self.lexicon.attributes if a.name == named)
-            return replace(said, key=_filed(said.key, named, single, facts))
+            return replace(said, key=_filed(said.key, named, holds_one(named, self.lexicon), facts))
         heads = [r for r in facts if r["id"] not in replaced and r["single"] and r["attribute"] != said.key.attribute
                  and not (known and in_lexicon(r["attribute"], self.lexicon))]
         if not heads or self.vectors is None:

@@ -84,6 +84,11 @@ def in_lexicon(attribute: str, lexicon: Lexicon) -> bool:
     return attribute in _by_name(lexicon)
 
 
+def holds_one(attribute: str, lexicon: Lexicon) -> bool:
+    """Whether the lexicon's `attribute` holds one value at a time (home city) or many (allergies)."""
+    return _by_name(lexicon)[attribute].single
+
+
 def kind_of(words: str, lexicon: Lexicon) -> str | None:
     """The kind of memory that states the attribute `words` name (the lexicon's `Attribute.kind`),
     when every attribute they may name agrees on one; None otherwise, or for a key of its own."""
