@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -36,15 +37,18 @@ async def decide(database: Database, settings: Settings, chat: ChatAPI, p: Princ
 
 
 async def written_in_turn(database: Database, settings: Settings, chat: ChatAPI, p: Principal, old: str, new: str,
-                          *steps: tuple[str, Any], **over: Any) -> tuple[Any, Any, Any, list[dict[str, Any]]]:
+                          *steps: tuple[str, Any], old_as: dict[str, Any] | None = None,
+                          new_as: dict[str, Any] | None = None, **over: Any
+                          ) -> tuple[Any, Any, Any, list[dict[str, Any]]]:
     """`old` written and decided, then `new` decided by the scripted `steps`: both memories' rows
-    after it, the new one's job, and the bodies of the requests its decision sent."""
+    after it, the new one's job, and the bodies of the requests its decision sent. `old_as`,
+    `new_as`: what else each write passes (`about`, `key`, `occurred_at`)."""
     s = decisions_settings(settings, chat.url, **over)
     service = await MemoryService.open(database, s)
     worker = DecisionWorker(database.admin, service, provider_from(s), s)
-    first = (await service.write(p, old)).memory
+    first = (await service.write(p, old, **(old_as or {}))).memory
     await drain(worker)
-    second = (await service.write(p, new)).memory
+    second = (await service.write(p, new, **(new_as or {}))).memory
     chat.take()
     chat.script(*steps)
     await drain(worker)
@@ -119,6 +123,34 @@ async def test_a_right_update_still_applies(database: Database, settings: Settin
                                             alice: Principal, old: str, new: str) -> None:
     first, second, result = await decide(database, settings, chat, alice, old, new, UPDATE_1)
     assert first["superseded_by"] == second["id"], result
+
+
+@pytest.mark.parametrize(("keyed", "look"), [("both", "Yes"), ("both", "No"), ("neither", "Yes"),
+                                             ("at one moment", "Yes")])
+async def test_one_attribute_keyed_in_both_is_one_fact_however_unlike_their_texts(
+        database: Database, settings: Settings, chat: ChatAPI, alice: Principal, keyed: str, look: str) -> None:
+    """Under a local model's floor the two texts (masked .44 alike) are another attribute, a
+    suggestion; keyed in both by the model as one attribute that holds one value, the later one
+    replaces the earlier once the model's second look confirms it (its keys say which attribute a
+    memory touches, not that it states a newer value). Two facts true since one moment (one
+    turn's) are no versions of each other, however keyed."""
+    at = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
+    old_as: dict[str, Any] = {"about": ["the user's tests"], "key": "testing framework", "occurred_at": at}
+    new_as: dict[str, Any] = {"about": ["the user's team"], "key": "testing",
+                              "occurred_at": at if keyed == "at one moment" else at + timedelta(days=9)}
+    if keyed == "neither":
+        old_as, new_as = {"occurred_at": at}, {"occurred_at": at + timedelta(days=9)}
+    first, second, job, asked = await written_in_turn(
+        database, settings, chat, alice, "The user's tests use unittest.", "The tests are switching to pytest.",
+        ("json", UPDATE_1), ("text", look), old_as=old_as, new_as=new_as,
+        decisions_guard_floor=guard.LOCAL_MODEL_FLOOR, decisions_second_look=True)
+    result = result_of(job)
+    if keyed == "both" and look == "Yes":
+        assert first["superseded_by"] == second["id"], result
+        assert len(asked) == 2, "the second look was not asked"
+    else:
+        assert first["superseded_by"] is None and list(result["suggested"]) == [str(first["id"])], result
+        assert len(asked) == (2 if keyed == "both" else 1)
 
 
 async def test_a_higher_floor_leaves_a_doubtful_update_to_the_user(database: Database, settings: Settings,

@@ -32,7 +32,12 @@ our job, not the model's, so before an UPDATE, DELETE or NONE is applied each ta
   read without a remark in parentheses closing a note ("(noted again)"); each a suggestion at
   most; a name ending on an acronym ("Webhooks API") names a thing, not someone;
 - attribute: two of the lexicon's attributes keyed of the one subject (a writer's or a model's
-  `key`) are never one fact, a suggestion at most (graph/subjects.py `other_attribute`); else,
+  `key`) are never one fact, a suggestion at most (graph/subjects.py `other_attribute`), and
+  one of them that holds one value at a time keyed in both, the new one true since later, is one
+  attribute (`one_attribute`: "The user's tests use unittest." / "The tests are switching to
+  pytest.", both `test framework`, masked only .44 alike), whose replace a second look confirms as
+  one by closeness (a small model's keys say which attribute a memory touches, not that it
+  states a newer value: "The Pixel died." keyed `phone`); else,
   with the subject's names (the graph's, where it has both about one subject) and the words for
   the user masked, the two texts say the same kind of thing (cosine of their embeddings at least
   the floor, `ATTRIBUTE_FLOOR` unless
@@ -59,7 +64,7 @@ from uuid import UUID
 import numpy as np
 
 from ..config import DecisionSettings
-from ..graph.subjects import Subjects, other_attribute
+from ..graph.subjects import Subjects, one_attribute, other_attribute
 from ..retrieval.focus import MASK, names_its_value
 from ..retrieval.query import LABEL, NOT_NAMES
 from .pace import served_here
@@ -173,11 +178,12 @@ async def judge(new: str, olds: Sequence[str], vectors: Embeds | None,
                                 or another_thing_of_a_kind(bare, bare_old) or names_another_part(bare, bare_old)):
             out[k] = Judged(other_subject=OTHER_THING, maybe=True)
             continue
-        if not replaces and values_of_another_kind(*pairs[k]):
+        keyed = one_attribute(stored_new, stored[k])
+        if not replaces and not keyed and values_of_another_kind(*pairs[k]):
             out[k] = Judged(other_subject=OTHER_VALUES, maybe=True)
             continue
         cosine = cosines.get(k)
-        earlier: bool | None = (True if replaces else None if cosine is None
+        earlier: bool | None = (True if replaces or keyed else None if cosine is None
                                 else cosine >= floor and cosine >= best - margin)
         out[k] = Judged(other_subject=None, similarity=cosine, names_value=replaces, earlier=earlier)
     return out
@@ -188,7 +194,8 @@ class Verdict:
     """Which targets a decision may act on, and why the others may not."""
 
     allowed: list[UUID] = field(default_factory=list)
-    by_closeness: set[UUID] = field(default_factory=set)  # allowed by the masked cosine alone (second_look.py)
+    # allowed by the masked cosine or the keys alone, not by a value named (second_look.py)
+    by_closeness: set[UUID] = field(default_factory=set)
     refused: dict[UUID, str] = field(default_factory=dict)  # another subject: never applied
     suggested: dict[UUID, str] = field(default_factory=dict)  # low confidence: the user decides
 

@@ -12,24 +12,26 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Literal
 from uuid import UUID
 
 from ..lexicon import Lexicon
 from ..lexicon.english import ENGLISH
-from .keys import in_lexicon
+from .keys import holds_one, in_lexicon
 
 
 @dataclass(frozen=True)
 class Subjects:
     """What the graph holds of one memory: the entities a writer or a model said it is about, those
     the rules read as its subject, and every entity it names (id -> name, "the user" for the user);
-    `keyed`: the attribute its keyed facts state of each entity (id -> attribute)."""
+    `keyed`: the attribute its keyed facts state of each entity (id -> attribute), true `since`."""
 
     said: Mapping[UUID, str]
     read: Mapping[UUID, str]
     named: frozenset[UUID]
     keyed: Mapping[UUID, str] = field(default_factory=dict)
+    since: datetime | None = None
 
     @property
     def about(self) -> Mapping[UUID, str]:
@@ -101,6 +103,32 @@ def other_attribute(new: Subjects | None, old: Subjects | None, lexicon: Lexicon
         mine, theirs = new.keyed[entity], old.keyed[entity]
         if mine != theirs and in_lexicon(mine, lexicon) and in_lexicon(theirs, lexicon):
             return f"it states {theirs}, the new memory {mine} (by their keys)"
+    return None
+
+
+def one_attribute(new: Subjects | None, old: Subjects | None, lexicon: Lexicon = ENGLISH) -> str | None:
+    """The attribute holding one value at a time that both memories' keyed facts state of one
+    subject, by their keys: of the same entity, or of a description of something of the user's
+    (`described`), whose subject is the text's reading ("The user's tests use unittest." keyed
+    `test framework` about "the user's tests", "The tests are switching to pytest." keyed
+    `test framework` about "the user's team"). A key in its own words, or an attribute that holds
+    many values (allergies), says nothing of a replace, nor do two facts true since the same moment
+    (a model keyed both "The user's phone is an iPhone 15." and "The Pixel died." `phone`, from
+    one turn). None where nothing says so."""
+    if new is None or old is None or new.since is None or old.since is None or old.since >= new.since:
+        return None
+
+    def stated(s: Subjects) -> dict[str, set[UUID | None]]:
+        out: dict[str, set[UUID | None]] = {}
+        for entity, attribute in s.keyed.items():
+            if in_lexicon(attribute, lexicon) and holds_one(attribute, lexicon):
+                out.setdefault(attribute, set()).add(None if described(s.said.get(entity, "")) else entity)
+        return out
+
+    mine, theirs = stated(new), stated(old)
+    for attribute in sorted(mine.keys() & theirs.keys()):
+        if mine[attribute] & theirs[attribute] or None in mine[attribute] | theirs[attribute]:
+            return attribute
     return None
 
 

@@ -4,6 +4,7 @@ entities a question names, their keyed facts, an entity's row and its neighbours
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -54,7 +55,7 @@ async def subjects_of(conn: asyncpg.Connection, p: Principal, ids: Sequence[UUID
     the attribute its keyed facts state of each (graph/subjects.py). A memory the graph has not read
     (an import's backlog) is left out."""
     rows = await conn.fetch(
-        """SELECT me.memory_id, me.entity_id, me.role, me.source, e.kind, e.name, f.attribute
+        """SELECT me.memory_id, me.entity_id, me.role, me.source, e.kind, e.name, f.attribute, f.valid_from
            FROM memory_entities me JOIN entities e ON e.user_id = me.user_id AND e.id = me.entity_id
            LEFT JOIN memory_facts f
              ON f.user_id = me.user_id AND f.memory_id = me.memory_id AND f.entity_id = me.entity_id
@@ -63,6 +64,7 @@ async def subjects_of(conn: asyncpg.Connection, p: Principal, ids: Sequence[UUID
     read: dict[UUID, dict[UUID, str]] = {}
     named: dict[UUID, set[UUID]] = {}
     keyed: dict[UUID, dict[UUID, str]] = {}
+    since: dict[UUID, datetime] = {}
     for r in rows:
         named.setdefault(r["memory_id"], set()).add(r["entity_id"])
         if r["role"] == "about":
@@ -70,8 +72,9 @@ async def subjects_of(conn: asyncpg.Connection, p: Principal, ids: Sequence[UUID
             by.setdefault(r["memory_id"], {})[r["entity_id"]] = entity_name(r["kind"], r["name"])
         if r["attribute"] is not None:
             keyed.setdefault(r["memory_id"], {})[r["entity_id"]] = r["attribute"]
-    return {m: Subjects(said=said.get(m, {}), read=read.get(m, {}), named=frozenset(found), keyed=keyed.get(m, {}))
-            for m, found in named.items()}
+            since[r["memory_id"]] = r["valid_from"]
+    return {m: Subjects(said=said.get(m, {}), read=read.get(m, {}), named=frozenset(found), keyed=keyed.get(m, {}),
+                        since=since.get(m)) for m, found in named.items()}
 
 
 async def entities_by_name(conn: asyncpg.Connection, p: Principal, names: Sequence[Name]
