@@ -98,6 +98,11 @@ def test_keys_in_other_words_are_one_attribute_and_others_never_merge() -> None:
     assert key_of("tests", ENGLISH).attribute == key_of("testing framework", ENGLISH).attribute == "test framework"
     assert key_of("release notes channel", ENGLISH).attribute == "channel"  # notes, not a notes app
     assert key_of("employer", ENGLISH).attribute != key_of("manager", ENGLISH).attribute
+    # one attribute's phrase whole is that attribute, though without its fillers ("who", "it") its
+    # word is another's too: "owns" is a project's ("owns the Osprey roadmap") and an owner's
+    owner = key_of("who owns it", ENGLISH)
+    assert (owner.attribute, owner.alternatives) == ("owner", ())
+    assert {key_of("owns", ENGLISH).attribute} == {"project"}
     assert key_of("job title", ENGLISH).attribute != key_of("employer", ENGLISH).attribute
     assert key_of("hometown", ENGLISH).attribute != key_of("home city", ENGLISH).attribute
     assert not key_of("allergies", ENGLISH).single and key_of("employer", ENGLISH).single

@@ -65,6 +65,14 @@ def _exact(lexicon: Lexicon) -> dict[str, frozenset[str]]:
 
 
 @functools.lru_cache(maxsize=8)
+def _verbatim(lexicon: Lexicon) -> dict[str, frozenset[str]]:
+    """Each phrase as written, fillers kept -> the attributes that use it: "who owns it" is one
+    attribute's phrase whole (the owner), though its words without fillers, "owns", are a
+    project's too."""
+    return _index(lexicon, lambda lx, phrase: " ".join(lx.words(phrase)))
+
+
+@functools.lru_cache(maxsize=8)
 def _squashed(lexicon: Lexicon) -> dict[str, frozenset[str]]:
     """Each phrase with its words run together, hyphens out (fillers dropped) -> the attributes that
     use it: "oncall rotation", "on-call rotation" and "on call rotation" are one spelling."""
@@ -166,6 +174,8 @@ def key_of(words: str, lexicon: Lexicon) -> Key | None:
     named = _phrases(lexicon).get(stems, frozenset()) or _squashed(lexicon).get(_squash(lexicon, tidy), frozenset())
     if len(named) > 1:
         named = _exact(lexicon).get(_plain(lexicon, tidy), frozenset()) & named or named
+    if len(named) > 1:
+        named = _verbatim(lexicon).get(" ".join(lexicon.words(tidy)), frozenset()) & named or named
     if named:
         # In the lexicon's order: the first is taken when the subject has none of the others.
         first, *others = [a for a in lexicon.attributes if a.name in named]
