@@ -17,14 +17,15 @@ from . import limits
 from .config import Settings
 from .errors import InvalidInput
 from .graph import Said
-from .graph.keys import Key, cued_by, holds_one, in_lexicon, key_in, key_of, own_attribute
+from .graph.keys import Key, chosen_by_default, cued_by, holds_one, in_lexicon, key_in, key_of, own_attribute
 from .graph.names import Name, bounded, classified, read_names, with_text, writer_names
 from .lexicon import Lexicon, phrases_pattern
 from .models import Memory, Principal, RelatedMemory
 from .repository import MemoryRepository
 from .repository.graph_reads import current_facts, subject_facts
+from .retrieval.focus import values_of_another_kind
 from .retrieval.key_meaning import named_plainly
-from .retrieval.versions import earlier_versions, masked_similarities
+from .retrieval.versions import earlier_versions, masked_pair, masked_similarities
 from .validation import text
 from .vectors import Vectors
 
@@ -98,6 +99,9 @@ class Structure:
         if known and not said.key.single:  # many values: a new one replaces nothing to take in
             return said
         facts, replaced = await subject_facts(self.repo, p, said.about)
+        if known and not said.key.alternatives and (
+                taken := self._defaulted(content, said, facts) + await self._named_before(said.key, facts)):
+            said = replace(said, key=replace(said.key, absorbs=taken))
         if not known and (worded := self._worded(said.key, facts)) is not None:
             return replace(said, key=worded)
         if not known and self.vectors is not None and facts and (
@@ -118,8 +122,40 @@ class Structure:
             return said
         attribute = chosen.pop()
         if known:
-            return replace(said, key=replace(said.key, absorbs=(attribute,)))
+            return replace(said, key=replace(said.key, absorbs=(*said.key.absorbs, attribute)))
         return replace(said, key=_filed(said.key, attribute, True, facts))
+
+    async def _named_before(self, key: Key, facts: list[Any]) -> tuple[str, ...]:
+        """The subject's attributes in a writer's own words that plainly name `key`'s attribute
+        (retrieval/key_meaning.py `named_plainly`), written before the subject held any value of
+        it: had they come after, they would have been filed under it (`adopted`), so they are
+        now, whichever came first ("rotation" of "... joined the streaming rotation", then
+        "on-call")."""
+        if self.vectors is None:
+            return ()
+        own = {r["attribute"]: r["key_words"] for r in facts if not in_lexicon(r["attribute"], self.lexicon)}
+        if not own or any(r["attribute"] == key.attribute for r in facts):
+            return ()
+        return tuple(sorted([a for a, words in own.items()
+                             if await named_plainly(self.vectors, self.lexicon, words) == key.attribute]))
+
+    def _defaulted(self, content: str, said: Said, facts: list[Any]) -> tuple[str, ...]:
+        """The subject's attributes of the lexicon all of whose facts were filed there only by the
+        lexicon's order, in words that name the key's attribute too (graph/keys.py
+        `chosen_by_default`), with values of a kind the new text's are (retrieval/focus.py
+        `values_of_another_kind`, the subject masked): "based in" went to a home city with nothing
+        to say it was not an office, and a later "works from" says which, whichever came first;
+        "phone" of "Call Greta on 555 0134" went to a phone number, and a handset's "Pixel 8" is
+        no number."""
+        assert said.key is not None
+        key, names = said.key, [n.display for n in said.about]
+        by_attribute: dict[str, list[Any]] = {}
+        for r in facts:
+            if r["attribute"] != key.attribute and in_lexicon(r["attribute"], self.lexicon):
+                by_attribute.setdefault(r["attribute"], []).append(r)
+        return tuple(sorted(a for a, rows in by_attribute.items() if all(
+            key.attribute in chosen_by_default(a, r["key_words"], r["content"], self.lexicon)
+            and not values_of_another_kind(*masked_pair(content, r["content"], names)[:2]) for r in rows)))
 
     def _worded(self, key: Key, facts: list[Any]) -> Key | None:
         """`key`, in words the lexicon does not know, as the one other attribute of the subject that

@@ -963,3 +963,51 @@ async def test_a_batch_records_the_graph_as_the_same_writes_one_by_one(service, 
     assert ("greta", False) in await graph_rows(service, many)  # the lone Greta merged into Greta Ibarra
     async with database.admin.acquire() as conn:
         assert not any((await inconsistencies(conn)).values())
+
+
+@pytest.mark.parametrize("order", ["in order", "out of order"])
+async def test_a_value_filed_by_the_lexicons_order_alone_joins_the_attribute_a_later_key_names(service,
+                                                                                            order: str) -> None:
+    """"based in" and "location" are a home city's words and an office's; with nothing else to go
+    on a fact so keyed goes to the lexicon's first, a home city. A key that names the office alone
+    says which the subject's was, whichever was written first: the values are one office's, and
+    the newest is current. A home city in words of its own ("lives in") stays where it is, and so
+    does a number keyed "phone" when a handset's model comes: values of another kind."""
+    p = principal()
+    based = ("Heard today: Fenna Kuznetsov is based in Toronto.", "based in", day("2024-01-01"))
+    moved = ("1:1 notes: Fenna is remote from Zurich now.", "works from", day("2025-01-01"))
+    writes = [based, moved] if order == "in order" else [moved, based]
+    written = {w[1]: await service.write(p, w[0], about=["Fenna Kuznetsov"], key=w[1], occurred_at=w[2])
+               for w in writes}
+    old, new = written["based in"].memory.id, written["works from"].memory.id
+    got = {m.id: m for m in (await service.get(p, [old, new])).memories}
+    assert got[old].superseded_by == new and got[new].superseded_by is None
+    hits = (await service.search(p, "Where is Fenna Kuznetsov based?", explain=True)).hits
+    assert hits[0].id == new
+    home = await service.write(p, "Greta Ibarra lives in Porto.", about=["Greta Ibarra"], key="lives in",
+                               occurred_at=day("2024-01-01"))
+    number = await service.write(p, "Call Greta Ibarra on her phone: 555 0134.", about=["Greta Ibarra"],
+                                 key="phone", occurred_at=day("2024-01-01"))
+    await service.write(p, "Greta Ibarra works from the Lisbon office now.", about=["Greta Ibarra"],
+                        key="works from", occurred_at=day("2025-01-01"))
+    await service.write(p, "Greta Ibarra's mobile phone is a Pixel 8.", about=["Greta Ibarra"],
+                        key="mobile phone", occurred_at=day("2025-01-01"))
+    kept = (await service.get(p, [home.memory.id, number.memory.id])).memories
+    assert [(m.key, m.superseded_by) for m in kept] == [("home city", None), ("phone number", None)]
+
+
+async def test_own_words_written_before_the_attribute_they_plainly_name_join_it(service) -> None:
+    """"rotation" plainly names the on-call rotation (retrieval/key_meaning.py); written after the
+    subject's first on-call value it is filed under it, and written before, it joins it when that
+    value comes: an import or a backfill brings values in any order, and the newest is current."""
+    p = principal()
+    newer = await service.write(p, "Update - Eun-ji Abara handed the checkout pager over and joined streaming.",
+                                about=["Eun-ji Abara"], key="rotation", occurred_at=day("2025-01-01"))
+    assert newer.memory.key == "rotat"  # nothing yet to file the words with
+    older = await service.write(p, "FYI: Eun-ji Abara added to checkout on-call.", about=["Eun-ji Abara"],
+                                key="on-call", occurred_at=day("2024-01-01"))
+    got = {m.id: m for m in (await service.get(p, [newer.memory.id, older.memory.id])).memories}
+    assert got[newer.memory.id].key == "on-call" and got[newer.memory.id].superseded_by is None
+    assert got[older.memory.id].superseded_by == newer.memory.id
+    hits = (await service.search(p, "What is Eun-ji Abara on call for?", explain=True)).hits
+    assert hits[0].id == newer.memory.id

@@ -65,7 +65,7 @@ import numpy as np
 
 from ..config import DecisionSettings
 from ..graph.subjects import Subjects, one_attribute, other_attribute
-from ..retrieval.focus import MASK, names_its_value
+from ..retrieval.focus import MASK, names_its_value, values_of_another_kind
 from ..retrieval.query import LABEL, NOT_NAMES
 from .pace import served_here
 from .subject_rules import UNSURE, masked, owned_by_someone, subject_names, why_not_same
@@ -76,7 +76,6 @@ from .wording import (
     names_another_thing,
     opens_on_another_name,
     qualifies_another_thing,
-    values_of_another_kind,
     without_aside,
 )
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ..lexicon import Lexicon
 from ..lexicon.english import ENGLISH
-from ..retrieval.focus import value_kinds, values_of, words_of
+from ..retrieval.focus import values_of, words_of
 from ..retrieval.query import LABEL
 
 # Longer memories are not compared word by word (`_aligned`).
@@ -269,20 +269,6 @@ def _a_things(owner: str, w: _Words) -> bool:
     "API's"). A name owns an attribute ("Mom's car is a Volvo" / "Mom drives a Kia now"), and a
     pronoun's "'s" is a contraction ("it's", "that's")."""
     return (owner.islower() or owner.isupper() and len(owner) > 1) and owner.lower() not in w.not_owners
-
-
-def values_of_another_kind(new: str, old: str) -> bool:
-    """Values of no kind in common (`value_kinds`), so another attribute: a person is no region
-    ("Consent pipeline maintainer: Yaw Boateng." / "Consent pipeline lives in ca-central-1."), a
-    year no team ("... joined the company in 2016." / "... joined Billing squad."), a count no
-    ordinal ("The Nova team has 14 engineers." / "... celebrated its 14th release."). Read with the
-    subject masked (guard.judge), and only when the new memory names no value of the old one beside
-    a new one. Under the adversary at 0.45 ops 7.6 -> 7.2% and dataset 7.0 -> 6.8% wrong, at 0.25
-    ops 16.0 -> 14.9%, dataset 11.1 -> 9.8%, crm 21.5 -> 18.0% and workbench 14.4 -> 13.1%; no
-    other set changed, no right update lost (a number after a word with a capital read as a
-    number, "upgraded to an iPhone 15" / "uses a Sony Xperia 10" on circle lost three)."""
-    mine, theirs = (value_kinds(LABEL.sub("", text, count=1)) for text in (new, old))
-    return bool(mine and theirs and not mine & theirs)
 
 
 def _things(text: str, other: str, w: _Words) -> dict[tuple[str, str], tuple[bool, bool]]:

@@ -209,14 +209,11 @@ def own_attribute(words: str, lexicon: Lexicon) -> str | None:
 CUES_WITHIN_CHARS = 2000
 
 
-def cued_by(key: Key, text: str, lexicon: Lexicon) -> Key:
-    """`key` with the one of the attributes its words name that the text's cues alone name put
-    first ("language" in "Keiko speaks Japanese and English": the languages she speaks, not a
-    program's one language), ahead of the lexicon's order. The subject's own facts still decide
-    before either (`within`)."""
+def cue_of(key: Key, text: str, lexicon: Lexicon) -> str | None:
+    """The one of the attributes `key`'s words name that the text's cues name ahead of the others
+    (`cued_by`); None where the key names one attribute, or the cues choose none."""
     if not key.alternatives:
-        return key
-    named = (key.attribute, *key.alternatives)
+        return None
     stems = lexicon.stems(text[:CUES_WITHIN_CHARS])
 
     def held(attribute: Attribute) -> tuple[int, int]:
@@ -225,13 +222,34 @@ def cued_by(key: Key, text: str, lexicon: Lexicon) -> Key:
         found = [len(p) for p in _parts(lexicon, attribute) if _contains(stems, p)]
         return max(found, default=0), len(found)
 
-    scored = sorted(((held(_by_name(lexicon)[a]), a) for a in named), reverse=True)
-    if scored[0][0] == (0, 0) or scored[0][0] == scored[1][0] or scored[0][1] == key.attribute:
+    scored = sorted(((held(_by_name(lexicon)[a]), a) for a in (key.attribute, *key.alternatives)), reverse=True)
+    return None if scored[0][0] == (0, 0) or scored[0][0] == scored[1][0] else scored[0][1]
+
+
+def cued_by(key: Key, text: str, lexicon: Lexicon) -> Key:
+    """`key` with the one of the attributes its words name that the text's cues alone name put
+    first ("language" in "Keiko speaks Japanese and English": the languages she speaks, not a
+    program's one language), ahead of the lexicon's order. The subject's own facts still decide
+    before either (`within`)."""
+    cued = cue_of(key, text, lexicon)
+    if cued is None or cued == key.attribute:
         return key
-    chosen = _by_name(lexicon)[scored[0][1]]
+    named = (key.attribute, *key.alternatives)
+    chosen = _by_name(lexicon)[cued]
     others = tuple(a for a in named if a != chosen.name)
     return replace(key, attribute=chosen.name, single=chosen.single, alternatives=others,
                    many=frozenset(a for a in others if not _by_name(lexicon)[a].single))
+
+
+def chosen_by_default(attribute: str, words: str, text: str, lexicon: Lexicon) -> frozenset[str]:
+    """The other attributes a fact filed under `attribute` in `words` may as well be of: those its
+    words name too, where neither its text's cues chose (`cue_of`); empty where they did, or the
+    words name one attribute. ("based in" of "Fenna is based in Toronto." went to the lexicon's
+    first, a home city, with nothing to tell it from an office.)"""
+    key = key_of(words, lexicon)
+    if key is None or not key.alternatives or cue_of(key, text, lexicon) is not None:
+        return frozenset()
+    return frozenset({key.attribute, *key.alternatives} - {attribute})
 
 
 def asked(question: str, lexicon: Lexicon, known: dict[str, list[str]]) -> str | None:

@@ -52,7 +52,7 @@ from ..graph.about_user import about_someone_else, person_asked_about, speaks_of
 from ..graph.keys import asked_of_any, cued_in
 from ..lexicon import Lexicon
 from ..models import MOMENTS
-from .query import NOT_NAMES, ParsedQuery, phrases_of
+from .query import LABEL, NOT_NAMES, ParsedQuery, phrases_of
 
 # The subject's memories among this many top results are the ones compared: the answer is
 # near the top already, and each one compared is a text to embed the first time.
@@ -155,6 +155,21 @@ def value_kinds(text: str) -> frozenset[str]:
     "14", "8.0"), a code ("us-east-1", "2x", "14th") or a name ("Yaw Boateng", "M3"; a number
     after a word with a capital too, "Framework 13", "MySQL 8", "iPhone 15")."""
     return frozenset(kind for _, kind in _values(text))
+
+
+def values_of_another_kind(new: str, old: str) -> bool:
+    """Values of no kind in common (`value_kinds`), so another attribute: a person is no region
+    ("Consent pipeline maintainer: Yaw Boateng." / "Consent pipeline lives in ca-central-1."), a
+    year no team ("... joined the company in 2016." / "... joined Billing squad."), a count no
+    ordinal ("The Nova team has 14 engineers." / "... celebrated its 14th release."). Read with the
+    subject masked (guard.judge), and only when the new memory names no value of the old one beside
+    a new one. Under the adversary at 0.45 ops 7.6 -> 7.2% and dataset 7.0 -> 6.8% wrong, at 0.25
+    ops 16.0 -> 14.9%, dataset 11.1 -> 9.8%, crm 21.5 -> 18.0% and workbench 14.4 -> 13.1%; no
+    other set changed, no right update lost (a number after a word with a capital read as a
+    number, "upgraded to an iPhone 15" / "uses a Sony Xperia 10" on circle lost three). The
+    structure reads it too, before it files a value the lexicon's order alone placed (structure.py)."""
+    mine, theirs = (value_kinds(LABEL.sub("", text, count=1)) for text in (new, old))
+    return bool(mine and theirs and not mine & theirs)
 
 
 def _values(text: str) -> Iterator[tuple[str, str]]:
