@@ -475,6 +475,29 @@ async def test_writes_stay_fast_while_the_embedder_hangs_and_heal_after(fresh, s
         tg.cancel_scope.cancel()
 
 
+async def test_keys_read_by_meaning_wait_no_longer_than_a_write_while_the_embedder_hangs(
+        fresh, settings, database) -> None:
+    """What a key's words mean (retrieval/key_meaning.py: the lexicon's phrases embedded the first
+    time, then the words) is asked of the embedder at write; hanging, it costs a write no more than
+    its own vector's timeout, the words stay the writer's own, and nothing is filed by a guess."""
+    from .conftest import principal
+
+    service = await service_on(fresh, settings, database, timeout_s=0.5, failures=2, cooldown_s=60.0)
+    alice = principal()
+    fresh.delay = 5.0
+    writes = [("Update - Eun-ji Abara joined the streaming rotation.", "rotation"),
+              ("FYI: Eun-ji Abara added to checkout on-call.", "on-call"),
+              ("Eun-ji Abara swapped onto the storage rotation.", "oncall area")]
+    written = []
+    for text, key in writes:
+        started = time.perf_counter()
+        written.append(await service.write(alice, text, about=["Eun-ji Abara"], key=key))
+        assert time.perf_counter() - started < 1.5, key  # at most two timeouts before the breaker opens
+    assert [w.status for w in written] == ["created"] * 3
+    got = (await service.get(alice, [w.memory.id for w in written])).memories
+    assert [m.key for m in got] == ["rotat", "on-call", "oncal area"]
+
+
 async def test_the_embedder_heals_without_traffic_to_probe_it(fresh, settings, database) -> None:
     """The last writes of a session went in without vectors; nobody writes afterwards. The
     server probes the embedder itself and embeds them."""
