@@ -124,6 +124,14 @@ def test_a_question_asks_for_one_of_the_subjects_attributes() -> None:
     assert asked("Where am I working these days?", ENGLISH, at_work) == "employer"
     assert asked("What does Greta work on?", ENGLISH, at_work) == "project"
     assert asked("Where does Greta work from currently?", ENGLISH, at_work) == "office"
+    # what the question's determiner governs is asked, ahead of a longer phrase elsewhere in it...
+    at_desk = {"laptop": ["work laptop"], "project": ["works on"]}
+    assert asked("Which machine does the user work on now?", ENGLISH, at_desk) == "laptop"
+    assert asked("What does the user work on now?", ENGLISH, at_desk) == "project"
+    # ...unless the question names an attribute sharing a phrase with it ("based in": a home
+    # city's and an office's), whose values a writer's words may have filed under the other
+    placed = {"office": ["site"], "home city": ["office city"]}
+    assert asked("Which office is the Xenon team based in?", ENGLISH, placed) is None
 
 
 def test_rules_find_the_subject_first_and_the_user() -> None:

@@ -75,6 +75,9 @@ def test_a_key_in_portuguese_is_one_attribute_and_others_never_merge() -> None:
     assert asked("Que carro conduz a Greta hoje em dia?", PORTUGUESE, known) == "car"
     assert asked("Onde mora a Greta agora?", PORTUGUESE, known) == "home city"
     assert asked("Como está a Greta?", PORTUGUESE, known) is None
+    # the determiner's noun first, in either language ("trabalha em" is the employer's phrase)
+    at_work = {**known, "employer": ["trabalha em"]}
+    assert asked("Qual carro usa a Greta quando trabalha em Lisboa?", PORTUGUESE, at_work) == "car"
 
 
 def test_a_question_word_asks_the_one_attribute_whose_values_it_asks_for_in_each_language() -> None:

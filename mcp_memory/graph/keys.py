@@ -256,6 +256,23 @@ def asked(question: str, lexicon: Lexicon, known: dict[str, list[str]]) -> str |
     """Which of `known` (an entity's attributes -> the words its keys were written in) `question`
     asks about: the one whose cues, phrases or keys its words hold, the longest match winning; None
     when none or a tie."""
+    scored = _matched(question, lexicon, known)
+    determined = _determined(question, lexicon)
+    chosen = _longest({a: n for n, a in _matched(" ".join(determined), lexicon, known)}) if determined else None
+    # What the question's determiner governs comes first ("Which machine does the user work on?":
+    # the laptop, though "work on" is a project's longer phrase), unless the question names an
+    # attribute sharing a phrase with it too: a writer's words may file either's values under the
+    # other ("based in": a home city's and an office's), and the question cannot tell which.
+    if chosen is not None and not {a for _, a in scored} & _sharing(lexicon).get(chosen, frozenset()):
+        return chosen
+    if not scored or len(scored) > 1 and scored[0][0] == scored[1][0]:
+        return None
+    return scored[0][1]
+
+
+def _matched(question: str, lexicon: Lexicon, known: dict[str, list[str]]) -> list[tuple[int, str]]:
+    """Each of `known` whose cues, phrases or keys `question` holds, with its longest match's
+    length, longest first."""
     stems = lexicon.stems(question)
     cued = _held(stems, lexicon)
     scored = []
@@ -265,10 +282,32 @@ def asked(question: str, lexicon: Lexicon, known: dict[str, list[str]]) -> str |
         best = max(best, cued.get(attribute, 0))
         if best:
             scored.append((best, attribute))
-    scored.sort(reverse=True)
-    if not scored or len(scored) > 1 and scored[0][0] == scored[1][0]:
-        return None
-    return scored[0][1]
+    return sorted(scored, reverse=True)
+
+
+@functools.lru_cache(maxsize=8)
+def _sharing(lexicon: Lexicon) -> dict[str, frozenset[str]]:
+    """Each attribute -> the others it shares a phrase with ("home city" and "office": "based in")."""
+    out: dict[str, set[str]] = {}
+    for names in _exact(lexicon).values():
+        for name in names:
+            out.setdefault(name, set()).update(names - {name})
+    return {name: frozenset(others) for name, others in out.items()}
+
+
+# The words after a question determiner that may name what it asks for: the noun and the words
+# before it ("Which JS package manager", "What car").
+DETERMINED_WORDS = 3
+
+
+def _determined(question: str, lexicon: Lexicon) -> list[str]:
+    """The few words right after the question's first determiner ("which", "what"), where they open
+    on no stop word ("What does ...", "What is ..."); none without one."""
+    words = lexicon.words(question)
+    at = next((i for i, w in enumerate(words) if w in lexicon.question_determiners), None)
+    if at is None or at + 1 >= len(words) or words[at + 1] in lexicon.stop_words:
+        return []
+    return words[at + 1:at + 1 + DETERMINED_WORDS]
 
 
 def asked_for(question: str, lexicon: Lexicon, known: Iterable[str]) -> str | None:

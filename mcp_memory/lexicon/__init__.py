@@ -69,6 +69,9 @@ class Lexicon:
     # Question words -> what they ask for ("who": a person): a question that names none of a
     # subject's attributes asks the one whose values are of that kind (`Attribute.answers`).
     question_words: dict[str, Answer] = field(default_factory=dict)
+    # Question words that ask for the thing the words after them name ("which", "what": "Which
+    # machine does the user work on?" asks the laptop, not what they work on).
+    question_determiners: frozenset[str] = frozenset()
 
     # --- names (graph/names.py) -------------------------------------------------------------
     # Words that may open a clause capitalised without naming anyone: articles, pronouns,

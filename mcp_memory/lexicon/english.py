@@ -140,6 +140,7 @@ ENGLISH = Lexicon(
     attributes=ATTRIBUTES,
     question_words={"who": "person", "whom": "person", "who's": "person", "who’s": "person", "where": "place",
                     "where's": "place", "where’s": "place", "when": "time", "when's": "time", "when’s": "time"},
+    question_determiners=frozenset({"which", "what"}),
     ended=("no longer", "not anymore", "not any more", "stopped", "quit", "gave up", "ended", "is over",
            "grew out of", "outgrew", "got rid of", "gave away", "sold"),
     # Capitalised words that are not names: question words and the like at the start of a clause.

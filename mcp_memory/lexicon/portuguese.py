@@ -68,6 +68,7 @@ PORTUGUESE = Lexicon(
                           "o utilizador", "a utilizadora", "utilizador", "utilizadora", "você", "meu", "minha"}),
     attributes=ATTRIBUTES,
     question_words={"quem": "person", "onde": "place", "quando": "time"},
+    question_determiners=frozenset({"qual", "quais", "que"}),
     ended=("já não", "deixou de", "parou de", "desistiu de", "acabou", "terminou", "vendeu", "livrou-se de"),
     not_names=frozenset("""o a os as um uma uns umas e ou mas se que qual quais quem onde quando como porque porquê
         quanto quanta quantos quantas é são era eram foi foram ser estar está estão esteve tem têm tinha ter há
