@@ -254,8 +254,9 @@ def chosen_by_default(attribute: str, words: str, text: str, lexicon: Lexicon) -
 
 def asked(question: str, lexicon: Lexicon, known: dict[str, list[str]]) -> str | None:
     """Which of `known` (an entity's attributes -> the words its keys were written in) `question`
-    asks about: the one whose cues, phrases or keys its words hold, the longest match winning; None
-    when none or a tie."""
+    asks about: the one the words after its determiner name (`Lexicon.question_determiners`), else
+    the one whose cues, phrases or keys its words hold, the longest match winning; None when none
+    or a tie."""
     scored = _matched(question, lexicon, known)
     determined = _determined(question, lexicon)
     chosen = _longest({a: n for n, a in _matched(" ".join(determined), lexicon, known)}) if determined else None
