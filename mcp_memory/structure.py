@@ -17,7 +17,7 @@ from . import limits
 from .config import Settings
 from .errors import InvalidInput
 from .graph import Said
-from .graph.keys import Key, chosen_by_default, cued_by, holds_one, in_lexicon, key_in, key_of, own_attribute
+from .graph.keys import Key, cued_by, filed_by_default, holds_one, in_lexicon, key_in, key_of, own_attribute
 from .graph.names import Name, bounded, classified, read_names, with_text, writer_names
 from .lexicon import Lexicon, phrases_pattern
 from .models import Memory, Principal, RelatedMemory
@@ -142,7 +142,7 @@ class Structure:
     def _defaulted(self, content: str, said: Said, facts: list[Any]) -> tuple[str, ...]:
         """The subject's attributes of the lexicon all of whose facts were filed there only by the
         lexicon's order, in words that name the key's attribute too (graph/keys.py
-        `chosen_by_default`), with values of a kind the new text's are (retrieval/focus.py
+        `filed_by_default`), with values of a kind the new text's are (retrieval/focus.py
         `values_of_another_kind`, the subject masked): "based in" went to a home city with nothing
         to say it was not an office, and a later "works from" says which, whichever came first;
         "phone" of "Call Greta on 555 0134" went to a phone number, and a handset's "Pixel 8" is
@@ -154,7 +154,7 @@ class Structure:
             if r["attribute"] != key.attribute and in_lexicon(r["attribute"], self.lexicon):
                 by_attribute.setdefault(r["attribute"], []).append(r)
         return tuple(sorted(a for a, rows in by_attribute.items() if all(
-            key.attribute in chosen_by_default(a, r["key_words"], r["content"], self.lexicon)
+            filed_by_default(a, r["key_words"], r["content"], key.attribute, self.lexicon)
             and not values_of_another_kind(*masked_pair(content, r["content"], names)[:2]) for r in rows)))
 
     def _worded(self, key: Key, facts: list[Any]) -> Key | None:

@@ -165,8 +165,10 @@ def _head(lexicon: Lexicon, words: str) -> str | None:
     return content[-1] if lexicon.head_last else content[0]
 
 
+@functools.lru_cache(maxsize=4096)
 def key_of(words: str, lexicon: Lexicon) -> Key | None:
-    """The attribute `words` names; None when they hold nothing but fillers."""
+    """The attribute `words` names; None when they hold nothing but fillers. Stored keys are read
+    again on every keyed write of their subject, so this is cached."""
     tidy = " ".join(words.split())
     stems = lexicon.stems(tidy, drop=lexicon.key_fillers)
     if not stems:
@@ -195,11 +197,9 @@ def key_of(words: str, lexicon: Lexicon) -> Key | None:
     return Key(" ".join(stems), tidy, not plural)
 
 
-@functools.lru_cache(maxsize=4096)
 def own_attribute(words: str, lexicon: Lexicon) -> str | None:
     """The attribute `words` name when it is one of their own (not the lexicon's): what `key_of`
-    names them; None for the lexicon's or for fillers alone. Stored keys are read again on every
-    keyed write of their subject, so this is cached."""
+    names them; None for the lexicon's or for fillers alone."""
     key = key_of(words, lexicon)
     return key.attribute if key is not None and not in_lexicon(key.attribute, lexicon) else None
 
@@ -241,15 +241,14 @@ def cued_by(key: Key, text: str, lexicon: Lexicon) -> Key:
                    many=frozenset(a for a in others if not _by_name(lexicon)[a].single))
 
 
-def chosen_by_default(attribute: str, words: str, text: str, lexicon: Lexicon) -> frozenset[str]:
-    """The other attributes a fact filed under `attribute` in `words` may as well be of: those its
-    words name too, where neither its text's cues chose (`cue_of`); empty where they did, or the
-    words name one attribute. ("based in" of "Fenna is based in Toronto." went to the lexicon's
-    first, a home city, with nothing to tell it from an office.)"""
+def filed_by_default(attribute: str, words: str, text: str, instead: str, lexicon: Lexicon) -> bool:
+    """Whether a fact filed under `attribute` in `words` may as well be of `instead`: its words name
+    both, and neither its text's cues chose (`cue_of`). ("based in" of "Fenna is based in
+    Toronto." went to the lexicon's first, a home city, with nothing to tell it from an office.)
+    The text is read only where the words name both."""
     key = key_of(words, lexicon)
-    if key is None or not key.alternatives or cue_of(key, text, lexicon) is not None:
-        return frozenset()
-    return frozenset({key.attribute, *key.alternatives} - {attribute})
+    return (key is not None and instead != attribute and instead in {key.attribute, *key.alternatives}
+            and cue_of(key, text, lexicon) is None)
 
 
 def asked(question: str, lexicon: Lexicon, known: dict[str, list[str]]) -> str | None:
