@@ -232,3 +232,63 @@ async def test_a_server_killed_mid_write_leaves_a_consistent_graph(db_url: str) 
         assert len(newest["memory"]["replaced"]) == 1
         hits = (await call(client, "memory_search", {"query": "Where does Tomasz Wolak live now?"}))["hits"]
         assert hits[0]["id"] == newest["memory"]["id"]
+
+
+async def test_a_server_killed_while_it_refiles_a_subjects_facts_leaves_them_as_they_were(db_url: str) -> None:
+    """A key that says which attribute a subject's earlier value was ("works from": an office) files
+    the facts the lexicon's order alone placed ("based in": a home city) under it, in the write's
+    transaction. Killed while that refile waits for a row, the write is not there at all and the
+    earlier fact is filed and current as before; the same write again refiles and replaces it."""
+    based = {"content": "Heard today: Fenna Kuznetsov is based in Toronto.", "about": ["Fenna Kuznetsov"],
+             "key": "based in", "occurred_at": "2024-01-01T00:00:00+00:00"}
+    moved = {"content": "1:1 notes: Fenna is remote from Zurich now.", "about": ["Fenna Kuznetsov"],
+             "key": "works from", "occurred_at": "2025-01-01T00:00:00+00:00"}
+    server = Server(db_url)
+    holder, watcher = await asyncpg.connect(db_url), await asyncpg.connect(db_url)
+    try:
+        server.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "killed", "version": "0"}}})
+        assert server.wait_for(1) == 1, "the server did not start"
+        server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        server.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                     "params": {"name": "memory_write", "arguments": based}})
+        assert server.wait_for(2) == 2 and not server.replies[1]["result"]["isError"]
+        assert await watcher.fetchval("SELECT attribute FROM memory_facts") == "home city"
+        # The earlier fact's row held: the new fact is inserted, the refile's UPDATE waits for it.
+        held = holder.transaction()
+        await held.start()
+        await holder.execute("SELECT 1 FROM memory_facts FOR UPDATE")
+        server.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                     "params": {"name": "memory_write", "arguments": moved}})
+        caught = await held_up(watcher)
+        waiting = await watcher.fetchval(
+            """SELECT query FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
+               AND backend_xid IS NOT NULL""")
+        assert "UPDATE memory_facts" in waiting, waiting
+        server.proc.send_signal(signal.SIGKILL)
+        assert server.proc.wait(timeout=30) == -signal.SIGKILL
+        await held.rollback()
+        with anyio.fail_after(30):
+            while True:
+                if not await open_write_transactions(watcher):
+                    break
+                await anyio.sleep(0.05)
+        assert {await watcher.fetchval("SELECT pg_xact_status($1::text::xid8)", x) for x in caught} == {"aborted"}
+        rows = await watcher.fetch("""SELECT m.content, m.superseded_by, f.attribute FROM memories m
+                                      LEFT JOIN memory_facts f ON f.user_id = m.user_id AND f.memory_id = m.id""")
+        assert [tuple(r) for r in rows] == [(based["content"], None, "home city")]
+        assert await inconsistencies(watcher) == {name: 0 for name in await inconsistencies(watcher)}
+    finally:
+        await holder.close()
+        await watcher.close()
+        if server.proc.poll() is None:
+            server.proc.kill()
+            server.proc.wait(timeout=30)
+
+    params = StdioServerParameters(command=SERVE, args=["serve"], env={
+        "MCP_MEMORY_DATABASE_URL": db_url, "MCP_MEMORY_USER": "alice", "MCP_MEMORY_PROJECT": "demo"})
+    async with Client(params, mode="legacy") as client:
+        again = await call(client, "memory_write", moved)
+        assert again["memory"]["key"] == "office" and len(again["memory"]["replaced"]) == 1
+        hits = (await call(client, "memory_search", {"query": "Where is Fenna Kuznetsov based?"}))["hits"]
+        assert hits[0]["id"] == again["memory"]["id"]
