@@ -319,6 +319,32 @@ async def test_a_batch_with_keys_on_an_external_server(external) -> None:
         assert await graph_checks.inconsistencies(conn) == {name: 0 for name in graph_checks.CHECKS}
 
 
+async def test_keys_refile_and_order_a_subjects_values_on_an_external_server(external) -> None:
+    """What the keys do past a plain replace, under row-level security through the application's
+    role: a key naming the attribute a value was filed under by the lexicon's order alone refiles it
+    ("based in" then "works from": an office), own words written before the attribute they plainly
+    name join it ("rotation" then "on-call"), and a question gets the current value first."""
+    settings, database = external
+    service = await MemoryService.open(database, settings)
+    p = principal()
+    based = await service.write(p, "Heard today: Fenna Kuznetsov is based in Toronto.", about=["Fenna Kuznetsov"],
+                                key="based in", occurred_at=day("2024-01-01"))
+    moved = await service.write(p, "1:1 notes: Fenna is remote from Zurich now.", about=["Fenna Kuznetsov"],
+                                key="works from", occurred_at=day("2025-01-01"))
+    assert moved.memory.key == "office" and moved.memory.replaced == [based.memory.id]
+    hits = (await service.search(p, "Where is Fenna Kuznetsov based?")).hits
+    assert [h.id for h in hits[:2]] == [moved.memory.id, based.memory.id]
+    rotation = await service.write(p, "Update - Eun-ji Abara handed the checkout pager over and joined streaming.",
+                                   about=["Eun-ji Abara"], key="rotation", occurred_at=day("2025-01-01"))
+    oncall = await service.write(p, "FYI: Eun-ji Abara added to checkout on-call.", about=["Eun-ji Abara"],
+                                 key="on-call", occurred_at=day("2024-01-01"))
+    got = {m.id: m for m in (await service.get(p, [rotation.memory.id, oncall.memory.id])).memories}
+    assert got[rotation.memory.id].key == got[oncall.memory.id].key == "on-call"
+    assert got[oncall.memory.id].superseded_by == rotation.memory.id
+    async with database.admin.acquire() as conn:
+        assert await graph_checks.inconsistencies(conn) == {name: 0 for name in graph_checks.CHECKS}
+
+
 async def test_a_first_import_rebuilds_the_vector_index_on_an_external_server(external, tmp_path: Path) -> None:
     """The owner of a user's own database (no superuser, default settings) may drop the index, set the
     build's working memory for its transaction and build it again: a first load goes the fast way there too."""
