@@ -13,7 +13,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from mcp_memory.errors import InvalidInput, NotFound
-from mcp_memory.graph.keys import asked, cued_by, key_of, kind_of
+from mcp_memory.graph.keys import asked, cued_by, in_lexicon, key_of, kind_of
 from mcp_memory.graph.names import names_in
 from mcp_memory.lexicon.english import ENGLISH
 from mcp_memory.models import WriteItem
@@ -1002,6 +1002,24 @@ async def test_a_value_filed_by_the_lexicons_order_alone_joins_the_attribute_a_l
                         key="mobile phone", occurred_at=day("2025-01-01"))
     kept = (await service.get(p, [home.memory.id, number.memory.id])).memories
     assert [(m.key, m.superseded_by) for m in kept] == [("home city", None), ("phone number", None)]
+
+
+async def test_a_word_the_stemmer_shares_with_another_attributes_cue_names_no_attribute(service) -> None:
+    """"dating" is a partner's word and Snowball cuts it to "date": every key ending on "date" was
+    the subject's partner, one at a time, so a release's date replaced a contract's renewal date.
+    A word the stemmer cuts to another of another meaning is kept whole (`Lexicon.whole_words`)."""
+    for words in ("release date", "renewal date", "launch date", "nightly build", "UI design", "commute train"):
+        assert not in_lexicon(key_of(words, ENGLISH).attribute, ENGLISH), words
+    assert {key_of(k, ENGLISH).attribute for k in ("dating", "who they are dating", "seeing")} == {"partner"}
+    assert key_of("office building", ENGLISH).attribute == "office"
+    assert key_of("training", ENGLISH).attribute == "sport"
+    p = principal()
+    release = await service.write(p, "Project Heron ships on 2026-03-02.", about=["Heron"], key="release date",
+                                  occurred_at=day("2025-01-01"))
+    renewal = await service.write(p, "Heron's support contract renews on 2026-06-30.", about=["Heron"],
+                                  key="renewal date", occurred_at=day("2025-02-01"))
+    got = (await service.get(p, [release.memory.id, renewal.memory.id])).memories
+    assert [(m.key, m.superseded_by) for m in got] == [("releas date", None), ("renew date", None)]
 
 
 async def test_own_words_written_before_the_attribute_they_plainly_name_join_it(service) -> None:

@@ -64,6 +64,10 @@ class Lexicon:
     # How a writer names the user in `about` ("me", "the user").
     user_names: frozenset[str]
     attributes: tuple[Attribute, ...] = field(default=())
+    # Words the stemmer cuts to another word of another meaning ("dating" to "date", "building" to
+    # "build"): kept whole wherever words are stemmed, so a "release date" is no partner's and a
+    # "nightly build" no office.
+    whole_words: frozenset[str] = frozenset()
     # Words a memory uses to say a value no longer holds ("no longer allergic to ...").
     ended: tuple[str, ...] = ()
     # Question words -> what they ask for ("who": a person): a question that names none of a
@@ -163,7 +167,7 @@ class Lexicon:
     def stems(self, text: str, *, drop: frozenset[str] = frozenset()) -> tuple[str, ...]:
         """The stems of `text`'s words, those in `drop` left out, possessives cut."""
         words = [re.sub(r"['’]s$", "", w) for w in self.words(text)]
-        return tuple(self._stemmer.stemWord(w) for w in words if w and w not in drop)
+        return tuple(w if w in self.whole_words else self._stemmer.stemWord(w) for w in words if w and w not in drop)
 
 
 def phrases_pattern(phrases: tuple[str, ...] | frozenset[str]) -> str:

@@ -67,6 +67,7 @@ PORTUGUESE = Lexicon(
     user_names=frozenset({"eu", "mim", "me", "comigo", "o usuário", "a usuária", "usuário", "usuária",
                           "o utilizador", "a utilizadora", "utilizador", "utilizadora", "você", "meu", "minha"}),
     attributes=ATTRIBUTES,
+    whole_words=frozenset({"casado", "casada"}),
     question_words={"quem": "person", "onde": "place", "quando": "time"},
     question_determiners=frozenset({"qual", "quais", "que"}),
     ended=("já não", "deixou de", "parou de", "desistiu de", "acabou", "terminou", "vendeu", "livrou-se de"),
