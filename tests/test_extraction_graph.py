@@ -17,7 +17,7 @@ from mcp_memory.capture.capture import Capturer
 from mcp_memory.capture.transcripts import parse_text
 from mcp_memory.config import Settings
 from mcp_memory.db import Database
-from mcp_memory.decisions import extraction, provider_from, subject_rules
+from mcp_memory.decisions import extracted_about, extraction, provider_from, subject_rules
 from mcp_memory.decisions.jobs import DecisionWorker
 from mcp_memory.graph.names import owned
 from mcp_memory.lexicon.english import ENGLISH
@@ -350,7 +350,7 @@ def test_a_possessive_names_whose_attribute_a_fact_states() -> None:
     from mcp_memory.lexicon.english import ENGLISH
 
     def owner(text: str, key: str) -> str | None:
-        return extraction.possessor(text, key, ENGLISH)
+        return extracted_about.possessor(text, key, ENGLISH)
 
     assert owner("Sven Olsen is Tomás's manager.", "manager") == "Tomás"
     assert owner("Greta Ibarra is Tomás Herrera's manager at Acme Robotics.", "manager") == "Tomás Herrera"
@@ -378,7 +378,7 @@ def test_owners_are_read_in_one_pass_whatever_the_text() -> None:
     possessive ending (Portuguese says "o gerente do Kwame") finds none."""
     hostile = "Ab's " * 20_000 + "manager"
     assert len(list(owned(hostile))) == 20_000
-    assert extraction.possessor(hostile, "manager", ENGLISH) is None  # read within its first 2,000 characters
+    assert extracted_about.possessor(hostile, "manager", ENGLISH) is None  # read within its first 2,000 characters
     assert list(owned("O gerente do Kwame é a Greta.", PORTUGUESE)) == []
 
 
@@ -408,6 +408,42 @@ async def test_a_new_manager_said_first_by_name_replaces_the_old_one(database: D
     assert meta["about_said"] == ["Sven Olsen", "Tomás"]
     (got,) = (await service.get(alice, [sven["id"]])).memories
     assert got.about == ["Tomás"] and got.key == "manager"
+
+
+async def test_a_fact_about_an_attribute_and_no_one_else_is_the_users(database: Database, settings: Settings,
+                                                                        model: Model, alice: Principal) -> None:
+    """The local model gave "Standup is scheduled for 10:00 this week." as about "standup", keyed
+    "schedule": an entity called standup, and the user's 9:30 standup stayed current. A one-word
+    about that is an attribute of the lexicon, in a text about no one else, is the user's value of
+    that attribute, and replaces the older one by its key; never an attribute whose values are
+    people ("The manager approved the budget." is about a manager), nor where the text is someone's."""
+    def routine(turns: Turns) -> dict[str, Any]:
+        if any("9:30" in t for t in turns.values()):
+            return {"facts": [{"text": "The user's daily standup is at 9:30.", "kind": "fact", "about": ["the user"],
+                               "key": "standup time", "turns": ["1"]}]}
+        return {"facts": [
+            {"text": "Standup is scheduled for 10:00 this week.", "kind": "decision", "about": ["standup"],
+             "key": "schedule", "turns": ["1"]},
+            {"text": "The manager approved the budget.", "kind": "decision", "about": ["manager"],
+             "key": "approval", "turns": ["1"]},
+            {"text": "Greta Ibarra's standup is at 11:00.", "kind": "fact", "about": ["standup"],
+             "key": "schedule", "turns": ["1"]}]}
+
+    model.extract = routine
+    service, worker, s = await setup(database, settings, model.url)
+    await capture(service, s, alice, "User: My daily standup is at 9:30.\nAssistant: Noted.\n", key="cli:one")
+    await drain(worker)
+    await capture(service, s, alice, "User: Standup moved to 10:00 this week; the manager approved the budget; "
+                  "Greta's standup is at 11:00.\nAssistant: Noted.\n", key="cli:two")
+    await drain(worker)
+    old = await memory(database, "The user's daily standup is at 9:30.")
+    new = await memory(database, "Standup is scheduled for 10:00 this week.")
+    assert old["superseded_by"] == new["id"]
+    assert metadata(new)["about_said"] == ["standup"] and metadata(new)["key_said"] == "schedule"
+    (got,) = (await service.get(alice, [new["id"]])).memories
+    assert got.about == ["the user"] and got.key == "standup time"
+    for text in ("The manager approved the budget.", "Greta Ibarra's standup is at 11:00."):
+        assert "about_said" not in metadata(await memory(database, text)), text
 
 
 async def test_a_fact_is_typed_by_the_attribute_it_states_not_by_the_models_reading(

@@ -28,21 +28,20 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import InvalidInput
-from ..graph.keys import in_lexicon, key_of, kind_of
-from ..graph.names import NAMES_WITHIN_CHARS, owned
+from ..graph.keys import kind_of
 from ..models import Principal, WriteItem
 from ..repository import jobs as queue
 from ..repository.edges import Edge
 from ..repository.jobs import Job
 from ..telemetry.tracing import span
 from . import summaries
+from .extracted_about import possessor, topic_about
 from .prompting import _record
 from .protocol import InvalidAnswer, PromptRequest
 
 if TYPE_CHECKING:
     import asyncpg
 
-    from ..lexicon import Lexicon
     from ..repository.decisions import DecisionRepository
     from ..service import MemoryService
 
@@ -230,11 +229,15 @@ async def run(worker: Worker, job: Job, name: str) -> str:
         meta: dict[str, Any] = {"extracted_from": [str(e) for e in sources], "extraction_job": job.id}
         if job.session_id:
             meta["session_id"] = job.session_id
-        owner = possessor(f.text, f.key, worker.service.lexicon) if f.key else None
+        lexicon = worker.service.lexicon
+        owner = possessor(f.text, f.key, lexicon) if f.key else None
         if owner is not None and f.about != [owner]:
             meta["about_said"] = f.about  # what the model said, where the text's possessive says otherwise
             f = f.model_copy(update={"about": [owner]})
-        kind = kind_of(f.key, worker.service.lexicon) if f.key else None
+        elif (topic := topic_about(f.about, f.key, f.text, lexicon)) is not None:
+            meta["about_said"], meta["key_said"] = f.about, f.key
+            f = f.model_copy(update={"about": [topic[0]], "key": topic[1]})
+        kind = kind_of(f.key, lexicon) if f.key else None
         if kind is not None and kind != f.kind:
             # A small model types by the sentence's shape ("switched editors": a decision); the
             # attribute stated says what it is (an editor is a preference, an employer a fact).
@@ -253,43 +256,6 @@ async def run(worker: Worker, job: Job, name: str) -> str:
             worker.service, p, job, answer.summary, [e for e in job.sources if e in episodes],
             first.occurred_at if first is not None else None)
     return await _finish(worker, job, name, result, tokens)
-
-
-def possessor(text: str, key: str, lexicon: Lexicon) -> str | None:
-    """Whose `key` the fact's text states by a possessive, when exactly one: "Sven Olsen is Tomás's
-    manager" states Tomás's manager, "The user's new manager will be Oscar Lindqvist" the user's.
-    The local 1.5B model gave the first name of such a sentence as its about (Sven, or both), so
-    the manager was filed as Sven's own and replaced nothing. A possessive is the lexicon's
-    (`possessive_endings` after a run of capitalised words, graph/names.py `owned`; or one of
-    `user_possessives` the lexicon also takes for the user), followed by the key or its
-    attribute's name (fillers such as "new" between), when the lexicon knows the attribute. None:
-    no such possessive, two owners, or a key in the model's own words ("Marcus Bell, the user's
-    friend, leads the Falcon team" is no one-at-a-time "friend" of the user's that a second friend
-    would replace)."""
-    said = key_of(key, lexicon)
-    if said is None or not in_lexicon(said.attribute, lexicon):
-        return None  # own words ("friend"): whether it holds one value at a time is a guess; moving its subject is not
-
-    said_as = {" ".join(key.lower().split()), said.attribute}
-
-    def names_key(after: str) -> bool:
-        """The words right after a possessive, fillers ("new", "current") skipped, are the key as
-        the model said it or its attribute's name: "Tomás's new manager"; never a phrase that only
-        holds a cue of it ("the user's friend lives in ..." is no home city of the user's)."""
-        words = after.lower().split()
-        while words and words[0] in lexicon.key_fillers:
-            words.pop(0)
-        rest = " ".join(words)
-        return any(rest == k or rest.startswith(k) and not rest[len(k)].isalnum() for k in said_as)
-
-    owners: set[str] = set()
-    users = [u for u in lexicon.user_possessives if u in lexicon.user_names]
-    if users:
-        for m in re.finditer(r"(?<!\w)(" + "|".join(map(re.escape, users)) + r")\s+", text, re.IGNORECASE):
-            if names_key(text[m.end():]):
-                owners.add(m.group(1).lower())
-    owners |= {name for name, after in owned(text[:NAMES_WITHIN_CHARS], lexicon) if names_key(text[after:])}
-    return owners.pop() if len(owners) == 1 else None
 
 
 class _Fact:

@@ -92,6 +92,15 @@ def in_lexicon(attribute: str, lexicon: Lexicon) -> bool:
     return attribute in _by_name(lexicon)
 
 
+def phrase_of(words: str, lexicon: Lexicon) -> Attribute | None:
+    """The one attribute `words` are a phrase of whole, fillers aside ("standup": the standup
+    time's); None for none or several, and for words that only hold a cue of one ("docs site")."""
+    tidy = " ".join(words.split())
+    named = (_phrases(lexicon).get(lexicon.stems(tidy, drop=lexicon.key_fillers), frozenset())
+             or _squashed(lexicon).get(_squash(lexicon, tidy), frozenset()))
+    return _by_name(lexicon)[next(iter(named))] if len(named) == 1 else None
+
+
 def holds_one(attribute: str, lexicon: Lexicon) -> bool:
     """Whether the lexicon's `attribute` holds one value at a time (home city) or many (allergies)."""
     return _by_name(lexicon)[attribute].single
