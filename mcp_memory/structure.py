@@ -17,7 +17,7 @@ from . import limits
 from .config import Settings
 from .errors import InvalidInput
 from .graph import Said
-from .graph.keys import Key, cued_by, filed_by_default, holds_one, in_lexicon, key_in, key_of, own_attribute
+from .graph.keys import Key, cued_by, filed_by_default, holds_one, in_lexicon, key_in, key_of, own_attribute, qualified
 from .graph.names import Name, bounded, classified, read_names, with_text, writer_names
 from .lexicon import Lexicon, phrases_pattern
 from .models import Memory, Principal, RelatedMemory
@@ -99,6 +99,8 @@ class Structure:
         if known and not said.key.single:  # many values: a new one replaces nothing to take in
             return said
         facts, replaced = await subject_facts(self.repo, p, said.about)
+        if known and (apart := self._sibling(content, said.key, facts)) is not None:
+            return replace(said, key=apart)
         if known and not said.key.alternatives and (
                 taken := self._defaulted(content, said, facts) + await self._named_before(said.key, facts)):
             said = replace(said, key=replace(said.key, absorbs=taken))
@@ -124,6 +126,31 @@ class Structure:
         if known:
             return replace(said, key=replace(said.key, absorbs=(*said.key.absorbs, attribute)))
         return replace(said, key=_filed(said.key, attribute, True, facts))
+
+    def _sibling(self, content: str, key: Key, facts: list[Any]) -> Key | None:
+        """`key` as an attribute of its own words where the lexicon names it by its head word alone
+        and the subject holds a value of that attribute under the same head qualified otherwise,
+        each text naming its own qualifier and not the other's: "Heron runs on Node 20." keyed
+        "node version" and "Heron's ML worker uses Python 3.12." keyed "python version" are two
+        things' versions, and the second replaced the first. Words alike for one attribute ("hosting
+        region", "deployment region") qualify it with its own words, or not in the texts."""
+        lexicon = self.lexicon
+        mine = qualified(key.words, lexicon)
+        if mine is None or not mine[1]:
+            return None
+        head, qualifiers = mine
+        said = set(lexicon.stems(content))
+        if not qualifiers <= said:
+            return None
+        for r in facts:
+            theirs = qualified(r["key_words"], lexicon) if r["attribute"] == key.attribute else None
+            if theirs is None or theirs[0] != head or not theirs[1] or theirs[1] & qualifiers or theirs[1] & said:
+                continue
+            text = set(lexicon.stems(r["content"]))
+            if theirs[1] <= text and not qualifiers & text:
+                stems = lexicon.stems(key.words, drop=lexicon.key_fillers)
+                return Key(" ".join(stems), key.words, key.single)
+        return None
 
     async def _named_before(self, key: Key, facts: list[Any]) -> tuple[str, ...]:
         """The subject's attributes in a writer's own words that plainly name `key`'s attribute

@@ -1022,6 +1022,40 @@ async def test_a_word_the_stemmer_shares_with_another_attributes_cue_names_no_at
     assert [(m.key, m.superseded_by) for m in got] == [("releas date", None), ("renew date", None)]
 
 
+async def test_two_things_qualifying_one_head_word_are_two_attributes(service) -> None:
+    """The lexicon names "node version" and "python version" by their head word alone: one version,
+    so Heron's Python replaced its Node. Where the subject holds a value under the same head
+    qualified otherwise, and each text names its own qualifier and not the other's, the new key is
+    an attribute of its own, and a question asks the one it names. Words alike for one attribute,
+    whose texts do not name them, stay one attribute and replace."""
+    p = principal()
+    pairs = [("Heron runs on Node 20.", "node version", "Heron's ML worker uses Python 3.12.", "python version"),
+             ("Heron keeps its secrets in Vault.", "secret store", "Heron's build artifacts go to S3.",
+              "artifact store"),
+             ("Heron support questions go to #heron-help.", "support channel", "Heron alerts post to #heron-alerts.",
+              "alerts channel"),
+             ("Heron's staging region is eu-west-1.", "staging region", "Heron's production region is us-east-1.",
+              "production region")]
+    for first, first_key, second, second_key in pairs:
+        a = await service.write(p, first, about=["Heron"], key=first_key, occurred_at=day("2024-01-01"))
+        b = await service.write(p, second, about=["Heron"], key=second_key, occurred_at=day("2024-02-01"))
+        (kept,) = (await service.get(p, [a.memory.id])).memories
+        assert kept.superseded_by is None and not b.memory.replaced, (first_key, second_key)
+        assert a.memory.key != b.memory.key
+    newer = await service.write(p, "Heron's ML worker moved to Python 3.13.", about=["Heron"], key="python version",
+                                occurred_at=day("2025-01-01"))
+    assert newer.memory.key == "python version" and len(newer.memory.replaced) == 1
+    hits = (await service.search(p, "Which Node version does Heron run?")).hits
+    assert hits[0].snippet == "Heron runs on Node 20."
+    hits = (await service.search(p, "Which Python version does Heron use now?")).hits
+    assert hits[0].id == newer.memory.id
+    hosted = await service.write(p, "Infra note - Osprey hosted in eu-north-1.", about=["Osprey"], key="hosting region",
+                                 occurred_at=day("2024-01-01"))
+    moved = await service.write(p, "Cut-over done: Osprey now in us-west-2.", about=["Osprey"],
+                                key="deployment region", occurred_at=day("2025-01-01"))
+    assert moved.memory.key == "region" and moved.memory.replaced == [hosted.memory.id]
+
+
 async def test_own_words_written_before_the_attribute_they_plainly_name_join_it(service) -> None:
     """"rotation" plainly names the on-call rotation (retrieval/key_meaning.py); written after the
     subject's first on-call value it is filed under it, and written before, it joins it when that

@@ -101,6 +101,25 @@ def phrase_of(words: str, lexicon: Lexicon) -> Attribute | None:
     return _by_name(lexicon)[next(iter(named))] if len(named) == 1 else None
 
 
+def qualified(words: str, lexicon: Lexicon) -> tuple[str, frozenset[str]] | None:
+    """For a key the lexicon names by its head word alone, no whole phrase of it: the head's stem
+    and the stems of the words that qualify it, its attribute's own words aside ("node version":
+    version, {node}; "request rate limit": limit, {}). None for a whole phrase or own words."""
+    key = key_of(words, lexicon)
+    if key is None or not in_lexicon(key.attribute, lexicon) or phrase_of(words, lexicon) is not None:
+        return None
+    tidy = " ".join(words.split())
+    if _phrases(lexicon).get(lexicon.stems(tidy, drop=lexicon.key_fillers)) or _squashed(lexicon).get(
+            _squash(lexicon, tidy)):
+        return None
+    head = _head(lexicon, tidy)
+    if head is None:
+        return None
+    own = {stem for part in _parts(lexicon, _by_name(lexicon)[key.attribute]) for stem in part}
+    content = lexicon.stems(tidy, drop=lexicon.stop_words | lexicon.key_fillers)
+    return head, frozenset(content) - own - {head}
+
+
 def holds_one(attribute: str, lexicon: Lexicon) -> bool:
     """Whether the lexicon's `attribute` holds one value at a time (home city) or many (allergies)."""
     return _by_name(lexicon)[attribute].single
