@@ -127,6 +127,28 @@ class Structure:
             return replace(said, key=replace(said.key, absorbs=(*said.key.absorbs, attribute)))
         return replace(said, key=_filed(said.key, attribute, True, facts))
 
+    async def apart(self, p: Principal, items: list[tuple[str, Said]]) -> list[Said]:
+        """A batch's keys, each kept apart from a thing qualifying the same head word otherwise
+        (`_sibling`) among its subject's stored facts and the batch's items before it. The batch
+        reads no other adoption (docs/graph.md); the stored facts are read only for a key the
+        lexicon names by its head word with a qualifier, which few are."""
+        out: list[Said] = []
+        earlier: list[tuple[frozenset[str], dict[str, Any]]] = []
+        for content, said in items:
+            key = said.key
+            mine = qualified(key.words, self.lexicon) if key is not None and said.about else None
+            if key is not None and mine is not None and mine[1]:
+                whom = frozenset(n.canonical for n in said.about)
+                facts = [*(await subject_facts(self.repo, p, said.about))[0],
+                         *(row for subject, row in earlier if subject == whom)]
+                if (kept := self._sibling(content, key, facts)) is not None:
+                    said = replace(said, key=kept)
+            if said.key is not None and said.about:
+                earlier.append((frozenset(n.canonical for n in said.about),
+                                {"attribute": said.key.attribute, "key_words": said.key.words, "content": content}))
+            out.append(said)
+        return out
+
     def _sibling(self, content: str, key: Key, facts: list[Any]) -> Key | None:
         """`key` as an attribute of its own words where the lexicon names it by its head word alone
         and the subject holds a value of that attribute under the same head qualified otherwise,

@@ -201,6 +201,7 @@ class Writing:
                 said.append(replace(one, source=said_by) if one.source == "writer" else one)
             except (InvalidInput, PermissionDenied) as exc:
                 raise type(exc)(f"items[{i}]: {exc}; nothing was written") from None
+        said = await self.structure.apart(p, [(n.content, one) for n, one in zip(news, said, strict=True)])
         await self._limit(p, "write")
         if self.vectors is not None and self.vectors.embedder is not None:
             vectors = await self.vectors.documents_given([n.content for n in news], given)

@@ -1056,6 +1056,28 @@ async def test_two_things_qualifying_one_head_word_are_two_attributes(service) -
     assert moved.memory.key == "region" and moved.memory.replaced == [hosted.memory.id]
 
 
+async def test_a_batch_keeps_two_things_qualifying_one_head_word_apart(service) -> None:
+    """The same in a batch (`memory_write_many`, extraction's facts): against the subject's stored
+    facts and the batch's items before it; the same thing's newer value still replaces."""
+    p = principal()
+    stored = await service.write(p, "Heron runs on Node 20.", about=["Heron"], key="node version",
+                                 occurred_at=day("2024-01-01"))
+    batch = await service.write_many(p, [
+        WriteItem(content="Heron's ML worker uses Python 3.12.", about=["Heron"], key="python version",
+                  occurred_at=day("2024-02-01")),
+        WriteItem(content="Heron's staging region is eu-west-1.", about=["Heron"], key="staging region",
+                  occurred_at=day("2024-02-01")),
+        WriteItem(content="Heron's production region is us-east-1.", about=["Heron"], key="production region",
+                  occurred_at=day("2024-03-01")),
+        WriteItem(content="Heron moved to Node 22.", about=["Heron"], key="node version",
+                  occurred_at=day("2024-04-01"))])
+    python, staging, production, node = (m.id for m in batch.memories)
+    got = {m.id: m for m in (await service.get(p, [stored.memory.id, python, staging, production, node])).memories}
+    assert [got[i].superseded_by for i in (python, staging, production, node)] == [None] * 4
+    assert got[stored.memory.id].superseded_by == node
+    assert len({got[i].key for i in (python, staging, production, node)}) == 4
+
+
 async def test_own_words_written_before_the_attribute_they_plainly_name_join_it(service) -> None:
     """"rotation" plainly names the on-call rotation (retrieval/key_meaning.py); written after the
     subject's first on-call value it is filed under it, and written before, it joins it when that
