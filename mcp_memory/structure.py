@@ -17,7 +17,18 @@ from . import limits
 from .config import Settings
 from .errors import InvalidInput
 from .graph import Said
-from .graph.keys import Key, cued_by, filed_by_default, holds_one, in_lexicon, key_in, key_of, own_attribute, qualified
+from .graph.keys import (
+    Key,
+    cued_by,
+    filed_by_default,
+    holds_one,
+    in_lexicon,
+    key_in,
+    key_of,
+    of_their_person,
+    own_attribute,
+    qualified,
+)
 from .graph.names import Name, bounded, classified, read_names, with_text, writer_names
 from .lexicon import Lexicon, phrases_pattern
 from .models import Memory, Principal, RelatedMemory
@@ -93,8 +104,8 @@ class Structure:
         by Oskar Lund"; a restatement is .73 and up), and naming the old value alone does not
         count."""
         floor = self.settings.graph_adopt_floor
-        if said.key is None or not said.about or floor >= 1:
-            return said
+        if said.key is None or not said.about or floor >= 1 or of_their_person(said.key.words, self.lexicon):
+            return said  # "sister's manager" is hers: no value of the subject's, however alike
         known = in_lexicon(said.key.attribute, self.lexicon)
         if known and not said.key.single:  # many values: a new one replaces nothing to take in
             return said

@@ -1056,6 +1056,27 @@ async def test_two_things_qualifying_one_head_word_are_two_attributes(service) -
     assert moved.memory.key == "region" and moved.memory.replaced == [hosted.memory.id]
 
 
+async def test_a_key_naming_a_person_in_someones_life_is_none_of_the_subjects(service) -> None:
+    """"wife's employer" about the user is the wife's employer: keyed `employer` of the user, "The
+    user's wife works at Globex." replaced the user's own employer, and "sister's manager" (own
+    words plainly naming a manager) the user's manager. Such a key is an attribute of its own words,
+    taken into none of the subject's; the same words again replace their own value."""
+    assert {key_of(k, ENGLISH).attribute for k in ("wife's employer", "sister’s manager", "partner's car")} & {
+        "employer", "manager", "car"} == set()
+    assert key_of("user's boss", ENGLISH).attribute == "manager"  # the user's own
+    p = principal()
+    pairs = [("The user works at Initech.", "employer", "The user's wife works at Globex.", "wife's employer"),
+             ("The user's manager is Dana.", "manager", "The user's sister's manager is Omar.", "sister's manager")]
+    for own, own_key, theirs, their_key in pairs:
+        a = await service.write(p, own, about=["me"], key=own_key, occurred_at=day("2024-01-01"))
+        b = await service.write(p, theirs, about=["me"], key=their_key, occurred_at=day("2024-02-01"))
+        (kept,) = (await service.get(p, [a.memory.id])).memories
+        assert kept.superseded_by is None and not b.memory.replaced, their_key
+    again = await service.write(p, "The user's wife moved to Initrode.", about=["me"], key="wife's employer",
+                                occurred_at=day("2025-01-01"))
+    assert len(again.memory.replaced) == 1
+
+
 async def test_a_batch_keeps_two_things_qualifying_one_head_word_apart(service) -> None:
     """The same in a batch (`memory_write_many`, extraction's facts): against the subject's stored
     facts and the batch's items before it; the same thing's newer value still replaces."""

@@ -9,6 +9,7 @@ embedder: "employer" is closer to "job title" (.61) than "where they live" to "h
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -193,6 +194,16 @@ def _head(lexicon: Lexicon, words: str) -> str | None:
     return content[-1] if lexicon.head_last else content[0]
 
 
+def of_their_person(words: str, lexicon: Lexicon) -> bool:
+    """Whether a key names a person in someone's life as the attribute's owner ("wife's employer",
+    "sister's manager"): that person's attribute, so none of the subject's, whom a writer gave as
+    `about` (the user of "The user's wife works at Globex." keyed so replaced their own employer)."""
+    return any(m.group(1) in lexicon.people for m in _POSSESSIVE.finditer(words.lower()))
+
+
+_POSSESSIVE = re.compile(r"([^\W_]+)['’]s(?![\w'’])")
+
+
 @functools.lru_cache(maxsize=4096)
 def key_of(words: str, lexicon: Lexicon) -> Key | None:
     """The attribute `words` names; None when they hold nothing but fillers. Stored keys are read
@@ -201,6 +212,8 @@ def key_of(words: str, lexicon: Lexicon) -> Key | None:
     stems = lexicon.stems(tidy, drop=lexicon.key_fillers)
     if not stems:
         return None
+    if of_their_person(tidy, lexicon):  # "wife's employer": the wife's, no attribute of the subject's
+        return Key(" ".join(stems), tidy, True)
     named = _phrases(lexicon).get(stems, frozenset()) or _squashed(lexicon).get(_squash(lexicon, tidy), frozenset())
     if len(named) > 1:
         named = _exact(lexicon).get(_plain(lexicon, tidy), frozenset()) & named or named
