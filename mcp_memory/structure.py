@@ -25,7 +25,7 @@ from .graph.keys import (
     in_lexicon,
     key_in,
     key_of,
-    of_their_person,
+    none_of_the_subjects,
     own_attribute,
     qualified,
 )
@@ -104,8 +104,8 @@ class Structure:
         by Oskar Lund"; a restatement is .73 and up), and naming the old value alone does not
         count."""
         floor = self.settings.graph_adopt_floor
-        if said.key is None or not said.about or floor >= 1 or of_their_person(said.key.words, self.lexicon):
-            return said  # "sister's manager" is hers: no value of the subject's, however alike
+        if said.key is None or not said.about or floor >= 1 or none_of_the_subjects(said.key.words, self.lexicon):
+            return said  # "sister's manager" is hers, "previous employer" was: no current value of the subject's
         known = in_lexicon(said.key.attribute, self.lexicon)
         if known and not said.key.single:  # many values: a new one replaces nothing to take in
             return said

@@ -1022,6 +1022,17 @@ async def test_a_word_the_stemmer_shares_with_another_attributes_cue_names_no_at
     assert [(m.key, m.superseded_by) for m in got] == [("releas date", None), ("renew date", None)]
 
 
+async def written_apart(service, p, about: str, pairs: list[tuple[str, str, str, str]]) -> None:
+    """Each pair (text, key, a later text, its key) written about `about`: the later replaces
+    nothing, and the two are filed under two attributes."""
+    for first, first_key, second, second_key in pairs:
+        a = await service.write(p, first, about=[about], key=first_key, occurred_at=day("2024-01-01"))
+        b = await service.write(p, second, about=[about], key=second_key, occurred_at=day("2024-02-01"))
+        (kept,) = (await service.get(p, [a.memory.id])).memories
+        assert kept.superseded_by is None and not b.memory.replaced, (first_key, second_key)
+        assert a.memory.key != b.memory.key
+
+
 async def test_two_things_qualifying_one_head_word_are_two_attributes(service) -> None:
     """The lexicon names "node version" and "python version" by their head word alone: one version,
     so Heron's Python replaced its Node. Where the subject holds a value under the same head
@@ -1036,12 +1047,7 @@ async def test_two_things_qualifying_one_head_word_are_two_attributes(service) -
               "alerts channel"),
              ("Heron's staging region is eu-west-1.", "staging region", "Heron's production region is us-east-1.",
               "production region")]
-    for first, first_key, second, second_key in pairs:
-        a = await service.write(p, first, about=["Heron"], key=first_key, occurred_at=day("2024-01-01"))
-        b = await service.write(p, second, about=["Heron"], key=second_key, occurred_at=day("2024-02-01"))
-        (kept,) = (await service.get(p, [a.memory.id])).memories
-        assert kept.superseded_by is None and not b.memory.replaced, (first_key, second_key)
-        assert a.memory.key != b.memory.key
+    await written_apart(service, p, "Heron", pairs)
     newer = await service.write(p, "Heron's ML worker moved to Python 3.13.", about=["Heron"], key="python version",
                                 occurred_at=day("2025-01-01"))
     assert newer.memory.key == "python version" and len(newer.memory.replaced) == 1
@@ -1056,22 +1062,26 @@ async def test_two_things_qualifying_one_head_word_are_two_attributes(service) -
     assert moved.memory.key == "region" and moved.memory.replaced == [hosted.memory.id]
 
 
-async def test_a_key_naming_a_person_in_someones_life_is_none_of_the_subjects(service) -> None:
+async def test_a_key_naming_a_person_in_someones_life_or_an_earlier_value_is_none_of_the_subjects(
+        service) -> None:
     """"wife's employer" about the user is the wife's employer: keyed `employer` of the user, "The
     user's wife works at Globex." replaced the user's own employer, and "sister's manager" (own
-    words plainly naming a manager) the user's manager. Such a key is an attribute of its own words,
-    taken into none of the subject's; the same words again replace their own value."""
+    words plainly naming a manager) the user's manager; "previous employer", written after the
+    current one, was the newest employer. Such a key is an attribute of its own words, taken into
+    none of the subject's; the same words again replace their own value."""
     assert {key_of(k, ENGLISH).attribute for k in ("wife's employer", "sister’s manager", "partner's car")} & {
         "employer", "manager", "car"} == set()
     assert key_of("user's boss", ENGLISH).attribute == "manager"  # the user's own
+    assert {key_of(k, ENGLISH).attribute for k in ("previous employer", "former manager", "old team")} & {
+        "employer", "manager", "team"} == set()
+    assert key_of("new manager", ENGLISH).attribute == "manager"
     p = principal()
-    pairs = [("The user works at Initech.", "employer", "The user's wife works at Globex.", "wife's employer"),
-             ("The user's manager is Dana.", "manager", "The user's sister's manager is Omar.", "sister's manager")]
-    for own, own_key, theirs, their_key in pairs:
-        a = await service.write(p, own, about=["me"], key=own_key, occurred_at=day("2024-01-01"))
-        b = await service.write(p, theirs, about=["me"], key=their_key, occurred_at=day("2024-02-01"))
-        (kept,) = (await service.get(p, [a.memory.id])).memories
-        assert kept.superseded_by is None and not b.memory.replaced, their_key
+    await written_apart(service, p, "me", [
+        ("The user works at Initech.", "employer", "The user's wife works at Globex.", "wife's employer"),
+        ("The user's manager is Dana.", "manager", "The user's sister's manager is Omar.", "sister's manager")])
+    await written_apart(service, p, "Greta Ibarra", [
+        ("Greta Ibarra works at Saltmarsh Bank.", "employer", "Greta used to work at Ironbark Studios.",
+         "previous employer")])
     again = await service.write(p, "The user's wife moved to Initrode.", about=["me"], key="wife's employer",
                                 occurred_at=day("2025-01-01"))
     assert len(again.memory.replaced) == 1

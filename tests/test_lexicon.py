@@ -69,6 +69,8 @@ def test_a_key_in_portuguese_is_one_attribute_and_others_never_merge() -> None:
     assert key_of("cidade natal", PORTUGUESE).attribute == "hometown"
     # "casa" (a home) and "casado" (married) share Snowball's stem: the partner's word is kept whole
     assert key_of("casada com", PORTUGUESE).attribute == "partner" != key_of("casa de praia", PORTUGUESE).attribute
+    # an earlier value's words: no current attribute of the subject's
+    assert key_of("empresa anterior", PORTUGUESE).attribute != "employer" == key_of("empresa", PORTUGUESE).attribute
     assert not key_of("alergias", PORTUGUESE).single
     assert key_of("cor favorita", PORTUGUESE).attribute == key_of("cores favoritas", PORTUGUESE).attribute
     # Read as English the same words are attributes of their own.

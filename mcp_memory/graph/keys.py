@@ -194,11 +194,14 @@ def _head(lexicon: Lexicon, words: str) -> str | None:
     return content[-1] if lexicon.head_last else content[0]
 
 
-def of_their_person(words: str, lexicon: Lexicon) -> bool:
-    """Whether a key names a person in someone's life as the attribute's owner ("wife's employer",
-    "sister's manager"): that person's attribute, so none of the subject's, whom a writer gave as
-    `about` (the user of "The user's wife works at Globex." keyed so replaced their own employer)."""
-    return any(m.group(1) in lexicon.people for m in _POSSESSIVE.finditer(words.lower()))
+def none_of_the_subjects(words: str, lexicon: Lexicon) -> bool:
+    """Whether a key states no value its subject holds now: one of a person in someone's life, named
+    as the owner ("wife's employer", "sister's manager": the user of "The user's wife works at
+    Globex." keyed so had their own employer replaced), or an earlier one ("previous employer",
+    "old team": `Lexicon.past_qualifiers`). An attribute of its own words, then."""
+    lower = words.lower()
+    return (any(m.group(1) in lexicon.people for m in _POSSESSIVE.finditer(lower))
+            or any(w in lexicon.past_qualifiers for w in lexicon.words(lower)))
 
 
 _POSSESSIVE = re.compile(r"([^\W_]+)['’]s(?![\w'’])")
@@ -212,7 +215,7 @@ def key_of(words: str, lexicon: Lexicon) -> Key | None:
     stems = lexicon.stems(tidy, drop=lexicon.key_fillers)
     if not stems:
         return None
-    if of_their_person(tidy, lexicon):  # "wife's employer": the wife's, no attribute of the subject's
+    if none_of_the_subjects(tidy, lexicon):  # "wife's employer", "previous employer"
         return Key(" ".join(stems), tidy, True)
     named = _phrases(lexicon).get(stems, frozenset()) or _squashed(lexicon).get(_squash(lexicon, tidy), frozenset())
     if len(named) > 1:

@@ -68,6 +68,9 @@ class Lexicon:
     # "build"): kept whole wherever words are stemmed, so a "release date" is no partner's and a
     # "nightly build" no office.
     whole_words: frozenset[str] = frozenset()
+    # Words that make a key an earlier value's ("previous employer", "old team"): none the subject
+    # holds now, so never its current attribute.
+    past_qualifiers: frozenset[str] = frozenset()
     # Words a memory uses to say a value no longer holds ("no longer allergic to ...").
     ended: tuple[str, ...] = ()
     # Question words -> what they ask for ("who": a person): a question that names none of a

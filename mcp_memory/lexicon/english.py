@@ -139,6 +139,7 @@ ENGLISH = Lexicon(
     user_names=frozenset({"me", "i", "myself", "the user", "user", "the user's", "my", "you", "yourself"}),
     attributes=ATTRIBUTES,
     whole_words=frozenset({"dating", "seeing", "building", "training", "designation"}),
+    past_qualifiers=frozenset({"previous", "former", "old", "ex", "prior", "past", "earlier", "one-time"}),
     question_words={"who": "person", "whom": "person", "who's": "person", "who’s": "person", "where": "place",
                     "where's": "place", "where’s": "place", "when": "time", "when's": "time", "when’s": "time"},
     question_determiners=frozenset({"which", "what"}),

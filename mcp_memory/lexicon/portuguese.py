@@ -68,6 +68,7 @@ PORTUGUESE = Lexicon(
                           "o utilizador", "a utilizadora", "utilizador", "utilizadora", "você", "meu", "minha"}),
     attributes=ATTRIBUTES,
     whole_words=frozenset({"casado", "casada"}),
+    past_qualifiers=frozenset({"anterior", "antigo", "antiga", "antigos", "antigas", "ex", "velho", "velha"}),
     question_words={"quem": "person", "onde": "place", "quando": "time"},
     question_determiners=frozenset({"qual", "quais", "que"}),
     ended=("já não", "deixou de", "parou de", "desistiu de", "acabou", "terminou", "vendeu", "livrou-se de"),
