@@ -172,12 +172,12 @@ class Structure:
         if mine is None or not mine[1]:
             return None
         head, qualifiers = mine
-        said = set(lexicon.stems(content))
-        if not qualifiers <= said:
+        here = set(lexicon.stems(content))
+        if not qualifiers <= here:
             return None
         for r in facts:
             theirs = qualified(r["key_words"], lexicon) if r["attribute"] == key.attribute else None
-            if theirs is None or theirs[0] != head or not theirs[1] or theirs[1] & qualifiers or theirs[1] & said:
+            if theirs is None or theirs[0] != head or not theirs[1] or theirs[1] & qualifiers or theirs[1] & here:
                 continue
             text = set(lexicon.stems(r["content"]))
             if theirs[1] <= text and not qualifiers & text:

@@ -107,7 +107,7 @@ def qualified(words: str, lexicon: Lexicon) -> tuple[str, frozenset[str]] | None
     and the stems of the words that qualify it, its attribute's own words aside ("node version":
     version, {node}; "request rate limit": limit, {}). None for a whole phrase or own words."""
     key = key_of(words, lexicon)
-    if key is None or not in_lexicon(key.attribute, lexicon) or phrase_of(words, lexicon) is not None:
+    if key is None or not in_lexicon(key.attribute, lexicon):
         return None
     tidy = " ".join(words.split())
     if _phrases(lexicon).get(lexicon.stems(tidy, drop=lexicon.key_fillers)) or _squashed(lexicon).get(
@@ -215,9 +215,10 @@ def key_of(words: str, lexicon: Lexicon) -> Key | None:
     stems = lexicon.stems(tidy, drop=lexicon.key_fillers)
     if not stems:
         return None
-    if none_of_the_subjects(tidy, lexicon):  # "wife's employer", "previous employer"
-        return Key(" ".join(stems), tidy, True)
-    named = _phrases(lexicon).get(stems, frozenset()) or _squashed(lexicon).get(_squash(lexicon, tidy), frozenset())
+    # "wife's employer", "previous employer": an attribute of its own words
+    elsewhere = none_of_the_subjects(tidy, lexicon)
+    named = frozenset() if elsewhere else (
+        _phrases(lexicon).get(stems, frozenset()) or _squashed(lexicon).get(_squash(lexicon, tidy), frozenset()))
     if len(named) > 1:
         named = _exact(lexicon).get(_plain(lexicon, tidy), frozenset()) & named or named
     if len(named) > 1:
@@ -227,7 +228,7 @@ def key_of(words: str, lexicon: Lexicon) -> Key | None:
         first, *others = [a for a in lexicon.attributes if a.name in named]
         return Key(first.name, tidy, first.single, tuple(a.name for a in others),
                    many=frozenset(a.name for a in others if not a.single))
-    if not named:
+    if not elsewhere:
         # The longest cue that holds the key's head word, of one attribute alone ("what they drive",
         # "carries the pager for"; not "works on time", a time zone, whose head is "time"). Requiring
         # the cue to be the whole key cost more right updates than it saved wrong ones (crm).
