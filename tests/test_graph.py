@@ -1046,8 +1046,14 @@ async def test_two_things_qualifying_one_head_word_are_two_attributes(service) -
              ("Heron support questions go to #heron-help.", "support channel", "Heron alerts post to #heron-alerts.",
               "alerts channel"),
              ("Heron's staging region is eu-west-1.", "staging region", "Heron's production region is us-east-1.",
-              "production region")]
+              "production region"),
+             ("Heron's tech lead is Ana Souza.", "tech lead", "Heron's product lead is Bo Chen.", "product lead")]
     await written_apart(service, p, "Heron", pairs)
+    # a whole phrase of the lexicon is qualified by its own words: "home address" is no billing address
+    await written_apart(service, p, "Greta Ibarra", [
+        ("Greta's home address is 5 Elm Street.", "home address", "Greta's billing address is 1 Main Street.",
+         "billing address"),
+        ("Greta's phone number is 555 0134.", "phone number", "Greta's work number is 555 0199.", "work number")])
     newer = await service.write(p, "Heron's ML worker moved to Python 3.13.", about=["Heron"], key="python version",
                                 occurred_at=day("2025-01-01"))
     assert newer.memory.key == "python version" and len(newer.memory.replaced) == 1

@@ -103,22 +103,22 @@ def phrase_of(words: str, lexicon: Lexicon) -> Attribute | None:
 
 
 def qualified(words: str, lexicon: Lexicon) -> tuple[str, frozenset[str]] | None:
-    """For a key the lexicon names by its head word alone, no whole phrase of it: the head's stem
-    and the stems of the words that qualify it, its attribute's own words aside ("node version":
-    version, {node}; "request rate limit": limit, {}). None for a whole phrase or own words."""
+    """For a key of one of the lexicon's attributes: its head word's stem and the stems of the words
+    that qualify it ("node version": version, {node}; "home address": address, {home}). A key the
+    lexicon names by its head word alone is qualified only by words that are not its attribute's
+    own ("request rate limit": limit, {}). None for own words."""
     key = key_of(words, lexicon)
     if key is None or not in_lexicon(key.attribute, lexicon):
         return None
     tidy = " ".join(words.split())
-    if _phrases(lexicon).get(lexicon.stems(tidy, drop=lexicon.key_fillers)) or _squashed(lexicon).get(
-            _squash(lexicon, tidy)):
-        return None
     head = _head(lexicon, tidy)
     if head is None:
         return None
-    own = {stem for part in _parts(lexicon, _by_name(lexicon)[key.attribute]) for stem in part}
-    content = lexicon.stems(tidy, drop=lexicon.stop_words | lexicon.key_fillers)
-    return head, frozenset(content) - own - {head}
+    content = frozenset(lexicon.stems(tidy, drop=lexicon.stop_words | lexicon.key_fillers)) - {head}
+    if _phrases(lexicon).get(lexicon.stems(tidy, drop=lexicon.key_fillers)) or _squashed(lexicon).get(
+            _squash(lexicon, tidy)):
+        return head, content
+    return head, content - {stem for part in _parts(lexicon, _by_name(lexicon)[key.attribute]) for stem in part}
 
 
 def holds_one(attribute: str, lexicon: Lexicon) -> bool:
