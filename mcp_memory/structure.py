@@ -141,17 +141,19 @@ class Structure:
     async def apart(self, p: Principal, items: list[tuple[str, Said]]) -> list[Said]:
         """A batch's keys, each kept apart from a thing qualifying the same head word otherwise
         (`_sibling`) among its subject's stored facts and the batch's items before it. The batch
-        reads no other adoption (docs/graph.md); the stored facts are read only for a key the
-        lexicon names by its head word with a qualifier, which few are."""
+        reads no other adoption (docs/graph.md); a subject's stored facts are read once, and only
+        for a key of the lexicon's attributes with a qualifier."""
         out: list[Said] = []
         earlier: list[tuple[frozenset[str], dict[str, Any]]] = []
+        stored: dict[frozenset[str], list[Any]] = {}
         for content, said in items:
             key = said.key
             mine = qualified(key.words, self.lexicon) if key is not None and said.about else None
             if key is not None and mine is not None and mine[1]:
                 whom = frozenset(n.canonical for n in said.about)
-                facts = [*(await subject_facts(self.repo, p, said.about))[0],
-                         *(row for subject, row in earlier if subject == whom)]
+                if whom not in stored:
+                    stored[whom] = (await subject_facts(self.repo, p, said.about))[0]
+                facts = [*stored[whom], *(row for subject, row in earlier if subject == whom)]
                 if (kept := self._sibling(content, key, facts)) is not None:
                     said = replace(said, key=kept)
             if said.key is not None and said.about:
