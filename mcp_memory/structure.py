@@ -163,12 +163,13 @@ class Structure:
         return out
 
     def _sibling(self, content: str, key: Key, facts: list[Any]) -> Key | None:
-        """`key` as an attribute of its own words where the lexicon names it by its head word alone
-        and the subject holds a value of that attribute under the same head qualified otherwise,
-        each text naming its own qualifier and not the other's: "Heron runs on Node 20." keyed
-        "node version" and "Heron's ML worker uses Python 3.12." keyed "python version" are two
-        things' versions, and the second replaced the first. Words alike for one attribute ("hosting
-        region", "deployment region") qualify it with its own words, or not in the texts."""
+        """`key`, of one of the lexicon's attributes, as an attribute of its own words where the
+        subject holds a value of that attribute under the same head qualified otherwise
+        (`graph/keys.qualified`), each text naming its own qualifier and not the other's: "Heron
+        runs on Node 20." keyed "node version" and "Heron's ML worker uses Python 3.12." keyed
+        "python version" are two things' versions, and the second replaced the first; so did a
+        billing address a home address. Words alike for one attribute ("hosting region", "cloud
+        region") qualify it with its own words, or not in the texts."""
         lexicon = self.lexicon
         mine = qualified(key.words, lexicon)
         if mine is None or not mine[1]:
