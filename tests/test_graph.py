@@ -13,8 +13,9 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from mcp_memory.errors import InvalidInput, NotFound
-from mcp_memory.graph.keys import asked, cued_by, in_lexicon, key_of, kind_of
+from mcp_memory.graph.keys import cued_by, in_lexicon, key_of, kind_of
 from mcp_memory.graph.names import names_in
+from mcp_memory.graph.questions import asked
 from mcp_memory.lexicon.english import ENGLISH
 from mcp_memory.models import WriteItem
 

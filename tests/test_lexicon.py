@@ -15,8 +15,9 @@ from pydantic import ValidationError
 
 from mcp_memory.config import Settings
 from mcp_memory.graph.about_user import about_someone_else, person_asked_about, speaks_of_user
-from mcp_memory.graph.keys import asked, asked_for, key_of
+from mcp_memory.graph.keys import key_of
 from mcp_memory.graph.names import names_in, writer_names
+from mcp_memory.graph.questions import asked, asked_for
 from mcp_memory.lexicon import Lexicon, available, named
 from mcp_memory.lexicon.english import ENGLISH
 from mcp_memory.lexicon.portuguese import PORTUGUESE

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -296,97 +296,12 @@ def filed_by_default(attribute: str, words: str, text: str, instead: str, lexico
             and cue_of(key, text, lexicon) is None)
 
 
-def asked(question: str, lexicon: Lexicon, known: dict[str, list[str]]) -> str | None:
-    """Which of `known` (an entity's attributes -> the words its keys were written in) `question`
-    asks about: the one the words after its determiner name (`Lexicon.question_determiners`), else
-    the one whose cues, phrases or keys its words hold, the longest match winning; None when none
-    or a tie."""
-    scored = _matched(question, lexicon, known)
-    determined = _determined(question, lexicon)
-    chosen = _longest({a: n for n, a in _matched(" ".join(determined), lexicon, known)}) if determined else None
-    # What the question's determiner governs comes first ("Which machine does the user work on?":
-    # the laptop, though "work on" is a project's longer phrase), unless the question names an
-    # attribute sharing a phrase with it too: a writer's words may file either's values under the
-    # other ("based in": a home city's and an office's), and the question cannot tell which.
-    if chosen is not None and not {a for _, a in scored} & _sharing(lexicon).get(chosen, frozenset()):
-        return chosen
-    if not scored or len(scored) > 1 and scored[0][0] == scored[1][0]:
-        return None
-    return scored[0][1]
-
-
-def _matched(question: str, lexicon: Lexicon, known: dict[str, list[str]]) -> list[tuple[int, str]]:
-    """Each of `known` whose cues, phrases or keys `question` holds, with its longest match's
-    length, longest first."""
-    stems = lexicon.stems(question)
-    cued = _held(stems, lexicon)
-    scored = []
-    for attribute, keys in known.items():
-        best = max((len(p) for p in (lexicon.stems(k, drop=lexicon.key_fillers) for k in keys)
-                    if _contains(stems, p)), default=0)
-        best = max(best, cued.get(attribute, 0))
-        if best:
-            scored.append((best, attribute))
-    return sorted(scored, reverse=True)
-
-
-@functools.lru_cache(maxsize=8)
-def _sharing(lexicon: Lexicon) -> dict[str, frozenset[str]]:
-    """Each attribute -> the others it shares a phrase with ("home city" and "office": "based in")."""
-    out: dict[str, set[str]] = {}
-    for names in _exact(lexicon).values():
-        for name in names:
-            out.setdefault(name, set()).update(names - {name})
-    return {name: frozenset(others) for name, others in out.items()}
-
-
-# The words after a question determiner that may name what it asks for: the noun and the words
-# before it ("Which JS package manager", "What car").
-DETERMINED_WORDS = 3
-
-
-def _determined(question: str, lexicon: Lexicon) -> list[str]:
-    """The few words right after the question's first determiner ("which", "what"), where they open
-    on no stop word ("What does ...", "What is ..."); none without one."""
-    words = lexicon.words(question)
-    at = next((i for i, w in enumerate(words) if w in lexicon.question_determiners), None)
-    if at is None or at + 1 >= len(words) or words[at + 1] in lexicon.stop_words:
-        return []
-    return words[at + 1:at + 1 + DETERMINED_WORDS]
-
-
-def asked_for(question: str, lexicon: Lexicon, known: Iterable[str]) -> str | None:
-    """Which of `known` (an entity's attributes) a question asks that names none of them in words,
-    by what its question word asks for (`Lexicon.question_words`): "Who is on point for the refunds
-    pipeline now?" its owner, the one of them whose values are people; "Where does team Skua chat
-    these days?" its channel, not its standup time. None where its words name an attribute of that
-    kind ("Where did I grow up?" asks the hometown, which the subject may hold under a key in other
-    words, not its home city), where it has no such question word or asks for more than one kind,
-    or where the subject has not exactly one attribute of that kind (a key in a writer's own words
-    has none)."""
-    asks = {lexicon.question_words[w] for w in lexicon.words(question) if w in lexicon.question_words}
-    by_name = _by_name(lexicon)
-    if len(asks) != 1 or any(by_name[a].answers in asks for a in asked_of_any(question, lexicon)):
-        return None
-    fits = [a for a in dict.fromkeys(known) if a in by_name and by_name[a].answers in asks]
-    return fits[0] if len(fits) == 1 else None
-
-
 # A present-tense question reads each of the subject's memories in its window (retrieval/focus.py),
 # the same texts search after search.
 @functools.lru_cache(maxsize=4096)
 def cued_in(text: str, lexicon: Lexicon) -> frozenset[str]:
     """Every attribute of the lexicon whose cues or phrases `text`'s words hold."""
     return frozenset(_held(lexicon.stems(text[:CUES_WITHIN_CHARS]), lexicon))
-
-
-def asked_of_any(question: str, lexicon: Lexicon) -> frozenset[str]:
-    """Which of all the lexicon's attributes `question` asks about by their cues and phrases, the
-    longest match winning, all of them on a tie ("Which phone ...": a handset or a number); none
-    when none."""
-    held = _held(lexicon.stems(question), lexicon)
-    longest = max(held.values(), default=0)
-    return frozenset(name for name, length in held.items() if length == longest)
 
 
 def key_in(text: str, lexicon: Lexicon, names: list[str]) -> Key | None:

@@ -49,7 +49,8 @@ import asyncpg
 import numpy as np
 
 from ..graph.about_user import about_someone_else, person_asked_about, speaks_of_user, their_person, without_user
-from ..graph.keys import asked_of_any, cued_in
+from ..graph.keys import cued_in
+from ..graph.questions import asked_of_any
 from ..lexicon import Lexicon
 from ..models import MOMENTS
 from .query import LABEL, NOT_NAMES, ParsedQuery, phrases_of

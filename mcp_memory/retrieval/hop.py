@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from ..graph.keys import asked
+from ..graph.questions import asked
 from ..lexicon import Lexicon, phrases_pattern
 from ..models import MemoryFilter, Principal
 from ..repository.graph_reads import facts_of, mentioned_in

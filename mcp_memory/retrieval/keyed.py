@@ -14,8 +14,9 @@ from uuid import UUID
 import asyncpg
 
 from ..graph.about_user import about_someone_else, speaks_of_user
-from ..graph.keys import asked, asked_for, in_lexicon
+from ..graph.keys import in_lexicon
 from ..graph.names import USER, USER_NAME, Name, canonical, classified, entity_name
+from ..graph.questions import asked, asked_for
 from ..graph.validity import current_first, held
 from ..lexicon import Lexicon
 from ..models import MemoryFilter, Principal, ScopeInfo, SearchHit, human_age, memory_uri
