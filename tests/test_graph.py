@@ -82,6 +82,7 @@ def test_keys_in_other_words_are_one_attribute_and_others_never_merge() -> None:
     assert cued_by(language, "Heron is written in Java.", ENGLISH) == language
     phone = key_of("phone", ENGLISH)
     assert cued_by(phone, "The user's phone is an iPhone 15.", ENGLISH).attribute == "phone"  # a handset
+    assert cued_by(phone, "The user's phone is a Pixel 7.", ENGLISH).attribute == "phone"
     assert cued_by(phone, "Call Greta on her phone: 555 0134.", ENGLISH).attribute == "phone number"
     # "job" is where someone works or what they do there: the text's cues, then the subject's facts
     job = key_of("current job", ENGLISH)
@@ -1003,6 +1004,13 @@ async def test_a_value_filed_by_the_lexicons_order_alone_joins_the_attribute_a_l
                         key="mobile phone", occurred_at=day("2025-01-01"))
     kept = (await service.get(p, [home.memory.id, number.memory.id])).memories
     assert [(m.key, m.superseded_by) for m in kept] == [("home city", None), ("phone number", None)]
+    # a handset its brand names, keyed "phone", is no number a later phone number replaces
+    pixel = await service.write(p, "The user's phone is a Pixel 7.", about=["me"], key="phone",
+                                occurred_at=day("2024-01-01"))
+    await service.write(p, "The user's phone number is 555 0199.", about=["me"], key="phone number",
+                        occurred_at=day("2025-01-01"))
+    (kept_pixel,) = (await service.get(p, [pixel.memory.id])).memories
+    assert (kept_pixel.key, kept_pixel.superseded_by) == ("phone", None)
 
 
 async def test_a_word_the_stemmer_shares_with_another_attributes_cue_names_no_attribute(service) -> None:

@@ -34,7 +34,7 @@ ATTRIBUTES = (
     # "phone" is a number or a handset: the subject's facts decide, a number when it has neither.
     # ("device" is a phone or a laptop, so neither's: a new phone replaced a laptop keyed "device".)
     Attribute("phone", ("phone", "phone model", "mobile phone", "cell phone", "handset", "smartphone"),
-              ("handset", "smartphone", "iphone", "android")),
+              ("handset", "smartphone", "iphone", "android", "pixel", "galaxy")),
     Attribute("email", ("email", "email address", "e-mail", "mail"), ("email", "e-mail"), kind="fact"),
     Attribute("car", ("car", "vehicle", "drives", "what they drive", "auto", "automobile", "ride", "vehicle driven"),
               ("car", "drive", "vehicle", "leasing"), kind="fact"),
