@@ -1075,6 +1075,12 @@ async def test_two_things_qualifying_one_head_word_are_two_attributes(service) -
     moved = await service.write(p, "Cut-over done: Osprey now in us-west-2.", about=["Osprey"],
                                 key="deployment region", occurred_at=day("2025-01-01"))
     assert moved.memory.key == "region" and moved.memory.replaced == [hosted.memory.id]
+    # "default" says which value is in use, as "main" or "usual" do, not which kind: one shell
+    login = await service.write(p, "User ditched zsh; elvish is the login shell now.", about=["me"],
+                                key="login shell", occurred_at=day("2024-01-01"))
+    default = await service.write(p, "Changed the default shell to fish today.", about=["me"],
+                                  key="default shell", occurred_at=day("2025-01-01"))
+    assert default.memory.replaced == [login.memory.id]
 
 
 async def test_a_key_naming_a_person_in_someones_life_or_an_earlier_value_is_none_of_the_subjects(

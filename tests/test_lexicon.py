@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from mcp_memory.config import Settings
 from mcp_memory.graph.about_user import about_someone_else, person_asked_about, speaks_of_user
-from mcp_memory.graph.keys import key_of
+from mcp_memory.graph.keys import key_of, qualified
 from mcp_memory.graph.names import names_in, writer_names
 from mcp_memory.graph.questions import asked, asked_for
 from mcp_memory.lexicon import Lexicon, available, named
@@ -72,6 +72,10 @@ def test_a_key_in_portuguese_is_one_attribute_and_others_never_merge() -> None:
     assert key_of("casada com", PORTUGUESE).attribute == "partner" != key_of("casa de praia", PORTUGUESE).attribute
     # an earlier value's words: no current attribute of the subject's
     assert key_of("empresa anterior", PORTUGUESE).attribute != "employer" == key_of("empresa", PORTUGUESE).attribute
+    # "padrão" says which value is in use, as "principal" does, not which kind: no qualifier
+    plain = qualified("editor principal", PORTUGUESE)
+    assert qualified("editor padrão", PORTUGUESE) == ("editor", frozenset()) == plain
+    assert qualified("editor de código", PORTUGUESE) == ("editor", frozenset({"códig"}))
     assert not key_of("alergias", PORTUGUESE).single
     assert key_of("cor favorita", PORTUGUESE).attribute == key_of("cores favoritas", PORTUGUESE).attribute
     # Read as English the same words are attributes of their own.

@@ -130,7 +130,7 @@ ENGLISH = Lexicon(
     language="english",
     text_search="english",
     key_fillers=frozenset("""a an the their his her its my our your current present new latest main usual choice
-        preferred primary of is are was were what who whom which they he she it them one person's""".split()),
+        preferred primary default of is are was were what who whom which they he she it them one person's""".split()),
     stop_words=frozenset("""a an the and or but if of to in on at by for with about as from into over after
         before is are was were be been being do does did has have had what which who whom whose where when why
         how this that these those there here it its they them their he him his she her i me my we us our you

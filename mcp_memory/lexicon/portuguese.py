@@ -58,7 +58,7 @@ PORTUGUESE = Lexicon(
     language="portuguese",
     text_search="english",  # what memories.fts is stored with; see the module's note
     key_fillers=frozenset("""o a os as um uma uns umas seu sua seus suas dele dela deles delas meu minha meus
-        minhas nosso nossa atual atuais novo nova principal habitual preferido preferida de do da dos das é são
+        minhas nosso nossa atual atuais novo nova principal habitual preferido preferida padrão de do da dos das é são
         era eram foi que qual quem ele ela eles elas""".split()),
     stop_words=frozenset("""a o as os um uma de do da dos das em no na nos nas por para com sem sobre e ou mas se
         que qual quais quem onde quando como porque é são era eram foi ser estar está estão tem têm ter isso isto
