@@ -58,6 +58,12 @@ ATTRIBUTES = (
               answers="place"),
     Attribute("favourite food", ("favourite food", "favorite food", "cuisine", "favourite dish", "favorite dish"),
               ("food", "cuisine", "dish"), kind="preference"),
+    # Without these two, the embedder read "favourite drink" as the favourite food and "gym" as the
+    # sport, and a subject's drink replaced its food.
+    Attribute("favourite drink", ("favourite drink", "favorite drink", "drink", "drink of choice", "usual drink",
+                                  "coffee order", "beverage"), ("drink", "beverage"), kind="preference"),
+    Attribute("gym", ("gym", "fitness club", "health club", "gym membership", "fitness centre", "fitness center"),
+              ("gym",), kind="fact", answers="place"),
     # work
     Attribute("employer", ("employer", "company", "works at", "works for", "workplace", "firm", "employed by",
                            "organisation", "organization", "where they work", "current employer", "job"),

@@ -52,6 +52,9 @@ ATTRIBUTES = (
     Attribute("editor", ("editor", "editor de texto", "editor de código", "ide"), ("editor",), kind="preference"),
     Attribute("favourite food", ("comida favorita", "comida preferida", "prato favorito", "prato preferido",
                                  "cozinha"), ("comida", "prato", "cozinha"), kind="preference"),
+    Attribute("favourite drink", ("bebida favorita", "bebida preferida", "bebida"), ("bebida",), kind="preference"),
+    Attribute("gym", ("ginásio", "academia", "clube de fitness"), ("ginásio", "academia"), kind="fact",
+              answers="place"),
 )
 
 PORTUGUESE = Lexicon(
