@@ -73,13 +73,16 @@ def test_keys_in_other_words_are_one_attribute_and_others_never_merge() -> None:
     assert language.attribute == "language" and language.single
     spoken = language.within({"languages spoken"})
     assert spoken.attribute == "languages spoken" and not spoken.single
-    # Where the subject has no facts of either, the text's cues choose ahead of the lexicon's order;
-    # the subject's facts still decide first.
+    # The text's cues choose ahead of the lexicon's order and of the subject's facts: what Keiko
+    # speaks is no program's language, whatever else she holds; with no cue her facts decide.
     said = cued_by(language, "Keiko speaks Japanese and English.", ENGLISH)
     assert (said.attribute, said.single) == ("languages spoken", False)
-    assert said.within({"language"}).attribute == "language"
+    assert said.within({"language"}).attribute == "languages spoken"
     assert cued_by(language, "Keiko is learning Spanish.", ENGLISH) == language  # no cue: the lexicon's order
-    assert cued_by(language, "Heron is written in Java.", ENGLISH) == language
+    assert cued_by(language, "Keiko is learning Spanish.", ENGLISH).within({"languages spoken"}).attribute \
+        == "languages spoken"
+    java = cued_by(language, "Heron is written in Java.", ENGLISH)
+    assert (java.attribute, java.within({"languages spoken"}).attribute) == ("language", "language")
     phone = key_of("phone", ENGLISH)
     assert cued_by(phone, "The user's phone is an iPhone 15.", ENGLISH).attribute == "phone"  # a handset
     assert cued_by(phone, "The user's phone is a Pixel 7.", ENGLISH).attribute == "phone"
@@ -1011,6 +1014,13 @@ async def test_a_value_filed_by_the_lexicons_order_alone_joins_the_attribute_a_l
                         occurred_at=day("2025-01-01"))
     (kept_pixel,) = (await service.get(p, [pixel.memory.id])).memories
     assert (kept_pixel.key, kept_pixel.superseded_by) == ("phone", None)
+    # and written after the number, what its text says outweighs what the subject holds
+    number = await service.write(p, "Ines Alvarez's phone number is 555 0134.", about=["Ines Alvarez"],
+                                 key="phone number", occurred_at=day("2024-01-01"))
+    handset = await service.write(p, "Ines's phone is a Pixel 8.", about=["Ines Alvarez"], key="phone",
+                                  occurred_at=day("2025-01-01"))
+    (kept_number,) = (await service.get(p, [number.memory.id])).memories
+    assert (handset.memory.key, kept_number.superseded_by) == ("phone", None)
 
 
 async def test_a_word_the_stemmer_shares_with_another_attributes_cue_names_no_attribute(service) -> None:

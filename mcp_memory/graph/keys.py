@@ -31,10 +31,15 @@ class Key:
     # Attributes in a writer's own words that this key's text restates the subject's value of
     # (structure.py `adopted`): their facts are filed under this attribute before it replaces.
     absorbs: tuple[str, ...] = ()
+    # The text's cues chose among the attributes the words name (`cued_by`): what the text says
+    # outweighs what the subject already holds.
+    cued: bool = False
 
     def within(self, known: set[str] | frozenset[str]) -> Key:
-        """This key as the attribute of it the subject already has facts of, if one."""
-        if self.attribute in known or not self.alternatives:
+        """This key as the attribute of it the subject already has facts of, if one, unless the
+        text's cues chose: a handset's "Pixel 7" keyed "phone" is no phone number however many of
+        those the subject holds."""
+        if self.cued or self.attribute in known or not self.alternatives:
             return self
         chosen = next((a for a in self.alternatives if a in known), None)
         return replace(self, attribute=chosen, single=chosen not in self.many, alternatives=(),
@@ -274,16 +279,18 @@ def cue_of(key: Key, text: str, lexicon: Lexicon) -> str | None:
 def cued_by(key: Key, text: str, lexicon: Lexicon) -> Key:
     """`key` with the one of the attributes its words name that the text's cues alone name put
     first ("language" in "Keiko speaks Japanese and English": the languages she speaks, not a
-    program's one language), ahead of the lexicon's order. The subject's own facts still decide
-    before either (`within`)."""
+    program's one language), ahead of the lexicon's order and of the subject's own facts
+    (`within`)."""
     cued = cue_of(key, text, lexicon)
-    if cued is None or cued == key.attribute:
+    if cued is None:
         return key
+    if cued == key.attribute:
+        return replace(key, cued=True)
     named = (key.attribute, *key.alternatives)
     chosen = _by_name(lexicon)[cued]
     others = tuple(a for a in named if a != chosen.name)
     return replace(key, attribute=chosen.name, single=chosen.single, alternatives=others,
-                   many=frozenset(a for a in others if not _by_name(lexicon)[a].single))
+                   many=frozenset(a for a in others if not _by_name(lexicon)[a].single), cued=True)
 
 
 def filed_by_default(attribute: str, words: str, text: str, instead: str, lexicon: Lexicon) -> bool:
