@@ -102,7 +102,8 @@ class Structure:
         ("left Acme for Globex as a staff engineer" is close to a job title and an employer alike).
         Below the floor a subject's other facts pass for it (.50: "has a green badge" and "is owned
         by Oskar Lund"; a restatement is .73 and up), and naming the old value alone does not
-        count."""
+        count. A value keyed as someone else's or an earlier one ("wife's employer", "previous
+        employer") is never taken in, nor takes in."""
         floor = self.settings.graph_adopt_floor
         if said.key is None or not said.about or floor >= 1 or none_of_the_subjects(said.key.words, self.lexicon):
             return said  # "sister's manager" is hers, "previous employer" was: no current value of the subject's
@@ -122,7 +123,8 @@ class Structure:
                 and named in {r["attribute"] for r in facts}:
             return replace(said, key=_filed(said.key, named, holds_one(named, self.lexicon), facts))
         heads = [r for r in facts if r["id"] not in replaced and r["single"] and r["attribute"] != said.key.attribute
-                 and not (known and in_lexicon(r["attribute"], self.lexicon))]
+                 and not (known and in_lexicon(r["attribute"], self.lexicon))
+                 and not none_of_the_subjects(r["key_words"], self.lexicon)]
         if not heads or self.vectors is None:
             return said
         judged = await self._restated(content, heads, floor)
@@ -193,10 +195,11 @@ class Structure:
         (retrieval/key_meaning.py `named_plainly`), written before the subject held any value of
         it: had they come after, they would have been filed under it (`adopted`), so they are
         now, whichever came first ("rotation" of "... joined the streaming rotation", then
-        "on-call")."""
+        "on-call"). Words of someone else's value, or an earlier one ("kid's school"), never are."""
         if self.vectors is None:
             return ()
-        own = {r["attribute"]: r["key_words"] for r in facts if not in_lexicon(r["attribute"], self.lexicon)}
+        own = {r["attribute"]: r["key_words"] for r in facts if not in_lexicon(r["attribute"], self.lexicon)
+               and not none_of_the_subjects(r["key_words"], self.lexicon)}
         if not own or any(r["attribute"] == key.attribute for r in facts):
             return ()
         return tuple(sorted([a for a, words in own.items()

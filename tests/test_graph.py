@@ -1099,7 +1099,7 @@ async def test_a_key_naming_a_person_in_someones_life_or_an_earlier_value_is_non
     user's wife works at Globex." replaced the user's own employer, and "sister's manager" (own
     words plainly naming a manager) the user's manager; "previous employer", written after the
     current one, was the newest employer. Such a key is an attribute of its own words, taken into
-    none of the subject's; the same words again replace their own value."""
+    none of the subject's, whichever comes first; the same words again replace their own value."""
     assert {key_of(k, ENGLISH).attribute for k in ("wife's employer", "sister’s manager", "partner's car")} & {
         "employer", "manager", "car"} == set()
     assert key_of("user's boss", ENGLISH).attribute == "manager"  # the user's own
@@ -1116,6 +1116,13 @@ async def test_a_key_naming_a_person_in_someones_life_or_an_earlier_value_is_non
     again = await service.write(p, "The user's wife moved to Initrode.", about=["me"], key="wife's employer",
                                 occurred_at=day("2025-01-01"))
     assert len(again.memory.replaced) == 1
+    # nor does the subject's own attribute, coming later, take in someone else's value its words name
+    school = await service.write(p, "The user's daughter goes to Park Lane Primary.", about=["me"],
+                                 key="kid's school", occurred_at=day("2024-01-01"))
+    await service.write(p, "The user studied at the University of Sheffield.", about=["me"], key="alma mater",
+                        occurred_at=day("2024-02-01"))
+    (kept,) = (await service.get(p, [school.memory.id])).memories
+    assert (kept.key, kept.superseded_by) == ("kid school", None)
 
 
 async def test_a_drink_is_no_food_and_a_gym_no_sport(service) -> None:
