@@ -1127,13 +1127,16 @@ async def test_a_key_naming_a_person_in_someones_life_or_an_earlier_value_is_non
 
 async def test_a_drink_is_no_food_and_a_gym_no_sport(service) -> None:
     """Words of no attribute of the lexicon's went to the one the embedder found plainly named:
-    "favourite drink" the favourite food, "gym" the sport, so the user's new drink replaced the
-    food. Each is an attribute of the lexicon's now, and its own newer value still replaces."""
+    "favourite drink" the favourite food, "gym" the sport, "internet provider" a hosting provider's
+    deploy target, so the user's new drink replaced the food. Each is an attribute of the lexicon's
+    now, and its own newer value still replaces."""
     p = principal()
     await written_apart(service, p, "me", [
         ("The user's favourite food is ramen.", "favourite food", "The user's favourite drink is a flat white.",
          "favourite drink"),
-        ("The user plays squash on Tuesdays.", "sport", "The user's gym is PureGym Leeds.", "gym")])
+        ("The user plays squash on Tuesdays.", "sport", "The user's gym is PureGym Leeds.", "gym"),
+        ("The user's internet provider is BT.", "internet provider", "The user's app deploys to Fly.io.",
+         "deploy target")])
     newer = await service.write(p, "The user drinks oat lattes now.", about=["me"], key="drink of choice",
                                 occurred_at=day("2025-01-01"))
     assert newer.memory.key == "favourite drink" and len(newer.memory.replaced) == 1

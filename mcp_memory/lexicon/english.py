@@ -64,6 +64,9 @@ ATTRIBUTES = (
                                   "coffee order", "beverage"), ("drink", "beverage"), kind="preference"),
     Attribute("gym", ("gym", "fitness club", "health club", "gym membership", "fitness centre", "fitness center"),
               ("gym",), kind="fact", answers="place"),
+    # Without it "internet provider" was plainly a "hosting provider" (a deploy target) to the embedder.
+    Attribute("internet provider", ("internet provider", "isp", "internet service provider", "broadband",
+                                    "broadband provider", "internet"), ("broadband", "isp"), kind="fact"),
     # work
     Attribute("employer", ("employer", "company", "works at", "works for", "workplace", "firm", "employed by",
                            "organisation", "organization", "where they work", "current employer", "job"),

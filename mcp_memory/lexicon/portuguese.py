@@ -55,6 +55,8 @@ ATTRIBUTES = (
     Attribute("favourite drink", ("bebida favorita", "bebida preferida", "bebida"), ("bebida",), kind="preference"),
     Attribute("gym", ("ginásio", "academia", "clube de fitness"), ("ginásio", "academia"), kind="fact",
               answers="place"),
+    Attribute("internet provider", ("fornecedor de internet", "operadora de internet", "provedor de internet",
+                                    "internet", "banda larga"), ("internet",), kind="fact"),
 )
 
 PORTUGUESE = Lexicon(
