@@ -473,11 +473,13 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     recorded = Recorded(args.url, args.cache) if args.cache else None
     async with bench_database(args.database_url, "extraction") as bench:
         with serving(recorded) if recorded else nullcontext(args.url) as url:
+            # no --timeout: the product's own timeouts and leases, which follow the model's measured speed
+            fixed = {} if args.timeout is None else dict(
+                decisions_timeout_s=args.timeout, decisions_lease_s=args.timeout + 100, decisions_max_attempts=2)
             s = bench.settings.model_copy(update=dict(
                 decisions_provider="openai-compatible", decisions_base_url=url, decisions_model=args.model,
                 decisions_mode="async", decisions_per_minute=0, decisions_tokens_per_day=0,
-                decisions_retry_base_s=1, decisions_timeout_s=args.timeout, decisions_lease_s=args.timeout + 100,
-                decisions_max_attempts=2, extraction_per_session=0, extraction_per_day=0))
+                decisions_retry_base_s=1, extraction_per_session=0, extraction_per_day=0, **fixed))
             service = bench.service(s)
             await service.vectors.query("warm up")
             worker = DecisionWorker(bench.admin, service, provider_from(s), s)
@@ -578,7 +580,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--url", default="http://127.0.0.1:8181/v1")
     ap.add_argument("--model", default="local-qwen2.5-coder-1.5b-instruct-q4")
-    ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--timeout", type=float, help="a fixed timeout for each model call, its lease 100 s more and "
+                    "two attempts (default: the product's defaults, which follow the model's measured speed)")
     ap.add_argument("--cache", type=Path, help="replay the answers recorded in this JSON-lines file for the very "
                     "same prompts, and record the others")
     ap.add_argument("--decisions", choices=("on", "off", "after"), default="on",
