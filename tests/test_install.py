@@ -171,8 +171,12 @@ def test_openclaw_round_trip_and_plugin_files(tmp_path: Path) -> None:
     config = home / ".openclaw" / "openclaw.json"
     config.write_text('{"agents": {"defaults": {"model": "anthropic/claude-sonnet-4-5"}}}\n')
     before = snapshot(home)
-    assert cli("install", "openclaw", "--home", str(home)).returncode == 0
+    out = cli("install", "openclaw", "--home", str(home))
+    assert out.returncode == 0, out.stderr
     data = json.loads(config.read_text())
+    # No allow list: none written (it would shut out the user's other plugins), and told how to trust ours.
+    assert "allow" not in data["plugins"]
+    assert "no plugins.allow list" in out.stdout and "openclaw config set plugins.allow" in out.stdout
     # No workspace repository: memories across projects, for agent openclaw, on both sides.
     assert data["mcp"]["servers"]["memory"]["args"] == ["serve", "--agent", "openclaw", "--project", "none"]
     folder = home / ".openclaw" / "extensions" / "mcp-memory"
@@ -728,6 +732,7 @@ def test_openclaw_a_users_own_memory_entry_is_pinned_and_an_allow_list_names_the
     config.write_text(original)
     out = cli("install", "openclaw", "--home", str(home))
     assert out.returncode == 0, out.stderr
+    assert "no plugins.allow list" not in out.stdout  # theirs names the plugin now
     data = json5.loads(config.read_text())
     hooks = data["plugins"]["entries"]["mcp-memory"]["config"]
     # Their command kept, pinned to the hooks' namespace.

@@ -110,6 +110,7 @@ def install(harness: str, *, scope: str = "user", project_dir: Path, home: Path 
     targets = _targets(harness, scope, home, project_dir)
     agents: list[str] = []
     slots: list[openclaw_agents.Slot] = []
+    allow_open = False
     try:
         for path in targets:
             if read_state(path) is not None:
@@ -126,6 +127,7 @@ def install(harness: str, *, scope: str = "user", project_dir: Path, home: Path 
                                                          posix_shell(scope == "project")))]
         else:
             data = load(targets[0], "json5")[0]
+            allow_open = _allow_list_open(data)
             agents, slots = openclaw_agents.listed(data), openclaw_agents.slots(targets[0], data, flags)
             sole = None if flag_value(flags, "--project") else openclaw_agents.sole_project(targets[0], data)
             flags = list(slots[0].flags) if slots else openclaw_flags(targets[0], data, flags)
@@ -160,6 +162,14 @@ def install(harness: str, *, scope: str = "user", project_dir: Path, home: Path 
         link = f" (a link: wrote {Path(os.path.realpath(change.path))})" if change.path.is_symlink() else ""
         print(f"changed {change.path}{link}" + (f", backup {backup.name}" if backup else ""))
     _explain(harness, scope, exe, flags, agents, slots)
+    if allow_open:
+        # An allow list is exclusive: one naming only us would shut out the user's other plugins,
+        # bundled ones too. So it stays theirs to write, and they are told how.
+        pid = openclaw_plugin.PLUGIN_ID
+        print(f"note: OpenClaw has no plugins.allow list, so at each start it warns that plugins it did not "
+              f"install ({pid!r} among them) may load unverified. Install leaves the list unset: OpenClaw then "
+              f"loads only the plugins it names, bundled ones too. To trust the plugins you use and silence "
+              f"the warning: openclaw config set plugins.allow '[\"{pid}\", ...every other plugin you use]'")
     print(f"installed for {harness}; `mcp-memory uninstall {harness}"
           f"{' --scope project' if scope == 'project' else ''}` puts everything back")
     return 0
@@ -212,6 +222,12 @@ def _openclaw_strip(original: dict[str, Any], path: Path) -> Any:
 def _openclaw_ours(path: Path) -> Any:
     shared = openclaw_ours(path)
     return lambda data: [*shared(data), *openclaw_agents.ours(data)]
+
+
+def _allow_list_open(data: dict[str, Any]) -> bool:
+    """Whether an OpenClaw config has no `plugins.allow` list (every discovered plugin loads)."""
+    plugins = data.get("plugins")
+    return not (isinstance(plugins, dict) and isinstance(plugins.get("allow"), list))
 
 
 def _explain(harness: str, scope: str, exe: str, flags: list[str], agents: list[str],
