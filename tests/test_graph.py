@@ -83,6 +83,10 @@ def test_keys_in_other_words_are_one_attribute_and_others_never_merge() -> None:
         == "languages spoken"
     java = cued_by(language, "Heron is written in Java.", ENGLISH)
     assert (java.attribute, java.within({"languages spoken"}).attribute) == ("language", "language")
+    # a word for what a value is, after an attribute's own words, makes the key that attribute's
+    valued = ("office city", "team name", "car model", "laptop brand", "lives in city")
+    assert [key_of(k, ENGLISH).attribute for k in valued] == ["office", "team", "car", "laptop", "home city"]
+    assert key_of("work location", ENGLISH).attribute == "work locat"  # "work" holds only an employer's cue
     phone = key_of("phone", ENGLISH)
     assert cued_by(phone, "The user's phone is an iPhone 15.", ENGLISH).attribute == "phone"  # a handset
     assert cued_by(phone, "The user's phone is a Pixel 7.", ENGLISH).attribute == "phone"
@@ -1123,6 +1127,26 @@ async def test_a_key_naming_a_person_in_someones_life_or_an_earlier_value_is_non
                         occurred_at=day("2024-02-01"))
     (kept,) = (await service.get(p, [school.memory.id])).memories
     assert (kept.key, kept.superseded_by) == ("kid school", None)
+
+
+async def test_a_word_for_what_a_value_is_keys_that_attribute(service) -> None:
+    """"office city" was a home city by its head word, so Fenna's office stood beside it and her
+    home city was replaced by where her office is; "team name" was an attribute of its own. A word
+    for what a value is after an attribute's words makes the key that attribute's."""
+    p = principal()
+    home = await service.write(p, "Fenna Kuznetsov lives in Delft.", about=["Fenna Kuznetsov"], key="home city",
+                               occurred_at=day("2024-01-01"))
+    office = await service.write(p, "Fenna works out of the Rotterdam office.", about=["Fenna Kuznetsov"],
+                                 key="office", occurred_at=day("2024-02-01"))
+    moved = await service.write(p, "Fenna's office is in Utrecht now.", about=["Fenna Kuznetsov"],
+                                key="office city", occurred_at=day("2024-03-01"))
+    team = await service.write(p, "Fenna is on the Payments team.", about=["Fenna Kuznetsov"], key="team name",
+                               occurred_at=day("2024-01-01"))
+    newer = await service.write(p, "Fenna joined Identity.", about=["Fenna Kuznetsov"], key="current team",
+                                occurred_at=day("2024-04-01"))
+    assert moved.memory.replaced == [office.memory.id] and newer.memory.replaced == [team.memory.id]
+    (kept,) = (await service.get(p, [home.memory.id])).memories
+    assert kept.superseded_by is None
 
 
 async def test_a_drink_is_no_food_and_a_gym_no_sport(service) -> None:

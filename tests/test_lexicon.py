@@ -77,6 +77,7 @@ def test_a_key_in_portuguese_is_one_attribute_and_others_never_merge() -> None:
     assert qualified("editor padrão", PORTUGUESE) == ("editor", frozenset()) == plain
     assert qualified("editor de código", PORTUGUESE) == ("editor", frozenset({"códig"}))
     assert not key_of("alergias", PORTUGUESE).single
+    assert [key_of(k, PORTUGUESE).attribute for k in ("nome da equipa", "modelo do carro")] == ["team", "car"]
     assert key_of("cor favorita", PORTUGUESE).attribute == key_of("cores favoritas", PORTUGUESE).attribute
     # Read as English the same words are attributes of their own.
     assert {key_of(k, ENGLISH).attribute for k in ("cidade onde mora", "mora em")} & {"home city"} == set()

@@ -233,6 +233,8 @@ def key_of(words: str, lexicon: Lexicon) -> Key | None:
         first, *others = [a for a in lexicon.attributes if a.name in named]
         return Key(first.name, tidy, first.single, tuple(a.name for a in others),
                    many=frozenset(a.name for a in others if not a.single))
+    if not elsewhere and (valued := _value_of(tidy, lexicon)) is not None:
+        return valued
     if not elsewhere:
         # The longest cue that holds the key's head word, of one attribute alone ("what they drive",
         # "carries the pager for"; not "works on time", a time zone, whose head is "time"). Requiring
@@ -245,6 +247,25 @@ def key_of(words: str, lexicon: Lexicon) -> Key | None:
     last = lexicon.words(tidy)[-1]
     plural = last != stems[-1] and last.endswith("s") and not last.endswith("ss")
     return Key(" ".join(stems), tidy, not plural)
+
+
+def _value_of(words: str, lexicon: Lexicon) -> Key | None:
+    """The attribute whose value a key names by a word for what that value is (`Lexicon.value_words`)
+    beside the attribute's own words: "office city" is the office (its head "city" made it a home
+    city), "team name" the team, "car model" the car. None unless the rest is a phrase of the
+    lexicon's whole ("work" of "work location" only holds an employer's cue)."""
+    plain = lexicon.words(words)
+    if len(plain) < 2:
+        return None
+    head, rest = (plain[-1], plain[:-1]) if lexicon.head_last else (plain[0], plain[1:])
+    if head not in lexicon.value_words:
+        return None
+    said = " ".join(rest)
+    if not (_phrases(lexicon).get(lexicon.stems(said, drop=lexicon.key_fillers))
+            or _squashed(lexicon).get(_squash(lexicon, said))):
+        return None
+    key = key_of(said, lexicon)
+    return replace(key, words=words) if key is not None else None
 
 
 def own_attribute(words: str, lexicon: Lexicon) -> str | None:

@@ -71,6 +71,10 @@ class Lexicon:
     # Words that make a key an earlier value's ("previous employer", "old team"): none the subject
     # holds now, so never its current attribute.
     past_qualifiers: frozenset[str] = frozenset()
+    # Words for what a value is ("name", "city", "model"): after an attribute's words they make a key
+    # that attribute's value ("office city" the office, "team name" the team, "car model" the car),
+    # not a city or a name of its own.
+    value_words: frozenset[str] = frozenset()
     # Words a memory uses to say a value no longer holds ("no longer allergic to ...").
     ended: tuple[str, ...] = ()
     # Question words -> what they ask for ("who": a person): a question that names none of a

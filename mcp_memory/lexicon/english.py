@@ -149,6 +149,7 @@ ENGLISH = Lexicon(
     attributes=ATTRIBUTES,
     whole_words=frozenset({"dating", "seeing", "building", "training", "designation"}),
     past_qualifiers=frozenset({"previous", "former", "old", "ex", "prior", "past", "earlier", "one-time"}),
+    value_words=frozenset({"name", "city", "location", "model", "brand", "make", "type", "kind"}),
     question_words={"who": "person", "whom": "person", "who's": "person", "who’s": "person", "where": "place",
                     "where's": "place", "where’s": "place", "when": "time", "when's": "time", "when’s": "time"},
     question_determiners=frozenset({"which", "what"}),

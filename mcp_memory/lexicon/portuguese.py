@@ -74,6 +74,7 @@ PORTUGUESE = Lexicon(
     attributes=ATTRIBUTES,
     whole_words=frozenset({"casado", "casada"}),
     past_qualifiers=frozenset({"anterior", "antigo", "antiga", "antigos", "antigas", "ex", "velho", "velha"}),
+    value_words=frozenset({"nome", "cidade", "local", "localização", "modelo", "marca", "tipo"}),
     question_words={"quem": "person", "onde": "place", "quando": "time"},
     question_determiners=frozenset({"qual", "quais", "que"}),
     ended=("já não", "deixou de", "parou de", "desistiu de", "acabou", "terminou", "vendeu", "livrou-se de"),
