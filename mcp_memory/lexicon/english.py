@@ -31,7 +31,7 @@ ATTRIBUTES = (
     Attribute("phone number", ("phone number", "phone", "mobile", "mobile number", "cell", "cell number",
                                "telephone", "contact number", "number"), ("phone", "mobile", "cell", "telephone"),
               kind="fact"),
-    # "phone" is a number or a handset: the subject's facts decide, a number when it has neither.
+    # "phone" is a number or a handset: the text's cues decide, else the subject's facts, else a number.
     # ("device" is a phone or a laptop, so neither's: a new phone replaced a laptop keyed "device".)
     Attribute("phone", ("phone", "phone model", "mobile phone", "cell phone", "handset", "smartphone"),
               ("handset", "smartphone", "iphone", "android", "pixel", "galaxy")),
