@@ -149,18 +149,17 @@ class Structure:
         earlier: list[tuple[frozenset[str], dict[str, Any]]] = []
         stored: dict[frozenset[str], list[Any]] = {}
         for content, said in items:
-            key = said.key
-            mine = qualified(key.words, self.lexicon) if key is not None and said.about else None
+            key, whom = said.key, frozenset(n.canonical for n in said.about)
+            mine = qualified(key.words, self.lexicon) if key is not None and whom else None
             if key is not None and mine is not None and mine[1]:
-                whom = frozenset(n.canonical for n in said.about)
                 if whom not in stored:
                     stored[whom] = (await subject_facts(self.repo, p, said.about))[0]
                 facts = [*stored[whom], *(row for subject, row in earlier if subject == whom)]
                 if (kept := self._sibling(content, key, facts)) is not None:
                     said = replace(said, key=kept)
-            if said.key is not None and said.about:
-                earlier.append((frozenset(n.canonical for n in said.about),
-                                {"attribute": said.key.attribute, "key_words": said.key.words, "content": content}))
+            if said.key is not None and whom:
+                earlier.append((whom, {"attribute": said.key.attribute, "key_words": said.key.words,
+                                       "content": content}))
             out.append(said)
         return out
 

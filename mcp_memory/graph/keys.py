@@ -98,15 +98,23 @@ def in_lexicon(attribute: str, lexicon: Lexicon) -> bool:
     return attribute in _by_name(lexicon)
 
 
+def _whole(tidy: str, lexicon: Lexicon) -> frozenset[str]:
+    """The attributes `tidy` is a phrase of whole, fillers aside or its words run together
+    ("e-mail", "email"); none for words that only hold a cue of one."""
+    return (_phrases(lexicon).get(lexicon.stems(tidy, drop=lexicon.key_fillers), frozenset())
+            or _squashed(lexicon).get(_squash(lexicon, tidy), frozenset()))
+
+
 def phrase_of(words: str, lexicon: Lexicon) -> Attribute | None:
     """The one attribute `words` are a phrase of whole, fillers aside ("standup": the standup
     time's); None for none or several, and for words that only hold a cue of one ("docs site")."""
-    tidy = " ".join(words.split())
-    named = (_phrases(lexicon).get(lexicon.stems(tidy, drop=lexicon.key_fillers), frozenset())
-             or _squashed(lexicon).get(_squash(lexicon, tidy), frozenset()))
+    named = _whole(" ".join(words.split()), lexicon)
     return _by_name(lexicon)[next(iter(named))] if len(named) == 1 else None
 
 
+# Read for each key of a batch and, on every keyed write, for the subject's stored facts of its
+# attribute: cached, as `key_of` is.
+@functools.lru_cache(maxsize=4096)
 def qualified(words: str, lexicon: Lexicon) -> tuple[str, frozenset[str]] | None:
     """For a key of one of the lexicon's attributes: its head word's stem and the stems of the words
     that qualify it ("node version": version, {node}; "home address": address, {home}). A key the
@@ -120,8 +128,7 @@ def qualified(words: str, lexicon: Lexicon) -> tuple[str, frozenset[str]] | None
     if head is None:
         return None
     content = frozenset(lexicon.stems(tidy, drop=lexicon.stop_words | lexicon.key_fillers)) - {head}
-    if _phrases(lexicon).get(lexicon.stems(tidy, drop=lexicon.key_fillers)) or _squashed(lexicon).get(
-            _squash(lexicon, tidy)):
+    if _whole(tidy, lexicon):
         return head, content
     return head, content - {stem for part in _parts(lexicon, _by_name(lexicon)[key.attribute]) for stem in part}
 
@@ -222,8 +229,7 @@ def key_of(words: str, lexicon: Lexicon) -> Key | None:
         return None
     # "wife's employer", "previous employer": an attribute of its own words
     elsewhere = none_of_the_subjects(tidy, lexicon)
-    named = frozenset() if elsewhere else (
-        _phrases(lexicon).get(stems, frozenset()) or _squashed(lexicon).get(_squash(lexicon, tidy), frozenset()))
+    named = frozenset() if elsewhere else _whole(tidy, lexicon)
     if len(named) > 1:
         named = _exact(lexicon).get(_plain(lexicon, tidy), frozenset()) & named or named
     if len(named) > 1:
@@ -261,8 +267,7 @@ def _value_of(words: str, lexicon: Lexicon) -> Key | None:
     if head not in lexicon.value_words:
         return None
     said = " ".join(rest)
-    if not (_phrases(lexicon).get(lexicon.stems(said, drop=lexicon.key_fillers))
-            or _squashed(lexicon).get(_squash(lexicon, said))):
+    if not _whole(said, lexicon):
         return None
     key = key_of(said, lexicon)
     return replace(key, words=words) if key is not None else None
