@@ -28,6 +28,7 @@ from .graph.keys import (
     none_of_the_subjects,
     own_attribute,
     qualified,
+    qualifier_in,
 )
 from .graph.names import Name, bounded, classified, read_names, with_text, writer_names
 from .lexicon import Lexicon, phrases_pattern
@@ -181,10 +182,16 @@ class Structure:
             return None
         for r in facts:
             theirs = qualified(r["key_words"], lexicon) if r["attribute"] == key.attribute else None
-            if theirs is None or theirs[0] != head or not theirs[1] or theirs[1] & qualifiers or theirs[1] & here:
+            if theirs is None or theirs[0] != head:
+                continue
+            # A fact keyed by the head alone is qualified by its text: "laptop" of "The user's work
+            # laptop is a ThinkPad X1." is no gaming laptop. (Not the other way round: a new key of
+            # the head alone in "xonsh is the login shell now" is the shell keyed "terminal shell".)
+            their = theirs[1] or qualifier_in(r["content"], head, lexicon)
+            if not their or their & qualifiers or their & here:
                 continue
             text = set(lexicon.stems(r["content"]))
-            if theirs[1] <= text and not qualifiers & text:
+            if their <= text and not qualifiers & text:
                 stems = lexicon.stems(key.words, drop=lexicon.key_fillers)
                 return Key(" ".join(stems), key.words, key.single)
         return None

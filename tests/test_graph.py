@@ -13,7 +13,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from mcp_memory.errors import InvalidInput, NotFound
-from mcp_memory.graph.keys import cued_by, in_lexicon, key_of, kind_of
+from mcp_memory.graph.keys import cued_by, in_lexicon, key_of, kind_of, qualifier_in
 from mcp_memory.graph.names import names_in
 from mcp_memory.graph.questions import asked
 from mcp_memory.lexicon.english import ENGLISH
@@ -1095,6 +1095,40 @@ async def test_two_things_qualifying_one_head_word_are_two_attributes(service) -
     default = await service.write(p, "Changed the default shell to fish today.", about=["me"],
                                   key="default shell", occurred_at=day("2025-01-01"))
     assert default.memory.replaced == [login.memory.id]
+
+
+async def test_a_key_of_the_head_alone_is_qualified_by_its_text(service) -> None:
+    """"laptop" of "The user's work laptop is a ThinkPad X1." was replaced by a gaming laptop keyed
+    "gaming laptop": the first key named no qualifier, its text did. A plain word between a
+    determiner or an owner and the head in a stored fact's text qualifies its key of the head
+    alone, one by one and in a batch; a text qualifying nothing (or only by a filler, a verb, a
+    name or an owner) still takes the newer value of one laptop, and two keys of the head alone are
+    one attribute whatever their texts say beside it."""
+    assert qualifier_in("The user's work laptop is a ThinkPad X1.", "laptop", ENGLISH) == {"work"}
+    for text in ("The user's laptop is a MacBook Air.", "The user's new laptop is a Framework 13.",
+                 "Uses a ThinkPad laptop.", "Sold the old laptop.", "Switched laptops from Dell to Apple."):
+        assert qualifier_in(text, "laptop", ENGLISH) == frozenset(), text
+    p = principal()
+    work, gaming = ("The user's work laptop is a ThinkPad X1.", "laptop"), (
+        "The user games on an ASUS ROG laptop.", "gaming laptop")
+    await written_apart(service, p, "me", [(*work, *gaming)])
+    batch = await service.write_many(p, [
+        WriteItem(content=work[0], about=["Dana Reyes"], key=work[1], occurred_at=day("2024-01-01")),
+        WriteItem(content=gaming[0].replace("The user", "Dana"), about=["Dana Reyes"], key=gaming[1],
+                  occurred_at=day("2024-02-01"))])
+    got = (await service.get(p, [m.id for m in batch.memories])).memories
+    assert [m.superseded_by for m in got] == [None, None] and got[0].key != got[1].key
+    old = await service.write(p, "Bo Chen's laptop is a MacBook Air.", about=["Bo Chen"], key="laptop",
+                              occurred_at=day("2024-01-01"))
+    new = await service.write(p, "Bo Chen's work laptop is now a ThinkPad.", about=["Bo Chen"], key="work laptop",
+                              occurred_at=day("2024-02-01"))
+    assert new.memory.replaced == [old.memory.id]
+    # where neither key names a qualifier, the word beside the head is the value: one rotation
+    pager = await service.write(p, "Bjorn carries the database pager.", about=["Bjorn Pereira"], key="pager",
+                                occurred_at=day("2024-01-01"))
+    moved = await service.write(p, "Bjorn carries the storage pager now.", about=["Bjorn Pereira"], key="pager",
+                                occurred_at=day("2024-02-01"))
+    assert moved.memory.replaced == [pager.memory.id]
 
 
 async def test_a_key_naming_a_person_in_someones_life_or_an_earlier_value_is_none_of_the_subjects(

@@ -133,6 +133,30 @@ def qualified(words: str, lexicon: Lexicon) -> tuple[str, frozenset[str]] | None
     return head, content - {stem for part in _parts(lexicon, _by_name(lexicon)[key.attribute]) for stem in part}
 
 
+def qualifier_in(text: str, head: str, lexicon: Lexicon) -> frozenset[str]:
+    """The stems of the word a text qualifies a key's head word with, where its key did not: "work"
+    of "The user's work laptop is a ThinkPad X1." keyed "laptop". Only a plain word between a
+    determiner or an owner and the head ("the login shell", "Heron's analytics database"; head
+    first, "o notebook gamer"): no verb ("switched editors"), name or value ("a ThinkPad laptop"),
+    function word, filler ("my new laptop": the one in use) or earlier value ("the old laptop")."""
+    words = re.findall(r"[^\W_]+(?:['’-][^\W_]+)*", text[:CUES_WITHIN_CHARS])
+    skip = lexicon.stop_words | lexicon.key_fillers | lexicon.past_qualifiers
+    leads = {*lexicon.determiners, *(w for p in lexicon.user_possessives for w in lexicon.words(p))}
+    found: set[str] = set()
+    for at, word in enumerate(words):
+        if lexicon.stems(word) != (head,):
+            continue
+        lead, beside = (at - 2, at - 1) if lexicon.head_last else (at - 1, at + 1)
+        if lead < 0 or beside >= len(words):
+            continue
+        led = words[lead].lower()
+        other = words[beside]
+        if (led in leads or _POSSESSIVE.fullmatch(led)) and other.islower() and other.isalpha() \
+                and other not in skip and (stem := lexicon.stems(other)) != (head,):
+            found.update(stem)
+    return frozenset(found)
+
+
 def holds_one(attribute: str, lexicon: Lexicon) -> bool:
     """Whether the lexicon's `attribute` holds one value at a time (home city) or many (allergies)."""
     return _by_name(lexicon)[attribute].single
