@@ -1,4 +1,5 @@
-"""Which attribute a key names, and which a question asks about, by a language's words.
+"""Which attribute a key names, by a language's words (which one a question asks is questions.py's; both
+look the lexicon's attributes up in phrasebook.py).
 
 A writer's key is in its own words ("home city", "lives in", "where they live"): those of one
 attribute of the lexicon are that attribute; different attributes are never merged, and a key the
@@ -10,11 +11,10 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
-from typing import Any
 
 from ..lexicon import Attribute, Lexicon
+from . import phrasebook
 
 
 @dataclass(frozen=True)
@@ -46,70 +46,16 @@ class Key:
                        many=frozenset()) if chosen else self
 
 
-def _index(lexicon: Lexicon, form: Callable[[Lexicon, str], Hashable]) -> dict[Any, frozenset[str]]:
-    """Each phrase (and attribute name) in `form` -> the attributes that use it; a phrase whose form
-    is empty (fillers alone) is left out."""
-    found: dict[Any, set[str]] = {}
-    for attribute in lexicon.attributes:
-        for phrase in (attribute.name, *attribute.phrases):
-            if key := form(lexicon, phrase):
-                found.setdefault(key, set()).add(attribute.name)
-    return {k: frozenset(v) for k, v in found.items()}
-
-
-@functools.lru_cache(maxsize=8)
-def _phrases(lexicon: Lexicon) -> dict[tuple[str, ...], frozenset[str]]:
-    """Each phrase's stems (fillers dropped) -> the attributes that use it."""
-    return _index(lexicon, lambda lx, phrase: lx.stems(phrase, drop=lx.key_fillers))
-
-
-@functools.lru_cache(maxsize=8)
-def _exact(lexicon: Lexicon) -> dict[str, frozenset[str]]:
-    """Each phrase as written (lower case, fillers dropped) -> the attributes that use it: where two
-    attributes share stems ("language", "languages"), the words themselves tell them apart."""
-    return _index(lexicon, _plain)
-
-
-@functools.lru_cache(maxsize=8)
-def _verbatim(lexicon: Lexicon) -> dict[str, frozenset[str]]:
-    """Each phrase as written, fillers kept -> the attributes that use it: "who owns it" is one
-    attribute's phrase whole (the owner), though its words without fillers, "owns", are a
-    project's too."""
-    return _index(lexicon, lambda lx, phrase: " ".join(lx.words(phrase)))
-
-
-@functools.lru_cache(maxsize=8)
-def _squashed(lexicon: Lexicon) -> dict[str, frozenset[str]]:
-    """Each phrase with its words run together, hyphens out (fillers dropped) -> the attributes that
-    use it: "oncall rotation", "on-call rotation" and "on call rotation" are one spelling."""
-    return _index(lexicon, _squash)
-
-
-def _squash(lexicon: Lexicon, words: str) -> str:
-    return _plain(lexicon, words).replace(" ", "").replace("-", "")
-
-
-def _plain(lexicon: Lexicon, words: str) -> str:
-    return " ".join(w for w in lexicon.words(words) if w not in lexicon.key_fillers)
-
-
 def in_lexicon(attribute: str, lexicon: Lexicon) -> bool:
     """Whether `attribute` is one of the lexicon's, not a key's own words."""
-    return attribute in _by_name(lexicon)
-
-
-def _whole(tidy: str, lexicon: Lexicon) -> frozenset[str]:
-    """The attributes `tidy` is a phrase of whole, fillers aside or its words run together
-    ("e-mail", "email"); none for words that only hold a cue of one."""
-    return (_phrases(lexicon).get(lexicon.stems(tidy, drop=lexicon.key_fillers), frozenset())
-            or _squashed(lexicon).get(_squash(lexicon, tidy), frozenset()))
+    return attribute in phrasebook.by_name(lexicon)
 
 
 def phrase_of(words: str, lexicon: Lexicon) -> Attribute | None:
     """The one attribute `words` are a phrase of whole, fillers aside ("standup": the standup
     time's); None for none or several, and for words that only hold a cue of one ("docs site")."""
-    named = _whole(" ".join(words.split()), lexicon)
-    return _by_name(lexicon)[next(iter(named))] if len(named) == 1 else None
+    named = phrasebook.whole(" ".join(words.split()), lexicon)
+    return phrasebook.by_name(lexicon)[next(iter(named))] if len(named) == 1 else None
 
 
 # Read for each key of a batch and, on every keyed write, for the subject's stored facts of its
@@ -128,9 +74,10 @@ def qualified(words: str, lexicon: Lexicon) -> tuple[str, frozenset[str]] | None
     if head is None:
         return None
     content = frozenset(lexicon.stems(tidy, drop=lexicon.stop_words | lexicon.key_fillers)) - {head}
-    if _whole(tidy, lexicon):
+    if phrasebook.whole(tidy, lexicon):
         return head, content
-    return head, content - {stem for part in _parts(lexicon, _by_name(lexicon)[key.attribute]) for stem in part}
+    own = phrasebook.parts(lexicon, phrasebook.by_name(lexicon)[key.attribute])
+    return head, content - {stem for part in own for stem in part}
 
 
 def qualifier_in(text: str, head: str, lexicon: Lexicon) -> frozenset[str]:
@@ -159,7 +106,7 @@ def qualifier_in(text: str, head: str, lexicon: Lexicon) -> frozenset[str]:
 
 def holds_one(attribute: str, lexicon: Lexicon) -> bool:
     """Whether the lexicon's `attribute` holds one value at a time (home city) or many (allergies)."""
-    return _by_name(lexicon)[attribute].single
+    return phrasebook.by_name(lexicon)[attribute].single
 
 
 def kind_of(words: str, lexicon: Lexicon) -> str | None:
@@ -168,57 +115,9 @@ def kind_of(words: str, lexicon: Lexicon) -> str | None:
     key = key_of(words, lexicon)
     if key is None:
         return None
-    by_name = _by_name(lexicon)
+    by_name = phrasebook.by_name(lexicon)
     kinds = {by_name[a].kind if a in by_name else None for a in (key.attribute, *key.alternatives)}
     return kinds.pop() if len(kinds) == 1 else None
-
-
-@functools.lru_cache(maxsize=8)
-def _by_name(lexicon: Lexicon) -> dict[str, Attribute]:
-    return {a.name: a for a in lexicon.attributes}
-
-
-def _contains(seq: tuple[str, ...], part: tuple[str, ...]) -> bool:
-    n = len(part)
-    return n > 0 and any(seq[i:i + n] == part for i in range(len(seq) - n + 1))
-
-
-@functools.lru_cache(maxsize=512)
-def _parts(lexicon: Lexicon, attribute: Attribute) -> frozenset[tuple[str, ...]]:
-    """The stems of an attribute's cues and of its name and phrases (fillers dropped)."""
-    return frozenset({lexicon.stems(c) for c in attribute.cues}
-                     | {lexicon.stems(p, drop=lexicon.key_fillers) for p in (attribute.name, *attribute.phrases)})
-
-
-@functools.lru_cache(maxsize=8)
-def _parts_by_first(lexicon: Lexicon) -> dict[str, tuple[tuple[tuple[str, ...], str], ...]]:
-    """Each cue's or phrase's first stem -> (its stems, its attribute), every attribute's."""
-    index: dict[str, list[tuple[tuple[str, ...], str]]] = {}
-    for attribute in lexicon.attributes:
-        for part in _parts(lexicon, attribute):
-            if part:
-                index.setdefault(part[0], []).append((part, attribute.name))
-    return {first: tuple(parts) for first, parts in index.items()}
-
-
-def _held(stems: tuple[str, ...], lexicon: Lexicon, head: str | None = None) -> dict[str, int]:
-    """Each attribute whose cues or phrases `stems` hold -> the length of the longest held; with a
-    `head`, only cues and phrases that hold it count. Looked up by each stem, not by trying every cue."""
-    index = _parts_by_first(lexicon)
-    held: dict[str, int] = {}
-    for at, stem in enumerate(stems):
-        for part, name in index.get(stem, ()):
-            if stems[at:at + len(part)] == part and len(part) > held.get(name, 0) and (head is None or head in part):
-                held[name] = len(part)
-    return held
-
-
-def _longest(held: dict[str, int]) -> str | None:
-    """The one attribute `held` holds longest; None when none, or on a tie."""
-    ranked = sorted(held.values(), reverse=True)
-    if not ranked or len(ranked) > 1 and ranked[0] == ranked[1]:
-        return None
-    return next(name for name, length in held.items() if length == ranked[0])
 
 
 def _head(lexicon: Lexicon, words: str) -> str | None:
@@ -253,11 +152,11 @@ def key_of(words: str, lexicon: Lexicon) -> Key | None:
         return None
     # "wife's employer", "previous employer": an attribute of its own words
     elsewhere = none_of_the_subjects(tidy, lexicon)
-    named = frozenset() if elsewhere else _whole(tidy, lexicon)
+    named = frozenset() if elsewhere else phrasebook.whole(tidy, lexicon)
     if len(named) > 1:
-        named = _exact(lexicon).get(_plain(lexicon, tidy), frozenset()) & named or named
+        named = phrasebook.exact(lexicon).get(phrasebook.plain(lexicon, tidy), frozenset()) & named or named
     if len(named) > 1:
-        named = _verbatim(lexicon).get(" ".join(lexicon.words(tidy)), frozenset()) & named or named
+        named = phrasebook.verbatim(lexicon).get(" ".join(lexicon.words(tidy)), frozenset()) & named or named
     if named:
         # In the lexicon's order: the first is taken when the subject has none of the others.
         first, *others = [a for a in lexicon.attributes if a.name in named]
@@ -269,9 +168,9 @@ def key_of(words: str, lexicon: Lexicon) -> Key | None:
         # The longest cue that holds the key's head word, of one attribute alone ("what they drive",
         # "carries the pager for"; not "works on time", a time zone, whose head is "time"). Requiring
         # the cue to be the whole key cost more right updates than it saved wrong ones (crm).
-        cued = _longest(_held(stems, lexicon, head=_head(lexicon, tidy)))
+        cued = phrasebook.longest(phrasebook.held(stems, lexicon, head=_head(lexicon, tidy)))
         if cued is not None:
-            attribute = _by_name(lexicon)[cued]
+            attribute = phrasebook.by_name(lexicon)[cued]
             return Key(attribute.name, tidy, attribute.single)
     # Its own attribute. A plural head ("favourite colours") holds many values.
     last = lexicon.words(tidy)[-1]
@@ -291,7 +190,7 @@ def _value_of(words: str, lexicon: Lexicon) -> Key | None:
     if head not in lexicon.value_words:
         return None
     said = " ".join(rest)
-    if not _whole(said, lexicon):
+    if not phrasebook.whole(said, lexicon):
         return None
     key = key_of(said, lexicon)
     return replace(key, words=words) if key is not None else None
@@ -319,10 +218,11 @@ def cue_of(key: Key, text: str, lexicon: Lexicon) -> str | None:
     def held(attribute: Attribute) -> tuple[int, int]:
         """(its longest cue or phrase the text holds, how many of them): "phone" is a number's
         word and a handset's, "iPhone" only a handset's."""
-        found = [len(p) for p in _parts(lexicon, attribute) if _contains(stems, p)]
+        found = [len(p) for p in phrasebook.parts(lexicon, attribute) if phrasebook.contains(stems, p)]
         return max(found, default=0), len(found)
 
-    scored = sorted(((held(_by_name(lexicon)[a]), a) for a in (key.attribute, *key.alternatives)), reverse=True)
+    by_name = phrasebook.by_name(lexicon)
+    scored = sorted(((held(by_name[a]), a) for a in (key.attribute, *key.alternatives)), reverse=True)
     return None if scored[0][0] == (0, 0) or scored[0][0] == scored[1][0] else scored[0][1]
 
 
@@ -337,10 +237,10 @@ def cued_by(key: Key, text: str, lexicon: Lexicon) -> Key:
     if cued == key.attribute:
         return replace(key, cued=True)
     named = (key.attribute, *key.alternatives)
-    chosen = _by_name(lexicon)[cued]
+    chosen = phrasebook.by_name(lexicon)[cued]
     others = tuple(a for a in named if a != chosen.name)
     return replace(key, attribute=chosen.name, single=chosen.single, alternatives=others,
-                   many=frozenset(a for a in others if not _by_name(lexicon)[a].single), cued=True)
+                   many=frozenset(a for a in others if not phrasebook.by_name(lexicon)[a].single), cued=True)
 
 
 def filed_by_default(attribute: str, words: str, text: str, instead: str, lexicon: Lexicon) -> bool:
@@ -358,7 +258,7 @@ def filed_by_default(attribute: str, words: str, text: str, instead: str, lexico
 @functools.lru_cache(maxsize=4096)
 def cued_in(text: str, lexicon: Lexicon) -> frozenset[str]:
     """Every attribute of the lexicon whose cues or phrases `text`'s words hold."""
-    return frozenset(_held(lexicon.stems(text[:CUES_WITHIN_CHARS]), lexicon))
+    return frozenset(phrasebook.held(lexicon.stems(text[:CUES_WITHIN_CHARS]), lexicon))
 
 
 def key_in(text: str, lexicon: Lexicon, names: list[str]) -> Key | None:
@@ -368,8 +268,8 @@ def key_in(text: str, lexicon: Lexicon, names: list[str]) -> Key | None:
     masked = text
     for name in sorted(names, key=len, reverse=True):
         masked = masked.replace(name, " ")
-    cued = _longest(_held(lexicon.stems(masked), lexicon))
+    cued = phrasebook.longest(phrasebook.held(lexicon.stems(masked), lexicon))
     if cued is None:
         return None
-    attribute = _by_name(lexicon)[cued]
+    attribute = phrasebook.by_name(lexicon)[cued]
     return Key(attribute.name, attribute.name, attribute.single)

@@ -9,7 +9,7 @@ import functools
 from collections.abc import Iterable
 
 from ..lexicon import Lexicon
-from .keys import _by_name, _contains, _exact, _held, _longest
+from . import phrasebook
 
 
 def asked(question: str, lexicon: Lexicon, known: dict[str, list[str]]) -> str | None:
@@ -19,7 +19,8 @@ def asked(question: str, lexicon: Lexicon, known: dict[str, list[str]]) -> str |
     or a tie."""
     scored = _matched(question, lexicon, known)
     determined = _determined(question, lexicon)
-    chosen = _longest({a: n for n, a in _matched(" ".join(determined), lexicon, known)}) if determined else None
+    chosen = (phrasebook.longest({a: n for n, a in _matched(" ".join(determined), lexicon, known)})
+              if determined else None)
     # What the question's determiner governs comes first ("Which machine does the user work on?":
     # the laptop, though "work on" is a project's longer phrase), unless the question names an
     # attribute sharing a phrase with it too: a writer's words may file either's values under the
@@ -35,11 +36,11 @@ def _matched(question: str, lexicon: Lexicon, known: dict[str, list[str]]) -> li
     """Each of `known` whose cues, phrases or keys `question` holds, with its longest match's
     length, longest first."""
     stems = lexicon.stems(question)
-    cued = _held(stems, lexicon)
+    cued = phrasebook.held(stems, lexicon)
     scored = []
     for attribute, keys in known.items():
         best = max((len(p) for p in (lexicon.stems(k, drop=lexicon.key_fillers) for k in keys)
-                    if _contains(stems, p)), default=0)
+                    if phrasebook.contains(stems, p)), default=0)
         best = max(best, cued.get(attribute, 0))
         if best:
             scored.append((best, attribute))
@@ -50,7 +51,7 @@ def _matched(question: str, lexicon: Lexicon, known: dict[str, list[str]]) -> li
 def _sharing(lexicon: Lexicon) -> dict[str, frozenset[str]]:
     """Each attribute -> the others it shares a phrase with ("home city" and "office": "based in")."""
     out: dict[str, set[str]] = {}
-    for names in _exact(lexicon).values():
+    for names in phrasebook.exact(lexicon).values():
         for name in names:
             out.setdefault(name, set()).update(names - {name})
     return {name: frozenset(others) for name, others in out.items()}
@@ -81,7 +82,7 @@ def asked_for(question: str, lexicon: Lexicon, known: Iterable[str]) -> str | No
     or where the subject has not exactly one attribute of that kind (a key in a writer's own words
     has none)."""
     asks = {lexicon.question_words[w] for w in lexicon.words(question) if w in lexicon.question_words}
-    by_name = _by_name(lexicon)
+    by_name = phrasebook.by_name(lexicon)
     if len(asks) != 1 or any(by_name[a].answers in asks for a in asked_of_any(question, lexicon)):
         return None
     fits = [a for a in dict.fromkeys(known) if a in by_name and by_name[a].answers in asks]
@@ -92,6 +93,6 @@ def asked_of_any(question: str, lexicon: Lexicon) -> frozenset[str]:
     """Which of all the lexicon's attributes `question` asks about by their cues and phrases, the
     longest match winning, all of them on a tie ("Which phone ...": a handset or a number); none
     when none."""
-    held = _held(lexicon.stems(question), lexicon)
+    held = phrasebook.held(lexicon.stems(question), lexicon)
     longest = max(held.values(), default=0)
     return frozenset(name for name, length in held.items() if length == longest)
