@@ -31,6 +31,7 @@ from mcp_memory.retrieval.focus import (
     sharing_values,
     stating_another,
     subject_positions,
+    unlabelled,
     value_kinds,
     value_runs,
     values_of,
@@ -448,3 +449,37 @@ async def test_the_first_hits_are_the_same_whatever_the_limit(service: MemorySer
     ten = [h.id for h in (await service.search(alice, question, limit=10)).hits]
     for limit in range(1, 10):
         assert [h.id for h in (await service.search(alice, question, limit=limit)).hits] == ten[:limit], limit
+
+
+def test_a_label_saying_how_a_note_came_is_no_part_of_what_it_states() -> None:
+    """"Heard today:", "From standup:", "1:1 notes:" open notes of every kind; a label naming what
+    is stated stays."""
+    for text, left in [("Heard today: someone carries the streaming pager.", "someone carries the streaming pager."),
+                       ("From standup: someone picked up Osprey.", "someone picked up Osprey."),
+                       ("1:1 notes: someone is remote from Singapore now.", "someone is remote from Singapore now."),
+                       ("Update - someone moved to Lisbon.", "someone moved to Lisbon."),
+                       ("someone manager: Lars Petersen.", "someone manager: Lars Petersen."),
+                       ("Rescheduled: team Drift sync is 10:00.", "Rescheduled: team Drift sync is 10:00.")]:
+        assert unlabelled(text, ENGLISH) == left
+
+
+async def test_a_label_saying_how_a_note_came_does_not_join_it_to_others(service: MemoryService,
+                                                                          alice: Principal) -> None:
+    """A colleague's notes, some opened "Heard today:", "Update -" or "FYI:": the label put the newest
+    manager apart from the one before, and her promotion to a manager's title answered who she
+    reports to now. Without the label the two managers chain and the newer comes first."""
+    await write_dated(service, alice, [
+        ("Heard today: Gwendolyn Kuznetsov works out of the Zurich office.", 677),
+        ("Gwendolyn Kuznetsov relocated to the Toronto office.", 313),
+        ("Gwendolyn Kuznetsov presented the quarterly metrics; slides were dense.", 113),
+        ("Gwendolyn Kuznetsov suggested we cut scope on the migration.", 24),
+        ("Gwendolyn Kuznetsov - Product Designer.", 703),
+        ("Gwendolyn Kuznetsov promoted to Engineering Manager.", 146),
+        ("Gwendolyn Kuznetsov reports to Rohan Mehta.", 260),
+        ("Update - Gwendolyn Kuznetsov now reports to Helena Sousa.", 40),
+        ("Gwendolyn Kuznetsov writes most of the Heron code.", 391),
+        ("Gwendolyn Kuznetsov was pulled onto Wren after Heron shipped.", 157),
+        ("Heard today: Gwendolyn Kuznetsov upgraded to a MacBook Air 15.", 333),
+        ("FYI: Gwendolyn Kuznetsov's MacBook Air 15 died; loaner Framework 13 for now.", 206)])
+    found = await service.search(alice, "Who does Gwendolyn Kuznetsov report to currently?")
+    assert "Helena Sousa" in found.hits[0].snippet, [h.snippet for h in found.hits]

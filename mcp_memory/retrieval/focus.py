@@ -258,12 +258,12 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
     question = await vectors.query(unnamed(parsed.asked or parsed.text))
     if question is None:
         return {}
-    documents = await vectors.documents_or_none([unnamed(rows[i]["content"]) for i in positions])
+    texts = [unlabelled(unnamed(rows[i]["content"]), parsed.lexicon) for i in positions]
+    documents = await vectors.documents_or_none(texts)
     if documents is None:
         return {}
     matrix = np.asarray(documents)
     to_question = matrix @ np.asarray(question)
-    texts = [unnamed(rows[i]["content"]) for i in positions]
     off = stating_another(unnamed(parsed.asked or parsed.text), texts, parsed.lexicon)
     on = [i for i in range(len(positions)) if i not in off] or list(range(len(positions)))
     within = matrix[on]
@@ -275,6 +275,22 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
     return {rows[positions[i]]["id"]: Closeness(float(to_question[i]), step, links[step],
                                                 values_of(texts[i], ignore), i not in on)
             for step, i in enumerate(order)}
+
+
+def unlabelled(text: str, lexicon: Lexicon) -> str:
+    """`text` without a label that only says how the note came ("Heard today:", "From standup:",
+    "1:1 notes:", "Update -": words of `Lexicon.note_openers`, function words, numbers): one
+    person's notes taken in one way share it whatever they state, so it joined their job title and
+    their on-call rotation in one chain, and "standup" read as a cue of the standup time. A label
+    naming what is stated ("Ottilie's manager:", "Rescheduled:") stays."""
+    label = LABEL.match(text)
+    if label is None:
+        return text
+    words = _TOKEN.findall(label.group())
+    said = lexicon.note_openers | lexicon.stop_words
+    if all(w.lower() in said or not any(c.isalpha() for c in w) for w in words):
+        return text[label.end():]
+    return text
 
 
 def stating_another(question: str, texts: Sequence[str], lexicon: Lexicon) -> set[int]:
