@@ -1131,6 +1131,26 @@ async def test_a_key_of_the_head_alone_is_qualified_by_its_text(service) -> None
     assert moved.memory.replaced == [pager.memory.id]
 
 
+async def test_a_systems_attributes_in_the_words_an_agent_keys_them(service) -> None:
+    """"persists to", "point of contact", "daily meeting", "chats in": an agent's words for a
+    service's database, owner, standup and channel were attributes of their own, so a newer value
+    keyed in the lexicon's words stood beside the older one as current. Each is the lexicon's now,
+    and the newer replaces."""
+    p = principal()
+    for subject, (first, first_key), (second, second_key) in [
+            ("Tickets service", ("Tickets service persists to SQLite.", "persists to"),
+             ("Tickets service moved its data to ClickHouse.", "database")),
+            ("Geo service", ("Ping Rowan Pike for anything geo service.", "point of contact"),
+             ("New maintainer of the geo service is Aurelio Conti.", "owner")),
+            ("Team Drift", ("Calendar: team Drift check-in, 10:15.", "daily meeting"),
+             ("Team Drift now huddles at 11:00.", "standup time")),
+            ("Team Skua", ("Questions for team Skua -> #oncall.", "chats in"),
+             ("Team Skua moved to #incidents-live.", "slack channel"))]:
+        old = await service.write(p, first, about=[subject], key=first_key, occurred_at=day("2024-01-01"))
+        new = await service.write(p, second, about=[subject], key=second_key, occurred_at=day("2024-02-01"))
+        assert new.memory.replaced == [old.memory.id], (first_key, second_key)
+
+
 async def test_a_key_naming_a_person_in_someones_life_or_an_earlier_value_is_none_of_the_subjects(
         service) -> None:
     """"wife's employer" about the user is the wife's employer: keyed `employer` of the user, "The
