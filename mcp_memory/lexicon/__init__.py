@@ -149,7 +149,8 @@ class Lexicon:
     greetings: tuple[str, ...] = ()
 
     # --- the decisions guard's wording rules (decisions/wording.py) ---------------------------
-    # Words opening a note capitalised without naming anyone, beyond `not_names` ("FYI", "Update").
+    # Words opening a note capitalised without naming anyone, beyond `not_names` ("FYI", "Update");
+    # a label of these alone says how a note came, not what it states (retrieval/focus.py).
     note_openers: frozenset[str] = frozenset()
     # Words before "'s" that make a contraction, owning nothing ("let's"), beyond `not_names`.
     not_owners: frozenset[str] = frozenset()
