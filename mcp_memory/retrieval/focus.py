@@ -288,8 +288,9 @@ def unlabelled(text: str, lexicon: Lexicon) -> str:
         return text
     words = _TOKEN.findall(label.group())
     said = lexicon.note_openers | lexicon.stop_words
-    if all(w.lower() in said or not any(c.isalpha() for c in w) for w in words):
-        return text[label.end():]
+    rest = text[label.end():]
+    if rest.strip() and all(w.lower() in said or not any(c.isalpha() for c in w) for w in words):
+        return rest
     return text
 
 
