@@ -89,7 +89,7 @@ class Structure:
         return bounded(read_names(content, kind, self.lexicon), self.settings.graph_max_names)
 
     async def adopted(self, p: Principal, content: str, said: Said) -> Said:
-        """Keys in a writer's own words name attributes of their own ("persists to", "huddle time"),
+        """Keys in a writer's own words name attributes of their own ("writes its data to", "catch-up time"),
         so the subject's value under other words ("database") would stay current beside a new one.
         Words the writer has used of this subject before for another attribute mean that attribute
         (`_worded`); words that plainly name one of the lexicon's attributes the subject holds values

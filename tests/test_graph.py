@@ -662,8 +662,8 @@ async def test_a_newer_value_filed_under_the_writers_own_words_goes_first_where_
     teodor = await service.write(p, "Teodor Kral owns the geo pipeline.", about=["geo pipeline"], key="owner",
                                  occurred_at=day("2024-05-25"))
     handed = await service.write(p, "Geo pipeline ownership handed from Teodor Kral to Yaw Boateng.",
-                                 about=["geo pipeline"], key="point of contact", occurred_at=day("2024-08-17"))
-    assert handed.memory.key == "point contact" and not handed.memory.replaced  # not adopted
+                                 about=["geo pipeline"], key="go-to person", occurred_at=day("2024-08-17"))
+    assert handed.memory.key == "go-to person" and not handed.memory.replaced  # not adopted
     await service.write(p, "Prod for the geo pipeline sits in eu-central-1.", about=["geo pipeline"], key="region",
                         occurred_at=day("2025-02-01"))
     hits = (await service.search(p, "Who owns the geo pipeline now?", explain=True)).hits
@@ -673,7 +673,7 @@ async def test_a_newer_value_filed_under_the_writers_own_words_goes_first_where_
     # Own words that name no value of it prove nothing: the text's order, as before.
     await service.write(p, "Teodor Kral owns the maps pipeline.", about=["maps pipeline"], key="owner",
                         occurred_at=day("2024-05-25"))
-    await service.write(p, "Yaw Boateng took the maps pipeline.", about=["maps pipeline"], key="point of contact",
+    await service.write(p, "Yaw Boateng took the maps pipeline.", about=["maps pipeline"], key="go-to person",
                         occurred_at=day("2024-08-17"))
     hits = (await service.search(p, "Who owns the maps pipeline now?", explain=True)).hits
     assert all("fact" not in (h.explain or {}) for h in hits)
@@ -702,14 +702,14 @@ async def test_a_key_of_the_lexicon_takes_in_the_value_it_restates_under_the_wri
     old = await service.write(p, "The coupons pipeline persists to Postgres.", about=["coupons pipeline"],
                               key="writes its data to", occurred_at=day("2024-01-01"))
     owner = await service.write(p, "The coupons pipeline is owned by Oskar Lund.", about=["coupons pipeline"],
-                                key="point of contact", occurred_at=day("2024-02-01"))
+                                key="go-to person", occurred_at=day("2024-02-01"))
     assert old.memory.key == "write data to"
     new = await service.write(p, "The coupons pipeline persists to DynamoDB now.", about=["coupons pipeline"],
                               key="database", occurred_at=day("2025-01-01"))
     assert new.memory.key == "database" and new.memory.replaced == [old.memory.id]
     # The older value is filed under the attribute too, in its own words still: one history.
     got = {m.id: m.key for m in (await service.get(p, [old.memory.id, owner.memory.id])).memories}
-    assert got == {old.memory.id: "database", owner.memory.id: "point contact"}  # the owner not restated
+    assert got == {old.memory.id: "database", owner.memory.id: "go-to person"}  # the owner not restated
     [profile] = [a for a in (await service.entities.profile(p, "coupons pipeline")).attributes
                  if a.attribute == "database"]
     assert [v.memory for v in profile.current + profile.earlier] == [new.memory.id, old.memory.id]
@@ -723,9 +723,9 @@ async def test_a_key_of_the_lexicon_takes_in_the_value_it_restates_under_the_wri
 
 async def test_own_words_for_one_attribute_twice_are_one_attribute_when_the_text_restates(service) -> None:
     p = principal()
-    old = await service.write(p, "Team Wren's daily huddle is at 9:30.", about=["team Wren"], key="huddle time",
+    old = await service.write(p, "Team Wren's daily huddle is at 9:30.", about=["team Wren"], key="catch-up time",
                               occurred_at=day("2024-01-01"))
-    new = await service.write(p, "Team Wren's daily huddle moved to 10:15.", about=["Wren"], key="huddle slot",
+    new = await service.write(p, "Team Wren's daily huddle moved to 10:15.", about=["Wren"], key="catch-up slot",
                               occurred_at=day("2025-01-01"))
     assert new.memory.replaced == [old.memory.id] and new.memory.key == old.memory.key
 

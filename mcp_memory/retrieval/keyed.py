@@ -92,7 +92,7 @@ def _hit(row: asyncpg.Record, score: float, snippet_chars: int, explain: dict[st
 async def unsure(facts: Sequence[asyncpg.Record], chain: Sequence[asyncpg.Record], lexicon: Lexicon,
                  vectors: TextVectors | None, floor: float) -> bool:
     """Whether the subject may hold a newer value of the attribute under a key the lexicon does not
-    know ("persists to" beside "database"): a fact of such a key, of the chain head's entity, newer
+    know ("writes its data to" beside "database"): a fact of such a key, of the chain head's entity, newer
     than the head, that says the same kind of thing with the subject masked (`graph_doubt_floor`).
     The lexicon never puts two of its attributes in one, so only such keys can. Then the graph
     cannot say which value is current, and the hits keep the order the text gave them. Without an
@@ -121,7 +121,7 @@ def moved_on(facts: Sequence[asyncpg.Record], chain: Sequence[asyncpg.Record], l
     """The attribute's newer values that a writer filed under a key in its own words: a fact of the
     chain head's entity, under a key the lexicon does not know, newer than the value it moves on
     from and naming that value beside a new one ("Geo pipeline ownership handed from Teodor Kral
-    to Yaw Boateng." keyed "point of contact", of "Teodor Kral owns the geo pipeline." keyed
+    to Yaw Boateng." keyed "go-to person", of "Teodor Kral owns the geo pipeline." keyed
     "owner"), then any that moves on from it in turn; newest first. Two of the lexicon's
     attributes are never one (graph/subjects.py `other_attribute`: "Greta Ibarra is Tomás's
     manager at Acme Robotics" names his employer beside her), and words alike without the old
