@@ -1056,6 +1056,15 @@ async def written_apart(service, p, about: str, pairs: list[tuple[str, str, str,
         assert a.memory.key != b.memory.key
 
 
+async def written_over(service, p, about: str, pairs: list[tuple[str, str, str, str]]) -> None:
+    """Each pair (text, key, a later text, its key) written about `about`: the later replaces the
+    earlier."""
+    for first, first_key, second, second_key in pairs:
+        a = await service.write(p, first, about=[about], key=first_key, occurred_at=day("2024-01-01"))
+        b = await service.write(p, second, about=[about], key=second_key, occurred_at=day("2024-02-01"))
+        assert b.memory.replaced == [a.memory.id], (first_key, second_key)
+
+
 async def test_two_things_qualifying_one_head_word_are_two_attributes(service) -> None:
     """The lexicon names "node version" and "python version" by their head word alone: one version,
     so Heron's Python replaced its Node. Where the subject holds a value under the same head
@@ -1118,17 +1127,11 @@ async def test_a_key_of_the_head_alone_is_qualified_by_its_text(service) -> None
                   occurred_at=day("2024-02-01"))])
     got = (await service.get(p, [m.id for m in batch.memories])).memories
     assert [m.superseded_by for m in got] == [None, None] and got[0].key != got[1].key
-    old = await service.write(p, "Bo Chen's laptop is a MacBook Air.", about=["Bo Chen"], key="laptop",
-                              occurred_at=day("2024-01-01"))
-    new = await service.write(p, "Bo Chen's work laptop is now a ThinkPad.", about=["Bo Chen"], key="work laptop",
-                              occurred_at=day("2024-02-01"))
-    assert new.memory.replaced == [old.memory.id]
+    await written_over(service, p, "Bo Chen", [("Bo Chen's laptop is a MacBook Air.", "laptop",
+                                                "Bo Chen's work laptop is now a ThinkPad.", "work laptop")])
     # where neither key names a qualifier, the word beside the head is the value: one rotation
-    pager = await service.write(p, "Bjorn carries the database pager.", about=["Bjorn Pereira"], key="pager",
-                                occurred_at=day("2024-01-01"))
-    moved = await service.write(p, "Bjorn carries the storage pager now.", about=["Bjorn Pereira"], key="pager",
-                                occurred_at=day("2024-02-01"))
-    assert moved.memory.replaced == [pager.memory.id]
+    await written_over(service, p, "Bjorn Pereira", [("Bjorn carries the database pager.", "pager",
+                                                      "Bjorn carries the storage pager now.", "pager")])
 
 
 async def test_a_systems_attributes_in_the_words_an_agent_keys_them(service) -> None:
@@ -1137,18 +1140,16 @@ async def test_a_systems_attributes_in_the_words_an_agent_keys_them(service) -> 
     keyed in the lexicon's words stood beside the older one as current. Each is the lexicon's now,
     and the newer replaces."""
     p = principal()
-    for subject, (first, first_key), (second, second_key) in [
-            ("Tickets service", ("Tickets service persists to SQLite.", "persists to"),
-             ("Tickets service moved its data to ClickHouse.", "database")),
-            ("Geo service", ("Ping Rowan Pike for anything geo service.", "point of contact"),
-             ("New maintainer of the geo service is Aurelio Conti.", "owner")),
-            ("Team Drift", ("Calendar: team Drift check-in, 10:15.", "daily meeting"),
-             ("Team Drift now huddles at 11:00.", "standup time")),
-            ("Team Skua", ("Questions for team Skua -> #oncall.", "chats in"),
-             ("Team Skua moved to #incidents-live.", "slack channel"))]:
-        old = await service.write(p, first, about=[subject], key=first_key, occurred_at=day("2024-01-01"))
-        new = await service.write(p, second, about=[subject], key=second_key, occurred_at=day("2024-02-01"))
-        assert new.memory.replaced == [old.memory.id], (first_key, second_key)
+    for subject, pair in [
+            ("Tickets service", ("Tickets service persists to SQLite.", "persists to",
+                                 "Tickets service moved its data to ClickHouse.", "database")),
+            ("Geo service", ("Ping Rowan Pike for anything geo service.", "point of contact",
+                             "New maintainer of the geo service is Aurelio Conti.", "owner")),
+            ("Team Drift", ("Calendar: team Drift check-in, 10:15.", "daily meeting",
+                            "Team Drift now huddles at 11:00.", "standup time")),
+            ("Team Skua", ("Questions for team Skua -> #oncall.", "chats in",
+                           "Team Skua moved to #incidents-live.", "slack channel"))]:
+        await written_over(service, p, subject, [pair])
 
 
 async def test_a_key_naming_a_person_in_someones_life_or_an_earlier_value_is_none_of_the_subjects(
