@@ -86,7 +86,7 @@ def qualifier_in(text: str, head: str, lexicon: Lexicon) -> frozenset[str]:
     determiner or an owner and the head ("the login shell", "Heron's analytics database"; head
     first, "o notebook gamer"): no verb ("switched editors"), name or value ("a ThinkPad laptop"),
     function word, filler ("my new laptop": the one in use) or earlier value ("the old laptop")."""
-    words = re.findall(r"[^\W_]+(?:['’-][^\W_]+)*", text[:CUES_WITHIN_CHARS])
+    words = lexicon.tokens(text[:CUES_WITHIN_CHARS])
     skip = lexicon.stop_words | lexicon.key_fillers | lexicon.past_qualifiers
     leads = {*lexicon.determiners, *(w for p in lexicon.user_possessives for w in lexicon.words(p))}
     found: set[str] = set()

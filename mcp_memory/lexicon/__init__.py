@@ -18,6 +18,9 @@ from typing import Literal
 
 import snowballstemmer
 
+# A word: letters and digits, joined by an apostrophe or a hyphen ("user's", "on-call").
+WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
+
 # How a word bounds the period a date names: "before" and "prior to" end it where the date begins,
 # "until", "till" and "by" where the date ends; "after" starts it where the date ends, "since"
 # where it begins.
@@ -170,7 +173,11 @@ class Lexicon:
         return snowballstemmer.stemmer(self.language)
 
     def words(self, text: str) -> list[str]:
-        return [w for w in re.findall(r"[^\W_]+(?:['’-][^\W_]+)*", text.lower())]
+        return self.tokens(text.lower())
+
+    def tokens(self, text: str) -> list[str]:
+        """`text`'s words as written (their case kept): a capitalised one may be a name or a value."""
+        return WORD.findall(text)
 
     def stems(self, text: str, *, drop: frozenset[str] = frozenset()) -> tuple[str, ...]:
         """The stems of `text`'s words, those in `drop` left out, possessives cut."""
