@@ -85,6 +85,14 @@ def canonical(name: str) -> str:
     return _LEADING_ARTICLE.sub("", " ".join(_POSSESSIVE.sub("", w) for w in words.split()))
 
 
+def name_words(name: str) -> frozenset[str]:
+    """The words a name's holder may be called by in a text, lower case: each as written and, where
+    a hyphen or underscore joins two, each apart too (`canonical`: a writer's "feeds-api" is the
+    "Feeds API" of a text, and "Eun-ji" is still one word of "Eun-ji Abara")."""
+    words = name.lower().split()
+    return frozenset(words) | frozenset(part for w in words if _JOINERS.search(w) for part in _JOINERS.split(w) if part)
+
+
 def first_name(display: str) -> str | None:
     """The canonical form of a full name's first word ("Eun-ji Abara": "eun ji"), or None for a
     name of one word. A hyphenated first name is one word of the name and two of its canonical

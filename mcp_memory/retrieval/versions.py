@@ -16,7 +16,7 @@ import numpy as np
 from ..graph import subjects as stored
 from ..graph.about_user import about_someone_else, speaks_of_user, without_user
 from ..graph.names import RUN as _RUN
-from ..graph.names import SUBJECT_WITHIN, USER_NAME, WORD
+from ..graph.names import SUBJECT_WITHIN, USER_NAME, WORD, name_words
 from ..models import MOMENTS, SearchHit
 from .focus import MASK, TextVectors, names_its_value
 from .query import LABEL, NOT_NAMES, word_pairs
@@ -241,7 +241,7 @@ def masked_pair(new: str, old: str, said: Sequence[str] = ()) -> tuple[str, str,
     about Greta Ibarra is compared as "someone someone lives in Berlin now.", the form "Greta
     Ibarra lives in Lisbon." takes: .39 -> .52 with MiniLM, as the text's own reading compares)."""
     if said:
-        names = frozenset(w.lower() for name in said if name != USER_NAME for w in name.split()) - NOT_NAMES
+        names = frozenset().union(*(name_words(name) for name in said if name != USER_NAME)) - NOT_NAMES
         new, old = (_with_subject(text, said[0], names) for text in (new, old))
     else:
         names = shared_names(new, old)
