@@ -19,6 +19,7 @@ def test_a_name_joined_by_hyphens_or_underscores_is_its_words_apart_too() -> Non
     assert name_words("feeds-api") == {"feeds-api", "feeds", "api"}
     assert name_words("coupons_pipeline") == {"coupons_pipeline", "coupons", "pipeline"}
     assert name_words("Eun-ji Abara") == {"eun-ji", "eun", "ji", "abara"}
+    assert name_words("x__y") == {"x__y", "x", "y"}  # never an empty word, which would mask every text
     new, old, _ = masked_pair("Feeds API traffic is served out of us-east-1.",
                               "Feeds API is released under BSD-3-Clause.", ["feeds-api"])
     assert "Feeds" not in new + old and "API" not in new + old

@@ -90,7 +90,7 @@ def name_words(name: str) -> frozenset[str]:
     a hyphen or underscore joins two, each apart too (`canonical`: a writer's "feeds-api" is the
     "Feeds API" of a text, and "Eun-ji" is still one word of "Eun-ji Abara")."""
     words = name.lower().split()
-    return frozenset(words) | frozenset(part for w in words if _JOINERS.search(w) for part in _JOINERS.split(w) if part)
+    return frozenset(words) | frozenset(part for w in words for part in _JOINERS.split(w) if part)
 
 
 def first_name(display: str) -> str | None:

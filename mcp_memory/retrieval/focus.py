@@ -286,10 +286,9 @@ def unlabelled(text: str, lexicon: Lexicon) -> str:
     label = LABEL.match(text)
     if label is None:
         return text
-    words = _TOKEN.findall(label.group())
     said = lexicon.note_openers | lexicon.stop_words
     rest = text[label.end():]
-    if rest.strip() and all(w.lower() in said or not any(c.isalpha() for c in w) for w in words):
+    if rest.strip() and all(w in said or not any(c.isalpha() for c in w) for w in lexicon.words(label.group())):
         return rest
     return text
 
