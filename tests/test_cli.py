@@ -84,6 +84,8 @@ def test_migrate_and_doctor_on_embedded(tmp_path: Path) -> None:
     assert "[ok  ] schema: up to date" in doctor
     assert "[ok  ] embeddings: provider local, model all-MiniLM-L6-v2-int8 (384 dimensions); " \
            "0 of 0 live memories embedded" in doctor
+    # A new store's embedded server keeps PostgreSQL's default page cache (buffers.py), which it fits.
+    assert "[ok  ] page cache: vector index 0 MB, shared_buffers 128 MB: the index fits" in doctor
 
 
 async def test_doctor_and_serve_refuse_a_model_the_database_was_not_built_with(cli_env: dict[str, str],

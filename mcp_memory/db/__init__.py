@@ -72,7 +72,7 @@ async def locate(settings: StorageSettings,
         return settings.database_url, None
     start_timeout_s = _within(start_timeout_s)
     deadline = None if start_timeout_s is None else time.monotonic() + start_timeout_s
-    embedded = EmbeddedPostgres(settings.data_dir)
+    embedded = EmbeddedPostgres(settings.data_dir, settings.embedded_shared_buffers_mb)
     maintenance = await anyio.to_thread.run_sync(functools.partial(embedded.start, timeout=start_timeout_s))
     try:
         with anyio.fail_after(remaining(deadline)):

