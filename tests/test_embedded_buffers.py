@@ -20,6 +20,24 @@ from mcp_memory.errors import Unavailable
 GB = 1024 * MB
 
 
+async def shared_buffers_of(dsn: str) -> str:
+    conn = await asyncpg.connect(dsn)
+    try:
+        return str(await conn.fetchval("SHOW shared_buffers"))
+    finally:
+        await conn.close()
+
+
+async def started_with(settings: Settings) -> str:
+    """The shared_buffers of the embedded server `settings` start (and stop again)."""
+    dsn, embedded = await locate(settings)
+    assert embedded is not None
+    try:
+        return await shared_buffers_of(dsn)
+    finally:
+        await anyio.to_thread.run_sync(embedded.stop)
+
+
 def test_the_store_and_half_again_between_postgres_default_and_a_quarter_of_memory(tmp_path: Path) -> None:
     assert shared_buffers_mb(0, store=40 * MB, memory=16 * GB) == 128  # a small store: PostgreSQL's default
     assert shared_buffers_mb(0, store=2 * GB, memory=16 * GB) == 3072
@@ -50,22 +68,9 @@ def test_a_containers_limit_counts_where_lower_than_the_machine(tmp_path: Path) 
 
 async def test_the_embedded_store_starts_with_its_own_size_and_a_users_server_keeps_postgres_default(
         tmp_path: Path, pg: EmbeddedPostgres) -> None:
-    dsn, embedded = await locate(Settings(data_dir=tmp_path, embedded_shared_buffers_mb=176))
-    assert embedded is not None
-    try:
-        conn = await asyncpg.connect(dsn)
-        try:
-            assert await conn.fetchval("SHOW shared_buffers") == "176MB"
-        finally:
-            await conn.close()
-    finally:
-        await anyio.to_thread.run_sync(embedded.stop)
+    assert await started_with(Settings(data_dir=tmp_path, embedded_shared_buffers_mb=176)) == "176MB"
     # The suite's server is started as a user's own PostgreSQL would be: none of the embedded tuning.
-    conn = await asyncpg.connect(pg.dsn("postgres"))
-    try:
-        assert await conn.fetchval("SHOW shared_buffers") == "128MB"
-    finally:
-        await conn.close()
+    assert await shared_buffers_of(pg.dsn("postgres")) == "128MB"
 
 
 async def test_a_size_the_machine_refuses_names_the_setting_and_one_of_ours_falls_back(
@@ -77,16 +82,7 @@ async def test_a_size_the_machine_refuses_names_the_setting_and_one_of_ours_fall
     assert "set a smaller size, or 0 to size it by the store" in str(refused.value)
     # Sized by the store (0), a size the server refuses leaves PostgreSQL's default: the store opens.
     monkeypatch.setattr(buffers, "shared_buffers_mb", lambda setting, *, store, memory=None: too_big)
-    dsn, embedded = await locate(Settings(data_dir=tmp_path / "ours", embedded_shared_buffers_mb=0))
-    assert embedded is not None
-    try:
-        conn = await asyncpg.connect(dsn)
-        try:
-            assert await conn.fetchval("SHOW shared_buffers") == "128MB"
-        finally:
-            await conn.close()
-    finally:
-        await anyio.to_thread.run_sync(embedded.stop)
+    assert await started_with(Settings(data_dir=tmp_path / "ours", embedded_shared_buffers_mb=0)) == "128MB"
     assert any("would not start with shared_buffers" in r.getMessage() for r in caplog.records)
 
 
