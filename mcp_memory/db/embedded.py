@@ -286,7 +286,7 @@ def _launch(pgdata: Path, system_user: str | None, deadline: float | None, share
         raise Unavailable(f"the embedded PostgreSQL server in {pgdata} did not become ready in time; it goes on "
                           f"starting: try again in a moment (its log: {pgdata / 'log'})")
     reason = _log_reason(pgdata) or (said[-1][:200] if said else f"pg_ctl exit status {code}")
-    if size is not None and "shared" in reason:  # "could not map anonymous shared memory", "... shared_buffers"
+    if size is not None and ("shared memory" in reason or "shared_buffers" in reason):
         if shared_buffers_mb:
             raise Unavailable(f"the embedded PostgreSQL server in {pgdata} would not start with shared_buffers "
                               f"{size} MB (MCP_MEMORY_EMBEDDED_SHARED_BUFFERS_MB): {reason}; set a smaller size, "
