@@ -4,12 +4,12 @@ PostgreSQL's own default, 128 MB, is sized to start anywhere, not to search a bi
 walks the vector index, and each index page outside shared_buffers is a read from the operating
 system's cache. At a million memories (an index of ~2 GB) a tagged search took 173-192 ms p50
 with 128 MB and 73-94 ms with 5.9 GB (docs/benchmarks.md, "The embedded server's page cache").
-PostgreSQL's documentation suggests a quarter of the machine's memory. The embedded server is given what its
-store needs, with room to grow, up to that: a store of a few thousand memories gets PostgreSQL's
-default as before, which every figure of a small store was measured with (a buffer table sized for
-gigabytes costs each lookup a little more, and was not measured to pay there). The size is read at
-every start, so it follows the store. A server of the user's own is theirs to size (`mcp-memory
-doctor` says when its vector index does not fit)."""
+PostgreSQL's documentation suggests a quarter of the machine's memory. The embedded server is
+given what its store needs, with room to grow, up to that: a store of a few thousand memories
+gets PostgreSQL's default as before, which every figure of a small store was measured with (a
+buffer table sized for gigabytes costs each lookup a little more, and was not measured to pay
+there). The size is read at every start, so it follows the store. A server of the user's own is
+theirs to size (`mcp-memory doctor` says when its vector index does not fit)."""
 
 from __future__ import annotations
 
