@@ -14,8 +14,9 @@ static-10k-64d-int8            tokenlearn-static-model (model2vec-style     64  
 Each embedder (the machinery they share: local_base.py) loads its model lazily, on the first
 call, in a worker thread, under a lock (so concurrent first calls load it once); constructing one
 only checks that its packages are installed. Inference runs in a worker thread too, one batch at
-a time per embedder (the model already uses every core), and a long document list is cut into
-batches so a query waits at most one batch behind a backfill.
+a time per embedder (the model already uses every core); calls that arrive while it runs go in its
+next batch together (coalescing.py), and a long document list is cut into batches so a query
+waits at most one batch behind a backfill.
 
 Before a model file is opened its SHA-256 is checked against the pinned table in
 :mod:`.model_files` (hashed once per process); a missing or changed file stops the load with

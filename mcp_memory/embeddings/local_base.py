@@ -1,5 +1,6 @@
 """What every offline embedder shares (embeddings/local.py's): its model's spec, lazy loading under
-a lock, inference in a worker thread one batch at a time, unit vectors."""
+a lock, inference in a worker thread one batch at a time (concurrent calls joined into one batch:
+coalescing.py), unit vectors."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import anyio.to_thread
 
 from mcp_memory.embeddings import model_files
 from mcp_memory.embeddings.base import EmbeddingError, batched
+from mcp_memory.embeddings.coalescing import Coalescer
 from mcp_memory.embeddings.model_files import ModelFile
 
 
@@ -79,6 +81,8 @@ class LocalEmbedder:
         self._state: Any = None
         self._load_lock = threading.Lock()
         self._run_lock = threading.Lock()
+        # Calls that arrive while the model runs wait and go in its next batch together.
+        self._queue = Coalescer(self._run, lambda: self.batch_size)
         #: How many times the model was loaded (tests check it is once) and how long it took.
         self.load_count = 0
         self.load_seconds = 0.0
@@ -163,11 +167,11 @@ class LocalEmbedder:
         ordered = [texts[i] for i in order]
         vectors: list[list[float]] = []
         for batch in batched(ordered, self.batch_size):
-            vectors.extend(await anyio.to_thread.run_sync(self._run, batch, False))
+            vectors.extend(await self._queue(batch, False))
         out: list[list[float]] = [[] for _ in texts]
         for position, index in enumerate(order):
             out[index] = vectors[position]
         return out
 
     async def embed_query(self, text: str) -> list[float]:
-        return (await anyio.to_thread.run_sync(self._run, [text], True))[0]
+        return (await self._queue([text], True))[0]
