@@ -4,6 +4,7 @@ model, and with a plain function standing in for one where a test must hold a ru
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 
 import anyio
@@ -12,6 +13,7 @@ import pytest
 
 from mcp_memory.embeddings import EmbeddingError, make_embedder
 from mcp_memory.embeddings.coalescing import JOIN_CHARACTERS, Coalescer
+from mcp_memory.embeddings.local import MiniLMEmbedder
 
 QUESTIONS = [f"What did Caroline say about her {thing}?" for thing in
              ("garden", "job", "sister", "trip", "painting", "dog", "class", "bike", "novel", "move")]
@@ -174,3 +176,28 @@ async def test_the_embedders_batch_size_is_read_at_each_run(size):
     assert made >= len(QUESTIONS) / size
     if size == 1:
         assert made == len(QUESTIONS)
+
+
+class SlowOnCue(MiniLMEmbedder):
+    """The real model, held up for a while by one text (a long backfill batch, a busy machine)."""
+
+    def _encode(self, state, texts, is_query):
+        if "slow" in texts:
+            time.sleep(1.5)
+        return super()._encode(state, texts, is_query)
+
+
+async def test_a_call_waiting_behind_a_slow_run_gives_up_at_its_own_timeout():
+    emb = SlowOnCue()
+    await emb.load()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(emb.embed_query, "slow")
+        await anyio.sleep(0.2)  # the slow run holds the model
+        started = time.perf_counter()
+        with pytest.raises(TimeoutError):
+            with anyio.fail_after(0.3):  # what vectors.py puts around every call
+                await emb.embed_query("quick")
+        # Waiting, it held no worker thread and could be let go at once, not when the model freed.
+        assert time.perf_counter() - started < 1.0
+    assert emb._queue._waiting == []
+    assert len(await emb.embed_query("quick")) == emb.dimension

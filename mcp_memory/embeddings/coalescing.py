@@ -36,6 +36,8 @@ class _Call:
     texts: Sequence[str]
     is_query: bool
     short: bool = field(init=False)
+    #: Set when the call's vectors (or error) are in, or when it is its turn to run the model.
+    wake: anyio.Event = field(init=False, default_factory=anyio.Event)
     vectors: Vectors | None = None
     error: BaseException | None = None
 
@@ -50,14 +52,17 @@ class _Call:
 class Coalescer:
     """Runs ``run(texts, is_query)`` (blocking, in a worker thread) for the calls of one event
     loop, one run at a time, each run taking the waiting calls that fit; ``batch_size()`` is read
-    at each run (an embedder's may be changed after it is made)."""
+    at each run (an embedder's may be changed after it is made).
+
+    The turn to run the model passes from call to call: the oldest waiting call runs the next
+    batch in its own task, and each call is woken once, with its vectors or with the turn.
+    """
 
     def __init__(self, run: Callable[[Sequence[str], bool], Vectors], batch_size: Callable[[], int]) -> None:
         self._run = run
         self._batch_size = batch_size
         self._waiting: list[_Call] = []
-        self._busy = False
-        self._finished: anyio.Event | None = None  # set when the current run ends
+        self._turn: _Call | None = None  # the call whose task runs the model now, or is about to
         #: Runs made (tests and benchmarks read it).
         self.runs = 0
 
@@ -65,19 +70,26 @@ class Coalescer:
         call = _Call(texts, is_query)
         self._waiting.append(call)
         try:
-            while not call.done:
-                if self._busy:
-                    assert self._finished is not None
-                    await self._finished.wait()
-                    continue
-                await self._run_next()
+            if self._turn is None:
+                self._turn = call
+            else:
+                await call.wake.wait()
+            if not call.done:  # its turn: it is the oldest waiting call
+                await self._run_batch()
         finally:
             if call in self._waiting:  # cancelled while waiting: nobody runs it now
                 self._waiting.remove(call)
+            if self._turn is call:
+                self._pass_turn()
         if call.error is not None:
             raise call.error
         assert call.vectors is not None
         return call.vectors
+
+    def _pass_turn(self) -> None:
+        self._turn = self._waiting[0] if self._waiting else None
+        if self._turn is not None:
+            self._turn.wake.set()
 
     def _take(self) -> list[_Call]:
         """The oldest waiting call and, when its texts are short, the later short ones of its
@@ -93,9 +105,7 @@ class Coalescer:
             self._waiting.remove(call)
         return taken
 
-    async def _run_next(self) -> None:
-        self._busy = True
-        self._finished = finished = anyio.Event()
+    async def _run_batch(self) -> None:
         calls = self._take()
         try:
             texts = [text for call in calls for text in call.texts]
@@ -117,5 +127,4 @@ class Coalescer:
             for call in calls:
                 if not call.done:  # the run itself was torn down: nobody is left to run these
                     call.error = EmbeddingError("the embedding run was interrupted")
-            self._busy = False
-            finished.set()
+                call.wake.set()
