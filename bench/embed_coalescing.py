@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from locomo import publish, table
 from locomo_data import DEFAULT_DATASET, SESSION, turn_text
 
 from mcp_memory.embeddings import coalescing
@@ -87,15 +88,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench/results/embed_coalescing.json"))
     args = parser.parse_args()
     results = anyio.run(run, args)
-    print(f"{results['model']}, {args.calls} calls per level, median of {args.rounds} rounds")
-    print(f"{'texts':<10} {'join':>5} {'in flight':>9} {'wall ms/text':>12} {'CPU ms/text':>11} {'texts/run':>9}")
-    for r in results["rows"]:
-        print(f"{r['texts']:<10} {r['join_characters']:>5} {r['concurrency']:>9} {r['wall_ms']:>12.2f} "
-              f"{r['cpu_ms']:>11.2f} {r['texts_per_run']:>9.1f}")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2))
-    print(f"wrote {args.out}")
-
+    rows = [[r["texts"], r["join_characters"], r["concurrency"], r["wall_ms"], r["cpu_ms"], r["texts_per_run"]]
+            for r in results["rows"]]
+    report = table(["texts", "join", "in flight", "wall ms/text", "CPU ms/text", "texts/run"], rows, 10)
+    publish(results, args.out, f"{results['model']}, {args.calls} calls per level, median of "
+                               f"{args.rounds} rounds\n{report}")
 
 if __name__ == "__main__":
     main()
