@@ -94,5 +94,6 @@ def main() -> None:
     publish(results, args.out, f"{results['model']}, {args.calls} calls per level, median of "
                                f"{args.rounds} rounds\n{report}")
 
+
 if __name__ == "__main__":
     main()
