@@ -11,7 +11,7 @@ import string
 import pytest
 
 from mcp_memory.errors import InvalidInput
-from mcp_memory.graph.names import read_names
+from mcp_memory.graph.names import _CLAUSE_START, opens_clause, read_names
 from mcp_memory.models import WriteItem
 from mcp_memory.service import MemoryService
 
@@ -36,6 +36,20 @@ def test_the_list_names_hundreds_of_things_by_rules() -> None:
     """What the bound is for: the rules alone read hundreds of names off the list."""
     assert len(GUEST_LIST) <= 32_000
     assert len(read_names(GUEST_LIST, "note")) > 300
+
+
+def test_whether_a_name_opens_a_clause_is_read_off_the_characters_before_it_alone() -> None:
+    """`opens_clause` looks only at the non-word characters right before a name (a text of many
+    names paid for its whole length once per name); it must say what the clause pattern says of
+    the whole text before the name, at every position of texts of every mix of the characters the
+    pattern reads, a combining accent and an underscore among them."""
+    alphabet = "aZ_9 .!?:;-\n\t,'\u00e9\u0301"
+    for length in range(5):
+        for chars in itertools.product(alphabet, repeat=length):
+            text = "".join(chars)
+            for start in range(len(text) + 1):
+                assert opens_clause(text, start) == (_CLAUSE_START.search(text[:start]) is not None), (text, start)
+    assert opens_clause("Met them. Greta said hi", 10) and not opens_clause("Met them and Greta", 13)
 
 
 async def test_a_pasted_list_of_thousands_of_names_adds_at_most_the_bound_and_is_stored_whole(

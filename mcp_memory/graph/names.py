@@ -4,6 +4,8 @@ the guard's and the versions' subjects read the same patterns."""
 
 from __future__ import annotations
 
+import functools
+import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -77,6 +79,7 @@ _JOINERS = re.compile(r"(?<=\w)[-_](?=\w)")
 _LEADING_ARTICLE = re.compile(r"^(?:the|a|an)\s+(?=\S)")
 
 
+@functools.lru_cache(maxsize=65536)  # a store's names repeat
 def canonical(name: str) -> str:
     """How a name is compared: its words in lower case, possessives cut, one space apart, a word
     joined by a hyphen or underscore as two ("coupons-pipeline" is "coupons pipeline") and a leading
@@ -106,6 +109,9 @@ def begins(full: str, first: str) -> bool:
     return full.startswith(first + " ")
 
 
+# Cached: a store's names repeat, and reading a batch's names compares each with every candidate's
+# (an import of LoCoMo turns called it 85 times a memory).
+@functools.lru_cache(maxsize=65536)
 def word_set(canonical_name: str) -> str:
     """A canonical name's words in order of the alphabet: "team argon" and "argon team" are one
     thing, whichever way round the writer puts them."""
@@ -137,6 +143,7 @@ class Name:
         return not self.user and len(self.display.split()) == 1
 
 
+@functools.lru_cache(maxsize=65536)
 def forms_of(canonical_name: str, classifiers: frozenset[str]) -> tuple[str, ...]:
     """The other canonical names `canonical_name` may be known by: without its classifier words
     ("team dotterel": "dotterel"), or a bare name with each of them ("dotterel": "team dotterel",
@@ -153,7 +160,11 @@ def forms_of(canonical_name: str, classifiers: frozenset[str]) -> tuple[str, ...
 
 def classified(names: list[Name], lexicon: Lexicon) -> list[Name]:
     """`names`, each with its other forms by the lexicon's classifier words (`forms_of`)."""
-    return [replace(n, forms=() if n.user else forms_of(n.canonical, lexicon.classifiers)) for n in names]
+    out = []
+    for n in names:
+        forms = () if n.user else forms_of(n.canonical, lexicon.classifiers)
+        out.append(n if forms == n.forms else replace(n, forms=forms))
+    return out
 
 
 def runs(text: str) -> Iterator[tuple[int, str]]:
@@ -184,7 +195,7 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
     no one named before (and not of someone in their life), else its first name among its first
     words; every other name 'mentioned'. Each thing once."""
     text = text[:NAMES_WITHIN_CHARS]
-    early = [m.end() for m in WORD.finditer(text[:400])][:SUBJECT_WITHIN]
+    early = [m.end() for m in itertools.islice(WORD.finditer(text[:400]), SUBJECT_WITHIN)]
     early_end = early[-1] if len(early) == SUBJECT_WITHIN else len(text) + 1
     found: dict[str, Name] = {}
     # "My sister lives in Porto" is about the user's sister, whom it does not name: no name is its subject.
@@ -207,22 +218,39 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
             continue
         display = " ".join(words)
         key = canonical(display)
+        if subject_taken and key in found:  # named before, and the subject known: nothing to add
+            continue
         lone_opener = (len(words) == 1 and not run.endswith("'s") and start != apposed
-                       and _CLAUSE_START.search(text[:start]) is not None
+                       and opens_clause(text, start)
                        and not verb_follows(text, start + len(run), lexicon))
-        spoken_to = addressed(text, start, start + len(run), lexicon)
-        is_subject = not subject_taken and start < early_end and not lone_opener and not spoken_to
+        if lone_opener:  # sure only when spoken to, and no subject either way
+            is_subject, sure = False, addressed(text, start, start + len(run), lexicon)
+        else:
+            is_subject = (not subject_taken and start < early_end
+                          and not addressed(text, start, start + len(run), lexicon))
+            sure = True
         if key not in found:
-            found[key] = Name(display, key, "about" if is_subject else "mentioned", sure=not lone_opener or spoken_to)
+            found[key] = Name(display, key, "about" if is_subject else "mentioned", sure=sure)
         subject_taken = subject_taken or is_subject
     names = list(found.values())
     if speaks_of_user(text, lexicon) and not led:
         first = names[0] if names and names[0].role == "about" else None
         user_first = first is None or _user_before(text, first.display, lexicon)
         if user_first:
-            names = [replace(n, role="mentioned") for n in names]
+            names = [mentioned(n) for n in names]
         names.insert(0, Name(USER_NAME, USER, "about" if user_first else "mentioned", user=True))
     return names
+
+
+def opens_clause(text: str, start: int) -> bool:
+    """Whether text[start:] opens a clause (`_CLAUSE_START` ends right before it). Every character
+    the pattern can match is a non-word one, so it is looked for in the non-word characters just
+    before `start` alone, not in the whole text before it: a text of many names paid for its length
+    once per name."""
+    at = start
+    while at > 0 and not (text[at - 1].isalnum() or text[at - 1] == "_"):
+        at -= 1
+    return _CLAUSE_START.search(text, at, start) is not None
 
 
 _NEXT_WORD = re.compile(r"\s+([a-z][\w'-]*)(?![\w'-]|:)")
@@ -268,9 +296,14 @@ def turn_names(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
         return names_in(text, lexicon)
     spoken = [n for n in names_in(text[speaker.end():], lexicon) if not n.user]
     if label.lower() in lexicon.agent_labels:
-        return [replace(n, role="mentioned") for n in spoken]
+        return [mentioned(n) for n in spoken]
     said_by = Name(label, canonical(label), "about")
-    return [said_by] + [replace(n, role="mentioned") for n in spoken if n.canonical != said_by.canonical]
+    return [said_by] + [mentioned(n) for n in spoken if n.canonical != said_by.canonical]
+
+
+def mentioned(name: Name) -> Name:
+    """`name` as one the text only mentions."""
+    return name if name.role == "mentioned" else replace(name, role="mentioned")
 
 
 def read_names(text: str, kind: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
@@ -329,7 +362,7 @@ def with_text(given: list[Name], read: list[Name]) -> list[Name]:
         names.append(replace(n, display=full.display, canonical=full.canonical, forms=full.forms)
                      if full is not None else n)
     taken = {c for n in names for c in (n.canonical, *n.forms)}
-    return names + [n if not names else replace(n, role="mentioned") for n in read
+    return names + [n if not names else mentioned(n) for n in read
                     if n.canonical not in taken and not taken & set(n.forms)]
 
 

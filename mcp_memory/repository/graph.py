@@ -155,7 +155,7 @@ def choose(name: Name, rows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] |
     A lone first name: the one full name it begins, never one of two ("Benedikt" with "Benedikt
     Pereira" and "Benedikt Nascimento" known is neither), else an entity of that name alone."""
     def named(r: Mapping[str, Any], wanted: set[str]) -> bool:
-        return word_set(r["canonical"]) in wanted or bool(wanted & set(r["aliases"]))
+        return word_set(r["canonical"]) in wanted or not wanted.isdisjoint(r["aliases"])
 
     same = {name.canonical, word_set(name.canonical)}
     exact = sorted((r for r in rows if named(r, same)), key=_specificity, reverse=True)
