@@ -196,6 +196,60 @@ async def test_a_first_load_into_an_empty_store_builds_the_vector_index_after_it
     assert more.created == 20 and await _index_oid(database, service) == rebuilt  # not empty: left alone
 
 
+async def _text_indexes(database: Database) -> dict[str, str]:
+    rows = await database.admin.fetch(
+        """SELECT c.relname, pg_get_indexdef(i.indexrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+           JOIN pg_am a ON a.oid = c.relam WHERE i.indrelid = 'memories'::regclass AND a.amname = 'gin'""")
+    return {r[0]: r[1] for r in rows}
+
+
+async def test_a_first_load_into_an_empty_store_builds_the_text_indexes_after_its_rows(
+        service: MemoryService, database: Database, alice: Principal, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The full-text, trigram and tag indexes are away while a first load's rows go in, and the
+    same ones are there after it, nothing left listed; a store that holds a memory keeps them."""
+    maintenance = MaintenanceRepository(database.admin)
+    service.settings = service.settings.model_copy(update={"import_index_after": 5})
+    before = await _text_indexes(database)
+    assert {"memories_fts", "memories_content_trgm", "memories_tags"} <= set(before)
+    seen: list[dict[str, str]] = []
+    write_many = service.write_many
+
+    async def watched(*args, **kwargs):
+        seen.append(await _text_indexes(database))
+        return await write_many(*args, **kwargs)
+
+    monkeypatch.setattr(service, "write_many", watched)
+    report = await import_paths(service, maintenance, alice, [_notes(tmp_path / "first", 12)], progress=False)
+    assert report.created == 12 and seen and all(not present for present in seen)
+    assert await _text_indexes(database) == before
+    assert await database.admin.fetchval("SELECT count(*) FROM deferred_indexes") == 0
+    found = await service.search(alice, "cache 7", limit=3)
+    assert "Note 7:" in found.hits[0].snippet
+    seen.clear()
+    await import_paths(service, maintenance, alice, [_notes(tmp_path / "more", 20)], progress=False)
+    assert seen and all(present == before for present in seen)  # not empty: left alone
+
+
+async def test_text_indexes_a_killed_load_took_away_are_built_by_the_next_start(
+        database: Database, tmp_path: Path) -> None:
+    """The process dies between taking the indexes away and building them: the list holds them,
+    and the next `migrate` (every start) builds them; a second one finds nothing to do."""
+    from mcp_memory.db.migrate import migrate
+
+    maintenance = MaintenanceRepository(database.admin)
+    before = await _text_indexes(database)
+    assert sorted(await maintenance.defer_text_indexes_of_empty_store()) == sorted(before)
+    assert await _text_indexes(database) == {}
+    assert await database.admin.fetchval("SELECT count(*) FROM deferred_indexes") == len(before)
+    async with database.admin.acquire() as conn:
+        await migrate(conn)
+        await migrate(conn)
+    assert await _text_indexes(database) == before
+    assert await database.admin.fetchval("SELECT count(*) FROM deferred_indexes") == 0
+    assert await maintenance.restore_deferred_indexes() == 0
+
+
 async def test_a_first_load_that_fails_midway_still_leaves_the_vector_index(
         service: MemoryService, database: Database, alice: Principal, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -216,3 +270,4 @@ async def test_a_first_load_that_fails_midway_still_leaves_the_vector_index(
     with pytest.raises(ConnectionResetError):
         await import_paths(service, maintenance, alice, [_notes(tmp_path / "first", 12)], progress=False)
     assert await _index_oid(database, service) is not None
+    assert {"memories_fts", "memories_content_trgm", "memories_tags"} <= set(await _text_indexes(database))

@@ -17,7 +17,7 @@ log = logging.getLogger(__name__)
 _LOCK_KEY = 0x6D63706D656D  # "mcpmem"
 _NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
 # Idempotent scripts applied after the numbered migrations on every run.
-REPEATABLE = ("rls.sql", "user_text_index.sql")
+REPEATABLE = ("rls.sql", "user_text_index.sql", "deferred_indexes.sql")
 
 
 @dataclass(frozen=True)

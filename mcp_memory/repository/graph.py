@@ -158,13 +158,13 @@ def choose(name: Name, rows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] |
         return word_set(r["canonical"]) in wanted or not wanted.isdisjoint(r["aliases"])
 
     same = {name.canonical, word_set(name.canonical)}
-    exact = sorted((r for r in rows if named(r, same)), key=_specificity, reverse=True)
+    exact = [r for r in rows if named(r, same)]
     if name.lone:
         full = {r["canonical"] for r in rows if begins(r["canonical"], name.canonical)}
         if len(full) == 1:
             return max((r for r in rows if r["canonical"] in full), key=_specificity)
     if exact:
-        return exact[0]
+        return max(exact, key=_specificity)  # the first of the narrowest, as a stable sort gives
     # With or without a classifier ("team Dotterel" / "Dotterel"): the one thing known by it, not one of two.
     alike = {f for form in name.forms for f in (form, word_set(form))}
     kin = [r for r in rows if named(r, alike)]
