@@ -196,9 +196,9 @@ async def _import_file(service: MemoryService, maintenance: MaintenanceRepositor
 async def _text_indexes_after(maintenance: MaintenanceRepository, rows: int, at_least: int, memory_mb: int,
                               progress: bool) -> AsyncIterator[None]:
     """Around a load of `rows` memories into a store that holds none, and at least `at_least` of
-    them: the GIN indexes (full text, trigram, tags) are built once after the rows (100,000 LoCoMo
-    turns: 141 s and 8 s of builds against 165-187 s taking each row into each index). A search
-    meanwhile reads every row, correctly; a load killed midway leaves them to the next start."""
+    them: the GIN indexes (full text, trigram, tags) are built once after the rows, which then go in
+    at nearly twice the rate (docs/benchmarks.md, "A first load's text indexes after its rows"). A
+    search meanwhile reads every row, correctly; a load killed midway leaves them to the next start."""
     deferred = await maintenance.defer_text_indexes_of_empty_store() if at_least and rows >= at_least else []
     try:
         yield

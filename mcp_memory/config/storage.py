@@ -45,15 +45,16 @@ class StorageSettings(BaseModel):
         "pool_mode = transaction): the session settings (role, plan_cache_mode, jit) go with every "
         "transaction instead, asyncpg's prepared-statement cache is off, and the locks held across "
         "statements are taken inside a transaction (docs/operations.md, 'Behind PgBouncer')."))
-    # A first import into an empty store (importers.py, vectors.py `loading`).
+    # A first import into an empty store (importers.py `_text_indexes_after`, vectors.py `loading`).
     import_index_after: int = Field(default=10_000, ge=0, description=(
         "`mcp-memory import` of at least this many memories into a store that holds none builds the vector "
-        "index once after them instead of row by row (50,000 with vectors given: 240 s against about 90 + 25 s); "
-        "searches meanwhile read every row. 0: never."))
+        "index and the full-text, trigram and tag indexes once after them instead of row by row (50,000 with "
+        "vectors given: 240 s against about 90 + 25 s for the vector index alone); searches meanwhile read "
+        "every row. 0: never."))
     import_index_memory_mb: int = Field(default=256, ge=0, description=(
-        "The working memory PostgreSQL may use to build that index (its maintenance_work_mem, for the build "
-        "alone): 50,000 memories took 59 s at PostgreSQL's default 64 MB, 24.5 s at 256, 20.7 s at 1024. "
-        "0 keeps the server's own setting."))
+        "The working memory PostgreSQL may use to build those indexes (its maintenance_work_mem, for each build "
+        "alone): 50,000 memories' vector index took 59 s at PostgreSQL's default 64 MB, 24.5 s at 256, 20.7 s "
+        "at 1024. 0 keeps the server's own setting."))
 
     @property
     def embedded(self) -> bool:
