@@ -13,6 +13,7 @@ import numpy as np
 from pgvector import Vector
 
 from ..encoding import sha256_hex
+from .first_load import build_memory, in_empty_store
 
 META_KEY = "embedding"
 
@@ -110,8 +111,7 @@ class EmbeddingRepository:
             try:
                 async with conn.transaction():
                     await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", f"mcp_memory:{name}")
-                    if memory_mb:
-                        await conn.execute(f"SET LOCAL maintenance_work_mem = '{int(memory_mb)}MB'")
+                    await build_memory(conn, memory_mb)
                     await conn.execute(
                         f"""CREATE INDEX IF NOT EXISTS {name} ON memories
                             USING hnsw ((embedding::vector({int(dimension)})) vector_cosine_ops)
@@ -124,16 +124,12 @@ class EmbeddingRepository:
         """Drop the model's HNSW index when the store holds no memory at all, for a first load to build
         it once after its rows (`Vectors.loading`); whether it did. A role that may not drop it, or a
         lock another session holds past a moment, leaves it where it is."""
+        async def drop(conn: asyncpg.Connection) -> bool:
+            await conn.execute(f"DROP INDEX IF EXISTS {index_name(model, dimension)}")
+            return True
+
         async with _connection(self.admin) as conn:
-            try:
-                async with conn.transaction():
-                    await conn.execute("SET LOCAL lock_timeout = '2s'")
-                    if await conn.fetchval("SELECT EXISTS (SELECT 1 FROM memories)"):
-                        return False
-                    await conn.execute(f"DROP INDEX IF EXISTS {index_name(model, dimension)}")
-            except (asyncpg.InsufficientPrivilegeError, asyncpg.LockNotAvailableError):
-                return False
-        return True
+            return bool(await in_empty_store(conn, drop))
 
     # --- backfill (operator work across users) ------------------------------------------------
 

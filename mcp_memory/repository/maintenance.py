@@ -13,6 +13,7 @@ import asyncpg
 
 from ..encoding import to_json
 from ..models import PurgeReport
+from .first_load import build_memory, in_empty_store
 from .graph_backlog import enqueue
 from .sql import planner_rows
 
@@ -61,32 +62,27 @@ class MaintenanceRepository:
         at all, their definitions kept in deferred_indexes in the same transaction, for a first
         load to build them once after its rows; the names dropped. A role that may not, or a lock
         another session holds past a moment, leaves them where they are."""
+        async def defer(conn: asyncpg.Connection) -> list[str]:
+            rows = await conn.fetch(
+                """SELECT c.relname AS name, pg_get_indexdef(i.indexrelid) AS definition
+                   FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
+                   WHERE i.indrelid = 'memories'::regclass AND a.amname = 'gin' ORDER BY c.relname""")
+            await conn.executemany(
+                "INSERT INTO deferred_indexes (name, definition) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+                [(r["name"], r["definition"]) for r in rows])
+            for r in rows:
+                await conn.execute('DROP INDEX "{}"'.format(r["name"].replace('"', '""')))
+            return [r["name"] for r in rows]
+
         async with self.pool.acquire() as conn:
-            try:
-                async with conn.transaction():
-                    await conn.execute("SET LOCAL lock_timeout = '2s'")
-                    if await conn.fetchval("SELECT EXISTS (SELECT 1 FROM memories)"):
-                        return []
-                    rows = await conn.fetch(
-                        """SELECT c.relname AS name, pg_get_indexdef(i.indexrelid) AS definition
-                           FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
-                           WHERE i.indrelid = 'memories'::regclass AND a.amname = 'gin' ORDER BY c.relname""")
-                    await conn.executemany(
-                        "INSERT INTO deferred_indexes (name, definition) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
-                        [(r["name"], r["definition"]) for r in rows])
-                    for r in rows:
-                        await conn.execute('DROP INDEX "{}"'.format(r["name"].replace('"', '""')))
-            except (asyncpg.InsufficientPrivilegeError, asyncpg.LockNotAvailableError):
-                return []
-        return [r["name"] for r in rows]
+            return await in_empty_store(conn, defer) or []
 
     async def restore_deferred_indexes(self, memory_mb: int = 0) -> int:
         """Build the indexes a first load deferred (`defer_text_indexes_of_empty_store`), with
         `memory_mb` of working memory (0: the server's); how many it built. Every `migrate` does
         the same for a load that was killed before it got here."""
         async with self.pool.acquire() as conn, conn.transaction():
-            if memory_mb:
-                await conn.execute(f"SET LOCAL maintenance_work_mem = '{int(memory_mb)}MB'")
+            await build_memory(conn, memory_mb)
             return await conn.fetchval("SELECT mcp_memory_restore_deferred_indexes()")
 
     async def analyze_once(self) -> float | None:
