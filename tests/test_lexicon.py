@@ -226,3 +226,35 @@ def test_an_attribute_says_the_kind_of_memory_stating_it_where_its_words_agree()
     assert kind_of("language", ENGLISH) is None  # a program's (no one kind) or the languages someone speaks
     assert kind_of("hosting", ENGLISH) is None and kind_of("favourite colour", ENGLISH) is None
     assert kind_of("empregador", PORTUGUESE) == "fact"
+
+
+def test_a_words_other_forms_are_the_lexicons_in_each_language() -> None:
+    assert ENGLISH.other_forms(ENGLISH.words("When did Caroline go to the support group?")) == ["went", "gone"]
+    assert ENGLISH.other_forms(["grow", "grew"]) == ["grown"]  # a form the query holds is no other
+    assert ENGLISH.other_forms(ENGLISH.words("Where does Greta live now?")) == []
+    # A participle asks for no other form: "written in" is a passive, and "wrote" matched other notes.
+    assert ENGLISH.other_forms(ENGLISH.words("What language is the refunds service written in?")) == []
+    assert "fomos" in PORTUGUESE.other_forms(PORTUGUESE.words("Onde é que a Greta costuma ir?"))
+    assert ENGLISH.other_forms(["ir"]) == [] and PORTUGUESE.other_forms(["go"]) == []
+
+
+def test_a_word_left_out_as_too_common_leaves_its_forms_out() -> None:
+    parsed = parse_query("When did we go hiking?")
+    args = build_search(principal(), parsed, MemoryFilter(), limit=5, settings=Settings()).args
+    assert "went or gone" in args
+    args = build_search(principal(), parsed, MemoryFilter(), limit=5, settings=Settings(), common=["go"]).args
+    assert not any(isinstance(a, str) and "went" in a for a in args)
+
+
+async def test_full_text_matches_a_query_word_by_its_other_forms(database, settings: Settings) -> None:
+    """Irregular verbs are no stem of each other: "go" in a question matched no "went" in a memory,
+    and a note saying "hiking" three times outranked the one saying "we went hiking"."""
+    service = await MemoryService.open(database, settings.model_copy(update={"weight_vector": 0.0,
+                                                                               "weight_trigram": 0.0}))
+    p = principal("forms")
+    went = await service.write(p, "We went hiking in the hills above the lake.", occurred_at=day("2025-05-01"))
+    await service.write(p, "Hiking boots for hiking trips are on sale, hiking poles too.",
+                        occurred_at=day("2025-05-01"))
+    hits = (await service.search(p, "When did we go hiking?", limit=5, explain=True)).hits
+    assert hits[0].id == went.memory.id
+    assert hits[0].explain is not None and hits[0].explain["fulltext"] == 1

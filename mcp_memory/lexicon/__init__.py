@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
@@ -150,6 +151,14 @@ class Lexicon:
     # --- search (retrieval/statement.py) ------------------------------------------------------
     # Words that greet or thank the one named next ("Hey Mel,", "Thanks Mel!"): said to them, not of them.
     greetings: tuple[str, ...] = ()
+    # A word as a question asks with it, then the forms a memory may say it in that the text
+    # search's stemmer leaves apart, a group between bars: an irregular verb's base form, then its
+    # past and participle ("go went gone"; a question says "did she go", a memory "she went"). Full
+    # text matches the question's word by those forms too. One way only: a question's participle
+    # is mostly a passive ("What is the service written in?") that the answer says without the
+    # verb, and "wrote" matched other notes. Forms that are common words of another meaning
+    # ("rose", "ground", "wound") are better left out.
+    word_forms: tuple[str, ...] = ()
 
     # --- the decisions guard's wording rules (decisions/wording.py) ---------------------------
     # Words opening a note capitalised without naming anyone, beyond `not_names` ("FYI", "Update");
@@ -178,6 +187,20 @@ class Lexicon:
     def tokens(self, text: str) -> list[str]:
         """`text`'s words as written (their case kept): a capitalised one may be a name or a value."""
         return WORD.findall(text)
+
+    @cached_property
+    def _forms(self) -> dict[str, tuple[str, ...]]:
+        forms: dict[str, list[str]] = {}
+        for group in self.word_forms:
+            first, *others = group.split()
+            forms.setdefault(first, []).extend(others)
+        return {word: tuple(dict.fromkeys(others)) for word, others in forms.items()}
+
+    def other_forms(self, words: Iterable[str]) -> list[str]:
+        """The forms a memory may say `words` in (`word_forms`), none of them nor a stop word, in order."""
+        given = list(dict.fromkeys(words))
+        found = (form for word in given for form in self._forms.get(word, ()))
+        return [form for form in dict.fromkeys(found) if form not in given and form not in self.stop_words]
 
     def stems(self, text: str, *, drop: frozenset[str] = frozenset()) -> tuple[str, ...]:
         """The stems of `text`'s words, those in `drop` left out, possessives cut."""

@@ -129,6 +129,18 @@ PORTUGUESE = Lexicon(
     day_month_joiners=("de",),
     month_year_joiners=("de",),
     greetings=("olá", "oi", "obrigado", "obrigada", "querido", "querida", "caro", "cara", "tchau", "adeus"),
+    # Verbs whose forms the stemmer leaves apart, the infinitive first, as a question asks with it
+    # ("Onde é que costumamos ir?" / "Fomos ao Porto"; forms that are stop words, "foi", left out).
+    word_forms=tuple(group.strip() for group in """
+        ir vou vai vamos vão fui foi fomos foram ido|fazer faço faz fazemos fazem fiz fez fizemos fizeram feito
+        |ter tenho tem temos têm tive teve tivemos tiveram tido
+        |dizer digo diz dizemos dizem disse dissemos disseram dito|ver vejo vê vemos veem vi viu vimos viram visto
+        |vir venho vem vimos vêm vim veio vieram vindo
+        |trazer trago traz trazemos trazem trouxe trouxemos trouxeram trazido
+        |dar dou dá damos dão dei deu demos deram dado|pôr ponho põe pomos põem pus pôs pusemos puseram posto
+        |saber sei sabe sabemos sabem soube souberam sabido|querer quero quer queremos querem quis quiseram
+        |poder posso pode podemos podem pude pôde puderam
+        """.split("|")),
     note_openers=frozenset("""nota notas atualização fyi hoje ontem agora depois antes desde mudou mudei também
         só novo nova ouvi parabéns reunião usuário utilizador""".split()),
     number_words=frozenset("""um uma dois duas três quatro cinco seis sete oito nove dez onze doze vinte trinta

@@ -320,6 +320,12 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
         any_word = f"regexp_replace(websearch_to_tsquery({config}, {words})::text, ' & (?!!)', ' | ', 'g')::tsquery"
         for word in common:
             any_word = f"ts_rewrite({any_word}, plainto_tsquery({config}, {q.arg(word)}), ''::tsquery)"
+        # A question's word matches by the forms a memory says it in too ("did she go": "she went";
+        # the lexicon's `word_forms`), each weighed by its own rarity; a word left out as too common
+        # leaves its forms out.
+        forms = parsed.lexicon.other_forms(w for w in parsed.lexicon.words(query) if w not in common)
+        if forms:
+            any_word = f"({any_word} || websearch_to_tsquery({config}, {q.arg(' or '.join(forms))}))"
         scan = q.arg(settings.fulltext_scan)
         key, idf, called = "ts_rank(c.fts, c.tsq)", "", ""
         if settings.fulltext_idf:
@@ -333,6 +339,7 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
             # standup: Benedikt picked up Osprey."): colleagues' notes rarely repeat it, and
             # lacking its weight such a note ranked below all of the person's other memories.
             first, alone = _first_name_of(q, parsed.full_names, config)
+            said = q.arg(" ".join([query, *forms])) if forms else words
             called = " OR (c.fts @@ w.first AND c.text ~ w.alone)" if parsed.full_names else ""
             key = (f"coalesce((SELECT sum(w.idf) FROM idf w WHERE c.fts @@ w.q{called}), 0)"
                    " + 0.1 * ts_rank(c.fts, c.tsq)")
@@ -340,7 +347,7 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
             idf AS MATERIALIZED (SELECT t.q, t.first, t.alone,
                                         ln(1 + n.n / (0.5 + (SELECT count(*) FROM c WHERE c.fts @@ t.q))) AS idf
                     FROM (SELECT DISTINCT quote_literal(lexeme)::tsquery AS q, {first} AS first, {alone} AS alone
-                          FROM unnest(tsvector_to_array(to_tsvector({config}, {words}))) lexeme) t,
+                          FROM unnest(tsvector_to_array(to_tsvector({config}, {said}))) lexeme) t,
                          (SELECT count(*)::float8 AS n FROM c) n)"""
         read = f", {TEXT} AS text" if called else ""
         lists["fts"] = (settings.weight_fulltext, f"""
