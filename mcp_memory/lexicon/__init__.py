@@ -153,11 +153,11 @@ class Lexicon:
     greetings: tuple[str, ...] = ()
     # A word as a question asks with it, then the forms a memory may say it in that the text
     # search's stemmer leaves apart, a group between bars: an irregular verb's base form, then its
-    # past and participle ("go went gone"; a question says "did she go", a memory "she went"). Full
-    # text matches the question's word by those forms too. One way only: a question's participle
-    # is mostly a passive ("What is the service written in?") that the answer says without the
-    # verb, and "wrote" matched other notes. Forms that are common words of another meaning
-    # ("rose", "ground", "wound") are better left out.
+    # past and participle ("grow grew grown": a question says "did she grow up", a memory "she grew
+    # up"). Full text matches the question's word by those forms too. One way only: a question's
+    # participle is mostly a passive ("What is the service written in?") that the answer says
+    # without the verb, and "wrote" matched other notes. Forms that are common words of another
+    # meaning ("rose", "ground") and verbs that say little ("go", "get") are better left out.
     word_forms: tuple[str, ...] = ()
 
     # --- the decisions guard's wording rules (decisions/wording.py) ---------------------------

@@ -213,24 +213,24 @@ ENGLISH = Lexicon(
     day_suffixes=("st", "nd", "rd", "th"),
     day_month_joiners=("of",),
     greetings=("hey", "hi", "hello", "thanks", "dear", "bye"),
-    # Irregular verbs, the auxiliaries (stop words) aside, and those with a form that is a common word
-    # of another meaning (rose, ground, wound, bound, lay; "a bit", "the fall").
+    # Irregular verbs, but for the auxiliaries (stop words), those with a form that is a common word of
+    # another meaning (rose, ground, wound, bound, lay; "a bit", "the fall") and those so common they
+    # say little of what happened (go, get, make, take, come, give, say, see, know, think, tell, find,
+    # feel, leave, keep, hold, bring, show, hear, mean): in a small store "went" is as rare as any word,
+    # and "Where did Ana go on holiday?" had "Ana went to the dentist in May." first.
     word_forms=tuple(group.strip() for group in """
         arise arose arisen|awake awoke awoken|bear bore borne|beat beaten|become became|begin began begun|bend bent
-        |bleed bled|blow blew blown|break broke broken|breed bred|bring brought|build built|burn burnt|buy bought
-        |catch caught|choose chose chosen|cling clung|come came|creep crept|deal dealt|dig dug|draw drew drawn
-        |dream dreamt|drink drank drunk|drive drove driven|eat ate eaten|feed fed|feel felt|fight fought|find found
-        |flee fled|fly flew flown|forbid forbade forbidden|forget forgot forgotten|forgive forgave forgiven
-        |freeze froze frozen|get got gotten|give gave given|go went gone|grow grew grown|hang hung|hear heard
-        |hide hid hidden|hold held|keep kept|kneel knelt|know knew known|lead led|lean leant|leap leapt|learn learnt
-        |leave left|lend lent|light lit|lose lost|make made|mean meant|meet met|pay paid|ride rode ridden
-        |ring rang rung|run ran|say said|see saw seen|seek sought|sell sold|send sent|sew sewn|shake shook shaken
-        |shine shone|shoot shot|show shown|shrink shrank shrunk|sing sang sung|sink sank sunk|sit sat|sleep slept
-        |slide slid|speak spoke spoken|speed sped|spend spent|spin spun|spring sprang sprung|stand stood
-        |steal stole stolen|stick stuck|sting stung|stink stank stunk|strike struck|swear swore sworn|sweep swept
-        |swim swam swum|swing swung|take took taken|teach taught|tear tore torn|tell told|think thought
-        |throw threw thrown|understand understood|wake woke woken|wear wore worn|weave wove woven|weep wept|win won
-        |write wrote written
+        |bleed bled|blow blew blown|break broke broken|breed bred|build built|burn burnt|buy bought|catch caught
+        |choose chose chosen|cling clung|creep crept|deal dealt|dig dug|draw drew drawn|dream dreamt
+        |drink drank drunk|drive drove driven|eat ate eaten|feed fed|fight fought|flee fled|fly flew flown
+        |forbid forbade forbidden|forget forgot forgotten|forgive forgave forgiven|freeze froze frozen
+        |grow grew grown|hang hung|hide hid hidden|kneel knelt|lead led|lean leant|leap leapt|learn learnt|lend lent
+        |light lit|lose lost|meet met|pay paid|ride rode ridden|ring rang rung|run ran|seek sought|sell sold
+        |send sent|sew sewn|shake shook shaken|shine shone|shoot shot|shrink shrank shrunk|sing sang sung
+        |sink sank sunk|sit sat|sleep slept|slide slid|speak spoke spoken|speed sped|spend spent|spin spun
+        |spring sprang sprung|stand stood|steal stole stolen|stick stuck|sting stung|stink stank stunk|strike struck
+        |swear swore sworn|sweep swept|swim swam swum|swing swung|teach taught|tear tore torn|throw threw thrown
+        |understand understood|wake woke woken|wear wore worn|weave wove woven|weep wept|win won|write wrote written
         """.split("|")),
     note_openers=frozenset("""user user's fyi note notes update after before since now today yesterday moved
         switched from standup also just new prod heard congrats""".split()),

@@ -320,7 +320,7 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
         any_word = f"regexp_replace(websearch_to_tsquery({config}, {words})::text, ' & (?!!)', ' | ', 'g')::tsquery"
         for word in common:
             any_word = f"ts_rewrite({any_word}, plainto_tsquery({config}, {q.arg(word)}), ''::tsquery)"
-        # A question's word matches by the forms a memory says it in too ("did she go": "she went";
+        # A question's word matches by the forms a memory says it in too ("did she grow up": "she grew up";
         # the lexicon's `word_forms`), each weighed by its own rarity; a word left out as too common
         # leaves its forms out.
         forms = parsed.lexicon.other_forms(w for w in parsed.lexicon.words(query) if w not in common)
