@@ -26,6 +26,7 @@ from mcp_memory.retrieval.focus import (
     answering,
     applies,
     chain,
+    chain_start,
     names_its_value,
     newest_on_topic_first,
     sharing_values,
@@ -296,6 +297,25 @@ def test_versions_are_chained_and_end_where_the_link_drops_most() -> None:
     assert answering(closeness, margin=0.15) == {ids[i] for i in (cork, ghent, oslo, hobart)}
 
 
+def test_the_chain_starts_from_a_memory_stating_the_asked_attribute_when_the_closest_states_another() -> None:
+    """The closest memory states another attribute in the lexicon's words: the chain starts from
+    the closest of those stating the asked one. A closest stating nothing in those words, or the
+    asked attribute, keeps its place, as it does where no memory states the asked one or the
+    question asks none by those words."""
+    question = "Who does someone report to currently?"
+    office, manager, uncued, other_manager = ("someone left the Singapore office for Nairobi.",
+                                              "Manager change for someone: Yasmin Haddad.",
+                                              "Helena Sousa looks after someone.",
+                                              "someone's manager: Lars Petersen.")
+    closeness = np.array([0.6, 0.4, 0.3, 0.5])
+    assert chain_start(closeness, [office, manager, uncued, other_manager], question, ENGLISH) == 3
+    assert chain_start(closeness[:3], [office, manager, uncued], question, ENGLISH) == 1
+    assert chain_start(np.array([0.6, 0.4]), [uncued, manager], question, ENGLISH) == 0
+    assert chain_start(np.array([0.6, 0.4]), [manager, office], question, ENGLISH) == 0
+    assert chain_start(np.array([0.6, 0.4]), [office, uncued], question, ENGLISH) == 0
+    assert chain_start(closeness[:3], [office, manager, uncued], "What about someone these days?", ENGLISH) == 0
+
+
 def test_with_one_other_memory_the_question_decides() -> None:
     city, car = uuid4(), uuid4()
     assert answering({city: Closeness(0.45, 0, 1.0), car: Closeness(0.20, 1, 0.3)}, margin=0.15) == {city}
@@ -435,6 +455,25 @@ async def test_an_update_naming_the_value_it_replaces_is_a_version(service: Memo
     assert [h.snippet for h in found.hits[:3]] == ["Team Kiln standup moved 9:45 -> 9:15.",
                                                    "Team Kiln syncs daily at 9:45.", "Team Kiln syncs daily at 10:30."]
     assert found.hits[0].id == newest.id
+
+
+async def test_a_closest_memory_stating_another_attribute_does_not_start_the_answers(
+        service: MemoryService, alice: Principal) -> None:
+    """A colleague's move is closer to "Who does she report to currently?" than her new manager
+    once her name is masked, and the chain from it gathered her offices: the manager named in the
+    lexicon's words starts the chain, and the newest manager comes first (before, her newest
+    office did)."""
+    await write_dated(service, alice, [
+        ("Update - Helena Sousa is Anouk Mwangi's skip-level and direct manager.", 300),
+        ("Anouk Mwangi writes most of the Puffin code.", 700),
+        ("From standup: Anouk Mwangi moved off Puffin onto Albatross.", 140),
+        ("From standup: Anouk Mwangi badges into Zurich most days.", 800),
+        ("Anouk Mwangi relocated to the Singapore office.", 620),
+        ("1:1 notes: Anouk Mwangi left the Singapore office for Nairobi.", 580),
+        ("Heard today: Congrats to Anouk Mwangi: new title SRE.", 140),
+        ("Manager change for Anouk Mwangi: Yasmin Haddad.", 10)])
+    found = await service.search(alice, "Who does Anouk Mwangi report to currently?")
+    assert found.hits[0].snippet == "Manager change for Anouk Mwangi: Yasmin Haddad.", [h.snippet for h in found.hits]
 
 
 async def test_the_first_hits_are_the_same_whatever_the_limit(service: MemoryService, alice: Principal) -> None:

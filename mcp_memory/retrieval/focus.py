@@ -255,7 +255,8 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
     # The time words stay: among one subject's memories they are no decoys, and a statement of a
     # changed present says so ("now works for", "these days", "latest car"): newest first life
     # .71 -> .75, ops .66 -> .68 against the question without them.
-    question = await vectors.query(unnamed(parsed.asked or parsed.text))
+    masked = unnamed(parsed.asked or parsed.text)
+    question = await vectors.query(masked)
     if question is None:
         return {}
     texts = [unlabelled(unnamed(rows[i]["content"]), parsed.lexicon) for i in positions]
@@ -264,10 +265,11 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
         return {}
     matrix = np.asarray(documents)
     to_question = matrix @ np.asarray(question)
-    off = stating_another(unnamed(parsed.asked or parsed.text), texts, parsed.lexicon)
+    off = stating_another(masked, texts, parsed.lexicon)
     on = [i for i in range(len(positions)) if i not in off] or list(range(len(positions)))
     within = matrix[on]
-    order_on, links = chain(within @ within.T, int(np.argmax(to_question[on])))
+    start = chain_start(to_question[on], [texts[i] for i in on], masked, parsed.lexicon)
+    order_on, links = chain(within @ within.T, start)
     order = [on[j] for j in order_on] + [i for i in range(len(positions)) if i not in on]
     links = links + [-1.0] * (len(order) - len(links))
     asked = frozenset(_POSSESSIVE.sub("", word).lower() for word in _TOKEN.findall(parsed.asked or parsed.text))
@@ -275,6 +277,25 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
     return {rows[positions[i]]["id"]: Closeness(float(to_question[i]), step, links[step],
                                                 values_of(texts[i], ignore), i not in on)
             for step, i in enumerate(order)}
+
+
+def chain_start(to_question: np.ndarray, texts: Sequence[str], question: str, lexicon: Lexicon) -> int:
+    """Where the chain starts: the memory closest to the question, unless its words state another
+    attribute than the question asks (cues and phrases, graph/keys.py) and another memory's state
+    the one asked; then the closest of those. A subject's memories share more than their
+    predicate, so the closest may be the wrong fact ("someone relocated to the Singapore office." for
+    "Who does someone report to currently?", above "Manager change for someone: Yasmin Haddad."),
+    and the chain from it gathers that fact's versions. A closest memory that states nothing in
+    the lexicon's words keeps its place: it may be a version of any attribute ("Home for someone
+    is Berlin." for "Where does someone call home at present?"; started from the cued "someone
+    lives in Lisbon." instead, life lost that question)."""
+    closest = int(np.argmax(to_question))
+    asked = asked_of_any(question, lexicon)
+    stated = cued_in(texts[closest], lexicon) if asked else frozenset()
+    if not stated or stated & asked:
+        return closest
+    saying = [i for i, text in enumerate(texts) if asked & cued_in(text, lexicon)]
+    return max(saying, key=lambda i: float(to_question[i])) if saying else closest
 
 
 def unlabelled(text: str, lexicon: Lexicon) -> str:
