@@ -297,23 +297,25 @@ def test_versions_are_chained_and_end_where_the_link_drops_most() -> None:
     assert answering(closeness, margin=0.15) == {ids[i] for i in (cork, ghent, oslo, hobart)}
 
 
-def test_the_chain_starts_from_a_memory_stating_the_asked_attribute_when_the_closest_states_another() -> None:
-    """The closest memory states another attribute in the lexicon's words: the chain starts from
-    the closest of those stating the asked one. A closest stating nothing in those words, or the
-    asked attribute, keeps its place, as it does where no memory states the asked one or the
-    question asks none by those words."""
+def test_the_chain_starts_from_a_memory_stating_the_asked_attribute_when_the_closest_does_not() -> None:
+    """The closest memory states another attribute in the lexicon's words, or none and shares no
+    word with the question: the chain starts from the closest of those stating the asked one. A
+    closest stating the asked attribute, or none but sharing a word of the question, keeps its
+    place, as it does where no memory states the asked one or the question asks none by those words."""
     question = "Who does someone report to currently?"
-    office, manager, uncued, other_manager = ("someone left the Singapore office for Nairobi.",
-                                              "Manager change for someone: Yasmin Haddad.",
-                                              "Helena Sousa looks after someone.",
-                                              "someone's manager: Lars Petersen.")
+    office, manager, unrelated, other_manager, sharing = ("someone left the Singapore office for Nairobi.",
+                                                          "Manager change for someone: Yasmin Haddad.",
+                                                          "Helena Sousa looks after someone.",
+                                                          "someone's manager: Lars Petersen.",
+                                                          "someone's weekly report goes to Helena Sousa.")
     closeness = np.array([0.6, 0.4, 0.3, 0.5])
-    assert chain_start(closeness, [office, manager, uncued, other_manager], question, ENGLISH) == 3
-    assert chain_start(closeness[:3], [office, manager, uncued], question, ENGLISH) == 1
-    assert chain_start(np.array([0.6, 0.4]), [uncued, manager], question, ENGLISH) == 0
+    assert chain_start(closeness, [office, manager, unrelated, other_manager], question, ENGLISH) == 3
+    assert chain_start(closeness[:3], [office, manager, unrelated], question, ENGLISH) == 1
+    assert chain_start(np.array([0.6, 0.4]), [unrelated, manager], question, ENGLISH) == 1
+    assert chain_start(np.array([0.6, 0.4]), [sharing, manager], question, ENGLISH) == 0
     assert chain_start(np.array([0.6, 0.4]), [manager, office], question, ENGLISH) == 0
-    assert chain_start(np.array([0.6, 0.4]), [office, uncued], question, ENGLISH) == 0
-    assert chain_start(closeness[:3], [office, manager, uncued], "What about someone these days?", ENGLISH) == 0
+    assert chain_start(np.array([0.6, 0.4]), [office, unrelated], question, ENGLISH) == 0
+    assert chain_start(closeness[:3], [office, manager, unrelated], "What about someone these days?", ENGLISH) == 0
 
 
 def test_with_one_other_memory_the_question_decides() -> None:
