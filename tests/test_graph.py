@@ -866,6 +866,20 @@ async def test_own_words_that_plainly_name_an_attribute_the_subject_holds_are_th
     assert alone.memory.key == "oncal area"
 
 
+async def test_words_loosely_close_to_one_attribute_alone_name_it(service) -> None:
+    """"npm client" is only .53 close to the package manager's phrases, but no other attribute's come
+    near (.26): it names the package manager, and the newer value keyed so replaces the one keyed in
+    the lexicon's words (workbench, writer passing keys: newest first .942 -> .983)."""
+    p = principal()
+    old = await service.write(p, "The user's projects use deno.", about=["the user"], key="package manager",
+                              occurred_at=day("2024-01-01"))
+    new = await service.write(p, "We install dependencies with npm.", about=["the user"], key="npm client",
+                              occurred_at=day("2025-01-01"))
+    assert new.memory.key == "package manager"
+    hits = (await service.search(p, "Which package manager do we use now?", explain=True)).hits
+    assert [h.id for h in hits[:2]] == [new.memory.id, old.memory.id]
+
+
 async def test_a_newer_fact_whose_own_words_plainly_name_another_attribute_the_subject_holds_is_no_doubt(
         service) -> None:
     """"mobile device" is no word of the lexicon, but plainly the phone: where the subject holds a
