@@ -97,6 +97,12 @@ def test_keys_in_other_words_are_one_attribute_and_others_never_merge() -> None:
     assert cued_by(job, "Eun-ji was promoted to Staff Engineer.", ENGLISH).attribute == "job title"
     assert cued_by(job, "Eun-ji joined a new company, Initech.", ENGLISH).attribute == "employer"
     assert job.within({"job title"}).attribute == "job title" and job.within({"employer"}).attribute == "employer"
+    # "home" is where someone lives: a city, or an address where the text's cues or the subject's facts say so
+    home = key_of("home", ENGLISH)
+    assert {home.attribute, *home.alternatives} == {"home city", "home address"}
+    assert cued_by(home, "Oona just moved to Tallinn!", ENGLISH).attribute == "home city"
+    assert cued_by(home, "Oona's flat is at 12 Kalamaja Street.", ENGLISH).attribute == "home address"
+    assert home.within({"home address"}).attribute == "home address"
     # "of choice" says nothing of which attribute ("sport of choice", "text editor of choice")
     assert key_of("sport of choice", ENGLISH).attribute == key_of("sport", ENGLISH).attribute == "sport"
     assert key_of("text editor of choice", ENGLISH).attribute == "editor"
@@ -864,6 +870,20 @@ async def test_own_words_that_plainly_name_an_attribute_the_subject_holds_are_th
     assert [h.id for h in hits[:2]] == [new.memory.id, old.memory.id]
     alone = await service.write(p, "Priya Mwangi covers the storage pager.", about=["Priya Mwangi"], key="oncall area")
     assert alone.memory.key == "oncal area"
+
+
+async def test_home_in_a_writers_words_is_the_home_city_the_subject_holds(service) -> None:
+    """"home" names a home city or a home address (the lexicon's phrase of both): for a subject whose
+    city is on record, a newer fact keyed "home" is a newer city and replaces it (circle, writer passing
+    keys: four questions answered with the older city first before)."""
+    p = principal()
+    old = await service.write(p, "Oona Lindqvist lives over in Porto.", about=["Oona Lindqvist"], key="current city",
+                              occurred_at=day("2024-01-01"))
+    new = await service.write(p, "Oona Lindqvist just moved to Tallinn!", about=["Oona Lindqvist"], key="home",
+                              occurred_at=day("2025-01-01"))
+    assert new.memory.key == "home city" and new.memory.replaced == [old.memory.id]
+    hits = (await service.search(p, "Where does Oona Lindqvist live?", explain=True)).hits
+    assert [h.id for h in hits[:2]] == [new.memory.id, old.memory.id]
 
 
 async def test_words_loosely_close_to_one_attribute_alone_name_it(service) -> None:

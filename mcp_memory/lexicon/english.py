@@ -1,7 +1,8 @@
 """English, as data: the attributes people state of each other, of themselves and of the things they
 work on, and the small words around them. Phrases and cues are plain words (stemmed when read). A
-word that names two attributes ("job": an employer or a title; "home": a city or an address) is in
-neither, so a key of it alone is its own attribute. Written from how people talk about people and systems,
+word that names two attributes ("job": an employer or a title; "home": a city or an address) is a
+phrase of both: a key of it alone takes the one the text's cues point to, else the one the subject
+already holds, else the first here (graph/keys.py). Written from how people talk about people and systems,
 not from any benchmark's phrasing; a missing phrase makes a key its own attribute (never a wrong
 merge), so widen these lists rather than loosen a threshold."""
 
@@ -13,10 +14,10 @@ ATTRIBUTES = (
     # where and how someone lives
     Attribute("home city", ("home city", "city", "town", "current city", "lives in", "living in", "where they live",
                             "where lives", "place of residence", "residence", "location", "based in", "based",
-                            "home base", "city of residence"),
+                            "home base", "city of residence", "home"),
               ("live", "city", "town", "reside", "based", "moved to", "relocated", "settled", "call home"),
               kind="fact", answers="place"),
-    Attribute("home address", ("home address", "address", "street address", "apartment", "flat", "house"),
+    Attribute("home address", ("home address", "address", "street address", "apartment", "flat", "house", "home"),
               ("address", "apartment", "flat", "house"), kind="fact", answers="place"),
     Attribute("hometown", ("hometown", "home town", "grew up in", "where they grew up", "place of birth",
                            "birthplace", "born in", "origin"),
