@@ -575,6 +575,14 @@ async def test_words_that_name_two_attributes_follow_what_the_subject_already_ha
     assert city.memory.key == "home city"  # no office known for him: the first meaning
     hits = (await service.search(p, "Where is Fenna based these days?")).hits
     assert hits[0].id == moved.memory.id and hits[1].id == office.memory.id
+    # "home" is a home city or a home address: a city on record, a newer one keyed "home" replaces it
+    porto = await service.write(p, "Oona Lindqvist lives over in Porto.", about=["Oona Lindqvist"],
+                                key="current city", occurred_at=day("2024-01-01"))
+    tallinn = await service.write(p, "Oona Lindqvist just moved to Tallinn!", about=["Oona Lindqvist"], key="home",
+                                  occurred_at=day("2025-01-01"))
+    assert tallinn.memory.key == "home city" and tallinn.memory.replaced == [porto.memory.id]
+    hits = (await service.search(p, "Where does Oona Lindqvist live?")).hits
+    assert [h.id for h in hits[:2]] == [tallinn.memory.id, porto.memory.id]
 
 
 async def test_a_thing_named_in_lower_case_and_other_word_orders_is_one_entity(service) -> None:
@@ -870,20 +878,6 @@ async def test_own_words_that_plainly_name_an_attribute_the_subject_holds_are_th
     assert [h.id for h in hits[:2]] == [new.memory.id, old.memory.id]
     alone = await service.write(p, "Priya Mwangi covers the storage pager.", about=["Priya Mwangi"], key="oncall area")
     assert alone.memory.key == "oncal area"
-
-
-async def test_home_in_a_writers_words_is_the_home_city_the_subject_holds(service) -> None:
-    """"home" names a home city or a home address (the lexicon's phrase of both): for a subject whose
-    city is on record, a newer fact keyed "home" is a newer city and replaces it (circle, writer passing
-    keys: four questions answered with the older city first before)."""
-    p = principal()
-    old = await service.write(p, "Oona Lindqvist lives over in Porto.", about=["Oona Lindqvist"], key="current city",
-                              occurred_at=day("2024-01-01"))
-    new = await service.write(p, "Oona Lindqvist just moved to Tallinn!", about=["Oona Lindqvist"], key="home",
-                              occurred_at=day("2025-01-01"))
-    assert new.memory.key == "home city" and new.memory.replaced == [old.memory.id]
-    hits = (await service.search(p, "Where does Oona Lindqvist live?", explain=True)).hits
-    assert [h.id for h in hits[:2]] == [new.memory.id, old.memory.id]
 
 
 async def test_words_loosely_close_to_one_attribute_alone_name_it(service) -> None:
