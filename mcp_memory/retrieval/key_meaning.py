@@ -16,12 +16,11 @@ from .focus import TextVectors
 # How close words must be to an attribute's phrase to name it plainly: paraphrases of one short
 # phrase ("mobile device" / "phone" .87, "car model" / "car" .71) and words near one attribute alone
 # ("npm client": package manager .53, no other above .26) sit above it, verbs that could name
-# several things ("persists to": team .49, owner .48) below. At 0.6 "npm client" stayed an
-# attribute of its own beside the package manager: a writer passing keys, workbench newest first
-# .942 -> .983 and newest@1 .917 -> .958 at 0.5, every other set (and the held-out words) the same.
+# several things ("persists to": team .49, owner .48) below (docs/benchmarks.md, "Keys in loose
+# words").
 PLAINLY = 0.5
-# And this much closer than to the attribute asked: "current home" is home address .68 and home city
-# .60, both where one lives, so it names neither apart from the other.
+# And this much closer than to any other attribute (or the one asked): "mobile device" is phone .87
+# and phone number .84, so it names neither apart from the other.
 MARGIN = 0.15
 # Keys' words remembered per embedder (a writer reuses a few words for many subjects).
 MAX_KEYS = 2048
