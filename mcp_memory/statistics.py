@@ -42,7 +42,11 @@ class Statistics:
         return max(self.min_writes, int(self.fraction * max(self.rows, 0)))
 
     async def run_forever(self) -> None:
-        self.rows = await self._planner_rows()
+        try:
+            self.rows = await self._planner_rows()
+        except Exception:  # the database went away as the server started: analyze as if never analyzed
+            log.warning("reading the planner's row estimate failed", exc_info=True)
+            self.rows = -1
         if self.rows < 0:  # never analyzed: a store written before this server ran
             await self._run()
         while True:

@@ -4,6 +4,7 @@ go through the service's rules."""
 
 from __future__ import annotations
 
+import anyio
 import pytest
 
 from mcp_memory.composition import compose
@@ -83,3 +84,22 @@ async def test_the_consoles_reads_follow_the_services_rules(service: MemoryServi
                  service.review.occurred_per_day(writer, 7)):
         with pytest.raises(PermissionDenied):
             await read
+
+
+async def test_background_work_that_fails_unforeseen_leaves_the_server_serving(
+        database: Database, settings: Settings, alice: Principal, caplog: pytest.LogCaptureFixture) -> None:
+    """In the server's task group a background failure would end the lifespan, and with it every
+    later call; it is logged instead, and the service goes on."""
+    house = await compose(database, settings, workers=True)
+    assert house.service.statistics is not None
+
+    async def broken() -> None:
+        raise RuntimeError("a failure nobody foresaw")
+
+    house.service.statistics.run_forever = broken  # type: ignore[method-assign]
+    async with anyio.create_task_group() as tg:
+        house.start(tg)
+        await anyio.sleep(0.2)
+        assert (await house.service.write(alice, OSLO)).memory.content == OSLO
+        tg.cancel_scope.cancel()
+    assert "background work (statistics) stopped" in caplog.text and "a failure nobody foresaw" in caplog.text

@@ -67,6 +67,32 @@ async def test_a_burst_of_writes_is_analyzed_in_the_background(service: MemorySe
         tg.cancel_scope.cancel()
 
 
+async def test_a_database_away_as_the_server_starts_leaves_the_statistics_running(service: MemoryService,
+                                                                                  database: Database) -> None:
+    """Its first read failing (PostgreSQL stopped right after start-up) once ended the server's
+    task group: every later HTTP call got 401 as if its key were wrong, and never 503."""
+    stats = service.statistics
+    assert stats is not None
+    calls = 0
+
+    async def away_then_back() -> float:
+        nonlocal calls
+        calls += 1
+        raise ConnectionRefusedError("the database is away")
+
+    stats._planner_rows = away_then_back
+    before = await analyze_count(database)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(stats.run_forever)
+
+        async def analyzed() -> bool:  # not knowing the estimate, it analyzes as for a fresh store
+            return await analyze_count(database) > before
+
+        await eventually(analyzed)
+        assert calls == 1 and stats.rows >= 0
+        tg.cancel_scope.cancel()
+
+
 def plan_shape(node: dict[str, Any]) -> set[str]:
     """Which indexes the plan reads and how it joins: what a stale plan gets wrong."""
     shape = {node["Index Name"]} if "Index Name" in node else set()
