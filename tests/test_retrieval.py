@@ -272,8 +272,9 @@ async def test_a_question_passes_its_score_to_its_reply(service: MemoryService, 
 
     on, off = await search(settings.reply_weight), await search(0.0)
     assert on[reply.id][1]["reply"] == pytest.approx(settings.reply_weight * on[question.id][1]["fused"], abs=1e-5)
-    # Above everything but the four questions, which share the search's words; lower without.
-    assert on[reply.id][0] == 4 and off[reply.id][0] > 4
+    # First, above the four questions that share the search's words (they only address Jo, the
+    # reply is Jo's own); below all four without the question's share.
+    assert on[reply.id][0] == 0 and off[reply.id][0] > 4
     assert off[reply.id][1]["reply"] == 0
     for stranger in (too_late, fact, elsewhere):
         assert on[stranger.id][1]["reply"] == 0

@@ -82,3 +82,26 @@ async def test_a_first_name_alone_weighs_as_much_in_full_text_as_the_full_name(
     assert fused[texts[1]] == pytest.approx(fused[texts[0]], rel=0.01)  # ts_rank, the tie-break, still differs
     assert fused[texts[2]] < fused[texts[0]]  # another Benedikt
     assert fused[texts[3]] < fused[texts[0]]
+
+
+async def test_in_a_store_about_many_people_the_named_ones_answer_before_anothers_closer_words(
+        service: MemoryService, alice: Principal) -> None:
+    """A store holds many people's conversations: a question naming one of them wants theirs, not
+    another's that shares more of its words ("I have visited many countries"). Hers scores 1.27
+    times less by the words alone, and the subject factor puts it first (it fails at 1.25)."""
+    now = datetime.now(UTC)
+    hers = "Nadia: Spain and Portugal last summer, both countries were great."
+    await service.write(alice, hers, kind="episode", occurred_at=now - timedelta(days=2))
+    await service.write(alice, "Tomasz: I have visited many countries, Italy and Turkey too.", kind="episode",
+                        occurred_at=now - timedelta(days=2, hours=1))
+    n = 0
+    for who in ("Tomasz", "Ines", "Kofi", "Mei", "Arjun", "Nadia"):
+        for said in ("the weather at the lake was lovely", "we cooked dinner with my sister",
+                     "the new job starts on Monday", "we watched a film about the ocean",
+                     "I fixed the bike's brakes", "the garden needs water", "the museum trip with the kids was fun",
+                     "I started learning the piano", "our dog chewed a shoe", "work has been busy with meetings",
+                     "the train was late again", "we painted the kitchen green"):
+            n += 1
+            await service.write(alice, f"{who}: {said}.", kind="episode", occurred_at=now - timedelta(days=3, hours=n))
+    hits = (await service.search(alice, "Which countries has Nadia visited?", limit=5)).hits
+    assert hits[0].snippet == hers

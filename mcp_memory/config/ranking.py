@@ -24,7 +24,7 @@ class RankingSettings(BaseModel):
     period_after_days: float = Field(default=14, ge=0, description=(
         "What happened in a period is often written down after it ('last Friday I …'): memories up to "
         "this many days past its end count as in it."))
-    subject_boost: float = Field(default=1.25, ge=1, le=10, description=(
+    subject_boost: float = Field(default=1.5, ge=1, le=10, description=(
         "Score factor for a memory naming every person or thing the question names (capitalised words), "
         "other than only addressing them (\"Thanks, Mel!\")."))
     present_focus: bool = Field(default=True, description=(
