@@ -6,10 +6,12 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from typing import IO
 
 import httpx2
 from mcp import Client
@@ -41,17 +43,20 @@ def http_server(db_url: str, *args: str, env: dict[str, str] | None = None,
     """Start a server on a free loopback port; yields its base URL once /health says ok."""
     for attempt in range(1 if port else PORT_TRIES):
         chosen = port or free_port()
+        # The server's log goes to a file, not a pipe nobody reads while the test runs (a full pipe
+        # would stop the server mid-write), and a failing test shows its end.
+        log = tempfile.TemporaryFile("w+")
         proc = subprocess.Popen(
             [*([SERVE] if scope_filter else WITHOUT_SCOPE_FILTER), "serve", "--transport", "http", "--port",
              str(chosen), *args],
             env={**os.environ, "MCP_MEMORY_DATABASE_URL": db_url, "MCP_MEMORY_LOG_LEVEL": "WARNING", **(env or {})},
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            stdout=subprocess.DEVNULL, stderr=log, text=True)
         base = f"http://127.0.0.1:{chosen}"
         try:
             deadline = time.monotonic() + 30
             while True:
                 if proc.poll() is not None:
-                    error = proc.stderr.read()
+                    error = _read(log)
                     if "address already in use" in error and attempt + 1 < (1 if port else PORT_TRIES):
                         break
                     raise RuntimeError(f"server exited: {error}")
@@ -61,11 +66,16 @@ def http_server(db_url: str, *args: str, env: dict[str, str] | None = None,
                 except httpx2.HTTPError:
                     pass
                 if time.monotonic() > deadline:
-                    raise TimeoutError("server did not become healthy")
+                    raise TimeoutError(f"server did not become healthy; its log:\n{_read(log)[-LOG_SHOWN:]}")
                 time.sleep(0.1)
             if proc.poll() is not None:
                 continue  # the port was taken: another one
-            yield base
+            try:
+                yield base
+            except BaseException:
+                print(f"the server's log (its last {LOG_SHOWN} characters):\n{_read(log)[-LOG_SHOWN:]}",
+                      file=sys.stderr)
+                raise
             return
         finally:
             proc.terminate()
@@ -73,6 +83,17 @@ def http_server(db_url: str, *args: str, env: dict[str, str] | None = None,
                 proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 proc.kill()
+            log.close()
+
+
+# How much of a server's log a failing test shows.
+LOG_SHOWN = 4000
+
+
+def _read(log: IO[str]) -> str:
+    log.flush()
+    log.seek(0)
+    return log.read()
 
 
 @asynccontextmanager
