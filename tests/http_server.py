@@ -45,7 +45,7 @@ def http_server(db_url: str, *args: str, env: dict[str, str] | None = None,
         chosen = port or free_port()
         # The server's log goes to a file, not a pipe nobody reads while the test runs (a full pipe
         # would stop the server mid-write), and a failing test shows its end.
-        log = tempfile.TemporaryFile("w+")
+        log = tempfile.TemporaryFile("a+")  # appended to whatever our reads do to the shared offset
         proc = subprocess.Popen(
             [*([SERVE] if scope_filter else WITHOUT_SCOPE_FILTER), "serve", "--transport", "http", "--port",
              str(chosen), *args],
