@@ -11,14 +11,13 @@ capture and the command line import it; nothing it imports imports them."""
 
 from __future__ import annotations
 
-import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING
 
 from .config import DecisionSettings, OperationsSettings, Settings, StorageSettings
+from .contained import contained
 from .db import Database, open_database
 from .service import MemoryService
 
@@ -28,7 +27,6 @@ if TYPE_CHECKING:
     from .decisions.jobs import DecisionWorker
     from .decisions.protocol import DecisionProvider
 
-log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class House:
@@ -50,26 +48,16 @@ class House:
         from .decisions import runtime
 
         service = self.service
-        tg.start_soon(_never_fatal, "retention", partial(retention.run_forever, self.db.admin,
-                                                         self.settings.part(OperationsSettings)))
+        operations = self.settings.part(OperationsSettings)
+        tg.start_soon(contained, "retention", retention.run_forever(self.db.admin, operations))
         if service.statistics is not None:
-            tg.start_soon(_never_fatal, "statistics", service.statistics.run_forever)
+            tg.start_soon(contained, "planner statistics", service.statistics.run_forever())
         assert service.vectors is not None
-        tg.start_soon(_never_fatal, "healing", service.vectors.heal_forever)
-        tg.start_soon(_never_fatal, "backlog", Backlog(self.db.admin, service.structure).read_in_background)
+        tg.start_soon(contained, "the embedder's healing", service.vectors.heal_forever())
+        tg.start_soon(contained, "the graph's backlog", Backlog(self.db.admin, service.structure).read_in_background())
         if self.worker is not None:
             runtime.start(tg, self.worker)
-        tg.start_soon(_never_fatal, "warm-up", partial(service.vectors.query, "warm up"))
-
-
-async def _never_fatal(name: str, work: Callable[[], Awaitable[object]]) -> None:
-    """Background work handles its own failures; one it did not foresee is logged here, since in
-    the server's task group it would end the lifespan: every later call refused as if its key were
-    wrong (401), not served or told the database is away (503)."""
-    try:
-        await work()
-    except Exception:
-        log.exception("background work (%s) stopped; the server goes on without it", name)
+        tg.start_soon(contained, "the model's warm-up", service.vectors.query("warm up"))
 
 
 async def compose(db: Database, settings: Settings, *, check_model: bool = True, workers: bool = False,

@@ -102,4 +102,4 @@ async def test_background_work_that_fails_unforeseen_leaves_the_server_serving(
         await anyio.sleep(0.2)
         assert (await house.service.write(alice, OSLO)).memory.content == OSLO
         tg.cancel_scope.cancel()
-    assert "background work (statistics) stopped" in caplog.text and "a failure nobody foresaw" in caplog.text
+    assert "planner statistics failed" in caplog.text and "a failure nobody foresaw" in caplog.text

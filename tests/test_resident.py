@@ -13,6 +13,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +41,21 @@ class Store:
                     "MCP_MEMORY_RESIDENT": "true"}
 
     def ask(self, kind: str) -> dict[str, Any] | None:
+        with self._runtime():
+            return resident_client.request(kind, self.url, str(self.data))
+
+    def socket_path(self) -> str:
+        with self._runtime():
+            path = resident_client.resident_path(self.url, str(self.data))
+        assert path is not None
+        return path
+
+    @contextmanager
+    def _runtime(self) -> Iterator[None]:
         old = os.environ.get("XDG_RUNTIME_DIR")
         os.environ["XDG_RUNTIME_DIR"] = str(self.runtime)
         try:
-            return resident_client.request(kind, self.url, str(self.data))
+            yield
         finally:
             if old is None:
                 del os.environ["XDG_RUNTIME_DIR"]
@@ -387,21 +399,39 @@ def test_the_sockets_are_private(store: Store) -> None:
         initialize(proc)
         status = store.ask("status")
         assert status is not None
-        old = os.environ.get("XDG_RUNTIME_DIR")
-        os.environ["XDG_RUNTIME_DIR"] = str(store.runtime)
-        try:
-            path = resident_client.resident_path(store.url, str(store.data))
-        finally:
-            os.environ.pop("XDG_RUNTIME_DIR")
-            if old is not None:
-                os.environ["XDG_RUNTIME_DIR"] = old
-        assert path is not None
+        path = store.socket_path()
         assert os.stat(path).st_mode & 0o777 == 0o600
         assert os.stat(os.path.dirname(path)).st_mode & 0o777 == 0o700
         with socket.socket(socket.AF_UNIX) as s:   # a stranger's hello is not a window
             s.connect(path)
             s.sendall(b'{"v": 99}\n')
             assert b"refused" in s.recv(1000)
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=20)
+
+
+@pytest.mark.parametrize("hello", [
+    {"data_dir": "/tmp/\u0000"},
+    {"identity": {"user": "al\u0000ice"}},
+    {"identity": {"local_permissions": "\u0000"}},
+    {"env": {"MCP_MEMORY_POOL_MAX_SIZE": "-5"}},
+])
+def test_a_malformed_hello_is_refused_and_every_window_goes_on(store: Store, hello: dict[str, Any]) -> None:
+    """A hello the resident server could not read (a NUL in a path) once ended it, and every
+    window with it: any process of the user may speak to its socket."""
+    proc = store.popen()
+    try:
+        initialize(proc)
+        pid = store.ask("status")["pid"]
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(30)
+            s.connect(store.socket_path())
+            s.sendall(json.dumps({"v": resident_client.PROTOCOL, "kind": "window", "build": resident_client.build(),
+                                  "database_url": store.url, "data_dir": str(store.data), **hello}).encode() + b"\n")
+            assert b"refused" in s.recv(1000)
+        assert store.ask("status")["pid"] == pid
+        assert write(proc, 1, "Still served after a stranger's hello.")["result"]["isError"] is False
     finally:
         proc.stdin.close()
         proc.wait(timeout=20)

@@ -37,6 +37,7 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSetti
 
 from .. import hooksocket
 from ..config import Settings
+from ..contained import contained
 from ..hookprotocol import BUDGETS, CAPTURE_EVENTS, ENV_PREFIX, EVENTS, env_name
 from ..models import Principal
 from ..service import MemoryService
@@ -408,7 +409,8 @@ async def listen(service: MemoryService, settings: Settings, tg: anyio.abc.TaskG
             ready.set()
         try:
             async with listener:
-                await listener.serve(channel.connection, task_group=tg)
+                await listener.serve(lambda stream: contained("a hook channel connection", channel.connection(stream)),
+                                     task_group=tg)
         finally:
             unlink()
             atexit.unregister(unlink)

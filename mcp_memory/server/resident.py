@@ -38,6 +38,8 @@ from .. import __version__, resident_client
 from ..auth import parse_permissions
 from ..capture.channel import Unresolvable, _unlinker, differing_settings, private_dir, serving, take_lock
 from ..config import Settings
+from ..contained import contained
+from ..errors import InvalidInput
 from ..hooksocket import peer_uid
 from .app import build_server
 from .state import RELAYED, StateHolder
@@ -98,15 +100,21 @@ class Resident:
         if (hello.get("database_url") or None) != (self.settings.database_url or None):
             raise Refused("the window's database is not the resident server's")
         data_dir = hello.get("data_dir")
-        if data_dir and _real(str(data_dir)) != _real(self.settings.data_dir):
+        try:
+            elsewhere = bool(data_dir) and _real(str(data_dir)) != _real(self.settings.data_dir)
+        except ValueError:  # a NUL in it
+            raise Refused("the window's data dir is not a path") from None
+        if elsewhere:
             raise Refused("the window's data dir is not the resident server's")
         identity = hello.get("identity") if isinstance(hello.get("identity"), dict) else {}
         permissions = identity.get("local_permissions") or Settings.model_fields["local_permissions"].default
         try:
             parse_permissions(str(permissions))
-        except ValueError as exc:
+        except (ValueError, InvalidInput) as exc:
             raise Refused(f"local_permissions: {exc}") from None
         update = {k: (str(identity[k]) if identity.get(k) is not None else None) for k in ("user", "agent", "project")}
+        if any("\x00" in v for v in update.values() if v is not None):
+            raise Refused("the window's identity holds a NUL character")
         settings = self.settings.model_copy(update={**update, "local_permissions": str(permissions)})
         cwd = hello.get("cwd")
         pid = hello.get("pid")
@@ -218,7 +226,8 @@ class Resident:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.watch_idle)
             tg.start_soon(self.watch_signals)
-            tg.start_soon(listener.serve, self.connection, tg)
+            tg.start_soon(listener.serve, lambda stream: contained("a window's connection", self.connection(stream)),
+                          tg)
             await self.leaving.wait()
             tg.cancel_scope.cancel()
         await listener.aclose()
