@@ -75,12 +75,12 @@ async def test_a_database_away_as_the_server_starts_leaves_the_statistics_runnin
     assert stats is not None
     calls = 0
 
-    async def away_then_back() -> float:
+    async def away() -> float:
         nonlocal calls
         calls += 1
         raise ConnectionRefusedError("the database is away")
 
-    stats._planner_rows = away_then_back
+    stats._planner_rows = away
     before = await analyze_count(database)
     async with anyio.create_task_group() as tg:
         tg.start_soon(stats.run_forever)
