@@ -229,6 +229,31 @@ def test_bad_input_is_left_to_the_full_path(store: Store, server: subprocess.Pop
     assert "ignored" in out.stderr and answered_by(out) is None
 
 
+@pytest.mark.parametrize("fields", [{"transcript_path": "/tmp/session\u0000.jsonl"}, {"cwd": "/tmp/\u0000"},
+                                    {"session_id": "s\u0000"}])
+def test_a_hook_input_no_capture_could_read_leaves_the_server_answering(
+        store: Store, server: subprocess.Popen[bytes], tmp_path: Path, fields: dict[str, str]) -> None:
+    """A NUL in a path (no harness sends one; a broken one might) failed the capture after the hook
+    was acknowledged, in the server's own task group: the server answering the hooks ended with it.
+    The hook command checks the transcript exists first, so the input goes to the socket as it would."""
+    transcript = tmp_path / "session.jsonl"
+    shutil.copy(FIXTURES / "claude_code_session.jsonl", transcript)
+    env = {k: v for k, v in store.env.items() if k.startswith("MCP_MEMORY_")}
+    header = {"v": hookprotocol.PROTOCOL, "event": "stop", "harness": "claude-code", "user": "alice", "env": env,
+              "database_url": store.url, "data_dir": env["MCP_MEMORY_DATA_DIR"], "cwd": str(tmp_path)}
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(60)
+        s.connect(store.socket)
+        s.sendall(json.dumps(header).encode() + b"\n" +
+                  json.dumps({**claude("Stop", transcript_path=str(transcript)), **fields}).encode())
+        s.shutdown(socket.SHUT_WR)
+        said = s.recv(10_000)
+        assert b"fallback" in said, said   # the full path says why it ignores it
+    time.sleep(1)
+    assert server.poll() is None
+    assert answered_by(store.hook("prompt-submit", prompt())) == server.pid
+
+
 async def test_capture_is_acknowledged_and_done_in_the_servers_background(
         store: Store, server: subprocess.Popen[bytes], module_service: MemoryService, tmp_path: Path) -> None:
     repo = tmp_path / "shop"

@@ -199,7 +199,8 @@ class Channel:
         if req.event in CAPTURE_EVENTS:
             # Acknowledged at once, as the full path returns once its worker is started.
             capture = self.inflight.started((p.user_id, p.project_id), payload.session)
-            self.tg.start_soon(self._capture, capture, req.event, req.harness, payload, data, settings, p)
+            self.tg.start_soon(contained, f"capturing after a {req.event} hook",
+                               self._capture(capture, req.event, req.harness, payload, data, settings, p))
             return {}
         limit = budget(req.event, settings)
         now = time.monotonic()
@@ -226,8 +227,9 @@ class Channel:
                                f"({env_name(BUDGETS[req.event][0])})")
         reply["stdout"] = answer(req.harness, req.event, "\n\n".join(x for x in (notice, text) if x))
         # What the full path's look_behind hands to a worker, this server does itself, after answering.
-        self.tg.start_soon(self._background, "catch-up", req.harness, payload, data, settings, p,
-                           req.event == "session-start" and payload.resumed)
+        self.tg.start_soon(contained, "catching up after a hook",
+                           self._background("catch-up", req.harness, payload, data, settings, p,
+                                            req.event == "session-start" and payload.resumed))
         return reply
 
     async def _capture(self, capture: Capture, event: str, harness: Harness, payload: HookInput,

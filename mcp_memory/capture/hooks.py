@@ -34,7 +34,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, field_validator
 
 from ..config import Settings
 from ..hookprotocol import BUDGETS, CAPTURE_EVENTS, CLAUDE_EVENTS, MAX_STDIN, worth_recalling
@@ -78,6 +78,14 @@ class HookInput(BaseModel):
     # Claude Code's launch directory, from the hook's environment (never from the payload); a server
     # answering through the channel sets the hook's own.
     _project_dir: str | None = PrivateAttr(default_factory=lambda: os.environ.get("CLAUDE_PROJECT_DIR") or None)
+
+    @field_validator("session_id", "transcript_path", "cwd", "sessionId", "sessionKey", "sessionFile", "workspaceDir")
+    @classmethod
+    def _no_nul(cls, value: str | None) -> str | None:
+        # No path or session id holds one; a path that did would fail deep inside a capture.
+        if value is not None and "\x00" in value:
+            raise ValueError("holds a NUL character")
+        return value
 
     @property
     def session(self) -> str | None:
