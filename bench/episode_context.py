@@ -1,13 +1,13 @@
 """Episodes embedded with the turn before them: what it would give LoCoMo retrieval (a probe).
 
 A conversation's reply often says little on its own ("Some fun ones like charades and a scavenger
-hunt."): what it is about is in the turn it answers. This loads LoCoMo's turns twice into fresh
-embedded stores through `MemoryService.write_many` with the vectors made here: once each turn
-alone (what the server stores), once each turn after the one before it in its session ("the
-turn before\\nthe turn"); the stored text is the turn in both, so full text, trigrams and the
-ranking's stages see the same rows and only the vector differs. Then every question of
-categories 1-4 is searched as bench/locomo.py does, and R@5, R@10, nDCG@10 and MRR are reported
-per mode, overall and per category.
+hunt."): what it is about is in the turn it answers. This loads LoCoMo's turns into fresh
+embedded stores through `MemoryService.write_many` with the vectors made here, once per mode: each
+turn alone (what the server stores), each turn after the one before it in its session ("the turn
+before\\nthe turn"), and the two vectors summed; the stored text is the turn in every mode, so
+full text, trigrams and the ranking's stages see the same rows and only the vector differs. Then
+every question of categories 1-4 is searched as bench/locomo.py does, and R@5, R@10, nDCG@10 and
+MRR are reported per mode, overall and per category.
 
 Usage:
   python bench/episode_context.py ../shared/datasets/locomo/locomo10-dev.json [--one-namespace] [--out F]
@@ -22,7 +22,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from mcp_memory.models import WriteItem
+from mcp_memory.vectors import Vectors
 
 sys.path.insert(0, str(Path(__file__).parent))
 from locomo import (  # noqa: E402
@@ -37,15 +40,25 @@ from locomo import (  # noqa: E402
 )
 from locomo_data import CATEGORIES, DEFAULT_DATASET, METRICS, REPO, evidence_ids, mean_metrics, score, turn_text  # noqa: E402
 
-MODES = ("alone", "after the turn before")
+MODES = ("alone", "after the turn before", "both, summed")
 BATCH = 100
 
 
-def embedded_texts(texts: list[str], mode: str) -> list[str]:
-    """What each of a session's turns is embedded as."""
-    if mode == "alone":
-        return texts
+def after_the_one_before(texts: list[str]) -> list[str]:
     return [f"{texts[i - 1]}\n{text}" if i else text for i, text in enumerate(texts)]
+
+
+async def session_vectors(vectors: Vectors, texts: list[str], mode: str) -> list[list[float]]:
+    """Each of a session's turns' vector: its own, the one of it after the turn before, or the
+    two summed and scaled back to length 1."""
+    if mode == "alone":
+        return await vectors.documents(texts)
+    context = await vectors.documents(after_the_one_before(texts))
+    if mode == "after the turn before":
+        return context
+    own = await vectors.documents(texts)
+    summed = [np.asarray(a) + np.asarray(b) for a, b in zip(own, context, strict=True)]
+    return [(v / np.linalg.norm(v)).tolist() for v in summed]
 
 
 async def run_mode(convs: list[Conversation], mode: str, one_namespace: bool) -> list[dict[str, Any]]:
@@ -59,7 +72,7 @@ async def run_mode(convs: list[Conversation], mode: str, one_namespace: bool) ->
             ids: dict[str, Any] = {}
             for _, when, turns in conv.sessions:
                 texts = [turn_text(t) for t in turns]
-                vectors = await service.vectors.documents(embedded_texts(texts, mode))
+                vectors = await session_vectors(service.vectors, texts, mode)
                 for start in range(0, len(turns), BATCH):
                     items = [WriteItem(content=text, kind="episode", occurred_at=when)
                              for text in texts[start:start + BATCH]]
