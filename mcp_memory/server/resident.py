@@ -35,7 +35,7 @@ from mcp.server import MCPServer
 from pydantic import ValidationError
 
 from .. import __version__, resident_client
-from ..auth import parse_permissions
+from ..auth import check_identifier, parse_permissions
 from ..capture.channel import Unresolvable, _unlinker, differing_settings, private_dir, serving, take_lock
 from ..config import Settings
 from ..contained import contained
@@ -108,13 +108,14 @@ class Resident:
             raise Refused("the window's data dir is not the resident server's")
         identity = hello.get("identity") if isinstance(hello.get("identity"), dict) else {}
         permissions = identity.get("local_permissions") or Settings.model_fields["local_permissions"].default
-        try:
-            parse_permissions(str(permissions))
-        except (ValueError, InvalidInput) as exc:
-            raise Refused(f"local_permissions: {exc}") from None
         update = {k: (str(identity[k]) if identity.get(k) is not None else None) for k in ("user", "agent", "project")}
-        if any("\x00" in v for v in update.values() if v is not None):
-            raise Refused("the window's identity holds a NUL character")
+        try:   # what the window's principal would refuse on its first call (auth.local_principal)
+            parse_permissions(str(permissions))
+            for kind, value in update.items():
+                if value:
+                    check_identifier(kind, value)
+        except InvalidInput as exc:
+            raise Refused(f"the window's identity: {exc}") from None
         settings = self.settings.model_copy(update={**update, "local_permissions": str(permissions)})
         cwd = hello.get("cwd")
         pid = hello.get("pid")
