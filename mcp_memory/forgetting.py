@@ -11,6 +11,7 @@ from uuid import UUID
 from .errors import InvalidInput, PermissionDenied
 from .models import ForgetCandidate, ForgetResult, ForgottenItem, Memory, MemoryFilter, Principal, SearchHit
 from .retrieval import parse_query
+from .turn_vectors import embed_again
 from .validation import text, token_hash
 
 if TYPE_CHECKING:
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from .repository import MemoryRepository
     from .repository.forget_tokens import ForgetTokenRepository
     from .validation import Validator
+    from .vectors import Vectors
 
 
 class Forgetting:
@@ -29,6 +31,7 @@ class Forgetting:
     settings: Settings
     check: Validator
     lexicon: Lexicon
+    vectors: Vectors | None
 
     if TYPE_CHECKING:  # defined by MemoryService
         @staticmethod
@@ -50,9 +53,11 @@ class Forgetting:
                                            may_override_pin=self._may_override_pin(p, force),
                                            request_id=request_id)
         self._changed(len(gone))
-        return self._forgotten(gone)
+        return await self._forgotten(p, gone)
 
-    def _forgotten(self, gone: list[Memory]) -> ForgetResult:
+    async def _forgotten(self, p: Principal, gone: list[Memory]) -> ForgetResult:
+        # The turn after a forgotten one held its text; it now holds the turn before that one.
+        await embed_again(self.repo, self.vectors, p, [m.id for m in gone if m.kind == "episode"], itself=False)
         chars = self.settings.snippet_chars
         deleted_at = min(m.deleted_at for m in gone if m.deleted_at)
         return ForgetResult(
@@ -115,7 +120,7 @@ class Forgetting:
         gone = await self.tokens.execute(p, token_hash(text("token", token).strip()), ids, reason=reason,
                                          may_override_pin=p.can("admin"), request_id=request_id)
         self._changed(len(gone))
-        return self._forgotten(gone)
+        return await self._forgotten(p, gone)
 
     async def describe_forget(self, p: Principal, token: str, limit: int = 5) -> str | None:
         """A human summary of what executing `token` would forget; None if it cannot be executed."""

@@ -75,7 +75,7 @@ def _checked(service: MemoryService, p: Principal, path: Path, drafts: list[Draf
 
 
 async def _write_chunk(service: MemoryService, p: Principal, chunk: list[Checked], source: str,
-                       taken: dict[str, np.ndarray]) -> list[str]:
+                       taken: dict[peer_vectors.Embedded, np.ndarray]) -> list[str]:
     """The chunk written; `taken`: vectors of a peer's (checked to be our model's) by text, stored
     with their memories in the batch's transaction, never through the shared embedding cache."""
     if any(d.pinned or d.priority for d, *_ in chunk):  # what a batch write does not take (nor `taken`)
@@ -85,7 +85,7 @@ async def _write_chunk(service: MemoryService, p: Principal, chunk: list[Checked
             for d, level, *_ in chunk]
     items = [WriteItem(content=d.content, title=d.title, kind=d.kind, tags=d.tags, metadata=d.metadata,
                        scope=level, occurred_at=d.occurred_at, about=d.about) for d, level, *_ in chunk]
-    given = [v.tolist() if (v := taken.get(service.check.content(d.content))) is not None else None
+    given = [v.tolist() if (v := taken.get((service.check.content(d.content), None))) is not None else None
              for d, *_ in chunk] if taken else None
     return [m.status for m in (await service.write_many(p, items, source=source, embeddings=given)).memories]
 
@@ -98,7 +98,8 @@ def _plan(report: ImportReport, kind: str, where: str, content: str) -> None:
 
 
 async def _write_drafts(service: MemoryService, p: Principal, path: Path, checked: list[Checked],
-                        report: ImportReport, progress: bool, taken: dict[str, np.ndarray]) -> None:
+                        report: ImportReport, progress: bool,
+                        taken: dict[peer_vectors.Embedded, np.ndarray]) -> None:
     """Write in batches; `taken`: vectors of a peer's (checked to be our model's) by text."""
     source = f"import:{path.name}"
     bar = tqdm(total=len(checked), desc=path.name, unit="memory", file=sys.stderr, disable=not progress)
@@ -130,7 +131,7 @@ async def _peer_vectors(service: MemoryService, path: Path, kind: Format,
         return None
     stored = stored_vectors(path, kind)
     # The write path embeds the text as checked (stripped); the peer embedded it as stored.
-    items = [(text, d.metadata.get("original_id") if text == d.content else None)
+    items = [((text, None), d.metadata.get("original_id") if text == d.content else None)
              for d, *_ in todo for text in (service.check.content(d.content),)]
     return await peer_vectors.take_verified(service.vectors, stored, items, path.name)
 
@@ -155,15 +156,19 @@ async def _import_file(service: MemoryService, maintenance: MaintenanceRepositor
             return
         # The export's vectors, where they are our model's: a store moved is not embedded again.
         model = records[0]["vector_model"]
+        # An episode's vector holds the turn before it in its store, as the file has it.
+        befores = export_vectors.turns_before([r["memory"] for r in records], service.vectors)
         verdict = await export_vectors.take(
-            service.vectors, model, [(r["memory"]["content"], str(r["memory"]["id"]), r["vector"]) for r in records],
-            path.name)
+            service.vectors, model,
+            [(r["memory"]["content"], str(r["memory"]["id"]), r["vector"], before)
+             for r, before in zip(records, befores, strict=True)], path.name)
         if verdict is not None:
             report.embedding.append(verdict.note)
         taken = verdict.taken if verdict else {}
         bar = tqdm(total=len(records), desc=path.name, unit="memory", file=sys.stderr, disable=not progress)
         for start in range(0, len(records), 500):
-            chunk = [{**r, "vector": taken.get(r["memory"]["content"])} for r in records[start:start + 500]]
+            chunk = [{**r, "vector": taken.get((r["memory"]["content"], before))}
+                     for r, before in zip(records[start:start + 500], befores[start:start + 500], strict=True)]
             created = await maintenance.import_records(p.user_id, chunk, model if taken else None)
             report.created += created
             report.unchanged += len(chunk) - created

@@ -49,6 +49,7 @@ from .searching import Recalled, Searching, asks
 from .statistics import Statistics
 from .structure import Structure
 from .transcript_cursors import TranscriptCursors
+from .turn_vectors import embed_again, turn_before_stored
 from .validation import Validator, moment, text
 from .vectors import Vectors, embedder_from
 from .writing import Decider, Writing
@@ -208,8 +209,10 @@ class MemoryService(Writing, Forgetting, Searching):
         changes: dict[str, Any] = {}
         if content is not None:
             changes["content"] = self.check.content(content)
-            # A new text needs a new vector (none if the embedder is down: the backfill adds it).
-            vector = await self.vectors.document(changes["content"]) if self.vectors else None
+            # A new text needs a new vector (none if the embedder is down: the backfill adds it);
+            # an episode's with the turn before it.
+            vector = await self.vectors.document(changes["content"], before=await turn_before_stored(
+                self.repo, self.vectors, p, memory_id, kind)) if self.vectors else None
             changes["embedding"] = vector
             changes["embedding_model"] = self.vectors.model if vector is not None and self.vectors else None
         if title is not None:
@@ -235,6 +238,10 @@ class MemoryService(Writing, Forgetting, Searching):
             p, memory_id, changes, reason=reason, if_version=if_version,
             may_override_pin=self._may_override_pin(p, force), request_id=request_id, read_names=self.structure.read)
         self._changed(int(changed))
+        if (changed and memory.kind == "episode" and ("content" in changes or "occurred_at" in changes)
+                and self.vectors is not None and self.vectors.turn_minutes > 0):
+            # The episode after it holds its old text (or, moved, it follows another turn).
+            await embed_again(self.repo, self.vectors, p, [memory.id], itself="occurred_at" in changes)
         related = (await self.related(p, memory.id, memory.content, changes["embedding"], kind=memory.kind)
                    if changed and "content" in changes else [])
         return UpdateResult(status="updated" if changed else "unchanged", memory=memory, related=related)
@@ -248,6 +255,8 @@ class MemoryService(Writing, Forgetting, Searching):
         restored = await self.repo.restore(p, ids, reason=reason, request_id=request_id,
                                            may_restore_others=p.can("admin"))
         self._changed(len(restored))
+        # The turn after a restored one holds it again, as when it was written.
+        await embed_again(self.repo, self.vectors, p, [m.id for m in restored if m.kind == "episode"], itself=False)
         return RestoreResult(restored=restored)
 
     async def accept_suggestion(self, p: Principal, job: int, memory: UUID | None = None) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from functools import partial
 from typing import TypeVar
 
 import anyio
+import numpy as np
 from tqdm import tqdm
 
 from .breaker import Breaker
@@ -49,6 +50,35 @@ def embedder_from(settings: EmbeddingSettings) -> Embedder | None:
             log.error("embeddings are off: %s (run `mcp-memory doctor`)", exc)
             return None
     return _EMBEDDERS[key]
+
+
+def summed(own: Sequence[float], before: Sequence[float], weight: float) -> list[float]:
+    """An episode's vector: its own text's plus `weight` times the turn before's, scaled back to
+    length 1. A reply that says little alone ("Some fun ones like charades.") is found by what it
+    answers (docs/benchmarks.md, "Episodes with the turn before them, built")."""
+    vector = np.asarray(own, dtype=np.float64) + weight * np.asarray(before, dtype=np.float64)
+    norm = float(np.linalg.norm(vector))
+    return (vector / norm).tolist() if norm else list(own)
+
+
+def _befores(befores: Sequence[str | None] | None, count: int) -> Sequence[str | None]:
+    return befores if befores is not None else [None] * count
+
+
+async def _after_turns(texts: Sequence[str], befores: Sequence[str | None] | None, weight: float,
+                       embed: Callable[[list[str]], Awaitable[list[list[float]] | None]]) -> list[list[float]] | None:
+    """`embed` of each text, summed for one with a turn before it (`befores`) with that turn's own
+    vector (`summed`); one call for all. The turn before was embedded when it was written, so its
+    vector is mostly the embedding cache's: an episode costs no second embedding."""
+    befores = _befores(befores, len(texts))
+    if weight <= 0:
+        befores = [None] * len(texts)
+    vectors = await embed([*texts, *(b for b in befores if b is not None)])
+    if vectors is None:
+        return None
+    made = iter(vectors[len(texts):])
+    return [summed(own, next(made), weight) if b is not None else own
+            for own, b in zip(vectors[:len(texts)], befores, strict=True)]
 
 
 class Vectors:
@@ -129,6 +159,16 @@ class Vectors:
                 log.warning("background backfill failed", exc_info=True)
 
     @property
+    def turn_minutes(self) -> float:
+        """An episode's vector holds the turn before it when that one occurred at most this many
+        minutes earlier (0: none does)."""
+        return self.settings.embedding_turn_minutes if self.settings.embedding_turn_weight > 0 else 0.0
+
+    @property
+    def turn_weight(self) -> float:
+        return self.settings.embedding_turn_weight
+
+    @property
     def model(self) -> str | None:
         return self.embedder.model if self.embedder else None
 
@@ -136,11 +176,13 @@ class Vectors:
     def dimension(self) -> int:
         return self.embedder.dimension if self.embedder else 0
 
-    async def documents(self, texts: Sequence[str]) -> list[list[float]]:
-        """Vectors for texts, from the cache where it has them. Raises on embedder failure."""
+    async def documents(self, texts: Sequence[str], befores: Sequence[str | None] | None = None) -> list[list[float]]:
+        """Vectors for texts (each with the turn before it, where `befores` gives one), from the
+        cache where it has them. Raises on embedder failure."""
         assert self.embedder is not None
         embedder = self.embedder
-        vectors = await self._cached(texts, embedder.embed_documents)
+        vectors = await _after_turns(texts, befores, self.turn_weight,
+                                     lambda all_: self._cached(all_, embedder.embed_documents))
         assert vectors is not None
         return vectors
 
@@ -171,42 +213,62 @@ class Vectors:
 
         return await self._cached(texts, embed)
 
-    async def document(self, text: str, companions: Sequence[str] = ()) -> list[float] | None:
-        """One memory's vector, or None if the embedder is off, down or slow (fail open).
-        `companions`, texts soon needed with it, are embedded in the same batch and cached."""
+    async def document(self, text: str, companions: Sequence[str] = (), before: str | None = None
+                       ) -> list[float] | None:
+        """One memory's vector (an episode's with `before`, the turn before it), or None if the
+        embedder is off, down or slow (fail open). `companions`, texts soon needed with it, are
+        embedded in the same batch and cached."""
         if self.embedder is None:
             return None
-        vectors = await self._documents_guarded([text, *companions], "storing without a vector")
+
+        async def embed(texts: list[str]) -> list[list[float]] | None:
+            vectors = await self._documents_guarded([*texts, *companions], "storing without a vector")
+            return vectors[:len(texts)] if vectors else None
+
+        vectors = await _after_turns([text], [before], self.turn_weight, embed)
         return vectors[0] if vectors else None
 
-    async def documents_or_none(self, texts: Sequence[str], batch: int = 32) -> list[list[float]] | None:
-        """Vectors for many texts in batches, or None if the embedder is off, down or slow (fail
-        open: the backfill adds them)."""
+    async def documents_or_none(self, texts: Sequence[str], batch: int = 32,
+                                befores: Sequence[str | None] | None = None) -> list[list[float]] | None:
+        """Vectors for many texts in batches (each with the turn before it, where `befores` gives
+        one), or None if the embedder is off, down or slow (fail open: the backfill adds them)."""
         if self.embedder is None:
             return None
+        return await _after_turns(texts, befores, self.turn_weight, partial(
+            self._batched, batch=batch, what=f"storing {len(texts)} memories without vectors"))
+
+    async def _batched(self, texts: Sequence[str], batch: int, what: str) -> list[list[float]] | None:
         # Batches of texts of like length: a batch is padded to its longest text.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out: list[list[float]] = [[] for _ in texts]
         for start in range(0, len(order), batch):
             chunk = order[start:start + batch]
-            vectors = await self._documents_guarded([texts[i] for i in chunk],
-                                                    f"storing {len(texts)} memories without vectors")
+            vectors = await self._documents_guarded([texts[i] for i in chunk], what)
             if vectors is None:
                 return None
             for i, vector in zip(chunk, vectors, strict=True):
                 out[i] = vector
         return out
 
-    async def documents_given(self, texts: Sequence[str],
-                              given: Sequence[list[float] | None]) -> list[list[float] | None]:
+    async def documents_given(self, texts: Sequence[str], given: Sequence[list[float] | None],
+                              befores: Sequence[str | None] | None = None) -> list[list[float] | None]:
         """Vectors for texts, the `given` ones (the model's already: an import's, checked) as they
-        are and never cached, the rest from the cache or embedded; None for those when the embedder
-        is off, down or slow (fail open)."""
+        are and never cached, the rest from the cache or embedded (with the turn before them, where
+        `befores` gives one); None for those when the embedder is off, down or slow (fail open)."""
         todo = [i for i, vector in enumerate(given) if vector is None]
-        made = await self.documents_or_none([texts[i] for i in todo]) if todo else []
+        befores = _befores(befores, len(texts))
+        made = (await self.documents_or_none([texts[i] for i in todo], befores=[befores[i] for i in todo])
+                if todo else [])
         out = list(given)
         for i, vector in zip(todo, made or [None] * len(todo), strict=True):
             out[i] = vector
+        # A given vector is of the text alone (a peer's): the turn before is added as to one made here.
+        held = [i for i, vector in enumerate(given) if vector is not None and befores[i] is not None]
+        if held and self.turn_weight > 0:
+            turns = await self.documents_or_none([befores[i] or "" for i in held])
+            if turns is not None:  # the model down: the texts' own vectors, as given
+                for i, turn in zip(held, turns, strict=True):
+                    out[i] = summed(given[i] or [], turn, self.turn_weight)
         return out
 
     async def query(self, text: str) -> list[float] | None:
@@ -282,8 +344,8 @@ class Vectors:
         done, after = 0, None
         with tqdm(total=total, desc=f"embedding with {model}", unit="memory", file=sys.stderr,
                   disable=not progress) as bar:
-            while rows := await self.repo.next_batch(model, reembed, after, batch_size):
-                vectors = await self.documents([r["content"] for r in rows])
+            while rows := await self.repo.next_batch(model, reembed, after, batch_size, self.turn_minutes):
+                vectors = await self.documents([r["content"] for r in rows], [r["before"] for r in rows])
                 await self.repo.store(model, [(r["user_id"], r["id"], v) for r, v in zip(rows, vectors, strict=True)])
                 metrics.BACKFILLED.inc(len(rows))
                 after = rows[-1]["id"]

@@ -26,6 +26,7 @@ from .models import (
 )
 from .related_versions import Near
 from .repository.edges import Edge
+from .turn_vectors import turns_before
 from .validation import content_hash, moment, request_fingerprint, text
 
 if TYPE_CHECKING:
@@ -123,8 +124,10 @@ class Writing:
         if idempotency_key is not None:
             text("idempotency_key", idempotency_key)
         await self._limit(p, "write")
-        # What `related` will compare the new memory by is embedded with it, in one batch.
-        vector = (await self.vectors.document(new.content, self.versions.companions(new.content, new.kind))
+        # What `related` will compare the new memory by is embedded with it, in one batch; an
+        # episode's with the turn before it.
+        before = (await turns_before(self.repo, self.vectors, p, [new]))[0]
+        vector = (await self.vectors.document(new.content, self.versions.companions(new.content, new.kind), before)
                   if self.vectors else None)
         new = self._embedded(new, vector)
         skip = set(supersedes or ())
@@ -204,7 +207,8 @@ class Writing:
         said = await self.structure.apart(p, [(n.content, one) for n, one in zip(news, said, strict=True)])
         await self._limit(p, "write")
         if self.vectors is not None and self.vectors.embedder is not None:
-            vectors = await self.vectors.documents_given([n.content for n in news], given)
+            vectors = await self.vectors.documents_given([n.content for n in news], given,
+                                                         await turns_before(self.repo, self.vectors, p, news))
             news = [self._embedded(n, v) for n, v in zip(news, vectors, strict=True)]
         written = await self.repo.insert_many(p, news, request_id=request_id, said=said, edges=edges)
         created = sum(c for _, c in written)

@@ -37,6 +37,16 @@ class EmbeddingSettings(BaseModel):
         "the embedder is probed 1 s later, then 1.5x longer after each failed probe..."))
     embedding_breaker_cooldown_s: float = Field(default=30, gt=0, description=(
         "...up to this long; once it answers, the memories stored meanwhile are embedded in the background."))
+    embedding_turn_weight: float = Field(default=0, ge=0, le=1, description=(
+        "For stores of conversations (a companion's, an assistant's chats): an episode's vector is its own "
+        "text's plus this much of the vector of the turn before it in its scope, so a reply that says little "
+        "alone ('Some fun ones like charades.') is found by what it answers (LoCoMo R@10 .763 -> .775 at 1). "
+        "Off by default: on a coding agent's captured sessions it put more unrelated turns into auto-recall "
+        "(docs/benchmarks.md). The turn before was embedded when it was written: no second embedding. Applies "
+        "to episodes embedded from then on (written, edited, or by the backfill)."))
+    embedding_turn_minutes: float = Field(default=30, ge=0, description=(
+        "An episode's vector holds the turn before it (embedding_turn_weight) only when that turn occurred at most "
+        "this many minutes earlier; 0: never."))
     query_cache_entries: int = Field(default=1024, ge=0, le=100_000, description=(
         "Query vectors kept in each server's memory (most recently used; 1.5 KiB each at 384 dimensions): an "
         "agent asks again what it asked a while ago, and the peer keeps 1,024. 0 embeds every query."))

@@ -24,6 +24,7 @@ from ..repository import jobs as queue
 from ..repository.decisions import PIPELINE_ACTOR, DecisionRepository, request_id
 from ..repository.jobs import Job, JobRepository
 from ..repository.suggestions import record_accepted
+from ..turn_vectors import embed_again
 from ..validation import content_hash
 from .guard import Verdict
 from .protocol import Answer
@@ -269,11 +270,7 @@ async def undo(repo: DecisionRepository, jobs: JobRepository, p: Principal, targ
 
 
 async def reembed(repo: DecisionRepository, vectors: Any, p: Principal, ids: list[UUID]) -> None:
-    """After an undo put old texts back: their vectors, outside its transaction (best effort: a
-    memory left without one is embedded by the backfill)."""
-    if not ids or vectors is None:
-        return
-    for memory in await repo.memories.peek_many(p, ids):
-        vector = await vectors.document(memory.content)
-        if vector is not None:
-            await repo.embed(p, memory.id, memory.content, vector, vectors.model)
+    """After an undo put old texts back: their vectors, and those of the episodes after them
+    (which hold them), outside its transaction (best effort: a memory left without one is embedded by the
+    backfill)."""
+    await embed_again(repo.memories, vectors, p, ids)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -60,19 +61,62 @@ def decoded(text: Any, dimension: int | None, number: int) -> np.ndarray:
     return vector
 
 
-async def take(vectors: Vectors | None, model: str | None, items: Sequence[tuple[str, str, np.ndarray | None]],
-               name: str) -> Verdict | None:
-    """The export's vectors for `items` (each the memory's text, its id and the vector the file
-    holds for it, `model`'s by the header) when `model` is the one we embed with and a sample
-    re-embedded matches them; None when the file holds none, or there is no embedder."""
+# A turn before an episode its vector may or may not hold (`turns_before`).
+UNSURE = "\x00unsure"
+
+
+def turns_before(memories: Sequence[dict[str, Any]], vectors: Vectors | None) -> list[str | None]:
+    """For each exported memory (typed: importing/files.py), the text of the turn before it, which
+    its vector holds (`embedding_turn_weight`; repository/turns.py's rule over the file's
+    memories), or None: for a memory that is no live episode, or has no turn before. `UNSURE` for
+    one whose vector may not hold it: stored after the episode (which was embedded before that
+    turn existed), or with a forgotten turn between the two (the episode may have been embedded
+    while that one was live); those vectors are not taken."""
+    minutes = vectors.turn_minutes if vectors is not None and vectors.embedder is not None else 0.0
+    out: list[str | None] = [None] * len(memories)
+    if minutes <= 0:
+        return out
+    gap = timedelta(minutes=minutes)
+    episodes = sorted((i for i, m in enumerate(memories) if m["kind"] == "episode"),
+                      key=lambda i: (memories[i]["agent_id"] or "", memories[i]["project_id"] or "",
+                                     memories[i]["occurred_at"], memories[i]["created_at"], memories[i]["id"]))
+    last_live: int | None = None
+    forgotten_since = False
+    namespace: tuple[str, str] | None = None
+    for i in episodes:
+        m = memories[i]
+        here = (m["agent_id"] or "", m["project_id"] or "")
+        if here != namespace:
+            namespace, last_live, forgotten_since = here, None, False
+        if m["deleted_at"] is not None:
+            forgotten_since = True
+            continue
+        j = last_live
+        if j is not None and memories[j]["occurred_at"] >= m["occurred_at"] - gap:
+            earlier = memories[j]
+            out[i] = (UNSURE if forgotten_since or earlier["created_at"] > m["created_at"]
+                      else earlier["content"])
+        elif forgotten_since:
+            out[i] = UNSURE
+        last_live, forgotten_since = i, False
+    return out
+
+
+async def take(vectors: Vectors | None, model: str | None,
+               items: Sequence[tuple[str, str, np.ndarray | None, str | None]], name: str) -> Verdict | None:
+    """The export's vectors for `items` (each the memory's text, its id, the vector the file holds
+    for it, `model`'s by the header, and the text of the turn before it: `turns_before`) when
+    `model` is the one we embed with and a sample re-embedded matches them; None when the file
+    holds none, or there is no embedder."""
     if vectors is None or vectors.embedder is None or model is None:
         return None
-    held = {key: vector for _, key, vector in items if vector is not None}
+    items = [(text, key, None if before == UNSURE else vector, before) for text, key, vector, before in items]
+    held = {key: vector for _, key, vector, _ in items if vector is not None}
     if not held:
         return None
     if model != vectors.embedder.model:
         return Verdict(f"{name}: embedded its memories again with {vectors.embedder.model}: its vectors are "
                        f"{model}'s")
     stored = StoredVectors(dimension=len(next(iter(held.values()))), by_key=held)
-    return await take_verified(vectors, stored, [(text, key) for text, key, _ in items if key in held], name,
-                               owner="the export")
+    return await take_verified(vectors, stored, [((text, before), key) for text, key, _, before in items
+                                                 if key in held], name, owner="the export")

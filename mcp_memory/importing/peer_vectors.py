@@ -101,13 +101,18 @@ def sample_of(texts: Sequence[str], sizes: Sequence[int] | None = None) -> list[
     return out
 
 
+# What a vector is of: the text the write path embeds, and for an episode of our own export the
+# turn before it, which its vector holds (vectors.py `summed`); a peer's, always None.
+Embedded = tuple[str, str | None]
+
+
 @dataclass
 class Verdict:
-    """The peer's vectors to take (by the text the write path embeds; unit length, float32
-    arrays), and the line the import's summary shows."""
+    """The peer's vectors to take (by what the write path embeds; unit length, float32 arrays),
+    and the line the import's summary shows."""
 
     note: str
-    taken: dict[str, np.ndarray] = field(default_factory=dict)
+    taken: dict[Embedded, np.ndarray] = field(default_factory=dict)
 
 
 async def _cut_by_peer(embedder: Embedder, texts: list[str], most: int) -> tuple[list[int], str | None]:
@@ -120,13 +125,14 @@ async def _cut_by_peer(embedder: Embedder, texts: list[str], most: int) -> tuple
         return [], f"the texts' tokens could not be counted, to tell which the peer cut at {most} ({exc})"
 
 
-async def take_verified(vectors: Vectors | None, stored: StoredVectors, items: Sequence[tuple[str, str | None]],
-                        name: str, *, owner: str = "the peer") -> Verdict | None:
-    """The stored vectors for `items` (each the text the write path will embed, and the key of
-    the stored vector for it, None when it has none we may take) if a sample re-embedded by our
-    model matches them, texts the peer cut short left out; None when there is no embedder
-    (nothing is embedded at all). `owner`: whose vectors they are, as the summary line says it
-    (a peer's, or our own export's)."""
+async def take_verified(vectors: Vectors | None, stored: StoredVectors,
+                        items: Sequence[tuple[Embedded, str | None]], name: str, *,
+                        owner: str = "the peer") -> Verdict | None:
+    """The stored vectors for `items` (each what the write path will embed, and the key of the
+    stored vector for it, None when it has none we may take) if a sample re-embedded by our model
+    matches them, texts the peer cut short left out; None when there is no embedder (nothing is
+    embedded at all). `owner`: whose vectors they are, as the summary line says it (a peer's, or
+    our own export's)."""
     if vectors is None or vectors.embedder is None or not items:
         return None
     embedder = vectors.embedder
@@ -139,19 +145,20 @@ async def take_verified(vectors: Vectors | None, stored: StoredVectors, items: S
                        f"{embedder.dimension}")
     if stored.metric not in (None, "cosine"):
         return Verdict(f"{again}: {owner} compares its vectors by {stored.metric}, not cosine")
-    # text -> the stored vector as it is and its length (a million of them: no copies until one is taken)
-    candidates: dict[str, tuple[np.ndarray, float]] = {}
-    for text, key in items:
+    # what is embedded -> the stored vector as it is and its length (a million of them: no copies
+    # until one is taken)
+    candidates: dict[Embedded, tuple[np.ndarray, float]] = {}
+    for embedded, key in items:
         vector = stored.by_key.get(key) if key is not None else None
         if vector is not None and vector.shape == (embedder.dimension,) and (norm := _norm(vector)):
-            candidates.setdefault(text, (vector, norm))
+            candidates.setdefault(embedded, (vector, norm))
     if not candidates:
         return Verdict(f"{again}: {owner} holds no vector for them")
     texts = list(candidates)
     sizes: list[int] | None = None
-    long: set[str] = set()
+    long: set[Embedded] = set()
     if stored.max_tokens is not None:
-        sizes, why = await _cut_by_peer(embedder, texts, stored.max_tokens)
+        sizes, why = await _cut_by_peer(embedder, [t for t, _ in texts], stored.max_tokens)
         if why:
             return Verdict(f"{again}: {why}")
         long = {t for t, n in zip(texts, sizes, strict=True) if n > stored.max_tokens}
@@ -160,12 +167,12 @@ async def take_verified(vectors: Vectors | None, stored: StoredVectors, items: S
         if not texts:
             return Verdict(f"{again}: every one is longer than {owner}'s {stored.max_tokens} tokens (its vectors "
                            "are of their beginnings)")
-    picked = [texts[i] for i in sample_of(texts, sizes)]
+    picked = [texts[i] for i in sample_of([t for t, _ in texts], sizes)]
     if len(picked) == len(texts):
         return Verdict(f"{again}: so few that checking {owner}'s vectors would embed every one")
     # Bounded as a write's embedding is (a hanging model would hold the import for its SDK's
     # retries), and cached as any vector of ours: not embedded twice.
-    ours = await vectors.documents_or_none(picked)
+    ours = await vectors.documents_or_none([t for t, _ in picked], befores=[b for _, b in picked])
     if ours is None:
         return Verdict(f"{name}: took none of {owner}'s vectors: {model} failed or did not answer within "
                        f"{vectors.settings.embedding_timeout_s:g} s to check them; its memories are embedded "
@@ -181,8 +188,9 @@ async def take_verified(vectors: Vectors | None, stored: StoredVectors, items: S
     checked = set(picked)
     taken = {t: unit32(*candidates[t]) for t in texts if t not in checked}
     counts = {"taken": 0, "checked": 0, "long": 0}
-    for text, _ in items:
-        what = "taken" if text in taken else "checked" if text in checked else "long" if text in long else None
+    for embedded, _ in items:
+        what = ("taken" if embedded in taken else "checked" if embedded in checked
+                else "long" if embedded in long else None)
         if what:
             counts[what] += 1
     rest = total - sum(counts.values())

@@ -69,13 +69,6 @@ class DecisionRepository:
         await conn.execute("RELEASE SAVEPOINT decision_rewrite")
         return True
 
-    async def embed(self, p: Principal, memory_id: UUID, content: str, embedding: Sequence[float], model: str) -> None:
-        """A vector for a memory's text, if it still says `content` (set after an undo's commit)."""
-        async with self.memories.transaction(p) as conn:
-            await conn.execute("UPDATE memories SET embedding = $4, embedding_model = $5 "
-                               "WHERE user_id = $1 AND id = $2 AND content = $3 AND embedding IS NULL",
-                               p.user_id, memory_id, content, np.asarray(embedding, dtype=np.float32), model)
-
     async def forget(self, conn: asyncpg.Connection, ids: Sequence[UUID], user_id: str, reason: str) -> None:
         await conn.execute("UPDATE memories SET deleted_at = now(), deleted_reason = $3 "
                            "WHERE user_id = $1 AND id = ANY($2::uuid[])", user_id, list(ids), reason)

@@ -14,6 +14,8 @@ from pgvector import Vector
 
 from ..encoding import sha256_hex
 from .first_load import build_memory, in_empty_store
+from .sql import Sql
+from .turns import before
 
 META_KEY = "embedding"
 
@@ -142,11 +144,22 @@ class EmbeddingRepository:
         return "(embedding IS NULL OR embedding_model IS DISTINCT FROM $1)" if reembed else \
             "embedding IS NULL AND $1::text IS NOT NULL"
 
-    async def next_batch(self, model: str, reembed: bool, after: UUID | None, size: int) -> list[asyncpg.Record]:
+    async def next_batch(self, model: str, reembed: bool, after: UUID | None, size: int,
+                         turn_minutes: float = 0) -> list[asyncpg.Record]:
+        """The next memories to embed, after id `after`: each one's user_id, id, content, and
+        `before`: an episode's turn before it (repository/turns.py) within `turn_minutes`, else
+        None."""
+        q = Sql()
+        args = [q.arg(model), q.arg(after), q.arg(size)]
+        context = ("CASE WHEN m.kind = 'episode' THEN turn_before.content END",
+                   before(q, turn_minutes, "m")) if turn_minutes > 0 else ("NULL::text", "")
         return await self.admin.fetch(
-            f"""SELECT user_id, id, content FROM memories
-                WHERE deleted_at IS NULL AND {self._todo(reembed)} AND ($2::uuid IS NULL OR id > $2)
-                ORDER BY id LIMIT $3""", model, after, size)
+            f"""SELECT m.user_id, m.id, m.content, {context[0]} AS before FROM (
+                    SELECT * FROM memories
+                    WHERE deleted_at IS NULL AND {self._todo(reembed)} AND ({args[1]}::uuid IS NULL OR id > {args[1]})
+                    ORDER BY id LIMIT {args[2]}) m
+                {context[1]}
+                ORDER BY m.id""", *q.args)
 
     async def store(self, model: str, rows: Sequence[tuple[str, UUID, list[float]]]) -> None:
         """Attach vectors (derived data: no version bump, no history row)."""

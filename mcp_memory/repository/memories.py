@@ -9,11 +9,12 @@ from .memory_insert import MemoryInsert
 from .memory_reads import MemoryReads
 from .memory_rows import TRACKED, to_memory
 from .memory_update import MemoryUpdate
+from .turns import MemoryTurns
 
 __all__ = ["TRACKED", "MemoryRepository", "to_memory"]
 
 
-class MemoryRepository(MemoryInsert, MemoryUpdate, MemoryForget, MemoryReads):
+class MemoryRepository(MemoryInsert, MemoryUpdate, MemoryForget, MemoryReads, MemoryTurns):
     """insert / insert_many (memory_insert.py), update (memory_update.py), soft_delete / restore
-    (memory_forget.py), peek_many / get_many / list / history (memory_reads.py), over the
-    transaction, history and row lookup they share (memory_store.py)."""
+    (memory_forget.py), peek_many / get_many / list / history (memory_reads.py), the turn before an
+    episode (turns.py), over the transaction, history and row lookup they share (memory_store.py)."""

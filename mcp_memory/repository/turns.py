@@ -1,0 +1,114 @@
+"""The turn before an episode, whose vector its own holds (vectors.py `summed`): the live episode written just
+before it in its namespace (user, agent and project the same), if that one occurred at most a gap
+earlier. "Just before" is the order search passes a question's score along to its neighbours
+(retrieval/statement.py `_neighbour`): by when it occurred, then when it was stored (a batch's
+rows are stored in its order), then id. The same namespace makes the turn before visible to
+whoever sees the episode: no one's text enters a vector another may search."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from uuid import UUID
+
+import asyncpg
+import numpy as np
+
+from ..models import Principal
+from .memory_store import MemoryStore
+from .sql import Sql
+
+
+def before(q: Sql, gap_minutes: float, of: str) -> str:
+    """A LEFT JOIN LATERAL giving `turn_before.content` for the row `of` (a memory's columns)."""
+    gap = f"{q.arg(float(gap_minutes))}::float8 * interval '1 minute'"
+    return f"""LEFT JOIN LATERAL (
+        SELECT b.content FROM memories b
+        WHERE b.user_id = {of}.user_id AND b.kind = 'episode' AND b.deleted_at IS NULL
+          AND b.agent_id IS NOT DISTINCT FROM {of}.agent_id AND b.project_id IS NOT DISTINCT FROM {of}.project_id
+          AND (b.occurred_at, b.created_at, b.id) < ({of}.occurred_at, {of}.created_at, {of}.id)
+          AND b.occurred_at >= {of}.occurred_at - {gap}
+        ORDER BY b.occurred_at DESC, b.created_at DESC, b.id DESC LIMIT 1) turn_before ON TRUE"""
+
+
+async def before_new(conn: asyncpg.Connection, user_id: str, new: Sequence[tuple[str | None, str | None, datetime]],
+                     gap_minutes: float) -> list[tuple[str, datetime] | None]:
+    """For each memory about to be written, (agent_id, project_id, occurred_at), the stored turn
+    before it: its text and when it occurred."""
+    if not new:
+        return []
+    q = Sql()
+    gap = f"{q.arg(float(gap_minutes))}::float8 * interval '1 minute'"
+    rows = await conn.fetch(
+        f"""SELECT n.ord, b.content, b.occurred_at
+            FROM unnest({q.arg([a for a, _, _ in new])}::text[], {q.arg([pr for _, pr, _ in new])}::text[],
+                        {q.arg([at for _, _, at in new])}::timestamptz[]) WITH ORDINALITY
+                 AS n(agent_id, project_id, occurred_at, ord)
+            CROSS JOIN LATERAL (
+                SELECT b.content, b.occurred_at FROM memories b
+                WHERE b.user_id = {q.arg(user_id)} AND b.kind = 'episode' AND b.deleted_at IS NULL
+                  AND b.agent_id IS NOT DISTINCT FROM n.agent_id AND b.project_id IS NOT DISTINCT FROM n.project_id
+                  AND b.occurred_at <= n.occurred_at AND b.occurred_at >= n.occurred_at - {gap}
+                ORDER BY b.occurred_at DESC, b.created_at DESC, b.id DESC LIMIT 1) b""", *q.args)
+    found = {r["ord"]: (r["content"], r["occurred_at"]) for r in rows}
+    return [found.get(i + 1) for i in range(len(new))]
+
+
+async def before_stored(conn: asyncpg.Connection, user_id: str, ids: Sequence[UUID],
+                        gap_minutes: float) -> dict[UUID, tuple[str, str, str | None]]:
+    """For each live memory of `ids`: (its kind, its text, the text of the turn before it were it
+    an episode)."""
+    q = Sql()
+    rows = await conn.fetch(
+        f"""SELECT m.id, m.kind, m.content, turn_before.content AS before FROM memories m
+            {before(q, gap_minutes, "m")}
+            WHERE m.user_id = {q.arg(user_id)} AND m.id = ANY({q.arg(list(ids))}::uuid[])
+              AND m.deleted_at IS NULL""", *q.args)
+    return {r["id"]: (r["kind"], r["content"], r["before"]) for r in rows}
+
+
+async def after_stored(conn: asyncpg.Connection, user_id: str, ids: Sequence[UUID], gap_minutes: float) -> list[UUID]:
+    """The live episodes whose turn before is one of `ids` (their vectors hold its text)."""
+    q = Sql()
+    gap = f"{q.arg(float(gap_minutes))}::float8 * interval '1 minute'"
+    return [r["id"] for r in await conn.fetch(
+        f"""SELECT DISTINCT a.id FROM memories m CROSS JOIN LATERAL (
+                SELECT a.id FROM memories a
+                WHERE a.user_id = m.user_id AND a.kind = 'episode' AND a.deleted_at IS NULL
+                  AND a.agent_id IS NOT DISTINCT FROM m.agent_id AND a.project_id IS NOT DISTINCT FROM m.project_id
+                  AND (a.occurred_at, a.created_at, a.id) > (m.occurred_at, m.created_at, m.id)
+                  AND a.occurred_at <= m.occurred_at + {gap}
+                ORDER BY a.occurred_at, a.created_at, a.id LIMIT 1) a
+            WHERE m.user_id = {q.arg(user_id)} AND m.id = ANY({q.arg(list(ids))}::uuid[])
+              AND m.kind = 'episode'""", *q.args)]
+
+
+async def store(conn: asyncpg.Connection, user_id: str, model: str,
+                rows: Sequence[tuple[UUID, str, Sequence[float]]]) -> None:
+    """Vectors made again for memories (derived data: no version, no history), each only if the
+    memory still says the text it was made of."""
+    await conn.executemany(
+        "UPDATE memories SET embedding = $4, embedding_model = $5 WHERE user_id = $1 AND id = $2 AND content = $3",
+        [(user_id, mid, content, np.asarray(v, dtype=np.float32), model) for mid, content, v in rows])
+
+
+class MemoryTurns(MemoryStore):
+    """The functions above in the caller's transaction (row-level security on its user)."""
+
+    async def turns_before_new(self, p: Principal, new: Sequence[tuple[str | None, str | None, datetime]],
+                               gap_minutes: float) -> list[tuple[str, datetime] | None]:
+        async with self.reading(p) as conn:
+            return await before_new(conn, p.user_id, new, gap_minutes)
+
+    async def turns_before(self, p: Principal, ids: Sequence[UUID],
+                           gap_minutes: float) -> dict[UUID, tuple[str, str, str | None]]:
+        async with self.reading(p) as conn:
+            return await before_stored(conn, p.user_id, ids, gap_minutes)
+
+    async def turns_after(self, p: Principal, ids: Sequence[UUID], gap_minutes: float) -> list[UUID]:
+        async with self.reading(p) as conn:
+            return await after_stored(conn, p.user_id, ids, gap_minutes)
+
+    async def store_vectors(self, p: Principal, model: str, rows: Sequence[tuple[UUID, str, Sequence[float]]]) -> None:
+        async with self.transaction(p) as conn:
+            await store(conn, p.user_id, model, rows)

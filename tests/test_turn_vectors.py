@@ -1,0 +1,200 @@
+"""An episode's vector holds the turn before it (vectors.py `summed`, turn_vectors.py): by every
+path that stores its vector (a write, a batch, an edit, the backfill, an import of our export),
+only a turn of its own namespace, within `embedding_turn_minutes`; and a turn edited, forgotten or
+restored has the episode after it embedded again."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from uuid import UUID
+
+import numpy as np
+import pytest
+
+from mcp_memory.composition import compose
+from mcp_memory.db import Database, open_database
+from mcp_memory.importers import import_paths
+from mcp_memory.models import Principal, WriteItem
+from mcp_memory.repository.maintenance import MaintenanceRepository
+from mcp_memory.service import MemoryService
+from mcp_memory.vectors import summed
+
+from .conftest import principal
+from .exports import exported_with_vectors
+
+T0 = datetime(2026, 5, 4, 18, 0, tzinfo=UTC)
+WEIGHT = 1.0
+QUESTION = "Ana: What games did you play at the birthday party?"
+REPLY = "Tom: Some fun ones like charades and a scavenger hunt."
+
+
+@pytest.fixture
+def settings(settings):
+    """The conftest's settings, with episodes embedded with the turn before them (off by default)."""
+    return settings.model_copy(update={"embedding_turn_weight": WEIGHT})
+
+
+async def _stored(db: Database, memory_id: UUID) -> np.ndarray:
+    vector = await db.admin.fetchval("SELECT embedding FROM memories WHERE id = $1", memory_id)
+    assert vector is not None
+    return vector.to_numpy().astype(np.float64)
+
+
+async def _expected(service: MemoryService, text: str, before: str | None) -> np.ndarray:
+    assert service.vectors is not None
+    own, *turn = await service.vectors.documents([text, *([before] if before else [])])
+    return np.asarray(summed(own, turn[0], service.vectors.turn_weight) if turn else own)
+
+
+async def _is(db: Database, service: MemoryService, memory_id: UUID, text: str, before: str | None) -> bool:
+    return float(np.dot(await _stored(db, memory_id), await _expected(service, text, before))) > 0.99999
+
+
+async def test_a_reply_is_embedded_after_what_it_answers_and_found_by_it(
+        service: MemoryService, database: Database, alice: Principal) -> None:
+    asked = await service.write(alice, QUESTION, kind="episode", occurred_at=T0)
+    replied = await service.write(alice, REPLY, kind="episode", occurred_at=T0 + timedelta(minutes=1))
+    assert await _is(database, service, asked.memory.id, QUESTION, None)
+    assert await _is(database, service, replied.memory.id, REPLY, QUESTION)
+    assert not await _is(database, service, replied.memory.id, REPLY, None)
+    # The vector list alone (no words shared with the reply but "games"), among other replies.
+    for i, other in enumerate(["Tom: The train was late again this morning.", "Tom: I made pasta for dinner.",
+                               "Tom: Mostly rain all week, sadly.", "Tom: Work has been hectic lately."]):
+        await service.write(alice, other, kind="episode", occurred_at=T0 + timedelta(hours=2 + i))
+    assert service.vectors is not None
+    query = np.asarray(await service.vectors.query("what did they do at the birthday party"))
+    scores = {row["id"]: float(np.dot(row["embedding"].to_numpy(), query)) for row in await database.admin.fetch(
+        "SELECT id, embedding FROM memories WHERE content LIKE 'Tom:%'")}
+    assert max(scores, key=scores.__getitem__) == replied.memory.id
+    # Other kinds stand alone; so does a turn more than the gap after the one before.
+    note = await service.write(alice, "Tom likes board games.", occurred_at=T0 + timedelta(minutes=2))
+    assert await _is(database, service, note.memory.id, "Tom likes board games.", None)
+    late = await service.write(alice, "Ana: Anyone up for a walk?", kind="episode",
+                               occurred_at=T0 + timedelta(hours=5, minutes=31))
+    assert await _is(database, service, late.memory.id, "Ana: Anyone up for a walk?", None)
+
+
+async def test_a_batch_embeds_each_turn_after_the_one_before_in_its_own_namespace(
+        service: MemoryService, database: Database, alice: Principal) -> None:
+    stored = await service.write(alice, QUESTION, kind="episode", occurred_at=T0)
+    elsewhere = principal(project="proj-y")  # the same user's other project: never a turn before
+    other = await service.write(elsewhere, "Bob: Did the deploy go out?", kind="episode",
+                                occurred_at=T0 + timedelta(seconds=30))
+    turns = [REPLY, "Ana: Who won the scavenger hunt?", "Tom: My cousin did, by a mile."]
+    written = await service.write_many(alice, [
+        WriteItem(content=t, kind="episode", occurred_at=T0 + timedelta(minutes=1)) for t in turns])
+    ids = [m.id for m in written.memories]
+    assert await _is(database, service, ids[0], turns[0], QUESTION)  # the store's turn before the batch
+    assert await _is(database, service, ids[1], turns[1], turns[0])  # the same time: the batch's order
+    assert await _is(database, service, ids[2], turns[2], turns[1])
+    assert await _is(database, service, other.memory.id, "Bob: Did the deploy go out?", None)
+    # One sent later, dated between two of them, comes after the one dated before it.
+    between = await service.write(alice, "Ana: (waves)", kind="episode", occurred_at=T0 + timedelta(seconds=1))
+    assert await _is(database, service, between.memory.id, "Ana: (waves)", QUESTION)
+    assert stored.memory.id != between.memory.id
+
+
+async def test_a_turn_whose_own_vector_is_given_gets_the_turn_before_added(
+        service: MemoryService, database: Database, alice: Principal) -> None:
+    """As a peer's import hands `write_many` the texts' own vectors."""
+    assert service.vectors is not None
+    own = await service.vectors.documents([QUESTION, REPLY], [None, None])
+    written = await service.write_many(alice, [WriteItem(content=t, kind="episode", occurred_at=T0)
+                                               for t in (QUESTION, REPLY)], embeddings=own)
+    assert await _is(database, service, written.memories[0].id, QUESTION, None)
+    assert await _is(database, service, written.memories[1].id, REPLY, QUESTION)
+
+
+async def test_an_edited_turn_has_itself_and_the_turn_after_it_embedded_again(
+        service: MemoryService, database: Database, alice: Principal) -> None:
+    asked = await service.write(alice, QUESTION, kind="episode", occurred_at=T0)
+    replied = await service.write(alice, REPLY, kind="episode", occurred_at=T0 + timedelta(minutes=1))
+    edited = "Ana: What did you cook for the birthday party?"
+    await service.update(alice, asked.memory.id, content=edited)
+    assert await _is(database, service, asked.memory.id, edited, None)
+    assert await _is(database, service, replied.memory.id, REPLY, edited)
+    # Moved an hour on, the reply follows no turn within the gap.
+    await service.update(alice, replied.memory.id, occurred_at=T0 + timedelta(hours=1))
+    assert await _is(database, service, replied.memory.id, REPLY, None)
+
+
+async def test_a_forgotten_turn_leaves_no_vector_and_a_restored_one_is_followed_again(
+        service: MemoryService, database: Database, alice: Principal) -> None:
+    secret = "Tom: my door code is 4471, by the way."
+    turns = [QUESTION, secret, REPLY]
+    written = await service.write_many(alice, [WriteItem(content=t, kind="episode",
+                                                         occurred_at=T0 + timedelta(minutes=i))
+                                               for i, t in enumerate(turns)])
+    ids = [m.id for m in written.memories]
+    assert await _is(database, service, ids[2], REPLY, secret)
+    await service.forget(alice, [ids[1]], reason="said by mistake")
+    assert await _is(database, service, ids[2], REPLY, QUESTION)
+    await service.restore(alice, [ids[1]])
+    assert await _is(database, service, ids[2], REPLY, secret)
+
+
+async def test_the_backfill_embeds_a_turn_as_a_write_would_have(
+        service: MemoryService, database: Database, alice: Principal) -> None:
+    first = await service.write(alice, QUESTION, kind="episode", occurred_at=T0)
+    second = await service.write(alice, REPLY, kind="episode", occurred_at=T0 + timedelta(minutes=1))
+    await database.admin.execute("UPDATE memories SET embedding = NULL, embedding_model = NULL")
+    assert service.vectors is not None
+    assert await service.vectors.backfill(reembed=False, progress=False) == 2
+    assert await _is(database, service, first.memory.id, QUESTION, None)
+    assert await _is(database, service, second.memory.id, REPLY, QUESTION)
+
+
+async def test_with_no_weight_every_turn_is_embedded_alone(make_db: Callable, settings, alice: Principal) -> None:
+    alone = settings.model_copy(update={"database_url": await make_db(), "embedding_turn_weight": 0})
+    db = await open_database(alone)
+    try:
+        service = (await compose(db, alone)).service
+        await service.write(alice, QUESTION, kind="episode", occurred_at=T0)
+        replied = await service.write(alice, REPLY, kind="episode", occurred_at=T0 + timedelta(minutes=1))
+        assert await _is(db, service, replied.memory.id, REPLY, None)
+    finally:
+        await db.close()
+
+
+@pytest.fixture
+async def empty_store(make_db: Callable, settings) -> AsyncIterator[tuple[MemoryService, Database]]:
+    empty = await open_database(settings.model_copy(update={"database_url": await make_db()}))
+    try:
+        yield (await compose(empty, settings)).service, empty
+    finally:
+        await empty.close()
+
+
+async def test_an_import_of_our_export_takes_the_turns_vectors_made_after_the_turn_before(
+        service: MemoryService, database: Database, alice: Principal, empty_store, tmp_path: Path) -> None:
+    texts = [f"{'Ana' if i % 2 else 'Tom'}: turn {i} about the release train and week {i} of the rota."
+             for i in range(120)]
+    written = await service.write_many(alice, [WriteItem(content=t, kind="episode",
+                                                         occurred_at=T0 + timedelta(minutes=i))
+                                               for i, t in enumerate(texts)])
+    # A forgotten turn leaves the one after it unsure: embedded after it, or after the one before?
+    await service.forget(alice, [written.memories[60].id], reason="test")
+    source = {r["id"]: r["embedding"].to_numpy() for r in await database.admin.fetch(
+        "SELECT id, embedding FROM memories")}
+    dump = tmp_path / "export.jsonl"
+    dump.write_text(await exported_with_vectors(service, database.admin, alice.user_id))
+    target, db = empty_store
+    report = await import_paths(target, MaintenanceRepository(db.admin), alice, [dump], progress=False)
+    assert report.created == 120
+    [line] = report.embedding
+    assert line.startswith("export.jsonl: took the export's vectors for ") and "every one matched" in line
+    imported = {r["id"]: r["embedding"] for r in await db.admin.fetch("SELECT id, embedding FROM memories")}
+    unsure = written.memories[61].id
+    assert imported[unsure] is None
+    taken = [i for i, v in imported.items() if v is not None]
+    assert len(taken) >= 70
+    for i in taken:
+        assert np.array_equal(imported[i].to_numpy(), source[i])
+    assert target.vectors is not None
+    await target.vectors.backfill(reembed=False, progress=False)
+    assert await _is(db, target, unsure, texts[61], texts[59])
+    records = [json.loads(line) for line in dump.read_text().splitlines()[1:]]
+    assert sum(r["memory"]["kind"] == "episode" for r in records) == 120
