@@ -7,7 +7,8 @@ bench/scale_text.py: one to three LoCoMo turns joined, distinct, dated over two 
 are synthesized (a million embeddings take hours on two cores): the normalised sum of the turns'
 real MiniLM embeddings plus noise (`--spread`), except for the memories the import's check
 re-embeds (importing/peer_vectors.py `sample_of`, the same deterministic choice the importer makes),
-which carry MiniLM's own vectors so that the check passes, as it does for a real export. (That the
+which carry MiniLM's own vectors (each made after the turn before it, as the store embeds an
+episode) so that the check passes, as it does for a real export. (That the
 check refuses vectors that are not the model's is tested: tests/test_export_vectors.py.)
 
 Then the real command runs in a fresh embedded store, `mcp-memory import FILE` in a subprocess,
@@ -39,11 +40,12 @@ from typing import Any
 
 import numpy as np
 
-from mcp_memory.config import Settings
+from mcp_memory.config import EmbeddingSettings, Settings
 from mcp_memory.db import open_database
 from mcp_memory.embeddings.local import MiniLMEmbedder
 from mcp_memory.importing.export_vectors import header
 from mcp_memory.importing.peer_vectors import sample_of
+from mcp_memory.vectors import summed
 
 sys.path.insert(0, str(Path(__file__).parent))
 from locomo import load_dataset  # noqa: E402
@@ -92,8 +94,18 @@ def write_export(path: Path, n: int, dataset: Path, spread: float) -> dict[str, 
     picks = texts_of(pool, n, rng)
     texts = [" ".join(pool[t] for t in turns) for turns in picks]
     checked = sample_of(texts)
-    own = dict(zip(checked, asyncio.run(embedded([texts[i] for i in checked]))[0], strict=True))
     now = datetime.now(UTC)
+    when = [now - timedelta(days=720 * (n - i) / n) for i in range(n)]
+    # Each memory is a turn after the one before it (within the gap, a turn is embedded after it).
+    embedding = EmbeddingSettings()
+    gap = timedelta(minutes=embedding.embedding_turn_minutes)
+    befores = [texts[i - 1] if i and when[i] - when[i - 1] <= gap and embedding.embedding_turn_weight > 0 else None
+               for i in checked]
+    made = asyncio.run(embedded([texts[i] for i in checked] + [b for b in befores if b is not None]))[0]
+    more = iter(made[len(checked):])
+    own = {i: np.asarray(summed(v, next(more), embedding.embedding_turn_weight) if b is not None else v,
+                         dtype=np.float32)
+           for i, v, b in zip(checked, made[:len(checked)], befores, strict=True)}
     with path.open("w", encoding="utf-8") as out:
         out.write(json.dumps({"type": "header", "format": "mcp-memory-export", "version": 1, "user_id": USER,
                               "exported_by": "bench/import_export.py", "embedding": header(model, dimension)}) + "\n")
@@ -105,7 +117,7 @@ def write_export(path: Path, n: int, dataset: Path, spread: float) -> dict[str, 
             v /= np.linalg.norm(v, axis=1, keepdims=True)
             for k in range(len(chunk)):
                 i = start + k
-                out.write(record(texts[i], own[i] if i in own else v[k], now - timedelta(days=720 * (n - i) / n), i))
+                out.write(record(texts[i], own[i] if i in own else v[k], when[i], i))
     return {"pool_turns": len(pool), "checked_with_real_vectors": len(own),
             "file_mb": round(path.stat().st_size / 2**20, 1), "write_s": round(time.perf_counter() - started, 1)}
 
