@@ -163,6 +163,16 @@ async def service(database: Database, settings: Settings) -> MemoryService:
     return (await compose(database, settings)).service
 
 
+@pytest.fixture
+async def empty_store(make_db: Callable, settings: Settings) -> AsyncIterator[tuple[MemoryService, Database]]:
+    """A second store, empty, with the test's settings: where an export is imported."""
+    empty = await open_database(settings.model_copy(update={"database_url": await make_db()}))
+    try:
+        yield (await compose(empty, settings)).service, empty
+    finally:
+        await empty.close()
+
+
 def principal(user: str = "alice", agent: str | None = "agent-a", project: str | None = "proj-x",
               permissions: frozenset[str] = ALL_PERMISSIONS) -> Principal:
     return Principal(user_id=user, agent_id=agent, project_id=project, permissions=permissions,

@@ -4,14 +4,13 @@ of embedding a moved store again (importing/export_vectors.py)."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from mcp_memory.composition import compose
-from mcp_memory.db import Database, open_database
+from mcp_memory.db import Database
 from mcp_memory.errors import InvalidInput
 from mcp_memory.importers import import_paths
 from mcp_memory.models import Principal, WriteItem
@@ -39,15 +38,6 @@ async def exported(service: MemoryService, database: Database, alice: Principal,
     dump.write_text(await exported_with_vectors(service, database.admin, alice.user_id))
     assert len(dump.read_text().splitlines()) == 1 + 120
     return dump, await _vectors(database)
-
-
-@pytest.fixture
-async def empty_store(make_db: Callable, settings) -> AsyncIterator[tuple[MemoryService, Database]]:
-    empty = await open_database(settings.model_copy(update={"database_url": await make_db()}))
-    try:
-        yield (await compose(empty, settings)).service, empty
-    finally:
-        await empty.close()
 
 
 def _edited(dump: Path, edit: Callable[[list[dict]], None]) -> Path:

@@ -6,7 +6,7 @@ restored has the episode after it embedded again."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from uuid import UUID
@@ -157,15 +157,6 @@ async def test_with_no_weight_every_turn_is_embedded_alone(make_db: Callable, se
         assert await _is(db, service, replied.memory.id, REPLY, None)
     finally:
         await db.close()
-
-
-@pytest.fixture
-async def empty_store(make_db: Callable, settings) -> AsyncIterator[tuple[MemoryService, Database]]:
-    empty = await open_database(settings.model_copy(update={"database_url": await make_db()}))
-    try:
-        yield (await compose(empty, settings)).service, empty
-    finally:
-        await empty.close()
 
 
 async def test_an_import_of_our_export_takes_the_turns_vectors_made_after_the_turn_before(
