@@ -99,8 +99,9 @@ def write_export(path: Path, n: int, dataset: Path, spread: float) -> dict[str, 
     # Each memory is a turn after the one before it (within the gap, a turn is embedded after it).
     embedding = EmbeddingSettings()
     gap = timedelta(minutes=embedding.embedding_turn_minutes)
-    befores = [texts[i - 1] if i and when[i] - when[i - 1] <= gap and embedding.embedding_turn_weight > 0 else None
-               for i in checked]
+    on = embedding.embedding_turn_weight > 0 and embedding.embedding_turn_minutes > 0
+    turns = (embedding.embedding_turn_weight, embedding.embedding_turn_minutes) if on else (0.0, 0.0)
+    befores = [texts[i - 1] if on and i and when[i] - when[i - 1] <= gap else None for i in checked]
     made = asyncio.run(embedded([texts[i] for i in checked] + [b for b in befores if b is not None]))[0]
     more = iter(made[len(checked):])
     own = {i: np.asarray(summed(v, next(more), embedding.embedding_turn_weight) if b is not None else v,
@@ -108,7 +109,8 @@ def write_export(path: Path, n: int, dataset: Path, spread: float) -> dict[str, 
            for i, v, b in zip(checked, made[:len(checked)], befores, strict=True)}
     with path.open("w", encoding="utf-8") as out:
         out.write(json.dumps({"type": "header", "format": "mcp-memory-export", "version": 1, "user_id": USER,
-                              "exported_by": "bench/import_export.py", "embedding": header(model, dimension)}) + "\n")
+                              "exported_by": "bench/import_export.py",
+                              "embedding": header(model, dimension, turns)}) + "\n")
         for start in range(0, n, CHUNK):
             chunk = picks[start:start + CHUNK]
             v = np.stack([pool_vectors[list(p)].sum(axis=0) for p in chunk])

@@ -134,7 +134,8 @@ async def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
                 else:
                     with_vectors = None if args.no_vectors else await _vectors_of(service)
                     count = await export_user(maintenance, p.user_id, out, include_forgotten=not args.live_only,
-                                              vectors=with_vectors)
+                                              vectors=with_vectors,
+                                              turns=service.vectors.turns if service.vectors else (0.0, 0.0))
     print(f"exported {count} memories of user {p.user_id}", file=sys.stderr)
     return 0
 

@@ -156,11 +156,14 @@ async def _import_file(service: MemoryService, maintenance: MaintenanceRepositor
             return
         # The export's vectors, where they are our model's: a store moved is not embedded again.
         model = records[0]["vector_model"]
-        # An episode's vector holds the turn before it in its store, as the file has it.
+        # An episode's vector holds the turn before it in its store, as the file has it; one made
+        # by another rule than this store's (its weight or gap) is embedded again.
         befores = export_vectors.turns_before([r["memory"] for r in records], service.vectors)
+        same_turns = service.vectors is not None and records[0]["vector_turns"] == service.vectors.turns
         verdict = await export_vectors.take(
             service.vectors, model,
-            [(r["memory"]["content"], str(r["memory"]["id"]), r["vector"], before)
+            [(r["memory"]["content"], str(r["memory"]["id"]),
+              r["vector"] if same_turns or r["memory"]["kind"] != "episode" else None, before)
              for r, before in zip(records, befores, strict=True)], path.name)
         if verdict is not None:
             report.embedding.append(verdict.note)
@@ -250,9 +253,11 @@ async def import_paths(service: MemoryService, maintenance: MaintenanceRepositor
 
 
 async def export_user(maintenance: MaintenanceRepository, user_id: str, out: TextIO, *,
-                      include_forgotten: bool = True, vectors: tuple[str, int] | None = None) -> int:
+                      include_forgotten: bool = True, vectors: tuple[str, int] | None = None,
+                      turns: tuple[float, float] = (0.0, 0.0)) -> int:
     """Write every memory of the user with its history as JSON lines; returns the count. With
-    `vectors` (the model and dimension the store embeds with), each memory's vector of that model."""
+    `vectors` (the model and dimension the store embeds with), each memory's vector of that model,
+    and `turns`, what an episode's holds of the turn before it (Vectors.turns)."""
     from . import __version__
 
     def dumps(value: Any) -> str:
@@ -261,7 +266,7 @@ async def export_user(maintenance: MaintenanceRepository, user_id: str, out: Tex
     head = {"type": "header", "format": EXPORT_FORMAT, "version": 1, "user_id": user_id,
             "exported_by": f"mcp-memory {__version__}"}
     if vectors is not None:
-        head["embedding"] = export_vectors.header(*vectors)
+        head["embedding"] = export_vectors.header(*vectors, turns)
     out.write(dumps(head) + "\n")
     count = 0
     records: AsyncIterator[dict[str, Any]] = maintenance.export(

@@ -49,7 +49,7 @@ from .searching import Recalled, Searching, asks
 from .statistics import Statistics
 from .structure import Structure
 from .transcript_cursors import TranscriptCursors
-from .turn_vectors import embed_again, turn_before_stored
+from .turn_vectors import embed_again, turn_before_stored, turns_after
 from .validation import Validator, moment, text
 from .vectors import Vectors, embedder_from
 from .writing import Decider, Writing
@@ -234,6 +234,8 @@ class MemoryService(Writing, Forgetting, Searching):
         if not changes:
             raise InvalidInput("nothing to update: pass at least one field to change")
         await self._limit(p, "write")
+        # A turn moved leaves the one after it where it was: that one held it, and must not.
+        moved_from = await turns_after(self.repo, self.vectors, p, [memory_id]) if "occurred_at" in changes else []
         memory, changed = await self.repo.update(
             p, memory_id, changes, reason=reason, if_version=if_version,
             may_override_pin=self._may_override_pin(p, force), request_id=request_id, read_names=self.structure.read)
@@ -242,6 +244,7 @@ class MemoryService(Writing, Forgetting, Searching):
                 and self.vectors is not None and self.vectors.turn_minutes > 0):
             # The episode after it holds its old text (or, moved, it follows another turn).
             await embed_again(self.repo, self.vectors, p, [memory.id], itself="occurred_at" in changes)
+            await embed_again(self.repo, self.vectors, p, moved_from, followers=False)
         related = (await self.related(p, memory.id, memory.content, changes["embedding"], kind=memory.kind)
                    if changed and "content" in changes else [])
         return UpdateResult(status="updated" if changed else "unchanged", memory=memory, related=related)
@@ -255,8 +258,9 @@ class MemoryService(Writing, Forgetting, Searching):
         restored = await self.repo.restore(p, ids, reason=reason, request_id=request_id,
                                            may_restore_others=p.can("admin"))
         self._changed(len(restored))
-        # The turn after a restored one holds it again, as when it was written.
-        await embed_again(self.repo, self.vectors, p, [m.id for m in restored if m.kind == "episode"], itself=False)
+        # A restored turn and the one after it hold their turns before again, as when written (it may
+        # have held one forgotten with it).
+        await embed_again(self.repo, self.vectors, p, [m.id for m in restored if m.kind == "episode"])
         return RestoreResult(restored=restored)
 
     async def accept_suggestion(self, p: Principal, job: int, memory: UUID | None = None) -> dict[str, Any]:

@@ -39,8 +39,9 @@ async def turns_before(repo: MemoryRepository, vectors: Vectors | None, p: Princ
         return out
     now = datetime.now(UTC)  # what the insert gives a memory without a time, near enough
     at = [n.occurred_at or now for n in news]
-    stored = await repo.turns_before_new(p, [(news[i].agent_id, news[i].project_id, at[i]) for i in episodes],
-                                         minutes)
+    # Without a time the database's clock stamps it (the insert's now()), so it looks up by that.
+    stored = await repo.turns_before_new(p, [(news[i].agent_id, news[i].project_id, news[i].occurred_at)
+                                             for i in episodes], minutes)
     in_store = dict(zip(episodes, stored, strict=True))
     gap = timedelta(minutes=minutes)
     # A batch's rows are stored in its order, after every row there: among turns that occurred at
@@ -58,6 +59,12 @@ async def turns_before(repo: MemoryRepository, vectors: Vectors | None, p: Princ
     return out
 
 
+async def turns_after(repo: MemoryRepository, vectors: Vectors | None, p: Principal, ids: Sequence[UUID]) -> list[UUID]:
+    """The episodes whose vectors hold one of `ids` as their turn before (none with the weight 0)."""
+    minutes = _minutes(vectors)
+    return await repo.turns_after(p, ids, minutes) if minutes > 0 and ids else []
+
+
 async def turn_before_stored(repo: MemoryRepository, vectors: Vectors | None, p: Principal, memory_id: UUID,
                              kind: str | None = None) -> str | None:
     """The text of the turn before a stored memory, were it an episode (or of `kind`, about to be)."""
@@ -72,14 +79,14 @@ async def embed_again(repo: MemoryRepository, vectors: Vectors | None, p: Princi
                       *, itself: bool = True, followers: bool = True) -> None:
     """Make again the vectors of the memories `ids` (`itself`: their text or their place changed)
     and (`followers`) of the episodes after them, whose vectors hold them; each stored only
-    if its text is still the one embedded. Best effort, after the change committed: the embedder
-    down, they keep the vectors they had (a text without one is the backfill's to embed); the
+    if its text is still the one embedded. After the change committed: the embedder down, their
+    vectors are dropped for its healing to make again (the backfill's, as any missing vector); the
     database down, the change stands and this is logged."""
     if vectors is None or vectors.embedder is None or vectors.model is None or not ids:
         return
     try:
         await _embed_again(repo, vectors, p, ids, itself=itself, followers=followers)
-    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError):
         log.warning("the vectors of %d memories and the turns after them were not made again", len(ids),
                     exc_info=True)
 
@@ -100,6 +107,10 @@ async def _embed_again(repo: MemoryRepository, vectors: Vectors, p: Principal, i
     made = await vectors.documents_or_none(
         [content for _, _, content, _ in found],
         befores=[before if kind == "episode" and minutes > 0 else None for _, kind, _, before in found])
-    if made is not None:
-        await repo.store_vectors(p, vectors.model, [(i, content, v) for (i, _, content, _), v
-                                                    in zip(found, made, strict=True)])
+    if made is None:
+        # The model down: no vector is better than one holding a text that was edited away or
+        # forgotten; the embedder's healing embeds them again once it answers (`heal_forever`).
+        await repo.drop_vectors(p, [i for i, *_ in found])
+        return
+    await repo.store_vectors(p, vectors.model, [(i, content, v) for (i, _, content, _), v
+                                                in zip(found, made, strict=True)])

@@ -169,6 +169,11 @@ class Vectors:
         return self.settings.embedding_turn_weight
 
     @property
+    def turns(self) -> tuple[float, float]:
+        """What an episode's vector holds of the turn before it: (weight, minutes); (0, 0) for none."""
+        return (self.turn_weight, self.turn_minutes) if self.turn_minutes > 0 else (0.0, 0.0)
+
+    @property
     def model(self) -> str | None:
         return self.embedder.model if self.embedder else None
 
@@ -266,9 +271,8 @@ class Vectors:
         held = [i for i, vector in enumerate(given) if vector is not None and befores[i] is not None]
         if held and self.turn_weight > 0:
             turns = await self.documents_or_none([befores[i] or "" for i in held])
-            if turns is not None:  # the model down: the texts' own vectors, as given
-                for i, turn in zip(held, turns, strict=True):
-                    out[i] = summed(given[i] or [], turn, self.turn_weight)
+            for n, i in enumerate(held):  # the model down: none, for the backfill to make as it should be
+                out[i] = summed(given[i] or [], turns[n], self.turn_weight) if turns is not None else None
         return out
 
     async def query(self, text: str) -> list[float] | None:

@@ -26,7 +26,7 @@ from .models import (
 )
 from .related_versions import Near
 from .repository.edges import Edge
-from .turn_vectors import turns_before
+from .turn_vectors import embed_again, turns_after, turns_before
 from .validation import content_hash, moment, request_fingerprint, text
 
 if TYPE_CHECKING:
@@ -155,6 +155,8 @@ class Writing:
                 await asyncio.gather(neighbours, return_exceptions=True)
             raise
         self._changed(int(created) + len(supersedes or ()) + len(memory.replaced or ()))
+        if created and memory.kind == "episode":
+            await self._turns_after_new(p, [memory.id])
         near = await neighbours if neighbours is not None else Near([], 0)
         if created:
             near = await self.versions.by_graph(p, memory.id, new.content, near, told)
@@ -165,6 +167,14 @@ class Writing:
         if created and self.decider is not None:
             await self.decider.settle(p, memory.id)
         return WriteResult(status="created" if created else "duplicate", memory=memory, related=related)
+
+    async def _turns_after_new(self, p: Principal, ids: list[UUID]) -> None:
+        """A turn written before one already stored (dated earlier, or a batch out of order) is now
+        the turn before that one, whose vector must hold it."""
+        new = set(ids)
+        after = [i for i in await turns_after(self.repo, self.vectors, p, ids) if i not in new]
+        if after:
+            await embed_again(self.repo, self.vectors, p, after, followers=False)
 
     def _given(self, embeddings: Sequence[list[float] | None] | None, count: int) -> list[list[float] | None]:
         """write_many's `embeddings`, checked: one per item, each of the model's dimension."""
@@ -213,6 +223,7 @@ class Writing:
         written = await self.repo.insert_many(p, news, request_id=request_id, said=said, edges=edges)
         created = sum(c for _, c in written)
         self._changed(created)
+        await self._turns_after_new(p, [m.id for m, c in written if c and m.kind == "episode"])
         if created and self.decider is not None:  # a batch never waits: the workers decide it
             await self.decider.settle(p, None)
         return WriteManyResult(created=created, duplicates=len(written) - created,

@@ -17,7 +17,7 @@ async def exported_with_vectors(service: MemoryService, admin: asyncpg.Pool, use
     assert service.vectors is not None
     out = io.StringIO()
     await export_user(MaintenanceRepository(admin), user_id, out,
-                      vectors=(service.vectors.model, service.vectors.dimension))
+                      vectors=(service.vectors.model, service.vectors.dimension), turns=service.vectors.turns)
     return out.getvalue()
 
 

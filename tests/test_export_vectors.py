@@ -51,7 +51,8 @@ async def test_an_import_takes_the_exports_vectors_and_embeds_only_its_check(
         exported, empty_store, alice: Principal) -> None:
     dump, source = exported
     header = json.loads(dump.read_text().splitlines()[0])
-    assert header["embedding"] == {"model": "all-MiniLM-L6-v2-int8", "dimension": 384, "encoding": "base64-float32-le"}
+    assert header["embedding"] == {"model": "all-MiniLM-L6-v2-int8", "dimension": 384, "encoding": "base64-float32-le",
+                                   "turns": {"weight": 0.0, "minutes": 0.0}}
     target, db = empty_store
     report = await import_paths(target, MaintenanceRepository(db.admin), alice, [dump], progress=False)
     assert report.created == 120
@@ -101,6 +102,7 @@ async def test_vectors_of_another_model_or_that_do_not_match_it_are_not_taken(
     (lambda rs: rs[2].update(vector="AAAA"), "line 3: vector must be 384 float32 values as base64"),
     (lambda rs: rs[0].pop("embedding"), "line 2: a vector, but the header names no embedding model"),
     (lambda rs: rs[0]["embedding"].update(encoding="float16"), "line 1: embedding must be {'model': NAME"),
+    (lambda rs: rs[0]["embedding"].update(turns={"weight": 2, "minutes": 30}), "line 1: embedding.turns must be"),
 ])
 async def test_a_vector_it_cannot_read_refuses_the_file_naming_the_line(
         exported, empty_store, alice: Principal, edit, error: str) -> None:

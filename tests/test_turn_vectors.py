@@ -6,7 +6,7 @@ restored has the episode after it embedded again."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from uuid import UUID
@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from mcp_memory.composition import compose
+from mcp_memory.config import Settings
 from mcp_memory.db import Database, open_database
 from mcp_memory.importers import import_paths
 from mcp_memory.models import Principal, WriteItem
@@ -24,6 +25,7 @@ from mcp_memory.vectors import summed
 
 from .conftest import principal
 from .exports import exported_with_vectors
+from .test_embeddings import EmbeddingsAPI
 
 T0 = datetime(2026, 5, 4, 18, 0, tzinfo=UTC)
 WEIGHT = 1.0
@@ -91,9 +93,11 @@ async def test_a_batch_embeds_each_turn_after_the_one_before_in_its_own_namespac
     assert await _is(database, service, ids[1], turns[1], turns[0])  # the same time: the batch's order
     assert await _is(database, service, ids[2], turns[2], turns[1])
     assert await _is(database, service, other.memory.id, "Bob: Did the deploy go out?", None)
-    # One sent later, dated between two of them, comes after the one dated before it.
+    # One sent later, dated between two of them, comes after the one dated before it, and the one
+    # dated after it now holds it.
     between = await service.write(alice, "Ana: (waves)", kind="episode", occurred_at=T0 + timedelta(seconds=1))
     assert await _is(database, service, between.memory.id, "Ana: (waves)", QUESTION)
+    assert await _is(database, service, ids[0], turns[0], "Ana: (waves)")
     assert stored.memory.id != between.memory.id
 
 
@@ -119,6 +123,12 @@ async def test_an_edited_turn_has_itself_and_the_turn_after_it_embedded_again(
     # Moved an hour on, the reply follows no turn within the gap.
     await service.update(alice, replied.memory.id, occurred_at=T0 + timedelta(hours=1))
     assert await _is(database, service, replied.memory.id, REPLY, None)
+    # A turn moved away from between two leaves the one after it holding the one before it.
+    last = await service.write(alice, "Ana: Sounds fun!", kind="episode", occurred_at=T0 + timedelta(minutes=2))
+    middle = await service.write(alice, "Tom: We also baked.", kind="episode", occurred_at=T0 + timedelta(minutes=1))
+    assert await _is(database, service, last.memory.id, "Ana: Sounds fun!", "Tom: We also baked.")
+    await service.update(alice, middle.memory.id, occurred_at=T0 + timedelta(hours=3))
+    assert await _is(database, service, last.memory.id, "Ana: Sounds fun!", edited)
 
 
 async def test_a_forgotten_turn_leaves_no_vector_and_a_restored_one_is_followed_again(
@@ -134,6 +144,46 @@ async def test_a_forgotten_turn_leaves_no_vector_and_a_restored_one_is_followed_
     assert await _is(database, service, ids[2], REPLY, QUESTION)
     await service.restore(alice, [ids[1]])
     assert await _is(database, service, ids[2], REPLY, secret)
+    # Forgotten together and one brought back: it no longer holds the other.
+    await service.forget(alice, [ids[0], ids[1]])
+    await service.restore(alice, [ids[1]])
+    assert await _is(database, service, ids[1], secret, None)
+
+
+@pytest.fixture(scope="module")
+def embeddings_api() -> Iterator[EmbeddingsAPI]:
+    server = EmbeddingsAPI()
+    server.start()
+    yield server
+    server.close()
+
+
+async def test_a_turn_edited_while_the_model_hangs_leaves_no_stale_vector_after_it(
+        embeddings_api: EmbeddingsAPI, settings, database: Database, alice: Principal) -> None:
+    def served(timeout_s: float) -> Settings:
+        return settings.model_copy(update={
+            "embedding_provider": "openai", "embedding_model": "text-embedding-3-small", "embedding_api_key": "sk-test",
+            "embedding_base_url": embeddings_api.url("openai"), "embedding_timeout_s": timeout_s,
+            "embedding_breaker_failures": 1})
+
+    writer = await MemoryService.open(database, served(30))
+    turns = [QUESTION, "Tom: my door code is 4471.", REPLY]
+    written = await writer.write_many(alice, [
+        WriteItem(content=t, kind="episode", occurred_at=T0 + timedelta(minutes=i)) for i, t in enumerate(turns)])
+    ids = [m.id for m in written.memories]
+    assert await database.admin.fetchval("SELECT count(*) FROM memories WHERE embedding IS NULL") == 0
+    service = await MemoryService.open(database, served(0.5))
+    embeddings_api.delay = 2.0  # hangs past the timeout
+    try:
+        edited = await service.update(alice, ids[1], content="Tom: my door code is (removed).")
+    finally:
+        embeddings_api.delay = 0.0
+    assert edited.status == "updated"
+    # Neither the edited turn nor the one after it keeps a vector of the text edited away.
+    assert await database.admin.fetchval("SELECT count(*) FROM memories WHERE embedding IS NULL") == 2
+    assert writer.vectors is not None
+    assert await writer.vectors.backfill(reembed=False, progress=False) == 2
+    assert await _is(database, writer, ids[2], REPLY, "Tom: my door code is (removed).")
 
 
 async def test_the_backfill_embeds_a_turn_as_a_write_would_have(
@@ -160,7 +210,8 @@ async def test_with_no_weight_every_turn_is_embedded_alone(make_db: Callable, se
 
 
 async def test_an_import_of_our_export_takes_the_turns_vectors_made_after_the_turn_before(
-        service: MemoryService, database: Database, alice: Principal, empty_store, tmp_path: Path) -> None:
+        service: MemoryService, database: Database, alice: Principal, empty_store, tmp_path: Path,
+        make_db: Callable, settings: Settings) -> None:
     texts = [f"{'Ana' if i % 2 else 'Tom'}: turn {i} about the release train and week {i} of the rota."
              for i in range(120)]
     written = await service.write_many(alice, [WriteItem(content=t, kind="episode",
@@ -187,5 +238,18 @@ async def test_an_import_of_our_export_takes_the_turns_vectors_made_after_the_tu
     assert target.vectors is not None
     await target.vectors.backfill(reembed=False, progress=False)
     assert await _is(db, target, unsure, texts[61], texts[59])
-    records = [json.loads(line) for line in dump.read_text().splitlines()[1:]]
+    header, *records = [json.loads(line) for line in dump.read_text().splitlines()]
+    assert header["embedding"]["turns"] == {"weight": WEIGHT, "minutes": 30.0}
     assert sum(r["memory"]["kind"] == "episode" for r in records) == 120
+    # A store that embeds episodes alone takes none of those vectors: it embeds them its own way.
+    alone = settings.model_copy(update={"database_url": await make_db(), "embedding_turn_weight": 0})
+    other = await open_database(alone)
+    try:
+        elsewhere = (await compose(other, alone)).service
+        await import_paths(elsewhere, MaintenanceRepository(other.admin), alice, [dump], progress=False)
+        assert await other.admin.fetchval("SELECT count(*) FROM memories WHERE embedding IS NOT NULL") == 0
+        assert elsewhere.vectors is not None
+        await elsewhere.vectors.backfill(reembed=False, progress=False)
+        assert await _is(other, elsewhere, written.memories[5].id, texts[5], None)
+    finally:
+        await other.close()

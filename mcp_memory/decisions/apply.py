@@ -260,6 +260,7 @@ async def undo(repo: DecisionRepository, jobs: JobRepository, p: Principal, targ
                     continue
                 await edges.unlink_to(conn, p, m["id"], "contradicts", "model")
                 history.append((m["id"], "RESTORE", {"deleted_at": m["deleted_at"]}, {"deleted_at": None}))
+                rewritten.append(m["id"])  # an episode's vector, and the one after it, hold their turns again
             if str(r["memory_id"]) not in reverted:
                 reverted.append(str(r["memory_id"]))
         await repo.history(conn, p.user_id, history, actor=p.actor, client=p.client,
@@ -270,7 +271,7 @@ async def undo(repo: DecisionRepository, jobs: JobRepository, p: Principal, targ
 
 
 async def reembed(repo: DecisionRepository, vectors: Any, p: Principal, ids: list[UUID]) -> None:
-    """After an undo put old texts back: their vectors, and those of the episodes after them
-    (which hold them), outside its transaction (best effort: a memory left without one is embedded by the
-    backfill)."""
+    """After an undo put old texts or forgotten memories back: their vectors, and those of the
+    episodes after them (which hold them), outside its transaction (best effort: a memory left
+    without one is embedded by the backfill)."""
     await embed_again(repo.memories, vectors, p, ids)

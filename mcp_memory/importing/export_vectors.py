@@ -26,23 +26,31 @@ if TYPE_CHECKING:
 ENCODING = "base64-float32-le"
 
 
-def header(model: str, dimension: int) -> dict[str, Any]:
-    return {"model": model, "dimension": dimension, "encoding": ENCODING}
+def header(model: str, dimension: int, turns: tuple[float, float] = (0.0, 0.0)) -> dict[str, Any]:
+    """`turns`: what an episode's vector holds of the turn before it, (weight, minutes) (vectors.py)."""
+    return {"model": model, "dimension": dimension, "encoding": ENCODING,
+            "turns": {"weight": turns[0], "minutes": turns[1]}}
 
 
 def encoded(vector: np.ndarray) -> str:
     return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
 
 
-def embedding_of(head: Any, number: int) -> tuple[str, int] | None:
-    """The model and dimension an export's header says its vectors are of, None when it has none."""
+def embedding_of(head: Any, number: int) -> tuple[str, int, tuple[float, float]] | None:
+    """The model, dimension and turns (`header`) an export's header says its vectors are of, None
+    when it has none. An export without turns is older than them: its episodes' vectors are their
+    own texts'."""
     if head is None:
         return None
     if (not isinstance(head, dict) or head.get("encoding") != ENCODING or not isinstance(head.get("model"), str)
             or not isinstance(head.get("dimension"), int) or not 0 < head["dimension"] <= 16000):
         raise InvalidInput(f"line {number}: embedding must be {{'model': NAME, 'dimension': N, "
                            f"'encoding': '{ENCODING}'}}")
-    return head["model"], head["dimension"]
+    turns = head.get("turns", {"weight": 0.0, "minutes": 0.0})
+    if (not isinstance(turns, dict) or not all(isinstance(turns.get(k), int | float) for k in ("weight", "minutes"))
+            or not 0 <= turns["weight"] <= 1 or turns["minutes"] < 0):
+        raise InvalidInput(f"line {number}: embedding.turns must be {{'weight': 0..1, 'minutes': >= 0}}")
+    return head["model"], head["dimension"], (float(turns["weight"]), float(turns["minutes"]))
 
 
 def decoded(text: Any, dimension: int | None, number: int) -> np.ndarray:

@@ -152,10 +152,12 @@ def _typed(memory: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_export(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
-    """An export's records; each with the vector it carries (`vector`) and the model the header
-    says made it (`vector_model`), both None when it carries none."""
+    """An export's records; each with the vector it carries (`vector`), the model the header says
+    made it (`vector_model`) and what an episode's vector holds of the turn before it
+    (`vector_turns`: export_vectors.header), all None when it carries none."""
     model: str | None = None
     dimension: int | None = None
+    turns: tuple[float, float] | None = None
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -163,7 +165,8 @@ def read_export(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
         if record.get("type") == "header":
             if record.get("version") != 1:
                 raise InvalidInput(f"line {number}: export format version {record.get('version')} is not supported")
-            model, dimension = export_vectors.embedding_of(record.get("embedding"), number) or (None, None)
+            model, dimension, turns = (export_vectors.embedding_of(record.get("embedding"), number)
+                                       or (None, None, None))
             continue
         history = [{**h, "memory_id": UUID(h["memory_id"]), "created_at": datetime.fromisoformat(h["created_at"])}
                    for h in record.get("history", [])]
@@ -171,7 +174,7 @@ def read_export(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
         yield {"memory": _typed(record["memory"]), "history": history,
                "structure": _structure(record.get("structure"), number),
                "vector": None if vector is None else export_vectors.decoded(vector, dimension, number),
-               "vector_model": model}
+               "vector_model": model, "vector_turns": turns}
 
 
 def _structure(given: Any, number: int) -> dict[str, Any] | None:

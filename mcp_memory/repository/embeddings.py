@@ -155,7 +155,7 @@ class EmbeddingRepository:
                    before(q, turn_minutes, "m")) if turn_minutes > 0 else ("NULL::text", "")
         return await self.admin.fetch(
             f"""SELECT m.user_id, m.id, m.content, {context[0]} AS before FROM (
-                    SELECT * FROM memories
+                    SELECT user_id, id, content, kind, agent_id, project_id, occurred_at, created_at FROM memories
                     WHERE deleted_at IS NULL AND {self._todo(reembed)} AND ({args[1]}::uuid IS NULL OR id > {args[1]})
                     ORDER BY id LIMIT {args[2]}) m
                 {context[1]}

@@ -31,10 +31,11 @@ def before(q: Sql, gap_minutes: float, of: str) -> str:
         ORDER BY b.occurred_at DESC, b.created_at DESC, b.id DESC LIMIT 1) turn_before ON TRUE"""
 
 
-async def before_new(conn: asyncpg.Connection, user_id: str, new: Sequence[tuple[str | None, str | None, datetime]],
+async def before_new(conn: asyncpg.Connection, user_id: str,
+                     new: Sequence[tuple[str | None, str | None, datetime | None]],
                      gap_minutes: float) -> list[tuple[str, datetime] | None]:
-    """For each memory about to be written, (agent_id, project_id, occurred_at), the stored turn
-    before it: its text and when it occurred."""
+    """For each memory about to be written, (agent_id, project_id, occurred_at: None for now), the
+    stored turn before it: its text and when it occurred."""
     if not new:
         return []
     q = Sql()
@@ -43,12 +44,13 @@ async def before_new(conn: asyncpg.Connection, user_id: str, new: Sequence[tuple
         f"""SELECT n.ord, b.content, b.occurred_at
             FROM unnest({q.arg([a for a, _, _ in new])}::text[], {q.arg([pr for _, pr, _ in new])}::text[],
                         {q.arg([at for _, _, at in new])}::timestamptz[]) WITH ORDINALITY
-                 AS n(agent_id, project_id, occurred_at, ord)
+                 AS n(agent_id, project_id, at, ord)
+            CROSS JOIN LATERAL (SELECT coalesce(n.at, now()) AS occurred_at) t
             CROSS JOIN LATERAL (
                 SELECT b.content, b.occurred_at FROM memories b
                 WHERE b.user_id = {q.arg(user_id)} AND b.kind = 'episode' AND b.deleted_at IS NULL
                   AND b.agent_id IS NOT DISTINCT FROM n.agent_id AND b.project_id IS NOT DISTINCT FROM n.project_id
-                  AND b.occurred_at <= n.occurred_at AND b.occurred_at >= n.occurred_at - {gap}
+                  AND b.occurred_at <= t.occurred_at AND b.occurred_at >= t.occurred_at - {gap}
                 ORDER BY b.occurred_at DESC, b.created_at DESC, b.id DESC LIMIT 1) b""", *q.args)
     found = {r["ord"]: (r["content"], r["occurred_at"]) for r in rows}
     return [found.get(i + 1) for i in range(len(new))]
@@ -95,7 +97,7 @@ async def store(conn: asyncpg.Connection, user_id: str, model: str,
 class MemoryTurns(MemoryStore):
     """The functions above in the caller's transaction (row-level security on its user)."""
 
-    async def turns_before_new(self, p: Principal, new: Sequence[tuple[str | None, str | None, datetime]],
+    async def turns_before_new(self, p: Principal, new: Sequence[tuple[str | None, str | None, datetime | None]],
                                gap_minutes: float) -> list[tuple[str, datetime] | None]:
         async with self.reading(p) as conn:
             return await before_new(conn, p.user_id, new, gap_minutes)
@@ -108,6 +110,12 @@ class MemoryTurns(MemoryStore):
     async def turns_after(self, p: Principal, ids: Sequence[UUID], gap_minutes: float) -> list[UUID]:
         async with self.reading(p) as conn:
             return await after_stored(conn, p.user_id, ids, gap_minutes)
+
+    async def drop_vectors(self, p: Principal, ids: Sequence[UUID]) -> None:
+        """No vector for these memories until the backfill makes them again."""
+        async with self.transaction(p) as conn:
+            await conn.execute("UPDATE memories SET embedding = NULL, embedding_model = NULL "
+                               "WHERE user_id = $1 AND id = ANY($2::uuid[])", p.user_id, list(ids))
 
     async def store_vectors(self, p: Principal, model: str, rows: Sequence[tuple[UUID, str, Sequence[float]]]) -> None:
         async with self.transaction(p) as conn:
