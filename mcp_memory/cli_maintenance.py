@@ -27,6 +27,9 @@ def add_backfill(sub: Any, common: argparse.ArgumentParser) -> None:
                                    "the names of those the graph has not read (stored before it, or imported)")
     backfill.add_argument("--reembed", action="store_true",
                           help="re-embed every memory with the configured model (after changing models)")
+    backfill.add_argument("--episodes", action="store_true",
+                          help="embed every episode again with the turn rule now configured (after changing "
+                               "MCP_MEMORY_EMBEDDING_TURN_WEIGHT or MCP_MEMORY_EMBEDDING_TURN_MINUTES)")
     backfill.add_argument("--batch-size", type=int, default=64)
     backfill.add_argument("--quiet", action="store_true", help="no progress bar")
     backfill.set_defaults(run=cmd_backfill)
@@ -63,7 +66,7 @@ async def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
     async with opened(settings, check_model=not args.reembed) as (db, service, _):
         assert service.vectors is not None
         done = await service.vectors.backfill(reembed=args.reembed, batch_size=args.batch_size,
-                                              progress=not args.quiet)
+                                              progress=not args.quiet, episodes=args.episodes)
         read = await Backlog(db.admin, service.structure).read_all(progress=not args.quiet)
     print(f"embedded {done} memories with {service.vectors.model}; read the names of {read} memories")
     return 0

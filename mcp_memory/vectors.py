@@ -333,10 +333,12 @@ class Vectors:
                     print(f"building the vector index of {self.embedder.model} ...", file=sys.stderr)
                 await self.repo.ensure_index(self.embedder.model, dimension, memory_mb)
 
-    async def backfill(self, *, reembed: bool, batch_size: int = 64, progress: bool = True) -> int:
+    async def backfill(self, *, reembed: bool, batch_size: int = 64, progress: bool = True,
+                       episodes: bool = False) -> int:
         """Embed every live memory that has no vector (or, with `reembed`, one from another
-        model), batch by batch: each batch commits, so it can stop and resume, and search keeps
-        working throughout. Returns how many memories it embedded."""
+        model; with `episodes`, every episode, after the turn rule changed), batch by batch: each
+        batch commits, so it can stop and resume, and search keeps working throughout. Returns how
+        many memories it embedded."""
         if self.embedder is None:
             raise Unavailable("no embedding provider is configured (MCP_MEMORY_EMBEDDING_PROVIDER=none)")
         model = self.embedder.model
@@ -344,11 +346,11 @@ class Vectors:
         if reembed:
             await self.repo.record_model(model, dimension)
         await self.repo.ensure_index(model, dimension)
-        total = await self.repo.pending(model, reembed)
+        total = await self.repo.pending(model, reembed, episodes)
         done, after = 0, None
         with tqdm(total=total, desc=f"embedding with {model}", unit="memory", file=sys.stderr,
                   disable=not progress) as bar:
-            while rows := await self.repo.next_batch(model, reembed, after, batch_size, self.turn_minutes):
+            while rows := await self.repo.next_batch(model, reembed, after, batch_size, self.turn_minutes, episodes):
                 vectors = await self.documents([r["content"] for r in rows], [r["before"] for r in rows])
                 await self.repo.store(model, [(r["user_id"], r["id"], v) for r, v in zip(rows, vectors, strict=True)])
                 metrics.BACKFILLED.inc(len(rows))

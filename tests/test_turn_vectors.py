@@ -11,9 +11,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from uuid import UUID
 
+import anyio
 import numpy as np
 import pytest
 
+from mcp_memory.cli import main
 from mcp_memory.composition import compose
 from mcp_memory.config import Settings
 from mcp_memory.db import Database, open_database
@@ -195,6 +197,27 @@ async def test_the_backfill_embeds_a_turn_as_a_write_would_have(
     assert await service.vectors.backfill(reembed=False, progress=False) == 2
     assert await _is(database, service, first.memory.id, QUESTION, None)
     assert await _is(database, service, second.memory.id, REPLY, QUESTION)
+
+
+async def test_a_store_that_turns_the_weight_on_embeds_its_episodes_again_with_backfill_episodes(
+        make_db: Callable, settings: Settings, alice: Principal, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    url = await make_db()
+    alone = settings.model_copy(update={"database_url": url, "embedding_turn_weight": 0})
+    db = await open_database(alone)
+    try:
+        before = (await compose(db, alone)).service
+        await before.write(alice, QUESTION, kind="episode", occurred_at=T0)
+        replied = await before.write(alice, REPLY, kind="episode", occurred_at=T0 + timedelta(minutes=1))
+        await before.write(alice, "Tom likes board games.", occurred_at=T0 + timedelta(minutes=2))
+        assert await _is(db, before, replied.memory.id, REPLY, None)
+        monkeypatch.setenv("MCP_MEMORY_EMBEDDING_TURN_WEIGHT", str(WEIGHT))
+        code = await anyio.to_thread.run_sync(main, ["backfill", "--episodes", "--quiet", "--database-url", url])
+        assert code == 0 and "embedded 2 memories" in capsys.readouterr().out
+        after = (await compose(db, settings.model_copy(update={"database_url": url}))).service
+        assert await _is(db, after, replied.memory.id, REPLY, QUESTION)
+    finally:
+        await db.close()
 
 
 async def test_with_no_weight_every_turn_is_embedded_alone(make_db: Callable, settings, alice: Principal) -> None:

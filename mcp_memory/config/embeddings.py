@@ -43,7 +43,7 @@ class EmbeddingSettings(BaseModel):
         "alone ('Some fun ones like charades.') is found by what it answers (LoCoMo R@10 .763 -> .775 at 1). "
         "Off by default: on a coding agent's captured sessions it put more unrelated turns into auto-recall "
         "(docs/benchmarks.md). The turn before was embedded when it was written: no second embedding. Applies "
-        "to episodes embedded from then on (written, edited, or by the backfill)."))
+        "to episodes embedded from then on; `mcp-memory backfill --episodes` embeds those stored before again."))
     embedding_turn_minutes: float = Field(default=30, ge=0, description=(
         "An episode's vector holds the turn before it (embedding_turn_weight) only when that turn occurred at most "
         "this many minutes earlier; 0: never."))

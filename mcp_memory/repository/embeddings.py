@@ -135,17 +135,20 @@ class EmbeddingRepository:
 
     # --- backfill (operator work across users) ------------------------------------------------
 
-    async def pending(self, model: str, reembed: bool) -> int:
+    async def pending(self, model: str, reembed: bool, episodes: bool = False) -> int:
         return await self.admin.fetchval(
-            f"SELECT count(*) FROM memories WHERE deleted_at IS NULL AND {self._todo(reembed)}", model)
+            f"SELECT count(*) FROM memories WHERE deleted_at IS NULL AND {self._todo(reembed, episodes)}", model)
 
     @staticmethod
-    def _todo(reembed: bool) -> str:
-        return "(embedding IS NULL OR embedding_model IS DISTINCT FROM $1)" if reembed else \
-            "embedding IS NULL AND $1::text IS NOT NULL"
+    def _todo(reembed: bool, episodes: bool = False) -> str:
+        """Which live memories to embed ($1: the model): those without a vector, or (`reembed`) of
+        another model, and (`episodes`) every episode too."""
+        todo = "(embedding IS NULL OR embedding_model IS DISTINCT FROM $1)" if reembed else \
+            "(embedding IS NULL AND $1::text IS NOT NULL)"
+        return f"({todo} OR kind = 'episode')" if episodes else todo
 
     async def next_batch(self, model: str, reembed: bool, after: UUID | None, size: int,
-                         turn_minutes: float = 0) -> list[asyncpg.Record]:
+                         turn_minutes: float = 0, episodes: bool = False) -> list[asyncpg.Record]:
         """The next memories to embed, after id `after`: each one's user_id, id, content, and
         `before`: an episode's turn before it (repository/turns.py) within `turn_minutes`, else
         None."""
@@ -156,7 +159,8 @@ class EmbeddingRepository:
         return await self.admin.fetch(
             f"""SELECT m.user_id, m.id, m.content, {context[0]} AS before FROM (
                     SELECT user_id, id, content, kind, agent_id, project_id, occurred_at, created_at FROM memories
-                    WHERE deleted_at IS NULL AND {self._todo(reembed)} AND ({args[1]}::uuid IS NULL OR id > {args[1]})
+                    WHERE deleted_at IS NULL AND {self._todo(reembed, episodes)}
+                      AND ({args[1]}::uuid IS NULL OR id > {args[1]})
                     ORDER BY id LIMIT {args[2]}) m
                 {context[1]}
                 ORDER BY m.id""", *q.args)
