@@ -1,6 +1,6 @@
-"""The turn before an episode, whose vector its own holds (vectors.py `summed`): the live episode written just
-before it in its namespace (user, agent and project the same), if that one occurred at most a gap
-earlier. "Just before" is the order search passes a question's score along to its neighbours
+"""The turn before an episode, which the episode's vector may hold (vectors.py `summed`): the
+live episode written just before it in its namespace (user, agent and project the same), if that
+one occurred at most a gap earlier. "Just before" is the order search passes a question's score along to its neighbours
 (retrieval/statement.py `_neighbour`): by when it occurred, then when it was stored (a batch's
 rows are stored in its order), then id. The same namespace makes the turn before visible to
 whoever sees the episode: no one's text enters a vector another may search."""
@@ -18,12 +18,16 @@ from ..models import Principal
 from .memory_store import MemoryStore
 from .sql import Sql
 
+# Where a memory about to be written stands in that order: after every stored row of its time.
+_UNSTORED = "'infinity'::timestamptz AS created_at, 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid AS id"
+
 
 def before(q: Sql, gap_minutes: float, of: str) -> str:
-    """A LEFT JOIN LATERAL giving `turn_before.content` for the row `of` (a memory's columns)."""
+    """A LEFT JOIN LATERAL giving `turn_before.content` and `.occurred_at` for the row `of` (with a
+    memory's user_id, agent_id, project_id, occurred_at, created_at and id)."""
     gap = f"{q.arg(float(gap_minutes))}::float8 * interval '1 minute'"
     return f"""LEFT JOIN LATERAL (
-        SELECT b.content FROM memories b
+        SELECT b.content, b.occurred_at FROM memories b
         WHERE b.user_id = {of}.user_id AND b.kind = 'episode' AND b.deleted_at IS NULL
           AND b.agent_id IS NOT DISTINCT FROM {of}.agent_id AND b.project_id IS NOT DISTINCT FROM {of}.project_id
           AND (b.occurred_at, b.created_at, b.id) < ({of}.occurred_at, {of}.created_at, {of}.id)
@@ -39,19 +43,15 @@ async def before_new(conn: asyncpg.Connection, user_id: str,
     if not new:
         return []
     q = Sql()
-    gap = f"{q.arg(float(gap_minutes))}::float8 * interval '1 minute'"
     rows = await conn.fetch(
-        f"""SELECT n.ord, b.content, b.occurred_at
+        f"""SELECT n.ord, turn_before.content, turn_before.occurred_at
             FROM unnest({q.arg([a for a, _, _ in new])}::text[], {q.arg([pr for _, pr, _ in new])}::text[],
                         {q.arg([at for _, _, at in new])}::timestamptz[]) WITH ORDINALITY
                  AS n(agent_id, project_id, at, ord)
-            CROSS JOIN LATERAL (SELECT coalesce(n.at, now()) AS occurred_at) t
-            CROSS JOIN LATERAL (
-                SELECT b.content, b.occurred_at FROM memories b
-                WHERE b.user_id = {q.arg(user_id)} AND b.kind = 'episode' AND b.deleted_at IS NULL
-                  AND b.agent_id IS NOT DISTINCT FROM n.agent_id AND b.project_id IS NOT DISTINCT FROM n.project_id
-                  AND b.occurred_at <= t.occurred_at AND b.occurred_at >= t.occurred_at - {gap}
-                ORDER BY b.occurred_at DESC, b.created_at DESC, b.id DESC LIMIT 1) b""", *q.args)
+            CROSS JOIN LATERAL (SELECT {q.arg(user_id)}::text AS user_id, n.agent_id, n.project_id,
+                                       coalesce(n.at, now()) AS occurred_at, {_UNSTORED}) t
+            {before(q, gap_minutes, "t")}
+            WHERE turn_before.content IS NOT NULL""", *q.args)
     found = {r["ord"]: (r["content"], r["occurred_at"]) for r in rows}
     return [found.get(i + 1) for i in range(len(new))]
 
