@@ -6,6 +6,7 @@ restored has the episode after it embedded again."""
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -101,6 +102,29 @@ async def test_a_batch_embeds_each_turn_after_the_one_before_in_its_own_namespac
     assert await _is(database, service, between.memory.id, "Ana: (waves)", QUESTION)
     assert await _is(database, service, ids[0], turns[0], "Ana: (waves)")
     assert stored.memory.id != between.memory.id
+
+
+async def test_a_batch_in_any_order_holds_what_the_stored_rule_says(
+        service: MemoryService, database: Database) -> None:
+    """Batches of turns of two namespaces, in shuffled order, some at the same time, some without
+    one, some far apart, written over turns already stored: each stored vector is the one the
+    store's own rule (repository/turns.py, as the backfill reads it) gives it."""
+    rng = random.Random(48)
+    spaces = [principal(project="proj-x"), principal(project="proj-y")]
+    texts = iter(f"{who}: turn {i} about the {topic}." for i in range(400)
+                 for who, topic in [(rng.choice(["Ana", "Tom", "Eli"]), rng.choice(["party", "trip", "build"]))])
+    ids: list[tuple[Principal, UUID]] = []
+    for _ in range(4):
+        p = rng.choice(spaces)
+        items = [WriteItem(content=next(texts), kind=rng.choice(["episode", "episode", "episode", "note"]),
+                           occurred_at=rng.choice([None, T0 + timedelta(minutes=rng.choice([0, 5, 5, 20, 45, 90]))]))
+                 for _ in range(25)]
+        written = await service.write_many(p, items)
+        ids += [(p, m.id) for m in written.memories]
+    assert service.vectors is not None
+    for p, memory_id in ids:
+        kind, content, before = (await service.repo.turns_before(p, [memory_id], 30))[memory_id]
+        assert await _is(database, service, memory_id, content, before if kind == "episode" else None), content
 
 
 async def test_a_turn_whose_own_vector_is_given_gets_the_turn_before_added(
