@@ -258,9 +258,10 @@ class MemoryService(Writing, Forgetting, Searching):
         restored = await self.repo.restore(p, ids, reason=reason, request_id=request_id,
                                            may_restore_others=p.can("admin"))
         self._changed(len(restored))
-        # A restored turn and the one after it hold their turns before again, as when written (it may
-        # have held one forgotten with it).
-        await embed_again(self.repo, self.vectors, p, [m.id for m in restored if m.kind == "episode"])
+        if self.vectors is not None and self.vectors.turn_minutes > 0:
+            # A restored turn and the one after it hold their turns before again, as when written (it
+            # may have held one forgotten with it).
+            await embed_again(self.repo, self.vectors, p, [m.id for m in restored if m.kind == "episode"])
         return RestoreResult(restored=restored)
 
     async def accept_suggestion(self, p: Principal, job: int, memory: UUID | None = None) -> dict[str, Any]:
