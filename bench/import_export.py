@@ -97,7 +97,7 @@ def write_export(path: Path, n: int, dataset: Path, spread: float) -> dict[str, 
     now = datetime.now(UTC)
     when = [now - timedelta(days=720 * (n - i) / n) for i in range(n)]
     # Each memory is a turn after the one before it (within the gap, a turn is embedded after it).
-    embedding = EmbeddingSettings()
+    embedding = Settings().part(EmbeddingSettings)  # as the importing command will read them (the environment)
     gap = timedelta(minutes=embedding.embedding_turn_minutes)
     on = embedding.embedding_turn_weight > 0 and embedding.embedding_turn_minutes > 0
     turns = (embedding.embedding_turn_weight, embedding.embedding_turn_minutes) if on else (0.0, 0.0)
