@@ -156,14 +156,12 @@ async def _import_file(service: MemoryService, maintenance: MaintenanceRepositor
             return
         # The export's vectors, where they are our model's: a store moved is not embedded again.
         model = records[0]["vector_model"]
-        # An episode's vector holds the turn before it in its store, as the file has it; one made
-        # by another rule than this store's (its weight or gap) is embedded again.
-        befores = export_vectors.turns_before([r["memory"] for r in records], service.vectors)
-        same_turns = service.vectors is not None and records[0]["vector_turns"] == service.vectors.turns
+        # An episode's vector holds the turn before it in its store, as the file has it.
+        befores = export_vectors.turns_before([r["memory"] for r in records], service.vectors,
+                                              records[0]["vector_turns"])
         verdict = await export_vectors.take(
             service.vectors, model,
-            [(r["memory"]["content"], str(r["memory"]["id"]),
-              r["vector"] if same_turns or r["memory"]["kind"] != "episode" else None, before)
+            [(r["memory"]["content"], str(r["memory"]["id"]), r["vector"], before)
              for r, before in zip(records, befores, strict=True)], path.name)
         if verdict is not None:
             report.embedding.append(verdict.note)

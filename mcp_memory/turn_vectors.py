@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 
 def _minutes(vectors: Vectors | None) -> float:
-    return vectors.turn_minutes if vectors is not None and vectors.embedder is not None else 0.0
+    return vectors.turn_minutes if vectors is not None else 0.0
 
 
 async def turns_before(repo: MemoryRepository, vectors: Vectors | None, p: Principal,
@@ -100,13 +100,13 @@ async def _embed_again(repo: MemoryRepository, vectors: Vectors, p: Principal, i
         todo += [i for i in await repo.turns_after(p, ids, minutes) if i not in set(todo)]
     if not todo:
         return
-    rows = await repo.turns_before(p, todo, minutes if minutes > 0 else 0)
+    rows = await repo.turns_before(p, todo, minutes)
     found = [(i, *rows[i]) for i in todo if i in rows]
     if not found:
         return
     made = await vectors.documents_or_none(
         [content for _, _, content, _ in found],
-        befores=[before if kind == "episode" and minutes > 0 else None for _, kind, _, before in found])
+        befores=[before if kind == "episode" else None for _, kind, _, before in found])
     if made is None:
         # The model down: no vector is better than one holding a text that was edited away or
         # forgotten; the embedder's healing embeds them again once it answers (`heal_forever`).

@@ -161,8 +161,9 @@ class Vectors:
     @property
     def turn_minutes(self) -> float:
         """An episode's vector holds the turn before it when that one occurred at most this many
-        minutes earlier (0: none does)."""
-        return self.settings.embedding_turn_minutes if self.settings.embedding_turn_weight > 0 else 0.0
+        minutes earlier (0: none does, with the weight 0 or no embedder)."""
+        on = self.settings.embedding_turn_weight > 0 and self.embedder is not None
+        return self.settings.embedding_turn_minutes if on else 0.0
 
     @property
     def turn_weight(self) -> float:

@@ -73,14 +73,18 @@ def decoded(text: Any, dimension: int | None, number: int) -> np.ndarray:
 UNSURE = "\x00unsure"
 
 
-def turns_before(memories: Sequence[dict[str, Any]], vectors: Vectors | None) -> list[str | None]:
+def turns_before(memories: Sequence[dict[str, Any]], vectors: Vectors | None,
+                 turns: tuple[float, float] | None) -> list[str | None]:
     """For each exported memory (typed: importing/files.py), the text of the turn before it, which
     its vector holds (`embedding_turn_weight`; repository/turns.py's rule over the file's
     memories), or None: for a memory that is no live episode, or has no turn before. `UNSURE` for
-    one whose vector may not hold it: stored after the episode (which was embedded before that
-    turn existed), or with a forgotten turn between the two (the episode may have been embedded
-    while that one was live); those vectors are not taken."""
-    minutes = vectors.turn_minutes if vectors is not None and vectors.embedder is not None else 0.0
+    one whose vector may not hold it: every episode of a file whose `turns` (its header's) are not
+    this store's rule, and one whose turn before was stored after it (it was embedded before that
+    turn existed) or has a forgotten turn between the two (it may have been embedded while that one
+    was live); those vectors are not taken."""
+    minutes = vectors.turn_minutes if vectors is not None else 0.0
+    if vectors is not None and turns is not None and turns != vectors.turns:
+        return [UNSURE if m["kind"] == "episode" else None for m in memories]
     out: list[str | None] = [None] * len(memories)
     if minutes <= 0:
         return out

@@ -154,15 +154,14 @@ class EmbeddingRepository:
         None."""
         q = Sql()
         args = [q.arg(model), q.arg(after), q.arg(size)]
-        context = ("CASE WHEN m.kind = 'episode' THEN turn_before.content END",
-                   before(q, turn_minutes, "m")) if turn_minutes > 0 else ("NULL::text", "")
         return await self.admin.fetch(
-            f"""SELECT m.user_id, m.id, m.content, {context[0]} AS before FROM (
+            f"""SELECT m.user_id, m.id, m.content, CASE WHEN m.kind = 'episode' THEN turn_before.content END AS before
+                FROM (
                     SELECT user_id, id, content, kind, agent_id, project_id, occurred_at, created_at FROM memories
                     WHERE deleted_at IS NULL AND {self._todo(reembed, episodes)}
                       AND ({args[1]}::uuid IS NULL OR id > {args[1]})
                     ORDER BY id LIMIT {args[2]}) m
-                {context[1]}
+                {before(q, turn_minutes, "m")}
                 ORDER BY m.id""", *q.args)
 
     async def store(self, model: str, rows: Sequence[tuple[str, UUID, list[float]]]) -> None:

@@ -1,8 +1,8 @@
 """The turn before an episode, which the episode's vector may hold (vectors.py `summed`): the
 live episode written just before it in its namespace (user, agent and project the same), if that
-one occurred at most a gap earlier. "Just before" is the order search passes a question's score along to its neighbours
-(retrieval/statement.py `_neighbour`): by when it occurred, then when it was stored (a batch's
-rows are stored in its order), then id. The same namespace makes the turn before visible to
+one occurred at most a gap earlier. "Just before" is the order search passes a question's score
+along to its neighbours (retrieval/statement.py `_neighbour`): by when it occurred, then when it
+was stored (a batch's rows are stored in its order), then id. The same namespace makes the turn before visible to
 whoever sees the episode: no one's text enters a vector another may search."""
 
 from __future__ import annotations
@@ -22,17 +22,28 @@ from .sql import Sql
 _UNSTORED = "'infinity'::timestamptz AS created_at, 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid AS id"
 
 
-def before(q: Sql, gap_minutes: float, of: str) -> str:
-    """A LEFT JOIN LATERAL giving `turn_before.content` and `.occurred_at` for the row `of` (with a
-    memory's user_id, agent_id, project_id, occurred_at, created_at and id)."""
+def _adjacent(q: Sql, gap_minutes: float, of: str, direction: str) -> str:
+    """The live episode just before (`<`) or after (`>`) the row `of` (with a memory's user_id,
+    agent_id, project_id, occurred_at, created_at and id) in its namespace, within the gap: a
+    subquery of its id, content and occurred_at."""
     gap = f"{q.arg(float(gap_minutes))}::float8 * interval '1 minute'"
-    return f"""LEFT JOIN LATERAL (
-        SELECT b.content, b.occurred_at FROM memories b
+    order, window = (("DESC", f"b.occurred_at >= {of}.occurred_at - {gap}") if direction == "<"
+                     else ("ASC", f"b.occurred_at <= {of}.occurred_at + {gap}"))
+    return f"""(
+        SELECT b.id, b.content, b.occurred_at FROM memories b
         WHERE b.user_id = {of}.user_id AND b.kind = 'episode' AND b.deleted_at IS NULL
           AND b.agent_id IS NOT DISTINCT FROM {of}.agent_id AND b.project_id IS NOT DISTINCT FROM {of}.project_id
-          AND (b.occurred_at, b.created_at, b.id) < ({of}.occurred_at, {of}.created_at, {of}.id)
-          AND b.occurred_at >= {of}.occurred_at - {gap}
-        ORDER BY b.occurred_at DESC, b.created_at DESC, b.id DESC LIMIT 1) turn_before ON TRUE"""
+          AND (b.occurred_at, b.created_at, b.id) {direction} ({of}.occurred_at, {of}.created_at, {of}.id)
+          AND {window}
+        ORDER BY b.occurred_at {order}, b.created_at {order}, b.id {order} LIMIT 1)"""
+
+
+def before(q: Sql, gap_minutes: float, of: str) -> str:
+    """A LEFT JOIN LATERAL giving `turn_before.content` and `.occurred_at` for the row `of` (see
+    `_adjacent`); both NULL with no gap (no turn is held)."""
+    if gap_minutes <= 0:
+        return "LEFT JOIN LATERAL (SELECT NULL::text AS content, NULL::timestamptz AS occurred_at) turn_before ON TRUE"
+    return f"LEFT JOIN LATERAL {_adjacent(q, gap_minutes, of, '<')} turn_before ON TRUE"
 
 
 async def before_new(conn: asyncpg.Connection, user_id: str,
@@ -72,15 +83,8 @@ async def before_stored(conn: asyncpg.Connection, user_id: str, ids: Sequence[UU
 async def after_stored(conn: asyncpg.Connection, user_id: str, ids: Sequence[UUID], gap_minutes: float) -> list[UUID]:
     """The live episodes whose turn before is one of `ids` (their vectors hold its text)."""
     q = Sql()
-    gap = f"{q.arg(float(gap_minutes))}::float8 * interval '1 minute'"
     return [r["id"] for r in await conn.fetch(
-        f"""SELECT DISTINCT a.id FROM memories m CROSS JOIN LATERAL (
-                SELECT a.id FROM memories a
-                WHERE a.user_id = m.user_id AND a.kind = 'episode' AND a.deleted_at IS NULL
-                  AND a.agent_id IS NOT DISTINCT FROM m.agent_id AND a.project_id IS NOT DISTINCT FROM m.project_id
-                  AND (a.occurred_at, a.created_at, a.id) > (m.occurred_at, m.created_at, m.id)
-                  AND a.occurred_at <= m.occurred_at + {gap}
-                ORDER BY a.occurred_at, a.created_at, a.id LIMIT 1) a
+        f"""SELECT DISTINCT a.id FROM memories m CROSS JOIN LATERAL {_adjacent(q, gap_minutes, "m", ">")} a
             WHERE m.user_id = {q.arg(user_id)} AND m.id = ANY({q.arg(list(ids))}::uuid[])
               AND m.kind = 'episode'""", *q.args)]
 
