@@ -412,6 +412,31 @@ async def test_the_newest_version_of_a_fact_about_the_user(service: MemoryServic
     assert "on_topic" not in next(h for h in found.hits if "neighbour" in h.snippet).explain
 
 
+def test_a_question_asking_an_attribute_of_the_user_matches_no_word_for_the_user() -> None:
+    assert parse_query("Who does the user work for now?").matched == "Who does work for?"
+    assert parse_query("Which company employs the user currently?").matched == "Which company employs?"
+    # "user" names a thing, the user's person is someone else, or no attribute is asked: all kept.
+    for question in ("Where is the user table defined?", "Where does my sister live now?",
+                     "What did the user say about the migration?"):
+        parsed = parse_query(question)
+        assert parsed.words is None and parsed.matched == parsed.text
+
+
+async def test_the_word_user_lists_no_memory_for_a_question_about_the_users_attribute(
+        service: MemoryService, alice: Principal) -> None:
+    """Notes about the user written "User ..." matched "user" in full text, whatever they state, and
+    lifted every such note over "I started a new job at ...": only the asked words list them now."""
+    await write_dated(service, alice, [("User works at Corvid Security.", 300), ("User dropped Emacs for Kate.", 200),
+                                       ("The user table has a unique index on email.", 150),
+                                       ("I started a new job at Brightwater Health.", 20)])
+    found = await service.search(alice, "Who does the user work for now?", explain=True)
+    fulltext = {h.snippet: h.explain["fulltext"] for h in found.hits}
+    assert fulltext["User works at Corvid Security."] is not None
+    assert fulltext["User dropped Emacs for Kate."] is None
+    table = await service.search(alice, "Where is the user table defined?", explain=True)
+    assert table.hits[0].snippet.startswith("The user table") and table.hits[0].explain["fulltext"] == 1
+
+
 async def test_a_friend_named_beside_the_user_is_not_the_user(service: MemoryService, alice: Principal) -> None:
     """"Priya Raman, the user's friend, lives in Lisbon." is Priya's home, not a newer one of the
     user's: the user's own newest city comes first, the friends' after it."""

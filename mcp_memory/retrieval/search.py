@@ -60,7 +60,7 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
         named = await named_in(conn, p, parsed)
         linked = named.linked if settings.subject_boost != 1 else None
         if settings.weight_fulltext > 0 and not narrowed.fenced and alone is not None:  # read first: its rows only
-            common = await too_common(conn, p, parsed.text, parsed.lexicon, text_search(parsed.lexicon),
+            common = await too_common(conn, p, parsed.matched, parsed.lexicon, text_search(parsed.lexicon),
                                       index_rows=index_rows, cutoff=settings.fulltext_common_rows, alone=alone,
                                       remembered=repo.counted)
         if exact or linked is not None or common or narrowed.fenced:

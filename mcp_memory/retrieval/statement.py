@@ -289,7 +289,7 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
     conflict = settings.conflict_similarity
     if conflict is None:
         conflict = conflict_similarity(model)
-    query, excluded = parsed.text, parsed.excluded
+    query, excluded = parsed.matched, parsed.excluded
     # A question about the past, or about a period it names, wants older versions as they ranked:
     # no recency, no penalty for being superseded, no newest-first among versions.
     past = parsed.tense == "past" or parsed.period is not None
