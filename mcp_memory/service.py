@@ -13,6 +13,7 @@ from uuid import UUID
 from .config import EmbeddingSettings, RerankSettings, Settings
 from .cursors import Cursors
 from .decisions.apply import accept as accept_suggested
+from .decisions.apply import embed_turns_after
 from .decisions.apply import reembed as reembed_undone
 from .decisions.apply import undo as undo_decision
 from .decisions.overview import JobsView, Queue, queue_view
@@ -267,7 +268,11 @@ class MemoryService(Writing, Forgetting, Searching):
     async def accept_suggestion(self, p: Principal, job: int, memory: UUID | None = None) -> dict[str, Any]:
         """Apply what the guard kept from a decision as a suggestion (all of it, or one memory). The
         CLI and the memory_accept_suggestion tool both come here."""
-        return await accept_suggested(DecisionRepository(self.repo), JobRepository(self.repo), p, job, memory)
+        decisions = DecisionRepository(self.repo)
+        result = await accept_suggested(decisions, JobRepository(self.repo), p, job, memory)
+        await embed_turns_after(decisions, self.vectors, p, {"action": result["action"],
+                                                            "applied": result["accepted"]}, [])
+        return result
 
     async def jobs(self, p: Principal, limit: int = 20) -> JobsView:
         """The decision job queue of this principal's user: counts by status and the latest `limit`

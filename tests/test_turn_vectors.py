@@ -20,14 +20,19 @@ from mcp_memory.cli import main
 from mcp_memory.composition import compose
 from mcp_memory.config import Settings
 from mcp_memory.db import Database, open_database
+from mcp_memory.decisions import provider_from
+from mcp_memory.decisions.jobs import DecisionWorker
 from mcp_memory.importers import import_paths
 from mcp_memory.models import Principal, WriteItem
 from mcp_memory.repository.maintenance import MaintenanceRepository
 from mcp_memory.service import MemoryService
 from mcp_memory.vectors import summed
 
+from .chat_api import ChatAPI
 from .conftest import principal
 from .exports import exported_with_vectors
+from .test_decision_guard import result_of
+from .test_decisions import decisions_settings, drain, jobs_of
 from .test_embeddings import EmbeddingsAPI
 
 T0 = datetime(2026, 5, 4, 18, 0, tzinfo=UTC)
@@ -174,6 +179,49 @@ async def test_a_forgotten_turn_leaves_no_vector_and_a_restored_one_is_followed_
     await service.forget(alice, [ids[0], ids[1]])
     await service.restore(alice, [ids[1]])
     assert await _is(database, service, ids[1], secret, None)
+
+
+async def _every_turn_follows_the_rule(database: Database, service: MemoryService, p: Principal) -> None:
+    """Each live memory's stored vector is the one the store's own rule gives it (repository/turns.py)."""
+    ids = [r["id"] for r in await database.admin.fetch(
+        "SELECT id FROM memories WHERE user_id = $1 AND deleted_at IS NULL", p.user_id)]
+    for memory_id, (kind, content, before) in (await service.repo.turns_before(p, ids, 30)).items():
+        assert await _is(database, service, memory_id, content, before if kind == "episode" else None), content
+
+
+async def test_a_turn_a_decision_forgets_or_rewrites_is_no_longer_held_by_the_turn_after_it(
+        database: Database, settings, chat: ChatAPI, alice: Principal) -> None:
+    """A model's DELETE of a turn (a note's decision, whose candidates include turns), and its
+    UPDATE's merged text for a new turn (turns are decided when nothing extracts from them): the
+    turn after each holds what is there now; the merged turn holds the turn before it, as a write
+    would."""
+    service = await MemoryService.open(database, settings)  # no decisions: no jobs for these turns
+    s = decisions_settings(settings, chat.url, decisions_guard=False, extraction=False)
+    decider = await MemoryService.open(database, s)
+    worker = DecisionWorker(database.admin, decider, provider_from(s), s)
+    said = "Tom: my door code is 4471, by the way."
+    await service.write(alice, QUESTION, kind="episode", occurred_at=T0)
+    code = (await service.write(alice, said, kind="episode", occurred_at=T0 + timedelta(minutes=1))).memory
+    after = (await service.write(alice, REPLY, kind="episode", occurred_at=T0 + timedelta(minutes=2))).memory
+    assert await _is(database, service, after.id, REPLY, said)
+    await decider.write(alice, "Tom's door code 4471 was wrong.", occurred_at=T0 + timedelta(minutes=3))
+    # The candidates, closest first: the reply (which holds the code), then the code.
+    chat.script(("json", {"action": "DELETE", "ids": ["2"], "reason": "the code was wrong"}))
+    await drain(worker)
+    assert result_of((await jobs_of(database))[-1])["applied"] == [str(code.id)]
+    assert await _is(database, service, after.id, REPLY, QUESTION)
+
+    later = (await service.write(alice, "Ana: Sounds fun!", kind="episode",
+                                 occurred_at=T0 + timedelta(minutes=5))).memory
+    new = (await decider.write(alice, "Tom: the gate code is 9932 now.", kind="episode",
+                               occurred_at=T0 + timedelta(minutes=4))).memory
+    merged = "Tom: the gate code is 9932 now; the door code is unchanged."
+    chat.script(("json", {"action": "UPDATE", "ids": ["1"], "reason": "newer", "text": merged}))
+    await drain(worker)
+    assert result_of((await jobs_of(database))[-1]).get("merged")
+    assert await _is(database, service, new.id, merged, REPLY)
+    assert await _is(database, service, later.id, "Ana: Sounds fun!", merged)
+    await _every_turn_follows_the_rule(database, service, alice)
 
 
 @pytest.fixture(scope="module")

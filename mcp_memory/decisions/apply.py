@@ -270,6 +270,15 @@ async def undo(repo: DecisionRepository, jobs: JobRepository, p: Principal, targ
     return {"job": job_id, "reverted": reverted, "kept": kept, "rewritten": rewritten}
 
 
+async def embed_turns_after(repo: DecisionRepository, vectors: Any, p: Principal, result: dict[str, Any],
+                            rewritten: list[UUID]) -> None:
+    """After a decision or an accepted suggestion forgot memories (`result`'s DELETE applied) or
+    rewrote one (`rewritten`, a merged UPDATE's): the episodes after them, whose vectors hold them,
+    embedded again (nothing with the turn weight at 0), outside its transaction."""
+    forgotten = [UUID(t) for t in result.get("applied", [])] if result.get("action") == "DELETE" else []
+    await embed_again(repo.memories, vectors, p, [*forgotten, *rewritten], itself=False)
+
+
 async def reembed(repo: DecisionRepository, vectors: Any, p: Principal, ids: list[UUID]) -> None:
     """After an undo put old texts or forgotten memories back: their vectors, and those of the
     episodes after them (which hold them), outside its transaction (best effort: a memory left

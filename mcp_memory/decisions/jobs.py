@@ -29,6 +29,7 @@ from ..repository import jobs as queue
 from ..repository.decisions import DecisionRepository
 from ..repository.jobs import Job, JobRepository
 from ..telemetry.tracing import span
+from ..turn_vectors import turn_before_stored
 from . import apply as applying
 from . import extraction, guard, second_look
 from .pace import Pace
@@ -195,21 +196,26 @@ class DecisionWorker:
                     spent = await second_look.review(self.provider, request, verdict)
                 answer = answer.model_copy(update={"tokens": answer.tokens + spent})
             targets = verdict.allowed
-        merged, refused = await self._merged(answer.decision.text, subject["content"]) if targets else (None, None)
+        merged, refused = await self._merged(p, job.memory_id, answer.decision.text, subject["content"]) \
+            if targets else (None, None)
         result = await applying.apply(self.repo, job, worker, answer, targets, [c.id for c in candidates],
                                       merged=merged, merge_refused=refused, verdict=verdict)
         if result is None:
             log.info("decision job %s was taken by another worker or cancelled; nothing applied", job.id)
             return "lost"
+        await applying.embed_turns_after(self.repo, self.service.vectors, p, result,
+                                           [job.memory_id] if result.get("merged") else [])
         self.processed += 1
         if self.statistics is not None and result["applied"]:
             self.statistics.wrote(len(result["applied"]))
         return "done"
 
-    async def _merged(self, text: str | None, current: str) -> tuple[applying.Merged | None, str | None]:
+    async def _merged(self, p: Principal, memory_id: UUID, text: str | None,
+                      current: str) -> tuple[applying.Merged | None, str | None]:
         """The merged text an UPDATE carries, as any write would store it: checked against the
-        content limit, secrets redacted, embedded outside any transaction (without a vector if the
-        embedder is down: the backfill adds it). (None, why) when it cannot be stored."""
+        content limit, secrets redacted, embedded outside any transaction (an episode's with the turn
+        before it, turn_vectors.py; without a vector if the embedder is down: the backfill adds it).
+        (None, why) when it cannot be stored."""
         from ..capture.redact import redact
         from ..errors import InvalidInput
         from ..validation import content_hash
@@ -224,7 +230,8 @@ class DecisionWorker:
         if kinds:
             log.info("decision's merged text: redacted %s", ", ".join(kinds))
         vectors = self.service.vectors
-        vector = await vectors.document(content) if vectors is not None else None
+        before = await turn_before_stored(self.service.repo, vectors, p, memory_id)
+        vector = await vectors.document(content, before=before) if vectors is not None else None
         return applying.Merged(content=content, content_hash=content_hash(content), embedding=vector,
                                embedding_model=vectors.model if vector is not None and vectors else None), None
 
