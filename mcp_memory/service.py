@@ -235,16 +235,19 @@ class MemoryService(Writing, Forgetting, Searching):
         if not changes:
             raise InvalidInput("nothing to update: pass at least one field to change")
         await self._limit(p, "write")
-        # A turn moved leaves the one after it where it was: that one held it, and must not.
-        moved_from = await turns_after(self.repo, self.vectors, p, [memory_id]) if "occurred_at" in changes else []
+        # A turn moved, or no longer a turn, leaves the one after it where it was: that one held it,
+        # and must not.
+        placed = {"occurred_at", "kind"} & changes.keys()
+        moved_from = await turns_after(self.repo, self.vectors, p, [memory_id]) if placed else []
         memory, changed = await self.repo.update(
             p, memory_id, changes, reason=reason, if_version=if_version,
             may_override_pin=self._may_override_pin(p, force), request_id=request_id, read_names=self.structure.read)
         self._changed(int(changed))
-        if (changed and memory.kind == "episode" and ("content" in changes or "occurred_at" in changes)
+        if (changed and (placed or memory.kind == "episode" and "content" in changes)
                 and self.vectors is not None and self.vectors.turn_minutes > 0):
-            # The episode after it holds its old text (or, moved, it follows another turn).
-            await embed_again(self.repo, self.vectors, p, [memory.id], itself="occurred_at" in changes)
+            # The episode after it holds its old text (or, moved or made a turn, it follows another
+            # turn, or it stands alone).
+            await embed_again(self.repo, self.vectors, p, [memory.id], itself=bool(placed))
             await embed_again(self.repo, self.vectors, p, moved_from, followers=False)
         related = (await self.related(p, memory.id, memory.content, changes["embedding"], kind=memory.kind)
                    if changed and "content" in changes else [])

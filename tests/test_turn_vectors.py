@@ -162,6 +162,21 @@ async def test_an_edited_turn_has_itself_and_the_turn_after_it_embedded_again(
     assert await _is(database, service, last.memory.id, "Ana: Sounds fun!", edited)
 
 
+async def test_a_memory_made_a_turn_or_no_longer_one_is_held_by_the_turn_after_it_or_not(
+        service: MemoryService, database: Database, alice: Principal) -> None:
+    baked = "Tom: We also baked a cake."
+    await service.write(alice, QUESTION, kind="episode", occurred_at=T0)
+    note = await service.write(alice, baked, kind="note", occurred_at=T0 + timedelta(minutes=1))
+    reply = await service.write(alice, REPLY, kind="episode", occurred_at=T0 + timedelta(minutes=2))
+    assert await _is(database, service, reply.memory.id, REPLY, QUESTION)
+    await service.update(alice, note.memory.id, kind="episode")
+    assert await _is(database, service, note.memory.id, baked, QUESTION)
+    assert await _is(database, service, reply.memory.id, REPLY, baked)
+    await service.update(alice, note.memory.id, kind="note")
+    assert await _is(database, service, note.memory.id, baked, None)
+    assert await _is(database, service, reply.memory.id, REPLY, QUESTION)
+
+
 async def test_a_forgotten_turn_leaves_no_vector_and_a_restored_one_is_followed_again(
         service: MemoryService, database: Database, alice: Principal) -> None:
     secret = "Tom: my door code is 4471, by the way."
