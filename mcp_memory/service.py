@@ -243,8 +243,8 @@ class MemoryService(Writing, Forgetting, Searching):
             p, memory_id, changes, reason=reason, if_version=if_version,
             may_override_pin=self._may_override_pin(p, force), request_id=request_id, read_names=self.structure.read)
         self._changed(int(changed))
-        if (changed and (placed or memory.kind == "episode" and "content" in changes)
-                and self.vectors is not None and self.vectors.turn_minutes > 0):
+        turn = "kind" in changes or memory.kind == "episode" and bool({"content", "occurred_at"} & changes.keys())
+        if changed and turn and self.vectors is not None and self.vectors.turn_minutes > 0:
             # The episode after it holds its old text (or, moved or made a turn, it follows another
             # turn, or it stands alone).
             await embed_again(self.repo, self.vectors, p, [memory.id], itself=bool(placed))

@@ -162,6 +162,28 @@ async def test_an_edited_turn_has_itself_and_the_turn_after_it_embedded_again(
     assert await _is(database, service, last.memory.id, "Ana: Sounds fun!", edited)
 
 
+async def test_an_accepted_suggestion_to_forget_a_turn_leaves_the_turn_after_it_not_holding_it(
+        database: Database, settings, chat: ChatAPI, alice: Principal) -> None:
+    """The guard keeps the model's DELETE of a turn about someone else as a suggestion; the user
+    accepts it: the turn after it no longer holds it."""
+    service = await MemoryService.open(database, settings)
+    s = decisions_settings(settings, chat.url)
+    decider = await MemoryService.open(database, s)
+    worker = DecisionWorker(database.admin, decider, provider_from(s), s)
+    said = "Tom: my door code is 4471, by the way."
+    await service.write(alice, QUESTION, kind="episode", occurred_at=T0)
+    code = (await service.write(alice, said, kind="episode", occurred_at=T0 + timedelta(minutes=1))).memory
+    after = (await service.write(alice, REPLY, kind="episode", occurred_at=T0 + timedelta(minutes=2))).memory
+    await decider.write(alice, "Priya Raman's gate code 4471 was wrong.", occurred_at=T0 + timedelta(minutes=3))
+    chat.script(("json", {"action": "DELETE", "ids": ["1"], "reason": "the code was wrong"}))
+    await drain(worker)
+    job = (await jobs_of(database))[-1]
+    assert list(result_of(job)["suggested"]) == [str(code.id)]
+    assert await _is(database, service, after.id, REPLY, said)
+    assert (await decider.accept_suggestion(alice, job["id"]))["accepted"] == [str(code.id)]
+    assert await _is(database, service, after.id, REPLY, QUESTION)
+
+
 async def test_a_memory_made_a_turn_or_no_longer_one_is_held_by_the_turn_after_it_or_not(
         service: MemoryService, database: Database, alice: Principal) -> None:
     baked = "Tom: We also baked a cake."
@@ -200,7 +222,9 @@ async def _every_turn_follows_the_rule(database: Database, service: MemoryServic
     """Each live memory's stored vector is the one the store's own rule gives it (repository/turns.py)."""
     ids = [r["id"] for r in await database.admin.fetch(
         "SELECT id FROM memories WHERE user_id = $1 AND deleted_at IS NULL", p.user_id)]
-    for memory_id, (kind, content, before) in (await service.repo.turns_before(p, ids, 30)).items():
+    assert service.vectors is not None
+    minutes = service.vectors.turn_minutes
+    for memory_id, (kind, content, before) in (await service.repo.turns_before(p, ids, minutes)).items():
         assert await _is(database, service, memory_id, content, before if kind == "episode" else None), content
 
 

@@ -203,11 +203,11 @@ class DecisionWorker:
         if result is None:
             log.info("decision job %s was taken by another worker or cancelled; nothing applied", job.id)
             return "lost"
-        await applying.embed_turns_after(self.repo, self.service.vectors, p, result,
-                                           [job.memory_id] if result.get("merged") else [])
         self.processed += 1
         if self.statistics is not None and result["applied"]:
             self.statistics.wrote(len(result["applied"]))
+        await applying.embed_turns_after(self.repo, self.service.vectors, p, result,
+                                         [job.memory_id] if result.get("merged") else [])
         return "done"
 
     async def _merged(self, p: Principal, memory_id: UUID, text: str | None,

@@ -120,7 +120,7 @@ def intent_of(parsed: ParsedQuery) -> QueryIntent | None:
     period = parsed.period and QueryPeriod(phrase=parsed.period.phrase, start=parsed.period.start,
                                            end=parsed.period.end, month=parsed.period.month)
     return QueryIntent(tense=parsed.tense, phrases=list(parsed.phrases), year=parsed.year, period=period,
-                       matched=parsed.text)
+                       matched=parsed.matched)
 
 
 def phrases_of(text: str, lexicon: Lexicon = ENGLISH) -> list[str]:
