@@ -39,6 +39,7 @@ T0 = datetime(2026, 5, 4, 18, 0, tzinfo=UTC)
 WEIGHT = 1.0
 QUESTION = "Ana: What games did you play at the birthday party?"
 REPLY = "Tom: Some fun ones like charades and a scavenger hunt."
+SAID = "Tom: my door code is 4471, by the way."
 
 
 @pytest.fixture
@@ -162,26 +163,34 @@ async def test_an_edited_turn_has_itself_and_the_turn_after_it_embedded_again(
     assert await _is(database, service, last.memory.id, "Ana: Sounds fun!", edited)
 
 
+async def _three_turns_and_a_decider(database: Database, settings, chat: ChatAPI, p: Principal,
+                                     **over) -> tuple[MemoryService, MemoryService, DecisionWorker, UUID, UUID]:
+    """QUESTION, SAID and REPLY written a minute apart with no decisions (no jobs for them); a
+    service whose writes the scripted model decides, and its worker. The turn said and the reply."""
+    service = await MemoryService.open(database, settings)
+    s = decisions_settings(settings, chat.url, **over)
+    decider = await MemoryService.open(database, s)
+    worker = DecisionWorker(database.admin, decider, provider_from(s), s)
+    await service.write(p, QUESTION, kind="episode", occurred_at=T0)
+    code = (await service.write(p, SAID, kind="episode", occurred_at=T0 + timedelta(minutes=1))).memory
+    after = (await service.write(p, REPLY, kind="episode", occurred_at=T0 + timedelta(minutes=2))).memory
+    assert await _is(database, service, after.id, REPLY, SAID)
+    return service, decider, worker, code.id, after.id
+
+
 async def test_an_accepted_suggestion_to_forget_a_turn_leaves_the_turn_after_it_not_holding_it(
         database: Database, settings, chat: ChatAPI, alice: Principal) -> None:
     """The guard keeps the model's DELETE of a turn about someone else as a suggestion; the user
     accepts it: the turn after it no longer holds it."""
-    service = await MemoryService.open(database, settings)
-    s = decisions_settings(settings, chat.url)
-    decider = await MemoryService.open(database, s)
-    worker = DecisionWorker(database.admin, decider, provider_from(s), s)
-    said = "Tom: my door code is 4471, by the way."
-    await service.write(alice, QUESTION, kind="episode", occurred_at=T0)
-    code = (await service.write(alice, said, kind="episode", occurred_at=T0 + timedelta(minutes=1))).memory
-    after = (await service.write(alice, REPLY, kind="episode", occurred_at=T0 + timedelta(minutes=2))).memory
+    service, decider, worker, code, after = await _three_turns_and_a_decider(database, settings, chat, alice)
     await decider.write(alice, "Priya Raman's gate code 4471 was wrong.", occurred_at=T0 + timedelta(minutes=3))
     chat.script(("json", {"action": "DELETE", "ids": ["1"], "reason": "the code was wrong"}))
     await drain(worker)
     job = (await jobs_of(database))[-1]
-    assert list(result_of(job)["suggested"]) == [str(code.id)]
-    assert await _is(database, service, after.id, REPLY, said)
-    assert (await decider.accept_suggestion(alice, job["id"]))["accepted"] == [str(code.id)]
-    assert await _is(database, service, after.id, REPLY, QUESTION)
+    assert list(result_of(job)["suggested"]) == [str(code)]
+    assert await _is(database, service, after, REPLY, SAID)
+    assert (await decider.accept_suggestion(alice, job["id"]))["accepted"] == [str(code)]
+    assert await _is(database, service, after, REPLY, QUESTION)
 
 
 async def test_a_memory_made_a_turn_or_no_longer_one_is_held_by_the_turn_after_it_or_not(
@@ -234,21 +243,14 @@ async def test_a_turn_a_decision_forgets_or_rewrites_is_no_longer_held_by_the_tu
     UPDATE's merged text for a new turn (turns are decided when nothing extracts from them): the
     turn after each holds what is there now; the merged turn holds the turn before it, as a write
     would."""
-    service = await MemoryService.open(database, settings)  # no decisions: no jobs for these turns
-    s = decisions_settings(settings, chat.url, decisions_guard=False, extraction=False)
-    decider = await MemoryService.open(database, s)
-    worker = DecisionWorker(database.admin, decider, provider_from(s), s)
-    said = "Tom: my door code is 4471, by the way."
-    await service.write(alice, QUESTION, kind="episode", occurred_at=T0)
-    code = (await service.write(alice, said, kind="episode", occurred_at=T0 + timedelta(minutes=1))).memory
-    after = (await service.write(alice, REPLY, kind="episode", occurred_at=T0 + timedelta(minutes=2))).memory
-    assert await _is(database, service, after.id, REPLY, said)
+    service, decider, worker, code, after = await _three_turns_and_a_decider(
+        database, settings, chat, alice, decisions_guard=False, extraction=False)
     await decider.write(alice, "Tom's door code 4471 was wrong.", occurred_at=T0 + timedelta(minutes=3))
     # The candidates, closest first: the reply (which holds the code), then the code.
     chat.script(("json", {"action": "DELETE", "ids": ["2"], "reason": "the code was wrong"}))
     await drain(worker)
-    assert result_of((await jobs_of(database))[-1])["applied"] == [str(code.id)]
-    assert await _is(database, service, after.id, REPLY, QUESTION)
+    assert result_of((await jobs_of(database))[-1])["applied"] == [str(code)]
+    assert await _is(database, service, after, REPLY, QUESTION)
 
     later = (await service.write(alice, "Ana: Sounds fun!", kind="episode",
                                  occurred_at=T0 + timedelta(minutes=5))).memory
