@@ -4,6 +4,9 @@ statement."""
 
 from __future__ import annotations
 
+import asyncio
+import random
+
 import asyncpg
 import numpy as np
 
@@ -23,6 +26,22 @@ async def test_remembered_vectors_come_back_and_the_first_one_stays(database) ->
     for h, vector in first.items():  # float32 in the database: equal at that precision
         assert np.array_equal(np.float32(got[h]), np.float32(vector))
     assert await cache.cached("model-b", ["hash-0"]) == {}
+
+
+async def test_writers_caching_the_same_texts_in_any_order_never_deadlock(database) -> None:
+    """Concurrent writes embed overlapping texts (a batch and the masked texts `related` compares),
+    each caching them in its own order: rows inserted in one order by all (by hash) cannot wait on
+    each other in a cycle. In the order given, two of these rounds deadlocked."""
+    cache = EmbeddingRepository(database.pool, database.admin)
+    rng = random.Random(7)
+    vector = [0.25] * 384
+    for round_ in range(6):
+        hashes = [f"round-{round_}-hash-{i}" for i in range(40)]
+        orders = [rng.sample(hashes, 30) for _ in range(16)]
+        results = await asyncio.gather(*(cache.remember("model-a", dict.fromkeys(order, vector)) for order in orders),
+                                       return_exceptions=True)
+        assert [r for r in results if isinstance(r, BaseException)] == []
+        assert len(await cache.cached("model-a", hashes)) == len(set().union(*orders))
 
 
 async def test_the_unflushed_commit_does_not_outlive_the_statement(database) -> None:

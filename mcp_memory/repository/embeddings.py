@@ -66,7 +66,10 @@ class EmbeddingRepository:
         WAL to reach the disk: the statement's own implicit transaction turns synchronous_commit
         off (set_config local to it, a session setting any user may change; read at its commit),
         one flush less per memory_write (the memory's own transaction still waits for its flush).
-        The join makes the setting part of the insert, so it is set whenever a row is."""
+        The join makes the setting part of the insert, so it is set whenever a row is. Rows go in
+        in one order, by hash: two writes caching overlapping texts in their own orders each held
+        one row the other was inserting, and one failed with a deadlock (a write beside a batch)."""
+        ordered = sorted(vectors.items())
         await self.app.execute(
             """INSERT INTO embedding_cache (model, text_hash, embedding)
                SELECT $1, v.text_hash, v.embedding
@@ -74,7 +77,7 @@ class EmbeddingRepository:
                     (SELECT set_config('synchronous_commit', 'off', true)) AS unflushed
                ON CONFLICT DO NOTHING""",
             # Vector, not an ndarray: asyncpg would take an array for one more dimension of the list.
-            model, list(vectors), [Vector(np.asarray(v, dtype=np.float32)) for v in vectors.values()])
+            model, [h for h, _ in ordered], [Vector(np.asarray(v, dtype=np.float32)) for _, v in ordered])
 
     # --- what the database was built with ----------------------------------------------------
 
