@@ -273,8 +273,7 @@ class MemoryService(Writing, Forgetting, Searching):
         CLI and the memory_accept_suggestion tool both come here."""
         decisions = DecisionRepository(self.repo)
         result = await accept_suggested(decisions, JobRepository(self.repo), p, job, memory)
-        await embed_turns_after(decisions, self.vectors, p, {"action": result["action"],
-                                                            "applied": result["accepted"]}, [])
+        await embed_turns_after(decisions, self.vectors, p, result["action"], result["accepted"])
         return result
 
     async def jobs(self, p: Principal, limit: int = 20) -> JobsView:

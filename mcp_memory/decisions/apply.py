@@ -10,6 +10,7 @@ a suggestion is applied by `accept`, on the user's word, under the same rules an
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
@@ -270,12 +271,13 @@ async def undo(repo: DecisionRepository, jobs: JobRepository, p: Principal, targ
     return {"job": job_id, "reverted": reverted, "kept": kept, "rewritten": rewritten}
 
 
-async def embed_turns_after(repo: DecisionRepository, vectors: Any, p: Principal, result: dict[str, Any],
-                            rewritten: list[UUID]) -> None:
-    """After a decision or an accepted suggestion forgot memories (`result`'s DELETE applied) or
-    rewrote one (`rewritten`, a merged UPDATE's): the episodes after them, whose vectors hold them,
-    embedded again (nothing with the turn weight at 0), outside its transaction."""
-    forgotten = [UUID(t) for t in result.get("applied", [])] if result.get("action") == "DELETE" else []
+async def embed_turns_after(repo: DecisionRepository, vectors: Any, p: Principal, action: str,
+                            applied: Sequence[str], rewritten: Sequence[UUID] = ()) -> None:
+    """After a decision or an accepted suggestion applied `action` to the memories `applied` (ids as
+    its result lists them; a DELETE forgot them) or rewrote one (`rewritten`, a merged UPDATE's): the
+    episodes after them, whose vectors hold them, embedded again (nothing with the turn weight at 0),
+    outside its transaction."""
+    forgotten = [UUID(t) for t in applied] if action == "DELETE" else []
     await embed_again(repo.memories, vectors, p, [*forgotten, *rewritten], itself=False)
 
 

@@ -206,7 +206,7 @@ class DecisionWorker:
         self.processed += 1
         if self.statistics is not None and result["applied"]:
             self.statistics.wrote(len(result["applied"]))
-        await applying.embed_turns_after(self.repo, self.service.vectors, p, result,
+        await applying.embed_turns_after(self.repo, self.service.vectors, p, result["action"], result["applied"],
                                          [job.memory_id] if result.get("merged") else [])
         return "done"
 

@@ -46,7 +46,7 @@ def _patterns(lexicon: Lexicon) -> dict[Tense, re.Pattern[str]]:
 
 @dataclass(frozen=True)
 class ParsedQuery:
-    text: str  # what the candidate lists match: time words and exclusions removed
+    text: str  # what the candidate lists match (the word lists: `matched`): time words and exclusions removed
     excluded: list[str]
     tense: Tense | None = None
     phrases: tuple[str, ...] = ()
