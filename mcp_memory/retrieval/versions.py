@@ -17,7 +17,8 @@ from ..graph import subjects as stored
 from ..graph.about_user import about_someone_else, speaks_of_user, without_user
 from ..graph.names import RUN as _RUN
 from ..graph.names import SUBJECT_WITHIN, USER_NAME, WORD, name_words
-from ..models import MOMENTS, SearchHit
+from ..models import SearchHit
+from .alike import alike
 from .focus import MASK, TextVectors, names_its_value
 from .query import LABEL, NOT_NAMES, word_pairs
 
@@ -32,33 +33,8 @@ def newest_of_conflicts(rows: list[asyncpg.Record], threshold: float) -> list[as
     Episodes are left where they are: a turn is what was said at its moment, and a later turn
     saying much the same ("Is it a yoga studio?", "What kind of yoga is it?") replaces nothing
     (LoCoMo nDCG@10 .608 -> .611, every category the same or better; R@10 cannot move)."""
-    if threshold >= 1 or len(rows) < 2:
-        return rows
-    vectors = {i: r["embedding"].to_numpy() for i, r in enumerate(rows)
-               if r["embedding"] is not None and r.get("kind") not in MOMENTS}
-    if not vectors:
-        return rows
-    width = len(next(iter(vectors.values())))  # mid-reembed, two models' vectors do not compare
-    with_vectors = [i for i, v in vectors.items() if len(v) == width]
-    if len(with_vectors) < 2:
-        return rows
-    matrix = np.stack([vectors[i] for i in with_vectors])
-    similar = matrix @ matrix.T >= threshold
-    group = list(range(len(with_vectors)))
-
-    def root(i: int) -> int:
-        while group[i] != i:
-            group[i] = group[group[i]]
-            i = group[i]
-        return i
-
-    for a, b in zip(*np.nonzero(np.triu(similar, 1)), strict=True):
-        group[root(int(a))] = root(int(b))
-    members: dict[int, list[int]] = {}
-    for k, i in enumerate(with_vectors):
-        members.setdefault(root(k), []).append(i)
     ordered = list(rows)
-    for positions in members.values():
+    for positions in alike(rows, threshold):
         # Only versions the query's words match as well as the best one's trade places: "when
         # did order 5 ship" keeps "order 5 shipped" above the newer "order 7 shipped".
         words = {i: rows[i].get("fts_key") or 0.0 for i in positions}

@@ -1,0 +1,45 @@
+"""Memories that say nearly the same thing, by their stored vectors: versions of one fact ("lives in
+Lisbon", "moved to Oslo"), whatever the question. Read by the versions rule (versions.py) and the
+present-tense focus (focus.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import asyncpg
+import numpy as np
+
+from ..models import MOMENTS
+
+
+def alike(rows: Sequence[asyncpg.Record], threshold: float) -> list[list[int]]:
+    """The positions of `rows` in groups of two or more whose vectors are within `threshold`
+    (cosine) of one another, transitively. Episodes are in none: a turn is what was said at its
+    moment, and a later one saying much the same replaces nothing. Nothing with a threshold of 1 or
+    more, or without two vectors of one width (mid-reembed, two models' vectors do not compare)."""
+    if threshold >= 1 or len(rows) < 2:
+        return []
+    vectors = {i: r["embedding"].to_numpy() for i, r in enumerate(rows)
+               if r["embedding"] is not None and r.get("kind") not in MOMENTS}
+    if not vectors:
+        return []
+    width = len(next(iter(vectors.values())))
+    with_vectors = [i for i, v in vectors.items() if len(v) == width]
+    if len(with_vectors) < 2:
+        return []
+    matrix = np.stack([vectors[i] for i in with_vectors])
+    similar = matrix @ matrix.T >= threshold
+    group = list(range(len(with_vectors)))
+
+    def root(i: int) -> int:
+        while group[i] != i:
+            group[i] = group[group[i]]
+            i = group[i]
+        return i
+
+    for a, b in zip(*np.nonzero(np.triu(similar, 1)), strict=True):
+        group[root(int(a))] = root(int(b))
+    members: dict[int, list[int]] = {}
+    for k, i in enumerate(with_vectors):
+        members.setdefault(root(k), []).append(i)
+    return [positions for positions in members.values() if len(positions) > 1]
