@@ -3,11 +3,13 @@ judged with the names masked (retrieval/focus.py); other facts about them and st
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from uuid import uuid4
 
 import numpy as np
 import pytest
+from pgvector import Vector
 
 from mcp_memory.graph.about_user import (
     about_someone_else,
@@ -21,6 +23,7 @@ from mcp_memory.lexicon import Lexicon
 from mcp_memory.lexicon.english import ENGLISH
 from mcp_memory.lexicon.portuguese import PORTUGUESE
 from mcp_memory.models import Principal, SearchResult
+from mcp_memory.retrieval.alike import alike
 from mcp_memory.retrieval.focus import (
     Closeness,
     answering,
@@ -31,23 +34,35 @@ from mcp_memory.retrieval.focus import (
     newest_on_topic_first,
     sharing_values,
     stating_another,
-    subject_positions,
     unlabelled,
     value_kinds,
     value_runs,
     values_of,
-    without_names,
+    versions_said,
 )
 from mcp_memory.retrieval.query import parse_query, phrases_of
+from mcp_memory.retrieval.whose import subject_positions, without_names
 from mcp_memory.service import MemoryService
 
 
-def test_only_a_present_question_without_a_year() -> None:
+def test_a_present_question_without_a_year_or_one_in_no_tense_asking_what_changes() -> None:
     assert applies(parse_query("What town is Odalys Pellegrini in at the moment?"))
     assert applies(parse_query("what is the coupons pipeline persisting to these days?"))
     assert not applies(parse_query("Where did Odalys Pellegrini live before?"))  # the past
-    assert not applies(parse_query("Where does Odalys Pellegrini live?"))  # no time word
     assert not applies(parse_query("What did Mel paint in her latest project in July 2023?"))  # a year
+    assert not applies(parse_query("Where did Odalys live before, and where does she live now?"))  # both
+    # No time word: a question asking an attribute that holds one value at a time asks the present one.
+    assert applies(parse_query("Where does Odalys Pellegrini live?"))
+    assert applies(parse_query("Which team is Ottilie Jablonski on?"))
+    assert not applies(parse_query("Where did Odalys Pellegrini grow up?"))  # held for good
+    assert not applies(parse_query("When is Odalys Pellegrini's birthday?"))
+    assert not applies(parse_query("What languages does Odalys Pellegrini speak?"))  # many at a time
+    assert not applies(parse_query("What does Odalys Pellegrini think of the plan?"))  # no attribute
+    assert not applies(parse_query("Which test framework do we write end-to-end tests in?"))  # the user's
+    assert applies(parse_query("Which test framework do we write end-to-end tests in now?"))
+    assert applies(parse_query("Where does my sister live?"))
+    assert applies(parse_query("Onde mora a Odalys?", PORTUGUESE))
+    assert not applies(parse_query("Onde cresceu a Odalys?", PORTUGUESE))
 
 
 def test_names_are_masked_as_whole_words_with_their_possessive() -> None:
@@ -172,6 +187,43 @@ def test_a_memory_naming_an_answers_value_answers_too() -> None:
     assert answering(closeness, margin=0.15) == {payroll, other, quit_it, quit_next}
     closeness[quit_it] = Closeness(0.2, 2, 0.2, frozenset({"korvex"}))
     assert answering(closeness, margin=0.15) == {payroll, other}
+
+
+def test_a_memory_its_stored_vector_says_is_one_fact_with_an_answer_answers_too() -> None:
+    """Three versions worded alike ("The search pipeline's rate limit is 50 / 200 / 500 per second"):
+    the chain's one drop cuts the third off, but the versions rule's groups (stored vectors within
+    the model's conflict cosine) hold all three, so all three answer; a memory in no group, or in
+    another, does not."""
+    first, second, third, other, elsewhere = (uuid4() for _ in range(5))
+    closeness = {first: Closeness(0.81, 0, 1.0, alike=0), second: Closeness(0.80, 1, 0.94, alike=0),
+                 third: Closeness(0.79, 2, 0.93, alike=0), other: Closeness(0.4, 3, 0.2),
+                 elsewhere: Closeness(0.3, 4, 0.1, alike=1)}
+    assert answering({k: closeness[k] for k in (first, second, third)}, margin=0.15) == {first, second, third}
+    assert answering(closeness, margin=0.15) == {first, second, third}
+    closeness = {k: replace(c, alike=None) for k, c in closeness.items()}
+    assert answering({k: closeness[k] for k in (first, second, third)}, margin=0.15) == {first, second}
+
+
+def test_versions_are_possible_only_where_two_memories_do_not_state_other_attributes() -> None:
+    """A licence stated once among facts stating other attributes has no versions to put newest
+    first; a memory stating no attribute in the lexicon's words may be one ("transferred to ...")."""
+    question = "Which licence covers someone?"
+    facts = ["someone is released under a proprietary licence.", "someone schema lives in Cassandra.",
+             "Aurelio Conti holds the pager for someone."]
+    assert not versions_said(question, facts, ENGLISH)
+    assert versions_said(question, [*facts, "someone switched to GPL-3.0 last spring."], ENGLISH)
+    assert versions_said(question, [*facts, "someone is licensed under MIT now."], ENGLISH)
+
+
+def test_alike_groups_non_episodes_by_their_stored_vectors() -> None:
+    def row(vector: list[float] | None, kind: str = "fact") -> dict:
+        return {"embedding": None if vector is None else Vector(vector), "kind": kind}
+
+    rows = [row([1, 0, 0]), row([0.99, 0.141, 0]), row([0, 1, 0]), row([1, 0, 0], "episode"), row(None),
+            row([0.98, 0.199, 0])]
+    assert alike(rows, 0.95) == [[0, 1, 5]]
+    assert alike(rows, 1.0) == []  # the rule off
+    assert alike(rows + [row([1, 0])], 0.95) == [[0, 1, 5]]  # another model's width compares with nothing
 
 
 def test_a_question_about_the_user_and_who_else_a_memory_is_about() -> None:
@@ -333,6 +385,50 @@ def test_episodes_are_not_versions() -> None:
     assert subject_positions(rows, parse_query("Where does Ana live now?"))[0] == [1]
 
 
+def _rows(*texts: str, about: float = 1.25) -> list[dict]:
+    rows = [_row(text, 10 * i, about=about) for i, text in enumerate(texts)]
+    for r in rows:
+        r["content"] = r["name"]
+    return rows
+
+
+def test_the_asked_attributes_words_name_no_subject() -> None:
+    """"Postgres" is capitalised, but in "Which Postgres version ..." it says what is asked, as
+    "rate limit" does: the subject is the run of words the pipeline's memories share, however its
+    possessive is written."""
+    rows = _rows("The scheduling pipeline uses Postgres 14.", "Postgres version of the scheduling worker: 16.",
+                 "Postgres version used by the scheduling pipeline: 11.", "The ledger pipeline uses Postgres 15.")
+    question = parse_query("Which Postgres version does the scheduling pipeline use?")
+    positions, unnamed = subject_positions(rows, question)
+    assert positions == [0, 2]
+    assert unnamed(rows[0]["content"]) == "The someone uses Postgres 14."
+    rows = _rows("The invoicing pipeline's rate limit is 100 per second.",
+                 "Rate limit of the invoicing pipeline: 200 requests per second.",
+                 "Rate limit of the pricing pipeline: 500 requests per second.", about=1.0)
+    positions, _ = subject_positions(rows, parse_query("What is the invoicing pipeline's rate limit?"))
+    assert positions == [0, 1]
+    # A classifier beside a name is how the subject is called, though "team" names an attribute too.
+    rows = _rows("Team Plover chatter happens in #kestrel-ops.", "Team Plover relocated its channel to #triage.")
+    positions, unnamed = subject_positions(rows, parse_query("Where does team Plover chat at the moment?"))
+    assert positions == [0, 1] and unnamed(rows[1]["content"]) == "someone relocated its channel to #triage."
+
+
+def test_a_memory_stating_the_asked_attribute_of_another_is_not_the_subjects() -> None:
+    """"Priya Fischer's manager is Aisha Esposito." names Aisha, but tells who manages Priya; "Aisha
+    Esposito's sister has a manager ..." is about her sister. "Omar Okafor has been Aisha Esposito's
+    manager" is hers."""
+    rows = _rows("Aisha Esposito's manager is Felix Andersen.", "Priya Fischer's manager is Aisha Esposito.",
+                 "Aisha Esposito's sister has a manager called Chen Novak.",
+                 "Omar Okafor has been Aisha Esposito's manager since the reorg.",
+                 "Felix Petrov took over from Aisha Esposito as Priya Fischer's boss.",
+                 "Aisha Esposito reports to Amara Yilmaz.")
+    positions, _ = subject_positions(rows, parse_query("Who manages Aisha Esposito?"))
+    assert positions == [0, 3, 5]
+    # Asked of her sister, the sister's memory is the one.
+    positions, _ = subject_positions(rows, parse_query("Who is Aisha Esposito's sister's manager?"))
+    assert positions == [2]
+
+
 async def write_dated(service: MemoryService, p: Principal, texts: list[tuple[str, int]]) -> list:
     """Each text written as a memory that happened that many days ago; the memories in order."""
     now = datetime.now(UTC)
@@ -368,6 +464,22 @@ async def test_the_newest_version_of_the_asked_fact_first(service: MemoryService
     assert {h.snippet for h in found.hits[3:5]} == {"Ines Moreau drives a Tesla.",
                                                     "Ines Moreau was born on 4 May 1991."}
     assert "on_topic" not in before.hits[0].explain
+
+
+async def test_a_question_with_no_time_word_gets_the_newest_version_first(service: MemoryService,
+                                                                         alice: Principal) -> None:
+    """"Who does Ines Moreau work for?" asks where she works now, as surely as with "now"; "Where did
+    she grow up?" asks a value held for good, and her newer memories are no versions of it."""
+    await newest_first_only_with_the_rule(service, alice, [
+        ("Ines Moreau works at Brightwater Health.", 700), ("Ines Moreau drives a Tesla.", 20),
+        ("Ines Moreau grew up in Lyon.", 900), ("Ines Moreau joined Plumtree Media as an engineer.", 420),
+        ("Katarina Mbeki works at Globex.", 30), ("Ines Moreau signed with Globex as a data engineer.", 120)],
+        "Who does Ines Moreau work for?")
+    service.settings = service.settings.model_copy(update={"present_focus": True})
+    await write_dated(service, alice, [("Ines Moreau moved to Lisbon.", 100), ("Ines Moreau lives in Oslo.", 10)])
+    found = await service.search(alice, "Where did Ines Moreau grow up?", explain=True)
+    assert found.hits[0].snippet == "Ines Moreau grew up in Lyon."
+    assert "on_topic" not in found.hits[0].explain
 
 
 async def test_a_new_users_first_facts_each_answer_what_they_state(service: MemoryService, alice: Principal) -> None:

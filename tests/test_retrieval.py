@@ -172,8 +172,9 @@ async def test_versions_of_a_fact_are_grouped_at_the_models_threshold(service: M
     assert conflict_similarity(service.vectors.model) == 0.65
 
     async def ranked(**update: object) -> list:
-        # Recency off: the rule alone must decide.
-        s = settings.model_copy(update={"recency_floor": 1.0, **update})
+        # Recency and the focus on the subject's answers off (the question, with no time word, asks
+        # a home city): the rule alone must decide.
+        s = settings.model_copy(update={"recency_floor": 1.0, "present_focus": False, **update})
         found = await MemoryService(service.repo, s, service.vectors).search(alice, "Where does Felix Byrne live?")
         return [h.id for h in found.hits]
 

@@ -40,6 +40,7 @@ class _Patterns:
     someone_named: re.Pattern[str]
     named_persons: re.Pattern[str]
     their_person: re.Pattern[str]
+    named_persons_anywhere: re.Pattern[str]
 
 
 @functools.lru_cache(maxsize=8)
@@ -66,7 +67,9 @@ def _patterns(lexicon: Lexicon) -> _Patterns:
     named_persons = re.compile(r"^\W*(?:.{1,30}?:\s+)?(?:the\s+)?" + _NAME + "'s" + role)
     # Anywhere in a question: "Where does my sister live now?".
     their_person = re.compile(r"(?i)" + _B + theirs + role)
-    return _Patterns(user, theirs, someone_else, someone_named, named_persons, their_person)
+    # Anywhere in a question: "Who is Omar Kim's mentor's manager?".
+    named_persons_anywhere = re.compile(_B + _NAME + "'s" + role)
+    return _Patterns(user, theirs, someone_else, someone_named, named_persons, their_person, named_persons_anywhere)
 
 
 def person_asked_about(question: str, lexicon: Lexicon = ENGLISH) -> str | None:
@@ -87,6 +90,13 @@ def named_persons_relation(text: str, lexicon: Lexicon = ENGLISH) -> str | None:
     Chaudhry's phone number is ..."; work roles such as "manager" are the named person's own
     facts, the lexicon's `people`)."""
     match = _patterns(lexicon).named_persons.search(text)
+    return match.group(1).lower() if match else None
+
+
+def named_persons_asked_about(question: str, lexicon: Lexicon = ENGLISH) -> str | None:
+    """The role of someone in a named person's life a question asks about ("Who is Omar Kim's
+    mentor's manager?" -> "mentor"), or None."""
+    match = _patterns(lexicon).named_persons_anywhere.search(question)
     return match.group(1).lower() if match else None
 
 

@@ -99,3 +99,17 @@ def asked_of_any(question: str, lexicon: Lexicon) -> frozenset[str]:
     held = phrasebook.held(lexicon.stems(question), lexicon)
     longest = max(held.values(), default=0)
     return frozenset(name for name, length in held.items() if length == longest)
+
+
+@functools.lru_cache(maxsize=1024)
+def words_of_asked(question: str, lexicon: Lexicon) -> frozenset[str]:
+    """The stems of the words the lexicon names the attributes `question` asks with (their names,
+    phrases and cues): what the question asks, never whom it asks it of ("Postgres" in "Which
+    Postgres version does the ledger pipeline use?", "rate limit" in "What rate limit does the
+    invoicing worker have?"). Stop words and the lexicon's classifiers left out: a classifier names
+    a subject's kind beside its name ("Where does team Plover chat?")."""
+    by_name = phrasebook.by_name(lexicon)
+    ignore = lexicon.stop_words | lexicon.classifiers
+    return frozenset(stem for name in asked_of_any(question, lexicon)
+                     for phrase in (name, *by_name[name].phrases, *by_name[name].cues)
+                     for stem in lexicon.stems(phrase, drop=ignore))

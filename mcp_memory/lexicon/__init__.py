@@ -36,7 +36,9 @@ class Attribute:
 
     `phrases`: how a writer names it as a key ("home city", "lives in"); `cues`: words that point to
     it in a question or a statement ("live", "town"); `single`: it holds one value at a time (a
-    newer value replaces the older), else values accumulate (allergies, languages); `kind`: the kind
+    newer value replaces the older), else values accumulate (allergies, languages); `settled`: once
+    held, it is held for good (a hometown, a birthday), so a question in no tense asks for the one
+    value, not the newest of several (retrieval/focus.py); `kind`: the kind
     of memory stating it is, whoever states it (where someone lives is a fact, their editor a
     preference: extraction.py corrects a model's type by it), None where it may be more than one (a
     project's database is a fact, or a decision); `answers`: what its values are, as a question
@@ -48,6 +50,7 @@ class Attribute:
     cues: tuple[str, ...] = ()
     single: bool = True
     kind: str | None = None
+    settled: bool = False
     answers: Answer | None = None
 
 

@@ -30,6 +30,19 @@ another: those stating another attribute than the question asks are no answer, a
 as before. A memory that states none by such words may be a version of any of them ("trying Helix
 for good now"), so one such leaves the chain to decide, as does a question asking none.
 
+A question with no time word at all asks the present value too when it asks an attribute that
+holds one value at a time and not for good ("Which team is Ottilie on?"; not "Where did she grow
+up?", `Attribute.settled`), where two of the subject's memories may be versions of it
+(`versions_said`), unless it speaks of the user alone (`of_the_user`). There the chain's single
+cut is trusted less: memories the versions rule holds for one fact by their stored vectors
+(alike.py) answer with any answer among them, since the forced cut of three ("The search
+pipeline's rate limit is 50 / 200 / 500 per second") dropped the newest. (For a present-tense
+question, a subject's short notes are alike by the name they share, and that cost ops and life
+newest@1.) The asked attribute's words name no subject ("Postgres" in "Which Postgres version
+...", "rate limit"), and a memory stating the attribute of someone else by a possessive ("Priya's
+manager is Aisha" for "Who manages Aisha?") or about someone in the subject's life ("Aisha's
+sister has a manager ...") is none of the subject's (whose.py).
+
 Measured on the knowledge-update dev sets: newest-first life .59 -> .86, ops .62 -> .87,
 assistant .42 -> .79; newest@1 life .25 -> .81, ops .28 -> .84, assistant .28 -> .56, workbench
 .30 -> .40; the generator's own set and LoCoMo unchanged. The masked texts are embedded once and
@@ -39,26 +52,22 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Protocol
 from uuid import UUID
 
 import asyncpg
 import numpy as np
 
-from ..graph.about_user import about_someone_else, person_asked_about, speaks_of_user, their_person, without_user
+from ..graph import phrasebook
+from ..graph.about_user import person_asked_about, speaks_of_user
 from ..graph.keys import cued_in
 from ..graph.questions import asked_of_any
 from ..lexicon import Lexicon
-from ..models import MOMENTS
-from .query import LABEL, NOT_NAMES, ParsedQuery, phrases_of
-
-# The subject's memories among this many top results are the ones compared: the answer is
-# near the top already, and each one compared is a text to embed the first time.
-WINDOW = 10
-MASK = "someone"
+from .alike import alike
+from .query import LABEL, NOT_NAMES, ParsedQuery
+from .whose import MASK, POSSESSIVE, subject_positions
 
 
 class TextVectors(Protocol):
@@ -68,87 +77,45 @@ class TextVectors(Protocol):
 
 
 def applies(parsed: ParsedQuery) -> bool:
-    """Only a question about now, and no period ("what did Mel paint in her latest project in July
-    2023" is about July 2023, not about now)."""
-    return parsed.tense == "present" and parsed.period is None
-
-
-def _whole(words: str, flags: int = 0) -> re.Pattern[str]:
-    """`words` as whole words, any white space between them, with a possessive."""
-    return re.compile(r"(?<![\w'-])" + r"\s+".join(map(re.escape, words.split())) + r"(?:'s)?(?![\w'-])", flags)
-
-
-def without_names(text: str, names: Sequence[str]) -> str:
-    for name in sorted(names, key=len, reverse=True):
-        text = _whole(name).sub(MASK, text)
-    return text
-
-
-def subject_positions(rows: Sequence[asyncpg.Record],
-                      parsed: ParsedQuery) -> tuple[list[int], Callable[[str], str]]:
-    """Positions within the window of the memories about the question's subject, and how to take
-    the subject out of a text. The subject is the names the question names (the memories the
-    subject factor lifted); or else the user the agent works for, when the question speaks of
-    them ("What car do I drive now?": every memory not about someone in their life,
-    graph/about_user.py); or else its longest run of words at least two of them share.
-    Episodes aside: an episode is what happened at its moment, and a later one does not replace it
-    (in a conversation every turn names its speaker; newest-first among them only reshuffles what
-    was said)."""
-    window = [i for i, r in enumerate(rows[:WINDOW]) if r["kind"] not in MOMENTS]
-    if parsed.subject:
-        named = [i for i in window if rows[i]["about"] > 1]
-        # A capitalised word none of them shares ("Which DB is the ledger pipeline on?") names
-        # no subject; the run of words may.
-        if named:
-            return _narrowed(rows, named, parsed) or (named, lambda text: without_names(text, parsed.subject))
+    """A question about now, and no period ("what did Mel paint in her latest project in July
+    2023" is about July 2023, not about now); or one with no time words at all that asks only
+    attributes holding one value at a time and not for good (`changing`): "Which team is Ottilie
+    on?" asks where she is now as surely as "Which team is Ottilie on now?"."""
+    if parsed.period is not None:
+        return False
+    if parsed.tense == "present":
+        return True
     asked = parsed.asked or parsed.text
-    role = person_asked_about(asked)
-    if role is not None:  # "Where does my sister live now?" is about her, not about the user
-        person = their_person(role)
-        theirs = [i for i in window if person.search(rows[i]["content"])]
-        if len(theirs) >= 2:
-            return theirs, partial(person.sub, MASK)
-    elif speaks_of_user(asked):
-        users = [i for i in window if not about_someone_else(rows[i]["content"])]
-        if len(users) >= 2:
-            return users, partial(without_user, mask=MASK)
-    for run in phrases_of(parsed.text):
-        pattern = _whole(run, re.IGNORECASE)
-        positions = [i for i in window if pattern.search(rows[i]["content"])]
-        if len(positions) >= 2:
-            return positions, partial(pattern.sub, MASK)
-    return [], str
+    return not parsed.phrases and changing(asked, parsed.lexicon) and not of_the_user(asked, parsed.lexicon)
 
 
-def _narrowed(rows: Sequence[asyncpg.Record], named: list[int],
-              parsed: ParsedQuery) -> tuple[list[int], Callable[[str], str]] | None:
-    """The named memories that share the longest run of the question's words holding all its
-    names, when at least two do, and that run taken out: a capitalised word may name a kind of
-    thing rather than one ("Which region does the coupons API run in?": every API's memories name
-    "API", the subject is "coupons API"; ops newest@1 .78 -> .83 offline, the other sets unchanged)."""
-    names = [_whole(name) for name in parsed.subject]
-    for run in phrases_of(parsed.text):
-        if len(run.split()) <= sum(len(name.split()) for name in parsed.subject):
-            break  # runs come longest first: the rest are no longer than the names themselves
-        if all(name.search(run) for name in names):
-            pattern = _whole(run, re.IGNORECASE)
-            positions = [i for i in named if pattern.search(rows[i]["content"])]
-            if len(positions) >= 2:
-                return positions, partial(pattern.sub, MASK)
-    return None
+def of_the_user(question: str, lexicon: Lexicon) -> bool:
+    """Whether `question` speaks of the user and of nobody in their life ("Which framework do we
+    write end-to-end tests in?"). In an agent's store every note is the user's: with no time word
+    nothing says the newest of them answers, and auto-recall, whose prompts rarely say "now", put a
+    newer unrelated note above the turn that answered (bench/recall_quality.py)."""
+    return speaks_of_user(question, lexicon) and person_asked_about(question, lexicon) is None
+
+
+def changing(question: str, lexicon: Lexicon) -> bool:
+    """Whether `question` asks attributes, each holding one value at a time (a newer replaces the
+    older) that is not held for good (`Attribute.settled`: "Where did Greta grow up?", "When is
+    Greta's birthday?" ask the one value, and a memory of hers that is newer is no version of it)."""
+    asked = asked_of_any(question, lexicon)
+    attributes = phrasebook.by_name(lexicon)
+    return bool(asked) and all(attributes[a].single and not attributes[a].settled for a in asked)
 
 
 # What a memory names that could be the value of a fact: a number, a time or a version ("9:45",
 # "ca-central-1", "MySQL 8"), or a capitalised word within a sentence ("Brightwater Health").
 _TOKEN = re.compile(r"\w[\w'-]*(?:[:.]\d+)*")
-_POSSESSIVE = re.compile(r"'s$")
 _SENTENCE_END = ".:;!?"
 _NUMBER = re.compile(r"\d+(?:[:.]\d+)*")
 
 
 def values_of(text: str, ignore: frozenset[str]) -> frozenset[str]:
     """The values `text` names, lower case, other than the words in `ignore`."""
-    return frozenset(word for token, _ in _values(text) if (word := _POSSESSIVE.sub("", token).lower()) not in ignore)
+    return frozenset(word for token, _ in _values(text) if (word := POSSESSIVE.sub("", token).lower()) not in ignore)
 
 
 def value_kinds(text: str) -> frozenset[str]:
@@ -201,7 +168,7 @@ def _value_matches(text: str) -> Iterator[tuple[re.Match[str], str]]:
 
 def words_of(text: str) -> frozenset[str]:
     """Every word of `text` as `values_of` reads it (lower case, possessives cut), values or not."""
-    return frozenset(_POSSESSIVE.sub("", m.group()).lower() for m in _TOKEN.finditer(text))
+    return frozenset(POSSESSIVE.sub("", m.group()).lower() for m in _TOKEN.finditer(text))
 
 
 def names_its_value(new: str, old: str, ignore: frozenset[str]) -> bool:
@@ -228,7 +195,7 @@ def value_runs(text: str, ignore: frozenset[str]) -> set[tuple[str, ...]]:
     for match, _ in _value_matches(text):
         if end is None or text[end:match.start()].strip():
             runs.append([])
-        runs[-1].append(_POSSESSIVE.sub("", match.group()).lower())
+        runs[-1].append(POSSESSIVE.sub("", match.group()).lower())
         end = match.end()
     return {kept for run in runs if (kept := tuple(w for w in run if w not in ignore))}
 
@@ -242,13 +209,14 @@ class Closeness:
     link: float  #: cosine with the closest memory that joined before it (1 for the first, -1 for one `off`)
     values: frozenset[str] = frozenset()  #: the values it names (`values_of`) that the question does not
     off: bool = False  #: its words state another attribute than the one the question asks
+    alike: int | None = None  #: the group of the subject's memories its stored vector is one of (`alike`)
 
 
 async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
-                       vectors: TextVectors) -> dict[UUID, Closeness]:
+                       vectors: TextVectors, conflict: float = 1.0) -> dict[UUID, Closeness]:
     """Each subject memory in the window against the question and chained to the others, the
     subject masked everywhere; empty when fewer than two are there or the embedder is not
-    answering."""
+    answering. `conflict`: the cosine at which stored vectors say one fact (versions.py)."""
     positions, unnamed = subject_positions(rows, parsed)
     if len(positions) < 2:
         return {}
@@ -260,6 +228,8 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
     if question is None:
         return {}
     texts = [unlabelled(unnamed(rows[i]["content"]), parsed.lexicon) for i in positions]
+    if parsed.tense != "present" and not versions_said(masked, texts, parsed.lexicon):
+        return {}
     documents = await vectors.documents_or_none(texts)
     if documents is None:
         return {}
@@ -272,11 +242,25 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
     order_on, links = chain(within @ within.T, start)
     order = [on[j] for j in order_on] + [i for i in range(len(positions)) if i not in on]
     links = links + [-1.0] * (len(order) - len(links))
-    asked = frozenset(_POSSESSIVE.sub("", word).lower() for word in _TOKEN.findall(parsed.asked or parsed.text))
+    asked = frozenset(POSSESSIVE.sub("", word).lower() for word in _TOKEN.findall(parsed.asked or parsed.text))
     ignore = asked | NOT_NAMES | {MASK}
+    # The versions rule's groups answer only a question with no time word (the module's docstring).
+    together = alike([rows[i] for i in positions], conflict) if parsed.tense != "present" else []
+    group = {i: g for g, members in enumerate(together) for i in members}
     return {rows[positions[i]]["id"]: Closeness(float(to_question[i]), step, links[step],
-                                                values_of(texts[i], ignore), i not in on)
+                                                values_of(texts[i], ignore), i not in on, group.get(i))
             for step, i in enumerate(order)}
+
+
+def versions_said(question: str, texts: Sequence[str], lexicon: Lexicon) -> bool:
+    """Whether two of the subject's memories (`texts`) may be versions of the attribute `question`
+    asks: each states it in the lexicon's words, or no attribute in them ("transferred to
+    Identity"). A question with no time word may ask a fact stated once ("Which licence covers the
+    consent worker?"), and the subject's newer memories stating other attributes ("... schema lives
+    in Cassandra") are no versions of it: ops's stable facts first .125 -> .208, every changing
+    fact's figure the same."""
+    asked = asked_of_any(question, lexicon)
+    return sum(1 for text in texts if (stated := cued_in(text, lexicon)) & asked or not stated) >= 2
 
 
 def chain_start(to_question: np.ndarray, texts: Sequence[str], question: str, lexicon: Lexicon) -> int:
@@ -383,7 +367,8 @@ def answering(closeness: dict[UUID, Closeness], margin: float) -> set[UUID]:
 
 
 def sharing_values(answers: set[UUID], closeness: dict[UUID, Closeness]) -> set[UUID]:
-    """`answers` and every memory naming a value one of them names, transitively. An update
+    """`answers` and every memory naming a value one of them names, or in a group of alike stored
+    vectors one of them is in (`Closeness.alike`), transitively. An update
     often names the value it replaces ("quit Brightwater Health and signed with Plumtree Media",
     "standup moved 9:45 -> 9:15") however far its wording is from the version before: it is a
     version too. A value the question names decides nothing (life / ops / assistant newest
@@ -391,13 +376,15 @@ def sharing_values(answers: set[UUID], closeness: dict[UUID, Closeness]) -> set[
     without the narrowed subject above, ops newest@1 lost one: another API in the same region)."""
     answers = set(answers)
     named = set().union(*(closeness[k].values for k in answers))
+    groups = {closeness[k].alike for k in answers} - {None}
     grown = True
     while grown:
         grown = False
         for k, c in closeness.items():
-            if k not in answers and not c.off and c.values & named:
+            if k not in answers and not c.off and (c.values & named or c.alike in groups):
                 answers.add(k)
                 named |= c.values
+                groups |= {c.alike} - {None}
                 grown = True
     return answers
 

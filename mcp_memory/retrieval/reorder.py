@@ -55,7 +55,7 @@ async def after_sql(rows: Sequence[Row], parsed: ParsedQuery, *, past: bool, con
     ordered = list(rows) if past else newest_of_conflicts(list(rows), conflict)
     on_topic: dict[UUID, focus.Closeness] = {}
     if vectors is not None and settings.present_focus and not listing and focus.applies(parsed):
-        on_topic = await focus.similarities(ordered, parsed, vectors)
+        on_topic = await focus.similarities(ordered, parsed, vectors, conflict)
     return reorder(ordered, on_topic, settings.present_margin, settings.snippet_chars, explain)
 
 

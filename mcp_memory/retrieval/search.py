@@ -12,7 +12,7 @@ from ..lexicon import Lexicon
 from ..lexicon.english import ENGLISH
 from ..models import MemoryFilter, Principal, SearchHit, SearchReading
 from ..repository import MemoryRepository
-from . import focus
+from . import focus, whose
 from .common_words import too_common
 from .hop import one_hop
 from .keyed import facts_named, keyed_first, named_in
@@ -42,7 +42,7 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
     linked: Linked | None = None
     common: list[str] = []
     narrowed = Narrowing(False)
-    ranked = max(limit, focus.WINDOW)
+    ranked = max(limit, whose.WINDOW)
 
     def built(exact: bool = False) -> SearchStatement | None:
         return build_search(p, parsed, f, limit=ranked, settings=settings, vector=vector, model=model,

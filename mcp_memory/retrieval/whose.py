@@ -1,0 +1,127 @@
+"""Whose memories a question asks about, among the best results: the names it names, the user an
+agent works for, someone in the user's life, or the run of its words the results share; and how to
+take that subject out of a text, so what is left is what is said of them (retrieval/focus.py)."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Sequence
+from functools import partial
+
+import asyncpg
+
+from ..graph.about_user import (
+    about_someone_else,
+    named_persons_asked_about,
+    named_persons_relation,
+    person_asked_about,
+    speaks_of_user,
+    their_person,
+    without_user,
+)
+from ..graph.questions import words_of_asked
+from ..lexicon import Lexicon
+from ..models import MOMENTS
+from .query import ParsedQuery, phrases_of
+
+# The subject's memories among this many top results are the ones compared: the answer is
+# near the top already, and each one compared is a text to embed the first time.
+WINDOW = 10
+MASK = "someone"
+POSSESSIVE = re.compile(r"'s$")
+
+
+def _whole(words: str, flags: int = 0) -> re.Pattern[str]:
+    """`words` as whole words, any white space between them, with a possessive."""
+    return re.compile(r"(?<![\w'-])" + r"\s+".join(map(re.escape, words.split())) + r"(?:'s)?(?![\w'-])", flags)
+
+
+def without_names(text: str, names: Sequence[str]) -> str:
+    for name in sorted(names, key=len, reverse=True):
+        text = _whole(name).sub(MASK, text)
+    return text
+
+
+def subject_positions(rows: Sequence[asyncpg.Record],
+                      parsed: ParsedQuery) -> tuple[list[int], Callable[[str], str]]:
+    """Positions within the window of the memories about the question's subject, and how to take
+    the subject out of a text. The subject is the names the question names (the memories the
+    subject factor lifted); or else the user the agent works for, when the question speaks of
+    them ("What car do I drive now?": every memory not about someone in their life,
+    graph/about_user.py); or else its longest run of words at least two of them share.
+    Episodes aside: an episode is what happened at its moment, and a later one does not replace it
+    (in a conversation every turn names its speaker; newest-first among them only reshuffles what
+    was said)."""
+    window = [i for i, r in enumerate(rows[:WINDOW]) if r["kind"] not in MOMENTS]
+    asked = parsed.asked or parsed.text
+    attribute = words_of_asked(asked, parsed.lexicon)
+
+    def whom(words: str) -> bool:  # words that may name the subject: none of them the attribute's
+        return not attribute.intersection(parsed.lexicon.stems(words))
+
+    names = [name for name in parsed.subject if whom(name)]
+    if names:
+        # The memories the subject factor lifted, or, where a capitalised word was the attribute's
+        # ("Slack" of a channel), those naming the rest; not those about another's.
+        named = ([i for i in window if rows[i]["about"] > 1] if len(names) == len(parsed.subject) else
+                 [i for i in window if all(_whole(name).search(rows[i]["content"]) for name in names)])
+        theirs = named_persons_asked_about(asked, parsed.lexicon)
+        named = [i for i in named if named_persons_relation(rows[i]["content"], parsed.lexicon) == theirs
+                 and not anothers(rows[i]["content"], names, attribute, parsed.lexicon)]
+        # A capitalised word none of them shares ("Which DB is the ledger pipeline on?") names
+        # no subject; the run of words may.
+        if named:
+            return _narrowed(rows, named, names, parsed.text, whom) or (named, lambda text: without_names(text, names))
+    role = person_asked_about(asked)
+    if role is not None:  # "Where does my sister live now?" is about her, not about the user
+        person = their_person(role)
+        theirs = [i for i in window if person.search(rows[i]["content"])]
+        if len(theirs) >= 2:
+            return theirs, partial(person.sub, MASK)
+    elif speaks_of_user(asked):
+        users = [i for i in window if not about_someone_else(rows[i]["content"])]
+        if len(users) >= 2:
+            return users, partial(without_user, mask=MASK)
+    for run in filter(whom, phrases_of(parsed.text)):
+        pattern = _whole(POSSESSIVE.sub("", run), re.IGNORECASE)
+        positions = [i for i in window if pattern.search(rows[i]["content"])]
+        if len(positions) >= 2:
+            return positions, partial(pattern.sub, MASK)
+    return [], str
+
+
+def _narrowed(rows: Sequence[asyncpg.Record], named: list[int], names: list[str], text: str,
+              whom: Callable[[str], bool]) -> tuple[list[int], Callable[[str], str]] | None:
+    """The named memories that share the longest run of the question's words (`text`) holding all
+    its `names`, when at least two do, and that run taken out: a capitalised word may name a kind
+    of thing rather than one ("Which region does the coupons API run in?": every API's memories
+    name "API", the subject is "coupons API"; ops newest@1 .78 -> .83 offline, the other sets
+    unchanged). A run holding the asked attribute's words is no subject (`whom`)."""
+    patterns = [_whole(name) for name in names]
+    for run in phrases_of(text):
+        if len(run.split()) <= sum(len(name.split()) for name in names):
+            break  # runs come longest first: the rest are no longer than the names themselves
+        if whom(run) and all(name.search(run) for name in patterns):
+            pattern = _whole(POSSESSIVE.sub("", run), re.IGNORECASE)
+            positions = [i for i in named if pattern.search(rows[i]["content"])]
+            if len(positions) >= 2:
+                return positions, partial(pattern.sub, MASK)
+    return None
+
+
+@functools.lru_cache(maxsize=8)
+def _holds(lexicon: Lexicon) -> re.Pattern[str]:
+    """Someone's attribute, by the lexicon's possessive: "Priya Fischer's manager", "Tom's new phone"."""
+    endings = "|".join(map(re.escape, lexicon.possessive_endings)) or "(?!)"
+    name = r"(?P<name>[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*)"
+    return re.compile(name + "(?:" + endings + r")\s+(?P<words>[\w-]+(?:\s+[\w-]+)?)")
+
+
+def anothers(text: str, names: Sequence[str], attribute: frozenset[str], lexicon: Lexicon) -> bool:
+    """Whether `text` states the asked attribute (its words' stems, `attribute`) of someone else by
+    a possessive, and of none of `names`: "Priya Fischer's manager is Aisha Esposito." tells who
+    manages Priya, not who manages Aisha; "Omar Okafor has been Aisha Esposito's manager" tells
+    Aisha's."""
+    holders = [m["name"] for m in _holds(lexicon).finditer(text) if set(lexicon.stems(m["words"])) & attribute]
+    return bool(holders) and not any(_whole(name).search(holder) for holder in holders for name in names)
