@@ -157,7 +157,7 @@ async def why_missed(q: dict[str, Any], parsed: ParsedQuery, key_of: dict[Any, s
     if q["past"] or not (settings.present_focus and focus.applies(parsed)):
         return "no focus"
     rows = newest_of_conflicts(list(q["rows"]), q["conflict"])
-    closeness = await focus.similarities(rows, parsed, vectors)
+    closeness = await focus.similarities(rows, parsed, vectors, q["conflict"])
     keys = {key_of.get(memory_id): memory_id for memory_id in closeness}
     if not closeness:
         return "other"

@@ -28,7 +28,8 @@ class RankingSettings(BaseModel):
         "Score factor for a memory naming every person or thing the question names (capitalised words), "
         "other than only addressing them (\"Thanks, Mel!\")."))
     present_focus: bool = Field(default=True, description=(
-        "For a question about the present: rank its subject's memories that answer it first, newest first, "
+        "For a question about the present (a time word such as \"now\", or none and an attribute holding one "
+        "value at a time): rank its subject's memories that answer it first, newest first, "
         "judged by similarity with the subject taken out (retrieval/focus.py)."))
     present_margin: float = Field(default=0.15, ge=0, le=2, description=(
         "When only two of the subject's memories are compared: how far below the closer one's cosine "

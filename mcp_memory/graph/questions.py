@@ -106,10 +106,10 @@ def words_of_asked(question: str, lexicon: Lexicon) -> frozenset[str]:
     """The stems of the words the lexicon names the attributes `question` asks with (their names,
     phrases and cues): what the question asks, never whom it asks it of ("Postgres" in "Which
     Postgres version does the ledger pipeline use?", "rate limit" in "What rate limit does the
-    invoicing worker have?"). Stop words and the lexicon's classifiers left out: a classifier names
-    a subject's kind beside its name ("Where does team Plover chat?")."""
+    invoicing worker have?"). Stop words, key fillers ("current") and the lexicon's classifiers left
+    out: a classifier names a subject's kind beside its name ("Where does team Plover chat?")."""
     by_name = phrasebook.by_name(lexicon)
-    ignore = lexicon.stop_words | lexicon.classifiers
+    ignore = lexicon.stop_words | lexicon.classifiers | lexicon.key_fillers
     return frozenset(stem for name in asked_of_any(question, lexicon)
                      for phrase in (name, *by_name[name].phrases, *by_name[name].cues)
                      for stem in lexicon.stems(phrase, drop=ignore))

@@ -136,6 +136,9 @@ class Lexicon:
     # Phrases that say a question is about the present ("now", "these days") or the past ("used to").
     present: tuple[str, ...] = ()
     past: tuple[str, ...] = ()
+    # Words that put a question in the past with no time phrase ("Where did she live?", "Which
+    # team was he on?"): such a question is not taken to ask the newest value (retrieval/focus.py).
+    past_auxiliaries: frozenset[str] = frozenset()
     # Month names -> 1..12: full names (a month alone, "during June", needs one) and abbreviations.
     months: dict[str, int] = field(default_factory=dict)
     month_abbreviations: dict[str, int] = field(default_factory=dict)

@@ -204,6 +204,7 @@ ENGLISH = Lexicon(
              "up to date", "so far"),
     past=("used to", "before", "previously", "originally", "formerly", "in the past", "back then", "at first",
           "at the time", "in those days", "last year", "years ago", "earlier", "initially", "prior"),
+    past_auxiliaries=frozenset({"did", "was", "were", "had"}),
     months={m: n for n, m in enumerate("""january february march april may june july august september october
         november december""".split(), start=1)},
     month_abbreviations={**{m: n for n, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(),

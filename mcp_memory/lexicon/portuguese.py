@@ -116,6 +116,7 @@ PORTUGUESE = Lexicon(
     past=("antes", "dantes", "anteriormente", "antigamente", "originalmente", "inicialmente", "no passado",
           "naquela altura", "naquela época", "na altura", "costumava", "costumavam", "no ano passado", "há anos",
           "outrora", "no início"),
+    past_auxiliaries=frozenset({"foi", "foram", "era", "eram", "estava", "estavam", "tinha", "tinham"}),
     months={m: n for n, m in enumerate("""janeiro fevereiro março abril maio junho julho agosto setembro outubro
         novembro dezembro""".split(), start=1)},
     month_abbreviations={m: n for n, m in enumerate("jan fev mar abr mai jun jul ago set out nov dez".split(),

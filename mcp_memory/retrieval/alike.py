@@ -1,6 +1,6 @@
 """Memories that say nearly the same thing, by their stored vectors: versions of one fact ("lives in
 Lisbon", "moved to Oslo"), whatever the question. Read by the versions rule (versions.py) and the
-present-tense focus (focus.py)."""
+focus on a subject's answers, for a question with no time word (focus.py)."""
 
 from __future__ import annotations
 

@@ -86,7 +86,9 @@ def applies(parsed: ParsedQuery) -> bool:
     if parsed.tense == "present":
         return True
     asked = parsed.asked or parsed.text
-    return not parsed.phrases and changing(asked, parsed.lexicon) and not of_the_user(asked, parsed.lexicon)
+    if parsed.phrases or parsed.lexicon.past_auxiliaries.intersection(parsed.lexicon.words(asked)):
+        return False  # "Where did Odalys live?" may ask any of her cities
+    return changing(asked, parsed.lexicon) and not of_the_user(asked, parsed.lexicon)
 
 
 def of_the_user(question: str, lexicon: Lexicon) -> bool:
@@ -202,7 +204,7 @@ def value_runs(text: str, ignore: frozenset[str]) -> set[tuple[str, ...]]:
 
 @dataclass(frozen=True)
 class Closeness:
-    """How a subject memory relates to a present-tense question, names masked on both sides."""
+    """How a subject memory relates to a question about the present, names masked on both sides."""
 
     question: float  #: cosine with the question
     joined: int  #: when it joined the chain from the memory closest to the question (0: that one)
@@ -213,7 +215,7 @@ class Closeness:
 
 
 async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
-                       vectors: TextVectors, conflict: float = 1.0) -> dict[UUID, Closeness]:
+                       vectors: TextVectors, conflict: float) -> dict[UUID, Closeness]:
     """Each subject memory in the window against the question and chained to the others, the
     subject masked everywhere; empty when fewer than two are there or the embedder is not
     answering. `conflict`: the cosine at which stored vectors say one fact (versions.py)."""

@@ -4,7 +4,6 @@ take that subject out of a text, so what is left is what is said of them (retrie
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -20,6 +19,7 @@ from ..graph.about_user import (
     their_person,
     without_user,
 )
+from ..graph.names import NAMES_WITHIN_CHARS, owned
 from ..graph.questions import words_of_asked
 from ..lexicon import Lexicon
 from ..models import MOMENTS
@@ -47,43 +47,48 @@ def subject_positions(rows: Sequence[asyncpg.Record],
                       parsed: ParsedQuery) -> tuple[list[int], Callable[[str], str]]:
     """Positions within the window of the memories about the question's subject, and how to take
     the subject out of a text. The subject is the names the question names (the memories the
-    subject factor lifted); or else the user the agent works for, when the question speaks of
-    them ("What car do I drive now?": every memory not about someone in their life,
-    graph/about_user.py); or else its longest run of words at least two of them share.
+    subject factor lifted), less a memory about someone in their life or stating another's asked
+    attribute (`yours`); or else the user the agent works for, when the question speaks of them
+    ("What car do I drive now?": every memory not about someone in their life,
+    graph/about_user.py); or else its longest run of words at least two of them share. No word of
+    the asked attribute names the subject (`words_of_asked`): "Postgres" in "Which Postgres version
+    does the ledger pipeline use?" says what is asked, not of whom.
     Episodes aside: an episode is what happened at its moment, and a later one does not replace it
     (in a conversation every turn names its speaker; newest-first among them only reshuffles what
     was said)."""
     window = [i for i, r in enumerate(rows[:WINDOW]) if r["kind"] not in MOMENTS]
+    lexicon = parsed.lexicon
     asked = parsed.asked or parsed.text
-    attribute = words_of_asked(asked, parsed.lexicon)
+    attribute = words_of_asked(asked, lexicon)
 
-    def whom(words: str) -> bool:  # words that may name the subject: none of them the attribute's
-        return not attribute.intersection(parsed.lexicon.stems(words))
+    def whom(words: str) -> bool:  # the attribute's words would make every subject's notes one subject's
+        return not attribute.intersection(lexicon.stems(words))
 
     names = [name for name in parsed.subject if whom(name)]
     if names:
         # The memories the subject factor lifted, or, where a capitalised word was the attribute's
-        # ("Slack" of a channel), those naming the rest; not those about another's.
+        # ("Slack" of a channel), those naming the rest.
         named = ([i for i in window if rows[i]["about"] > 1] if len(names) == len(parsed.subject) else
                  [i for i in window if all(_whole(name).search(rows[i]["content"]) for name in names)])
-        theirs = named_persons_asked_about(asked, parsed.lexicon)
-        named = [i for i in named if named_persons_relation(rows[i]["content"], parsed.lexicon) == theirs
-                 and not anothers(rows[i]["content"], names, attribute, parsed.lexicon)]
+        theirs = [i for i in named if yours(rows[i]["content"], asked, names, attribute, lexicon)]
         # A capitalised word none of them shares ("Which DB is the ledger pipeline on?") names
-        # no subject; the run of words may.
+        # no subject; the run of words may. Named memories all someone else's leave none.
+        if theirs:
+            return (_narrowed(rows, theirs, names, parsed.text, whom)
+                    or (theirs, lambda text: without_names(text, names)))
         if named:
-            return _narrowed(rows, named, names, parsed.text, whom) or (named, lambda text: without_names(text, names))
-    role = person_asked_about(asked)
+            return [], str
+    role = person_asked_about(asked, lexicon)
     if role is not None:  # "Where does my sister live now?" is about her, not about the user
-        person = their_person(role)
-        theirs = [i for i in window if person.search(rows[i]["content"])]
-        if len(theirs) >= 2:
-            return theirs, partial(person.sub, MASK)
-    elif speaks_of_user(asked):
-        users = [i for i in window if not about_someone_else(rows[i]["content"])]
+        person = their_person(role, lexicon)
+        people = [i for i in window if person.search(rows[i]["content"])]
+        if len(people) >= 2:
+            return people, partial(person.sub, MASK)
+    elif speaks_of_user(asked, lexicon):
+        users = [i for i in window if not about_someone_else(rows[i]["content"], lexicon)]
         if len(users) >= 2:
-            return users, partial(without_user, mask=MASK)
-    for run in filter(whom, phrases_of(parsed.text)):
+            return users, partial(without_user, mask=MASK, lexicon=lexicon)
+    for run in filter(whom, phrases_of(parsed.text, lexicon)):
         pattern = _whole(POSSESSIVE.sub("", run), re.IGNORECASE)
         positions = [i for i in window if pattern.search(rows[i]["content"])]
         if len(positions) >= 2:
@@ -110,18 +115,29 @@ def _narrowed(rows: Sequence[asyncpg.Record], named: list[int], names: list[str]
     return None
 
 
-@functools.lru_cache(maxsize=8)
-def _holds(lexicon: Lexicon) -> re.Pattern[str]:
-    """Someone's attribute, by the lexicon's possessive: "Priya Fischer's manager", "Tom's new phone"."""
-    endings = "|".join(map(re.escape, lexicon.possessive_endings)) or "(?!)"
-    name = r"(?P<name>[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*)"
-    return re.compile(name + "(?:" + endings + r")\s+(?P<words>[\w-]+(?:\s+[\w-]+)?)")
+# How far after a possessive the attribute it owns is read: "Priya Fischer's line manager".
+OWNED_WORDS = 2
 
 
-def anothers(text: str, names: Sequence[str], attribute: frozenset[str], lexicon: Lexicon) -> bool:
-    """Whether `text` states the asked attribute (its words' stems, `attribute`) of someone else by
-    a possessive, and of none of `names`: "Priya Fischer's manager is Aisha Esposito." tells who
-    manages Priya, not who manages Aisha; "Omar Okafor has been Aisha Esposito's manager" tells
-    Aisha's."""
-    holders = [m["name"] for m in _holds(lexicon).finditer(text) if set(lexicon.stems(m["words"])) & attribute]
-    return bool(holders) and not any(_whole(name).search(holder) for holder in holders for name in names)
+def yours(text: str, question: str, names: Sequence[str], attribute: frozenset[str], lexicon: Lexicon) -> bool:
+    """Whether `text`, naming the question's subject (`names`), is about them: not about someone in
+    their life ("Aisha Esposito's sister has a manager called ...") unless the question asks of that
+    someone, and not opening on another's asked attribute (`attribute`, its words' stems) before
+    naming them ("Priya Fischer's manager is Aisha Esposito." tells who Priya's manager is, not
+    Aisha's; "Aisha Esposito now reports to Omar Kim, who was Priya's manager" and "Omar Okafor has
+    been Aisha Esposito's manager" are Aisha's). A relation that is the asked attribute itself ("Who
+    is Aisha's partner?") is no one else's."""
+    text = text[:NAMES_WITHIN_CHARS]  # as far as the graph reads names: a hostile text costs no more
+
+    def other(role: str | None) -> str | None:
+        return None if role is None or attribute.intersection(lexicon.stems(role)) else role
+
+    if other(named_persons_relation(text, lexicon)) != other(named_persons_asked_about(question, lexicon)):
+        return False
+    subject = min((m.start() for name in names if (m := _whole(name).search(text))), default=len(text))
+    for owner, after in owned(text, lexicon):
+        if after > subject:
+            break
+        if set(lexicon.stems(" ".join(lexicon.words(text[after:after + 40])[:OWNED_WORDS]))) & attribute:
+            return any(_whole(name).search(owner) for name in names)
+    return True
