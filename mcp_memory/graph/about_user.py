@@ -64,11 +64,12 @@ def _patterns(lexicon: Lexicon) -> _Patterns:
                                + r"\s*,\s" if lexicon.user_possessives else _NEVER)
     # At the start, after a note's label: someone in a named person's life is the subject ("Kenji
     # Chaudhry's brother has the phone number ...", "FYI: Omar Kim's mentor prefers IntelliJ").
-    named_persons = re.compile(r"^\W*(?:.{1,30}?:\s+)?(?:the\s+)?" + _NAME + "'s" + role)
+    their_own = _NAME + "'s" + role  # someone in a named person's life, by the role after the name
+    named_persons = re.compile(r"^\W*(?:.{1,30}?:\s+)?(?:the\s+)?" + their_own)
     # Anywhere in a question: "Where does my sister live now?".
     their_person = re.compile(r"(?i)" + _B + theirs + role)
     # Anywhere in a question: "Who is Omar Kim's mentor's manager?".
-    named_persons_anywhere = re.compile(_B + _NAME + "'s" + role)
+    named_persons_anywhere = re.compile(_B + their_own)
     return _Patterns(user, theirs, someone_else, someone_named, named_persons, their_person, named_persons_anywhere)
 
 
@@ -102,6 +103,12 @@ def named_persons_asked_about(question: str, lexicon: Lexicon = ENGLISH) -> str 
 
 def speaks_of_user(text: str, lexicon: Lexicon = ENGLISH) -> bool:
     return _patterns(lexicon).user.search(text) is not None
+
+
+def asks_of_user_alone(question: str, lexicon: Lexicon = ENGLISH) -> bool:
+    """Whether `question` speaks of the user and of nobody in their life ("Which framework do we
+    write end-to-end tests in?", not "Where does my sister live?")."""
+    return speaks_of_user(question, lexicon) and person_asked_about(question, lexicon) is None
 
 
 def about_someone_else(content: str, lexicon: Lexicon = ENGLISH) -> bool:

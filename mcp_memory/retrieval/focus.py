@@ -33,7 +33,7 @@ for good now"), so one such leaves the chain to decide, as does a question askin
 A question with no time word at all asks the present value too when it asks an attribute that
 holds one value at a time and not for good ("Which team is Ottilie on?"; not "Where did she grow
 up?", `Attribute.settled`), where two of the subject's memories may be versions of it
-(`versions_said`), unless it speaks of the user alone (`of_the_user`). There the chain's single
+(`versions_said`), unless it speaks of the user alone (`asks_of_user_alone`). There the chain's single
 cut is trusted less: memories the versions rule holds for one fact by their stored vectors
 (alike.py) answer with any answer among them, since the forced cut of three ("The search
 pipeline's rate limit is 50 / 200 / 500 per second") dropped the newest. (For a present-tense
@@ -61,7 +61,7 @@ import asyncpg
 import numpy as np
 
 from ..graph import phrasebook
-from ..graph.about_user import person_asked_about, speaks_of_user
+from ..graph.about_user import asks_of_user_alone
 from ..graph.keys import cued_in
 from ..graph.questions import asked_of_any
 from ..lexicon import Lexicon
@@ -88,15 +88,10 @@ def applies(parsed: ParsedQuery) -> bool:
     asked = parsed.asked or parsed.text
     if parsed.phrases or parsed.lexicon.past_auxiliaries.intersection(parsed.lexicon.words(asked)):
         return False  # "Where did Odalys live?" may ask any of her cities
-    return changing(asked, parsed.lexicon) and not of_the_user(asked, parsed.lexicon)
-
-
-def of_the_user(question: str, lexicon: Lexicon) -> bool:
-    """Whether `question` speaks of the user and of nobody in their life ("Which framework do we
-    write end-to-end tests in?"). In an agent's store every note is the user's: with no time word
-    nothing says the newest of them answers, and auto-recall, whose prompts rarely say "now", put a
-    newer unrelated note above the turn that answered (bench/recall_quality.py)."""
-    return speaks_of_user(question, lexicon) and person_asked_about(question, lexicon) is None
+    # In an agent's store every note is the user's: with no time word nothing says the newest of them
+    # answers, and auto-recall, whose prompts rarely say "now", put a newer unrelated note above the
+    # turn that answered "Which framework do we write end-to-end tests in?" (bench/recall_quality.py).
+    return changing(asked, parsed.lexicon) and not asks_of_user_alone(asked, parsed.lexicon)
 
 
 def changing(question: str, lexicon: Lexicon) -> bool:

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..graph.about_user import person_asked_about, speaks_of_user, without_user
+from ..graph.about_user import asks_of_user_alone, without_user
 from ..graph.names import NOT_NAMES, WORD, full_names_of, subject_of
 from ..graph.questions import asked_of_any
 from ..lexicon import Lexicon, phrases_pattern
@@ -106,8 +106,7 @@ def words_to_match(text: str, lexicon: Lexicon = ENGLISH) -> str | None:
     the memories of any attribute written in the third person outranked the newest version of
     the one asked. The vector list still reads the whole question. Rules only, newest first /
     newest@1: assistant .800 / .567 -> .817 / .575; the other knowledge-update sets the same."""
-    if not speaks_of_user(text, lexicon) or person_asked_about(text, lexicon) is not None \
-            or not asked_of_any(text, lexicon):
+    if not asks_of_user_alone(text, lexicon) or not asked_of_any(text, lexicon):
         return None
     rest = tidy(without_user(text, " ", lexicon), text)
     return rest if rest != text else None
