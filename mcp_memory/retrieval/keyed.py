@@ -23,9 +23,9 @@ from ..models import MemoryFilter, Principal, ScopeInfo, SearchHit, human_age, m
 from ..repository.graph_reads import entities_by_name, facts_of
 from .focus import TextVectors
 from .key_meaning import name_another
+from .naming import Linked
 from .query import ParsedQuery, phrases_of
 from .reorder import placed_scores
-from .statement import Linked
 from .versions import masked_similarities, names_its_value_masked
 
 # The runs of words of a question looked up as names: a long question's are many, and few name anything.

@@ -16,10 +16,11 @@ from . import focus, whose
 from .common_words import too_common
 from .hop import one_hop
 from .keyed import facts_named, keyed_first, named_in
+from .naming import Linked
 from .narrowing import Narrowing, narrowing
 from .query import ParsedQuery
 from .reorder import after_sql
-from .statement import Linked, SearchStatement, build_search, text_search
+from .statement import SearchStatement, build_search, text_search
 from .summaries import sources_of, summaries_first
 
 __all__ = ["SearchStatement", "build_search", "plan", "search"]

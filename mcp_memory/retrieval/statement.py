@@ -6,11 +6,10 @@ question's subject."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
-from uuid import UUID
 
 from ..config import RankingSettings
 from ..embeddings import conflict_similarity
@@ -19,6 +18,7 @@ from ..models import MemoryFilter, Principal
 from ..repository import Sql, live
 from ..repository.embeddings import model_literal, vector_cast
 from .dates import Period
+from .naming import ADDRESSED_WINDOW, Linked, first_name_of, naming, speaks_of, whole_word
 from .query import ParsedQuery
 
 
@@ -67,91 +67,6 @@ def _in_period(q: Sql, period: Period, after_days: float) -> str:
     if period.end is not None:
         clauses.append(f"m.occurred_at < {q.arg(period.end)}::timestamptz + {after()}")
     return "(" + " AND ".join(clauses) + ")"
-
-
-def _whole_word(name: str) -> str:
-    """A PostgreSQL regular expression matching `name` as a whole word (\\m, \\M)."""
-    return r"\m" + re.escape(name) + r"\M"
-
-
-# The subject factor is first given for naming someone at all, then taken back from those of the
-# best this many places past the limit that only address them.
-ADDRESSED_WINDOW = 10
-
-
-def _named(name: str, greetings: Sequence[str] = ()) -> str:
-    """A PostgreSQL regular expression matching `name` as a whole word where a text speaks of
-    them rather than to them. A turn that addresses someone ("Thanks, Mel! I painted this", "How
-    are you, Mel?", "Hey Mel, ...") is its speaker's, not about them (LoCoMo R@10 .756 -> .760,
-    nDCG@10 .600 -> .608). Addressed: after a greeting, before "!" or "?", or set off by commas
-    ("Wow, Mel, ..."); "Anna, Mel and I" and "I met Mel, who" still speak of them. Its
-    lookbehinds cost ~4 ms per 1,000 texts, so only the best candidates are tested. `greetings`:
-    the lexicon's words that greet or thank the one named next ("Hey Mel,", "Thanks Mel!")."""
-    n = _whole_word(name)
-    greeting = "|".join(f"[{w[0].upper()}{w[0]}]{re.escape(w[1:])}" for w in greetings)
-    after_greeting = rf"(?<!\m(?:{greeting})\s)" if greeting else ""
-    return rf"(?<!,\s){after_greeting}{n}(?!\s*[!?])|(?<=,\s){n}(?!\s*[,.!?])"
-
-
-def _first_name_alone(name: str) -> str:
-    """A PostgreSQL regular expression matching a first name with no other name next to it: "From
-    standup: Benedikt picked up Osprey." but not "Benedikt Nascimento" nor "Zofia Benedikt",
-    someone else."""
-    return r"(?<![[:upper:]][[:alnum:]'-]*\s)" + _whole_word(name) + r"(?!\s+[[:upper:]])"
-
-
-def _naming(q: Sql, text: str, subject: Sequence[str], full_names: Sequence[tuple[str, ...]],
-            pattern: Callable[[str], str], linked: Linked | None = None) -> str:
-    """A condition: `text` names everyone in `subject` (each matched by `pattern`). A person the
-    question names in full ("Benedikt Pereira") may be called by the first name alone: a note
-    among colleagues rarely repeats the surname ("From standup: Benedikt picked up Osprey."), and
-    it is one of their memories for the present-tense focus too (retrieval/focus.py).
-    `linked`: where a name is a known entity, a memory the graph says names it does too, in any of
-    its words ("Odalys", a merged alias, a writer's `about` that its text leaves out)."""
-    firsts = {rest: run[0] for run in full_names for rest in run[1:]}
-    clauses = []
-    for name in subject:
-        clause = f"{text} ~ {q.arg(pattern(name))}"
-        if name in firsts:
-            clause = f"({clause} OR {text} ~ {q.arg(_first_name_alone(firsts[name]))})"
-        if linked is not None and linked.entities.get(name):
-            clause = f"({clause} OR {linked.condition(q, name)})"
-        clauses.append(clause)
-    return " AND ".join(clauses)
-
-
-@dataclass(frozen=True)
-class Linked:
-    """The graph's reading of whom a question names: each of its subject's words (`ParsedQuery.subject`)
-    -> the known entities it is, and whether a memory must be about them (`role` 'about': the
-    spoken-of test) or only name them. A memory's stored mentions say so: written once, when the
-    memory was, from the writer's `about`, the rules and the model's extraction."""
-
-    user_id: str
-    entities: Mapping[str, Sequence[UUID]]
-    role: str | None = None
-
-    def about(self) -> Linked:
-        return replace(self, role="about")
-
-    def condition(self, q: Sql, name: str) -> str:
-        role = f" AND me.role = {q.arg(self.role)}" if self.role else ""
-        return (f"EXISTS (SELECT 1 FROM memory_entities me WHERE me.user_id = {q.arg(self.user_id)} "
-                f"AND me.memory_id = m.id AND me.entity_id = ANY({q.arg(list(self.entities[name]))}::uuid[]){role})")
-
-
-def _first_name_of(q: Sql, full_names: Sequence[tuple[str, ...]], config: str) -> tuple[str, str]:
-    """For one of the question's words (`lexeme`), if it is the surname of someone the question
-    names in full: their first name's full-text query and the pattern of it alone
-    (`_first_name_alone`); NULLs otherwise."""
-    if not full_names:
-        return "NULL::tsquery", "NULL::text"
-    lasts = q.arg([run[-1] for run in full_names])
-    firsts = q.arg([run[0] for run in full_names])
-    alone = q.arg([_first_name_alone(run[0]) for run in full_names])
-    pick = (f"FROM unnest({lasts}::text[], {firsts}::text[], {alone}::text[]) a(last, first, alone) "
-            f"WHERE plainto_tsquery({config}, a.last) = quote_literal(lexeme)::tsquery LIMIT 1")
-    return f"(SELECT plainto_tsquery({config}, a.first) {pick})", f"(SELECT a.alone {pick})"
 
 
 def _share(settings: RankingSettings, order: str) -> str:
@@ -338,7 +253,7 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
             # A surname the question names in full is matched by the first name alone too ("From
             # standup: Benedikt picked up Osprey."): colleagues' notes rarely repeat it, and
             # lacking its weight such a note ranked below all of the person's other memories.
-            first, alone = _first_name_of(q, parsed.full_names, config)
+            first, alone = first_name_of(q, parsed.full_names, config)
             said = q.arg(" ".join([query, *forms])) if forms else words
             called = " OR (c.fts @@ w.first AND c.text ~ w.alone)" if parsed.full_names else ""
             key = (f"coalesce((SELECT sum(w.idf) FROM idf w WHERE c.fts @@ w.q{called}), 0)"
@@ -417,12 +332,12 @@ WHERE x.key < w.worst"""
     # A question about someone is about their memories: a memory naming everyone it names gains
     # over one that only shares its other words ("how does Pavel Jankowski keep fit" is not
     # answered by "Wendell Jankowski keeps fit with rowing"). Naming them only to address them
-    # ("Thanks, Pavel!") earns nothing: checked among the best `window` only (`_named`).
+    # ("Thanks, Pavel!") earns nothing: checked among the best `window` only (`naming.speaks_of`).
     text = TEXT
     subject = parsed.subject if settings.subject_boost != 1 else []
-    names = _naming(q, text, subject, parsed.full_names, _whole_word, linked)
+    names = naming(q, text, subject, parsed.full_names, whole_word, linked)
     named = f"CASE WHEN {names} THEN {q.arg(settings.subject_boost)}::float8 ELSE 1 END" if names else "1"
-    spoken_of = _naming(q, text, subject, parsed.full_names, partial(_named, greetings=parsed.lexicon.greetings),
+    spoken_of = naming(q, text, subject, parsed.full_names, partial(speaks_of, greetings=parsed.lexicon.greetings),
                         linked.about() if linked is not None else None)
     about = f"CASE WHEN m.named > 1 AND {spoken_of} THEN m.named ELSE 1 END" if spoken_of else "m.named"
     window = limit + ADDRESSED_WINDOW if spoken_of else limit
