@@ -18,13 +18,12 @@ from .harness_entries import (
     claude_ours,
     claude_stale_hooks,
     flag_value,
-    openclaw_file,
-    openclaw_ours,
     ours_server,
     posix_shell,
     stale_entry,
 )
 from .openclaw_agents import check as check_agents
+from .openclaw_entries import openclaw_file, openclaw_ours
 from .openclaw_plugin import PLUGIN_ID
 from .settings_files import SettingsFileError, load
 

@@ -8,7 +8,8 @@ Claude Code (settings as documented for Claude Code 2.x): MCP servers live in ~/
 timeout}]}`. OpenClaw: ~/.openclaw/openclaw.json (JSON5; or $OPENCLAW_CONFIG_PATH) gets
 `mcp.servers`, and the plugin that forwards its hook events (openclaw_plugin.py) under `plugins`.
 
-What goes into each file, and how to find it again, is in harness_entries.py."""
+What goes into each file, and how to find it again, is in harness_entries.py (Claude Code) and
+openclaw_entries.py."""
 
 from __future__ import annotations
 
@@ -25,20 +26,15 @@ from .harness_entries import (
     LEAN,
     add_claude_hooks,
     add_claude_server,
-    add_openclaw,
     claude_files,
     claude_ours,
     flag_value,
-    openclaw_file,
-    openclaw_flags,
-    openclaw_ours,
-    plugin_dir,
     posix_shell,
     refresh_claude_hooks,
     shareable_flags,
     strip_claude,
-    strip_openclaw,
 )
+from .openclaw_entries import add_openclaw, openclaw_file, openclaw_flags, openclaw_ours, plugin_dir, strip_openclaw
 from .settings_files import (
     Change,
     Flavor,

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from ..auth import NO_PROJECT, git_project
-from .harness_entries import OPENCLAW_AGENT, SERVER, drop_empty, flag_value, object_at, openclaw_server, ours_server
+from .harness_entries import SERVER, drop_empty, flag_value, object_at, ours_server
+from .openclaw_entries import OPENCLAW_AGENT, openclaw_server
 from .settings_files import SettingsFileError
 
 # OpenClaw caps a server's tool prefix at 30 characters (agent-bundle-mcp-names): a longer name
@@ -220,7 +221,7 @@ def strip(original: dict[str, Any]) -> Edit:
         globs = {deny_glob(n) for n in names}
         for name in names:
             if name == SERVER:
-                continue   # harness_entries.strip_openclaw's
+                continue   # openclaw_entries.strip_openclaw's
             if ours_server(o_servers.get(name)):
                 servers[name] = o_servers[name]   # type: ignore[index]
             else:
