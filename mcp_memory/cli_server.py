@@ -81,7 +81,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
         serve_on_loopback(settings.metrics_port)
     if args.transport == "stdio":
-        from .capture.channel import serving
+        from .capture.channel_socket import serving
         from .server import build_server  # the MCP stack is only needed here
         from .server.state import StateHolder
         from .server.stdio import serve_stdio

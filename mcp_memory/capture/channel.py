@@ -1,10 +1,9 @@
 """The server's end of the hook channel (the thin client is mcp_memory/hookline.py).
 
 `mcp-memory serve` listens on a unix socket only its user can reach (directory 0700, socket 0600,
-the peer's uid checked) at a path derived from its store, and answers hooks with the service it
-already has open: recall without a process start, a model load and a database start per prompt.
-Several servers of one store take turns: the one holding the lock file listens, the others try
-again every second, so one takes over when it exits.
+the peer's uid checked) at a path derived from its store (channel_socket.py), and answers hooks
+with the service it already has open: recall without a process start, a model load and a database
+start per prompt.
 
 A hook is answered exactly as the full path would answer it (same principal, same functions of
 capture/hooks.py and capture/recall.py), or not at all: input the server is not sure to read the
@@ -16,18 +15,15 @@ hook's own process would, and compares the resolved values with its own.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import functools
 import json
 import logging
 import os
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import anyio
 import anyio.abc
@@ -41,20 +37,14 @@ from ..contained import contained
 from ..hookprotocol import BUDGETS, CAPTURE_EVENTS, ENV_PREFIX, EVENTS, env_name
 from ..models import Principal
 from ..service import MemoryService
-from . import catchup, notices, redact, status, worker
+from . import catchup, notices, status, worker
 from .capture import capture_disabled, failure_reason
 from .hooks import Harness, HookInput, answer, budget, principal_for, respond
 from .inflight import Capture, InFlight
 from .transcripts import TranscriptError
 
-try:
-    import fcntl
-except ImportError:  # Windows: no unix sockets either; hooks take the full path
-    fcntl = None  # type: ignore[assignment]
-
 log = logging.getLogger("mcp_memory.hook.channel")
 
-TAKEOVER_S = 1.0          # how often a server that does not listen tries to take over
 MAX_HEADER = 256 * 1024
 READ_TIMEOUT_S = 5.0      # a client that connects and sends nothing does not hold a task forever
 # Settings a hook may hold that do not change its answer: identity travels in the request, the
@@ -329,103 +319,3 @@ def _real(path: str | os.PathLike[str]) -> str:
 
 def _behind(settings: Settings, folder: Path, transcript: str | None, own: bool) -> bool:
     return catchup.look(settings, folder, Path(transcript).expanduser() if transcript else None, own)
-
-
-# --- listening ------------------------------------------------------------------------------------
-
-def private_dir(path: str) -> None:
-    """The socket directory, created 0700; refuses one someone else owns or may enter."""
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(path, 0o700)
-    if not hooksocket.private_dir_ok(path):
-        raise PermissionError(f"{path} is not a directory only this user can enter; remove it or set "
-                              "XDG_RUNTIME_DIR to a private directory")
-
-
-def take_lock(path: str) -> int | None:
-    """The listener's lock (held for the process's life, released by the kernel even on SIGKILL),
-    or None while another server holds it."""
-    assert fcntl is not None
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
-
-
-class HasService(Protocol):
-    async def service(self) -> MemoryService: ...
-
-
-@asynccontextmanager
-async def serving(state: HasService, settings: Settings) -> AsyncIterator[None]:
-    """Around a server's life (`mcp-memory serve`, stdio or HTTP): hooks are answered once its
-    database is open. Leaving waits for captures already acknowledged (each within its budget)."""
-    async with anyio.create_task_group() as tg:
-        if settings.hook_channel:
-            tg.start_soon(_when_open, state, settings, tg)
-        try:
-            yield
-        finally:
-            tg.cancel_scope.cancel()
-
-
-async def _when_open(state: HasService, settings: Settings, tg: anyio.abc.TaskGroup) -> None:
-    try:
-        service = await state.service()
-    except Exception as exc:  # the server reports its database itself; hooks take the full path
-        log.info("hook channel off: %s", exc)
-        return
-    redact.warm()   # hooks are redacted once more on the way out: not on the first prompt's time
-    await listen(service, settings, tg)
-
-
-async def listen(service: MemoryService, settings: Settings, tg: anyio.abc.TaskGroup,
-                 ready: anyio.Event | None = None) -> None:
-    """Serve hooks until cancelled: wait for the store's lock, then listen on its socket."""
-    path = hooksocket.socket_path(settings.database_url, settings.data_dir)
-    if path is None or fcntl is None:
-        log.info("hook channel: not available on this platform; hooks take the full path")
-        return
-    try:
-        private_dir(os.path.dirname(path))
-    except OSError as exc:
-        log.warning("hook channel off: %s", exc)
-        return
-    lock = Path(path).with_suffix(".lock")
-    fd = None
-    try:
-        while (fd := take_lock(str(lock))) is None:  # noqa: ASYNC110 (a lock file has no event to wait on)
-            await anyio.sleep(TAKEOVER_S)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)  # left by a server that was killed; we hold the lock, so it is no one's
-        listener = await anyio.create_unix_listener(path, mode=0o600)
-        inode = os.stat(path).st_ino
-        unlink = _unlinker(path, inode)
-        atexit.register(unlink)  # SIGTERM exits through atexit (cli_server._exit_on_sigterm)
-        log.info("hook channel: listening on %s", path)
-        channel = Channel(service, settings, tg)
-        if ready is not None:
-            ready.set()
-        try:
-            async with listener:
-                await listener.serve(lambda stream: contained("a hook channel connection", channel.connection(stream)),
-                                     task_group=tg)
-        finally:
-            unlink()
-            atexit.unregister(unlink)
-    finally:
-        if fd is not None:
-            os.close(fd)
-
-
-def _unlinker(path: str, inode: int) -> Any:
-    def unlink() -> None:
-        # Only our own socket: after we let go of the lock another server may have bound its own.
-        with contextlib.suppress(OSError):
-            if os.stat(path).st_ino == inode:
-                os.unlink(path)
-    return unlink
-

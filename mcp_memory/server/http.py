@@ -195,7 +195,7 @@ def build_http_app(settings: Settings, transports: tuple[Transport, ...] = ("htt
             if not hook_channel:
                 yield
                 return
-            from ..capture.channel import serving  # hooks on this machine ask `mcp-memory serve`
+            from ..capture.channel_socket import serving  # hooks on this machine ask `mcp-memory serve`
 
             async with serving(state, settings):
                 yield

@@ -36,7 +36,8 @@ from pydantic import ValidationError
 
 from .. import __version__, resident_client
 from ..auth import check_identifier, parse_permissions
-from ..capture.channel import Unresolvable, _unlinker, differing_settings, private_dir, serving, take_lock
+from ..capture.channel import Unresolvable, differing_settings
+from ..capture.channel_socket import private_dir, serving, take_lock, unlinker
 from ..config import Settings
 from ..contained import contained
 from ..errors import InvalidInput
@@ -220,7 +221,7 @@ class Resident:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)   # left by a server that was killed; we hold the lock, so it is no one's
         listener = await anyio.create_unix_listener(path, mode=0o600)
-        unlink = _unlinker(path, os.stat(path).st_ino)
+        unlink = unlinker(path, os.stat(path).st_ino)
         atexit.register(unlink)
         self.release = [unlink, lambda: _close(lock)]
         log.info("resident server pid %d (%s) listening on %s", os.getpid(), BUILD, path)
