@@ -35,8 +35,8 @@ from .lexicon import Lexicon, phrases_pattern
 from .models import Memory, Principal, RelatedMemory
 from .repository import MemoryRepository
 from .repository.graph_reads import current_facts, subject_facts
-from .retrieval.focus import values_of_another_kind
 from .retrieval.key_meaning import named_plainly
+from .retrieval.values import values_of_another_kind
 from .retrieval.versions import earlier_versions, masked_pair, masked_similarities
 from .validation import text
 from .vectors import Vectors
@@ -214,7 +214,7 @@ class Structure:
     def _defaulted(self, content: str, said: Said, facts: list[Any]) -> tuple[str, ...]:
         """The subject's attributes of the lexicon all of whose facts were filed there only by the
         lexicon's order, in words that name the key's attribute too (graph/keys.py
-        `filed_by_default`), with values of a kind the new text's are (retrieval/focus.py
+        `filed_by_default`), with values of a kind the new text's are (retrieval/values.py
         `values_of_another_kind`, the subject masked): "based in" went to a home city with nothing
         to say it was not an office, and a later "works from" says which, whichever came first;
         "phone" of "Call Greta on 555 0134" went to a phone number, and a handset's "Pixel 8" is

@@ -19,7 +19,7 @@ from mcp_memory.decisions import guard, provider_from, subject_rules, wording
 from mcp_memory.decisions.jobs import DecisionWorker
 from mcp_memory.limits import MAX_CONTENT_CHARS
 from mcp_memory.models import Principal
-from mcp_memory.retrieval import focus
+from mcp_memory.retrieval import values
 from mcp_memory.service import MemoryService
 
 from .chat_api import ChatAPI
@@ -650,7 +650,7 @@ async def test_another_thing_of_a_kind_about_no_one_is_only_a_suggestion(databas
     ("Sprint length: four weeks.", "Sprint length: 3 weeks.", False),
 ])
 def test_values_of_another_kind_say_another_attribute(new: str, old: str, another: bool) -> None:
-    assert focus.values_of_another_kind(new, old) is another
+    assert values.values_of_another_kind(new, old) is another
 
 
 async def test_values_of_another_kind_are_only_a_suggestion(database: Database, settings: Settings) -> None:

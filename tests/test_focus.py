@@ -31,17 +31,14 @@ from mcp_memory.retrieval.focus import (
     applies,
     chain,
     chain_start,
-    names_its_value,
     newest_on_topic_first,
     sharing_values,
     stating_another,
     unlabelled,
-    value_kinds,
-    value_runs,
-    values_of,
     versions_said,
 )
 from mcp_memory.retrieval.query import parse_query, phrases_of
+from mcp_memory.retrieval.values import names_its_value, value_kinds, value_runs, values_of
 from mcp_memory.retrieval.whose import subject_positions, without_names
 from mcp_memory.service import MemoryService
 

@@ -65,8 +65,9 @@ import numpy as np
 
 from ..config import DecisionSettings
 from ..graph.subjects import Subjects, one_attribute, other_attribute
-from ..retrieval.focus import MASK, names_its_value, values_of_another_kind
+from ..retrieval.focus import MASK
 from ..retrieval.query import LABEL, NOT_NAMES
+from ..retrieval.values import names_its_value, values_of_another_kind
 from .pace import served_here
 from .subject_rules import UNSURE, masked, owned_by_someone, subject_names, why_not_same
 from .wording import (

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from ..lexicon import Lexicon
 from ..lexicon.english import ENGLISH
-from ..retrieval.focus import values_of, words_of
 from ..retrieval.query import LABEL
+from ..retrieval.values import values_of, words_of
 
 # Longer memories are not compared word by word (`_aligned`).
 FRAME_CHARS = 400

@@ -51,8 +51,7 @@ kept in the embedding cache."""
 from __future__ import annotations
 
 import itertools
-import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 from uuid import UUID
@@ -67,7 +66,8 @@ from ..graph.questions import asked_of_any
 from ..lexicon import Lexicon
 from .alike import alike
 from .query import LABEL, NOT_NAMES, ParsedQuery
-from .whose import MASK, POSSESSIVE, subject_positions
+from .values import values_of, words_of
+from .whose import MASK, subject_positions
 
 
 class TextVectors(Protocol):
@@ -101,100 +101,6 @@ def changing(question: str, lexicon: Lexicon) -> bool:
     asked = asked_of_any(question, lexicon)
     attributes = phrasebook.by_name(lexicon)
     return bool(asked) and all(attributes[a].single and not attributes[a].settled for a in asked)
-
-
-# What a memory names that could be the value of a fact: a number, a time or a version ("9:45",
-# "ca-central-1", "MySQL 8"), or a capitalised word within a sentence ("Brightwater Health").
-_TOKEN = re.compile(r"\w[\w'-]*(?:[:.]\d+)*")
-_SENTENCE_END = ".:;!?"
-_NUMBER = re.compile(r"\d+(?:[:.]\d+)*")
-
-
-def values_of(text: str, ignore: frozenset[str]) -> frozenset[str]:
-    """The values `text` names, lower case, other than the words in `ignore`."""
-    return frozenset(word for token, _ in _values(text) if (word := POSSESSIVE.sub("", token).lower()) not in ignore)
-
-
-def value_kinds(text: str) -> frozenset[str]:
-    """The kinds of value `text` names, which versions of one attribute share: a number ("9:30",
-    "14", "8.0"), a code ("us-east-1", "2x", "14th") or a name ("Yaw Boateng", "M3"; a number
-    after a word with a capital too, "Framework 13", "MySQL 8", "iPhone 15")."""
-    return frozenset(kind for _, kind in _values(text))
-
-
-def values_of_another_kind(new: str, old: str) -> bool:
-    """Values of no kind in common (`value_kinds`), so another attribute: a person is no region
-    ("Consent pipeline maintainer: Yaw Boateng." / "Consent pipeline lives in ca-central-1."), a
-    year no team ("... joined the company in 2016." / "... joined Billing squad."), a count no
-    ordinal ("The Nova team has 14 engineers." / "... celebrated its 14th release."). Read with the
-    subject masked (guard.judge), and only when the new memory names no value of the old one beside
-    a new one. Under the adversary at 0.45 ops 7.6 -> 7.2% and dataset 7.0 -> 6.8% wrong, at 0.25
-    ops 16.0 -> 14.9%, dataset 11.1 -> 9.8%, crm 21.5 -> 18.0% and workbench 14.4 -> 13.1%; no
-    other set changed, no right update lost (a number after a word with a capital read as a
-    number, "upgraded to an iPhone 15" / "uses a Sony Xperia 10" on circle lost three). The
-    structure reads it too, before it files a value the lexicon's order alone placed (structure.py)."""
-    mine, theirs = (value_kinds(LABEL.sub("", text, count=1)) for text in (new, old))
-    return bool(mine and theirs and not mine & theirs)
-
-
-def _values(text: str) -> Iterator[tuple[str, str]]:
-    """Each value `text` names with its kind (`value_kinds`): a token with a digit, or a
-    capitalised word that does not open a sentence."""
-    for match, kind in _value_matches(text):
-        yield match.group(), kind
-
-
-def _value_matches(text: str) -> Iterator[tuple[re.Match[str], str]]:
-    """`_values`, each token as its match (`value_runs` reads what stands between them)."""
-    # What stands before each token, kept as the tokens go: the text before every token, stripped,
-    # made a long text quadratic.
-    end, last = 0, ""  # where the previous token ends, and that token
-    for match in _TOKEN.finditer(text):
-        token = match.group()
-        gap = text[end:match.start()].rstrip()
-        opens_sentence = not (gap or last) or (gap or last)[-1] in _SENTENCE_END
-        if any(c.isdigit() for c in token):
-            number = _NUMBER.fullmatch(token) is not None
-            after_a_name = any(c.isupper() for c in last) and not gap  # "MySQL 8", "iPhone 15"
-            yield match, ("name" if after_a_name or not (number or token.islower()) else
-                          "number" if number else "code")
-        elif token[0].isupper() and not opens_sentence:
-            yield match, "name"
-        end, last = match.end(), token
-
-
-def words_of(text: str) -> frozenset[str]:
-    """Every word of `text` as `values_of` reads it (lower case, possessives cut), values or not."""
-    return frozenset(POSSESSIVE.sub("", m.group()).lower() for m in _TOKEN.finditer(text))
-
-
-def names_its_value(new: str, old: str, ignore: frozenset[str]) -> bool:
-    """Whether `new` names a value `old` names and another one `old` does not say at all: "left
-    Plumtree Media for Saltmarsh Bank" of "works at Plumtree Media". The same value alone is the
-    same fact of another thing ("emits metrics to Prometheus"). A word `old` says where
-    `values_of` does not read it as a value is no new one: "Aurelio" opening a clause ("Oskar Lund
-    rotated off the billing API; Aurelio Conti took it.") is still the name in "New maintainer of
-    the reviews API is Aurelio Conti.". The value shared is one name in both (`value_runs`, one
-    holding the other: "Haddad" opening a clause is "Yasmin Haddad"); a word of two names is not
-    ("inherited Oisin Esposito" / "is Zoltan Esposito's manager", "is on the Data Infra team" /
-    "is a Data Scientist")."""
-    new_runs, old_runs = value_runs(new, ignore), value_runs(old, ignore)
-    mine, theirs = (frozenset(word for run in runs for word in run) for runs in (new_runs, old_runs))  # values_of
-    shared = any(set(a) <= set(b) or set(b) <= set(a) for a in new_runs for b in old_runs)
-    return shared and bool(mine - theirs - words_of(old))
-
-
-def value_runs(text: str, ignore: frozenset[str]) -> set[tuple[str, ...]]:
-    """The values `text` names as whole names: each run of values with nothing but white space
-    between them ("Plumtree Media", "MySQL 8"), lower case, less the words in `ignore`."""
-    runs: list[list[str]] = []
-    end = None
-    for match, _ in _value_matches(text):
-        if end is None or text[end:match.start()].strip():
-            runs.append([])
-        runs[-1].append(POSSESSIVE.sub("", match.group()).lower())
-        end = match.end()
-    return {kept for run in runs if (kept := tuple(w for w in run if w not in ignore))}
 
 
 @dataclass(frozen=True)
@@ -239,7 +145,7 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
     order_on, links = chain(within @ within.T, start)
     order = [on[j] for j in order_on] + [i for i in range(len(positions)) if i not in on]
     links = links + [-1.0] * (len(order) - len(links))
-    asked = frozenset(POSSESSIVE.sub("", word).lower() for word in _TOKEN.findall(parsed.asked or parsed.text))
+    asked = words_of(parsed.asked or parsed.text)
     ignore = asked | NOT_NAMES | {MASK}
     # The versions rule's groups answer only a question with no time word (the module's docstring).
     together = alike([rows[i] for i in positions], conflict) if parsed.tense != "present" else []

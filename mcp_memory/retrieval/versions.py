@@ -19,8 +19,9 @@ from ..graph.names import RUN as _RUN
 from ..graph.names import SUBJECT_WITHIN, USER_NAME, WORD, name_words
 from ..models import SearchHit
 from .alike import alike
-from .focus import MASK, TextVectors, names_its_value
+from .focus import MASK, TextVectors
 from .query import LABEL, NOT_NAMES, word_pairs
+from .values import names_its_value
 
 # Full-text keys closer than this hold the same query words (the rest is ts_rank's tie-break).
 LEXICAL_TIE = 0.05
