@@ -376,6 +376,17 @@ def test_with_one_other_memory_the_question_decides() -> None:
     assert answering({city: Closeness(0.45, 0, 1.0), car: Closeness(0.35, 1, 0.3)}, margin=0.15) == {city, car}
 
 
+def test_a_memory_stating_the_asked_attribute_answers_past_the_chains_cut() -> None:
+    """A version worded unlike the others links to them no closer than the subject's other facts
+    do, and the cut leaves it out; stating the asked attribute in the lexicon's words, it answers."""
+    first, second, car, took_over = (uuid4() for _ in range(4))
+    closeness = {first: Closeness(0.5, 0, 1.0), second: Closeness(0.45, 1, 0.8),
+                 car: Closeness(0.3, 2, 0.35), took_over: Closeness(0.3, 3, 0.3)}
+    assert answering(closeness, margin=0.15) == {first, second}
+    closeness[took_over] = Closeness(0.3, 3, 0.3, says_asked=True)
+    assert answering(closeness, margin=0.15) == {first, second, took_over}
+
+
 def test_episodes_are_not_versions() -> None:
     """A conversation's turns all name the speaker; a later turn does not replace an earlier one."""
     rows = [_row("turn 1", 300, kind="episode"), _row("fact", 200), _row("turn 2", 10, kind="episode"),
@@ -497,6 +508,22 @@ async def test_a_question_with_no_time_word_gets_the_newest_version_first(servic
     found = await service.search(alice, "Where did Ines Moreau grow up?", explain=True)
     assert found.hits[0].snippet == "Ines Moreau grew up in Lyon."
     assert "on_topic" not in found.hits[0].explain
+
+
+async def test_a_version_worded_unlike_the_others_answers_by_the_attribute_it_states(service: MemoryService,
+                                                                                   alice: Principal) -> None:
+    """"Signe Dahl took over as Thandiwe Thorsen's line manager." is worded unlike her earlier
+    managers' notes, and the chain's cut left it out, an older manager first; "line manager" states
+    the asked attribute in the lexicon's words, so it answers, and it is the newest."""
+    found, _ = await newest_first_only_with_the_rule(service, alice, [
+        ("Marco Bellini supervises Thandiwe Thorsen's work.", 520),
+        ("Thandiwe Thorsen now works for Kasper Holm instead of Marco Bellini.", 250),
+        ("Wendell Iwasaki is in charge of the book club these days.", 100),
+        ("Ugo Hoffmann reports to Ahmed Saleh as well.", 60), ("Thandiwe Thorsen codes in VS Code.", 10),
+        ("Signe Dahl took over as Thandiwe Thorsen's line manager.", 190)],
+        "Who supervises Thandiwe Thorsen at the moment?")
+    assert found.hits[0].explain.get("on_topic") is not None  # the focus ordered it
+    assert found.hits[0].explain.get("states_asked_attribute")  # by its words ("line manager")
 
 
 async def test_versions_worded_alike_stay_newest_first_under_the_focus(service: MemoryService,

@@ -113,6 +113,7 @@ class Closeness:
     values: frozenset[str] = frozenset()  #: the values it names (`values_of`) that the question does not
     off: bool = False  #: its words state another attribute than the one the question asks
     alike: int | None = None  #: the group of the subject's memories its stored vector is one of (`alike`)
+    says_asked: bool = False  #: its words state the attribute the question asks (the lexicon's cues and phrases)
 
 
 async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
@@ -150,8 +151,10 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
     # The versions rule's groups answer only a question with no time word (the module's docstring).
     together = alike([rows[i] for i in positions], conflict) if parsed.tense != "present" else []
     group = {i: g for g, members in enumerate(together) for i in members}
+    attributes = asked_of_any(masked, parsed.lexicon)
     return {rows[positions[i]]["id"]: Closeness(float(to_question[i]), step, links[step],
-                                                values_of(texts[i], ignore), i not in on, group.get(i))
+                                                values_of(texts[i], ignore), i not in on, group.get(i),
+                                                bool(attributes & cued_in(texts[i], parsed.lexicon)))
             for step, i in enumerate(order)}
 
 
@@ -258,15 +261,22 @@ def answering(closeness: dict[UUID, Closeness], margin: float) -> set[UUID]:
     chained from the closest by single linkage, and where the link drops most is where they end:
     no threshold to tune per model or per set. With one other memory there is no drop to find; it
     answers if its cosine with the question is within `margin` of the closest's. A memory stating
-    another attribute than the question asks (`Closeness.off`, `stating_another`) answers nothing."""
+    another attribute than the question asks (`Closeness.off`, `stating_another`) answers nothing.
+
+    A memory stating the asked attribute in the lexicon's words (`Closeness.says_asked`: "took over
+    as Thandiwe's line manager" for "Who supervises Thandiwe?") answers wherever the chain was cut:
+    a version worded unlike the others links to them no closer than the subject's other facts do,
+    and the cut left it out (every dev set gained; docs/benchmarks.md, thirty-ninth stop)."""
     joined = sorted((k for k in closeness if not closeness[k].off), key=lambda k: closeness[k].joined)
     if len(joined) == 1:
-        return sharing_values(set(joined), closeness)
-    if len(joined) == 2:
+        chosen = set(joined)
+    elif len(joined) == 2:
         first, other = (closeness[k].question for k in joined)
-        return sharing_values(set(joined) if other >= first - margin else {joined[0]}, closeness)
-    drops = [closeness[a].link - closeness[b].link for a, b in itertools.pairwise(joined[1:])]
-    return sharing_values(set(joined[:int(np.argmax(drops)) + 2]), closeness)
+        chosen = set(joined) if other >= first - margin else {joined[0]}
+    else:
+        drops = [closeness[a].link - closeness[b].link for a, b in itertools.pairwise(joined[1:])]
+        chosen = set(joined[:int(np.argmax(drops)) + 2])
+    return sharing_values(chosen | {k for k in joined if closeness[k].says_asked}, closeness)
 
 
 def sharing_values(answers: set[UUID], closeness: dict[UUID, Closeness]) -> set[UUID]:

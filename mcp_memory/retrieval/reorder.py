@@ -41,7 +41,8 @@ def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool,
                  "period": round(row["period"], 4),
                  **({"on_topic": round(on_topic.question, 4), "linked": round(on_topic.link, 4)}
                     if on_topic is not None else {}),
-                 **({"states_another_attribute": True} if on_topic is not None and on_topic.off else {})}
+                 **({"states_another_attribute": True} if on_topic is not None and on_topic.off else {}),
+                 **({"states_asked_attribute": True} if on_topic is not None and on_topic.says_asked else {})}
         if explain else None,
     )
 
