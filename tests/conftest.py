@@ -66,7 +66,7 @@ def stop_postmasters(under: Path) -> list[int]:
     """Stop embedded PostgreSQL servers whose data directory is under `under`: a test's server that
     its client killed (the SDK's stdio client kills a server that takes over 2 s to exit, as one
     stopping its database may on a loaded machine) never gave back its handle, and by design its
-    database outlives it until the store's next start (db/embedded.py `_prune_dead_handles`),
+    database outlives it until the store's next start (db/leftovers.py `prune_dead_handles`),
     which a test's store never has. Their pids."""
     def postmaster_under(proc: psutil.Process) -> bool:
         cmd = proc.info["cmdline"] or []

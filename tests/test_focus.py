@@ -383,8 +383,15 @@ def test_a_memory_stating_the_asked_attribute_answers_past_the_chains_cut() -> N
     closeness = {first: Closeness(0.5, 0, 1.0), second: Closeness(0.45, 1, 0.8),
                  car: Closeness(0.3, 2, 0.35), took_over: Closeness(0.3, 3, 0.3)}
     assert answering(closeness, margin=0.15) == {first, second}
-    closeness[took_over] = Closeness(0.3, 3, 0.3, says_asked=True)
+    closeness[took_over] = Closeness(0.3, 3, 0.3, frozenset({"signe", "dahl", "oslo"}), says_asked=True)
     assert answering(closeness, margin=0.15) == {first, second, took_over}
+    # What it names brings in nothing more: a newer note on the new manager's city is no version.
+    trip = uuid4()
+    closeness[trip] = Closeness(0.2, 4, 0.25, frozenset({"oslo"}))
+    assert answering(closeness, margin=0.15) == {first, second, took_over}
+    # With one other memory, far from the question, the margin would leave it out; its words do not.
+    assert answering({first: closeness[first], took_over: Closeness(0.2, 1, 0.3)}, margin=0.15) == {first}
+    assert answering({first: closeness[first], took_over: closeness[took_over]}, margin=0.15) == {first, took_over}
 
 
 def test_episodes_are_not_versions() -> None:

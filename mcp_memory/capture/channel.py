@@ -1,9 +1,9 @@
 """The server's end of the hook channel (the thin client is mcp_memory/hookline.py).
 
 `mcp-memory serve` listens on a unix socket only its user can reach (directory 0700, socket 0600,
-the peer's uid checked) at a path derived from its store (channel_socket.py), and answers hooks
-with the service it already has open: recall without a process start, a model load and a database
-start per prompt.
+the peer's uid checked) at a path derived from its store (hooksocket.py; channel_socket.py
+listens), and answers hooks with the service it already has open: recall without a process start,
+a model load and a database start per prompt.
 
 A hook is answered exactly as the full path would answer it (same principal, same functions of
 capture/hooks.py and capture/recall.py), or not at all: input the server is not sure to read the

@@ -89,8 +89,9 @@ def asked_for(question: str, lexicon: Lexicon, known: Iterable[str]) -> str | No
     return fits[0] if len(fits) == 1 else None
 
 
-# A present-tense question asks it twice (retrieval/focus.py: whether the subject's facts are one
-# version each, and where the chain starts), and a question comes again; ~0.3 ms a reading.
+# A present-tense question asks it several times (retrieval/focus.py: whether the subject's facts are
+# one version each, where the chain starts, which memories state it), and a question comes again;
+# ~0.3 ms a reading.
 @functools.lru_cache(maxsize=1024)
 def asked_of_any(question: str, lexicon: Lexicon) -> frozenset[str]:
     """Which of all the lexicon's attributes `question` asks about by their cues and phrases, the

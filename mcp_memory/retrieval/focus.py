@@ -28,7 +28,10 @@ with the newer employer. Where every one of the subject's memories states an att
 lexicon's words (its cues and phrases, graph/keys.py) and no two the same one, none is a version of
 another: those stating another attribute than the question asks are no answer, and the rest chain
 as before. A memory that states none by such words may be a version of any of them ("trying Helix
-for good now"), so one such leaves the chain to decide, as does a question asking none.
+for good now"), so one such leaves the chain to decide, as does a question asking none. One that
+states the asked attribute in those words answers wherever the chain ends ("Signe Dahl took over
+as someone's line manager."): a version worded unlike the others links to them no closer than the
+subject's other facts, and the cut left it out.
 
 A question with no time word at all asks the present value too when it asks an attribute that
 holds one value at a time and not for good ("Which team is Ottilie on?"; not "Where did she grow
@@ -276,7 +279,8 @@ def answering(closeness: dict[UUID, Closeness], margin: float) -> set[UUID]:
     else:
         drops = [closeness[a].link - closeness[b].link for a, b in itertools.pairwise(joined[1:])]
         chosen = set(joined[:int(np.argmax(drops)) + 2])
-    return sharing_values(chosen | {k for k in joined if closeness[k].says_asked}, closeness)
+    # What it names brings in nothing more: a newer note naming the new manager's city is no version.
+    return sharing_values(chosen, closeness) | {k for k in joined if closeness[k].says_asked}
 
 
 def sharing_values(answers: set[UUID], closeness: dict[UUID, Closeness]) -> set[UUID]:
