@@ -76,15 +76,6 @@ def stop_postmasters(under: Path) -> list[int]:
     return stop_left(postmaster_under, lambda proc: proc.send_signal(signal.SIGINT))  # a fast shutdown
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """Two workers per CPU (pyproject caps them at 4): much of the suite waits on subprocesses,
-    servers and a browser, so a worker per core leaves the cores idle (on 2 cores 702 s with two
-    workers, 590 s with four). PYTEST_XDIST_AUTO_NUM_WORKERS still decides where it is set."""
-    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
-        return None
-    return 2 * (psutil.cpu_count(logical=True) or 1)
-
-
 @pytest.fixture(scope="session", autouse=True)
 def no_postmaster_left(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """No embedded PostgreSQL of a test's own store is left running when the session ends."""
