@@ -7,7 +7,9 @@ import asyncio
 import os
 import shutil
 import signal
+import socket
 import tempfile
+import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -83,6 +85,33 @@ def no_postmaster_left(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
     left = stop_postmasters(tmp_path_factory.getbasetemp())
     if left:
         print(f"\nwarning: tests left embedded PostgreSQL servers running (stopped): {left}")
+
+
+@pytest.fixture
+def silent_db() -> Iterator[str]:
+    """A database URL whose server accepts connections and never says a word."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"postgresql://alice@127.0.0.1:{server.getsockname()[1]}/memory"
+    stop.set()
+    thread.join()
+    for conn in held:
+        conn.close()
+    server.close()
 
 
 @pytest.fixture(scope="session")

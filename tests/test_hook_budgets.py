@@ -10,12 +10,9 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,33 +46,6 @@ def run(event: str, payload: Any, *flags: str, env: dict[str, str] | None = None
 def harmless(out: subprocess.CompletedProcess[str]) -> None:
     assert out.returncode == 0, out.stderr
     assert len(out.stderr.splitlines()) <= 1, out.stderr
-
-
-@pytest.fixture
-def silent_db() -> Iterator[str]:
-    """A database URL whose server accepts connections and never says a word."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(64)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(server.accept()[0])
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield f"postgresql://alice@127.0.0.1:{server.getsockname()[1]}/memory"
-    stop.set()
-    thread.join()
-    for conn in held:
-        conn.close()
-    server.close()
 
 
 def _payload(event: str, transcript: Path, cwd: Path) -> dict[str, Any]:

@@ -87,6 +87,25 @@ def _rpc(proc: subprocess.Popen, message: dict) -> dict:
             return reply
 
 
+def test_initialize_is_answered_while_the_database_never_answers(tmp_path: Path, silent_db: str) -> None:
+    """The handshake never waits for the database (or the model): with a database that accepts and
+    never says a word, `initialize` is answered all the same. (It was a 5 s bound on a first start,
+    which a loaded machine crossed: 5.3 and 9.1 s in full suite runs.)"""
+    env = {**os.environ, **server_params(tmp_path).env, "MCP_MEMORY_DATABASE_URL": silent_db}
+    proc = subprocess.Popen([SERVE, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, env=env)
+    timer = threading.Timer(60, proc.kill)  # a handshake that waited would hang the test otherwise
+    timer.start()
+    try:
+        init = _rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw-test", "version": "0"}}})
+        assert init["result"]["serverInfo"]["name"] == "mcp-memory"
+    finally:
+        timer.cancel()
+        proc.kill()
+        proc.wait(timeout=20)
+
+
 def test_stdout_carries_only_protocol(tmp_path: Path) -> None:
     env = {**os.environ, **server_params(tmp_path).env, "MCP_MEMORY_LOG_LEVEL": "DEBUG"}
     proc = subprocess.Popen([SERVE, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -95,12 +114,10 @@ def test_stdout_carries_only_protocol(tmp_path: Path) -> None:
     reader = threading.Thread(target=lambda: logs.extend(proc.stderr), daemon=True)
     reader.start()
     try:
-        started = time.perf_counter()
         init = _rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
             "clientInfo": {"name": "raw-test", "version": "0"}}})
         assert init["result"]["serverInfo"]["name"] == "mcp-memory"
-        assert time.perf_counter() - started < 5
         proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
         reply = _rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
             "name": "memory_write", "arguments": {"content": "raw protocol write", "scope": "agent"}}})
