@@ -15,8 +15,12 @@ their recall is measured in both scopes before the million are loaded and after:
 must not move (the big scope's HNSW graph and plans must not cost a small user its nearest), the big
 scope's shows what a million real distractors cost.
 
+`--users N` spreads the million over N users instead (memory i is user i mod N's; the big scope is
+the first user's, which holds the labelled conversation too): a hosted or team server's store, one
+set of indexes over everyone's rows, each search in one user's scope.
+
 Usage: python bench/scale_text.py [LOCOMO_JSON] [--memories 1000000] [--labelled 0] [--data-dir DIR]
-                                  [--spread 0.01] [--maintenance-work-mem 3GB] [--out FILE]
+                                  [--spread 0.01] [--maintenance-work-mem 3GB] [--users 1] [--out FILE]
 """
 
 from __future__ import annotations
@@ -67,10 +71,15 @@ async def recall(service: MemoryService, p: Principal, conv: Conversation, ids: 
     return mean_metrics(rows)
 
 
+def owner(i: int, users: int) -> str:
+    """Whose memory i of the million is: the big scope's user's, or one of the `users` - 1 others'."""
+    return BIG.user_id if i % users == 0 else f"{BIG.user_id}-{i % users}"
+
+
 def spliced(n: int, pool: list[str], pool_vectors: np.ndarray, model: str, now: datetime, spread: float,
-            rng: random.Random) -> Iterator[list[tuple]]:
+            rng: random.Random, users: int = 1, first: int = 0) -> Iterator[list[tuple]]:
     """The million in chunks: each one to three pool turns joined, its vector their embeddings'
-    sum plus noise, normalised."""
+    sum plus noise, normalised; memory i (counted from `first`) is `owner(i, users)`'s."""
     noise = np.random.default_rng(5)
     seen: set[tuple[int, ...]] = set()  # a text is stored once per scope
 
@@ -90,9 +99,9 @@ def spliced(n: int, pool: list[str], pool_vectors: np.ndarray, model: str, now: 
         v /= np.linalg.norm(v, axis=1, keepdims=True)
         rows = []
         for k, turns in enumerate(picks):
-            i = start + k
+            i = first + start + k
             text = " ".join(pool[t] for t in turns)
-            rows.append((BIG.user_id, uuid.uuid4(), None, BIG.project_id, rng.choice(KINDS), text,
+            rows.append((owner(i, users), uuid.uuid4(), None, BIG.project_id, rng.choice(KINDS), text,
                          content_hash(text), [f"t{i % 20}"], v[k], model, now - timedelta(days=rng.uniform(0, 720))))
         yield rows
 
@@ -122,8 +131,8 @@ async def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
     service = await MemoryService.open(db, settings)
     vectors = service.vectors
     assert vectors is not None, "the benchmark needs the embedder"
-    report: dict[str, Any] = {"memories": args.memories, "labelled": labelled.sample_id, "pool_turns": len(pool),
-                              "questions": len(labelled.questions), "spread": args.spread}
+    report: dict[str, Any] = {"memories": args.memories, "users": args.users, "labelled": labelled.sample_id,
+                              "pool_turns": len(pool), "questions": len(labelled.questions), "spread": args.spread}
     try:
         ids: dict[str, dict[str, Any]] = {}
         for name, p in (("big", BIG), ("small", SMALL)):
@@ -132,8 +141,8 @@ async def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
                                         "AND metadata ? 'dia_id'", p.user_id)
             ids[name] = {r["dia"]: r["id"] for r in rows} or (await load_conversation(service, p, labelled, []))[0]
         async with db.admin.acquire() as conn:
-            loaded = await conn.fetchval("SELECT count(*) FROM memories WHERE user_id = $1 AND NOT metadata ? 'dia_id'",
-                                         BIG.user_id)
+            loaded = await conn.fetchval("SELECT count(*) FROM memories WHERE project_id = $1 "
+                                         "AND NOT metadata ? 'dia_id'", BIG.project_id)
         now = datetime.now(UTC)
         if loaded < args.memories:
             report["recall_before"] = {name: await recall(service, p, labelled, ids[name])
@@ -142,7 +151,7 @@ async def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
             pool_vectors = np.asarray(await vectors.embedder.embed_documents(pool), dtype=np.float32)
             report["embed_pool_s"] = round(time.perf_counter() - started, 1)
             chunks = spliced(args.memories - loaded, pool, pool_vectors, vectors.model, now, args.spread,
-                             random.Random(3))
+                             random.Random(3), args.users, loaded)
             report.update(await bulk_load(db, vectors, chunks, args.maintenance_work_mem))
         report["load_average_before_searches"] = round(os.getloadavg()[0], 2)
         report["recall_after"] = {name: await recall(service, p, labelled, ids[name])
@@ -164,6 +173,7 @@ def main() -> None:
     parser.add_argument("--spread", type=float, default=0.01, help="noise per dimension on a memory's vector")
     parser.add_argument("--maintenance-work-mem", default="3GB", help="for the index builds, embedded server only")
     parser.add_argument("--data-dir", type=Path, help="keep the database here and measure it again next time")
+    parser.add_argument("--users", type=int, default=1, help="spread the million over this many users' scopes")
     parser.add_argument("--out", type=Path, default=Path("bench/results/scale_text.json"))
     args = parser.parse_args()
     if args.data_dir:
@@ -174,7 +184,8 @@ def main() -> None:
     report["machine"] = {"cpus": os.cpu_count(), "load_average_1m_at_end": round(os.getloadavg()[0], 2)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2))
-    print(f"{report['memories']:,} memories of {report['pool_turns']:,} real turns spliced; labelled "
+    print(f"{report['memories']:,} memories over {report['users']} user(s) of {report['pool_turns']:,} real turns "
+          f"spliced; labelled "
           f"{report['labelled']} ({report['questions']} questions)")
     for key in ("copy_s", "index_build_s", "vacuum_analyze_s"):
         if key in report:
