@@ -86,6 +86,7 @@ def test_migrate_and_doctor_on_embedded(tmp_path: Path) -> None:
            "0 of 0 live memories embedded" in doctor
     # A new store's embedded server keeps PostgreSQL's default page cache (buffers.py), which it fits.
     assert "[ok  ] page cache: vector index 0 MB, shared_buffers 128 MB: the index fits" in doctor
+    assert "[ok  ] row layout: no memory with a vector yet" in doctor
 
 
 async def test_doctor_and_serve_refuse_a_model_the_database_was_not_built_with(cli_env: dict[str, str],

@@ -17,6 +17,7 @@ from .buffers import MB
 from .migrate import pending_migrations
 
 MIN_PGVECTOR = (0, 7)
+LAYOUT_SAMPLE = 1000  # the table's first rows: the oldest, the ones a store from before migration 024 holds
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:
@@ -57,6 +58,7 @@ async def diagnose(settings: Settings) -> list[Check]:
                 checks.append(Check(*doctor_problems(*await problem_counts(conn))))
                 checks += await _embeddings(conn, settings)
                 checks.append(page_cache_check(*await catalog.page_cache(conn), embedded=settings.embedded))
+                checks.append(row_layout_check(await catalog.vectors_out_of_line(conn, LAYOUT_SAMPLE)))
                 checks.append(await _jobs(conn))
                 checks.append(await _graph(conn))
         finally:
@@ -137,6 +139,22 @@ def page_cache_check(vector_index: int, shared_buffers: int, *, embedded: bool) 
                 "raise the server's shared_buffers (PostgreSQL suggests a quarter of its memory) and restart it")
     return Check("page cache", True, f"{index} is larger than {buffers}: searches read its pages from the "
                                      f"operating system's cache, slower at every step; {raise_it}")
+
+
+def row_layout_check(counts: tuple[int, int] | None) -> Check:
+    """Whether memories keep their vectors in their rows (migration 024): a store written before it
+    keeps them out of line until the table is rewritten, and a search that sorts a scope reads each
+    from the TOAST table. Advice, not a failure: such a store answers, slower."""
+    if counts is None:
+        return Check("row layout", True, "not checked (PostgreSQL 17 or later tells where a vector is stored)")
+    out, read = counts
+    if not read:
+        return Check("row layout", True, "no memory with a vector yet")
+    if not out:
+        return Check("row layout", True, f"vectors in their rows ({read:,} of the oldest memories read)")
+    return Check("row layout", True, f"{out:,} of the {read:,} oldest memories keep their vector out of line, as "
+                 "stored before migration 024: a search that sorts a scope reads each from the TOAST table; "
+                 "once, in a quiet moment: VACUUM FULL memories (docs/operations.md, Upgrades)")
 
 
 async def _jobs(conn: asyncpg.Connection) -> Check:

@@ -1,5 +1,6 @@
 """What the server asks PostgreSQL about itself (not tenant data): its version, extensions,
-roles, settings the embedded server tunes, databases to create, and whether it answers."""
+roles, settings the embedded server tunes, databases to create, whether it answers, and where the
+memories table stores its vectors (no row's content is read)."""
 
 from __future__ import annotations
 
@@ -57,3 +58,22 @@ async def page_cache(conn: asyncpg.Connection) -> tuple[int, int]:
         "(SELECT setting::bigint * current_setting('block_size')::bigint FROM pg_settings "
         "WHERE name = 'shared_buffers') AS shared_buffers")
     return int(row["vector_index"]), int(row["shared_buffers"])
+
+
+# A vector of up to this many dimensions fits a row of a page beside its text's pointer (6 kB of
+# floats), so migration 024 keeps it in the row; a larger model's goes out of line by design.
+INLINE_DIMENSIONS = 1536
+
+
+async def vectors_out_of_line(conn: asyncpg.Connection, sample: int) -> tuple[int, int] | None:
+    """(how many of the table's first `sample` embedded memories, its oldest rows, keep a vector
+    that fits the row in the TOAST relation, how many were read); None before PostgreSQL 17, which
+    cannot tell where a value is stored."""
+    if int(await conn.fetchval("SELECT current_setting('server_version_num')")) < 170000:
+        return None
+    row = await conn.fetchrow(
+        "SELECT count(*) FILTER (WHERE pg_column_toast_chunk_id(embedding) IS NOT NULL "
+        "AND vector_dims(embedding) <= $2) AS out, count(*) AS read "
+        "FROM (SELECT embedding FROM memories WHERE embedding IS NOT NULL LIMIT $1) AS first_rows",
+        sample, INLINE_DIMENSIONS)
+    return int(row["out"]), int(row["read"])

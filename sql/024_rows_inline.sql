@@ -1,0 +1,11 @@
+-- A memory's row keeps its vector and its text inline up to a page. PostgreSQL starts toasting a
+-- row past ~2 kB and pgvector's type goes out of line first, so a 384-dimension vector (1.5 kB)
+-- beside a turn of a few hundred characters went to the TOAST table for 350 of a LoCoMo
+-- conversation's 419 turns, and every distance a search computed from the row (the exact sort of a
+-- user's scope in a store many share, of a filter that leaves few, each hit's closeness) read the
+-- TOAST index and its chunks too. Keeping the vector in the row alone (its STORAGE MAIN) pushed the
+-- text out instead, which full text reads for every candidate. Raising the row's target to a page
+-- keeps both; a longer text still goes out of line (before the vector), and a vector too large for
+-- a page is still stored. Rows written before keep their layout until the table is rewritten
+-- (`VACUUM FULL memories`, docs/operations.md).
+ALTER TABLE memories SET (toast_tuple_target = 8160);
