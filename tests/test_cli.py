@@ -87,6 +87,9 @@ def test_migrate_and_doctor_on_embedded(tmp_path: Path) -> None:
     # A new store's embedded server keeps PostgreSQL's default page cache (buffers.py), which it fits.
     assert "[ok  ] page cache: vector index 0 MB, shared_buffers 128 MB: the index fits" in doctor
     assert "[ok  ] row layout: no memory with a vector yet" in doctor
+    # pg_dump and psql reach the embedded server by the URL doctor prints (docs/operations.md)
+    assert f"[ok  ] database: embedded server in {tmp_path / 'pg'} at postgresql://postgres:@/mcp_memory?host=" \
+           f"{tmp_path / 'pg'}: " in doctor
 
 
 async def test_doctor_and_serve_refuse_a_model_the_database_was_not_built_with(cli_env: dict[str, str],

@@ -45,7 +45,9 @@ async def diagnose(settings: Settings) -> list[Check]:
         conn = await asyncpg.connect(dsn, **({"statement_cache_size": 0} if settings.db_pooler == "transaction"
                                              else {}))
         try:
-            checks.append(Check("database", True, f"{where}: {await catalog.server_version(conn)}"))
+            # pg_dump and psql reach the embedded server at this URL while any server of the store runs
+            at = f" at {dsn}" if embedded is not None else ""
+            checks.append(Check("database", True, f"{where}{at}: {await catalog.server_version(conn)}"))
             checks += await _extensions(conn)
             pending = await pending_migrations(conn)
             checks.append(Check(
