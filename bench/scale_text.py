@@ -185,8 +185,7 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2))
     print(f"{report['memories']:,} memories over {report['users']} user(s) of {report['pool_turns']:,} real turns "
-          f"spliced; labelled "
-          f"{report['labelled']} ({report['questions']} questions)")
+          f"spliced; labelled {report['labelled']} ({report['questions']} questions)")
     for key in ("copy_s", "index_build_s", "vacuum_analyze_s"):
         if key in report:
             print(f"  {key}: {report[key]}")

@@ -11,8 +11,6 @@ from mcp_memory.db.doctor import row_layout_check
 from mcp_memory.db.migrate import available_migrations, migrate, pending_migrations
 from mcp_memory.repository.catalog import vectors_out_of_line
 
-TOAST_TARGET = 8160  # sql/024_rows_inline.sql
-
 
 async def test_fresh_database_migrates_once(make_db, pg) -> None:
     url = await make_db()
@@ -84,10 +82,14 @@ async def test_doctor_finds_vectors_stored_before_the_rows_were_whole(service, d
     turn = ("Caroline: I went to the LGBTQ support group yesterday and it was so powerful, the stories "
             "people shared about their transitions made me feel less alone and more hopeful. ") * 3
     async with database.admin.acquire() as conn:
+        target = await conn.fetchval(
+            "SELECT option_value FROM pg_options_to_table((SELECT reloptions FROM pg_class "
+            "WHERE oid = 'memories'::regclass)) WHERE option_name = 'toast_tuple_target'")
+        assert target == "8160"  # what migration 024 set
         await conn.execute("ALTER TABLE memories RESET (toast_tuple_target)")  # the layout before 024
         for n in range(3):
             await service.write(alice, f"{turn} ({n})", kind="episode")
-        await conn.execute(f"ALTER TABLE memories SET (toast_tuple_target = {TOAST_TARGET})")
+        await conn.execute(f"ALTER TABLE memories SET (toast_tuple_target = {target})")
         await service.write(alice, f"{turn} (after)", kind="episode")
         before = await vectors_out_of_line(conn, 1000)
         assert before == (3, 4)

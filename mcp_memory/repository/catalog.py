@@ -69,7 +69,7 @@ async def vectors_out_of_line(conn: asyncpg.Connection, sample: int) -> tuple[in
     """(how many of the table's first `sample` embedded memories, its oldest rows, keep a vector
     that fits the row in the TOAST relation, how many were read); None before PostgreSQL 17, which
     cannot tell where a value is stored."""
-    if int(await conn.fetchval("SELECT current_setting('server_version_num')")) < 170000:
+    if conn.get_server_version().major < 17:  # asyncpg read it at connect: no round trip
         return None
     row = await conn.fetchrow(
         "SELECT count(*) FILTER (WHERE pg_column_toast_chunk_id(embedding) IS NOT NULL "
