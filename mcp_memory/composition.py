@@ -40,11 +40,12 @@ class House:
 
     def start(self, tg: anyio.abc.TaskGroup) -> None:
         """What a server runs beside its calls: retention, the planner's statistics, the
-        embedder's recovery, the graph's backlog, the decisions worker, and the model's warm-up
-        (loaded now, not on the first search)."""
+        embedder's recovery, the graph's backlog, the decisions worker, and the warm-ups of the
+        model (loaded now, not on the first search) and of the search's pages (db/warmup.py)."""
         # Imported here: a command or a hook process, which never starts them, does not load them.
         from . import retention
         from .backlog import Backlog
+        from .db.warmup import warm_pages
         from .decisions import runtime
 
         service = self.service
@@ -58,6 +59,8 @@ class House:
         if self.worker is not None:
             runtime.start(tg, self.worker)
         tg.start_soon(contained, "the model's warm-up", service.vectors.query("warm up"))
+        if self.settings.warm_pages:
+            tg.start_soon(contained, "the pages' warm-up", warm_pages(self.db.admin))
 
 
 async def compose(db: Database, settings: Settings, *, check_model: bool = True, workers: bool = False,

@@ -233,8 +233,10 @@ async def _check_role(pool: asyncpg.Pool, role: str) -> None:
 
 async def _tune_embedded(conn: asyncpg.Connection) -> None:
     """The embedded server is ours to configure: let autovacuum look every 10 s instead of every
-    minute, so a store that grows fast (an import, a benchmark's seeding) has statistics soon."""
+    minute, so a store that grows fast (an import, a benchmark's seeding) has statistics soon; and
+    install pg_prewarm, with which a server reads the search's pages as it starts (db/warmup.py)."""
     await catalog.autovacuum_naptime(conn, "10s")
+    await catalog.install_prewarm(conn)
 
 
 async def _usable_role(conn: asyncpg.Connection, role: str) -> str | None:

@@ -1,6 +1,7 @@
 """What the server asks PostgreSQL about itself (not tenant data): its version, extensions,
-roles, settings the embedded server tunes, databases to create, whether it answers, and where the
-memories table stores its vectors (no row's content is read)."""
+roles, settings the embedded server tunes, databases to create, whether it answers, where the
+memories table stores its vectors, and which of its pages to read into the page cache (no row's
+content is read)."""
 
 from __future__ import annotations
 
@@ -77,3 +78,37 @@ async def vectors_out_of_line(conn: asyncpg.Connection, sample: int) -> tuple[in
         "FROM (SELECT embedding FROM memories WHERE embedding IS NOT NULL LIMIT $1) AS first_rows",
         sample, INLINE_DIMENSIONS)
     return int(row["out"]), int(row["read"])
+
+
+async def install_prewarm(conn: asyncpg.Connection) -> None:
+    """pg_prewarm, where the server offers it (the embedded server: it is ours to configure). A
+    server of the user's own gets it from a superuser (docs/operations.md)."""
+    if await conn.fetchval("SELECT 1 FROM pg_available_extensions WHERE name = 'pg_prewarm'"):
+        await conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+
+
+async def prewarm_installed(conn: asyncpg.Connection) -> bool:
+    return bool(await conn.fetchval("SELECT 1 FROM pg_extension WHERE extname = 'pg_prewarm'"))
+
+
+async def search_relations(conn: asyncpg.Connection) -> list[tuple[str, int]]:
+    """(name, blocks) of what a search reads, most read first: the memories' vector indexes (every
+    search walks one), the table (each row a walk visits is fetched for its scope and filters),
+    then the table's other indexes, smallest first (the text indexes, the keys)."""
+    rows = await conn.fetch(
+        "SELECT c.oid::regclass::text AS name, pg_relation_size(c.oid) / current_setting('block_size')::int AS blocks, "
+        "CASE WHEN c.oid = 'memories'::regclass THEN 1 WHEN a.amname = 'hnsw' THEN 0 ELSE 2 END AS rank "
+        "FROM pg_class c LEFT JOIN pg_am a ON a.oid = c.relam "
+        "WHERE c.oid = 'memories'::regclass "
+        "OR c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid = 'memories'::regclass) "
+        "ORDER BY rank, blocks, name")
+    return [(r["name"], int(r["blocks"])) for r in rows]
+
+
+async def shared_buffer_blocks(conn: asyncpg.Connection) -> int:
+    return int(await conn.fetchval("SELECT setting::bigint FROM pg_settings WHERE name = 'shared_buffers'"))
+
+
+async def prewarm(conn: asyncpg.Connection, relation: str, first: int, last: int) -> int:
+    """Read blocks `first`..`last` of `relation` into shared_buffers; how many were read."""
+    return int(await conn.fetchval("SELECT pg_prewarm($1::regclass, 'buffer', 'main', $2, $3)", relation, first, last))

@@ -1,0 +1,85 @@
+"""Reading a store's search pages into the server's page cache when a server starts.
+
+A search at a million memories walks ~2 GB of vector index and fetches each row it visits from the
+table; a page outside shared_buffers is a read from the operating system's cache, or after a
+reboot from disk. A server just started therefore searched slowly until its searches had read the
+pages themselves, which for a store searched a few times a day is never: at a million memories in
+one scope, the first pass of 152 questions after a start took 430 ms p50 with no filter (the
+operating system's cache partly cold), 42.5 ms with the pages read first; a pass with every page
+already read, 20.7 ms (docs/benchmarks.md, "Pages read at start"). So a server reads the vector
+index, the table and its other indexes into shared_buffers in the background as it starts, most
+searched first, as far as they fit, with pg_prewarm where the database has it (the embedded server
+installs it; a server of the user's own, when a superuser has). A small store is read in a moment;
+the calls are served meanwhile."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import asyncpg
+
+from ..repository import catalog
+
+log = logging.getLogger(__name__)
+
+# The most of shared_buffers the warm-up fills: a tenth stays for the pages writes dirty and what
+# else a search reads, and reading past it would only evict the first relations' pages by the
+# later ones'. (A million memories in one scope: vector index 1,954 MB and table 2,680 MB within
+# 0.9 of the 6,026 MB the embedded server gets there, not within three quarters.)
+SHARE = 0.9
+# Blocks read per call (128 MB of 8 kB pages): the admin pool's connection goes back between calls,
+# so the maintenance that shares it waits for one chunk at most, and a server stopping cancels one.
+CHUNK_BLOCKS = 16_384
+
+
+@dataclass
+class Warmed:
+    """What a warm-up read: (relation, blocks) in the order read, and what it left out for room."""
+
+    read: list[tuple[str, int]] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    skipped: str | None = None  # why nothing was read
+
+
+def chosen(relations: list[tuple[str, int]], budget: int) -> tuple[list[tuple[str, int]], list[str]]:
+    """The relations read, in their order, each whole while the blocks so far stay within
+    `budget`, and those left out: a relation that does not fit is passed over, not cut, so a
+    smaller one after it may still be read."""
+    read, left_out, used = [], [], 0
+    for name, blocks in relations:
+        if used + blocks <= budget:
+            read.append((name, blocks))
+            used += blocks
+        else:
+            left_out.append(name)
+    return read, left_out
+
+
+async def warm_pages(admin: asyncpg.Pool, *, share: float = SHARE) -> Warmed:
+    """Read the search's pages into shared_buffers (at most `share` of it); what was read."""
+    started = time.monotonic()
+    try:
+        async with admin.acquire() as conn:
+            if not await catalog.prewarm_installed(conn):
+                log.info("pages not read at start: the database has no pg_prewarm (docs/operations.md)")
+                return Warmed(skipped="pg_prewarm is not installed")
+            budget = int(share * await catalog.shared_buffer_blocks(conn))
+            relations = await catalog.search_relations(conn)
+        read, left_out = chosen([(n, b) for n, b in relations if b > 0], budget)
+        for name, blocks in read:
+            for first in range(0, blocks, CHUNK_BLOCKS):
+                async with admin.acquire() as conn:
+                    await catalog.prewarm(conn, name, first, min(blocks, first + CHUNK_BLOCKS) - 1)
+    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        # The database away or a relation dropped meanwhile (a first load's index rebuilt): the
+        # searches read their pages themselves, as without the warm-up.
+        log.warning("reading the search's pages at start stopped: %s", exc)
+        return Warmed(seconds=time.monotonic() - started, skipped=f"stopped: {exc}")
+    warmed = Warmed(read, left_out, time.monotonic() - started)
+    if read:
+        log.info("read %d pages of %d relations into the page cache in %.1f s%s", sum(b for _, b in read),
+                 len(read), warmed.seconds, f"; no room for {', '.join(left_out)}" if left_out else "")
+    return warmed
