@@ -2,11 +2,12 @@
 
 A search at a million memories walks ~2 GB of vector index and fetches each row it visits from the
 table; a page outside shared_buffers is a read from the operating system's cache, or after a
-reboot from disk. A server just started therefore searched slowly until its searches had read the
-pages themselves, which for a store searched a few times a day is never: at a million memories in
-one scope, the first pass of 152 questions after a start took 430 ms p50 with no filter (the
-operating system's cache partly cold), 42.5 ms with the pages read first; a pass with every page
-already read, 20.7 ms (docs/benchmarks.md, "Pages read at start"). So a server reads the vector
+reboot from disk, one page at a time. A server just started therefore searched slowly until its
+searches had read the pages themselves: at a million memories in one scope, with the store's files
+out of the operating system's cache, the first pass of 152 questions took 101-114 ms p50 with no
+filter, 35-46 ms with the pages read at start (in 15-17 s, in the background), and every later pass
+22-30 ms either way (bench/start_pages.py; docs/benchmarks.md, "Pages read at start"). The price is
+the searches made while the pages are read, which wait on the same disk. So a server reads the vector
 index, the table and its other indexes into shared_buffers in the background as it starts, most
 searched first, as far as they fit, with pg_prewarm where the database has it (the embedded server
 installs it; a server of the user's own, when a superuser has). A small store is read in a moment;
