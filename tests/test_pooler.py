@@ -23,6 +23,7 @@ from mcp_memory.config import Settings
 from mcp_memory.db import Database, open_database
 from mcp_memory.db.doctor import diagnose
 from mcp_memory.db.migrate import available_migrations
+from mcp_memory.db.warmup import warm_pages
 from mcp_memory.decisions import provider_from
 from mcp_memory.decisions.jobs import DecisionWorker
 from mcp_memory.errors import NotFound, Unavailable
@@ -279,6 +280,20 @@ async def test_migrations_from_two_servers_at_once_and_locks_left_behind(
     finally:
         for db in dbs:
             await db.close()
+
+
+async def test_a_server_reads_the_search_pages_through_the_pooler(
+        servers: list[tuple[Database, MemoryService]], db_url: str) -> None:
+    """db/warmup.py's reads go through the pooler's shared connections, a chunk a transaction."""
+    conn = await asyncpg.connect(db_url)
+    try:
+        await conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+    finally:
+        await conn.close()
+    db, service = servers[0]
+    await service.write(principal(), "The staging database moved to the second rack.")
+    warmed = await warm_pages(db.admin)
+    assert warmed.skipped is None and "memories" in dict(warmed.read), warmed
 
 
 async def test_doctor_through_the_pooler(bouncer: Bouncer, db_url: str, tmp_path: Path) -> None:
