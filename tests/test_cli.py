@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -87,6 +88,7 @@ def test_migrate_and_doctor_on_embedded(tmp_path: Path) -> None:
     # A new store's embedded server keeps PostgreSQL's default page cache (buffers.py), which it fits.
     assert "[ok  ] page cache: vector index 0 MB, shared_buffers 128 MB: the index fits" in doctor
     assert "[ok  ] row layout: no memory with a vector yet" in doctor
+    assert re.search(r"\[ok  \] extension pg_prewarm: [0-9.]+ \(installed\)", doctor)  # the embedded server's
     # pg_dump and psql reach the embedded server by the URL doctor prints (docs/operations.md)
     assert f"[ok  ] database: embedded server in {tmp_path / 'pg'} at postgresql://postgres:@/mcp_memory?host=" \
            f"{tmp_path / 'pg'}: " in doctor

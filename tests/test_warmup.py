@@ -14,6 +14,7 @@ import pytest
 from mcp_memory.composition import compose
 from mcp_memory.config import Settings
 from mcp_memory.db import Database, open_database
+from mcp_memory.db.doctor import diagnose
 from mcp_memory.db.embedded import EmbeddedPostgres
 from mcp_memory.db.warmup import chosen, warm_pages
 from mcp_memory.models import WriteItem
@@ -87,6 +88,8 @@ async def test_a_users_own_server_reads_them_once_a_superuser_installs_pg_prewar
         await write_notes(db, settings)
         without = await warm_pages(db.admin)
         assert without.read == [] and without.skipped == "pg_prewarm is not installed"
+        said = {c.name: c for c in await diagnose(settings)}["extension pg_prewarm"]
+        assert said.ok and "available, not created" in said.detail and "CREATE EXTENSION pg_prewarm" in said.detail
         name = await db.admin.fetchval("SELECT current_database()")
         su = await asyncpg.connect(own_server.dsn(name))
         try:
@@ -100,6 +103,8 @@ async def test_a_users_own_server_reads_them_once_a_superuser_installs_pg_prewar
                 assert cached == blocks > 0
             little = await warm_pages(db.admin, share=2 / 16384)  # two blocks of 128 MB
             assert "memories" in little.left_out and sum(b for _, b in little.read) <= 2
+            said = {c.name: c for c in await diagnose(settings)}["extension pg_prewarm"]
+            assert said.ok and said.detail.endswith("(installed)")
         finally:
             await su.close()
 

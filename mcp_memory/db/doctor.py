@@ -19,6 +19,16 @@ from .migrate import pending_migrations
 MIN_PGVECTOR = (0, 7)
 LAYOUT_SAMPLE = 1000  # the table's first rows: the oldest, the ones a store from before migration 024 holds
 
+# Extensions a store works without, each with what is missed without it and what follows its
+# creation: btree_gin's user index (sql/user_text_index.sql), which only a store many users share
+# notices; pg_prewarm, the pages read as a server starts (db/warmup.py), which a big store notices.
+OPTIONAL = {
+    "btree_gin": ("in a store many users share, a user's full-text search reads every user's index entries",
+                  ", then `mcp-memory migrate`"),
+    "pg_prewarm": ("a server starting reads no page of the store ahead of its first searches "
+                   "(MCP_MEMORY_WARM_PAGES)", ""),
+}
+
 
 def _version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split(".")[:2] if part.isdigit())
@@ -183,7 +193,7 @@ async def _row_level_security(conn: asyncpg.Connection, role: str) -> Check:
 
 
 async def _extensions(conn: asyncpg.Connection) -> list[Check]:
-    rows = await catalog.extensions(conn, ("vector", "pg_trgm", "btree_gin"))
+    rows = await catalog.extensions(conn, ("vector", "pg_trgm", *OPTIONAL))
     out = []
     for name, need in (("vector", MIN_PGVECTOR), ("pg_trgm", None)):
         row = rows.get(name)
@@ -197,20 +207,17 @@ async def _extensions(conn: asyncpg.Connection) -> list[Check]:
         state = "installed" if row["installed_version"] else "available, not yet created"
         out.append(Check(f"extension {name}", ok, f"{version} ({state})",
                          None if ok else f"upgrade {name} to ≥ {'.'.join(map(str, need or ()))}"))
-    return [*out, _user_text_index(rows.get("btree_gin"))]
+    return [*out, *(_optional(name, rows.get(name)) for name in OPTIONAL)]
 
 
-def _user_text_index(row: asyncpg.Record | None) -> Check:
-    """Optional: without btree_gin a user's full-text search reads every user's index entries
-    (sql/user_text_index.sql), which only a store many users share notices."""
+def _optional(name: str, row: asyncpg.Record | None) -> Check:
     if row is not None and row["installed_version"]:
-        return Check("extension btree_gin", True, f"{row['installed_version']} (installed)")
-    state, add = (("available, not created", "a superuser can run CREATE EXTENSION btree_gin")
+        return Check(f"extension {name}", True, f"{row['installed_version']} (installed)")
+    missed, after = OPTIONAL[name]
+    state, add = (("available, not created", f"a superuser can run CREATE EXTENSION {name}")
                   if row is not None else
-                  ("not available on this server", "install PostgreSQL's contrib package, CREATE EXTENSION btree_gin"))
-    return Check("extension btree_gin", True,
-                 f"{state} (optional: in a store many users share, a user's full-text search reads every "
-                 f"user's index entries; {add}, then `mcp-memory migrate`)")
+                  ("not available on this server", f"install PostgreSQL's contrib package, CREATE EXTENSION {name}"))
+    return Check(f"extension {name}", True, f"{state} (optional: {missed}; {add}{after})")
 
 
 async def _graph(conn: asyncpg.Connection) -> Check:
