@@ -60,7 +60,7 @@ class House:
             runtime.start(tg, self.worker)
         tg.start_soon(contained, "the model's warm-up", service.vectors.query("warm up"))
         if self.settings.warm_pages:
-            tg.start_soon(contained, "the pages' warm-up", warm_pages(self.db.admin))
+            tg.start_soon(contained, "the pages' warm-up", warm_pages(self.db.admin, busy=service.activity.busy))
 
 
 async def compose(db: Database, settings: Settings, *, check_model: bool = True, workers: bool = False,

@@ -11,6 +11,7 @@ from types import EllipsisType
 from typing import TYPE_CHECKING, NamedTuple
 from uuid import UUID
 
+from .activity import Activity
 from .errors import InvalidInput
 from .models import Memory, MemoryFilter, Principal, SearchHit, SearchReading, SearchResult
 from .repository.maintenance import MaintenanceRepository
@@ -60,6 +61,7 @@ class Searching:
     check: Validator
     lexicon: Lexicon
     reranking: Reranking | None
+    activity: Activity
 
     if TYPE_CHECKING:  # defined by MemoryService
         @staticmethod
@@ -128,19 +130,20 @@ class Searching:
                       reading: SearchReading | None = None) -> list[SearchHit]:
         """`vector`: the query's, when the caller has it already (None: search without one);
         `reading`: told how the search read the store."""
-        if vector is ...:
-            vector = await self._query_vector(parsed)
-        # A listing by similarity (a forget preview) is what matches, not an order: never reranked.
-        rerank = self.reranking if min_similarity is None and reranked else None
-        hits = await hybrid_search(self.repo, p, parsed, f, limit=rerank.candidates(limit) if rerank else limit,
-                                   settings=self.settings, explain=explain,
-                                   vector=vector, model=self.vectors.model if self.vectors else None,
-                                   dimension=self.vectors.dimension if self.vectors else 0,
-                                   min_similarity=min_similarity, vectors=self.vectors, lexicon=self.lexicon,
-                                   reading=reading, alone=partial(self._alone, p))
-        if rerank is None:
-            return hits
-        # The reranker sees the question as asked (time words kept) and only these hits: memories
-        # this principal's own search found, so never text it could not read. It fails open: on a
-        # timeout or an error the hits keep their order.
-        return await rerank.apply(self.repo, p, parsed.asked or parsed.text, hits, limit=limit, explain=explain)
+        with self.activity.search():  # the pages' warm-up waits for a quiet moment (db/warmup.py)
+            if vector is ...:
+                vector = await self._query_vector(parsed)
+            # A listing by similarity (a forget preview) is what matches, not an order: never reranked.
+            rerank = self.reranking if min_similarity is None and reranked else None
+            hits = await hybrid_search(self.repo, p, parsed, f, limit=rerank.candidates(limit) if rerank else limit,
+                                       settings=self.settings, explain=explain,
+                                       vector=vector, model=self.vectors.model if self.vectors else None,
+                                       dimension=self.vectors.dimension if self.vectors else 0,
+                                       min_similarity=min_similarity, vectors=self.vectors, lexicon=self.lexicon,
+                                       reading=reading, alone=partial(self._alone, p))
+            if rerank is None:
+                return hits
+            # The reranker sees the question as asked (time words kept) and only these hits: memories
+            # this principal's own search found, so never text it could not read. It fails open: on a
+            # timeout or an error the hits keep their order.
+            return await rerank.apply(self.repo, p, parsed.asked or parsed.text, hits, limit=limit, explain=explain)

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from .activity import Activity
 from .config import EmbeddingSettings, RerankSettings, Settings
 from .cursors import Cursors
 from .decisions.apply import accept as accept_suggested
@@ -101,6 +102,7 @@ class MemoryService(Writing, Forgetting, Searching):
         self.queue = Queue(repo)  # the decision jobs, as `mcp-memory jobs` handles them
         # The opt-in reranker over a search's best hits (retrieval/rerank.py); None: off (default).
         self.reranking = Reranking.from_settings(settings.part(RerankSettings))
+        self.activity = Activity()  # its searches running, which the pages' warm-up makes way for
         # Counts committed changes so planner statistics follow bursts (statistics.py); the
         # server runs its loop. None: nobody keeps them (a one-off command analyzes itself).
         self.statistics = statistics

@@ -13,7 +13,7 @@ import pytest
 
 from mcp_memory.composition import compose
 from mcp_memory.config import Settings
-from mcp_memory.db import Database, open_database
+from mcp_memory.db import Database, open_database, warmup
 from mcp_memory.db.doctor import diagnose
 from mcp_memory.db.embedded import EmbeddedPostgres
 from mcp_memory.db.warmup import chosen, warm_pages
@@ -128,3 +128,32 @@ async def test_a_server_reads_them_as_it_starts_unless_told_not_to(database: Dat
                 await anyio.sleep(0.05)
         tg.cancel_scope.cancel()
     assert read() is on
+
+
+async def test_the_pages_are_read_in_the_searches_quiet_moments(database: Database, settings: Settings,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search and a bulk read share one disk: each chunk waits while the server's searches run
+    (`Activity`), and under searches that never pause it still ends."""
+    async with database.admin.acquire() as conn:
+        await conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+    service = (await compose(database, settings)).service
+    await service.write(principal(), "The staging database moved to the second rack.")
+    assert not service.activity.busy(0)
+    await service.search(principal(), "staging database")
+    assert service.activity.running == 0 and service.activity.busy(60) and not service.activity.busy(0)
+
+    searching = True
+
+    async def stop_searching() -> None:
+        nonlocal searching
+        await anyio.sleep(0.5)
+        searching = False
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(stop_searching)
+        waited = await warm_pages(database.admin, busy=lambda quiet_s: searching)
+    assert waited.seconds >= 0.45 and "memories" in dict(waited.read)
+
+    monkeypatch.setattr(warmup, "YIELD_AT_MOST_S", 0.05)
+    endless = await warm_pages(database.admin, busy=lambda quiet_s: True)
+    assert endless.skipped is None and "memories" in dict(endless.read)

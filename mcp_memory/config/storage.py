@@ -39,10 +39,11 @@ class StorageSettings(BaseModel):
         "your own (MCP_MEMORY_DATABASE_URL) keeps its own setting."))
     warm_pages: bool = Field(default=True, description=(
         "When a server starts, read the vector index, the memories table and its other indexes into "
-        "shared_buffers in the background, most searched first, as far as nine tenths of it holds them "
-        "(pg_prewarm: the embedded server installs it; on a server of your own a superuser runs CREATE "
-        "EXTENSION pg_prewarm, or nothing is read). At a million memories whose files no cache held, the first "
-        "searches after a start took 101-114 ms p50 without it, 35-46 ms with it (bench/start_pages.py)."))
+        "shared_buffers in the background, most searched first, as far as nine tenths of it holds them, "
+        "in the searches' quiet moments (pg_prewarm: the embedded server installs it; on a server of your own "
+        "a superuser runs CREATE EXTENSION pg_prewarm, or nothing is read). At a million memories whose files "
+        "no cache held, the first 60 searches half a second apart took 156-169 ms p50 without it, 67-74 ms "
+        "with it (bench/start_pages.py)."))
     # Row-level security: application queries run as this role ('' to skip).
     db_app_role: str = Field(default="mcp_memory_app", description=(
         "The non-owner role application queries run as, so row-level security applies; '' skips it."))

@@ -3,22 +3,25 @@
 A search at a million memories walks ~2 GB of vector index and fetches each row it visits from the
 table; a page outside shared_buffers is a read from the operating system's cache, or after a
 reboot from disk, one page at a time. A server just started therefore searched slowly until its
-searches had read the pages themselves: at a million memories in one scope, with the store's files
-out of the operating system's cache, the first pass of 152 questions took 101-114 ms p50 with no
-filter, 35-46 ms with the pages read at start (in 15-17 s, in the background), and every later pass
-22-30 ms either way (bench/start_pages.py; docs/benchmarks.md, "Pages read at start"). The price is
-the searches made while the pages are read, which wait on the same disk. So a server reads the vector
-index, the table and its other indexes into shared_buffers in the background as it starts, most
-searched first, as far as they fit, with pg_prewarm where the database has it (the embedded server
-installs it; a server of the user's own, when a superuser has). A small store is read in a moment;
-the calls are served meanwhile."""
+searches had read the pages themselves. So a server reads the vector index, the table and its other
+indexes into shared_buffers in the background as it starts, most searched first, as far as they
+fit, with pg_prewarm where the database has it (the embedded server installs it; a server of the
+user's own, when a superuser has), in chunks read in the searches' quiet moments: read at full
+speed, the chunks had made the searches during them wait on the disk (at a million memories, p95
+250 -> 360-380 ms). At a million memories in one scope, with the store's files out of the operating
+system's cache, 60 questions a start at an agent's pace (half a second between searches): 156-169
+ms p50 (p95 275-281) without, 67-74 (194-198) with the pages read, done 32-35 s in; back to back,
+the same as without (bench/start_pages.py; docs/benchmarks.md, "Pages read at start"). A small
+store is read in a moment; the calls are served meanwhile."""
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import anyio
 import asyncpg
 
 from ..repository import catalog
@@ -30,9 +33,17 @@ log = logging.getLogger(__name__)
 # later ones'. (A million memories in one scope: vector index 1,954 MB and table 2,680 MB within
 # 0.9 of the 6,026 MB the embedded server gets there, not within three quarters.)
 SHARE = 0.9
-# Blocks read per call (128 MB of 8 kB pages): the admin pool's connection goes back between calls,
-# so the maintenance that shares it waits for one chunk at most, and a server stopping cancels one.
-CHUNK_BLOCKS = 16_384
+# Blocks read per call (16 MB of 8 kB pages, ~50 ms on the disk measured, ~1 s on a slow one): a
+# search that comes while one is read shares the disk with that chunk only, the maintenance sharing
+# the admin pool's connection waits for one at most, and a server stopping cancels one.
+CHUNK_BLOCKS = 2_048
+# Before each chunk the warm-up waits while a search runs or one ended less than QUIET_S ago (an
+# agent's searches come in bursts: a session's start, a prompt's recall), up to YIELD_AT_MOST_S,
+# after which it reads the chunk anyway: under searches that never pause, they read the pages
+# themselves, and the warm-up still ends.
+QUIET_S = 0.25
+YIELD_AT_MOST_S = 5.0
+POLL_S = 0.05
 
 
 @dataclass
@@ -59,8 +70,17 @@ def chosen(relations: list[tuple[str, int]], budget: int) -> tuple[list[tuple[st
     return read, left_out
 
 
-async def warm_pages(admin: asyncpg.Pool, *, share: float = SHARE) -> Warmed:
-    """Read the search's pages into shared_buffers (at most `share` of it); what was read."""
+async def quiet_moment(busy: Callable[[float], bool]) -> None:
+    """Wait until `busy(QUIET_S)` is false, or YIELD_AT_MOST_S."""
+    with anyio.move_on_after(YIELD_AT_MOST_S):
+        while busy(QUIET_S):  # noqa: ASYNC110 (searches starting and ending have no one event)
+            await anyio.sleep(POLL_S)
+
+
+async def warm_pages(admin: asyncpg.Pool, *, share: float = SHARE,
+                     busy: Callable[[float], bool] | None = None) -> Warmed:
+    """Read the search's pages into shared_buffers (at most `share` of it), each chunk in a quiet
+    moment of `busy` (`Activity.busy`: the server's searches); what was read."""
     started = time.monotonic()
     try:
         async with admin.acquire() as conn:
@@ -72,6 +92,8 @@ async def warm_pages(admin: asyncpg.Pool, *, share: float = SHARE) -> Warmed:
         read, left_out = chosen([(n, b) for n, b in relations if b > 0], budget)
         for name, blocks in read:
             for first in range(0, blocks, CHUNK_BLOCKS):
+                if busy is not None:
+                    await quiet_moment(busy)
                 async with admin.acquire() as conn:
                     await catalog.prewarm(conn, name, first, min(blocks, first + CHUNK_BLOCKS) - 1)
     except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
