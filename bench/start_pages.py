@@ -6,9 +6,12 @@ from the operating system's page cache (posix_fadvise DONTNEED: no root needed),
 or after the machine's other work evicted them; then a server opens the store (its warm-up, when
 on, in the background as `House.start` runs it) and the labelled conversation's questions are
 searched in the big scope, no filter, pass after pass: the first pass is what a user meets, the
-later ones the steady state. Starts alternate between on and off, `--rounds` of each.
+later ones the steady state. `--pace S` waits S seconds after each search (an agent's pace, with
+quiet moments the warm-up reads in; 0: back to back, the most contention), `--questions N` takes
+the first N. Starts alternate between on and off, `--rounds` of each.
 
-Usage: python bench/start_pages.py --data-dir DIR [LOCOMO_JSON] [--rounds 2] [--passes 3] [--out FILE]
+Usage: python bench/start_pages.py --data-dir DIR [LOCOMO_JSON] [--rounds 2] [--passes 3] [--pace 0]
+                                   [--questions N] [--out FILE]
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ def evict(data_dir: Path) -> int:
     return count
 
 
-async def one_start(data_dir: Path, questions: list[str], *, warm: bool, passes: int) -> dict[str, Any]:
+async def one_start(data_dir: Path, questions: list[str], *, warm: bool, passes: int, pace: float) -> dict[str, Any]:
     settings = Settings(data_dir=data_dir, retention_interval_hours=0, log_level="WARNING", warm_pages=warm)
     started = time.perf_counter()
     db = await open_database(settings)
@@ -65,7 +68,7 @@ async def one_start(data_dir: Path, questions: list[str], *, warm: bool, passes:
             await warm_query(service, q)
 
         async def read_pages() -> None:
-            result: Warmed = await warm_pages(db.admin)
+            result: Warmed = await warm_pages(db.admin, busy=service.activity.busy)  # as House.start does
             warmed.update(done_s=round(time.perf_counter() - started, 1), blocks=sum(b for _, b in result.read),
                           skipped=result.skipped)
 
@@ -80,6 +83,7 @@ async def one_start(data_dir: Path, questions: list[str], *, warm: bool, passes:
                     await service.search(BIG, q, MemoryFilter(), limit=10)
                     times.append(time.perf_counter() - t)
                     during += int(warm and "done_s" not in warmed)
+                    await anyio.sleep(pace)
                 out["passes"].append({**summary(times), "during_warm_up": during,
                                       "ended_s": round(time.perf_counter() - started, 1)})
         out["warm_up"] = warmed or None
@@ -90,15 +94,15 @@ async def one_start(data_dir: Path, questions: list[str], *, warm: bool, passes:
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     questions = [q["question"] for q in load_dataset(args.dataset, None)[args.labelled].questions
-                 if q.get("category") in (1, 2, 3, 4)]
+                 if q.get("category") in (1, 2, 3, 4)][:args.questions]
     starts = []
     for _ in range(args.rounds):
         for warm in (False, True):
             await anyio.sleep(2)  # the embedded server of the start before gone
             os.sync()
             evict(args.data_dir)
-            starts.append(await one_start(args.data_dir, questions, warm=warm, passes=args.passes))
-    return {"questions": len(questions), "starts": starts}
+            starts.append(await one_start(args.data_dir, questions, warm=warm, passes=args.passes, pace=args.pace))
+    return {"questions": len(questions), "pace_s": args.pace, "starts": starts}
 
 
 def main() -> None:
@@ -108,13 +112,16 @@ def main() -> None:
     parser.add_argument("--labelled", type=int, default=0, help="as given to bench/scale_text.py")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--passes", type=int, default=3)
+    parser.add_argument("--pace", type=float, default=0.0, help="seconds between searches")
+    parser.add_argument("--questions", type=int, help="the first N of the labelled questions")
     parser.add_argument("--out", type=Path, default=Path("bench/results/start_pages.json"))
     args = parser.parse_args()
     report = asyncio.run(run(args))
     report["machine"] = {"cpus": os.cpu_count(), "load_average_1m_at_end": round(os.getloadavg()[0], 2)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2))
-    print(f"{report['questions']} questions, big scope, no filter, the store's files out of the OS cache at each start")
+    print(f"{report['questions']} questions, big scope, no filter, {report['pace_s']} s between searches, "
+          "the store's files out of the OS cache at each start")
     print(f"{'start':<12}{'pass':>5}{'p50 ms':>9}{'p95 ms':>9}{'ended s':>9}  searches during the warm-up")
     for start in report["starts"]:
         label = "pages read" if start["warm_pages"] else "not read"
