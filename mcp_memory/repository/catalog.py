@@ -86,7 +86,7 @@ async def install_prewarm(conn: asyncpg.Connection) -> None:
     catalog first (0.17 ms; the available extensions are read from disk, 0.8)."""
     if await prewarm_installed(conn):
         return
-    if await conn.fetchval("SELECT 1 FROM pg_available_extensions WHERE name = 'pg_prewarm'"):
+    if "pg_prewarm" in await extensions(conn, ("pg_prewarm",)):
         await conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
 
 
