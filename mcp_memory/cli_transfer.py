@@ -43,7 +43,8 @@ def add_import(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def add_export(sub: Any, common: argparse.ArgumentParser) -> None:
     exp = sub.add_parser("export", parents=[common],
-                         help="export the user's memories with history as JSONL, or in a peer's format (--to)")
+                         help="export the user's memories with history and graph as JSONL, or in a peer's format "
+                              "(--to)")
     exp.add_argument("destination", nargs="?", help="file (a folder for --to basic-memory); same as --output")
     exp.add_argument("--output", "-o", help="file to write (default: stdout), or basic-memory's folder")
     exp.add_argument("--to", choices=TARGETS, default="mcp-memory",
@@ -78,7 +79,7 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     else:
         print(f"imported {report.created} new memories from {report.files} file(s); "
               f"{report.unchanged} were already there")
-        for line in report.embedding:  # a peer's vectors taken, or why not
+        for line in (*report.embedding, *report.graph):  # a peer's vectors taken, or why not; the graph's
             print(f"  {line}")
         for line in (unread, unembedded):
             if line:

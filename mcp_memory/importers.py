@@ -18,7 +18,7 @@ from tqdm import tqdm
 from .encoding import to_json
 from .errors import InvalidInput
 from .importing import Draft, Format, basic_memory, claude_md, doobidoo, doobidoo_json, export_vectors, peer_vectors
-from .importing.files import EXPORT_FORMAT, files_under, read_file
+from .importing.files import EXPORT_FORMAT, Exported, files_under, read_file
 from .models import Principal, ScopeLevel, WriteItem
 from .repository.maintenance import MaintenanceRepository
 from .service import MemoryService
@@ -35,6 +35,8 @@ class ImportReport(BaseModel):
     # A peer's file with vectors: whether they were taken (checked to be our model's) or every
     # memory embedded again, and why; one line per such file (importing/peer_vectors.py).
     embedding: list[str] = []
+    # An export's graph: what of it could not go in as it was, and why.
+    graph: list[str] = []
 
 
 # --- running ---------------------------------------------------------------------------------------
@@ -136,47 +138,63 @@ async def _peer_vectors(service: MemoryService, path: Path, kind: Format,
     return await peer_vectors.take_verified(service.vectors, stored, items, path.name)
 
 
-async def _import_file(service: MemoryService, maintenance: MaintenanceRepository, p: Principal, path: Path,
-                       kind: Format, fp: Principal, items: list[Any], report: ImportReport, *, dry_run: bool,
-                       progress: bool) -> None:
-    """One file's records (an export's) or checked drafts counted (a dry run) or written."""
-    if items and isinstance(items[0], dict):  # an export: verbatim, under the importing user
-        records: list[dict[str, Any]] = items  # type: ignore[assignment]
-        if dry_run:
-            there = await maintenance.already_there(p.user_id, [
-                (r["memory"]["id"], r["memory"]["agent_id"], r["memory"]["project_id"],
-                 r["memory"]["content_hash"]) for r in records])
-            for r, old in zip(records, there, strict=True):
-                if old:
-                    report.unchanged += 1
-                else:
-                    report.created += 1
-                    _plan(report, r["memory"]["kind"], namespace(r["memory"]["agent_id"],
-                                                                 r["memory"]["project_id"]), r["memory"]["content"])
-            return
-        # The export's vectors, where they are our model's: a store moved is not embedded again.
-        model = records[0]["vector_model"]
-        # An episode's vector holds the turn before it in its store, as the file has it.
-        befores = export_vectors.turns_before([r["memory"] for r in records], service.vectors,
-                                              records[0]["vector_turns"])
-        verdict = await export_vectors.take(
-            service.vectors, model,
-            [(r["memory"]["content"], str(r["memory"]["id"]), r["vector"], before)
-             for r, before in zip(records, befores, strict=True)], path.name)
-        if verdict is not None:
-            report.embedding.append(verdict.note)
-        taken = verdict.taken if verdict else {}
-        bar = tqdm(total=len(records), desc=path.name, unit="memory", file=sys.stderr, disable=not progress)
-        for start in range(0, len(records), 500):
-            chunk = [{**r, "vector": taken.get((r["memory"]["content"], before))}
-                     for r, before in zip(records[start:start + 500], befores[start:start + 500], strict=True)]
-            created = await maintenance.import_records(p.user_id, chunk, model if taken else None)
-            report.created += created
-            report.unchanged += len(chunk) - created
-            bar.update(len(chunk))
-        bar.close()
+async def _import_export(service: MemoryService, maintenance: MaintenanceRepository, p: Principal, path: Path,
+                         exported: Exported, report: ImportReport, *, dry_run: bool, progress: bool) -> None:
+    """An export's memories verbatim, under the importing user, with the graph it carries."""
+    records = exported.records
+    if dry_run:
+        there = await maintenance.already_there(p.user_id, [
+            (r["memory"]["id"], r["memory"]["agent_id"], r["memory"]["project_id"],
+             r["memory"]["content_hash"]) for r in records])
+        for r, old in zip(records, there, strict=True):
+            if old:
+                report.unchanged += 1
+            else:
+                report.created += 1
+                _plan(report, r["memory"]["kind"], namespace(r["memory"]["agent_id"],
+                                                             r["memory"]["project_id"]), r["memory"]["content"])
         return
-    checked: list[Checked] = items  # type: ignore[assignment]
+    # The export's vectors, where they are our model's: a store moved is not embedded again.
+    model, turns = (records[0]["vector_model"], records[0]["vector_turns"]) if records else (None, None)
+    # An episode's vector holds the turn before it in its store, as the file has it.
+    befores = export_vectors.turns_before([r["memory"] for r in records], service.vectors, turns)
+    verdict = await export_vectors.take(
+        service.vectors, model,
+        [(r["memory"]["content"], str(r["memory"]["id"]), r["vector"], before)
+         for r, before in zip(records, befores, strict=True)], path.name)
+    if verdict is not None:
+        report.embedding.append(verdict.note)
+    taken = verdict.taken if verdict else {}
+    # A version 2 file's graph goes in as it was (a person's merges, splits and key fixes kept), not
+    # read again by rules; its entities first, its edits last.
+    carried = exported.entities or any(r["graph"] is not None for r in records)
+    graph = await maintenance.import_entities(p.user_id, exported.entities) if carried else None
+    if graph is not None:
+        graph.add_edges(records)
+    bar = tqdm(total=len(records), desc=path.name, unit="memory", file=sys.stderr, disable=not progress)
+    for start in range(0, len(records), 500):
+        chunk = [{**r, "vector": taken.get((r["memory"]["content"], before))}
+                 for r, before in zip(records[start:start + 500], befores[start:start + 500], strict=True)]
+        created = await maintenance.import_records(p.user_id, chunk, model if taken else None, graph)
+        report.created += created
+        report.unchanged += len(chunk) - created
+        bar.update(len(chunk))
+    bar.close()
+    if graph is not None and exported.edits:
+        _, left = await maintenance.import_edits(p.user_id, graph, exported.edits)
+        if left:
+            report.graph.append(f"{path.name}: {left} of the graph's edits were left out: they touch entities this "
+                                "store held already under other ids, where undoing them could not be right")
+
+
+async def _import_file(service: MemoryService, maintenance: MaintenanceRepository, p: Principal, path: Path,
+                       kind: Format, fp: Principal, items: list[Checked] | Exported, report: ImportReport, *,
+                       dry_run: bool, progress: bool) -> None:
+    """One file's records (an export's) or checked drafts counted (a dry run) or written."""
+    if isinstance(items, Exported):
+        await _import_export(service, maintenance, p, path, items, report, dry_run=dry_run, progress=progress)
+        return
+    checked = items
     if dry_run:
         there = await maintenance.already_there(p.user_id, [(None, a, pr, h) for _, _, a, pr, h in checked])
         seen: set[tuple[str | None, str | None, str]] = set()
@@ -229,14 +247,11 @@ async def import_paths(service: MemoryService, maintenance: MaintenanceRepositor
         if kind == "basic-memory":  # a project folder counts its notes
             report.files += basic_memory.note_count(got) - 1  # type: ignore[arg-type]
         fp, fscope = claude_md.placement(path, p, scope, project_given) if kind == "claude-md" else (p, scope)
-        if got and isinstance(got[0], Draft):
-            read.append((path, kind, fp, _checked(service, fp, path, got, fscope)))  # type: ignore[arg-type]
-        else:
-            read.append((path, kind, fp, got))
+        read.append((path, kind, fp, got if isinstance(got, Exported) else _checked(service, fp, path, got, fscope)))
     # A first load into an empty store builds the vector index after its rows (vectors.py `loading`),
     # and the text indexes (`_text_indexes_after`).
-    rows, at_least, memory_mb = (sum(len(items) for *_, items in read), service.settings.import_index_after,
-                                 service.settings.import_index_memory_mb)
+    rows = sum(len(items.records if isinstance(items, Exported) else items) for *_, items in read)
+    at_least, memory_mb = service.settings.import_index_after, service.settings.import_index_memory_mb
     loading = (service.vectors.loading(rows, at_least, memory_mb=memory_mb, progress=progress)
                if service.vectors is not None and not dry_run else contextlib.nullcontext())
     text_indexes = (_text_indexes_after(maintenance, rows, at_least, memory_mb, progress)
@@ -261,17 +276,20 @@ async def export_user(maintenance: MaintenanceRepository, user_id: str, out: Tex
     def dumps(value: Any) -> str:
         return to_json(value, ensure_ascii=False)
 
-    head = {"type": "header", "format": EXPORT_FORMAT, "version": 1, "user_id": user_id,
+    head = {"type": "header", "format": EXPORT_FORMAT, "version": 2, "user_id": user_id,
             "exported_by": f"mcp-memory {__version__}"}
     if vectors is not None:
         head["embedding"] = export_vectors.header(*vectors, turns)
     out.write(dumps(head) + "\n")
     count = 0
-    records: AsyncIterator[dict[str, Any]] = maintenance.export(
+    records: AsyncIterator[tuple[str, dict[str, Any]]] = maintenance.export(
         user_id, include_forgotten=include_forgotten, vectors_of=vectors[0] if vectors else None)
-    async for record in records:
-        if "vector" in record:
-            record["vector"] = export_vectors.encoded(record["vector"])
-        out.write(dumps({"type": "memory", **record}) + "\n")
-        count += 1
+    async for kind, record in records:
+        if kind == "memory":
+            count += 1
+            if "vector" in record:
+                record["vector"] = export_vectors.encoded(record["vector"])
+            out.write(dumps({"type": kind, **record}) + "\n")
+        else:
+            out.write(dumps({"type": kind, kind: record}) + "\n")
     return count

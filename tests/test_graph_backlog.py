@@ -21,6 +21,7 @@ from mcp_memory.repository.graph_checks import inconsistencies
 from mcp_memory.repository.maintenance import MaintenanceRepository
 from mcp_memory.service import MemoryService
 
+from .exports import as_version_1
 from .test_graph import day
 
 
@@ -63,7 +64,7 @@ async def test_memories_stored_before_the_graph_are_read_once_and_searches_find_
     assert [v.memory for a in profile.attributes for v in a.current] == [new.memory.id]
 
 
-async def test_an_export_carries_about_and_key_and_an_import_reads_them_again(
+async def test_a_version_1_export_carries_about_and_key_and_an_import_reads_them_again(
         service: MemoryService, database: Database, alice: Principal, make_db, settings, tmp_path: Path) -> None:
     old = await service.write(alice, "Greta lives in Oslo.", about=["Greta Ibarra"], key="where she lives",
                               occurred_at=day("2024-01-01"))
@@ -73,11 +74,9 @@ async def test_an_export_carries_about_and_key_and_an_import_reads_them_again(
     await service.write(alice, "Tomasz Wolak plays chess on Sundays.")
     out = io.StringIO()
     assert await export_user(MaintenanceRepository(database.admin), alice.user_id, out) == 3
-    exported = [json.loads(line) for line in out.getvalue().splitlines()][1:]  # past the header
-    assert [r.get("structure") for r in exported] == [
-        {"about": ["Greta Ibarra"], "key": "where she lives"}, {"about": ["Greta Ibarra"], "key": "home city"}, None]
     dump = tmp_path / "export.jsonl"
-    dump.write_text(out.getvalue())
+    dump.write_text(as_version_1(out.getvalue(), [
+        {"about": ["Greta Ibarra"], "key": "where she lives"}, {"about": ["Greta Ibarra"], "key": "home city"}, None]))
 
     empty = await open_database(settings.model_copy(update={"database_url": await make_db()}))
     try:
@@ -103,7 +102,7 @@ async def test_an_export_with_a_bad_structure_is_refused_and_one_no_write_would_
     await service.write(alice, "Placeholder so the export has a shape.")
     out = io.StringIO()
     await export_user(MaintenanceRepository(database.admin), alice.user_id, out)
-    header, line = out.getvalue().splitlines()
+    header, line = as_version_1(out.getvalue(), [None]).splitlines()
 
     def edited(content: str, structure: object) -> Path:
         record = json.loads(line)
@@ -157,7 +156,7 @@ async def test_the_backlog_is_read_in_the_order_its_memories_were_written(
     await service.write(alice, "Greta fixed the build.")
     out = io.StringIO()
     await export_user(MaintenanceRepository(database.admin), alice.user_id, out)
-    header, *lines = out.getvalue().splitlines()
+    header, *lines = as_version_1(out.getvalue(), [None, None]).splitlines()  # read on import
     records = [json.loads(line) for line in lines]
     for record, mid in zip(records, ("ffffffff-0000-4000-8000-000000000000", "00000000-0000-4000-8000-000000000001"),
                            strict=True):  # the older memory's id sorts last
@@ -199,8 +198,8 @@ async def test_names_are_read_while_an_import_goes_in_and_its_failure_is_its_own
     async def into(p: Principal, path: Path):
         return await import_paths(service, maintenance, p, [path], progress=False)
 
-    async def moved() -> object:  # as bob: a verbatim copy under another user (new ids)
-        records = [json.loads(line) for line in out.getvalue().splitlines()]
+    async def moved() -> object:  # as bob: a verbatim copy under another user (new ids), read on import
+        records = [json.loads(line) for line in as_version_1(out.getvalue(), [None] * 3).splitlines()]
         for r in records[1:]:
             r["memory"]["id"] = str(uuid4())
         copy = tmp_path / "bob.jsonl"

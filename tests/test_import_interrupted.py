@@ -11,28 +11,46 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import asyncpg
+import pytest
 
 from mcp_memory.models import Principal, WriteItem
 from mcp_memory.repository.graph_checks import inconsistencies
 from mcp_memory.service import MemoryService
 
-from .exports import copied, exported_with_vectors
+from .exports import as_version_1, copied, exported_with_vectors
 
 CLI = str(Path(sys.executable).with_name("mcp-memory"))
 COPIES = 80  # of 20 memories: 1,600 records, four batches of the import's 500 (the third is cut off)
 PLACES = ("Lisbon", "Oslo", "Kyoto", "Quito", "Hobart")
 
 
-def _replicated(export: str) -> str:
+def _replicated(export: str, version: int) -> str:
     """The export's records copied under new ids into a project each (a text is one memory per
     namespace; texts, vectors and history as exported), so a load of many memories costs the
-    embedding of twenty."""
-    header, *records = export.splitlines()
-    copies = (json.dumps(copied(json.loads(r), project_id=f"proj-{n}")) for n in range(COPIES) for r in records)
-    return "\n".join([header, *copies]) + "\n"
+    embedding of twenty. Version 2 copies the project's entities too, and each graph onto them;
+    version 1 carries no graph (the names are read on import)."""
+    lines = [json.loads(line) for line in (export if version == 2 else as_version_1(export, [None] * 20)).splitlines()]
+    header, records = lines[0], [r for r in lines if r["type"] == "memory"]
+    entities = [r["entity"] for r in lines if r["type"] == "entity"]
+    out = [header, *({"type": "entity", "entity": e} for e in entities if e["project_id"] is None)]
+    copies = []
+    for n in range(COPIES):
+        ids = {e["id"]: str(uuid.uuid4()) for e in entities if e["project_id"] is not None}
+        out += [{"type": "entity", "entity": {**e, "id": ids[e["id"]], "project_id": f"proj-{n}",
+                                              "merged_into": ids.get(e["merged_into"], e["merged_into"])}}
+                for e in entities if e["id"] in ids]
+        for r in records:
+            copy = copied(r, project_id=f"proj-{n}")
+            if copy.get("graph"):
+                copy["graph"] = {**copy["graph"], **{part: [{**x, "entity": ids.get(x["entity"], x["entity"])}
+                                                            for x in copy["graph"][part]]
+                                                     for part in ("mentions", "facts")}}
+            copies.append(copy)
+    return "".join(json.dumps(r) + "\n" for r in [*out, *copies])
 
 
 async def _stall_at(conn: asyncpg.Connection, memory_id: str) -> None:
@@ -63,15 +81,17 @@ def _import(dump: Path, url: str) -> subprocess.Popen:
                             text=True, env=env)
 
 
+@pytest.mark.parametrize("version", [1, 2])
 async def test_an_import_cut_off_half_way_is_finished_by_running_it_again(
-        service: MemoryService, database, alice: Principal, make_db, tmp_path: Path) -> None:
+        service: MemoryService, database, alice: Principal, make_db, tmp_path: Path, version: int) -> None:
     texts = [f"{name} moved to {PLACES[i % 5]} in spring {2000 + i} and keeps a {pet} called Pip {i}."
              for i, (name, pet) in enumerate((n, p) for n in ("Ana Souza", "Bruno Lima", "Chiara Neri", "Dev Patel")
                                              for p in ("cat", "dog", "parrot", "tortoise", "hamster"))]
     await service.write_many(alice, [WriteItem(content=t) for t in texts])
     dump = tmp_path / "export.jsonl"
-    dump.write_text(_replicated(await exported_with_vectors(service, database.admin, alice.user_id)))
-    ids = [json.loads(line)["memory"]["id"] for line in dump.read_text().splitlines()[1:]]
+    dump.write_text(_replicated(await exported_with_vectors(service, database.admin, alice.user_id), version))
+    records = [r for r in map(json.loads, dump.read_text().splitlines()) if r["type"] == "memory"]
+    ids = [r["memory"]["id"] for r in records]
     url = await make_db()
     conn = await asyncpg.connect(url)
     try:
@@ -105,10 +125,12 @@ async def test_an_import_cut_off_half_way_is_finished_by_running_it_again(
         assert "imported 600 new memories from 1 file(s); 1000 were already there" in printed
         assert await conn.fetchval("SELECT count(DISTINCT id) FROM memories") == len(ids) == 1600
         assert await conn.fetchval("SELECT count(*) FROM memories WHERE embedding IS NULL") == 0
-        assert await conn.fetchval("SELECT count(*) FROM memory_history") == sum(
-            len(json.loads(line)["history"]) for line in dump.read_text().splitlines()[1:])
+        assert await conn.fetchval("SELECT count(*) FROM memory_history") == sum(len(r["history"]) for r in records)
         assert await conn.fetchval("SELECT count(*) FROM graph_backlog") == 0
         assert await conn.fetchval("SELECT count(DISTINCT memory_id) FROM memory_entities") == len(ids)
+        if version == 2:  # the graph as the file has it, not read again
+            assert await conn.fetchval("SELECT count(*) FROM memory_entities") == sum(
+                len(r["graph"]["mentions"]) for r in records)
         assert await conn.fetchval("SELECT count(*) FROM pg_indexes WHERE indexname LIKE 'memories_hnsw_%'")
         assert not {k: n for k, n in (await inconsistencies(conn)).items() if n}
     finally:

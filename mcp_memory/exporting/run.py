@@ -22,8 +22,8 @@ async def export_to(maintenance: MaintenanceRepository, user_id: str, target: Ta
     if target == "basic-memory" and folder is not None:
         basic_memory.check_folder(folder)  # before reading anything
     memories: list[dict[str, Any]] = []
-    async for record in maintenance.export(user_id, include_forgotten=False):
-        if current(record["memory"]):
+    async for kind, record in maintenance.export(user_id, include_forgotten=False):
+        if kind == "memory" and current(record["memory"]):
             memories.append(record["memory"])
     if target == "doobidoo-json":
         assert out is not None

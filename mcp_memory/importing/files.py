@@ -5,7 +5,8 @@ writes what this reads."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -16,9 +17,12 @@ from ..errors import InvalidInput
 from ..repository.maintenance import EXPORT_COLUMNS
 from ..validation import content_hash
 from . import Draft, Format, basic_memory, claude_md, doobidoo, doobidoo_json, export_vectors, file_time, mem0
+from .export_graph import Reader
 from .markdown import parse_markdown
 
 EXPORT_FORMAT = "mcp-memory-export"
+# 1: memories, history, vectors and what their writer said; 2: and the graph whole (export_graph.py).
+VERSIONS = (1, 2)
 
 KNOWN = ("a markdown memory file (MEMORY.md, SOUL.md, IDENTITY.md), Claude Code's CLAUDE.md, an mcp-memory export, "
          "a memory.json knowledge graph, an mcp-memory-service (doobidoo) sqlite_vec.db or JSON export, a mem0 / "
@@ -151,30 +155,53 @@ def _typed(memory: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def read_export(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
-    """An export's records; each with the vector it carries (`vector`), the model the header says
-    made it (`vector_model`) and what an episode's vector holds of the turn before it
-    (`vector_turns`: export_vectors.header), all None when it carries none."""
+@dataclass
+class Exported:
+    """An export read whole: its memories (`records`) and, from a version 2 file, the graph's
+    entities and the edits a person made to it."""
+
+    records: list[dict[str, Any]]
+    entities: list[dict[str, Any]]
+    edits: list[dict[str, Any]]
+
+
+def read_export(lines: Iterable[str]) -> Exported:
+    """An export's memories, each with its graph (`graph`: None where the store it came from had
+    not read it, or the file is of version 1, which carries none), the vector it carries (`vector`),
+    the model the header says made it (`vector_model`) and what an episode's vector holds of the
+    turn before it (`vector_turns`: export_vectors.header), all None when it carries none."""
     model: str | None = None
     dimension: int | None = None
     turns: tuple[float, float] | None = None
+    graph = Reader()
+    records = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         record = json.loads(line)
-        if record.get("type") == "header":
-            if record.get("version") != 1:
+        kind = record.get("type")
+        if kind == "header":
+            if record.get("version") not in VERSIONS:
                 raise InvalidInput(f"line {number}: export format version {record.get('version')} is not supported")
             model, dimension, turns = (export_vectors.embedding_of(record.get("embedding"), number)
                                        or (None, None, None))
             continue
+        if kind == "entity":
+            graph.entity(record.get("entity"), number)
+            continue
+        if kind == "edit":
+            graph.edit(record.get("edit"), number)
+            continue
         history = [{**h, "memory_id": UUID(h["memory_id"]), "created_at": datetime.fromisoformat(h["created_at"])}
                    for h in record.get("history", [])]
         vector = record.get("vector")
-        yield {"memory": _typed(record["memory"]), "history": history,
-               "structure": _structure(record.get("structure"), number),
-               "vector": None if vector is None else export_vectors.decoded(vector, dimension, number),
-               "vector_model": model, "vector_turns": turns}
+        memory = _typed(record["memory"])
+        records.append({"memory": memory, "history": history,
+                        "structure": _structure(record.get("structure"), number),
+                        "graph": graph.graph(record.get("graph"), memory, number),
+                        "vector": None if vector is None else export_vectors.decoded(vector, dimension, number),
+                        "vector_model": model, "vector_turns": turns})
+    return Exported(records, graph.entities, graph.edits)
 
 
 def _structure(given: Any, number: int) -> dict[str, Any] | None:
@@ -224,7 +251,7 @@ def _in_folder(path: Path, fmt: Format | None) -> Format | None:
     return None
 
 
-def read_file(path: Path, fmt: Format) -> list[Draft] | list[dict[str, Any]]:
+def read_file(path: Path, fmt: Format) -> list[Draft] | Exported:
     """Drafts (or, for an export, its records), every one of them, or a refusal naming the one it
     cannot read: nothing of a file is written unless all of it was read."""
     try:
@@ -238,7 +265,7 @@ def read_file(path: Path, fmt: Format) -> list[Draft] | list[dict[str, Any]]:
             # Line by line (an export of a million memories is gigabytes), split on newlines only:
             # exported text may hold U+2028 and friends, which str.splitlines() would break at.
             with path.open(encoding="utf-8", newline="\n") as lines:
-                return list(read_export(lines))
+                return read_export(lines)
         text = path.read_text(encoding="utf-8")
         if fmt == "doobidoo-json":
             try:

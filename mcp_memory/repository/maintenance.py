@@ -11,11 +11,12 @@ from uuid import UUID
 
 import asyncpg
 
-from ..encoding import to_json
 from ..models import PurgeReport
+from . import graph_transfer
 from .first_load import build_memory, in_empty_store
 from .graph_backlog import enqueue
 from .sql import planner_rows
+from .staging import staged
 
 RETENTION_ACTOR = "system:retention"
 # Any fixed number: replicas on one database agree on it, so one of them analyzes at a time.
@@ -27,24 +28,6 @@ EXPORT_COLUMNS = ("id", "agent_id", "project_id", "kind", "title", "content", "t
                   "created_at", "updated_at", "version", "access_count", "last_accessed", "deleted_at",
                   "deleted_reason", "superseded_by", "contradicted")
 HISTORY_COLUMNS = ("memory_id", "event", "old", "new", "actor", "client", "request_id", "reason", "created_at")
-
-
-async def _structure(conn: asyncpg.Connection, user_id: str) -> dict[UUID, dict[str, Any]]:
-    """What each memory's writer (or a model) said of it, as a write takes it: `about` (the names)
-    and `key` (in the words it was given). What rules read off the text is read again on import."""
-    found: dict[UUID, dict[str, Any]] = {}
-    for r in await conn.fetch(
-            """SELECT me.memory_id, CASE WHEN e.kind = 'user' THEN 'me' ELSE e.name END AS name,
-                      (SELECT f.key_words FROM memory_facts f WHERE f.user_id = me.user_id
-                           AND f.memory_id = me.memory_id AND f.source <> 'rules' LIMIT 1) AS key
-               FROM memory_entities me JOIN entities e ON e.user_id = me.user_id AND e.id = me.entity_id
-               WHERE me.user_id = $1 AND me.role = 'about' AND me.source <> 'rules'
-               ORDER BY me.memory_id, e.name""", user_id):
-        entry = found.setdefault(r["memory_id"], {"about": []})
-        entry["about"].append(r["name"])
-        if r["key"] is not None:
-            entry["key"] = r["key"]
-    return found
 
 
 class MaintenanceRepository:
@@ -184,30 +167,36 @@ class MaintenanceRepository:
     # --- export / import --------------------------------------------------------------------
 
     async def export(self, user_id: str, *, include_forgotten: bool,
-                     vectors_of: str | None = None) -> AsyncIterator[dict[str, Any]]:
-        """Every memory of the user (all agents and projects) with its history, oldest first; with
-        `vectors_of` (a model), the vector of each memory that model embedded (`vector`)."""
-        where = "user_id = $1" + ("" if include_forgotten else " AND deleted_at IS NULL")
-        vector = "CASE WHEN embedding_model = $2 THEN embedding END" if vectors_of else "NULL::vector"
+                     vectors_of: str | None = None) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        """The user's entities, then every memory of the user (all agents and projects) with its
+        history and graph, oldest first, then the edits a person made to the graph, each as (type,
+        record); with `vectors_of` (a model), the vector of each memory that model embedded."""
+        where = "m.user_id = $1" + ("" if include_forgotten else " AND m.deleted_at IS NULL")
+        vector = "CASE WHEN m.embedding_model = $2 THEN m.embedding END" if vectors_of else "NULL::vector"
         async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+            for entity in await graph_transfer.entities(conn, user_id):
+                yield "entity", entity
             history: dict[UUID, list[dict[str, Any]]] = {}
             for h in await conn.fetch(
                     f"""SELECT {", ".join(HISTORY_COLUMNS)} FROM memory_history
-                        WHERE user_id = $1 AND memory_id IN (SELECT id FROM memories WHERE {where})
+                        WHERE user_id = $1 AND memory_id IN (SELECT m.id FROM memories m WHERE {where})
                         ORDER BY seq""", user_id):
                 history.setdefault(h["memory_id"], []).append(dict(h))
-            structure = await _structure(conn, user_id)
             async for row in conn.cursor(
-                    f"SELECT {', '.join(EXPORT_COLUMNS)}, {vector} AS vector FROM memories WHERE {where} "
-                    "ORDER BY created_at, id", user_id, *([vectors_of] if vectors_of else [])):
-                record = dict(row)
-                embedding = record.pop("vector")
-                exported = {"memory": record, "history": history.get(record["id"], [])}
-                if record["id"] in structure:
-                    exported["structure"] = structure[record["id"]]
-                if embedding is not None:
-                    exported["vector"] = embedding.to_numpy()
-                yield exported
+                    f"""SELECT {', '.join(f'm.{c}' for c in EXPORT_COLUMNS)}, {vector} AS vector,
+                               {graph_transfer.MEMORY_GRAPH}
+                        FROM memories m {graph_transfer.UNREAD_JOIN} WHERE {where} ORDER BY m.created_at, m.id""",
+                    user_id, *([vectors_of] if vectors_of else [])):
+                record = {c: row[c] for c in EXPORT_COLUMNS}
+                exported: dict[str, Any] = {"memory": record, "history": history.get(record["id"], []),
+                                            "graph": graph_transfer.graph_of(row)}
+                if row["given"]:  # not read yet: what its writer said of it waits with it
+                    exported["structure"] = row["given"]
+                if row["vector"] is not None:
+                    exported["vector"] = row["vector"].to_numpy()
+                yield "memory", exported
+            for edit in await graph_transfer.edits(conn, user_id):
+                yield "edit", edit
 
     async def already_there(self, user_id: str,
                             keys: Sequence[tuple[UUID | None, str | None, str | None, str]]) -> list[bool]:
@@ -226,16 +215,30 @@ class MaintenanceRepository:
         found = {row["i"] for row in rows}
         return [i in found for i in range(1, len(keys) + 1)]
 
-    async def import_records(self, user_id: str, records: Sequence[dict[str, Any]], model: str | None = None) -> int:
-        """Insert exported memories verbatim (ids, times, versions, history) under `user_id`, and
-        with `model`, each record's `vector` (None: the backfill embeds it) as that model's. A
-        memory whose id, or whose live text in its scope, is already there is skipped, so
-        importing twice adds nothing. Returns how many were inserted. A batch is copied into
-        temporary tables and inserted from them: a row at a time, three round trips each, was 620
-        rows a second."""
+    async def import_entities(self, user_id: str, entities: Sequence[dict[str, Any]]) -> graph_transfer.Taken:
+        """An export's entities into the store under `user_id`, before its memories
+        (graph_transfer.take_entities); what the memories' graphs then point at."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            return await graph_transfer.take_entities(conn, user_id, entities)
+
+    async def import_edits(self, user_id: str, taken: graph_transfer.Taken,
+                           edits: Sequence[dict[str, Any]]) -> tuple[int, int]:
+        """An export's entity edits, after its memories: (taken, left out: graph_transfer.take_edits)."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            return await graph_transfer.take_edits(conn, user_id, taken, edits)
+
+    async def import_records(self, user_id: str, records: Sequence[dict[str, Any]], model: str | None = None,
+                             taken: graph_transfer.Taken | None = None) -> int:
+        """Insert exported memories verbatim (ids, times, versions, history) under `user_id`, with
+        the graph each record carries on the entities `taken` (an unread one, or any without
+        `taken`, goes on the graph's backlog), and with `model`, each record's `vector` (None: the
+        backfill embeds it) as that model's. A memory whose id, or whose live text in its scope, is
+        already there is skipped, so importing twice adds nothing. Returns how many were inserted.
+        A batch is copied into temporary tables and inserted from them: a row at a time, three round
+        trips each, was 620 rows a second."""
         cols = ("user_id", *EXPORT_COLUMNS, "embedding", "embedding_model")
         async with self.pool.acquire() as conn, conn.transaction():
-            typed = await _staged(conn, "import_rows", "memories", cols, {"metadata"}, [
+            typed = await staged(conn, "import_rows", "memories", cols, {"metadata"}, [
                 (user_id, *(r["memory"][c] for c in EXPORT_COLUMNS), vector, model if vector is not None else None)
                 for r in records for vector in (r.get("vector") if model else None,)])
             inserted = {row["id"] for row in await conn.fetch(
@@ -243,24 +246,15 @@ class MaintenanceRepository:
                 "ORDER BY n ON CONFLICT DO NOTHING RETURNING id")}
             # An id twice in the file: the INSERT kept its first record, so its history is that one's.
             new = list({r["memory"]["id"]: r for r in reversed(records) if r["memory"]["id"] in inserted}.values())
+            read = [r for r in new if taken is not None and r.get("graph") is not None]
             await enqueue(conn, user_id, [(r["memory"]["id"], r["memory"]["created_at"], r.get("structure"))
-                                          for r in new])
+                                          for r in new if taken is None or r.get("graph") is None])
             history = ("user_id", *HISTORY_COLUMNS)
-            typed = await _staged(conn, "import_history", "memory_history", history, {"old", "new"},
-                                  [(user_id, *(h[c] for c in HISTORY_COLUMNS)) for r in new for h in r["history"]])
+            typed = await staged(conn, "import_history", "memory_history", history, {"old", "new"},
+                                 [(user_id, *(h[c] for c in HISTORY_COLUMNS)) for r in new for h in r["history"]])
             await conn.execute(f"INSERT INTO memory_history ({', '.join(history)}) "
                                f"SELECT {typed} FROM import_history ORDER BY n")
+            if taken is not None:
+                await graph_transfer.put_graph(conn, user_id, taken, read, inserted)
         return len(inserted)
 
-
-async def _staged(conn: asyncpg.Connection, name: str, like: str, columns: Sequence[str], json: set[str],
-                  rows: Sequence[Sequence[Any]]) -> str:
-    """`rows` (values of `columns` of table `like`) copied into a temporary table `name` dropped at
-    commit, with their order as `n`; returns the select list that reads them back as `like`'s types.
-    COPY is binary, and our jsonb codec is text: JSON columns go in as text and are cast back."""
-    await conn.execute(f"CREATE TEMP TABLE {name} ON COMMIT DROP AS SELECT "
-                       f"{', '.join(f'{c}::text' if c in json else c for c in columns)}, 0 AS n FROM {like} LIMIT 0")
-    await conn.copy_records_to_table(name, columns=[*columns, "n"], records=[
-        (*(None if v is None else to_json(v) if c in json else v for c, v in zip(columns, row, strict=True)), n)
-        for n, row in enumerate(rows)])
-    return ", ".join(f"{c}::jsonb" if c in json else c for c in columns)
