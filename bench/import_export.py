@@ -1,22 +1,24 @@
 """`mcp-memory import` of our own export at scale: a store moved to a new machine (issue 51, "import
 of 1,000,000 memories ≤ 15 min with a progress bar").
 
-The export file is generated as `mcp-memory export` writes one: a header naming the model, each
-memory with its history (one ADD) and its vector. The texts are real conversation text, as in
-bench/scale_text.py: one to three LoCoMo turns joined, distinct, dated over two years. Their vectors
-are synthesized (a million embeddings take hours on two cores): the normalised sum of the turns'
-real MiniLM embeddings plus noise (`--spread`), except for the memories the import's check
-re-embeds (importing/peer_vectors.py `sample_of`, the same deterministic choice the importer makes),
-which carry MiniLM's own vectors (each made after the turn before it, as the store embeds an
-episode) so that the check passes, as it does for a real export. (That the
-check refuses vectors that are not the model's is tested: tests/test_export_vectors.py.)
+The export file is generated as `mcp-memory export` writes one: a header naming the model, the
+user's entities, each memory with its history (one ADD), its graph and its vector (`--version 1`: as
+the export wrote before it carried the graph, which the import then reads again by rules). The
+graph is what the rules read off each memory's text (`names_of`), an entity per name. The texts are
+real conversation text, as in bench/scale_text.py: one to three LoCoMo turns joined, distinct,
+dated over two years. Their vectors are synthesized (a million embeddings take hours on two cores):
+the normalised sum of the turns' real MiniLM embeddings plus noise (`--spread`), except for the
+memories the import's check re-embeds (importing/peer_vectors.py `sample_of`, the same
+deterministic choice the importer makes), which carry MiniLM's own vectors (each made after the
+turn before it, as the store embeds an episode) so that the check passes, as it does for a real
+export. (That the check refuses vectors that are not the model's is tested: tests/test_export_vectors.py.)
 
 Then the real command runs in a fresh embedded store, `mcp-memory import FILE` in a subprocess,
 timed from start to exit, its progress bars kept; and the store is checked: every memory there,
 each with a vector, each read by the graph.
 
-Usage: python bench/import_export.py [LOCOMO_JSON] [--memories 100000] [--spread 0.01] [--keep-file F]
-                                     [--out bench/results/import_export.json]
+Usage: python bench/import_export.py [LOCOMO_JSON] [--memories 100000] [--spread 0.01] [--version 2]
+                                     [--keep-file F] [--out bench/results/import_export.json]
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ import numpy as np
 from mcp_memory.config import EmbeddingSettings, Settings
 from mcp_memory.db import open_database
 from mcp_memory.embeddings.local import MiniLMEmbedder
+from mcp_memory.graph.names import read_names
 from mcp_memory.importing.export_vectors import header
 from mcp_memory.importing.peer_vectors import sample_of
 from mcp_memory.vectors import summed
@@ -68,7 +71,23 @@ def texts_of(pool: list[str], n: int, rng: random.Random) -> list[tuple[int, ...
     return picks
 
 
-def record(text: str, vector: np.ndarray, when: datetime, i: int) -> str:
+def names_of(text: str) -> dict[str, tuple[str, str]]:
+    """A memory's names as the rules read its text: canonical -> (display, role). Every one the
+    rules read is kept (a write takes a name the rules are unsure of only when it is known: a few
+    more mentions than a store holds, 5.1 a memory against 4.5 by the import's own reading)."""
+    return {n.canonical: (n.display, n.role) for n in read_names(text, "episode") if not n.user}
+
+
+def entity_id(canonical: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"bench-entity:{canonical}"))
+
+
+def graph_of(names: dict[str, tuple[str, str]], at: str) -> dict[str, Any]:
+    return {"mentions": [{"entity": entity_id(c), "role": role, "source": "rules", "created_at": at}
+                         for c, (_, role) in names.items()], "facts": [], "edges": []}
+
+
+def record(text: str, vector: np.ndarray, when: datetime, i: int, graph: dict[str, Any] | None) -> str:
     mid, at = str(uuid.UUID(int=i + 1)), when.isoformat()
     memory = {"id": mid, "agent_id": None, "project_id": None, "kind": "episode", "title": None, "content": text,
               "tags": [f"t{i % 20}"], "metadata": {}, "importance": 0.5, "confidence": 1.0, "pinned": False,
@@ -78,6 +97,7 @@ def record(text: str, vector: np.ndarray, when: datetime, i: int) -> str:
     history = [{"memory_id": mid, "event": "ADD", "old": None, "new": {"content": text}, "actor": "bench",
                 "client": None, "request_id": None, "reason": None, "created_at": at}]
     return json.dumps({"type": "memory", "memory": memory, "history": history,
+                       **({"graph": graph} if graph is not None else {}),
                        "vector": base64.b64encode(vector.astype("<f4").tobytes()).decode()}) + "\n"
 
 
@@ -86,7 +106,7 @@ async def embedded(texts: list[str]) -> tuple[np.ndarray, str, int]:
     return np.asarray(await embedder.embed_documents(texts), dtype=np.float32), embedder.model, embedder.dimension
 
 
-def write_export(path: Path, n: int, dataset: Path, spread: float) -> dict[str, Any]:
+def write_export(path: Path, n: int, dataset: Path, spread: float, version: int) -> dict[str, Any]:
     started = time.perf_counter()
     pool = sorted({turn_text(t) for c in load_dataset(dataset, None) for _, _, turns in c.sessions for t in turns})
     pool_vectors, model, dimension = asyncio.run(embedded(pool))
@@ -107,10 +127,17 @@ def write_export(path: Path, n: int, dataset: Path, spread: float) -> dict[str, 
     own = {i: np.asarray(summed(v, next(more), embedding.embedding_turn_weight) if b is not None else v,
                          dtype=np.float32)
            for i, v, b in zip(checked, made[:len(checked)], befores, strict=True)}
+    names = [names_of(text) for text in texts] if version == 2 else []
     with path.open("w", encoding="utf-8") as out:
-        out.write(json.dumps({"type": "header", "format": "mcp-memory-export", "version": 1, "user_id": USER,
+        out.write(json.dumps({"type": "header", "format": "mcp-memory-export", "version": version, "user_id": USER,
                               "exported_by": "bench/import_export.py",
                               "embedding": header(model, dimension, turns)}) + "\n")
+        first = when[0].isoformat()
+        for canonical, display in sorted({c: d for found in names for c, (d, _) in found.items()}.items()):
+            out.write(json.dumps({"type": "entity", "entity": {
+                "id": entity_id(canonical), "agent_id": None, "project_id": None, "kind": "named", "name": display,
+                "canonical": canonical, "aliases": [], "merged_into": None, "created_at": first,
+                "updated_at": first}}) + "\n")
         for start in range(0, n, CHUNK):
             chunk = picks[start:start + CHUNK]
             v = np.stack([pool_vectors[list(p)].sum(axis=0) for p in chunk])
@@ -119,7 +146,8 @@ def write_export(path: Path, n: int, dataset: Path, spread: float) -> dict[str, 
             v /= np.linalg.norm(v, axis=1, keepdims=True)
             for k in range(len(chunk)):
                 i = start + k
-                out.write(record(texts[i], own[i] if i in own else v[k], when[i], i))
+                graph = graph_of(names[i], when[i].isoformat()) if version == 2 else None
+                out.write(record(texts[i], own[i] if i in own else v[k], when[i], i, graph))
     return {"pool_turns": len(pool), "checked_with_real_vectors": len(own),
             "file_mb": round(path.stat().st_size / 2**20, 1), "write_s": round(time.perf_counter() - started, 1)}
 
@@ -142,7 +170,8 @@ async def check(data: Path) -> dict[str, int]:
         row = await db.admin.fetchrow(
             "SELECT count(*) AS memories, count(embedding) AS with_vector, "
             "(SELECT count(*) FROM graph_backlog) AS backlog_left, "
-            "(SELECT count(DISTINCT memory_id) FROM memory_entities WHERE user_id = $1) AS with_mentions "
+            "(SELECT count(DISTINCT memory_id) FROM memory_entities WHERE user_id = $1) AS with_mentions, "
+            "(SELECT count(*) FROM memory_entities WHERE user_id = $1) AS mentions "
             "FROM memories WHERE user_id = $1", USER)
         return dict(row)
     finally:
@@ -154,14 +183,16 @@ def main() -> None:
     parser.add_argument("dataset", nargs="?", type=Path, default=DEFAULT_DATASET)
     parser.add_argument("--memories", type=int, default=100_000)
     parser.add_argument("--spread", type=float, default=0.01)
+    parser.add_argument("--version", type=int, choices=(1, 2), default=2,
+                        help="2: the file carries the graph (as `mcp-memory export` writes); 1: the import reads it")
     parser.add_argument("--keep-file", type=Path, help="write the export here (reused when it exists)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "import_export.json")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="mcp-memory-import-") as tmp:
         path = args.keep_file or Path(tmp) / "export.jsonl"
-        report: dict[str, Any] = {"memories": args.memories, "spread": args.spread}
+        report: dict[str, Any] = {"memories": args.memories, "spread": args.spread, "version": args.version}
         if not path.exists():
-            report["export"] = write_export(path, args.memories, args.dataset, args.spread)
+            report["export"] = write_export(path, args.memories, args.dataset, args.spread, args.version)
         data = Path(tmp) / "store"
         env = {**os.environ, "MCP_MEMORY_DATA_DIR": str(data), "MCP_MEMORY_USER": USER, "MCP_MEMORY_PROJECT": "none",
                "MCP_MEMORY_LOG_LEVEL": "WARNING"}
