@@ -205,25 +205,27 @@ async def test_import_export_purge_commands(cli_env: dict[str, str], tmp_path: P
     dump = tmp_path / "all.jsonl"
     exported = run("export", "-o", str(dump), env=cli_env)
     assert exported.returncode == 0 and "exported 2 memories of user carol" in exported.stderr
-    lines = dump.read_text().splitlines()
-    assert json.loads(lines[0])["format"] == "mcp-memory-export" and len(lines) == 3
-    assert json.loads(lines[1])["history"][0]["event"] == "ADD"
+    header, *lines = map(json.loads, dump.read_text().splitlines())
+    memories = [line for line in lines if line["type"] == "memory"]  # the graph's entities and edits beside them
+    assert header["format"] == "mcp-memory-export" and header["version"] == 2 and len(memories) == 2
+    assert memories[0]["history"][0]["event"] == "ADD" and "graph" in memories[0]
     # Each memory's vector goes with it (a moved store is not embedded again), unless left out.
-    assert json.loads(lines[0])["embedding"]["model"] == "all-MiniLM-L6-v2-int8"
-    assert all(len(base64.b64decode(json.loads(line)["vector"])) == 4 * 384 for line in lines[1:])
-    bare = run("export", "--no-vectors", env=cli_env).stdout.splitlines()
-    assert len(bare) == 3 and not any("embedding" in json.loads(line) or "vector" in json.loads(line)
-                                      for line in bare)
+    assert header["embedding"]["model"] == "all-MiniLM-L6-v2-int8"
+    assert all(len(base64.b64decode(line["vector"])) == 4 * 384 for line in memories)
+    bare = [json.loads(line) for line in run("export", "--no-vectors", env=cli_env).stdout.splitlines()]
+    assert len(bare) == len(lines) + 1 and not any("embedding" in line or "vector" in line for line in bare)
     # Moved to another store: what the import did not take from the file is embedded before it ends.
     other = await make_db()
     moved = run("import", str(dump), env={**cli_env, "MCP_MEMORY_DATABASE_URL": other})
     assert moved.returncode == 0, moved.stderr
-    assert "reading names" in moved.stderr  # an export's memories go in verbatim, their names read alongside
+    assert "reading names" not in moved.stderr  # an export's memories go in verbatim, with the graph it carries
     assert ("all.jsonl: embedded all 2 memories again with all-MiniLM-L6-v2-int8: so few that checking the export's "
             "vectors would embed every one") in moved.stdout
     conn = await asyncpg.connect(other)
     try:
         assert await conn.fetchval("SELECT count(*) FROM memories WHERE embedding IS NOT NULL") == 2
+        assert await conn.fetchval("SELECT count(DISTINCT memory_id) FROM memory_entities") == sum(
+            bool(m["graph"]["mentions"]) for m in memories)
     finally:
         await conn.close()
 
