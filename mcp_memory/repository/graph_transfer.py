@@ -94,11 +94,10 @@ async def take_entities(conn: asyncpg.Connection, user_id: str, exported: Sequen
     store holds live in the same namespace (before, or written by a session meanwhile) is that
     entity, which takes its aliases; any other is inserted as it was."""
     taken = Taken()
-    stored = {r["id"]: r["merged_into"] for r in await conn.fetch(
-        "SELECT id, merged_into FROM entities WHERE user_id = $1", user_id)}
-    live = {(r["agent_id"], r["project_id"], r["canonical"]): r["id"] for r in await conn.fetch(
-        "SELECT id, agent_id, project_id, canonical FROM entities WHERE user_id = $1 AND merged_into IS NULL",
-        user_id)}
+    rows = await conn.fetch("SELECT id, merged_into, agent_id, project_id, canonical FROM entities WHERE user_id = $1",
+                            user_id)
+    stored = {r["id"]: r["merged_into"] for r in rows}
+    live = {_named(r): r["id"] for r in rows if r["merged_into"] is None}
     new = [e for e in exported if e["id"] not in stored]
     taken.ids = {e["id"]: _final(stored, e["id"]) for e in exported if e["id"] in stored}
     taken.ids |= {e["id"]: live[_named(e)] for e in new if e["merged_into"] is None and _named(e) in live}
@@ -112,7 +111,7 @@ async def take_entities(conn: asyncpg.Connection, user_id: str, exported: Sequen
             RETURNING id""")}
     raced = [e for e in fresh if e["id"] not in inserted]  # named by a write that committed meanwhile
     if raced:
-        live |= {(r["agent_id"], r["project_id"], r["canonical"]): r["id"] for r in await conn.fetch(
+        live |= {_named(r): r["id"] for r in await conn.fetch(
             """SELECT id, agent_id, project_id, canonical FROM entities WHERE user_id = $1 AND merged_into IS NULL
                AND canonical = ANY($2::text[])""", user_id, [e["canonical"] for e in raced])}
     taken.ids |= {e["id"]: e["id"] for e in fresh if e["id"] in inserted} | {e["id"]: live[_named(e)] for e in raced}
@@ -167,29 +166,24 @@ async def put_graph(conn: asyncpg.Connection, user_id: str, taken: Taken, record
              for r in records for e in r["graph"].edges]
     edges += [(user_id, source, e.to, e.kind, e.agent_id, e.project_id, e.source, e.created_at)
               for to in inserted for source, e in taken.edges_into.get(to, [])]
-    for name, table, columns, rows, insert in (
-            ("import_mentions", "memory_entities", _MENTION, mentions, _PUT_MENTIONS),
-            ("import_facts", "memory_facts", _FACT, facts, _PUT_FACTS),
-            ("import_edges", "memory_edges", _EDGE, edges, _PUT_EDGES)):
+    for table, columns, rows, where in (("memory_entities", _MENTION, mentions, ""),
+                                        ("memory_facts", _FACT, facts, ""),
+                                        ("memory_edges", _EDGE, edges, _BOTH_ENDS)):
         if rows:
-            typed = await staged(conn, name, table, columns, set(), rows)
-            await conn.execute(insert.format(table=table, columns=", ".join(columns), typed=typed, name=name))
+            typed = await staged(conn, f"import_{table}", table, columns, set(), rows)
+            await conn.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {typed} FROM import_{table} x "
+                               f"{where} ORDER BY n ON CONFLICT DO NOTHING")
 
 
 # A memory's mentions and facts are in its namespace, its facts valid from its occurred_at, as a
 # write records them (graph_checks.py checks it); the file's ids are of memories just inserted.
 _MENTION = ("user_id", "memory_id", "agent_id", "project_id", "entity_id", "role", "source", "created_at")
-_PUT_MENTIONS = "INSERT INTO {table} ({columns}) SELECT {typed} FROM {name} ORDER BY n ON CONFLICT DO NOTHING"
 _FACT = ("user_id", "memory_id", "agent_id", "project_id", "entity_id", "attribute", "key_words", "single", "ended",
          "valid_from", "source", "created_at")
-_PUT_FACTS = _PUT_MENTIONS
 _EDGE = ("user_id", "from_id", "to_id", "kind", "agent_id", "project_id", "source", "created_at")
 # An edge goes in once both its ends are here.
-_PUT_EDGES = """
-    INSERT INTO {table} ({columns}) SELECT {typed} FROM {name} x
-    WHERE EXISTS (SELECT 1 FROM memories m WHERE m.user_id = x.user_id AND m.id = x.from_id)
-      AND EXISTS (SELECT 1 FROM memories m WHERE m.user_id = x.user_id AND m.id = x.to_id)
-    ORDER BY n ON CONFLICT DO NOTHING"""
+_BOTH_ENDS = """WHERE EXISTS (SELECT 1 FROM memories m WHERE m.user_id = x.user_id AND m.id = x.from_id)
+                  AND EXISTS (SELECT 1 FROM memories m WHERE m.user_id = x.user_id AND m.id = x.to_id)"""
 
 
 async def take_edits(conn: asyncpg.Connection, user_id: str, taken: Taken,
