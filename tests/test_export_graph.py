@@ -156,6 +156,8 @@ async def test_an_edge_to_a_memory_the_file_lacks_comes_in_with_that_memory(
     (lambda r: r["graph"]["mentions"][0].update(role="subject"), "graph: mentions.0.role: Input should be"),
     (lambda r: r["graph"]["facts"].append({**r["graph"]["facts"][0], "entity": r["graph"]["mentions"][0]["entity"],
                                            "attribute": ""}), "graph: facts.1.attribute"),
+    (lambda r: r["graph"]["facts"][0].update(key_words="home\x00city"),
+     "graph: facts.0.key_words: Value error, it contains a NUL character"),
 ])
 async def test_a_hand_edited_graph_is_refused_naming_the_line_and_nothing_is_written(
         service: MemoryService, database: Database, alice: Principal, fresh, tmp_path: Path, edit, error) -> None:

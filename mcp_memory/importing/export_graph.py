@@ -8,13 +8,24 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.dataclasses import dataclass
 
 from ..errors import InvalidInput
+from ..validation import text
+
+
+def _storable(value: str) -> str:
+    try:
+        return text("it", value)
+    except InvalidInput as exc:
+        raise ValueError(str(exc)) from None
+
 
 Source = Literal["writer", "rules", "model"]
-Text = Annotated[str, Field(min_length=1, max_length=1000)]
+# What PostgreSQL can store (validation.text: no NUL, valid Unicode), as a write's names and keys.
+Storable = Annotated[str, AfterValidator(_storable)]
+Text = Annotated[Storable, Field(min_length=1, max_length=1000)]
 
 
 class _Row(BaseModel):
@@ -28,7 +39,7 @@ class Entity(_Row):
     kind: Literal["user", "named"]
     name: Text
     canonical: Text
-    aliases: list[str] = []
+    aliases: list[Text] = []
     merged_into: UUID | None = None
     created_at: datetime
     updated_at: datetime
@@ -48,7 +59,7 @@ class Mention:
 class Fact:
     entity: UUID
     attribute: Text
-    key_words: str
+    key_words: Storable
     single: bool
     source: Source
     created_at: datetime
