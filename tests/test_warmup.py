@@ -157,3 +157,33 @@ async def test_the_pages_are_read_in_the_searches_quiet_moments(database: Databa
     monkeypatch.setattr(warmup, "YIELD_AT_MOST_S", 0.05)
     endless = await warm_pages(database.admin, busy=lambda quiet_s: True)
     assert endless.skipped is None and "memories" in dict(endless.read)
+
+
+async def test_two_servers_installing_pg_prewarm_at_once_both_open(make_db) -> None:
+    """CREATE EXTENSION IF NOT EXISTS takes no lock: the second of two servers opening one store at
+    once waits on the first's uncommitted row and then meets its key; it opens all the same."""
+    import asyncio
+
+    from mcp_memory.repository.catalog import install_prewarm, prewarm_installed
+
+    url = await make_db()
+    first, second = await asyncpg.connect(url), await asyncpg.connect(url)
+    try:
+        await first.execute("DROP EXTENSION IF EXISTS pg_prewarm")
+        tx = first.transaction()
+        await tx.start()
+        await first.execute("CREATE EXTENSION pg_prewarm")
+        opening = asyncio.create_task(install_prewarm(second))
+        for _ in range(200):  # until the second waits on the first's row
+            await first.execute("SELECT pg_stat_clear_snapshot()")
+            if await first.fetchval("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"):
+                break
+            await asyncio.sleep(0.05)
+        else:
+            raise AssertionError("the second server never waited on the first")
+        await tx.commit()
+        await opening
+        assert await prewarm_installed(second)
+    finally:
+        await first.close()
+        await second.close()

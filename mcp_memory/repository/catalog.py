@@ -87,7 +87,10 @@ async def install_prewarm(conn: asyncpg.Connection) -> None:
     if await prewarm_installed(conn):
         return
     if "pg_prewarm" in await extensions(conn, ("pg_prewarm",)):
-        await conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+        try:
+            await conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+        except asyncpg.UniqueViolationError:  # IF NOT EXISTS is no lock: another server opening it made it first
+            pass
 
 
 async def prewarm_installed(conn: asyncpg.Connection) -> bool:
