@@ -99,6 +99,24 @@ def test_json_of_no_format_it_reads_is_one_line_naming_them(tmp_path: Path) -> N
         read_file(tmp_path / "memory.json", "knowledge-graph")
 
 
+def test_a_file_past_a_chunk_is_checked_as_utf8_to_its_last_byte(tmp_path: Path) -> None:
+    """The UTF-8 check reads a file a chunk (1 MiB) at a time, not whole: a character cut by a chunk's
+    end is no error, and a bad byte further on is named by its offset in the file."""
+    header = json.dumps({"type": "header", "format": "mcp-memory-export", "version": 2}) + "\n"
+    cut = (1 << 20) - len(header) - 1  # "é" (2 bytes) straddles the first chunk's end
+    good = header.encode() + b"x" * cut + "é".encode() + b"\n" + "ü".encode() * 300_000 + b"\n"
+    path = tmp_path / "moved.jsonl"
+    path.write_bytes(good)
+    assert detect_format(path) == "export"
+    path.write_bytes(good + b"ok \xff\n")
+    with pytest.raises(InvalidInput, match=rf"moved.jsonl: not UTF-8 text \(byte {len(good) + 3}\); the formats"):
+        detect_format(path)
+    latin = tmp_path / "notes.json"
+    latin.write_bytes(b"[" + b"1," * 700_000 + "\"é\"".encode("latin-1") + b"]")
+    with pytest.raises(InvalidInput, match=r"notes.json: not UTF-8 text \(byte 1400002\)"):
+        detect_format(latin)
+
+
 async def test_import_tree_twice_adds_nothing(service: MemoryService, database: Database, alice: Principal,
                                               tree: Path) -> None:
     maintenance = MaintenanceRepository(database.admin)

@@ -4,6 +4,7 @@ writes what this reads."""
 
 from __future__ import annotations
 
+import codecs
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -56,12 +57,9 @@ def detect_format(path: Path, given: Format | None = None) -> Format:
             except InvalidInput as exc:
                 why = str(exc)
             raise InvalidInput(f"{path}: {why}; the formats mcp-memory import reads: {KNOWN}")
-        text = path.read_bytes().decode("utf-8")
+        first = _utf8_first_line(path)
     except OSError as exc:
-        raise InvalidInput(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    except UnicodeDecodeError as exc:
-        raise InvalidInput(f"{path}: not UTF-8 text (byte {exc.start}); the formats mcp-memory import reads: "
-                           f"{KNOWN}") from None
+        raise _unreadable(path, exc) from None
     if given is not None:
         return given
     if claude_md.is_claude_md(path):
@@ -70,7 +68,7 @@ def detect_format(path: Path, given: Format | None = None) -> Format:
         return "basic-memory"
     if path.suffix.lower() in (".md", ".markdown"):
         return "markdown"
-    first = text.split("\n", 1)[0].strip()
+    first = first.strip()
     try:
         head = json.loads(first) if first else {}
     except json.JSONDecodeError:
@@ -78,6 +76,10 @@ def detect_format(path: Path, given: Format | None = None) -> Format:
     if isinstance(head, dict) and head.get("format") == EXPORT_FORMAT:
         return "export"
     # JSON is known by its content, whatever the file's name (an export saved as .txt too).
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise _unreadable(path, exc) from None
     try:
         whole = json.loads(text)
     except json.JSONDecodeError:
@@ -90,6 +92,32 @@ def detect_format(path: Path, given: Format | None = None) -> Format:
         return "knowledge-graph"  # an empty memory.json: a graph with nothing in it yet
     raise InvalidInput(f"{path}: not one of the formats mcp-memory import reads: {KNOWN} (if it is one of "
                        f"them, say which with --from)")
+
+
+def _unreadable(path: Path, exc: OSError) -> InvalidInput:
+    return InvalidInput(f"{path}: cannot be read ({exc.strerror or exc})")
+
+
+def _utf8_first_line(path: Path, chunk: int = 1 << 20) -> str:
+    """The file's first line, once all of it is found to be UTF-8 (a refusal naming the first byte
+    that is not): read a chunk at a time, as an export of a million memories is gigabytes, which were
+    held whole as text here before a line of them was read."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    head, offset = "", 0
+    with path.open("rb") as f:
+        while True:
+            data = f.read(chunk)
+            pending = decoder.getstate()[0]  # the bytes of a character the last chunk cut
+            try:
+                text = decoder.decode(data, final=not data)
+            except UnicodeDecodeError as exc:
+                raise InvalidInput(f"{path}: not UTF-8 text (byte {offset - len(pending) + exc.start}); the formats "
+                                   f"mcp-memory import reads: {KNOWN}") from None
+            if "\n" not in head:
+                head += text
+            if not data:
+                return head.split("\n", 1)[0]
+            offset += len(data)
 
 
 def _is_knowledge_graph(text: str, whole: Any) -> bool:
