@@ -5,12 +5,14 @@ with a dry run and a progress bar; and our JSONL export. Importing twice adds no
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import sys
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
+import anyio
 import numpy as np
 from pydantic import BaseModel
 from tqdm import tqdm
@@ -46,6 +48,9 @@ def namespace(agent_id: str | None, project_id: str | None) -> str:
     return ", ".join(parts) or "user"
 
 
+T = TypeVar("T")
+# Memories of an export written in one transaction.
+BATCH = 500
 Checked = tuple[Draft, ScopeLevel | None, str | None, str | None, str]  # level, agent, project, text hash
 
 
@@ -172,19 +177,44 @@ async def _import_export(service: MemoryService, maintenance: MaintenanceReposit
     if graph is not None:
         graph.add_edges(records)
     bar = tqdm(total=len(records), desc=path.name, unit="memory", file=sys.stderr, disable=not progress)
-    for start in range(0, len(records), 500):
+
+    async def write(start: int) -> None:
         chunk = [{**r, "vector": taken.get((r["memory"]["content"], before))}
-                 for r, before in zip(records[start:start + 500], befores[start:start + 500], strict=True)]
+                 for r, before in zip(records[start:start + BATCH], befores[start:start + BATCH], strict=True)]
         created = await maintenance.import_records(p.user_id, chunk, model if taken else None, graph)
         report.created += created
         report.unchanged += len(chunk) - created
         bar.update(len(chunk))
+    await _at_once(range(0, len(records), BATCH), write, service.settings.import_writers)
     bar.close()
+    if graph is not None and graph.edges_into:
+        # An edge whose two ends came in batches written at once was seen by neither as having both.
+        await maintenance.import_edges(p.user_id, records)
     if graph is not None and exported.edits:
         _, left = await maintenance.import_edits(p.user_id, graph, exported.edits)
         if left:
             report.graph.append(f"{path.name}: {left} of the graph's edits were left out: they touch entities this "
                                 "store held already under other ids, where undoing them could not be right")
+
+
+async def _at_once(items: Iterable[T], work: Callable[[T], Awaitable[None]], workers: int) -> None:
+    """`work` on each of `items`, up to `workers` of them at a time; the first failure stops the rest
+    and is raised as it was."""
+    left = iter(items)
+    failed: list[Exception] = []
+
+    async def worker() -> None:
+        try:
+            for item in left:
+                await work(item)
+        except Exception as exc:  # raised below, not as a task group's ExceptionGroup
+            failed.append(exc)
+            group.cancel_scope.cancel()
+    async with anyio.create_task_group() as group:
+        for _ in range(workers):
+            group.start_soon(worker)
+    if failed:
+        raise failed[0]
 
 
 async def _import_file(service: MemoryService, maintenance: MaintenanceRepository, p: Principal, path: Path,
@@ -242,12 +272,42 @@ async def import_paths(service: MemoryService, maintenance: MaintenanceRepositor
     files = files_under(paths, fmt)
     report = ImportReport(files=len(files), dry_run=dry_run)
     read = []
-    for path, kind in files:
-        got = read_file(path, kind)
-        if kind == "basic-memory":  # a project folder counts its notes
-            report.files += basic_memory.note_count(got) - 1  # type: ignore[arg-type]
-        fp, fscope = claude_md.placement(path, p, scope, project_given) if kind == "claude-md" else (p, scope)
-        read.append((path, kind, fp, got if isinstance(got, Exported) else _checked(service, fp, path, got, fscope)))
+    with _held_whole():
+        for path, kind in files:
+            got = read_file(path, kind)
+            if kind == "basic-memory":  # a project folder counts its notes
+                report.files += basic_memory.note_count(got) - 1  # type: ignore[arg-type]
+            fp, fscope = claude_md.placement(path, p, scope, project_given) if kind == "claude-md" else (p, scope)
+            read.append((path, kind, fp, got if isinstance(got, Exported)
+                         else _checked(service, fp, path, got, fscope)))
+    try:
+        await _write_read(service, maintenance, p, read, report, dry_run=dry_run, progress=progress)
+    finally:
+        gc.unfreeze()
+    return report
+
+
+@contextlib.contextmanager
+def _held_whole() -> Iterator[None]:
+    """Around reading every file an import writes: what they hold is kept whole until it is written
+    (a million memories are tens of millions of objects) and holds no cycles, yet the cyclic collector
+    walked all of it again at each full collection, half the read's time at 100,000 (docs/benchmarks.md,
+    "The collector and a big import's read"). So none runs during the read, and what was read is then
+    left out of every collection (`gc.freeze`) until the caller's `gc.unfreeze` once it is written."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+        gc.freeze()  # not when the read is refused: nothing is then written, nor unfrozen
+    finally:
+        if enabled:
+            gc.enable()
+
+
+async def _write_read(service: MemoryService, maintenance: MaintenanceRepository, p: Principal,
+                      read: list[tuple[Path, Format, Principal, list[Checked] | Exported]], report: ImportReport, *,
+                      dry_run: bool, progress: bool) -> None:
+    """Write (or, in a dry run, count) what `import_paths` read and checked."""
     # A first load into an empty store builds the vector index after its rows (vectors.py `loading`),
     # and the text indexes (`_text_indexes_after`).
     rows = sum(len(items.records if isinstance(items, Exported) else items) for *_, items in read)
@@ -262,7 +322,6 @@ async def import_paths(service: MemoryService, maintenance: MaintenanceRepositor
                                progress=progress)
     if report.created and not dry_run:
         await maintenance.analyze()  # searches right after a big import plan with real statistics
-    return report
 
 
 async def export_user(maintenance: MaintenanceRepository, user_id: str, out: TextIO, *,

@@ -150,6 +150,94 @@ async def test_an_edge_to_a_memory_the_file_lacks_comes_in_with_that_memory(
     await consistent(db)
 
 
+async def test_an_edge_between_two_batches_written_at_once_comes_in(
+        service: MemoryService, database: Database, alice: Principal, fresh, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two batches written at once (`import_writers`) each hold one end of an edge, uncommitted, when
+    their graph goes in, so neither sees both ends: the import puts the edge in after its batches."""
+    import asyncio
+
+    import asyncpg
+
+    from mcp_memory import importers
+
+    old = (await service.write(alice, "Greta Ibarra lives in Oslo.", occurred_at=day("2024-01-01"))).memory.id
+    new = (await service.write(alice, "Greta Ibarra moved to Lisbon.", occurred_at=day("2025-01-01"))).memory.id
+    async with database.admin.acquire() as conn:
+        await conn.execute("INSERT INTO memory_edges (user_id, from_id, to_id, kind, agent_id, project_id, source) "
+                           "VALUES ($1, $2, $3, 'contradicts', 'agent-a', 'proj-x', 'model')", alice.user_id, old, new)
+    whole = await exported(database, alice.user_id, tmp_path)
+    db, target = fresh
+    assert target.settings.import_writers == 2
+    monkeypatch.setattr(importers, "BATCH", 1)
+    blocker = await asyncpg.connect(db.dsn)  # not the import's pool, whose two connections both write
+    try:
+        held = blocker.transaction()
+        await held.start()
+        # Each batch waits at its edge's insert, its memory in, and reads after the wait (a statement's
+        # snapshot is taken once its locks are held): the other's memory, uncommitted, is not there.
+        await blocker.execute("LOCK TABLE memory_edges IN EXCLUSIVE MODE")
+        task = asyncio.create_task(import_paths(target, MaintenanceRepository(db.admin), alice, [whole],
+                                                progress=False))
+        for _ in range(400):  # asked on the blocker's connection: the pool's two are the writers'
+            await blocker.execute("SELECT pg_stat_clear_snapshot()")  # read afresh inside its transaction
+            if await blocker.fetchval("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                                      "AND query LIKE 'INSERT INTO memory_edges%'") == 2:
+                break
+            await asyncio.sleep(0.05)
+        else:
+            task.cancel()
+            raise AssertionError("the two batches were never written at once")
+        await held.commit()
+        report = await asyncio.wait_for(task, 60)
+    finally:
+        await blocker.close()
+    assert report.created == 2
+    assert [tuple(r) for r in await db.admin.fetch("SELECT from_id, to_id, kind FROM memory_edges")] == [
+        (old, new, "contradicts")]
+    await consistent(db)
+
+
+async def test_a_batch_stopped_to_break_a_deadlock_is_written_again(
+        service: MemoryService, database: Database, alice: Principal, fresh, tmp_path: Path) -> None:
+    """A batch that waits on another transaction's row while that one waits on the batch's (batches
+    written at once, where a file holds one memory twice) is the one PostgreSQL stops: it goes again."""
+    import asyncio
+
+    import asyncpg
+
+    first = (await service.write(alice, "Greta Ibarra lives in Oslo.")).memory.id
+    second = (await service.write(alice, "Greta Ibarra moved to Lisbon.")).memory.id
+    whole = await exported(database, alice.user_id, tmp_path)
+    db, target = fresh
+    other = await asyncpg.connect(db.dsn)
+    try:
+        held = other.transaction()
+        await held.start()
+        row = "INSERT INTO memories (user_id, id, kind, content, content_hash) VALUES ($1, $2, 'fact', $3, $3)"
+        await other.execute(row, alice.user_id, second, "held second")
+        task = asyncio.create_task(import_paths(target, MaintenanceRepository(db.admin), alice, [whole],
+                                                progress=False))
+        for _ in range(400):  # the batch holds the first memory and waits on the second
+            await other.execute("SELECT pg_stat_clear_snapshot()")
+            if await other.fetchval("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                                    "AND query LIKE 'INSERT INTO memories%'"):
+                break
+            await asyncio.sleep(0.05)
+        else:
+            task.cancel()
+            raise AssertionError("the batch never waited")
+        await other.execute(row, alice.user_id, first, "held first")  # returns once the batch is stopped
+        await held.rollback()
+        report = await asyncio.wait_for(task, 60)
+    finally:
+        await other.close()
+    assert report.created == 2
+    assert sorted(r["content"] for r in await db.admin.fetch("SELECT content FROM memories")) == [
+        "Greta Ibarra lives in Oslo.", "Greta Ibarra moved to Lisbon."]
+    await consistent(db)
+
+
 @pytest.mark.parametrize(("edit", "error"), [
     (lambda r: r["graph"]["mentions"][0].update(entity="00000000-0000-0000-0000-000000000001"),
      "graph names entity 00000000-0000-0000-0000-000000000001, which no line before it holds"),

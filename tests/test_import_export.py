@@ -117,6 +117,24 @@ def test_a_file_past_a_chunk_is_checked_as_utf8_to_its_last_byte(tmp_path: Path)
         detect_format(latin)
 
 
+async def test_an_import_leaves_the_cyclic_collector_as_it_found_it(service: MemoryService, database: Database,
+                                                                     alice: Principal, tree: Path,
+                                                                     tmp_path: Path) -> None:
+    """An import keeps the collector off while it reads and what it read out of collections until it
+    is written: after it, read or refused, the collector runs again over everything."""
+    import gc
+
+    maintenance = MaintenanceRepository(database.admin)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    assert (await import_paths(service, maintenance, alice, [tree], progress=False)).created == 10
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    bad = tmp_path / "memory.json"
+    bad.write_text(KNOWLEDGE_GRAPH + '\n{"type": "relation", "from": "A", "to": "B"}')
+    with pytest.raises(InvalidInput, match="nothing was imported"):
+        await import_paths(service, maintenance, alice, [bad], progress=False)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+
+
 async def test_import_tree_twice_adds_nothing(service: MemoryService, database: Database, alice: Principal,
                                               tree: Path) -> None:
     maintenance = MaintenanceRepository(database.admin)

@@ -62,6 +62,10 @@ class StorageSettings(BaseModel):
         "The working memory PostgreSQL may use to build those indexes (its maintenance_work_mem, for each build "
         "alone): 50,000 memories' vector index took 59 s at PostgreSQL's default 64 MB, 24.5 s at 256, 20.7 s "
         "at 1024. 0 keeps the server's own setting."))
+    import_writers: int = Field(default=2, ge=1, le=16, description=(
+        "How many batches of an mcp-memory export `mcp-memory import` writes at once, each in its own "
+        "transaction on its own connection: one kept PostgreSQL on one core while the other waited "
+        "(docs/benchmarks.md, 'Two writers'). 1: one batch after another."))
 
     @property
     def embedded(self) -> bool:

@@ -162,17 +162,34 @@ async def put_graph(conn: asyncpg.Connection, user_id: str, taken: Taken, record
                 for r in records for x in sorted(r["graph"].mentions, key=lambda x: x.role != "about")]
     facts = [(user_id, *mine(r), entity(f), f.attribute, f.key_words, f.single, f.ended, r["memory"]["occurred_at"],
               f.source, f.created_at) for r in records for f in r["graph"].facts]
-    edges = [(user_id, r["memory"]["id"], e.to, e.kind, e.agent_id, e.project_id, e.source, e.created_at)
-             for r in records for e in r["graph"].edges]
-    edges += [(user_id, source, e.to, e.kind, e.agent_id, e.project_id, e.source, e.created_at)
-              for to in inserted for source, e in taken.edges_into.get(to, [])]
+    edges = _edges(user_id, records) + [_edge(user_id, source, e) for to in inserted
+                                         for source, e in taken.edges_into.get(to, [])]
     for table, columns, rows, where in (("memory_entities", _MENTION, mentions, ""),
                                         ("memory_facts", _FACT, facts, ""),
                                         ("memory_edges", _EDGE, edges, _BOTH_ENDS)):
-        if rows:
-            typed = await staged(conn, f"import_{table}", table, columns, set(), rows)
-            await conn.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {typed} FROM import_{table} x "
-                               f"{where} ORDER BY n ON CONFLICT DO NOTHING")
+        await _put(conn, table, columns, rows, where)
+
+
+async def put_edges(conn: asyncpg.Connection, user_id: str, records: Sequence[Mapping[str, Any]]) -> None:
+    """Every edge `records` carry (each with its graph, or None) whose two ends are both here."""
+    await _put(conn, "memory_edges", _EDGE, _edges(user_id, [r for r in records if r.get("graph") is not None]),
+               _BOTH_ENDS)
+
+
+def _edges(user_id: str, records: Sequence[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
+    return [_edge(user_id, r["memory"]["id"], e) for r in records for e in r["graph"].edges]
+
+
+def _edge(user_id: str, source: UUID, e: Any) -> tuple[Any, ...]:
+    return user_id, source, e.to, e.kind, e.agent_id, e.project_id, e.source, e.created_at
+
+
+async def _put(conn: asyncpg.Connection, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
+               where: str) -> None:
+    if rows:
+        typed = await staged(conn, f"import_{table}", table, columns, set(), rows)
+        await conn.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {typed} FROM import_{table} x "
+                           f"{where} ORDER BY n ON CONFLICT DO NOTHING")
 
 
 # A memory's mentions and facts are in its namespace, its facts valid from its occurred_at, as a

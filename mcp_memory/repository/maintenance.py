@@ -22,6 +22,8 @@ RETENTION_ACTOR = "system:retention"
 # Any fixed number: replicas on one database agree on it, so one of them analyzes at a time.
 _ANALYZE_LOCK = 0x6D63706D616E  # "mcpman"
 _BATCH = 5000
+# Tries of an import batch PostgreSQL stopped to break a deadlock with another written at once.
+_DEADLOCK_ATTEMPTS = 3
 # Columns an export carries; the vector and the generated full-text column are rebuilt.
 EXPORT_COLUMNS = ("id", "agent_id", "project_id", "kind", "title", "content", "tags", "metadata", "importance",
                   "confidence", "pinned", "priority", "source", "content_hash", "occurred_at", "valid_until",
@@ -236,6 +238,24 @@ class MaintenanceRepository:
         already there is skipped, so importing twice adds nothing. Returns how many were inserted.
         A batch is copied into temporary tables and inserted from them: a row at a time, three round
         trips each, was 620 rows a second."""
+        for attempt in range(_DEADLOCK_ATTEMPTS):
+            try:
+                return await self._import_batch(user_id, records, model, taken)
+            except asyncpg.DeadlockDetectedError:
+                # Batches written at once (importers.py) wait on each other's rows where a file holds
+                # one memory twice; the one PostgreSQL chose to stop goes again, from its start.
+                if attempt == _DEADLOCK_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def import_edges(self, user_id: str, records: Sequence[dict[str, Any]]) -> None:
+        """Every edge of an export's `records` whose two ends are both here now (`put_edges`): after
+        its batches, of which two written at once could each miss the other's end."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            await graph_transfer.put_edges(conn, user_id, records)
+
+    async def _import_batch(self, user_id: str, records: Sequence[dict[str, Any]], model: str | None,
+                            taken: graph_transfer.Taken | None) -> int:
         cols = ("user_id", *EXPORT_COLUMNS, "embedding", "embedding_model")
         async with self.pool.acquire() as conn, conn.transaction():
             typed = await staged(conn, "import_rows", "memories", cols, {"metadata"}, [
