@@ -128,14 +128,21 @@ async def test_into_a_store_that_knows_a_name_the_files_entity_is_that_one(
     assert timeline == {*ids.values(), there.memory.id}
 
 
-async def test_an_edge_to_a_memory_the_file_lacks_comes_in_with_that_memory(
-        service: MemoryService, database: Database, alice: Principal, fresh, tmp_path: Path) -> None:
+async def _edge_exported(service: MemoryService, database: Database, alice: Principal,
+                         tmp_path: Path) -> tuple[Any, Any, Path]:
+    """Two memories, an edge from the older to the newer, and the store's export."""
     old = (await service.write(alice, "Greta Ibarra lives in Oslo.", occurred_at=day("2024-01-01"))).memory.id
     new = (await service.write(alice, "Greta Ibarra moved to Lisbon.", occurred_at=day("2025-01-01"))).memory.id
     async with database.admin.acquire() as conn:
         await conn.execute("INSERT INTO memory_edges (user_id, from_id, to_id, kind, agent_id, project_id, source) "
                            "VALUES ($1, $2, $3, 'contradicts', 'agent-a', 'proj-x', 'model')", alice.user_id, old, new)
     whole = await exported(database, alice.user_id, tmp_path)
+    return old, new, whole
+
+
+async def test_an_edge_to_a_memory_the_file_lacks_comes_in_with_that_memory(
+        service: MemoryService, database: Database, alice: Principal, fresh, tmp_path: Path) -> None:
+    old, new, whole = await _edge_exported(service, database, alice, tmp_path)
     part = tmp_path / "part.jsonl"
     part.write_text("".join(line for line in whole.read_text().splitlines(keepends=True)
                             if json.loads(line).get("memory", {}).get("id") != str(new)))
@@ -161,12 +168,7 @@ async def test_an_edge_between_two_batches_written_at_once_comes_in(
 
     from mcp_memory import importers
 
-    old = (await service.write(alice, "Greta Ibarra lives in Oslo.", occurred_at=day("2024-01-01"))).memory.id
-    new = (await service.write(alice, "Greta Ibarra moved to Lisbon.", occurred_at=day("2025-01-01"))).memory.id
-    async with database.admin.acquire() as conn:
-        await conn.execute("INSERT INTO memory_edges (user_id, from_id, to_id, kind, agent_id, project_id, source) "
-                           "VALUES ($1, $2, $3, 'contradicts', 'agent-a', 'proj-x', 'model')", alice.user_id, old, new)
-    whole = await exported(database, alice.user_id, tmp_path)
+    old, new, whole = await _edge_exported(service, database, alice, tmp_path)
     db, target = fresh
     assert target.settings.import_writers == 2
     monkeypatch.setattr(importers, "BATCH", 1)
