@@ -202,6 +202,20 @@ async def empty_store(make_db: Callable, settings: Settings) -> AsyncIterator[tu
         await empty.close()
 
 
+async def until_waiting(conn: asyncpg.Connection, failing: str, *, query: str = "%", count: int = 1,
+                        seconds: float = 10) -> None:
+    """Return once `count` of the database's backends wait on a lock while running a statement LIKE
+    `query`, asked on `conn` (inside a transaction too: its statistics snapshot is cleared each time);
+    after `seconds`, AssertionError(`failing`)."""
+    for _ in range(int(seconds / 0.05)):
+        await conn.execute("SELECT pg_stat_clear_snapshot()")
+        if await conn.fetchval("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                               "AND query LIKE $1", query) >= count:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(failing)
+
+
 def principal(user: str = "alice", agent: str | None = "agent-a", project: str | None = "proj-x",
               permissions: frozenset[str] = ALL_PERMISSIONS) -> Principal:
     return Principal(user_id=user, agent_id=agent, project_id=project, permissions=permissions,

@@ -23,6 +23,7 @@ from mcp_memory.repository import MemoryRepository
 from mcp_memory.repository.maintenance import MaintenanceRepository
 from mcp_memory.service import MemoryService
 
+from .conftest import until_waiting
 from .test_entity_edits import consistent, current, day, entity_id, greta_and_gigi, snapshot
 
 
@@ -181,15 +182,9 @@ async def test_an_edge_between_two_batches_written_at_once_comes_in(
         await blocker.execute("LOCK TABLE memory_edges IN EXCLUSIVE MODE")
         task = asyncio.create_task(import_paths(target, MaintenanceRepository(db.admin), alice, [whole],
                                                 progress=False))
-        for _ in range(400):  # asked on the blocker's connection: the pool's two are the writers'
-            await blocker.execute("SELECT pg_stat_clear_snapshot()")  # read afresh inside its transaction
-            if await blocker.fetchval("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                                      "AND query LIKE 'INSERT INTO memory_edges%'") == 2:
-                break
-            await asyncio.sleep(0.05)
-        else:
-            task.cancel()
-            raise AssertionError("the two batches were never written at once")
+        # Asked on the blocker's connection: the pool's two are the writers'.
+        await until_waiting(blocker, "the two batches were never written at once", query="INSERT INTO memory_edges%",
+                            count=2, seconds=20)
         await held.commit()
         report = await asyncio.wait_for(task, 60)
     finally:
@@ -220,15 +215,8 @@ async def test_a_batch_stopped_to_break_a_deadlock_is_written_again(
         await other.execute(row, alice.user_id, second, "held second")
         task = asyncio.create_task(import_paths(target, MaintenanceRepository(db.admin), alice, [whole],
                                                 progress=False))
-        for _ in range(400):  # the batch holds the first memory and waits on the second
-            await other.execute("SELECT pg_stat_clear_snapshot()")
-            if await other.fetchval("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                                    "AND query LIKE 'INSERT INTO memories%'"):
-                break
-            await asyncio.sleep(0.05)
-        else:
-            task.cancel()
-            raise AssertionError("the batch never waited")
+        # The batch holds the first memory and waits on the second.
+        await until_waiting(other, "the batch never waited", query="INSERT INTO memories%", seconds=20)
         await other.execute(row, alice.user_id, first, "held first")  # returns once the batch is stopped
         await held.rollback()
         report = await asyncio.wait_for(task, 60)
@@ -315,13 +303,7 @@ async def test_a_name_a_session_writes_while_the_import_runs_is_one_entity(
                 return await graph_transfer.take_entities(importer, "alice", entities)
 
         task = asyncio.create_task(take())
-        for _ in range(200):  # until the import waits on the writer's row
-            await writer.execute("SELECT pg_stat_clear_snapshot()")  # read afresh inside its transaction
-            if await writer.fetchval("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"):
-                break
-            await asyncio.sleep(0.05)
-        else:
-            raise AssertionError("the import never waited on the writer")
+        await until_waiting(writer, "the import never waited on the writer")
         await tx.commit()
         taken = await task
     finally:

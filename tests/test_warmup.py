@@ -19,7 +19,7 @@ from mcp_memory.db.embedded import EmbeddedPostgres
 from mcp_memory.db.warmup import chosen, warm_pages
 from mcp_memory.models import WriteItem
 
-from .conftest import principal
+from .conftest import principal, until_waiting
 from .test_graph_external import own_server, users_own_database  # noqa: F401  (the module's own cluster)
 
 NOTES = [f"Note {i}: the team moved the {topic} to the new cluster on day {i}"
@@ -174,13 +174,7 @@ async def test_two_servers_installing_pg_prewarm_at_once_both_open(make_db) -> N
         await tx.start()
         await first.execute("CREATE EXTENSION pg_prewarm")
         opening = asyncio.create_task(install_prewarm(second))
-        for _ in range(200):  # until the second waits on the first's row
-            await first.execute("SELECT pg_stat_clear_snapshot()")
-            if await first.fetchval("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"):
-                break
-            await asyncio.sleep(0.05)
-        else:
-            raise AssertionError("the second server never waited on the first")
+        await until_waiting(first, "the second server never waited on the first")
         await tx.commit()
         await opening
         assert await prewarm_installed(second)
