@@ -174,8 +174,6 @@ async def _import_export(service: MemoryService, maintenance: MaintenanceReposit
     # read again by rules; its entities first, its edits last.
     carried = exported.entities or any(r["graph"] is not None for r in records)
     graph = await maintenance.import_entities(p.user_id, exported.entities) if carried else None
-    if graph is not None:
-        graph.add_edges(records)
     bar = tqdm(total=len(records), desc=path.name, unit="memory", file=sys.stderr, disable=not progress)
 
     async def write(start: int) -> None:
@@ -187,8 +185,7 @@ async def _import_export(service: MemoryService, maintenance: MaintenanceReposit
         bar.update(len(chunk))
     await _at_once(range(0, len(records), BATCH), write, service.settings.import_writers)
     bar.close()
-    if graph is not None and graph.edges_into:
-        # An edge whose two ends came in batches written at once was seen by neither as having both.
+    if graph is not None:  # once every batch is in: an edge's two ends may be in two of them
         await maintenance.import_edges(p.user_id, records)
     if graph is not None and exported.edits:
         _, left = await maintenance.import_edits(p.user_id, graph, exported.edits)

@@ -161,8 +161,8 @@ async def test_an_edge_to_a_memory_the_file_lacks_comes_in_with_that_memory(
 async def test_an_edge_between_two_batches_written_at_once_comes_in(
         service: MemoryService, database: Database, alice: Principal, fresh, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two batches written at once (`import_writers`) each hold one end of an edge, uncommitted, when
-    their graph goes in, so neither sees both ends: the import puts the edge in after its batches."""
+    """Two batches written at once (`import_writers`) each hold one end of an edge, uncommitted, while
+    their graph goes in, so neither could see both ends: the import puts the edge in after its batches."""
     import asyncio
 
     import asyncpg
@@ -177,13 +177,12 @@ async def test_an_edge_between_two_batches_written_at_once_comes_in(
     try:
         held = blocker.transaction()
         await held.start()
-        # Each batch waits at its edge's insert, its memory in, and reads after the wait (a statement's
-        # snapshot is taken once its locks are held): the other's memory, uncommitted, is not there.
-        await blocker.execute("LOCK TABLE memory_edges IN EXCLUSIVE MODE")
+        # Each batch waits at its history's insert, its memory in and uncommitted, until both are there.
+        await blocker.execute("LOCK TABLE memory_history IN EXCLUSIVE MODE")
         task = asyncio.create_task(import_paths(target, MaintenanceRepository(db.admin), alice, [whole],
                                                 progress=False))
         # Asked on the blocker's connection: the pool's two are the writers'.
-        await until_waiting(blocker, "the two batches were never written at once", query="INSERT INTO memory_edges%",
+        await until_waiting(blocker, "the two batches were never written at once", query="INSERT INTO memory_history%",
                             count=2, seconds=20)
         await held.commit()
         report = await asyncio.wait_for(task, 60)

@@ -76,16 +76,9 @@ def graph_of(row: Mapping[str, Any]) -> dict[str, Any] | None:
 @dataclass
 class Taken:
     """An import's graph so far: each exported entity's id in this store (`ids`: its own where it is
-    new or was there, else the live entity of its namespace and name), and the file's edges by the
-    memory they point to, put in once both ends are."""
+    new or was there, else the live entity of its namespace and name)."""
 
     ids: dict[UUID, UUID] = field(default_factory=dict)
-    edges_into: dict[UUID, list[tuple[UUID, Any]]] = field(default_factory=dict)
-
-    def add_edges(self, records: Iterable[Mapping[str, Any]]) -> None:
-        for r in records:
-            for edge in r["graph"].edges if r.get("graph") is not None else ():
-                self.edges_into.setdefault(edge.to, []).append((r["memory"]["id"], edge))
 
 
 async def take_entities(conn: asyncpg.Connection, user_id: str, exported: Sequence[Mapping[str, Any]]) -> Taken:
@@ -146,11 +139,10 @@ def _final(stored: Mapping[UUID, UUID | None], entity: UUID) -> UUID:
     return entity
 
 
-async def put_graph(conn: asyncpg.Connection, user_id: str, taken: Taken, records: Sequence[Mapping[str, Any]],
-                    inserted: set[UUID]) -> None:
+async def put_graph(conn: asyncpg.Connection, user_id: str, taken: Taken, records: Sequence[Mapping[str, Any]]) -> None:
     """The mentions and facts of the memories just inserted (`records`, each with its graph), in their
-    memory's namespace and valid from its occurred_at as a write records them, on entities as taken;
-    and every edge of the file whose two ends are now both here, where one of them just came in."""
+    memory's namespace and valid from its occurred_at as a write records them, on entities as taken.
+    Their edges go in after every batch (`put_edges`), once both ends are there."""
     def entity(item: Any) -> UUID:
         return taken.ids.get(item.entity, item.entity)
 
@@ -162,30 +154,21 @@ async def put_graph(conn: asyncpg.Connection, user_id: str, taken: Taken, record
                 for r in records for x in sorted(r["graph"].mentions, key=lambda x: x.role != "about")]
     facts = [(user_id, *mine(r), entity(f), f.attribute, f.key_words, f.single, f.ended, r["memory"]["occurred_at"],
               f.source, f.created_at) for r in records for f in r["graph"].facts]
-    edges = _edges(user_id, records) + [_edge(user_id, source, e) for to in inserted
-                                         for source, e in taken.edges_into.get(to, [])]
-    for table, columns, rows, where in (("memory_entities", _MENTION, mentions, ""),
-                                        ("memory_facts", _FACT, facts, ""),
-                                        ("memory_edges", _EDGE, edges, _BOTH_ENDS)):
-        await _put(conn, table, columns, rows, where)
+    await _put(conn, "memory_entities", _MENTION, mentions)
+    await _put(conn, "memory_facts", _FACT, facts)
 
 
 async def put_edges(conn: asyncpg.Connection, user_id: str, records: Sequence[Mapping[str, Any]]) -> None:
-    """Every edge `records` carry (each with its graph, or None) whose two ends are both here."""
-    await _put(conn, "memory_edges", _EDGE, _edges(user_id, [r for r in records if r.get("graph") is not None]),
-               _BOTH_ENDS)
-
-
-def _edges(user_id: str, records: Sequence[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
-    return [_edge(user_id, r["memory"]["id"], e) for r in records for e in r["graph"].edges]
-
-
-def _edge(user_id: str, source: UUID, e: Any) -> tuple[Any, ...]:
-    return user_id, source, e.to, e.kind, e.agent_id, e.project_id, e.source, e.created_at
+    """Every edge `records` carry (each with its graph, or None) whose two ends are both here: after
+    all of an import's batches, so an edge between two of them (written at once, or one in a later
+    import of the rest of the file) goes in whichever came last."""
+    await _put(conn, "memory_edges", _EDGE, [
+        (user_id, r["memory"]["id"], e.to, e.kind, e.agent_id, e.project_id, e.source, e.created_at)
+        for r in records if r.get("graph") is not None for e in r["graph"].edges], _BOTH_ENDS)
 
 
 async def _put(conn: asyncpg.Connection, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
-               where: str) -> None:
+               where: str = "") -> None:
     if rows:
         typed = await staged(conn, f"import_{table}", table, columns, set(), rows)
         await conn.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {typed} FROM import_{table} x "

@@ -249,8 +249,8 @@ class MaintenanceRepository:
         raise AssertionError("unreachable")
 
     async def import_edges(self, user_id: str, records: Sequence[dict[str, Any]]) -> None:
-        """Every edge of an export's `records` whose two ends are both here now (`put_edges`): after
-        its batches, of which two written at once could each miss the other's end."""
+        """Every edge of an export's `records` whose two ends are both here now, after its batches
+        (`graph_transfer.put_edges`)."""
         async with self.pool.acquire() as conn, conn.transaction():
             await graph_transfer.put_edges(conn, user_id, records)
 
@@ -275,6 +275,6 @@ class MaintenanceRepository:
             await conn.execute(f"INSERT INTO memory_history ({', '.join(history)}) "
                                f"SELECT {typed} FROM import_history ORDER BY n")
             if taken is not None:
-                await graph_transfer.put_graph(conn, user_id, taken, read, inserted)
+                await graph_transfer.put_graph(conn, user_id, taken, read)
         return len(inserted)
 
