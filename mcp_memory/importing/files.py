@@ -103,7 +103,8 @@ def _utf8_first_line(path: Path, chunk: int = 1 << 20) -> str:
     that is not): read a chunk at a time, as an export of a million memories is gigabytes, which were
     held whole as text here before a line of them was read."""
     decoder = codecs.getincrementaldecoder("utf-8")()
-    head, offset = "", 0
+    head: list[str] = []  # the text up to the first newline, a chunk's worth at a time
+    ended, offset = False, 0
     with path.open("rb") as f:
         while True:
             data = f.read(chunk)
@@ -113,10 +114,11 @@ def _utf8_first_line(path: Path, chunk: int = 1 << 20) -> str:
             except UnicodeDecodeError as exc:
                 raise InvalidInput(f"{path}: not UTF-8 text (byte {offset - len(pending) + exc.start}); the formats "
                                    f"mcp-memory import reads: {KNOWN}") from None
-            if "\n" not in head:
-                head += text
+            if not ended:  # a list, and only the new text looked at: a one-line JSON file stays linear
+                head.append(text)
+                ended = "\n" in text
             if not data:
-                return head.split("\n", 1)[0]
+                return "".join(head).split("\n", 1)[0]
             offset += len(data)
 
 
