@@ -133,7 +133,7 @@ class MemoryService(Writing, Forgetting, Searching):
         embeddings = settings.part(EmbeddingSettings)
         vectors = Vectors(embedder_from(embeddings), EmbeddingRepository(db.pool, db.admin), embeddings)
         if check_model:
-            await vectors.prepare()
+            await vectors.prepare(index_memory_mb=settings.import_index_memory_mb)
         maintenance = MaintenanceRepository(db.admin)
         statistics = Statistics(maintenance.analyze_once, maintenance.planner_rows,
                                 min_writes=settings.analyze_min_writes, fraction=settings.analyze_fraction)

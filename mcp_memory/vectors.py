@@ -291,10 +291,11 @@ class Vectors:
             self._queries.popitem(last=False)
         return vector
 
-    async def prepare(self) -> None:
+    async def prepare(self, *, index_memory_mb: int = 0) -> None:
         """At start-up: refuse model files that are not the ones pinned (or the ones the user's
         digests name: ModelFileError, a ModelMismatch) and a model the database was not built
-        with, and make sure the model's index exists. A local model then loads in the
+        with, and make sure the model's index exists, built where it is missing with
+        `index_memory_mb` of working memory (0: the server's). A local model then loads in the
         background; its files were hashed here, once."""
         if self.embedder is None:
             return
@@ -312,7 +313,11 @@ class Vectors:
                     f"{built['model']}")
         if built != {"model": self.embedder.model, "dimension": dimension}:
             await self.repo.record_model(self.embedder.model, dimension)
-        await self.repo.ensure_index(self.embedder.model, dimension)
+        if await self.repo.full_precision_index(self.embedder.model, dimension):
+            log.warning("building the vector index again in half precision, once (about 6 minutes a million "
+                        "memories on 2 cores with a few GB of MCP_MEMORY_IMPORT_INDEX_MEMORY_MB): writes wait "
+                        "for it, searches read every row until it is built")
+        await self.repo.ensure_index(self.embedder.model, dimension, index_memory_mb)
 
     @asynccontextmanager
     async def loading(self, rows: int, at_least: int, *, memory_mb: int = 0,

@@ -60,8 +60,9 @@ class StorageSettings(BaseModel):
         "every row. 0: never."))
     import_index_memory_mb: int = Field(default=256, ge=0, description=(
         "The working memory PostgreSQL may use to build those indexes (its maintenance_work_mem, for each build "
-        "alone): 50,000 memories' vector index took 59 s at PostgreSQL's default 64 MB, 24.5 s at 256, 20.7 s "
-        "at 1024. 0 keeps the server's own setting."))
+        "alone), and the vector index where a start finds it missing (after an upgrade): 50,000 memories' vector "
+        "index took 59 s at PostgreSQL's default 64 MB, 24.5 s at 256, 20.7 s at 1024; a million's wants a few "
+        "GB. 0 keeps the server's own setting."))
     import_writers: int = Field(default=2, ge=1, le=16, description=(
         "How many batches of an mcp-memory export `mcp-memory import` writes at once, each in its own "
         "transaction on its own connection: one kept PostgreSQL on one core while the other waited "

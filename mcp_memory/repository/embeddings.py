@@ -25,8 +25,31 @@ def text_hash(text: str) -> str:
 
 
 def vector_cast(dimension: int) -> str:
-    """The expression the HNSW index is built on; queries must use the very same one."""
+    """A memory's vector as exact distances read it."""
     return f"(m.embedding::vector({int(dimension)}))"
+
+
+# The HNSW index holds each vector in half precision (pgvector's halfvec): a walk reads the index
+# tuple of every neighbour it weighs, and at 384 dimensions a tuple is mostly its vector, so half
+# precision halves the pages a walk reads and the index's size. Distances kept or compared against
+# a threshold are still computed on the stored full-precision vector (`exact_distance`).
+INDEX_TYPE = "halfvec"
+
+
+def index_cast(dimension: int) -> str:
+    """The expression the HNSW index is built on; a walk's ORDER BY must use the very same one."""
+    return f"(m.embedding::{INDEX_TYPE}({int(dimension)}))"
+
+
+def exact_distance(dimension: int, arg: str) -> str:
+    """Cosine distance from a memory's full-precision vector to the vector parameter `arg`."""
+    return f"{vector_cast(dimension)} <=> {arg}::vector({int(dimension)})"
+
+
+def walk_distance(dimension: int, arg: str) -> str:
+    """The distance the HNSW index orders by, to the vector parameter `arg`."""
+    d = int(dimension)
+    return f"{index_cast(d)} <=> {arg}::vector({d})::{INDEX_TYPE}({d})"
 
 
 def model_literal(model: str) -> str:
@@ -36,6 +59,12 @@ def model_literal(model: str) -> str:
 
 
 def index_name(model: str, dimension: int) -> str:
+    return f"memories_hnsw_{INDEX_TYPE}_{int(dimension)}_{sha256_hex(model)[:10]}"
+
+
+def full_precision_index_name(model: str, dimension: int) -> str:
+    """The name the model's index had while it held full-precision vectors: a store made then has
+    it, and loses it when the half-precision one is built (`ensure_index`, at start)."""
     return f"memories_hnsw_{int(dimension)}_{sha256_hex(model)[:10]}"
 
 
@@ -119,11 +148,18 @@ class EmbeddingRepository:
                     await build_memory(conn, memory_mb)
                     await conn.execute(
                         f"""CREATE INDEX IF NOT EXISTS {name} ON memories
-                            USING hnsw ((embedding::vector({int(dimension)})) vector_cosine_ops)
+                            USING hnsw ((embedding::{INDEX_TYPE}({int(dimension)})) {INDEX_TYPE}_cosine_ops)
                             WHERE embedding_model = {model_literal(model)}""")
+                    await conn.execute(f"DROP INDEX IF EXISTS {full_precision_index_name(model, dimension)}")
             except asyncpg.UniqueViolationError:
                 if not await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", name):
                     raise
+
+    async def full_precision_index(self, model: str, dimension: int) -> bool:
+        """Whether the store still has the model's index of full-precision vectors (made before the
+        index went to half precision), which `ensure_index` replaces."""
+        return bool(await self.admin.fetchval("SELECT to_regclass($1) IS NOT NULL",
+                                              full_precision_index_name(model, dimension)))
 
     async def drop_index_of_empty_store(self, model: str, dimension: int) -> bool:
         """Drop the model's HNSW index when the store holds no memory at all, for a first load to build

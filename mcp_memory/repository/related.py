@@ -10,7 +10,7 @@ import asyncpg
 import numpy as np
 
 from ..models import Principal
-from .embeddings import model_literal, vector_cast
+from .embeddings import exact_distance, model_literal, walk_distance
 from .memories import MemoryRepository
 from .sql import Sql, live
 
@@ -24,7 +24,8 @@ async def nearest(repo: MemoryRepository, p: Principal, vector: Sequence[float],
     `said_about`: whether a writer or a model said whom it is about (the graph's mentions), so
     `related` reads the graph only where it may say more than the text."""
     q = Sql()
-    distance = f"{vector_cast(dimension)} <=> {q.arg(np.asarray(vector, dtype=np.float32))}::vector({int(dimension)})"
+    given = q.arg(np.asarray(vector, dtype=np.float32))
+    distance = exact_distance(dimension, given)
     sql = f"""
         SELECT m.*, 1 - ({distance}) AS similarity,
                EXISTS (SELECT 1 FROM memory_entities me WHERE me.user_id = m.user_id AND me.memory_id = m.id
@@ -33,7 +34,7 @@ async def nearest(repo: MemoryRepository, p: Principal, vector: Sequence[float],
         WHERE {" AND ".join(live(q, p))}{f" AND m.id <> {q.arg(exclude)}" if exclude else ""}
           {f"AND m.created_at < {q.arg(created_before)}" if created_before is not None else ""}
           AND m.embedding_model = {model_literal(model)} AND {distance} <= {q.arg(1 - min_similarity)}
-        ORDER BY {distance} LIMIT {q.arg(limit)}"""
+        ORDER BY {walk_distance(dimension, given)} LIMIT {q.arg(limit)}"""
     async with repo.transaction(p, hnsw__ef_search="40", hnsw__iterative_scan="relaxed_order") as conn:
         rows = await conn.fetch(sql, *q.args)
     return [(r, float(r["similarity"])) for r in rows]
@@ -47,7 +48,7 @@ async def similarities(repo: MemoryRepository, p: Principal, ids: Sequence[UUID]
     if not ids:
         return {}
     q = Sql()
-    distance = f"{vector_cast(dimension)} <=> {q.arg(np.asarray(vector, dtype=np.float32))}::vector({int(dimension)})"
+    distance = exact_distance(dimension, q.arg(np.asarray(vector, dtype=np.float32)))
     sql = f"""
         SELECT m.id, 1 - ({distance}) AS similarity FROM memories m
         WHERE {" AND ".join(live(q, p))} AND m.id = ANY({q.arg(list(ids))}::uuid[])

@@ -16,7 +16,7 @@ from ..embeddings import conflict_similarity
 from ..lexicon import Lexicon
 from ..models import MemoryFilter, Principal
 from ..repository import Sql, live
-from ..repository.embeddings import model_literal, vector_cast
+from ..repository.embeddings import exact_distance, model_literal, walk_distance
 from .dates import Period
 from .naming import ADDRESSED_WINDOW, Linked, first_name_of, naming, speaks_of, whole_word
 from .query import ParsedQuery
@@ -219,13 +219,15 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
     # name -> (weight, candidates query selecting id and key, order of key)
     lists: dict[str, tuple[float, str, str]] = {}
     if vector is not None and model and dimension and settings.weight_vector > 0:
-        distance = f"{vector_cast(dimension)} <=> {q.arg(vector)}::vector({int(dimension)})"
-        # An index orders only by its own operator: "+ 0" makes the planner sort instead.
+        given = q.arg(vector)
+        distance = exact_distance(dimension, given)
+        # The walk follows the index's half-precision vectors; each candidate's key is its exact
+        # distance. An index orders only by its own operator: "+ 0" makes the planner sort instead.
         lists["vec"] = (settings.weight_vector, f"""
             SELECT m.id, {distance} AS key FROM memories m
             WHERE {where} AND m.embedding_model = {model_literal(model)}
               {f"AND {distance} <= {q.arg(1 - min_similarity)}" if min_similarity is not None else ""}
-            ORDER BY {f"({distance}) + 0" if exact else distance} LIMIT {cap}""", "ASC")
+            ORDER BY {f"({distance}) + 0" if exact else walk_distance(dimension, given)} LIMIT {cap}""", "ASC")
     if settings.weight_fulltext > 0 and query:
         # websearch syntax ANDs every word; a question rarely shares all its words with the
         # answer, so conjunctions become disjunctions (negations and phrases keep their meaning).
