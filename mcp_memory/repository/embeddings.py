@@ -155,10 +155,11 @@ class EmbeddingRepository:
                 if not await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", name):
                     raise
 
-    async def full_precision_index(self, model: str, dimension: int) -> bool:
-        """Whether the store still has the model's index of full-precision vectors (made before the
-        index went to half precision), which `ensure_index` replaces."""
-        return bool(await self.admin.fetchval("SELECT to_regclass($1) IS NOT NULL",
+    async def replaces_full_precision_index(self, model: str, dimension: int) -> bool:
+        """Whether `ensure_index` has the model's index to build in place of the one of full-precision
+        vectors that the store, made before the index went to half precision, still has."""
+        return bool(await self.admin.fetchval("SELECT to_regclass($1) IS NULL AND to_regclass($2) IS NOT NULL",
+                                              index_name(model, dimension),
                                               full_precision_index_name(model, dimension)))
 
     async def drop_index_of_empty_store(self, model: str, dimension: int) -> bool:
