@@ -27,6 +27,7 @@ async def _vector_indexes(database: Database) -> dict[str, str]:
 async def test_a_store_with_the_full_precision_index_gets_the_half_precision_one_at_start(
         service: MemoryService, database: Database, settings: Settings, alice: Principal,
         caplog: pytest.LogCaptureFixture) -> None:
+    """Built once, saying so, the old one dropped, and the store searched through it."""
     assert service.vectors is not None
     model, dimension = service.vectors.model, service.vectors.dimension
     await service.write_many(alice, [WriteItem(content=f"Note {i}: the rollout of service {i} is on Tuesday")
@@ -53,8 +54,8 @@ async def test_a_store_with_the_full_precision_index_gets_the_half_precision_one
 
 async def test_a_walk_of_the_index_reports_exact_similarities(
         service: MemoryService, database: Database, alice: Principal, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Half precision moves a cosine by ~1e-4: the index only orders the walk, and the similarity
-    `related` compares with its thresholds is computed on the stored vectors."""
+    """Half precision moves a cosine by up to ~1e-5: the index only orders the walk, and the
+    similarity `related` compares with its thresholds is computed on the stored vectors."""
     assert service.vectors is not None
     transaction = service.repo.transaction
     # What the planner prefers at this size, off: only the index orders by distance unsorted.
