@@ -216,6 +216,14 @@ async def until_waiting(conn: asyncpg.Connection, failing: str, *, query: str = 
     raise AssertionError(failing)
 
 
+async def memories_indexes(database: Database, method: str) -> dict[str, str]:
+    """The memories table's indexes of access method `method` (gin, hnsw): name -> definition."""
+    rows = await database.admin.fetch(
+        """SELECT c.relname, pg_get_indexdef(i.indexrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+           JOIN pg_am a ON a.oid = c.relam WHERE i.indrelid = 'memories'::regclass AND a.amname = $1""", method)
+    return {r[0]: r[1] for r in rows}
+
+
 def principal(user: str = "alice", agent: str | None = "agent-a", project: str | None = "proj-x",
               permissions: frozenset[str] = ALL_PERMISSIONS) -> Principal:
     return Principal(user_id=user, agent_id=agent, project_id=project, permissions=permissions,

@@ -20,6 +20,8 @@ from mcp_memory.repository import MemoryRepository
 from mcp_memory.repository.maintenance import MaintenanceRepository
 from mcp_memory.service import MemoryService
 
+from .conftest import memories_indexes
+
 MEMORY_MD = """---
 updated: 2026-01-01
 ---
@@ -233,10 +235,7 @@ async def test_a_first_load_into_an_empty_store_builds_the_vector_index_after_it
 
 
 async def _text_indexes(database: Database) -> dict[str, str]:
-    rows = await database.admin.fetch(
-        """SELECT c.relname, pg_get_indexdef(i.indexrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-           JOIN pg_am a ON a.oid = c.relam WHERE i.indrelid = 'memories'::regclass AND a.amname = 'gin'""")
-    return {r[0]: r[1] for r in rows}
+    return await memories_indexes(database, "gin")
 
 
 async def test_a_first_load_into_an_empty_store_builds_the_text_indexes_after_its_rows(

@@ -16,12 +16,11 @@ from mcp_memory.repository.embeddings import full_precision_index_name, index_na
 from mcp_memory.repository.related import nearest
 from mcp_memory.service import MemoryService
 
+from .conftest import memories_indexes
+
 
 async def _vector_indexes(database: Database) -> dict[str, str]:
-    rows = await database.admin.fetch(
-        """SELECT c.relname, pg_get_indexdef(i.indexrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-           JOIN pg_am a ON a.oid = c.relam WHERE i.indrelid = 'memories'::regclass AND a.amname = 'hnsw'""")
-    return {r[0]: r[1] for r in rows}
+    return await memories_indexes(database, "hnsw")
 
 
 async def test_a_store_with_the_full_precision_index_gets_the_half_precision_one_at_start(
