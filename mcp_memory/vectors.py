@@ -313,11 +313,10 @@ class Vectors:
                     f"{built['model']}")
         if built != {"model": self.embedder.model, "dimension": dimension}:
             await self.repo.record_model(self.embedder.model, dimension)
-        if await self.repo.replaces_full_precision_index(self.embedder.model, dimension):
-            log.warning("building the vector index again in half precision, once (about 6 minutes a million "
-                        "memories on 2 cores with a few GB of MCP_MEMORY_IMPORT_INDEX_MEMORY_MB): writes wait "
-                        "for it, searches read every row until it is built")
-        await self.repo.ensure_index(self.embedder.model, dimension, index_memory_mb)
+        await self.repo.ensure_index(self.embedder.model, dimension, index_memory_mb, replacing=lambda: log.warning(
+            "building the vector index again in half precision, once (about 6 minutes a million memories on 2 "
+            "cores with a few GB of MCP_MEMORY_IMPORT_INDEX_MEMORY_MB): writes wait for it, searches read every "
+            "row until it is built"))
 
     @asynccontextmanager
     async def loading(self, rows: int, at_least: int, *, memory_mb: int = 0,

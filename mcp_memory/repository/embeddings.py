@@ -3,7 +3,7 @@ model, and the backfill that fills in missing vectors."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 from uuid import UUID
@@ -131,17 +131,23 @@ class EmbeddingRepository:
         return await self.admin.fetchval(
             "SELECT count(*) FROM memories WHERE embedding IS NOT NULL AND embedding_model <> $1", model)
 
-    async def ensure_index(self, model: str, dimension: int, memory_mb: int = 0) -> None:
+    async def ensure_index(self, model: str, dimension: int, memory_mb: int = 0, *,
+                           replacing: Callable[[], None] | None = None) -> None:
         """The model's HNSW index, made once however many processes start together; `memory_mb`,
-        the build's maintenance_work_mem (0: the server's).
+        the build's maintenance_work_mem (0: the server's); `replacing` is called before a build that
+        replaces the index of full-precision vectors a store made before still has.
 
         IF NOT EXISTS does not make CREATE INDEX safe to race: two creators both miss the name
         and the second fails on pg_class's unique index (UniqueViolationError). So creators queue
         on a transaction-level advisory lock named after the index and look again once in; a
         creator that takes no lock (an older version) is caught by the same look."""
-        name = index_name(model, dimension)
-        if await self.admin.fetchval("SELECT to_regclass($1) IS NOT NULL", name):
+        name, old = index_name(model, dimension), full_precision_index_name(model, dimension)
+        there = await self.admin.fetchrow(
+            "SELECT to_regclass($1) IS NOT NULL AS new, to_regclass($2) IS NOT NULL AS old", name, old)
+        if there["new"]:
             return
+        if there["old"] and replacing is not None:
+            replacing()
         async with _connection(self.admin) as conn:
             try:
                 async with conn.transaction():
@@ -151,17 +157,10 @@ class EmbeddingRepository:
                         f"""CREATE INDEX IF NOT EXISTS {name} ON memories
                             USING hnsw ((embedding::{INDEX_TYPE}({int(dimension)})) {INDEX_TYPE}_cosine_ops)
                             WHERE embedding_model = {model_literal(model)}""")
-                    await conn.execute(f"DROP INDEX IF EXISTS {full_precision_index_name(model, dimension)}")
+                    await conn.execute(f"DROP INDEX IF EXISTS {old}")
             except asyncpg.UniqueViolationError:
                 if not await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", name):
                     raise
-
-    async def replaces_full_precision_index(self, model: str, dimension: int) -> bool:
-        """Whether `ensure_index` has the model's index to build in place of the one of full-precision
-        vectors that the store, made before the index went to half precision, still has."""
-        return bool(await self.admin.fetchval("SELECT to_regclass($1) IS NULL AND to_regclass($2) IS NOT NULL",
-                                              index_name(model, dimension),
-                                              full_precision_index_name(model, dimension)))
 
     async def drop_index_of_empty_store(self, model: str, dimension: int) -> bool:
         """Drop the model's HNSW index when the store holds no memory at all, for a first load to build
