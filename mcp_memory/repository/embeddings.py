@@ -37,9 +37,10 @@ def vector_cast(dimension: int) -> str:
 INDEX_TYPE = "halfvec"
 
 
-def index_cast(dimension: int) -> str:
-    """The expression the HNSW index is built on; a walk's ORDER BY must use the very same one."""
-    return f"(m.embedding::{INDEX_TYPE}({int(dimension)}))"
+def index_cast(dimension: int, alias: str = "m.") -> str:
+    """The expression the HNSW index is built on (`alias` "" in its definition); a walk's ORDER BY
+    must use the very same one."""
+    return f"({alias}embedding::{INDEX_TYPE}({int(dimension)}))"
 
 
 def exact_distance(dimension: int, arg: str) -> str:
@@ -155,7 +156,7 @@ class EmbeddingRepository:
                     await build_memory(conn, memory_mb)
                     await conn.execute(
                         f"""CREATE INDEX IF NOT EXISTS {name} ON memories
-                            USING hnsw ((embedding::{INDEX_TYPE}({int(dimension)})) {INDEX_TYPE}_cosine_ops)
+                            USING hnsw ({index_cast(dimension, alias="")} {INDEX_TYPE}_cosine_ops)
                             WHERE embedding_model = {model_literal(model)}""")
                     await conn.execute(f"DROP INDEX IF EXISTS {old}")
             except asyncpg.UniqueViolationError:
