@@ -154,11 +154,12 @@ def _replies(q: Sql, p: Principal, where: str, f: MemoryFilter | None, settings:
     union = "\n        UNION ALL".join(links)
     return f"""
     sources AS MATERIALIZED (
-        SELECT l.fused, x.user_id, x.id, x.agent_id, x.project_id, x.occurred_at, x.created_at,
-               x.content ~ {q.arg(QUESTION)} AS asks
-        FROM listed l {_by_id(q, p, "l", "x")}
-        WHERE x.kind = 'episode'
-        ORDER BY l.fused DESC, x.id LIMIT {REPLY_SOURCES}
+        SELECT s.fused, s.user_id, s.id, s.agent_id, s.project_id, s.occurred_at, s.created_at,
+               s.content ~ {q.arg(QUESTION)} AS asks
+        FROM (SELECT l.fused, x.user_id, x.id, x.agent_id, x.project_id, x.occurred_at, x.created_at, x.content
+              FROM listed l {_by_id(q, p, "l", "x")}
+              WHERE x.kind = 'episode'
+              ORDER BY l.fused DESC, x.id LIMIT {REPLY_SOURCES}) s
     ),
     replies AS ({union}
     ),
@@ -320,7 +321,7 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
 UNION ALL
 SELECT x.id, {q.arg(lists["vec"][0])}::float8 * {_missed_share(settings)} AS s, 'vec' AS list,
        (SELECT count(*) + 1 FROM vec v WHERE v.key < x.key) AS r, x.key
-FROM vec_missed x, (SELECT min(key) AS best, max(key) AS worst FROM vec) w
+FROM vec_missed x, (SELECT (SELECT min(key) FROM vec) AS best, (SELECT max(key) FROM vec) AS worst) w
 WHERE x.key < w.worst"""
     as_of = f.as_of if f is not None else None
     reference = q.arg(as_of) + "::timestamptz" if as_of is not None else "now()"
