@@ -169,12 +169,16 @@ class QueryIntent(BaseModel):
 
 
 class SearchReading(BaseModel):
-    """How a search read a big store of one user (explain=true), where it did not read each list whole.
-    (How the lists read a store others share is left out: it would tell of their memories.)"""
+    """How a search read the store (explain=true): words full text did not read whole in a big store of
+    one user (how the lists read a store others share is left out: it would tell of their memories),
+    and names the question's vector was made without (counted in the session's own memories)."""
 
     words_left_out: list[str] = Field(default_factory=list, description=(
         "Words so many memories of the scope hold that full text listed memories by the question's other "
         "words (a memory holding every word is still listed)."))
+    names_left_out_of_vector: list[str] = Field(default_factory=list, description=(
+        "Names so much of the scope is about that the question's vector was made without them (full text and "
+        "the subject factor still read them)."))
 
 
 class SearchResult(BaseModel):
@@ -182,7 +186,7 @@ class SearchResult(BaseModel):
     hits: list[SearchHit]
     intent: QueryIntent | None = Field(default=None, description="explain=true: the query's temporal intent.")
     reading: SearchReading | None = Field(default=None, description=(
-        "explain=true: how the search read a big store, when it left words out."))
+        "explain=true: how the search read the store, when it left words or names out."))
 
 
 class RelatedMemory(BaseModel):

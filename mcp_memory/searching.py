@@ -77,7 +77,8 @@ class Searching:
         reading = SearchReading() if explain else None
         hits = await self._search(p, parsed, self.check.filter(f), limit=limit, explain=explain, reading=reading)
         return SearchResult(query=query, hits=hits, intent=intent_of(parsed) if explain else None,
-                            reading=reading if reading is not None and reading.words_left_out else None)
+                            reading=reading if reading is not None and (reading.words_left_out
+                                                                       or reading.names_left_out_of_vector) else None)
 
     async def recall_search(self, p: Principal, query: str, *, limit: int,
                             vector_wait: float | None = None) -> Recalled:

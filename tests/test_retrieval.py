@@ -266,7 +266,10 @@ async def test_a_question_passes_its_score_to_its_reply(service: MemoryService, 
     elsewhere = await say(301, "Jo: Mostly old maps.", scope="user")  # another scope: no reply
 
     async def search(weight: float) -> dict:
-        s = settings.model_copy(update={"reply_weight": weight, "preceding_weight": 0.0, "recency_floor": 1.0})
+        # Jo is about most of these turns: her name would leave the vector (tests/test_broad_names.py),
+        # which moves the ranks this test reads the reply's share off.
+        s = settings.model_copy(update={"reply_weight": weight, "preceding_weight": 0.0, "recency_floor": 1.0,
+                                        "vector_name_share": 1.0})
         hits = (await MemoryService(service.repo, s, service.vectors).search(
             alice, "What is Jo researching?", limit=20, explain=True)).hits
         return {h.id: (i, h.explain) for i, h in enumerate(hits)}
@@ -307,7 +310,7 @@ async def test_a_follow_up_question_passes_its_score_to_the_turn_before_it(
     await say(301, "Ana goes to the office on Tuesdays.", kind="fact")
 
     async def search(weight: float) -> dict:
-        s = settings.model_copy(update={"preceding_weight": weight, "recency_floor": 1.0})
+        s = settings.model_copy(update={"preceding_weight": weight, "recency_floor": 1.0, "vector_name_share": 1.0})
         hits = (await MemoryService(service.repo, s, service.vectors).search(
             alice, "Where did Ana go on holiday?", limit=20, explain=True)).hits
         return {h.id: (i, h.explain) for i, h in enumerate(hits)}

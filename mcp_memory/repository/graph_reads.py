@@ -96,6 +96,29 @@ async def entities_by_name(conn: asyncpg.Connection, p: Principal, names: Sequen
     return found
 
 
+# An entity's turns are counted up to this many (a search pays for the count once a minute).
+ABOUT_COUNTED = 100_000
+
+
+async def share_spoken(conn: asyncpg.Connection, p: Principal, entities: Sequence[UUID], share: float) -> float:
+    """The share of the live memories `p` sees that are turns of one of `entities` (episodes about
+    them: their speaker), as far as telling whether it reaches `share` (0 < share <= 1): the scope
+    is counted only up to those turns over `share`, so a person of a few turns costs a count of a
+    few rows."""
+    q = Sql()
+    where = " AND ".join(live(q, p))
+    row = await conn.fetchrow(
+        f"""WITH a AS (SELECT count(*)::float8 AS n FROM (
+                SELECT DISTINCT me.memory_id FROM memory_entities me
+                JOIN memories m ON m.user_id = me.user_id AND m.id = me.memory_id
+                WHERE me.user_id = {q.arg(p.user_id)} AND me.entity_id = ANY({q.arg(list(entities))}::uuid[])
+                  AND me.role = 'about' AND m.kind = 'episode' AND {where} LIMIT {ABOUT_COUNTED}) x)
+            SELECT a.n, (SELECT count(*)::float8 FROM (SELECT 1 FROM memories m WHERE {where}
+                         LIMIT (SELECT floor(b.n / {q.arg(share)}::float8)::bigint + 1 FROM a b)) s) AS scope
+            FROM a""", *q.args)
+    return row["n"] / row["scope"] if row["scope"] else 0.0
+
+
 async def entities_named(conn: asyncpg.Connection, p: Principal, names: Sequence[Name],
                          keyed: bool = True) -> list[UUID]:
     """The known entities `names` are, each once (`entities_by_name`), and (`keyed`) only those with

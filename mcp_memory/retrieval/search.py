@@ -13,6 +13,7 @@ from ..lexicon.english import ENGLISH
 from ..models import MemoryFilter, Principal, SearchHit, SearchReading
 from ..repository import MemoryRepository
 from . import focus, whose
+from .broad_names import broad_names, without_names
 from .common_words import too_common
 from .hop import one_hop
 from .keyed import facts_named, keyed_first, named_in
@@ -60,6 +61,13 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
         exact = narrowed.exact
         named = await named_in(conn, p, parsed)
         linked = named.linked if settings.subject_boost != 1 else None
+        # A listing by similarity (a forget preview) matches the question as said.
+        if linked is not None and vector is not None and vectors is not None and min_similarity is None:
+            left_out = await broad_names(conn, p, linked, settings.vector_name_share, repo.counted)
+            if left_out:
+                vector = await vectors.query(without_names(parsed.text, left_out))
+                if reading is not None:
+                    reading.names_left_out_of_vector = left_out
         if settings.weight_fulltext > 0 and not narrowed.fenced and alone is not None:  # read first: its rows only
             common = await too_common(conn, p, parsed.matched, parsed.lexicon, text_search(parsed.lexicon),
                                       index_rows=index_rows, cutoff=settings.fulltext_common_rows, alone=alone,

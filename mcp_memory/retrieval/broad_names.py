@@ -1,0 +1,51 @@
+"""Names of a scope's speakers, left out of the question's vector.
+
+A conversation's turns each carry their speaker ("Caroline: Cool! What did it look like?"), so in a
+store of two people talking half the memories are the turns of the person a question names, and
+the vector of "What is Caroline's relationship status?" was closest to her shortest turns, where
+her name is most of the text. A name that much of the scope speaks tells the vector only what
+those turns all share; left out, the vector searches for what is asked of them, while the subject
+factor (statement.py) and full text still read the name. A person a few memories are about keeps
+their name in the vector: there it picks their notes out of everyone's; and so does one that notes,
+not turns, are about: their name is part of what each note says ("Ines Moreau lives in Oslo"), and
+left out, another person's "lives in Berlin these days" came before her other facts
+(docs/benchmarks.md, "A speaker's name out of the question's vector")."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from uuid import UUID
+
+import asyncpg
+
+from ..models import Principal
+from ..repository.graph_reads import share_spoken
+from .naming import Linked
+from .narrowing import Remembered
+from .whose import MASK
+
+
+async def broad_names(conn: asyncpg.Connection, p: Principal, linked: Linked, share: float,
+                      remembered: Remembered) -> list[str]:
+    """The question's subject words whose entities at least `share` of the memories `p` sees are
+    turns of (each entity's share `remembered` a minute, as a scope's size is)."""
+    if share >= 1:
+        return []
+    groups: dict[tuple[UUID, ...], list[str]] = {}
+    for word, ids in linked.entities.items():
+        groups.setdefault(tuple(sorted(ids)), []).append(word)
+    broad: list[str] = []
+    for ids, words in groups.items():
+        async def count(ids: tuple[UUID, ...] = ids) -> float:
+            return await share_spoken(conn, p, ids, share)
+        if await remembered(("spoken", p.user_id, p.agent_id, p.project_id, ids, share), count) >= share:
+            broad += words
+    return broad
+
+
+def without_names(text: str, words: Sequence[str]) -> str:
+    """`text` with each of `words` (and its possessive) as MASK, a name in full as one."""
+    for word in sorted(words, key=len, reverse=True):
+        text = re.sub(rf"\b{re.escape(word)}(?:'s)?\b", MASK, text)
+    return " ".join(re.sub(rf"\b{MASK}(?:\s+{MASK})+\b", MASK, text).split())
