@@ -233,6 +233,29 @@ async def test_row_level_security_alone_keeps_two_users_graphs_apart_on_an_exter
             assert await conn.fetchval(f"SELECT count(*) FROM {table}") == 0
 
 
+async def test_a_speakers_share_is_counted_in_the_sessions_own_memories_on_an_external_server(
+        external, monkeypatch) -> None:
+    """Ana speaks half of alice's turns, so alice's question is embedded without her name; bob's
+    store holds one turn of an Ana among his notes, and alice's turns, which row-level security
+    alone keeps from him, do not count for his."""
+    from mcp_memory.repository import sql
+
+    settings, database = external
+    service = await MemoryService.open(database, settings)
+    monkeypatch.setattr(sql, "SCOPE_FILTER", False)
+    alice, bob = principal("alice"), principal("bob")
+    for i, (speaker, said) in enumerate([("Ana", "Hey Tom!"), ("Tom", "Hi Ana."), ("Ana", "I'm single these days."),
+                                         ("Tom", "The bakery opened."), ("Ana", "Cool!"), ("Tom", "Take care!")]):
+        await service.write(alice, f"{speaker}: {said}", kind="episode", occurred_at=day(f"2026-01-0{i + 1}"))
+    await service.write(bob, "Ana: I moved to Porto.", kind="episode")
+    for i in range(5):
+        await service.write(bob, f"Build server {i} was patched on schedule.")
+    question = "What is Ana's relationship status?"
+    mine = await service.search(alice, question, explain=True)
+    assert mine.reading is not None and mine.reading.names_left_out_of_vector == ["Ana"]
+    assert (await service.search(bob, question, explain=True)).reading is None
+
+
 class Explaining:
     """A connection whose every fetch is also explained (EXPLAIN ANALYZE, as JSON)."""
 
