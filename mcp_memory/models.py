@@ -177,8 +177,8 @@ class SearchReading(BaseModel):
         "Words so many memories of the scope hold that full text listed memories by the question's other "
         "words (a memory holding every word is still listed)."))
     names_left_out_of_vector: list[str] = Field(default_factory=list, description=(
-        "Names so much of the scope is about that the question's vector was made without them (full text and "
-        "the subject factor still read them)."))
+        "Speakers whose turns are so much of the scope that the question's vector was made without their names "
+        "(full text and the subject factor still read them)."))
 
 
 class SearchResult(BaseModel):

@@ -1,5 +1,6 @@
-"""A name much of the scope is about (a conversation's speaker) is left out of the question's
-vector; a person a few memories are about, and a question naming nobody known, search as before."""
+"""A speaker whose turns are much of the scope is left out of the question's vector; a person of
+a few turns, a question of a name alone and a question naming nobody known search as before (and
+one whom notes rather than turns are about: tests/test_focus.py's Ines Moreau)."""
 
 from __future__ import annotations
 
@@ -50,6 +51,7 @@ async def test_a_speakers_name_is_left_out_of_the_vector(database: Database, ser
     # The vector list is the one of the question said without her: each hit's place in it alike.
     masked = without_names(QUESTION, ["Ana"])
     assert masked == "What is someone relationship status?"
+    assert without_names("Ana's?", ["Ana"]) is None and without_names("Ana Lima", ["Ana", "Lima"]) is None
     unnamed_left_out, unnamed = await _ranks(_fresh(database, service, settings), alice, masked)
     assert unnamed_left_out is None
     assert {i: r for i, r in ranks.items() if r is not None} == {i: r for i, r in unnamed.items() if r is not None}
@@ -61,7 +63,7 @@ async def test_a_speakers_name_is_left_out_of_the_vector(database: Database, ser
 async def test_the_share_is_of_the_live_memories_the_session_sees(database: Database, service: MemoryService,
                                                                   settings: Settings, alice: Principal) -> None:
     turns = await _talk(service, alice)
-    # Six of twelve are about Ana: at a share of one half she is left out, above it not.
+    # Six of twelve are her turns: at a share of one half she is left out, above it not.
     assert (await _ranks(_fresh(database, service, settings, vector_name_share=0.5), alice, QUESTION))[0] == ["Ana"]
     assert (await _ranks(_fresh(database, service, settings, vector_name_share=0.51), alice, QUESTION))[0] is None
     # One of her turns forgotten: five of eleven, under a half.
@@ -71,10 +73,10 @@ async def test_the_share_is_of_the_live_memories_the_session_sees(database: Data
     assert (await _ranks(_fresh(database, service, settings, vector_name_share=0.46), alice, QUESTION))[0] is None
 
 
-async def test_a_person_few_memories_are_about_keeps_the_vector_as_it_was(
+async def test_a_person_of_a_few_turns_keeps_the_vector_as_it_was(
         database: Database, service: MemoryService, settings: Settings, alice: Principal) -> None:
     await _talk(service, alice)
-    for i in range(20):  # everyone else's notes: Ana is about 6 of 32, under the default's share
+    for i in range(20):  # everyone else's notes: Ana's turns are 6 of 32, under the default's share
         await service.write(alice, f"Note {i}: the build server number {i} was patched on schedule.")
     on = await _ranks(_fresh(database, service, settings), alice, QUESTION)
     off = await _ranks(_fresh(database, service, settings, vector_name_share=1.0), alice, QUESTION)
@@ -83,3 +85,10 @@ async def test_a_person_few_memories_are_about_keeps_the_vector_as_it_was(
     nobody = "What is Zed's relationship status?"
     assert await _ranks(_fresh(database, service, settings), alice, nobody) == \
         await _ranks(_fresh(database, service, settings, vector_name_share=1.0), alice, nobody)
+
+
+async def test_a_speakers_name_alone_keeps_its_vector(database: Database, service: MemoryService,
+                                                      settings: Settings, alice: Principal) -> None:
+    await _talk(service, alice)
+    assert await _ranks(_fresh(database, service, settings), alice, "Ana?") == \
+        await _ranks(_fresh(database, service, settings, vector_name_share=1.0), alice, "Ana?")

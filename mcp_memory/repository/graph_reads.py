@@ -97,7 +97,7 @@ async def entities_by_name(conn: asyncpg.Connection, p: Principal, names: Sequen
 
 
 # An entity's turns are counted up to this many (a search pays for the count once a minute).
-ABOUT_COUNTED = 100_000
+TURNS_COUNTED = 100_000
 
 
 async def share_spoken(conn: asyncpg.Connection, p: Principal, entities: Sequence[UUID], share: float) -> float:
@@ -112,7 +112,7 @@ async def share_spoken(conn: asyncpg.Connection, p: Principal, entities: Sequenc
                 SELECT DISTINCT me.memory_id FROM memory_entities me
                 JOIN memories m ON m.user_id = me.user_id AND m.id = me.memory_id
                 WHERE me.user_id = {q.arg(p.user_id)} AND me.entity_id = ANY({q.arg(list(entities))}::uuid[])
-                  AND me.role = 'about' AND m.kind = 'episode' AND {where} LIMIT {ABOUT_COUNTED}) x)
+                  AND me.role = 'about' AND m.kind = 'episode' AND {where} LIMIT {TURNS_COUNTED}) x)
             SELECT a.n, (SELECT count(*)::float8 FROM (SELECT 1 FROM memories m WHERE {where}
                          LIMIT (SELECT floor(b.n / {q.arg(share)}::float8)::bigint + 1 FROM a b)) s) AS scope
             FROM a""", *q.args)

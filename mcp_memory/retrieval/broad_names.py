@@ -44,8 +44,10 @@ async def broad_names(conn: asyncpg.Connection, p: Principal, linked: Linked, sh
     return broad
 
 
-def without_names(text: str, words: Sequence[str]) -> str:
-    """`text` with each of `words` (and its possessive) as MASK, a name in full as one."""
+def without_names(text: str, words: Sequence[str]) -> str | None:
+    """`text` with each of `words` (and its possessive) as MASK, a name in full as one; None when
+    nothing else is left ("Caroline?"), whose vector would be the mask's alone."""
     for word in sorted(words, key=len, reverse=True):
         text = re.sub(rf"\b{re.escape(word)}(?:'s)?\b", MASK, text)
-    return " ".join(re.sub(rf"\b{MASK}(?:\s+{MASK})+\b", MASK, text).split())
+    masked = " ".join(re.sub(rf"\b{MASK}(?:\s+{MASK})+\b", MASK, text).split())
+    return masked if re.search(r"\w", re.sub(rf"\b{MASK}\b", "", masked)) else None

@@ -64,8 +64,9 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
         # A listing by similarity (a forget preview) matches the question as said.
         if linked is not None and vector is not None and vectors is not None and min_similarity is None:
             left_out = await broad_names(conn, p, linked, settings.vector_name_share, repo.counted)
-            if left_out:
-                vector = await vectors.query(without_names(parsed.text, left_out))
+            if left_out and (unnamed := without_names(parsed.text, left_out)) is not None:
+                # Embedded here, the connection held meanwhile: which names leave is known only now.
+                vector = await vectors.query(unnamed)
                 if reading is not None:
                     reading.names_left_out_of_vector = left_out
         if settings.weight_fulltext > 0 and not narrowed.fenced and alone is not None:  # read first: its rows only
