@@ -18,6 +18,7 @@ from .repository.maintenance import MaintenanceRepository
 from .repository.related import similarities
 from .retrieval import ParsedQuery, intent_of, parse_query
 from .retrieval import search as hybrid_search
+from .retrieval.broad_names import Speakers, without_names
 from .retrieval.common_words import others_allowed
 from .retrieval.statement import QUESTION
 from .retrieval.summaries import covering, sources_of
@@ -62,6 +63,7 @@ class Searching:
     lexicon: Lexicon
     reranking: Reranking | None
     activity: Activity
+    speakers: Speakers
 
     if TYPE_CHECKING:  # defined by MemoryService
         @staticmethod
@@ -113,15 +115,18 @@ class Searching:
             return float(await maintenance.others_hold_at_most(p.user_id, allowed))
         return bool(await self.repo.counted(("alone", p.user_id, allowed), alone))
 
-    async def _query_vector(self, parsed: ParsedQuery, wait: float | None = None) -> list[float] | None:
+    async def _query_vector(self, parsed: ParsedQuery, wait: float | None = None,
+                            unnamed: list[str] | None = None) -> list[float] | None:
         """The vector of what a query searches for (its words about time steer the ranking: the
-        meaning searched for is the rest); None without an embedder or past `wait` seconds."""
+        meaning searched for is the rest), made without the names `unnamed` (broad_names.py); None
+        without an embedder or past `wait` seconds."""
         if self.vectors is None or not parsed.text:
             return None
+        said = (without_names(parsed.text, unnamed) if unnamed else None) or parsed.text
         if wait is None:
-            return await self.vectors.query(parsed.text)
+            return await self.vectors.query(said)
         try:
-            return await asyncio.wait_for(self.vectors.query(parsed.text), max(0.0, wait))
+            return await asyncio.wait_for(self.vectors.query(said), max(0.0, wait))
         except TimeoutError:
             return None
 
@@ -132,8 +137,12 @@ class Searching:
         """`vector`: the query's, when the caller has it already (None: search without one);
         `reading`: told how the search read the store."""
         with self.activity.search():  # the pages' warm-up waits for a quiet moment (db/warmup.py)
+            unnamed: list[str] = []
             if vector is ...:
-                vector = await self._query_vector(parsed)
+                unnamed = self.speakers.likely(p, parsed.subject) if min_similarity is None else []
+                if unnamed and without_names(parsed.text, unnamed) is None:
+                    unnamed = []
+                vector = await self._query_vector(parsed, unnamed=unnamed)
             # A listing by similarity (a forget preview) is what matches, not an order: never reranked.
             rerank = self.reranking if min_similarity is None and reranked else None
             hits = await hybrid_search(self.repo, p, parsed, f, limit=rerank.candidates(limit) if rerank else limit,
@@ -141,7 +150,8 @@ class Searching:
                                        vector=vector, model=self.vectors.model if self.vectors else None,
                                        dimension=self.vectors.dimension if self.vectors else 0,
                                        min_similarity=min_similarity, vectors=self.vectors, lexicon=self.lexicon,
-                                       reading=reading, alone=partial(self._alone, p))
+                                       reading=reading, alone=partial(self._alone, p), unnamed=unnamed,
+                                       told=partial(self.speakers.tell, p, parsed.subject))
             if rerank is None:
                 return hits
             # The reranker sees the question as asked (time words kept) and only these hits: memories

@@ -45,6 +45,7 @@ from .repository.forget_tokens import ForgetTokenRepository
 from .repository.jobs import JobRepository, enqueue_extraction
 from .repository.maintenance import MaintenanceRepository
 from .repository.secrets import cursor_secret
+from .retrieval.broad_names import Speakers
 from .retrieval.rerank import Reranking
 from .review import Review
 from .searching import Recalled, Searching, asks
@@ -103,6 +104,7 @@ class MemoryService(Writing, Forgetting, Searching):
         # The opt-in reranker over a search's best hits (retrieval/rerank.py); None: off (default).
         self.reranking = Reranking.from_settings(settings.part(RerankSettings))
         self.activity = Activity()  # its searches running, which the pages' warm-up makes way for
+        self.speakers = Speakers()  # the names its searches left out of the question's vector
         # Counts committed changes so planner statistics follow bursts (statistics.py); the
         # server runs its loop. None: nobody keeps them (a one-off command analyzes itself).
         self.statistics = statistics

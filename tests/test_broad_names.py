@@ -92,3 +92,40 @@ async def test_a_speakers_name_alone_keeps_its_vector(database: Database, servic
     await _talk(service, alice)
     assert await _ranks(_fresh(database, service, settings), alice, "Ana?") == \
         await _ranks(_fresh(database, service, settings, vector_name_share=1.0), alice, "Ana?")
+
+
+class CountingQueries:
+    """The service's embedder, counting the questions it embeds."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.model, self.dimension, self.asked = inner, inner.model, inner.dimension, []
+
+    async def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return await self.inner.embed_documents(texts)
+
+    async def embed_query(self, text: str) -> list[float]:
+        self.asked.append(text)
+        return await self.inner.embed_query(text)
+
+
+async def test_a_speakers_next_question_is_embedded_once(database: Database, service: MemoryService,
+                                                         settings: Settings, alice: Principal) -> None:
+    """The first question naming her is embedded as said, then without her; the service remembers
+    she was left out, and her next question is embedded without her alone."""
+    from mcp_memory.repository.embeddings import EmbeddingRepository
+    from mcp_memory.vectors import Vectors
+
+    await _talk(service, alice)
+    counting = CountingQueries(service.vectors.embedder)
+    fresh = MemoryService(MemoryRepository(database.pool), settings,
+                          Vectors(counting, EmbeddingRepository(database.pool, database.admin), settings))
+    await fresh.search(alice, QUESTION)
+    assert counting.asked == [QUESTION, "What is someone relationship status?"]
+    counting.asked.clear()
+    await fresh.search(alice, "Is Ana dating anyone?")
+    assert counting.asked == ["Is someone dating anyone?"]
+    # A forget preview matches the question as said, and leaves the service's memory of her as it was.
+    counting.asked.clear()
+    await fresh.forget_preview(alice, query="Did Ana like the bowl?")
+    await fresh.search(alice, "Does Ana bake?")
+    assert counting.asked == ["Did Ana like the bowl?", "Does someone bake?"]

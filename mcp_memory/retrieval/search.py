@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ..config import Settings
@@ -32,7 +32,8 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
                  model: str | None = None, dimension: int = 0, min_similarity: float | None = None,
                  vectors: focus.TextVectors | None = None, lexicon: Lexicon = ENGLISH,
                  reading: SearchReading | None = None,
-                 alone: Callable[[], Awaitable[bool]] | None = None) -> list[SearchHit]:
+                 alone: Callable[[], Awaitable[bool]] | None = None, unnamed: Sequence[str] = (),
+                 told: Callable[[list[str]], None] | None = None) -> list[SearchHit]:
     """`vectors` (the service's embedder behind its cache) lets a question about the present
     that names someone find which of their memories answer it (retrieval/focus.py); a question
     about a known entity's keyed attribute gets its values in order of validity (keyed.py); a
@@ -40,7 +41,9 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
     least a window's worth of hits, cut to `limit` after them: asking for 3 gives the first 3 of
     what asking for 10 gives, not the newest of 3 versions where 10 would have found a newer one.
     `reading`, when given, is told how the statement read the store (explain); `alone`: whether the
-    store is nearly all the user's (retrieval/common_words.py; None: taken as shared)."""
+    store is nearly all the user's (retrieval/common_words.py; None: taken as shared). `unnamed`: the
+    names `vector` was made without (broad_names.Speakers' guess), embedded again if the search
+    leaves out others; `told`: given the names it left out."""
     linked: Linked | None = None
     common: list[str] = []
     narrowed = Narrowing(False)
@@ -62,13 +65,18 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
         named = await named_in(conn, p, parsed)
         linked = named.linked if settings.subject_boost != 1 else None
         # A listing by similarity (a forget preview) matches the question as said.
+        left_out: list[str] = []
         if linked is not None and vector is not None and vectors is not None and min_similarity is None:
             left_out = await broad_names(conn, p, linked, settings.vector_name_share, repo.counted)
-            if left_out and (unnamed := without_names(parsed.text, left_out)) is not None:
-                # Embedded here, the connection held meanwhile: which names leave is known only now.
-                vector = await vectors.query(unnamed)
-                if reading is not None:
-                    reading.names_left_out_of_vector = left_out
+            if left_out and without_names(parsed.text, left_out) is None:
+                left_out = []
+        if sorted(left_out) != sorted(unnamed) and vector is not None and vectors is not None:
+            # Embedded here, the connection held meanwhile: which names leave is known only now.
+            vector = await vectors.query(without_names(parsed.text, left_out) or parsed.text)
+        if told is not None and min_similarity is None:
+            told(left_out)
+        if left_out and reading is not None:
+            reading.names_left_out_of_vector = left_out
         if settings.weight_fulltext > 0 and not narrowed.fenced and alone is not None:  # read first: its rows only
             common = await too_common(conn, p, parsed.matched, parsed.lexicon, text_search(parsed.lexicon),
                                       index_rows=index_rows, cutoff=settings.fulltext_common_rows, alone=alone,
