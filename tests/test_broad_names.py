@@ -7,6 +7,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+from pydantic import ValidationError
+
 from mcp_memory.config import Settings
 from mcp_memory.db import Database
 from mcp_memory.models import Principal
@@ -129,3 +132,8 @@ async def test_a_speakers_next_question_is_embedded_once(database: Database, ser
     await fresh.forget_preview(alice, query="Did Ana like the bowl?")
     await fresh.search(alice, "Does Ana bake?")
     assert counting.asked == ["Did Ana like the bowl?", "Does someone bake?"]
+
+
+def test_a_share_of_nothing_is_refused_naming_the_setting() -> None:
+    with pytest.raises(ValidationError, match="vector_name_share"):
+        Settings(vector_name_share=0)

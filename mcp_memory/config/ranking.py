@@ -27,7 +27,7 @@ class RankingSettings(BaseModel):
     subject_boost: float = Field(default=1.5, ge=1, le=10, description=(
         "Score factor for a memory naming every person or thing the question names (capitalised words), "
         "other than only addressing them (\"Thanks, Mel!\")."))
-    vector_name_share: float = Field(default=0.3, ge=0, le=1, description=(
+    vector_name_share: float = Field(default=0.3, gt=0, le=1, description=(
         "A name the question holds whose turns are at least this share of the scope's memories (a "
         "conversation's speaker) is left out of the question's vector: it tells the vector little, and short "
         "turns carrying it came first; the subject factor and full text still read it. 1 turns it off."))
