@@ -116,13 +116,13 @@ class Searching:
         return bool(await self.repo.counted(("alone", p.user_id, allowed), alone))
 
     async def _query_vector(self, parsed: ParsedQuery, wait: float | None = None,
-                            unnamed: list[str] | None = None) -> list[float] | None:
+                            said: str | None = None) -> list[float] | None:
         """The vector of what a query searches for (its words about time steer the ranking: the
-        meaning searched for is the rest), made without the names `unnamed` (broad_names.py); None
-        without an embedder or past `wait` seconds."""
+        meaning searched for is the rest), or of `said` (the same without some names, broad_names.py);
+        None without an embedder or past `wait` seconds."""
         if self.vectors is None or not parsed.text:
             return None
-        said = (without_names(parsed.text, unnamed) if unnamed else None) or parsed.text
+        said = said or parsed.text
         if wait is None:
             return await self.vectors.query(said)
         try:
@@ -140,9 +140,10 @@ class Searching:
             unnamed: list[str] = []
             if vector is ...:
                 unnamed = self.speakers.likely(p, parsed.subject) if min_similarity is None else []
-                if unnamed and without_names(parsed.text, unnamed) is None:
+                said = without_names(parsed.text, unnamed) if unnamed else None
+                if said is None:
                     unnamed = []
-                vector = await self._query_vector(parsed, unnamed=unnamed)
+                vector = await self._query_vector(parsed, said=said)
             # A listing by similarity (a forget preview) is what matches, not an order: never reranked.
             rerank = self.reranking if min_similarity is None and reranked else None
             hits = await hybrid_search(self.repo, p, parsed, f, limit=rerank.candidates(limit) if rerank else limit,

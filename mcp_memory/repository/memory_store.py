@@ -4,8 +4,6 @@ caller's scope."""
 
 from __future__ import annotations
 
-import time
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -14,6 +12,7 @@ from uuid import UUID
 import asyncpg
 
 from ..errors import NotFound
+from ..fresh import Fresh
 from ..models import Principal
 from . import jobs
 from .memory_rows import _ids_text, _own
@@ -32,20 +31,15 @@ class MemoryStore:
         self.undecided_kinds = undecided_kinds
         # Row counts by the planner's statistics, kept a minute (`counted`): a store does not change
         # size by much in a minute, and a search need not pay a round trip for them each time.
-        self._counted: OrderedDict[Hashable, tuple[float, float]] = OrderedDict()
+        self._counted: Fresh[float] = Fresh()
 
-    async def counted(self, key: Hashable, count: Callable[[], Awaitable[float]], *, fresh_s: float = 60.0,
-                      keep: int = 1024) -> float:
-        """`count()`, or what it gave for `key` less than `fresh_s` ago (the last `keep` keys)."""
-        now = time.monotonic()
+    async def counted(self, key: Hashable, count: Callable[[], Awaitable[float]]) -> float:
+        """`count()`, or what it gave for `key` less than a minute ago (the last 1,024 keys)."""
         known = self._counted.get(key)
-        if known is not None and now - known[0] <= fresh_s:
-            return known[1]
+        if known is not None:
+            return known
         rows = await count()
-        self._counted[key] = (now, rows)
-        self._counted.move_to_end(key)
-        while len(self._counted) > keep:
-            self._counted.popitem(last=False)
+        self._counted.put(key, rows)
         return rows
 
     async def index_rows(self, conn: asyncpg.Connection) -> float:

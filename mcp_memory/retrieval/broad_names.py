@@ -14,13 +14,12 @@ left out, another person's "lives in Berlin these days" came before her other fa
 from __future__ import annotations
 
 import re
-import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from uuid import UUID
 
 import asyncpg
 
+from ..fresh import Fresh
 from ..models import Principal
 from ..repository.graph_reads import share_spoken
 from .naming import Linked
@@ -60,22 +59,14 @@ class Speakers:
     so the service embeds a question without them from the start, not as said and then again (a
     conversation's questions name its two speakers over and over); the search still decides."""
 
-    def __init__(self, fresh_s: float = 60.0, keep: int = 4096) -> None:
-        self._fresh_s, self._keep = fresh_s, keep
-        self._seen: OrderedDict[tuple[str, str | None, str | None, str], tuple[float, bool]] = OrderedDict()
+    def __init__(self) -> None:
+        self._seen: Fresh[bool] = Fresh(keep=4096)
 
     def likely(self, p: Principal, words: Sequence[str]) -> list[str]:
         """Those of `words` a search of `p`'s scope left out within the minute."""
-        now = time.monotonic()
-        return [w for w in words if (seen := self._seen.get((p.user_id, p.agent_id, p.project_id, w))) is not None
-                and now - seen[0] <= self._fresh_s and seen[1]]
+        return [w for w in words if self._seen.get((p.user_id, p.agent_id, p.project_id, w))]
 
     def tell(self, p: Principal, asked: Sequence[str], left_out: Sequence[str]) -> None:
         """A search of `p`'s scope named `asked` and left `left_out` of its vector."""
-        now = time.monotonic()
         for word in asked:
-            key = (p.user_id, p.agent_id, p.project_id, word)
-            self._seen[key] = (now, word in left_out)
-            self._seen.move_to_end(key)
-        while len(self._seen) > self._keep:
-            self._seen.popitem(last=False)
+            self._seen.put((p.user_id, p.agent_id, p.project_id, word), word in left_out)

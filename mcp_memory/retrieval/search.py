@@ -66,13 +66,15 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
         linked = named.linked if settings.subject_boost != 1 else None
         # A listing by similarity (a forget preview) matches the question as said.
         left_out: list[str] = []
+        said: str | None = None
         if linked is not None and vector is not None and vectors is not None and min_similarity is None:
             left_out = await broad_names(conn, p, linked, settings.vector_name_share, repo.counted)
-            if left_out and without_names(parsed.text, left_out) is None:
+            said = without_names(parsed.text, left_out) if left_out else None
+            if said is None:
                 left_out = []
         if sorted(left_out) != sorted(unnamed) and vector is not None and vectors is not None:
             # Embedded here, the connection held meanwhile: which names leave is known only now.
-            vector = await vectors.query(without_names(parsed.text, left_out) or parsed.text)
+            vector = await vectors.query(said or parsed.text)
         if told is not None and min_similarity is None:
             told(left_out)
         if left_out and reading is not None:
