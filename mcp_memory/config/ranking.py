@@ -31,6 +31,10 @@ class RankingSettings(BaseModel):
         "A name the question holds whose turns are at least this share of the scope's memories (a "
         "conversation's speaker) is left out of the question's vector: it tells the vector little, and short "
         "turns carrying it came first; the subject factor and full text still read it. 1 turns it off."))
+    other_conversation: float = Field(default=0.5, gt=0, le=1, description=(
+        "Score factor for a turn (episode) of a conversation the question's named speaker took no part in: "
+        "no turn of theirs within reply_gap_minutes of it, in its scope. A store of one conversation is "
+        "ranked as without it. 1 turns it off."))
     present_focus: bool = Field(default=True, description=(
         "For a question about the present (a time word such as \"now\", or none and an attribute holding one "
         "value at a time): rank its subject's memories that answer it first, newest first, "

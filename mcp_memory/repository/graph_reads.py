@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 import asyncpg
@@ -100,11 +100,16 @@ async def entities_by_name(conn: asyncpg.Connection, p: Principal, names: Sequen
 TURNS_COUNTED = 100_000
 
 
-async def share_spoken(conn: asyncpg.Connection, p: Principal, entities: Sequence[UUID], share: float) -> float:
-    """The share of the live memories `p` sees that are turns of one of `entities` (episodes about
-    them: their speaker), as far as telling whether it reaches `share` (0 < share <= 1): the scope
-    is counted only up to those turns over `share`, so a person of a few turns costs a count of a
-    few rows."""
+class Spoken(NamedTuple):
+    turns: int  # counted up to TURNS_COUNTED
+    share: float  # of the scope's live memories, as far as telling whether it reaches the share asked
+
+
+async def share_spoken(conn: asyncpg.Connection, p: Principal, entities: Sequence[UUID], share: float) -> Spoken:
+    """How many of the live memories `p` sees are turns of one of `entities` (episodes about them:
+    their speaker), and their share of them, as far as telling whether it reaches `share` (0 <
+    share <= 1): the scope is counted only up to those turns over `share`, so a person of a few
+    turns costs a count of a few rows."""
     q = Sql()
     where = " AND ".join(live(q, p))
     row = await conn.fetchrow(
@@ -116,7 +121,7 @@ async def share_spoken(conn: asyncpg.Connection, p: Principal, entities: Sequenc
             SELECT a.n, (SELECT count(*)::float8 FROM (SELECT 1 FROM memories m WHERE {where}
                          LIMIT (SELECT floor(b.n / {q.arg(share)}::float8)::bigint + 1 FROM a b)) s) AS scope
             FROM a""", *q.args)
-    return row["n"] / row["scope"] if row["scope"] else 0.0
+    return Spoken(int(row["n"]), row["n"] / row["scope"] if row["scope"] else 0.0)
 
 
 async def entities_named(conn: asyncpg.Connection, p: Principal, names: Sequence[Name],

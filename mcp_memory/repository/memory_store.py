@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 import asyncpg
@@ -17,6 +17,8 @@ from ..models import Principal
 from . import jobs
 from .memory_rows import _ids_text, _own
 from .sql import Sql, local_transaction, planner_rows, read_transaction, visible
+
+T = TypeVar("T")
 
 
 class MemoryStore:
@@ -31,9 +33,9 @@ class MemoryStore:
         self.undecided_kinds = undecided_kinds
         # Row counts by the planner's statistics, kept a minute (`counted`): a store does not change
         # size by much in a minute, and a search need not pay a round trip for them each time.
-        self._counted: Fresh[float] = Fresh()
+        self._counted: Fresh[Any] = Fresh()
 
-    async def counted(self, key: Hashable, count: Callable[[], Awaitable[float]]) -> float:
+    async def counted(self, key: Hashable, count: Callable[[], Awaitable[T]]) -> T:
         """`count()`, or what it gave for `key` less than a minute ago (the last 1,024 keys)."""
         known = self._counted.get(key)
         if known is not None:

@@ -14,35 +14,46 @@ left out, another person's "lives in Berlin these days" came before her other fa
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from uuid import UUID
 
 import asyncpg
 
 from ..fresh import Fresh
 from ..models import Principal
-from ..repository.graph_reads import share_spoken
+from ..repository.graph_reads import Spoken, share_spoken
 from .naming import Linked
 from .narrowing import Remembered
 from .whose import MASK
 
 
-async def broad_names(conn: asyncpg.Connection, p: Principal, linked: Linked, share: float,
-                      remembered: Remembered) -> list[str]:
-    """The question's subject words whose entities at least `share` of the memories `p` sees are
-    turns of (each entity's share `remembered` a minute, as a scope's size is)."""
-    if share >= 1:
-        return []
+async def spoken_shares(conn: asyncpg.Connection, p: Principal, linked: Linked, share: float,
+                        remembered: Remembered) -> dict[str, tuple[Spoken, tuple[UUID, ...]]]:
+    """Each of the question's subject words -> how many of the memories `p` sees are turns of its
+    entities and what share of them (as far as telling whether it reaches `share`), and those
+    entities; each entity's count `remembered` a minute, as a scope's size is."""
     groups: dict[tuple[UUID, ...], list[str]] = {}
     for word, ids in linked.entities.items():
         groups.setdefault(tuple(sorted(ids)), []).append(word)
-    broad: list[str] = []
+    shares: dict[str, tuple[Spoken, tuple[UUID, ...]]] = {}
     for ids, words in groups.items():
-        async def count(ids: tuple[UUID, ...] = ids) -> float:
+        async def count(ids: tuple[UUID, ...] = ids) -> Spoken:
             return await share_spoken(conn, p, ids, share)
-        if await remembered(("spoken", p.user_id, p.agent_id, p.project_id, ids, share), count) >= share:
-            broad += words
-    return broad
+        spoken = await remembered(("spoken", p.user_id, p.agent_id, p.project_id, ids, share), count)
+        shares.update((word, (spoken, ids)) for word in words)
+    return shares
+
+
+def broad_names(shares: Mapping[str, tuple[Spoken, Sequence[UUID]]], share: float) -> list[str]:
+    """The subject words (of `spoken_shares`) whose entities at least `share` of the scope's memories
+    are turns of; none when `share` is 1 (off)."""
+    return [word for word, (spoken, _) in shares.items() if spoken.share >= share] if share < 1 else []
+
+
+def speakers(shares: Mapping[str, tuple[Spoken, Sequence[UUID]]], most: int) -> list[tuple[UUID, ...]]:
+    """The entities of each subject word (of `spoken_shares`) that speaks turns in the scope, and no
+    more than `most` of them, once for words naming the same ones."""
+    return list(dict.fromkeys(tuple(ids) for spoken, ids in shares.values() if 0 < spoken.turns <= most))
 
 
 def without_names(text: str, words: Sequence[str]) -> str | None:

@@ -8,7 +8,7 @@ import json
 import math
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import asyncpg
 
@@ -77,7 +77,13 @@ def estimated_rows(plan: str | list[Any]) -> float:
     return float((json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]["Plan Rows"])
 
 
-Remembered = Callable[[Hashable, Callable[[], Awaitable[float]]], Awaitable[float]]
+T = TypeVar("T")
+
+
+class Remembered(Protocol):
+    """What a count gave for a key less than a minute ago, or the count (MemoryStore.counted)."""
+
+    def __call__(self, key: Hashable, count: Callable[[], Awaitable[T]], /) -> Awaitable[T]: ...
 
 
 async def narrowing(conn: asyncpg.Connection, p: Principal, f: MemoryFilter | None, model: str, *,

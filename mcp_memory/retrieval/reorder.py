@@ -39,6 +39,7 @@ def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool,
                  "fused": round(row["fused"], 6), "reply": round(row["reply"], 6),
                  "recency": round(row["recency"], 4), "subject": round(row["about"], 4),
                  "period": round(row["period"], 4),
+                 **({"conversation": round(row["conversation"], 4)} if row["conversation"] != 1 else {}),
                  **({"on_topic": round(on_topic.question, 4), "linked": round(on_topic.link, 4)}
                     if on_topic is not None else {}),
                  **({"states_another_attribute": True} if on_topic is not None and on_topic.off else {}),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
+from uuid import UUID
 
 from ..config import Settings
 from ..lexicon import Lexicon
@@ -13,8 +14,9 @@ from ..lexicon.english import ENGLISH
 from ..models import MemoryFilter, Principal, SearchHit, SearchReading
 from ..repository import MemoryRepository
 from . import focus, whose
-from .broad_names import broad_names, without_names
+from .broad_names import broad_names, speakers, spoken_shares, without_names
 from .common_words import too_common
+from .conversations import SPEAKER_TURNS_READ
 from .hop import one_hop
 from .keyed import facts_named, keyed_first, named_in
 from .naming import Linked
@@ -47,12 +49,13 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
     linked: Linked | None = None
     common: list[str] = []
     narrowed = Narrowing(False)
+    speaking: list[tuple[UUID, ...]] = []
     ranked = max(limit, whose.WINDOW)
 
     def built(exact: bool = False) -> SearchStatement | None:
         return build_search(p, parsed, f, limit=ranked, settings=settings, vector=vector, model=model,
                             dimension=dimension, min_similarity=min_similarity, exact=exact, linked=linked,
-                            common=common, fenced=narrowed.fenced)
+                            common=common, fenced=narrowed.fenced, speakers=speaking)
 
     statement = built()
     if statement is None:
@@ -67,11 +70,15 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
         # A listing by similarity (a forget preview) matches the question as said.
         left_out: list[str] = []
         said: str | None = None
-        if linked is not None and vector is not None and vectors is not None and min_similarity is None:
-            left_out = await broad_names(conn, p, linked, settings.vector_name_share, repo.counted)
-            said = without_names(parsed.text, left_out) if left_out else None
-            if said is None:
-                left_out = []
+        reads_speakers = settings.vector_name_share < 1 or settings.other_conversation < 1
+        if linked is not None and min_similarity is None and reads_speakers:
+            shares = await spoken_shares(conn, p, linked, settings.vector_name_share, repo.counted)
+            speaking = speakers(shares, SPEAKER_TURNS_READ)
+            if vector is not None and vectors is not None:
+                left_out = broad_names(shares, settings.vector_name_share)
+                said = without_names(parsed.text, left_out) if left_out else None
+                if said is None:
+                    left_out = []
         if sorted(left_out) != sorted(unnamed) and vector is not None and vectors is not None:
             # Embedded here, the connection held meanwhile: which names leave is known only now.
             vector = await vectors.query(said or parsed.text)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
+from uuid import UUID
 
 from ..config import RankingSettings
 from ..embeddings import conflict_similarity
@@ -17,6 +18,7 @@ from ..lexicon import Lexicon
 from ..models import MemoryFilter, Principal
 from ..repository import Sql, live
 from ..repository.embeddings import exact_distance, model_literal, walk_distance
+from .conversations import other_conversation
 from .dates import Period
 from .naming import ADDRESSED_WINDOW, Linked, first_name_of, naming, speaks_of, whole_word
 from .query import ParsedQuery
@@ -192,14 +194,15 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
                  vector: list[float] | None = None, model: str | None = None, dimension: int = 0,
                  min_similarity: float | None = None, exact: bool = False,
                  linked: Linked | None = None, common: Sequence[str] = (),
-                 fenced: bool = False) -> SearchStatement | None:
+                 fenced: bool = False, speakers: Sequence[Sequence[UUID]] = ()) -> SearchStatement | None:
     """The SQL stage; None when no candidate list applies. `min_similarity` keeps only vector
     candidates at least that close (cosine): nearest neighbours always exist, but "what
     matches" (a forget preview) must not include them all. `exact`: the vector list sorts every
     memory passing the filter by distance, the index unused (retrieval/narrowing.py says when).
     `common`: words left out of full text's any-word list (retrieval/common_words.py). `fenced`: the
     full-text and trigram lists read the memories passing the filter before matching their words
-    (narrowing.FENCE_BELOW, FENCE_SHARE)."""
+    (narrowing.FENCE_BELOW, FENCE_SHARE). `speakers`: the entities the question names that speak
+    turns in the scope (retrieval/conversations.py)."""
     q = Sql()
     cap = q.arg(settings.search_candidates)
     conflict = settings.conflict_similarity
@@ -344,12 +347,15 @@ WHERE x.key < w.worst"""
                         linked.about() if linked is not None else None)
     about = f"CASE WHEN m.named > 1 AND {spoken_of} THEN m.named ELSE 1 END" if spoken_of else "m.named"
     window = limit + ADDRESSED_WINDOW if spoken_of else limit
+    # A turn of a conversation the question's speaker took no part in (retrieval/conversations.py).
+    elsewhere = other_conversation(q, p, f, speakers if subject else (), settings.other_conversation,
+                                   settings.reply_gap_minutes)
     # A query that names a period is about what was written in it (retrieval/dates.py).
     period = (f"CASE WHEN {_in_period(q, parsed.period, settings.period_after_days)} "
               f"THEN {q.arg(settings.period_boost)}::float8 ELSE 1 END"
               if parsed.period is not None and settings.period_boost != 1 else "1")
     sql = f"""
-    WITH {ctes},
+    WITH {ctes}{elsewhere.ctes},
     listed AS (
         SELECT id, sum(s) AS fused,
                min(r) FILTER (WHERE list = 'vec') AS vec_rank,
@@ -365,14 +371,14 @@ WHERE x.key < w.worst"""
                m.superseded_by, f.fused, f.vec_rank, f.fts_rank, f.trgm_rank, f.fts_key, f.reply,
                {floor}::float8 + (1 - {floor}::float8)
                    * power(2::float8, -{_halvings(reference, half_life)}) AS recency,
-               {named}::float8 AS named, {period}::float8 AS period
+               {named}::float8 AS named, {period}::float8 AS period, {elsewhere.factor}::float8 AS conversation
         FROM fused f {_by_id(q, p, "f", "m")}
     ),
     best AS (
-        SELECT m.*, fused * recency * {penalty} * period AS base
+        SELECT m.*, fused * recency * {penalty} * period * conversation AS base
         FROM scored m LEFT JOIN memories s
             ON s.user_id = m.user_id AND s.id = m.superseded_by AND s.deleted_at IS NULL
-        ORDER BY fused * recency * {penalty} * period * named DESC, length(m.content), m.id
+        ORDER BY fused * recency * {penalty} * period * conversation * named DESC, length(m.content), m.id
         LIMIT {q.arg(window)}
     )
     SELECT m.*, a.about, m.base * a.about AS score
