@@ -256,6 +256,29 @@ async def test_a_speakers_share_is_counted_in_the_sessions_own_memories_on_an_ex
     assert (await service.search(bob, question, explain=True)).reading is None
 
 
+async def test_another_conversations_turns_are_told_apart_under_row_level_security_alone_on_an_external_server(
+        external, monkeypatch) -> None:
+    """alice's two conversations: James's turns are another conversation's for a question about
+    Maria, read through row-level security alone on a PostgreSQL with default settings; bob's
+    turns of a Maria make none of alice's hers."""
+    from mcp_memory.repository import sql
+
+    settings, database = external
+    service = await MemoryService.open(database, settings)
+    monkeypatch.setattr(sql, "SCOPE_FILTER", False)
+    alice, bob = principal("alice"), principal("bob")
+    talks = [("2026-01-03", ["Maria: I just got back from my trip.", "John: Spain and England, right?"]),
+             ("2026-01-20", ["James: I visited Italy and Turkey.", "Priya: Which country did you like best?"])]
+    for when, turns in talks:
+        for turn in turns:
+            await service.write(alice, turn, kind="episode", occurred_at=day(when))
+    await service.write(bob, "Maria: I visited Italy too.", kind="episode", occurred_at=day("2026-01-20"))
+    hits = (await service.search(alice, "Which countries has Maria visited?", explain=True)).hits
+    factors = {h.snippet: h.explain.get("conversation") for h in hits}
+    assert factors["James: I visited Italy and Turkey."] == 0.5
+    assert factors["John: Spain and England, right?"] is None
+
+
 class Explaining:
     """A connection whose every fetch is also explained (EXPLAIN ANALYZE, as JSON)."""
 
