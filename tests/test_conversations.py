@@ -132,3 +132,34 @@ async def test_a_speaker_of_more_turns_than_are_read_is_not_told_apart(
     assert all(f is None for _, f in await _ranked(_with(database, service, settings), alice))
     monkeypatch.setattr(importlib.import_module("mcp_memory.retrieval.search"), "SPEAKER_TURNS_READ", 2)
     assert 0.5 in dict(await _ranked(_with(database, service, settings), alice)).values()
+
+
+async def test_a_store_of_one_conversation_is_not_read_for_it_until_another_begins(
+        database: Database, service: MemoryService, settings: Settings, alice: Principal,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every turn lies in the speaker's conversation: the statement reads no turns for it. Whether
+    the scope holds another is looked at once a minute: a service that looked before James's
+    conversation began still reads none; one that looks after it does."""
+    import importlib
+
+    search = importlib.import_module("mcp_memory.retrieval.search")
+    statements: list[str] = []
+    built = search.build_search
+
+    def keep(*args: Any, **kwargs: Any) -> Any:
+        statement = built(*args, **kwargs)
+        statements.append(statement.sql)
+        return statement
+
+    monkeypatch.setattr(search, "build_search", keep)
+    await _talk(service, alice, MARIA, days_ago=20)
+    looked = _with(database, service, settings)
+    await looked.search(alice, QUESTION)
+    assert statements and not any("spoken_0" in sql for sql in statements)
+    await _talk(service, alice, JAMES, days_ago=5)
+    statements.clear()
+    await looked.search(alice, QUESTION)
+    assert not any("spoken_0" in sql for sql in statements)
+    statements.clear()
+    factors = dict(await _ranked(_with(database, service, settings), alice))
+    assert "spoken_0" in statements[-1] and factors[JAMES[0]] == 0.5

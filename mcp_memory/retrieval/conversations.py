@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from ..models import MemoryFilter, Principal
-from ..repository import Sql
+from ..repository import Sql, live
 
 # A speaker's turns are read to find their conversations up to this many; one who speaks more in
 # the scope is not told apart by conversation (the read would cost a search more than it gains).
@@ -26,6 +26,9 @@ SPEAKER_TURNS_READ = 2_000
 # The speakers of a question read so, at most (each is a read of their turns; a hostile question can
 # name every known speaker). A question naming more is told apart by the first ones' conversations.
 MAX_SPEAKERS = 4
+# Episodes looked at, at most, to tell whether a scope holds a conversation without the speaker (once
+# a minute): past them, a store is taken as one conversation's until the next look.
+EPISODES_LOOKED_AT = 5_000
 
 
 @dataclass(frozen=True)
@@ -38,17 +41,35 @@ def other_conversation(q: Sql, p: Principal, f: MemoryFilter | None, speakers: S
                        factor: float, gap_minutes: float) -> Conversations:
     """`factor` for an episode that lacks, within `gap_minutes` of it in its scope, a turn of each
     speaker the question names (`speakers`: each one's entities; a turn of theirs: an episode about
-    them, as the store stood at the filter's `as_of`); 1 otherwise, and with no speakers. Each
-    speaker's turns are read once, as the windows around them merged per scope (`range_agg`), and
-    a candidate looks its time up in them. Each turn is read by its id (a LIMIT 1 lateral): joined, the
-    planner read every episode of the user instead."""
+    them, as the store stood at the filter's `as_of`); 1 otherwise, and with no speakers."""
     if not speakers or factor >= 1:
         return Conversations("", "1")
-    speakers = speakers[:MAX_SPEAKERS]
-    gap = f"{q.arg(gap_minutes)}::float8 * interval '1 minute'"
     existed = f"AND t.created_at <= {q.arg(f.as_of)}" if f is not None and f.as_of is not None else ""
-    ctes = "".join(f""",
-    spoken_{i} AS MATERIALIZED (
+    ctes, took_part = _spoken(q, p, speakers, gap_minutes, existed)
+    return Conversations("".join(f",\n{cte}" for cte in ctes),
+                         f"CASE WHEN m.kind = 'episode' AND NOT ({took_part}) THEN {q.arg(factor)}::float8 ELSE 1 END")
+
+
+def others_in(q: Sql, p: Principal, speakers: Sequence[Sequence[UUID]], gap_minutes: float) -> str:
+    """A query: whether any of the first EPISODES_LOOKED_AT live episodes `p` sees lacks a turn of
+    each of `speakers` within `gap_minutes` of it in its scope; where none does (one conversation's
+    store, or a speaker of every session), the factor would change nothing and is not computed."""
+    ctes, took_part = _spoken(q, p, speakers, gap_minutes, "")
+    return f"""WITH {", ".join(ctes)}
+        SELECT EXISTS (SELECT 1 FROM (SELECT m.agent_id, m.project_id, m.occurred_at FROM memories m
+                                      WHERE {" AND ".join(live(q, p))} AND m.kind = 'episode'
+                                      LIMIT {EPISODES_LOOKED_AT}) m
+                       WHERE NOT ({took_part}))"""
+
+
+def _spoken(q: Sql, p: Principal, speakers: Sequence[Sequence[UUID]], gap_minutes: float,
+            existed: str) -> tuple[list[str], str]:
+    """A CTE per speaker (`spoken_i`): their turns read once, as the windows around them merged per
+    scope (`range_agg`); and the condition that episode `m` lies in a window of each. Each turn is
+    read by its id (a LIMIT 1 lateral): joined, the planner read every episode of the user instead."""
+    gap = f"{q.arg(gap_minutes)}::float8 * interval '1 minute'"
+    speakers = speakers[:MAX_SPEAKERS]
+    ctes = [f"""spoken_{i} AS MATERIALIZED (
         SELECT t.agent_id, t.project_id,
                range_agg(tstzrange(t.occurred_at - {gap}, t.occurred_at + {gap}, '[]')) AS near
         FROM memory_entities me CROSS JOIN LATERAL (
@@ -58,10 +79,9 @@ def other_conversation(q: Sql, p: Principal, f: MemoryFilter | None, speakers: S
             LIMIT 1) t
         WHERE me.user_id = {q.arg(p.user_id)} AND me.entity_id = ANY({q.arg(list(ids))}::uuid[]) AND me.role = 'about'
         GROUP BY t.agent_id, t.project_id
-    )""" for i, ids in enumerate(speakers))
+    )""" for i, ids in enumerate(speakers)]
     took_part = " AND ".join(
         f"EXISTS (SELECT 1 FROM spoken_{i} s WHERE s.agent_id IS NOT DISTINCT FROM m.agent_id "
         f"AND s.project_id IS NOT DISTINCT FROM m.project_id AND m.occurred_at <@ s.near)"
         for i in range(len(speakers)))
-    return Conversations(ctes, f"CASE WHEN m.kind = 'episode' AND NOT ({took_part}) "
-                               f"THEN {q.arg(factor)}::float8 ELSE 1 END")
+    return ctes, took_part

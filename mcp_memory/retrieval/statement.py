@@ -347,7 +347,8 @@ WHERE x.key < w.worst"""
                         linked.about() if linked is not None else None)
     about = f"CASE WHEN m.named > 1 AND {spoken_of} THEN m.named ELSE 1 END" if spoken_of else "m.named"
     window = limit + ADDRESSED_WINDOW if spoken_of else limit
-    # A turn of a conversation the question's speaker took no part in (retrieval/conversations.py).
+    # A turn of a conversation the question's speaker took no part in (retrieval/conversations.py);
+    # one naming them is theirs or about them, and is not looked up.
     elsewhere = other_conversation(q, p, f, speakers if subject else (), settings.other_conversation,
                                    settings.reply_gap_minutes)
     # A query that names a period is about what was written in it (retrieval/dates.py).
@@ -371,14 +372,15 @@ WHERE x.key < w.worst"""
                m.superseded_by, f.fused, f.vec_rank, f.fts_rank, f.trgm_rank, f.fts_key, f.reply,
                {floor}::float8 + (1 - {floor}::float8)
                    * power(2::float8, -{_halvings(reference, half_life)}) AS recency,
-               {named}::float8 AS named, {period}::float8 AS period, {elsewhere.factor}::float8 AS conversation
+               {named}::float8 AS named, {period}::float8 AS period
         FROM fused f {_by_id(q, p, "f", "m")}
     ),
     best AS (
-        SELECT m.*, fused * recency * {penalty} * period * conversation AS base
+        SELECT m.*, c.conversation, fused * recency * {penalty} * period * c.conversation AS base
         FROM scored m LEFT JOIN memories s
             ON s.user_id = m.user_id AND s.id = m.superseded_by AND s.deleted_at IS NULL
-        ORDER BY fused * recency * {penalty} * period * conversation * named DESC, length(m.content), m.id
+        CROSS JOIN LATERAL (SELECT CASE WHEN m.named > 1 THEN 1 ELSE {elsewhere.factor} END::float8 AS conversation) c
+        ORDER BY fused * recency * {penalty} * period * c.conversation * named DESC, length(m.content), m.id
         LIMIT {q.arg(window)}
     )
     SELECT m.*, a.about, m.base * a.about AS score
