@@ -9,7 +9,8 @@ speaker's answers to her. A turn (episode) with no turn of the named speaker's w
 of it, in its scope (of each speaker, where a question names several: "When did John and James
 meet?"), is taken down by `other_conversation`. Where every conversation has the speaker in it
 (one conversation's store) nothing changes; nor for other kinds of memories, nor for a name no turn
-is spoken by, nor one of more than SPEAKER_TURNS_READ turns. SQL fragment for retrieval/statement.py."""
+is spoken by, nor one of more than SPEAKER_TURNS_READ turns. SQL fragments for retrieval/statement.py
+and the look search.py takes once a minute."""
 
 from __future__ import annotations
 
