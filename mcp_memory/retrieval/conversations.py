@@ -9,8 +9,8 @@ speaker's answers to her. A turn (episode) with no turn of the named speaker's w
 of it, in its scope (of each speaker, where a question names several: "When did John and James
 meet?"), is taken down by `other_conversation`. Where every conversation has the speaker in it
 (one conversation's store) nothing changes; nor for other kinds of memories, nor for a name no turn
-is spoken by, nor one of more than SPEAKER_TURNS_READ turns. SQL fragments for retrieval/statement.py
-and the look search.py takes once a minute."""
+is spoken by, nor one of more than SPEAKER_TURNS_READ turns. SQL fragment for retrieval/statement.py,
+and the look once a minute that tells whether a scope holds another conversation at all."""
 
 from __future__ import annotations
 
@@ -18,8 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
+import asyncpg
+
 from ..models import MemoryFilter, Principal
 from ..repository import Sql, live
+from .narrowing import Remembered
 
 # A speaker's turns are read to find their conversations up to this many; one who speaks more in
 # the scope is not told apart by conversation (the read would cost a search more than it gains).
@@ -51,16 +54,26 @@ def other_conversation(q: Sql, p: Principal, f: MemoryFilter | None, speakers: S
                          f"CASE WHEN m.kind = 'episode' AND NOT ({took_part}) THEN {q.arg(factor)}::float8 ELSE 1 END")
 
 
-def others_in(q: Sql, p: Principal, speakers: Sequence[Sequence[UUID]], gap_minutes: float) -> str:
-    """A query: whether any of the first EPISODES_LOOKED_AT live episodes `p` sees lacks a turn of
-    each of `speakers` within `gap_minutes` of it in its scope; where none does (one conversation's
-    store, or a speaker of every session), the factor would change nothing and is not computed."""
-    ctes, took_part = _spoken(q, p, speakers, gap_minutes, "")
-    return f"""WITH {", ".join(ctes)}
-        SELECT EXISTS (SELECT 1 FROM (SELECT m.agent_id, m.project_id, m.occurred_at FROM memories m
-                                      WHERE {" AND ".join(live(q, p))} AND m.kind = 'episode'
-                                      LIMIT {EPISODES_LOOKED_AT}) m
-                       WHERE NOT ({took_part}))"""
+async def told_apart(conn: asyncpg.Connection, p: Principal, speakers: list[tuple[UUID, ...]], gap_minutes: float,
+                     remembered: Remembered) -> list[tuple[UUID, ...]]:
+    """`speakers`, or none where no conversation of the scope lacks them: none of the first
+    EPISODES_LOOKED_AT live episodes `p` sees lacks a turn of each within `gap_minutes` of it in its
+    scope (one conversation's store, or a speaker of every session), and the factor would change
+    nothing. Looked at once a minute (`remembered`), as a scope's size is: a conversation begun
+    since is told apart from the next look on."""
+    if not speakers:
+        return []
+
+    async def look() -> bool:
+        q = Sql()
+        ctes, took_part = _spoken(q, p, speakers, gap_minutes, "")
+        return bool(await conn.fetchval(f"""WITH {", ".join(ctes)}
+            SELECT EXISTS (SELECT 1 FROM (SELECT m.agent_id, m.project_id, m.occurred_at FROM memories m
+                                          WHERE {" AND ".join(live(q, p))} AND m.kind = 'episode'
+                                          LIMIT {EPISODES_LOOKED_AT}) m
+                           WHERE NOT ({took_part}))""", *q.args))
+    key = ("conversations", p.user_id, p.agent_id, p.project_id, tuple(speakers), gap_minutes)
+    return speakers if await remembered(key, look) else []
 
 
 def _spoken(q: Sql, p: Principal, speakers: Sequence[Sequence[UUID]], gap_minutes: float,

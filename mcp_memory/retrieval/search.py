@@ -8,17 +8,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 from uuid import UUID
 
-import asyncpg
-
 from ..config import Settings
 from ..lexicon import Lexicon
 from ..lexicon.english import ENGLISH
 from ..models import MemoryFilter, Principal, SearchHit, SearchReading
-from ..repository import MemoryRepository, Sql
+from ..repository import MemoryRepository
 from . import focus, whose
 from .broad_names import broad_names, speakers, spoken_shares, without_names
 from .common_words import too_common
-from .conversations import SPEAKER_TURNS_READ, others_in
+from .conversations import SPEAKER_TURNS_READ, told_apart
 from .hop import one_hop
 from .keyed import facts_named, keyed_first, named_in
 from .naming import Linked
@@ -75,7 +73,9 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
         reads_speakers = settings.vector_name_share < 1 or settings.other_conversation < 1
         if linked is not None and min_similarity is None and reads_speakers:
             shares = await spoken_shares(conn, p, linked, settings.vector_name_share, repo.counted)
-            speaking = await _in_other_conversations(repo, conn, p, speakers(shares, SPEAKER_TURNS_READ), settings)
+            if settings.other_conversation < 1:
+                speaking = await told_apart(conn, p, speakers(shares, SPEAKER_TURNS_READ),
+                                            settings.reply_gap_minutes, repo.counted)
             if vector is not None and vectors is not None:
                 left_out = broad_names(shares, settings.vector_name_share)
                 said = without_names(parsed.text, left_out) if left_out else None
@@ -112,20 +112,6 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
     if summed_up:
         hits = summaries_first(hits, summed_up, settings.summary_turns_kept)
     return hits[:limit]
-
-
-async def _in_other_conversations(repo: MemoryRepository, conn: asyncpg.Connection, p: Principal,
-                                  speaking: list[tuple[UUID, ...]], settings: Settings) -> list[tuple[UUID, ...]]:
-    """`speaking`, or none where the scope holds no conversation without them (looked at once a
-    minute, as a scope's size is: a conversation begun since is told apart at the next look)."""
-    if not speaking or settings.other_conversation >= 1:
-        return []
-
-    async def look() -> bool:
-        q = Sql()
-        return bool(await conn.fetchval(others_in(q, p, speaking, settings.reply_gap_minutes), *q.args))
-    key = ("conversations", p.user_id, p.agent_id, p.project_id, tuple(speaking), settings.reply_gap_minutes)
-    return speaking if await repo.counted(key, look) else []
 
 
 async def plan(repo: MemoryRepository, p: Principal, statement: SearchStatement) -> dict[str, Any]:
