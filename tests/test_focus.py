@@ -727,3 +727,28 @@ async def test_a_label_saying_how_a_note_came_does_not_join_it_to_others(service
         ("FYI: Gwendolyn Kuznetsov's MacBook Air 15 died; loaner Framework 13 for now.", 206)])
     found = await service.search(alice, "Who does Gwendolyn Kuznetsov report to currently?")
     assert "Helena Sousa" in found.hits[0].snippet, [h.snippet for h in found.hits]
+
+
+async def test_the_words_decide_before_a_masked_question_is_embedded(service: MemoryService, alice: Principal) -> None:
+    """A question with no time word whose subject's memories each state another attribute than it
+    asks has no versions to order: no model run for the question with its subject masked (a text no
+    search asked before). With a memory that may be a version, the masked question is embedded."""
+    asked: list[str] = []
+    query = service.vectors.query
+
+    async def counted(text: str) -> list[float] | None:
+        asked.append(text)
+        return await query(text)
+
+    service.vectors.query = counted  # type: ignore[method-assign]
+    await write_dated(service, alice, [("The consent worker is released under a proprietary licence.", 300),
+                                       ("The consent worker schema lives in Cassandra.", 200),
+                                       ("Aurelio Conti holds the pager for the consent worker.", 100)])
+    question = "Which licence covers the consent worker?"
+    assert applies(parse_query(question))
+    found = await service.search(alice, question, explain=True)
+    assert found.hits and "on_topic" not in found.hits[0].explain
+    assert not [text for text in asked if "someone" in text]
+    await write_dated(service, alice, [("The consent worker switched to GPL-3.0 last spring.", 50)])
+    await service.search(alice, question)
+    assert [text for text in asked if "someone" in text]

@@ -53,6 +53,7 @@ kept in the embedding cache."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -131,14 +132,14 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
     # changed present says so ("now works for", "these days", "latest car"): newest first life
     # .71 -> .75, ops .66 -> .68 against the question without them.
     masked = unnamed(parsed.asked or parsed.text)
-    question = await vectors.query(masked)
-    if question is None:
-        return {}
     texts = [unlabelled(unnamed(rows[i]["content"]), parsed.lexicon) for i in positions]
+    # The words decide before anything is embedded: a masked question is a text no search has
+    # asked, so its vector is a model run of its own (bench/stdio_latency.py's new questions).
     if parsed.tense != "present" and not versions_said(masked, texts, parsed.lexicon):
         return {}
-    documents = await vectors.documents_or_none(texts)
-    if documents is None:
+    # Both at once: the masked texts' lookup in the embedding cache while the question embeds.
+    question, documents = await asyncio.gather(vectors.query(masked), vectors.documents_or_none(texts))
+    if question is None or documents is None:
         return {}
     matrix = np.asarray(documents)
     to_question = matrix @ np.asarray(question)
