@@ -58,6 +58,14 @@ def env_for(data_dir: Path, source: str | None = None) -> dict[str, str]:
     return env
 
 
+def serve_args(source: str | None) -> list[str]:
+    """`serve --standalone` (the server in this process, no resident one left running); a tree from
+    before the resident server (issue 48's filing, adfda2f) knows no such flag and always was."""
+    tree = Path(source) if source else None
+    standalone = tree is None or (tree / "mcp_memory" / "cli_server.py").exists()
+    return ["serve", "--standalone"] if standalone else ["serve"]
+
+
 def rpc(proc: subprocess.Popen, message: dict) -> dict:
     proc.stdin.write(json.dumps(message) + "\n")
     proc.stdin.flush()
@@ -97,7 +105,7 @@ def fresh_query(rng: random.Random) -> str:
 async def tool_latency(data_dir: Path, memories: int, searches: int, source: str | None,
                        rng: random.Random, offset: int = 0) -> dict[str, list[float]]:
     """Seconds per call: `memories` writes, `searches` repeated searches, `searches` fresh ones."""
-    params = StdioServerParameters(command=SERVE, args=["serve", "--standalone"], env=env_for(data_dir, source))
+    params = StdioServerParameters(command=SERVE, args=serve_args(source), env=env_for(data_dir, source))
     times: dict[str, list[float]] = {"memory_write": [], "memory_search": [], "memory_search_fresh": []}
     async with Client(params, mode="legacy") as client:
         await client.call_tool("memory_list", {"limit": 1})  # wait for the database
