@@ -60,7 +60,8 @@ def env_for(data_dir: Path, source: str | None = None) -> dict[str, str]:
 
 def serve_args(source: str | None) -> list[str]:
     """`serve --standalone` (the server in this process, no resident one left running); a tree from
-    before the resident server (issue 48's filing, adfda2f) knows no such flag and always was."""
+    before the resident server (issue 48's filing, adfda2f) knows no such flag: its `serve` always ran
+    in process."""
     tree = Path(source) if source else None
     standalone = tree is None or (tree / "mcp_memory" / "cli_server.py").exists()
     return ["serve", "--standalone"] if standalone else ["serve"]
