@@ -17,6 +17,8 @@ from mcp_memory.repository import MemoryRepository
 from mcp_memory.retrieval.broad_names import without_names
 from mcp_memory.service import MemoryService
 
+from .counting_embedder import counting_service
+
 # Two people talking: half the turns are Ana's ("Tom: Hi Ana" only mentions her).
 TURNS = [
     "Ana: Hey Tom! Long time no talk.", "Tom: Hi Ana, how have you been?",
@@ -97,31 +99,12 @@ async def test_a_speakers_name_alone_keeps_its_vector(database: Database, servic
         await _ranks(_fresh(database, service, settings, vector_name_share=1.0), alice, "Ana?")
 
 
-class CountingQueries:
-    """The service's embedder, counting the questions it embeds."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner, self.model, self.dimension, self.asked = inner, inner.model, inner.dimension, []
-
-    async def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return await self.inner.embed_documents(texts)
-
-    async def embed_query(self, text: str) -> list[float]:
-        self.asked.append(text)
-        return await self.inner.embed_query(text)
-
-
 async def test_a_speakers_next_question_is_embedded_once(database: Database, service: MemoryService,
                                                          settings: Settings, alice: Principal) -> None:
     """The first question naming her is embedded as said, then without her; the service remembers
     she was left out, and her next question is embedded without her alone."""
-    from mcp_memory.repository.embeddings import EmbeddingRepository
-    from mcp_memory.vectors import Vectors
-
     await _talk(service, alice)
-    counting = CountingQueries(service.vectors.embedder)
-    fresh = MemoryService(MemoryRepository(database.pool), settings,
-                          Vectors(counting, EmbeddingRepository(database.pool, database.admin), settings))
+    fresh, counting = counting_service(database, service, settings)
     await fresh.search(alice, QUESTION)
     assert counting.asked == [QUESTION, "What is someone relationship status?"]
     counting.asked.clear()

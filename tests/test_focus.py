@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 from pgvector import Vector
 
+from mcp_memory.config import Settings
+from mcp_memory.db import Database
 from mcp_memory.graph.about_user import (
     about_someone_else,
     named_persons_relation,
@@ -41,6 +43,8 @@ from mcp_memory.retrieval.query import parse_query, phrases_of
 from mcp_memory.retrieval.values import names_its_value, value_kinds, value_runs, values_of
 from mcp_memory.retrieval.whose import MASK, subject_positions, without_names
 from mcp_memory.service import MemoryService
+
+from .counting_embedder import counting_service
 
 
 def test_a_present_question_without_a_year_or_one_in_no_tense_asking_what_changes() -> None:
@@ -729,26 +733,20 @@ async def test_a_label_saying_how_a_note_came_does_not_join_it_to_others(service
     assert "Helena Sousa" in found.hits[0].snippet, [h.snippet for h in found.hits]
 
 
-async def test_the_words_decide_before_a_masked_question_is_embedded(service: MemoryService, alice: Principal) -> None:
+async def test_the_words_decide_before_a_masked_question_is_embedded(database: Database, service: MemoryService,
+                                                                    settings: Settings, alice: Principal) -> None:
     """A question with no time word whose subject's memories each state another attribute than it
     asks has no versions to order: no model run for the question with its subject masked (a text no
     search asked before). With a memory that may be a version, the masked question is embedded."""
-    asked: list[str] = []
-    query = service.vectors.query
-
-    async def counted(text: str) -> list[float] | None:
-        asked.append(text)
-        return await query(text)
-
-    service.vectors.query = counted  # type: ignore[method-assign]
+    counted, embedder = counting_service(database, service, settings)
     await write_dated(service, alice, [("The consent worker is released under a proprietary licence.", 300),
                                        ("The consent worker schema lives in Cassandra.", 200),
                                        ("Aurelio Conti holds the pager for the consent worker.", 100)])
     question = "Which licence covers the consent worker?"
     assert applies(parse_query(question))
-    found = await service.search(alice, question, explain=True)
+    found = await counted.search(alice, question, explain=True)
     assert found.hits and "on_topic" not in found.hits[0].explain
-    assert not [text for text in asked if MASK in text]
+    assert not [text for text in embedder.asked if MASK in text]
     await write_dated(service, alice, [("The consent worker switched to GPL-3.0 last spring.", 50)])
-    await service.search(alice, question)
-    assert [text for text in asked if MASK in text]
+    await counted.search(alice, question)
+    assert [text for text in embedder.asked if MASK in text]

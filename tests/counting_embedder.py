@@ -1,0 +1,36 @@
+"""The service's embedder behind a counter of the questions it embeds (model runs, not the query
+cache's answers), for tests that say a search embeds a question or does not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_memory.config import Settings
+from mcp_memory.db import Database
+from mcp_memory.repository import MemoryRepository
+from mcp_memory.repository.embeddings import EmbeddingRepository
+from mcp_memory.service import MemoryService
+from mcp_memory.vectors import Vectors
+
+
+class CountingQueries:
+    """The service's embedder, counting the questions it embeds."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.model, self.dimension, self.asked = inner, inner.model, inner.dimension, []
+
+    async def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return await self.inner.embed_documents(texts)
+
+    async def embed_query(self, text: str) -> list[float]:
+        self.asked.append(text)
+        return await self.inner.embed_query(text)
+
+
+def counting_service(database: Database, service: MemoryService, settings: Settings
+                     ) -> tuple[MemoryService, CountingQueries]:
+    """A service on `database` whose embedder is `service`'s behind a `CountingQueries`, with a
+    query cache of its own (empty)."""
+    counting = CountingQueries(service.vectors.embedder)
+    return MemoryService(MemoryRepository(database.pool), settings,
+                         Vectors(counting, EmbeddingRepository(database.pool, database.admin), settings)), counting
