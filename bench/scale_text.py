@@ -13,7 +13,11 @@ graph, episodes with their sessions' dates) twice: into the big scope the millio
 and into a small scope of its own user. Its questions (categories 1-4) are the timed queries, and
 their recall is measured in both scopes before the million are loaded and after: the small scope's
 must not move (the big scope's HNSW graph and plans must not cost a small user its nearest), the big
-scope's shows what a million real distractors cost.
+scope's shows what a million real distractors cost. Written before the million, the big scope's
+labelled turns sit at the head of the table, where full text's sample of a common question's matches
+is read first (the first `fulltext_scan` the scan meets): its recall after the million is the best
+case of that sample; with the turns spread among the user's rows it was .62 against .72
+(docs/benchmarks.md, "A user's rows together, and what full text's sample holds").
 
 `--users N` spreads the million over N users instead (memory i is user i mod N's; the big scope is
 the first user's, which holds the labelled conversation too): a hosted or team server's store, one
