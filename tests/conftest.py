@@ -235,6 +235,17 @@ def alice() -> Principal:
     return principal()
 
 
+async def meeting_notes(database: Database, n: int = 400) -> None:
+    """`n` of alice's notes written straight into the table, ahead of anything written after them:
+    each holds "weekly", "meeting", "notes" and "budget line" with its number mod 17."""
+    async with database.admin.acquire() as conn:
+        await conn.execute(
+            """INSERT INTO memories (user_id, agent_id, project_id, kind, content, content_hash)
+               SELECT 'alice', 'agent-a', 'proj-x', 'note',
+                      'Weekly meeting ' || g || ': notes on budget line ' || (g % 17), md5(g::text)
+               FROM generate_series(1, $1::int) g""", n)
+
+
 @pytest.fixture(scope="module")
 def chat_server() -> Iterator[ChatAPI]:
     """A chat-completions endpoint with scripted answers (tests/chat_api.py)."""

@@ -20,7 +20,7 @@ from mcp_memory.retrieval.search import SearchStatement, build_search, plan
 from mcp_memory.server import build_server
 from mcp_memory.service import MemoryService
 
-from .conftest import principal
+from .conftest import meeting_notes, principal
 
 
 async def analyze_count(database: Database) -> int:
@@ -266,12 +266,7 @@ async def test_a_word_in_most_of_the_scope_leaves_the_any_word_list_to_the_rare_
     search leaves out must not tell of another user's memories."""
     tuned = {"fulltext_scan": 100, "fulltext_common_rows": 150, "weight_vector": 0.0, "weight_trigram": 0.0}
     service.settings = service.settings.model_copy(update=tuned)
-    async with database.admin.acquire() as conn:
-        await conn.execute(
-            """INSERT INTO memories (user_id, agent_id, project_id, kind, content, content_hash)
-               SELECT 'alice', 'agent-a', 'proj-x', 'note',
-                      'Weekly meeting ' || g || ': notes on budget line ' || (g % 17), md5(g::text)
-               FROM generate_series(1, 400) g""")
+    await meeting_notes(database)
     await service.write(alice, "Kestrel is the name of the staging cluster.")
 
     async def analyzed_rows() -> float:
@@ -307,11 +302,12 @@ async def test_a_word_in_most_of_the_scope_leaves_the_any_word_list_to_the_rare_
     # words that are no lexeme, several, or hostile: estimated and left out like any other
     hostile = "'; DROP TABLE memories; -- kestrel e-mail C++ 😀 very meeting \\ %_ ' || pg_sleep(5) ||"
     assert (await service.search(alice, hostile, limit=5)).hits[0].snippet.startswith("Kestrel")
-    # every word listed by: the meetings fill the list before the cluster's memory is reached
+    # every word listed by: the meetings' first hundred are read, and the cluster's memory by its own
+    # word (tests/test_fulltext_sample.py)
     service.settings = service.settings.model_copy(update={"fulltext_common_rows": 0})
     found = await service.search(alice, "kestrel meeting", limit=5, explain=True)
-    assert not any(h.snippet.startswith("Kestrel") for h in found.hits)
-    assert found.reading is None  # each list read whole: nothing to say
+    assert found.hits[0].snippet.startswith("Kestrel")
+    assert found.reading is None  # nothing left out: nothing to say
     # bob's memories in the store, more than a tenth of the cut-off: nothing is left out for either of
     # them any more (which words are would tell alice of his)
     service.settings = service.settings.model_copy(update=tuned)

@@ -88,7 +88,8 @@ class RankingSettings(BaseModel):
     weight_trigram: float = Field(default=0.5, ge=0, description="Weight of the trigram list in the fusion.")
     fulltext_scan: int = Field(default=1000, ge=100, description=(
         "At most this many rows holding every query word, and as many holding any, are ranked by full text "
-        "(a common word must not rank a whole large scope)."))
+        "(a common word must not rank a whole large scope); each word is read up to this many of its rows, and "
+        "those holding the rarest words are ranked first."))
     fulltext_common_rows: int = Field(default=10000, ge=0, description=(
         "A query word the planner expects in more memories of the scope than this is left out of full text's "
         "any-word list (the every-word list still requires it; the question's rarest word always stays): it "

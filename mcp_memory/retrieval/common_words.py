@@ -1,15 +1,15 @@
 """Which of a question's words are so common in the scope searched that full text's any-word list
 must not list memories by them alone.
 
-That list ranks at most `fulltext_scan` memories holding any of the question's words. A word in
-tens of thousands of them ("go", "support" in a year of conversation) fills it with an arbitrary
-few of those, the first in the table's order, and costs the index a bitmap of all of them (72,000
-rows for one question in a million memories: 28 of a kind-filtered search's 70 ms). Such a word
-is left out of the any-word list (Elasticsearch's cutoff_frequency did the same); the every-word
-list still requires it, and its rarity still weighs it. How many memories hold a word is the
-planner's estimate (its statistics of the column, EXPLAIN): the same on any server, a round trip
-that reads no rows, made only where the store holds more memories than the cut-off, nearly all of
-them the searching user's."""
+That list ranks at most `fulltext_scan` memories holding any of the question's words, those
+holding the rarest first (retrieval/fulltext.py). A word in tens of thousands of them ("go",
+"support" in a year of conversation) adds only an arbitrary few of those and costs the index a
+bitmap of all of them (72,000 rows for one question in a million memories: 28 of a kind-filtered
+search's 70 ms). Such a word is left out of the any-word list (Elasticsearch's cutoff_frequency
+did the same); the every-word list still requires it, and its rarity still weighs it. How many
+memories hold a word is the planner's estimate (its statistics of the column, EXPLAIN): the same on
+any server, a round trip that reads no rows, made only where the store holds more memories than the
+cut-off, nearly all of them the searching user's."""
 
 from __future__ import annotations
 

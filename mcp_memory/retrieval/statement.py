@@ -20,7 +20,8 @@ from ..repository import Sql, live
 from ..repository.embeddings import exact_distance, model_literal, walk_distance
 from .conversations import other_conversation
 from .dates import Period
-from .naming import ADDRESSED_WINDOW, Linked, first_name_of, naming, speaks_of, whole_word
+from .fulltext import TEXT, fulltext_list
+from .naming import ADDRESSED_WINDOW, Linked, naming, speaks_of, whole_word
 from .query import ParsedQuery
 
 
@@ -103,8 +104,6 @@ def _by_id(q: Sql, p: Principal, candidates: str, alias: str) -> str:
             f"AND {alias}.id = {candidates}.id LIMIT 1) {alias}")
 
 
-# What the subject factor reads of a memory.
-TEXT = "(m.content || ' ' || coalesce(m.title, ''))"
 # Only the best-scoring episodes among the candidates pass their score on to their replies.
 REPLY_SOURCES = 20
 # A question mark in most scripts; full width in Chinese and Japanese, reversed in Arabic.
@@ -233,53 +232,9 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
               {f"AND {distance} <= {q.arg(1 - min_similarity)}" if min_similarity is not None else ""}
             ORDER BY {f"({distance}) + 0" if exact else walk_distance(dimension, given)} LIMIT {cap}""", "ASC")
     if settings.weight_fulltext > 0 and query:
-        # websearch syntax ANDs every word; a question rarely shares all its words with the
-        # answer, so conjunctions become disjunctions (negations and phrases keep their meaning).
-        # Ranking scores every match, and a common word matches a whole large scope: rank at most
-        # `fulltext_scan` rows that hold every word plus as many that hold any, never all of them.
-        words = q.arg(query)
-        any_word = f"regexp_replace(websearch_to_tsquery({config}, {words})::text, ' & (?!!)', ' | ', 'g')::tsquery"
-        for word in common:
-            any_word = f"ts_rewrite({any_word}, plainto_tsquery({config}, {q.arg(word)}), ''::tsquery)"
-        # A question's word matches by the forms a memory says it in too ("did she grow up": "she grew up";
-        # the lexicon's `word_forms`), each weighed by its own rarity; a word left out as too common
-        # leaves its forms out.
-        forms = parsed.lexicon.other_forms(w for w in parsed.lexicon.words(query) if w not in common)
-        if forms:
-            any_word = f"({any_word} || websearch_to_tsquery({config}, {q.arg(' or '.join(forms))}))"
-        scan = q.arg(settings.fulltext_scan)
-        key, idf, called = "ts_rank(c.fts, c.tsq)", "", ""
-        if settings.fulltext_idf:
-            # ts_rank counts every query word alike, so a word in half the scope (a speaker's
-            # name) outweighs the rare one the question is about. Weight each word by its rarity
-            # among the candidates (BM25's idf; they are every memory holding a query word when
-            # there are fewer than `fulltext_scan`, a sample otherwise: no extra index scan) and
-            # let ts_rank break ties. Each word's count is its own pass over the candidates: grouping
-            # their product by word sorted tsqueries (statement 7% slower, bench/sql_ab.py).
-            # A surname the question names in full is matched by the first name alone too ("From
-            # standup: Benedikt picked up Osprey."): colleagues' notes rarely repeat it, and
-            # lacking its weight such a note ranked below all of the person's other memories.
-            first, alone = first_name_of(q, parsed.full_names, config)
-            said = q.arg(" ".join([query, *forms])) if forms else words
-            called = " OR (c.fts @@ w.first AND c.text ~ w.alone)" if parsed.full_names else ""
-            key = (f"coalesce((SELECT sum(w.idf) FROM idf w WHERE c.fts @@ w.q{called}), 0)"
-                   " + 0.1 * ts_rank(c.fts, c.tsq)")
-            idf = f""",
-            idf AS MATERIALIZED (SELECT t.q, t.first, t.alone,
-                                        ln(1 + n.n / (0.5 + (SELECT count(*) FROM c WHERE c.fts @@ t.q))) AS idf
-                    FROM (SELECT DISTINCT quote_literal(lexeme)::tsquery AS q, {first} AS first, {alone} AS alone
-                          FROM unnest(tsvector_to_array(to_tsvector({config}, {said}))) lexeme) t,
-                         (SELECT count(*)::float8 AS n FROM c) n)"""
-        read = f", {TEXT} AS text" if called else ""
-        lists["fts"] = (settings.weight_fulltext, f"""
-            WITH c AS (
-                SELECT DISTINCT ON (id) id, fts, {"text, " if called else ""}pq.tsq
-                FROM (SELECT {any_word} AS tsq, websearch_to_tsquery({config}, {words}) AS every) pq,
-                     LATERAL ((SELECT m.id, m.fts{read} FROM {words_from} AND m.fts @@ pq.every LIMIT {scan})
-                              UNION ALL
-                              (SELECT m.id, m.fts{read} FROM {words_from} AND m.fts @@ pq.tsq LIMIT {scan})) both_){idf}
-            SELECT c.id, {key} AS key FROM c
-            ORDER BY key DESC, c.id LIMIT {cap}""", "DESC")
+        ranked = fulltext_list(q, parsed, settings, config=config, words_from=words_from, common=common,
+                               fenced=fenced, cap=cap)
+        lists["fts"] = (settings.weight_fulltext, ranked, "DESC")
     if settings.weight_trigram > 0 and query and len(query.split()) <= settings.trigram_max_words:
         # Names, identifiers and typos in short queries; a long question's trigrams match
         # everything a little and cost a similarity per row. A word most memories share

@@ -1,0 +1,124 @@
+"""Full text's candidate list in the search statement: the memories holding a question's words,
+each word weighed by its rarity among them (BM25's idf), ts_rank breaking ties.
+
+Ranking scores every match, and a common word matches a whole large scope, so at most
+`fulltext_scan` memories holding every word are ranked, and as many holding any. Where more hold
+any, which ones: a LIMIT on one scan keeps the first its bitmap meets in the table's physical order,
+in a store written over time the oldest (a million memories in one scope, a labelled conversation's
+turns spread among them: R@10 .54 against .80 without the million; docs/benchmarks.md, "Which
+memories full text ranks"). So each word (a quoted phrase as one) is read on its own, up to
+`fulltext_scan` of its memories, and those holding the rarest word come first: the memories that
+can rank highest hold the words that weigh most (MaxScore's reasoning), and a word fewer memories
+hold than the limit has all of them ranked. Where fewer hold any of the words, the list is every
+one of them, as before."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ..config import RankingSettings
+from ..repository import Sql
+from .common_words import MOST_WORDS
+from .naming import first_name_of
+from .query import ParsedQuery
+
+# A phrase in a question, as websearch_to_tsquery reads one.
+QUOTED = re.compile(r'"([^"]*)"')
+# What the subject factor and a surname's first name read of a memory.
+TEXT = "(m.content || ' ' || coalesce(m.title, ''))"
+
+
+def _any_word(q: Sql, parsed: ParsedQuery, words: str, config: str, common: Sequence[str]) -> tuple[str, list[str]]:
+    """The question (`words`, bound) as a tsquery any of whose words a memory may hold, and the
+    other forms of its words it matches by."""
+    # websearch syntax ANDs every word; a question rarely shares all its words with the answer,
+    # so conjunctions become disjunctions (negations and phrases keep their meaning).
+    any_word = f"regexp_replace(websearch_to_tsquery({config}, {words})::text, ' & (?!!)', ' | ', 'g')::tsquery"
+    for word in common:
+        any_word = f"ts_rewrite({any_word}, plainto_tsquery({config}, {q.arg(word)}), ''::tsquery)"
+    # A question's word matches by the forms a memory says it in too ("did she grow up": "she grew up";
+    # the lexicon's `word_forms`), each weighed by its own rarity; a word left out as too common
+    # leaves its forms out.
+    forms = parsed.lexicon.other_forms(w for w in parsed.lexicon.words(parsed.matched) if w not in common)
+    if forms:
+        any_word = f"({any_word} || websearch_to_tsquery({config}, {q.arg(' or '.join(forms))}))"
+    return any_word, forms
+
+
+def read_apart(parsed: ParsedQuery, forms: Sequence[str], common: Sequence[str], fenced: bool) -> list[tuple[str, str]]:
+    """What is read one at a time, rarest first, as (tsquery function, text): each quoted phrase
+    of the question, its other words (stop words and `common` ones out) and their other `forms`.
+    Nothing where a filter is read first (narrowing.FENCE_BELOW: fewer memories pass it than the
+    list holds) or for a long text pasted as a query, whose words would each cost a scan."""
+    lexicon = parsed.lexicon
+    phrases = [p for p in QUOTED.findall(parsed.matched) if lexicon.words(p)]
+    words = [w for w in dict.fromkeys(lexicon.words(QUOTED.sub(" ", parsed.matched)))
+             if w not in lexicon.stop_words and w not in common]
+    apart = [*(("phraseto_tsquery", p) for p in phrases), *(("plainto_tsquery", w) for w in [*words, *forms])]
+    return [] if fenced or len(apart) > MOST_WORDS else apart
+
+
+def _rarest_first(q: Sql, apart: Sequence[tuple[str, str]], config: str, words_from: str, read: str,
+                  scan: str) -> tuple[str, str]:
+    """A CTE of each word's (or phrase's) first `scan` memories and the branch choosing `scan` of
+    them, those holding the rarest first, each still matching the any-word query `pq.tsq` as
+    websearch syntax reads the question. Each is its own scan with its own value, so the planner
+    picks the index for it (in a store many share, the user's own entries: memories_user_kind_fts)."""
+    scans = "\n                UNION ALL ".join(
+        f"(SELECT {k} AS w, m.id, m.fts{read} FROM {words_from} "
+        f"AND m.fts @@ {function}({config}, {q.arg(text)}) LIMIT {scan})" for k, (function, text) in enumerate(apart))
+    ctes = f"""hits AS MATERIALIZED ({scans}),
+            """
+    branch = f"""(SELECT r.id, r.fts{", r.text" if read else ""}
+                               FROM (SELECT DISTINCT ON (h.id) h.*, n.n FROM hits h
+                                     JOIN (SELECT w, count(*) AS n FROM hits GROUP BY w) n USING (w)
+                                     ORDER BY h.id, n.n) r
+                               WHERE r.fts @@ pq.tsq ORDER BY r.n, r.id LIMIT {scan})"""
+    return ctes, branch
+
+
+def fulltext_list(q: Sql, parsed: ParsedQuery, settings: RankingSettings, *, config: str, words_from: str,
+                  common: Sequence[str], fenced: bool, cap: str) -> str:
+    """The list's query, selecting id and key (higher is better). `words_from` is the FROM and
+    WHERE of the memories the statement may list; `common`: words left out of the any-word list
+    (retrieval/common_words.py); `fenced`: a filter's memories are read first."""
+    words = q.arg(parsed.matched)
+    any_word, forms = _any_word(q, parsed, words, config, common)
+    said = q.arg(" ".join([parsed.matched, *forms])) if forms else words
+    scan = q.arg(settings.fulltext_scan)
+    key, idf, called = "ts_rank(c.fts, c.tsq)", "", ""
+    if settings.fulltext_idf:
+        # ts_rank counts every query word alike, so a word in half the scope (a speaker's
+        # name) outweighs the rare one the question is about. Weight each word by its rarity
+        # among the candidates (BM25's idf; they are every memory holding a query word when
+        # there are fewer than `fulltext_scan`, otherwise those of the rarest words and a few of
+        # the rest: no extra index scan) and let ts_rank break ties. Each word's count is its own
+        # pass over the candidates: grouping their product by word sorted tsqueries (statement 7%
+        # slower, bench/sql_ab.py).
+        # A surname the question names in full is matched by the first name alone too ("From
+        # standup: Benedikt picked up Osprey."): colleagues' notes rarely repeat it, and
+        # lacking its weight such a note ranked below all of the person's other memories.
+        first, alone = first_name_of(q, parsed.full_names, config)
+        called = " OR (c.fts @@ w.first AND c.text ~ w.alone)" if parsed.full_names else ""
+        key = (f"coalesce((SELECT sum(w.idf) FROM idf w WHERE c.fts @@ w.q{called}), 0)"
+               " + 0.1 * ts_rank(c.fts, c.tsq)")
+        idf = f""",
+            idf AS MATERIALIZED (SELECT t.q, t.first, t.alone,
+                                        ln(1 + n.n / (0.5 + (SELECT count(*) FROM c WHERE c.fts @@ t.q))) AS idf
+                    FROM (SELECT DISTINCT quote_literal(lexeme)::tsquery AS q, {first} AS first, {alone} AS alone
+                          FROM unnest(tsvector_to_array(to_tsvector({config}, {said}))) lexeme) t,
+                         (SELECT count(*)::float8 AS n FROM c) n)"""
+    read = f", {TEXT} AS text" if called else ""
+    ctes, any_rows = "", f"(SELECT m.id, m.fts{read} FROM {words_from} AND m.fts @@ pq.tsq LIMIT {scan})"
+    if each := read_apart(parsed, forms, common, fenced):
+        ctes, any_rows = _rarest_first(q, each, config, words_from, read, scan)
+    return f"""
+            WITH {ctes}c AS (
+                SELECT DISTINCT ON (id) id, fts, {"text, " if called else ""}pq.tsq
+                FROM (SELECT {any_word} AS tsq, websearch_to_tsquery({config}, {words}) AS every) pq,
+                     LATERAL ((SELECT m.id, m.fts{read} FROM {words_from} AND m.fts @@ pq.every LIMIT {scan})
+                              UNION ALL
+                              {any_rows}) both_){idf}
+            SELECT c.id, {key} AS key FROM c
+            ORDER BY key DESC, c.id LIMIT {cap}"""
