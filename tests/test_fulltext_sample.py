@@ -35,6 +35,11 @@ async def test_the_rarest_words_memories_are_ranked_not_the_tables_first(
     # the rest of the list is the common word's memories, as many as the list holds
     found = await service.search(alice, "kestrel meeting", limit=50)
     assert len(found.hits) == 50 and all("meeting" in h.snippet for h in found.hits[1:])
+    # two words as common: what the list has room for after the rare word's is the first the table
+    # holds, as one scan had it (the words cannot tell them apart), not whichever ids sort first
+    await service.write_many(alice, [WriteItem(content=f"Standup {i}: the deploy went fine") for i in range(150)])
+    hits = (await service.search(alice, "kestrel meeting standup", limit=100)).hits
+    assert hits[0].snippet.startswith("Kestrel") and not any("Standup" in h.snippet for h in hits)
     # another user's memory holding the rare word is never read for alice, nor hers for bob
     bob = principal("bob")
     await service.write(bob, "Kestrel was renamed Osprey for bob's team.")

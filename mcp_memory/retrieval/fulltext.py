@@ -9,8 +9,9 @@ turns spread among them: R@10 .54 against .80 without the million; docs/benchmar
 memories full text ranks"). So each word (a quoted phrase as one) is read on its own, up to
 `fulltext_scan` of its memories, and those holding the rarest word come first: the memories that
 can rank highest hold the words that weigh most (MaxScore's reasoning), and a word fewer memories
-hold than the limit has all of them ranked. Where fewer hold any of the words, the list is every
-one of them, as before."""
+hold than the limit has all of them ranked. Among memories whose rarest word is the same, the
+table's order, as before. Where fewer hold any of the words, the list is every one of them, as
+before."""
 
 from __future__ import annotations
 
@@ -63,10 +64,12 @@ def _rarest_first(q: Sql, apart: Sequence[tuple[str, str]], config: str, words_f
                   scan: str) -> tuple[str, str]:
     """A CTE of each word's (or phrase's) first `scan` memories and the branch choosing `scan` of
     them, those holding the rarest first, each still matching the any-word query `pq.tsq` as
-    websearch syntax reads the question. Each is its own scan with its own value, so the planner
-    picks the index for it (in a store many share, the user's own entries: memories_user_kind_fts)."""
+    websearch syntax reads the question. Among those whose rarest word is the same, the table's
+    order, as one scan had it: where the words cannot tell memories apart, the list holds what it
+    held. Each is its own scan with its own value, so the planner picks the index for it (in a store
+    many share, the user's own entries: memories_user_kind_fts)."""
     scans = "\n                UNION ALL ".join(
-        f"(SELECT {k} AS w, m.id, m.fts{read} FROM {words_from} "
+        f"(SELECT {k} AS w, m.ctid AS at, m.id, m.fts{read} FROM {words_from} "
         f"AND m.fts @@ {function}({config}, {q.arg(text)}) LIMIT {scan})" for k, (function, text) in enumerate(apart))
     ctes = f"""hits AS MATERIALIZED ({scans}),
             """
@@ -74,7 +77,7 @@ def _rarest_first(q: Sql, apart: Sequence[tuple[str, str]], config: str, words_f
                                FROM (SELECT DISTINCT ON (h.id) h.*, n.n FROM hits h
                                      JOIN (SELECT w, count(*) AS n FROM hits GROUP BY w) n USING (w)
                                      ORDER BY h.id, n.n) r
-                               WHERE r.fts @@ pq.tsq ORDER BY r.n, r.id LIMIT {scan})"""
+                               WHERE r.fts @@ pq.tsq ORDER BY r.n, r.at LIMIT {scan})"""
     return ctes, branch
 
 
