@@ -79,3 +79,12 @@ async def test_a_long_text_as_a_query_is_read_as_one(service: MemoryService, ali
     assert "hits AS MATERIALIZED" not in statement(few + " more")
     # stop words are no scan
     assert "hits AS MATERIALIZED" in statement(few + " the of and")
+
+
+async def test_ranked_by_ts_rank_alone_a_words_other_forms_still_match(
+        service: MemoryService, alice: Principal) -> None:
+    """`fulltext_idf` off: the forms of a question's words are still read ("grow" finds "grew")."""
+    service.settings = service.settings.model_copy(update={**TUNED, "fulltext_idf": False})
+    await service.write(alice, "Zainab grew up on a farm outside Bergamo.")
+    hits = (await service.search(alice, "Where did Zainab grow up?", limit=5)).hits
+    assert hits and hits[0].snippet.startswith("Zainab grew up")

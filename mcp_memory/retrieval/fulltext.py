@@ -88,7 +88,6 @@ def fulltext_list(q: Sql, parsed: ParsedQuery, settings: RankingSettings, *, con
     (retrieval/common_words.py); `fenced`: a filter's memories are read first."""
     words = q.arg(parsed.matched)
     any_word, forms = _any_word(q, parsed, words, config, common)
-    said = q.arg(" ".join([parsed.matched, *forms])) if forms else words
     scan = q.arg(settings.fulltext_scan)
     key, idf, called = "ts_rank(c.fts, c.tsq)", "", ""
     if settings.fulltext_idf:
@@ -103,6 +102,7 @@ def fulltext_list(q: Sql, parsed: ParsedQuery, settings: RankingSettings, *, con
         # standup: Benedikt picked up Osprey."): colleagues' notes rarely repeat it, and
         # lacking its weight such a note ranked below all of the person's other memories.
         first, alone = first_name_of(q, parsed.full_names, config)
+        said = q.arg(" ".join([parsed.matched, *forms])) if forms else words
         called = " OR (c.fts @@ w.first AND c.text ~ w.alone)" if parsed.full_names else ""
         key = (f"coalesce((SELECT sum(w.idf) FROM idf w WHERE c.fts @@ w.q{called}), 0)"
                " + 0.1 * ts_rank(c.fts, c.tsq)")
