@@ -42,11 +42,7 @@ MOST_WORDS = 12
 
 def words_of(text: str, lexicon: Lexicon) -> list[str]:
     """The words of a query that full text reads (stop words out), each once, in order."""
-    seen: dict[str, None] = {}
-    for word in lexicon.words(text):
-        if word not in lexicon.stop_words and len(seen) < MOST_WORDS:
-            seen.setdefault(word, None)
-    return list(seen)
+    return [word for word in dict.fromkeys(lexicon.words(text)) if word not in lexicon.stop_words]
 
 
 def estimate(p: Principal, words: Sequence[str], config: str) -> tuple[str, list[Any]]:
@@ -78,7 +74,7 @@ async def too_common(conn: asyncpg.Connection, p: Principal, text: str, lexicon:
     asked last of these, so a small store never asks."""
     if cutoff <= 0 or index_rows <= cutoff:
         return []
-    words = words_of(text, lexicon)
+    words = words_of(text, lexicon)[:MOST_WORDS]
     if not words or not await alone():
         return []
     q = Sql()

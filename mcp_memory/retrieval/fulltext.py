@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from ..config import RankingSettings
 from ..repository import Sql
-from .common_words import MOST_WORDS
+from .common_words import MOST_WORDS, words_of
 from .naming import first_name_of
 from .query import ParsedQuery
 
@@ -54,8 +54,7 @@ def read_apart(parsed: ParsedQuery, forms: Sequence[str], common: Sequence[str],
     list holds) or for a long text pasted as a query, whose words would each cost a scan."""
     lexicon = parsed.lexicon
     phrases = [p for p in QUOTED.findall(parsed.matched) if lexicon.words(p)]
-    words = [w for w in dict.fromkeys(lexicon.words(QUOTED.sub(" ", parsed.matched)))
-             if w not in lexicon.stop_words and w not in common]
+    words = [w for w in words_of(QUOTED.sub(" ", parsed.matched), lexicon) if w not in common]
     apart = [*(("phraseto_tsquery", p) for p in phrases), *(("plainto_tsquery", w) for w in [*words, *forms])]
     return [] if fenced or len(apart) > MOST_WORDS else apart
 
