@@ -13,7 +13,7 @@ from mcp_memory.config import Settings
 from mcp_memory.db import Database
 from mcp_memory.models import MemoryFilter, Principal, WriteItem
 from mcp_memory.repository.maintenance import MaintenanceRepository
-from mcp_memory.retrieval.common_words import too_common
+from mcp_memory.retrieval.common_words import too_common, word_rows
 from mcp_memory.retrieval.narrowing import EXACT_BELOW, crossing, exact_below, narrowing
 from mcp_memory.retrieval.query import parse_query
 from mcp_memory.retrieval.search import SearchStatement, build_search, plan
@@ -284,8 +284,8 @@ async def test_a_word_in_most_of_the_scope_leaves_the_any_word_list_to_the_rare_
             owners_asked.append(p.user_id)
             return await MaintenanceRepository(database.admin).others_hold_at_most(p.user_id, 15)
         async with service.repo.reading(p) as conn:
-            return await too_common(conn, p, asked.text, asked.lexicon, "'english'", index_rows=rows, cutoff=cutoff,
-                                    alone=alone)
+            return too_common(await word_rows(conn, p, asked.text, asked.lexicon, "'english'", index_rows=rows,
+                                              cutoff=cutoff, alone=alone), cutoff)
     assert await common(alice) == ["meeting"]
     owners_asked.clear()
     assert await common(alice, cutoff=500) == []  # the store holds fewer than that

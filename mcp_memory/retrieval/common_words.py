@@ -63,32 +63,36 @@ def estimates(plan: str | list[Any], n: int) -> list[float]:
     return [float(node["Plan Rows"]) for node in top["Plans"]]
 
 
-async def too_common(conn: asyncpg.Connection, p: Principal, text: str, lexicon: Lexicon, config: str, *,
-                     index_rows: float, cutoff: int, alone: Callable[[], Awaitable[bool]],
-                     remembered: Remembered | None = None) -> list[str]:
-    """The words of `text` that the planner expects in more than `cutoff` memories of `p`'s scope:
-    none when the store, or the scope (its estimate `remembered` when given, as MemoryStore.counted
-    keeps it a minute), holds fewer, when `cutoff` is 0, or unless `alone()` says the store is the
-    user's, others holding at most `others_allowed(cutoff)` memories (in a store many share, a
-    user's full-text list reads the user's own index entries anyway, memories_user_kind_fts). It is
-    asked last of these, so a small store never asks."""
+async def word_rows(conn: asyncpg.Connection, p: Principal, text: str, lexicon: Lexicon, config: str, *,
+                    index_rows: float, cutoff: int, alone: Callable[[], Awaitable[bool]],
+                    remembered: Remembered | None = None) -> dict[str, float]:
+    """How many memories of `p`'s scope the planner expects to hold each word of `text`: none
+    when the store, or the scope (its estimate `remembered` when given, as MemoryStore.counted
+    keeps it a minute), holds no more than `cutoff`, when `cutoff` is 0, or unless `alone()` says
+    the store is the user's, others holding at most `others_allowed(cutoff)` memories (in a store
+    many share, a user's full-text list reads the user's own index entries anyway,
+    memories_user_kind_fts). It is asked last of these, so a small store never asks."""
     if cutoff <= 0 or index_rows <= cutoff:
-        return []
+        return {}
     words = words_of(text, lexicon)[:MOST_WORDS]
     if not words or not await alone():
-        return []
+        return {}
     q = Sql()
     scope_sql = f"EXPLAIN (FORMAT JSON) SELECT 1 FROM memories m WHERE {' AND '.join(live(q, p))}"
 
     async def scope() -> float:
         return estimated_rows(await conn.fetchval(scope_sql, *q.args))
     if await (remembered((scope_sql, repr(q.args)), scope) if remembered is not None else scope()) <= cutoff:
-        return []
+        return {}
     sql, args = estimate(p, words, config)
-    rows = estimates(await conn.fetchval(sql, *args), len(words))
-    common = [w for w, n in zip(words, rows, strict=True) if n > cutoff]
-    if len(common) == len(words):
+    return dict(zip(words, estimates(await conn.fetchval(sql, *args), len(words)), strict=True))
+
+
+def too_common(rows: dict[str, float], cutoff: int) -> list[str]:
+    """The words (of `word_rows`) the planner expects in more than `cutoff` memories."""
+    common = [w for w, n in rows.items() if n > cutoff]
+    if common and len(common) == len(rows):
         # Every word past it: the rarest still lists by, or full text would rank only what holds
         # them all, often nothing (a million memories, cut-off 1,000: R@10 .357 -> .249).
-        common.remove(min(zip(rows, words, strict=True))[1])
+        common.remove(min((n, w) for w, n in rows.items())[1])
     return common

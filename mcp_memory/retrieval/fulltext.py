@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ..config import RankingSettings
 from ..repository import Sql
@@ -59,7 +60,27 @@ def read_apart(parsed: ParsedQuery, forms: Sequence[str], common: Sequence[str],
     return [] if fenced or len(apart) > MOST_WORDS else apart
 
 
-def _rarest_first(q: Sql, apart: Sequence[tuple[str, str]], config: str, words_from: str, read: str,
+@dataclass(frozen=True)
+class Rows:
+    """Where the words are read: `words_from`, the FROM and WHERE of the memories the statement
+    may list; `where` those clauses and `scope` the scope's alone (no filter's); `by_rows`, the
+    words read by their own index entries, the filter checked on each of their rows."""
+
+    words_from: str
+    where: str = ""
+    scope: str = ""
+    by_rows: Sequence[str] = ()
+
+    def holding(self, k: int, match: str, read: str, scan: str, word: str) -> str:
+        """The first `scan` memories holding a word (`match`), as the `k`th word's."""
+        if word in self.by_rows and self.scope:
+            # OFFSET 0: the planner cannot AND the filter's index entries into the word's.
+            return (f"(SELECT {k} AS w, m.at, m.id, m.fts{read} FROM (SELECT m.*, m.ctid AS at FROM memories m "
+                    f"WHERE {self.scope} AND {match} OFFSET 0) m WHERE {self.where} LIMIT {scan})")
+        return f"(SELECT {k} AS w, m.ctid AS at, m.id, m.fts{read} FROM {self.words_from} AND {match} LIMIT {scan})"
+
+
+def _rarest_first(q: Sql, apart: Sequence[tuple[str, str]], config: str, rows: Rows, read: str,
                   scan: str) -> tuple[str, str]:
     """A CTE of each word's (or phrase's) first `scan` memories and the branch choosing `scan` of
     them, those holding the rarest first, each still matching the any-word query `pq.tsq` as
@@ -68,8 +89,8 @@ def _rarest_first(q: Sql, apart: Sequence[tuple[str, str]], config: str, words_f
     held. Each is its own scan with its own value, so the planner picks the index for it (in a store
     many share, the user's own entries: memories_user_kind_fts)."""
     scans = "\n                UNION ALL ".join(
-        f"(SELECT {k} AS w, m.ctid AS at, m.id, m.fts{read} FROM {words_from} "
-        f"AND m.fts @@ {function}({config}, {q.arg(text)}) LIMIT {scan})" for k, (function, text) in enumerate(apart))
+        rows.holding(k, f"m.fts @@ {function}({config}, {q.arg(text)})", read, scan, text)
+        for k, (function, text) in enumerate(apart))
     ctes = f"""hits AS MATERIALIZED ({scans}),
             """
     branch = f"""(SELECT r.id, r.fts{", r.text" if read else ""}
@@ -81,10 +102,13 @@ def _rarest_first(q: Sql, apart: Sequence[tuple[str, str]], config: str, words_f
 
 
 def fulltext_list(q: Sql, parsed: ParsedQuery, settings: RankingSettings, *, config: str, words_from: str,
-                  common: Sequence[str], fenced: bool, cap: str) -> str:
+                  common: Sequence[str], fenced: bool, cap: str, by_rows: Sequence[str] = (), where: str = "",
+                  scope: str = "") -> str:
     """The list's query, selecting id and key (higher is better). `words_from` is the FROM and
-    WHERE of the memories the statement may list; `common`: words left out of the any-word list
-    (retrieval/common_words.py); `fenced`: a filter's memories are read first."""
+    WHERE of the memories the statement may list (`where` its clauses, `scope` the scope's alone);
+    `common`: words left out of the any-word list (retrieval/common_words.py); `fenced`: a filter's
+    memories are read first; `by_rows`: words read by their own index entries, the filter checked on
+    each of their rows (retrieval/narrowing.py)."""
     words = q.arg(parsed.matched)
     any_word, forms = _any_word(q, parsed, words, config, common)
     scan = q.arg(settings.fulltext_scan)
@@ -114,7 +138,7 @@ def fulltext_list(q: Sql, parsed: ParsedQuery, settings: RankingSettings, *, con
     read = f", {TEXT} AS text" if called else ""
     ctes, any_rows = "", f"(SELECT m.id, m.fts{read} FROM {words_from} AND m.fts @@ pq.tsq LIMIT {scan})"
     if each := read_apart(parsed, forms, common, fenced):
-        ctes, any_rows = _rarest_first(q, each, config, words_from, read, scan)
+        ctes, any_rows = _rarest_first(q, each, config, Rows(words_from, where, scope, by_rows), read, scan)
     return f"""
             WITH {ctes}c AS (
                 SELECT DISTINCT ON (id) id, fts, {"text, " if called else ""}pq.tsq

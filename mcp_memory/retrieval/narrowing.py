@@ -37,12 +37,32 @@ WALK_PER_SORTED_ROW = 3.6
 # thousandth of the store (a word in 3% of it), never more than 1,000 rows (~20 ms at worst).
 FENCE_BELOW = 1000
 FENCE_SHARE = 0.001
+# A word held by few memories is read by its own index entries and the filter checked on each of its
+# rows, rather than its entries combined with the filter's, which read the filter's entries however
+# rare the word. A row fetched and checked costs ~2 us (a word's 339 rows 0.6 ms, 3,553 rows 7.4 ms;
+# a million memories in one scope, every page in memory). A tag's or a period's entries are a bitmap
+# ANDed with the word's, ~0.06-0.14 us an entry (the last 30 days' 41,484: 2.6-5.6 ms), so a word is
+# read by its rows where it is held by at most a tenth as many memories as pass; a kind is read inside
+# the word's own entries (memories_user_kind_fts, with the user's), ~0.02 us an entry (~3.5 ms for a
+# kind's 200,000 and the user's million whatever the word), so there at most a hundredth.
+ENTRIES_PER_ROW = 10
+KIND_ENTRIES_PER_ROW = 100
 
 
 @dataclass(frozen=True)
 class Narrowing:
     exact: bool  # the vector list sorts the memories passing the filter by distance
     fenced: bool = False  # the word lists read those memories first (FENCE_BELOW, FENCE_SHARE)
+    # Words the planner expects in at most this many memories are read by their own index entries, the
+    # filter checked on each row (ENTRIES_PER_ROW); None where no filter narrows.
+    by_rows_below: float | None = None
+
+    def by_rows(self, word_rows: dict[str, float]) -> list[str]:
+        """Which of the words the planner estimated (`word_rows`: word -> memories holding it) full
+        text reads by their own index entries."""
+        if self.by_rows_below is None or self.fenced:
+            return []
+        return [word for word, rows in word_rows.items() if rows <= self.by_rows_below]
 
 
 def crossing(index_rows: float, candidates: int) -> float:
@@ -105,4 +125,11 @@ async def narrowing(conn: asyncpg.Connection, p: Principal, f: MemoryFilter | No
     async def count() -> float:
         return estimated_rows(await conn.fetchval(sql, *args))
     passing = await (remembered((sql, repr(args)), count) if remembered is not None and not filtered else count())
-    return Narrowing(exact=passing < below, fenced=passing < min(FENCE_BELOW, FENCE_SHARE * index_rows))
+    return Narrowing(exact=passing < below, fenced=passing < min(FENCE_BELOW, FENCE_SHARE * index_rows),
+                     by_rows_below=passing / entries_per_row(f) if filtered else None)
+
+
+def entries_per_row(f: MemoryFilter | None) -> int:
+    """What a row read by a word's own entries costs in the filter's entries (ENTRIES_PER_ROW)."""
+    kinds_alone = f is not None and bool(f.kinds) and not (f.tags or f.since is not None or f.until is not None)
+    return KIND_ENTRIES_PER_ROW if kinds_alone else ENTRIES_PER_ROW

@@ -15,7 +15,7 @@ from ..models import MemoryFilter, Principal, SearchHit, SearchReading
 from ..repository import MemoryRepository
 from . import focus, whose
 from .broad_names import broad_names, speakers, spoken_shares, without_names
-from .common_words import too_common
+from .common_words import too_common, word_rows
 from .conversations import SPEAKER_TURNS_READ, told_apart
 from .hop import one_hop
 from .keyed import facts_named, keyed_first, named_in
@@ -48,6 +48,7 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
     leaves out others; `told`: given the names it left out."""
     linked: Linked | None = None
     common: list[str] = []
+    by_rows: list[str] = []
     narrowed = Narrowing(False)
     speaking: list[tuple[UUID, ...]] = []
     ranked = max(limit, whose.WINDOW)
@@ -55,7 +56,7 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
     def built(exact: bool = False) -> SearchStatement | None:
         return build_search(p, parsed, f, limit=ranked, settings=settings, vector=vector, model=model,
                             dimension=dimension, min_similarity=min_similarity, exact=exact, linked=linked,
-                            common=common, fenced=narrowed.fenced, speakers=speaking)
+                            common=common, fenced=narrowed.fenced, speakers=speaking, by_rows=by_rows)
 
     statement = built()
     if statement is None:
@@ -89,10 +90,12 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
         if left_out and reading is not None:
             reading.names_left_out_of_vector = left_out
         if settings.weight_fulltext > 0 and not narrowed.fenced and alone is not None:  # read first: its rows only
-            common = await too_common(conn, p, parsed.matched, parsed.lexicon, text_search(parsed.lexicon),
+            rows_of = await word_rows(conn, p, parsed.matched, parsed.lexicon, text_search(parsed.lexicon),
                                       index_rows=index_rows, cutoff=settings.fulltext_common_rows, alone=alone,
                                       remembered=repo.counted)
-        if exact or linked is not None or common or narrowed.fenced:
+            common = too_common(rows_of, settings.fulltext_common_rows)
+            by_rows = narrowed.by_rows(rows_of)
+        if exact or linked is not None or common or narrowed.fenced or by_rows:
             statement = built(exact=exact) or statement
         rows = await conn.fetch(statement.sql, *statement.args)
         if reading is not None:

@@ -16,7 +16,7 @@ from ..config import RankingSettings
 from ..embeddings import conflict_similarity
 from ..lexicon import Lexicon
 from ..models import MemoryFilter, Principal
-from ..repository import Sql, live
+from ..repository import Sql, filtered, live
 from ..repository.embeddings import exact_distance, model_literal, walk_distance
 from .conversations import other_conversation
 from .dates import Period
@@ -34,13 +34,15 @@ def text_search(lexicon: Lexicon) -> str:
     return f"'{lexicon.text_search}'"
 
 
-def _where(q: Sql, p: Principal, f: MemoryFilter | None, excluded: list[str], config: str) -> str:
-    clauses = live(q, p, f)
+def _where(q: Sql, p: Principal, f: MemoryFilter | None, excluded: list[str], config: str) -> tuple[str, str]:
+    """The clauses of the memories a search lists, and of its scope alone (no filter's)."""
+    scope = live(q, p)
+    clauses = [*scope, *filtered(q, f)]
     if f is not None and f.as_of is not None:
         clauses.append(f"m.created_at <= {q.arg(f.as_of)}")
     if excluded:
         clauses.append(f"NOT m.fts @@ websearch_to_tsquery({config}, {q.arg(' or '.join(excluded))})")
-    return " AND ".join(clauses)
+    return " AND ".join(clauses), " AND ".join(scope)
 
 
 # Past this many half-lives the recency factor is its floor (2^-60 is 1e-18); the cap keeps
@@ -193,7 +195,8 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
                  vector: list[float] | None = None, model: str | None = None, dimension: int = 0,
                  min_similarity: float | None = None, exact: bool = False,
                  linked: Linked | None = None, common: Sequence[str] = (),
-                 fenced: bool = False, speakers: Sequence[Sequence[UUID]] = ()) -> SearchStatement | None:
+                 fenced: bool = False, speakers: Sequence[Sequence[UUID]] = (),
+                 by_rows: Sequence[str] = ()) -> SearchStatement | None:
     """The SQL stage; None when no candidate list applies. `min_similarity` keeps only vector
     candidates at least that close (cosine): nearest neighbours always exist, but "what
     matches" (a forget preview) must not include them all. `exact`: the vector list sorts every
@@ -201,7 +204,8 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
     `common`: words left out of full text's any-word list (retrieval/common_words.py). `fenced`: the
     full-text and trigram lists read the memories passing the filter before matching their words
     (narrowing.FENCE_BELOW, FENCE_SHARE). `speakers`: the entities the question names that speak
-    turns in the scope (retrieval/conversations.py)."""
+    turns in the scope (retrieval/conversations.py). `by_rows`: words full text reads by their own
+    index entries, the filter checked on each row (narrowing.ENTRIES_PER_ROW)."""
     q = Sql()
     cap = q.arg(settings.search_candidates)
     conflict = settings.conflict_similarity
@@ -214,7 +218,7 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
     # Full text reads the query in the language it was parsed in (the stored column's, see text_search).
     config = text_search(parsed.lexicon)
     # Every list, and the replies, read the same visible rows: one clause, its values bound once.
-    where = _where(q, p, f, excluded, config)
+    where, scope = _where(q, p, f, excluded, config)
     # The rows the word lists match: past the filter first when it leaves few (an OFFSET keeps the
     # planner from ANDing a word's whole index entry with them).
     words_from = f"(SELECT m.* FROM memories m WHERE {where} OFFSET 0) m WHERE true" if fenced \
@@ -233,7 +237,7 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
             ORDER BY {f"({distance}) + 0" if exact else walk_distance(dimension, given)} LIMIT {cap}""", "ASC")
     if settings.weight_fulltext > 0 and query:
         ranked = fulltext_list(q, parsed, settings, config=config, words_from=words_from, common=common,
-                               fenced=fenced, cap=cap)
+                               fenced=fenced, cap=cap, by_rows=by_rows, where=where, scope=scope)
         lists["fts"] = (settings.weight_fulltext, ranked, "DESC")
     if settings.weight_trigram > 0 and query and len(query.split()) <= settings.trigram_max_words:
         # Names, identifiers and typos in short queries; a long question's trigrams match
