@@ -72,11 +72,13 @@ class SearchStages:
     """Each stage of `retrieval.search` timed as the service runs it, by wrapping the functions the
     search module calls for the run (so the profile cannot fall out of step with the search): the
     transaction's first round trip (BEGIN and its settings), the narrowing estimate, the lookup of
-    the question's names among the known entities, building the statement (once, or twice when the
+    the question's names among the known entities, their speakers' shares and conversations, the
+    planner's estimates of the question's words, building the statement (once, or twice when the
     names are known), the statement itself, the keyed facts, the hop, the summaries' sources, the
     Python stage after SQL and the keyed order. The last statement run is kept for EXPLAIN."""
 
-    CALLS = ("narrowing", "named_in", "facts_named", "one_hop", "sources_of", "after_sql", "keyed_first")
+    CALLS = ("narrowing", "named_in", "spoken_shares", "told_apart", "word_rows", "facts_named", "one_hop",
+             "sources_of", "after_sql", "keyed_first")
 
     def __init__(self, service: MemoryService, stages: Stages) -> None:
         self.stages, self.last = stages, None
