@@ -62,22 +62,22 @@ def read_apart(parsed: ParsedQuery, forms: Sequence[str], common: Sequence[str],
 
 @dataclass(frozen=True)
 class Rows:
-    """Where the words are read: `words_from`, the FROM and WHERE of the memories the statement
-    may list; `where` those clauses and `scope` the scope's alone (no filter's); `by_rows`, the
-    words read by their own index entries, the filter checked on each of their rows."""
+    """Where the words read apart are read (never past a filter read first: `read_apart`): `where`,
+    the clauses of the memories the statement may list, `scope` the scope's alone (no filter's);
+    `by_rows`, the words read by their own index entries, the filter checked on each of their rows."""
 
-    words_from: str
-    where: str = ""
-    scope: str = ""
-    by_rows: Sequence[str] = ()
+    where: str
+    scope: str
+    by_rows: Sequence[str]
 
     def holding(self, k: int, match: str, read: str, scan: str, word: str) -> str:
         """The first `scan` memories holding a word (`match`), as the `k`th word's."""
-        if word in self.by_rows and self.scope:
+        if word in self.by_rows:
             # OFFSET 0: the planner cannot AND the filter's index entries into the word's.
             return (f"(SELECT {k} AS w, m.at, m.id, m.fts{read} FROM (SELECT m.*, m.ctid AS at FROM memories m "
                     f"WHERE {self.scope} AND {match} OFFSET 0) m WHERE {self.where} LIMIT {scan})")
-        return f"(SELECT {k} AS w, m.ctid AS at, m.id, m.fts{read} FROM {self.words_from} AND {match} LIMIT {scan})"
+        return (f"(SELECT {k} AS w, m.ctid AS at, m.id, m.fts{read} FROM memories m "
+                f"WHERE {self.where} AND {match} LIMIT {scan})")
 
 
 def _rarest_first(q: Sql, apart: Sequence[tuple[str, str]], config: str, rows: Rows, read: str,
@@ -102,8 +102,8 @@ def _rarest_first(q: Sql, apart: Sequence[tuple[str, str]], config: str, rows: R
 
 
 def fulltext_list(q: Sql, parsed: ParsedQuery, settings: RankingSettings, *, config: str, words_from: str,
-                  common: Sequence[str], fenced: bool, cap: str, by_rows: Sequence[str] = (), where: str = "",
-                  scope: str = "") -> str:
+                  common: Sequence[str], fenced: bool, cap: str, where: str, scope: str,
+                  by_rows: Sequence[str] = ()) -> str:
     """The list's query, selecting id and key (higher is better). `words_from` is the FROM and
     WHERE of the memories the statement may list (`where` its clauses, `scope` the scope's alone);
     `common`: words left out of the any-word list (retrieval/common_words.py); `fenced`: a filter's
@@ -138,7 +138,7 @@ def fulltext_list(q: Sql, parsed: ParsedQuery, settings: RankingSettings, *, con
     read = f", {TEXT} AS text" if called else ""
     ctes, any_rows = "", f"(SELECT m.id, m.fts{read} FROM {words_from} AND m.fts @@ pq.tsq LIMIT {scan})"
     if each := read_apart(parsed, forms, common, fenced):
-        ctes, any_rows = _rarest_first(q, each, config, Rows(words_from, where, scope, by_rows), read, scan)
+        ctes, any_rows = _rarest_first(q, each, config, Rows(where, scope, by_rows), read, scan)
     return f"""
             WITH {ctes}c AS (
                 SELECT DISTINCT ON (id) id, fts, {"text, " if called else ""}pq.tsq
