@@ -353,6 +353,26 @@ def test_versions_are_chained_and_end_where_the_link_drops_most() -> None:
     assert answering(closeness, margin=0.15) == {ids[i] for i in (cork, ghent, oslo, hobart)}
 
 
+def test_another_facts_close_versions_end_the_chain_where_they_join_it() -> None:
+    """Two versions of a partner, then two pet notes close to each other but joined to the partner's
+    only weakly: the chain's link falls most after the pets (.73 to .35), and they were answers,
+    the newer pet note first. Each joins the start's cluster at the weakest link on its way (.41),
+    so the chain ends after the partner's versions. A second wording of the asked fact, joined as
+    weakly but as close to the question as the cluster's least, still answers."""
+    dating, together, lizard, pigs, padel, pun = (uuid4() for _ in range(6))
+    closeness = {dating: Closeness(0.54, 0, 1.0), together: Closeness(0.34, 1, 0.48),
+                 lizard: Closeness(0.22, 2, 0.41), pigs: Closeness(0.19, 3, 0.73),
+                 padel: Closeness(0.29, 4, 0.35), pun: Closeness(0.26, 5, 0.34)}
+    assert answering(closeness, margin=0.15) == {dating, together}
+    lead, lead_before, under, under_before, car = (uuid4() for _ in range(5))
+    closeness = {lead: Closeness(0.50, 0, 1.0), lead_before: Closeness(0.45, 1, 0.80),
+                 under: Closeness(0.47, 2, 0.40), under_before: Closeness(0.46, 3, 0.85),
+                 car: Closeness(0.20, 4, 0.30), pun: Closeness(0.15, 5, 0.28)}
+    assert answering(closeness, margin=0.15) == {lead, lead_before, under, under_before}
+    closeness[under] = replace(closeness[under], question=0.30)  # another fact's, worded apart
+    assert answering(closeness, margin=0.15) == {lead, lead_before, under_before}
+
+
 def test_the_chain_starts_from_a_memory_stating_the_asked_attribute_when_the_closest_does_not() -> None:
     """The closest memory states another attribute in the lexicon's words, or none and shares no
     word with the question: the chain starts from the closest of those stating the asked one. A
@@ -535,6 +555,31 @@ async def test_a_version_worded_unlike_the_others_answers_by_the_attribute_it_st
         "Who supervises Thandiwe Thorsen at the moment?")
     assert found.hits[0].explain.get("on_topic") is not None  # the focus ordered it
     assert found.hits[0].explain.get("states_asked_attribute")  # by its words ("line manager")
+
+
+async def test_the_answer_past_a_colleagues_first_ten_memories(service: MemoryService, alice: Principal) -> None:
+    """A colleague with twenty notes in a work register: the newest office ("moved desks to
+    Warsaw") shares no word with the question, and ranks past the first ten of her memories,
+    where the focus did not look."""
+    await newest_first_only_with_the_rule(service, alice, [
+        ("FYI: Mirela Sandu owns the Condor roadmap.", 520), ("Mirela Sandu moved off Condor onto Wren.", 430),
+        ("From standup: Mirela Sandu now staffed on Osprey.", 120),
+        ("Mirela Sandu reviewed my PR within an hour.", 205), ("Mirela Sandu flagged a flaky test in CI.", 400),
+        ("Mirela Sandu brought cake for the team's anniversary.", 330),
+        ("Mirela Sandu's manager: Helena Sousa.", 460),
+        ("1:1 notes: Re-org: Lars Petersen takes over Mirela Sandu.", 390),
+        ("Heard today: Manager change for Mirela Sandu: Ngozi Adeyemi.", 250),
+        ("Mirela Sandu joined Mobile Platform squad.", 750),
+        ("From standup: Mirela Sandu now sits with the Identity folks.", 437),
+        ("1:1 notes: Mirela Sandu now sits with the Billing folks.", 169),
+        ("Mirela Sandu rotated out of Billing into Developer Experience.", 123),
+        ("Heard today: Mirela Sandu develops on a Framework 13.", 730),
+        ("Heard today: Mirela Sandu upgraded to a ThinkPad T14.", 104),
+        ("Mirela Sandu speaks Romanian natively.", 770), ("Mirela Sandu studied at Trinity College Dublin.", 790),
+        ("Mirela Sandu is based in Amsterdam.", 407), ("Mirela is remote from Toronto now.", 248),
+        ("1:1 notes: Mirela Sandu relocated to the Austin office.", 127),
+        ("FYI: Mirela Sandu moved desks to Warsaw.", 85)],
+        "Which office is Mirela Sandu in?")
 
 
 async def test_versions_worded_alike_stay_newest_first_under_the_focus(service: MemoryService,

@@ -5,11 +5,11 @@ Every memory about Odalys shares her name, and in a sentence embedding the name 
 what is said of her: "What town is Odalys in now?" comes out closer to "Odalys owns a Nissan Leaf"
 than to "Odalys left Leipzig behind for Berlin". With the names taken out of all sides what is
 left is the predicate. The subject's memory closest to the question starts a chain; the others
-join it by single linkage (each the one closest to any already in), and the chain ends where its
-link drops most: versions of one fact resemble each other, however each is phrased, more than
-they resemble the question or the subject's other facts. Those go first, newest first; other
-facts about the subject (and stable ones, which no newer version contradicts) and everything else
-follow in their order.
+join it by single linkage (each the one closest to any already in), and the chain ends where the
+level at which they join the closest's cluster drops most: versions of one fact resemble each
+other, however each is phrased, more than they resemble the question or the subject's other facts.
+Those go first, newest first; other facts about the subject (and stable ones, which no newer
+version contradicts) and everything else follow in their order.
 
 A question that names nobody but speaks of the user an agent works for ("What car do I drive
 now?") is about every result not about someone in the user's life, the words for the user
@@ -262,8 +262,9 @@ def answering(closeness: dict[UUID, Closeness], margin: float) -> set[UUID]:
     do, however each is phrased, and more reliably than any of them resembles the question
     ("someone settled down in Quebec City", "after Quebec City someone ended up in Leipzig",
     "after Leipzig someone ended up in Berlin" against "someone owns a Nissan Leaf"). So they are
-    chained from the closest by single linkage, and where the link drops most is where they end:
-    no threshold to tune per model or per set. With one other memory there is no drop to find; it
+    chained from the closest by single linkage, and where the level at which each joins the
+    closest's cluster drops most is where they end (`chain_answers`): no threshold to tune per
+    model or per set. With one other memory there is no drop to find; it
     answers if its cosine with the question is within `margin` of the closest's. A memory stating
     another attribute than the question asks (`Closeness.off`, `stating_another`) answers nothing.
 
@@ -278,10 +279,30 @@ def answering(closeness: dict[UUID, Closeness], margin: float) -> set[UUID]:
         first, other = (closeness[k].question for k in joined)
         chosen = set(joined) if other >= first - margin else {joined[0]}
     else:
-        drops = [closeness[a].link - closeness[b].link for a, b in itertools.pairwise(joined[1:])]
-        chosen = set(joined[:int(np.argmax(drops)) + 2])
+        chosen = chain_answers(joined, closeness)
     # What it names brings in nothing more: a newer note naming the new manager's city is no version.
     return sharing_values(chosen, closeness) | {k for k in joined if closeness[k].says_asked}
+
+
+def chain_answers(joined: Sequence[UUID], closeness: dict[UUID, Closeness]) -> set[UUID]:
+    """Where a chain of three or more (`joined`, in the order they joined) ends. Each memory joins
+    the start's cluster at the weakest link on its way from the start (single linkage: the running
+    least of the links), and the chain ends where that level drops most. Cut where the link itself
+    dropped most, another fact's versions, close to each other, came in with the answer: two pet
+    notes linked at .73 to each other and at .41 to "someone met Kwame at a wedding and they're
+    dating", after which the links fell to .35. Past the cluster, a memory before the link's own
+    largest drop still answers when it is at least as close to the question as the cluster's least
+    close: versions in two wordings ("someone's team lead is Signe Dahl.", "After the reorg
+    someone sits under Marco Bellini.") link weakly to each other and tightly within each wording."""
+    links = [closeness[k].link for k in joined[1:]]
+    cluster = set(joined[:_largest_drop(list(itertools.accumulate(links, min))) + 2])
+    least = min(closeness[k].question for k in cluster)
+    return cluster | {k for k in joined[:_largest_drop(links) + 2] if closeness[k].question >= least}
+
+
+def _largest_drop(links: Sequence[float]) -> int:
+    """Where in `links` the next one falls furthest below it."""
+    return int(np.argmax([a - b for a, b in itertools.pairwise(links)]))
 
 
 def sharing_values(answers: set[UUID], closeness: dict[UUID, Closeness]) -> set[UUID]:
