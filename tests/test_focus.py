@@ -35,6 +35,7 @@ from mcp_memory.retrieval.focus import (
     chain_start,
     newest_on_topic_first,
     sharing_values,
+    similarities,
     stating_another,
     unlabelled,
     versions_said,
@@ -488,6 +489,28 @@ def test_a_hostile_text_costs_what_its_length_does() -> None:
     assert positions[-2:] == [1, 2]
 
 
+# A colleague's notes in a work register, four versions of her office the last (days ago).
+MIRELA = [
+    ("FYI: Mirela Sandu owns the Condor roadmap.", 520), ("Mirela Sandu moved off Condor onto Wren.", 430),
+    ("From standup: Mirela Sandu now staffed on Osprey.", 120),
+    ("Mirela Sandu reviewed my PR within an hour.", 205), ("Mirela Sandu flagged a flaky test in CI.", 400),
+    ("Mirela Sandu brought cake for the team's anniversary.", 330),
+    ("Mirela Sandu's manager: Helena Sousa.", 460),
+    ("1:1 notes: Re-org: Lars Petersen takes over Mirela Sandu.", 390),
+    ("Heard today: Manager change for Mirela Sandu: Ngozi Adeyemi.", 250),
+    ("Mirela Sandu joined Mobile Platform squad.", 750),
+    ("From standup: Mirela Sandu now sits with the Identity folks.", 437),
+    ("1:1 notes: Mirela Sandu now sits with the Billing folks.", 169),
+    ("Mirela Sandu rotated out of Billing into Developer Experience.", 123),
+    ("Heard today: Mirela Sandu develops on a Framework 13.", 730),
+    ("Heard today: Mirela Sandu upgraded to a ThinkPad T14.", 104),
+    ("Mirela Sandu speaks Romanian natively.", 770), ("Mirela Sandu studied at Trinity College Dublin.", 790),
+    ("Mirela Sandu is based in Amsterdam.", 407), ("Mirela is remote from Toronto now.", 248),
+    ("1:1 notes: Mirela Sandu relocated to the Austin office.", 127),
+    ("FYI: Mirela Sandu moved desks to Warsaw.", 85),
+]
+
+
 async def write_dated(service: MemoryService, p: Principal, texts: list[tuple[str, int]]) -> list:
     """Each text written as a memory that happened that many days ago; the memories in order."""
     now = datetime.now(UTC)
@@ -561,25 +584,28 @@ async def test_the_answer_past_a_colleagues_first_ten_memories(service: MemorySe
     """A colleague with twenty notes in a work register: the newest office ("moved desks to
     Warsaw") shares no word with the question, and ranks past the first ten of her memories,
     where the focus did not look."""
-    await newest_first_only_with_the_rule(service, alice, [
-        ("FYI: Mirela Sandu owns the Condor roadmap.", 520), ("Mirela Sandu moved off Condor onto Wren.", 430),
-        ("From standup: Mirela Sandu now staffed on Osprey.", 120),
-        ("Mirela Sandu reviewed my PR within an hour.", 205), ("Mirela Sandu flagged a flaky test in CI.", 400),
-        ("Mirela Sandu brought cake for the team's anniversary.", 330),
-        ("Mirela Sandu's manager: Helena Sousa.", 460),
-        ("1:1 notes: Re-org: Lars Petersen takes over Mirela Sandu.", 390),
-        ("Heard today: Manager change for Mirela Sandu: Ngozi Adeyemi.", 250),
-        ("Mirela Sandu joined Mobile Platform squad.", 750),
-        ("From standup: Mirela Sandu now sits with the Identity folks.", 437),
-        ("1:1 notes: Mirela Sandu now sits with the Billing folks.", 169),
-        ("Mirela Sandu rotated out of Billing into Developer Experience.", 123),
-        ("Heard today: Mirela Sandu develops on a Framework 13.", 730),
-        ("Heard today: Mirela Sandu upgraded to a ThinkPad T14.", 104),
-        ("Mirela Sandu speaks Romanian natively.", 770), ("Mirela Sandu studied at Trinity College Dublin.", 790),
-        ("Mirela Sandu is based in Amsterdam.", 407), ("Mirela is remote from Toronto now.", 248),
-        ("1:1 notes: Mirela Sandu relocated to the Austin office.", 127),
-        ("FYI: Mirela Sandu moved desks to Warsaw.", 85)],
-        "Which office is Mirela Sandu in?")
+    await newest_first_only_with_the_rule(service, alice, MIRELA, "Which office is Mirela Sandu in?")
+
+
+async def test_a_subjects_notes_are_not_one_fact_by_the_name_they_share(service: MemoryService) -> None:
+    """With no time word the versions rule's groups answer too. By their stored vectors a
+    colleague's short notes are alike by his name: his office, the language he speaks and where
+    he studied in one group, which an answer among them brought in whole. Compared with the name
+    masked, as the chain compares them, the language is in none (a value both name still links two:
+    "Zurich" of his office and of his school)."""
+    texts = ["Tomasz Lindgren is based in Amsterdam.", "Heard today: Tomasz Lindgren relocated to the Zurich office.",
+             "Tomasz Lindgren speaks Hungarian natively.", "Tomasz Lindgren studied at ETH Zurich.",
+             "Tomasz Lindgren develops on a ThinkPad T14.", "Tomasz Lindgren is on project Kingfisher."]
+    stored = await service.vectors.embedder.embed_documents(texts)
+    rows = [{"id": uuid4(), "content": text, "kind": "fact", "about": 1.25, "embedding": Vector(vector)}
+            for text, vector in zip(texts, stored, strict=True)]
+    conflict = service.vectors.embedder.spec.conflict_similarity
+    assert [0, 1, 2, 3] in alike(rows, conflict)  # the premise: by the stored vectors, one group
+    closeness = await similarities(rows, parse_query("Where is Tomasz Lindgren based?"), service.vectors, conflict)
+    group = [closeness[r["id"]].alike for r in rows]
+    assert len(closeness) == len(texts)
+    assert group[2] is None, group  # the language he speaks is no office
+    assert group[0] is None or group[0] != group[3], group  # nor where he studied, by the name
 
 
 async def test_versions_worded_alike_stay_newest_first_under_the_focus(service: MemoryService,

@@ -1,6 +1,6 @@
 """Memories that say nearly the same thing, by their stored vectors: versions of one fact ("lives in
-Lisbon", "moved to Oslo"), whatever the question. Read by the versions rule (versions.py) and the
-focus on a subject's answers, for a question with no time word (focus.py)."""
+Lisbon", "moved to Oslo"), whatever the question. Read by the versions rule (versions.py); the focus
+on a subject's answers groups their vectors with the subject masked the same way (focus.py)."""
 
 from __future__ import annotations
 
@@ -28,8 +28,14 @@ def alike(rows: Sequence[asyncpg.Record], threshold: float) -> list[list[int]]:
     if len(with_vectors) < 2:
         return []
     matrix = np.stack([vectors[i] for i in with_vectors])
+    return [[with_vectors[k] for k in members] for members in groups(matrix, threshold)]
+
+
+def groups(matrix: np.ndarray, threshold: float) -> list[list[int]]:
+    """The rows of `matrix` (unit vectors) in groups of two or more within `threshold` (cosine) of
+    one another, transitively."""
     similar = matrix @ matrix.T >= threshold
-    group = list(range(len(with_vectors)))
+    group = list(range(len(matrix)))
 
     def root(i: int) -> int:
         while group[i] != i:
@@ -40,6 +46,6 @@ def alike(rows: Sequence[asyncpg.Record], threshold: float) -> list[list[int]]:
     for a, b in zip(*np.nonzero(np.triu(similar, 1)), strict=True):
         group[root(int(a))] = root(int(b))
     members: dict[int, list[int]] = {}
-    for k, i in enumerate(with_vectors):
-        members.setdefault(root(k), []).append(i)
+    for k in range(len(matrix)):
+        members.setdefault(root(k), []).append(k)
     return [positions for positions in members.values() if len(positions) > 1]

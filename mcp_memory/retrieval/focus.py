@@ -37,14 +37,14 @@ A question with no time word at all asks the present value too when it asks an a
 holds one value at a time and not for good ("Which team is Ottilie on?"; not "Where did she grow
 up?", `Attribute.settled`), where two of the subject's memories may be versions of it
 (`versions_said`), unless it speaks of the user alone (`asks_of_user_alone`). There the chain's single
-cut is trusted less: memories the versions rule holds for one fact by their stored vectors
-(alike.py) answer with any answer among them, since the forced cut of three ("The search
-pipeline's rate limit is 50 / 200 / 500 per second") dropped the newest. (For a present-tense
-question, a subject's short notes are alike by the name they share, and that cost ops and life
-newest@1.) The asked attribute's words name no subject ("Postgres" in "Which Postgres version
-...", "rate limit"), and a memory stating the attribute of someone else by a possessive ("Priya's
-manager is Aisha" for "Who manages Aisha?") or about someone in the subject's life ("Aisha's
-sister has a manager ...") is none of the subject's (whose.py).
+cut is trusted less: memories as alike as the versions rule holds for one fact (alike.py), by
+their vectors with the subject masked, answer with any answer among them, since the forced cut of
+three ("The search pipeline's rate limit is 50 / 200 / 500 per second") dropped the newest. (For a
+present-tense question that cost ops and life newest@1; by their stored vectors, a subject's short
+notes were alike by the name they share.) The asked attribute's words name no subject ("Postgres"
+in "Which Postgres version ...", "rate limit"), and a memory stating the attribute of someone else
+by a possessive ("Priya's manager is Aisha" for "Who manages Aisha?") or about someone in the
+subject's life ("Aisha's sister has a manager ...") is none of the subject's (whose.py).
 
 Measured on the knowledge-update dev sets: newest-first life .59 -> .86, ops .62 -> .87,
 assistant .42 -> .79; newest@1 life .25 -> .81, ops .28 -> .84, assistant .28 -> .56, workbench
@@ -68,7 +68,7 @@ from ..graph.about_user import asks_of_user_alone
 from ..graph.keys import cued_in
 from ..graph.questions import asked_of_any
 from ..lexicon import Lexicon
-from .alike import alike
+from .alike import groups
 from .query import LABEL, NOT_NAMES, ParsedQuery
 from .values import values_of, words_of
 from .whose import MASK, subject_positions
@@ -116,7 +116,7 @@ class Closeness:
     link: float  #: cosine with the closest memory that joined before it (1 for the first, -1 for one `off`)
     values: frozenset[str] = frozenset()  #: the values it names (`values_of`) that the question does not
     off: bool = False  #: its words state another attribute than the one the question asks
-    alike: int | None = None  #: the group of the subject's memories its stored vector is one of (`alike`)
+    alike: int | None = None  #: the group of alike masked vectors among the subject's memories it is in
     says_asked: bool = False  #: its words state the attribute the question asks (the lexicon's cues and phrases)
 
 
@@ -124,7 +124,7 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
                        vectors: TextVectors, conflict: float) -> dict[UUID, Closeness]:
     """Each subject memory in the window against the question and chained to the others, the
     subject masked everywhere; empty when fewer than two are there or the embedder is not
-    answering. `conflict`: the cosine at which stored vectors say one fact (versions.py)."""
+    answering. `conflict`: the cosine at which vectors say one fact (versions.py)."""
     positions, unnamed = subject_positions(rows, parsed)
     if len(positions) < 2:
         return {}
@@ -152,8 +152,10 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
     links = links + [-1.0] * (len(order) - len(links))
     asked = words_of(parsed.asked or parsed.text)
     ignore = asked | NOT_NAMES | {MASK}
-    # The versions rule's groups answer only a question with no time word (the module's docstring).
-    together = alike([rows[i] for i in positions], conflict) if parsed.tense != "present" else []
+    # The versions rule's groups answer only a question with no time word (the module's docstring),
+    # read from the masked vectors: by their stored ones a colleague's short notes were one group by
+    # the name they share, and the newest of them answered "Who does Kiran report to?".
+    together = groups(matrix, conflict) if parsed.tense != "present" and conflict < 1 else []
     group = {i: g for g, members in enumerate(together) for i in members}
     attributes = asked_of_any(masked, parsed.lexicon)
     return {rows[positions[i]]["id"]: Closeness(float(to_question[i]), step, links[step],
@@ -306,7 +308,7 @@ def _largest_drop(links: Sequence[float]) -> int:
 
 
 def sharing_values(answers: set[UUID], closeness: dict[UUID, Closeness]) -> set[UUID]:
-    """`answers` and every memory naming a value one of them names, or in a group of alike stored
+    """`answers` and every memory naming a value one of them names, or in a group of alike masked
     vectors one of them is in (`Closeness.alike`), transitively. An update
     often names the value it replaces ("quit Brightwater Health and signed with Plumtree Media",
     "standup moved 9:45 -> 9:15") however far its wording is from the version before: it is a
