@@ -489,7 +489,7 @@ def test_a_hostile_text_costs_what_its_length_does() -> None:
     assert positions[-2:] == [1, 2]
 
 
-# A colleague's notes in a work register, four versions of her office the last (days ago).
+# A colleague's notes in a work register (text, days ago); the last is the newest of her four offices.
 MIRELA = [
     ("FYI: Mirela Sandu owns the Condor roadmap.", 520), ("Mirela Sandu moved off Condor onto Wren.", 430),
     ("From standup: Mirela Sandu now staffed on Osprey.", 120),

@@ -154,7 +154,8 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
     ignore = asked | NOT_NAMES | {MASK}
     # The versions rule's groups answer only a question with no time word (the module's docstring),
     # read from the masked vectors: by their stored ones a colleague's short notes were one group by
-    # the name they share, and the newest of them answered "Who does Kiran report to?".
+    # the name they share (his office, the language he speaks, where he studied), and an answer among
+    # them brought in the rest.
     together = groups(matrix, conflict) if parsed.tense != "present" and conflict < 1 else []
     group = {i: g for g, members in enumerate(together) for i in members}
     attributes = asked_of_any(masked, parsed.lexicon)
@@ -266,8 +267,8 @@ def answering(closeness: dict[UUID, Closeness], margin: float) -> set[UUID]:
     "after Leipzig someone ended up in Berlin" against "someone owns a Nissan Leaf"). So they are
     chained from the closest by single linkage, and where the level at which each joins the
     closest's cluster drops most is where they end (`chain_answers`): no threshold to tune per
-    model or per set. With one other memory there is no drop to find; it
-    answers if its cosine with the question is within `margin` of the closest's. A memory stating
+    model or per set. With one other memory there is no drop to find; it answers if its cosine
+    with the question is within `margin` of the closest's. A memory stating
     another attribute than the question asks (`Closeness.off`, `stating_another`) answers nothing.
 
     A memory stating the asked attribute in the lexicon's words (`Closeness.says_asked`: "took over
