@@ -17,7 +17,7 @@ def alike(rows: Sequence[asyncpg.Record], threshold: float) -> list[list[int]]:
     (cosine) of one another, transitively. Episodes are in none: a turn is what was said at its
     moment, and a later one saying much the same replaces nothing. Nothing with a threshold of 1 or
     more, or without two vectors of one width (mid-reembed, two models' vectors do not compare)."""
-    if threshold >= 1 or len(rows) < 2:
+    if len(rows) < 2:
         return []
     vectors = {i: r["embedding"].to_numpy() for i, r in enumerate(rows)
                if r["embedding"] is not None and r.get("kind") not in MOMENTS}
@@ -33,7 +33,9 @@ def alike(rows: Sequence[asyncpg.Record], threshold: float) -> list[list[int]]:
 
 def groups(matrix: np.ndarray, threshold: float) -> list[list[int]]:
     """The rows of `matrix` (unit vectors) in groups of two or more within `threshold` (cosine) of
-    one another, transitively."""
+    one another, transitively; none with a threshold of 1 or more (the rule off)."""
+    if threshold >= 1:
+        return []
     similar = matrix @ matrix.T >= threshold
     group = list(range(len(matrix)))
 

@@ -156,7 +156,7 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
     # read from the masked vectors: by their stored ones a colleague's short notes were one group by
     # the name they share (his office, the language he speaks, where he studied), and an answer among
     # them brought in the rest.
-    together = groups(matrix, conflict) if parsed.tense != "present" and conflict < 1 else []
+    together = groups(matrix, conflict) if parsed.tense != "present" else []
     group = {i: g for g, members in enumerate(together) for i in members}
     attributes = asked_of_any(masked, parsed.lexicon)
     return {rows[positions[i]]["id"]: Closeness(float(to_question[i]), step, links[step],
