@@ -94,7 +94,9 @@ async def _write_chunk(service: MemoryService, p: Principal, chunk: list[Checked
                        scope=level, occurred_at=d.occurred_at, about=d.about) for d, level, *_ in chunk]
     given = [v.tolist() if (v := taken.get((service.check.content(d.content), None))) is not None else None
              for d, *_ in chunk] if taken else None
-    return [m.status for m in (await service.write_many(p, items, source=source, embeddings=given)).memories]
+    # The subjects' forms a question compares are left to the questions (writing.py `write_many`).
+    return [m.status for m in (await service.write_many(p, items, source=source, embeddings=given,
+                                                        compared_forms=False)).memories]
 
 
 def _plan(report: ImportReport, kind: str, where: str, content: str) -> None:

@@ -257,14 +257,18 @@ class Vectors:
         return out
 
     async def documents_given(self, texts: Sequence[str], given: Sequence[list[float] | None],
-                              befores: Sequence[str | None] | None = None) -> list[list[float] | None]:
+                              befores: Sequence[str | None] | None = None,
+                              companions: Sequence[str] = ()) -> list[list[float] | None]:
         """Vectors for texts, the `given` ones (the model's already: an import's, checked) as they
         are and never cached, the rest from the cache or embedded (with the turn before them, where
-        `befores` gives one); None for those when the embedder is off, down or slow (fail open)."""
+        `befores` gives one); None for those when the embedder is off, down or slow (fail open).
+        `companions`, texts soon needed with them, are embedded in the same batches and cached."""
         todo = [i for i, vector in enumerate(given) if vector is None]
         befores = _befores(befores, len(texts))
-        made = (await self.documents_or_none([texts[i] for i in todo], befores=[befores[i] for i in todo])
-                if todo else [])
+        made = (await self.documents_or_none([*(texts[i] for i in todo), *companions],
+                                             befores=[*(befores[i] for i in todo), *(None for _ in companions)])
+                if todo or companions else [])
+        made = made[:len(todo)] if made is not None else None
         out = list(given)
         for i, vector in zip(todo, made or [None] * len(todo), strict=True):
             out[i] = vector

@@ -26,6 +26,7 @@ from .models import (
 )
 from .related_versions import Near
 from .repository.edges import Edge
+from .retrieval.focus import forms_of
 from .turn_vectors import embed_again, turns_after, turns_before
 from .validation import content_hash, moment, request_fingerprint, text
 
@@ -124,11 +125,13 @@ class Writing:
         if idempotency_key is not None:
             text("idempotency_key", idempotency_key)
         await self._limit(p, "write")
-        # What `related` will compare the new memory by is embedded with it, in one batch; an
-        # episode's with the turn before it.
+        # What `related` and a question about its subject will compare the new memory by is embedded
+        # with it, in one batch; an episode's with the turn before it.
         before = (await turns_before(self.repo, self.vectors, p, [new]))[0]
-        vector = (await self.vectors.document(new.content, self.versions.companions(new.content, new.kind), before)
-                  if self.vectors else None)
+        companions = self.versions.companions(new.content, new.kind)
+        companions += [form for form in forms_of(new.content, new.kind, said.about, self.structure.lexicon)
+                       if form not in companions]
+        vector = await self.vectors.document(new.content, companions, before) if self.vectors else None
         new = self._embedded(new, vector)
         skip = set(supersedes or ())
         # What the new memory touches, for the agent to decide on (supersedes), does not depend on
@@ -192,14 +195,18 @@ class Writing:
     async def write_many(self, p: Principal, items: list[WriteItem], *, source: str | None = None,
                          request_id: str | None = None, edges: Sequence[Sequence[Edge]] = (),
                          said_by: Source = "writer",
-                         embeddings: Sequence[list[float] | None] | None = None) -> WriteManyResult:
+                         embeddings: Sequence[list[float] | None] | None = None,
+                         compared_forms: bool = True) -> WriteManyResult:
         """Many memories in one call: every item checked first (a bad one names its index and
         nothing is written), embedded in batches, inserted in one transaction, each deduplicated
         in its scope and audited. Fails open like `write`: without vectors if the embedder is down.
         `edges`: per item, its links to other memories, stored in the same transaction (extraction:
         derived_from its turns); `said_by`: who gave the items' about and key (extraction: model);
         `embeddings`: per item, its vector already made by the configured model (an import's,
-        taken from a peer's file once checked: importing/peer_vectors.py), None to embed it."""
+        taken from a peer's file once checked: importing/peer_vectors.py), None to embed it;
+        `compared_forms`: embed with them what a question about their subjects will compare them by
+        (retrieval/focus.py `forms_of`), as `write` does; an import of many notes leaves it to the
+        questions that come (up to FORMS_WRITTEN texts more a note would slow a large import as much)."""
         self.require(p, "write")
         if not items:
             raise InvalidInput("items is empty: pass at least one memory")
@@ -217,8 +224,11 @@ class Writing:
         said = await self.structure.apart(p, [(n.content, one) for n, one in zip(news, said, strict=True)])
         await self._limit(p, "write")
         if self.vectors is not None and self.vectors.embedder is not None:
+            lexicon = self.structure.lexicon
+            forms = list(dict.fromkeys(form for n, one in zip(news, said, strict=True) if compared_forms
+                                       for form in forms_of(n.content, n.kind, one.about, lexicon)))
             vectors = await self.vectors.documents_given([n.content for n in news], given,
-                                                         await turns_before(self.repo, self.vectors, p, news))
+                                                         await turns_before(self.repo, self.vectors, p, news), forms)
             news = [self._embedded(n, v) for n, v in zip(news, vectors, strict=True)]
         written = await self.repo.insert_many(p, news, request_id=request_id, said=said, edges=edges)
         created = sum(c for _, c in written)

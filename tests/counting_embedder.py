@@ -1,5 +1,5 @@
-"""The service's embedder behind a counter of the questions it embeds (model runs, not the query
-cache's answers), for tests that say a search embeds a question or does not."""
+"""The service's embedder behind a counter of the questions and texts it embeds (model runs, not
+the caches' answers), for tests that say a search embeds a question or a text, or does not."""
 
 from __future__ import annotations
 
@@ -14,12 +14,15 @@ from mcp_memory.vectors import Vectors
 
 
 class CountingQueries:
-    """The service's embedder, counting the questions it embeds."""
+    """The service's embedder, counting the questions (`asked`) and texts (`embedded`) it embeds."""
 
     def __init__(self, inner: Any) -> None:
-        self.inner, self.model, self.dimension, self.asked = inner, inner.model, inner.dimension, []
+        self.inner, self.model, self.dimension = inner, inner.model, inner.dimension
+        self.asked: list[str] = []
+        self.embedded: list[str] = []
 
     async def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.embedded.extend(texts)
         return await self.inner.embed_documents(texts)
 
     async def embed_query(self, text: str) -> list[float]:

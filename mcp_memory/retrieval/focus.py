@@ -55,8 +55,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Protocol
 from uuid import UUID
 
@@ -64,14 +65,16 @@ import asyncpg
 import numpy as np
 
 from ..graph import phrasebook
-from ..graph.about_user import asks_of_user_alone
+from ..graph.about_user import asks_of_user_alone, without_user
 from ..graph.keys import cued_in
+from ..graph.names import Name
 from ..graph.questions import asked_of_any
 from ..lexicon import Lexicon
+from ..models import MOMENTS
 from .alike import groups
 from .query import LABEL, NOT_NAMES, ParsedQuery
 from .values import values_of, words_of
-from .whose import MASK, subject_positions
+from .whose import MASK, subject_positions, without_names
 
 
 class TextVectors(Protocol):
@@ -132,7 +135,7 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
     # changed present says so ("now works for", "these days", "latest car"): newest first life
     # .71 -> .75, ops .66 -> .68 against the question without them.
     masked = unnamed(parsed.asked or parsed.text)
-    texts = [unlabelled(unnamed(rows[i]["content"]), parsed.lexicon) for i in positions]
+    texts = [compared(rows[i]["content"], unnamed, parsed.lexicon) for i in positions]
     # The words decide before anything is embedded: a masked question is a text no search has
     # asked, so its vector is a model run of its own (bench/stdio_latency.py's new questions).
     if parsed.tense != "present" and not versions_said(masked, texts, parsed.lexicon):
@@ -163,6 +166,37 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
                                                 values_of(texts[i], ignore), i not in on, group.get(i),
                                                 bool(attributes & cued_in(texts[i], parsed.lexicon)))
             for step, i in enumerate(order)}
+
+
+def compared(text: str, unnamed: Callable[[str], str], lexicon: Lexicon) -> str:
+    """A subject's memory as `similarities` compares it: the subject taken out (`unnamed`), and a
+    label that only says how the note came."""
+    return unlabelled(unnamed(text), lexicon)
+
+
+# The subjects a memory is written about whose comparable forms are embedded with it: each is a text
+# more in the write's batch.
+FORMS_WRITTEN = 2
+
+
+def forms_of(content: str, kind: str, about: Sequence[Name], lexicon: Lexicon) -> list[str]:
+    """The texts a question about the present will compare `content` by (`compared`), for each of
+    the first subjects it is about: the user, or a name in capitals as questions name them (each
+    word of it masked, as a question's names are). Embedded in one batch with the memory when it is
+    written (writing.py), so a new question about them finds them cached: before, a question meeting
+    a subject's memories no search had compared embedded them then, a batch of up to a window's
+    (35-45 ms on 2 cores). A question naming them otherwise ("Greta" of "Greta Ibarra ...")
+    still embeds its own. None for moments, which the focus never compares."""
+    if kind in MOMENTS:
+        return []
+    forms: list[str] = []
+    for name in [n for n in about if n.user or n.display[:1].isupper()][:FORMS_WRITTEN]:
+        unnamed = (partial(without_user, mask=MASK, lexicon=lexicon) if name.user
+                   else partial(without_names, names=name.display.split()))
+        form = compared(content, unnamed, lexicon)
+        if form != content and form not in forms:
+            forms.append(form)
+    return forms
 
 
 def versions_said(question: str, texts: Sequence[str], lexicon: Lexicon) -> bool:
