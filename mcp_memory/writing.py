@@ -225,8 +225,9 @@ class Writing:
         await self._limit(p, "write")
         if self.vectors is not None and self.vectors.embedder is not None:
             lexicon = self.structure.lexicon
-            forms = list(dict.fromkeys(form for n, one in zip(news, said, strict=True) if compared_forms
-                                       for form in forms_of(n.content, n.kind, one.about, lexicon)))
+            forms = list(dict.fromkeys(form for n, one in zip(news, said, strict=True)
+                                       for form in forms_of(n.content, n.kind, one.about, lexicon))
+                         ) if compared_forms else []
             vectors = await self.vectors.documents_given([n.content for n in news], given,
                                                          await turns_before(self.repo, self.vectors, p, news), forms)
             news = [self._embedded(n, v) for n, v in zip(news, vectors, strict=True)]
