@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID, uuid4
 
 from .errors import InvalidInput, PermissionDenied
-from .graph import Source
+from .graph import Said, Source
 from .models import (
     Kind,
     NewMemory,
@@ -128,10 +128,8 @@ class Writing:
         # What `related` and a question about its subject will compare the new memory by is embedded
         # with it, in one batch; an episode's with the turn before it.
         before = (await turns_before(self.repo, self.vectors, p, [new]))[0]
-        companions = self.versions.companions(new.content, new.kind)
-        companions += [form for form in forms_of(new.content, new.kind, said.about, self.structure.lexicon)
-                       if form not in companions]
-        vector = await self.vectors.document(new.content, companions, before) if self.vectors else None
+        vector = (await self.vectors.document(new.content, self._companions(new, said), before)
+                  if self.vectors else None)
         new = self._embedded(new, vector)
         skip = set(supersedes or ())
         # What the new memory touches, for the agent to decide on (supersedes), does not depend on
@@ -170,6 +168,13 @@ class Writing:
         if created and self.decider is not None:
             await self.decider.settle(p, memory.id)
         return WriteResult(status="created" if created else "duplicate", memory=memory, related=related)
+
+    def _companions(self, new: NewMemory, said: Said) -> list[str]:
+        """The texts a write embeds beside its memory: what `related` compares it by, and what a
+        question about its subjects will (retrieval/focus.py `forms_of`), each once."""
+        companions = self.versions.companions(new.content, new.kind)
+        return companions + [form for form in forms_of(new.content, new.kind, said.about, self.structure.lexicon)
+                             if form not in companions]
 
     async def _turns_after_new(self, p: Principal, ids: list[UUID]) -> None:
         """A turn written before one already stored (dated earlier, or a batch out of order) is now
