@@ -1,4 +1,4 @@
-"""A speaker whose turns are much of the scope is left out of the question's vector; a person of
+"""A speaker whose turns are much of their conversations is left out of the question's vector; a person of
 a few turns, a question of a name alone and a question naming nobody known search as before (and
 one whom notes rather than turns are about: tests/test_focus.py's Ines Moreau)."""
 
@@ -115,6 +115,26 @@ async def test_a_speakers_next_question_is_embedded_once(database: Database, ser
     await fresh.forget_preview(alice, query="Did Ana like the bowl?")
     await fresh.search(alice, "Does Ana bake?")
     assert counting.asked == ["Did Ana like the bowl?", "Does someone bake?"]
+
+
+async def test_the_share_is_of_the_conversations_the_speaker_takes_part_in(
+        database: Database, service: MemoryService, settings: Settings, alice: Principal) -> None:
+    """A store of many conversations holds her six turns among her conversation's twelve, as a store
+    of that conversation alone does: she is left out, though she is a seventh of the scope."""
+    await _talk(service, alice)
+    later = datetime.now(UTC) - timedelta(days=1)
+    for i in range(30):  # another conversation, two days after hers
+        speaker = ("Bob", "Cleo")[i % 2]
+        await service.write(alice, f"{speaker}: the garden needs watering, round {i}.", kind="episode",
+                            occurred_at=later + timedelta(minutes=i))
+    assert (await _ranks(_fresh(database, service, settings), alice, QUESTION))[0] == ["Ana"]
+    # Turns said while she talked (in her scope, within the reply gap of hers) are around her: six
+    # of forty-two then, under the share.
+    during = datetime.now(UTC) - timedelta(days=3)
+    for i in range(30):
+        await service.write(alice, f"Dee: the printer jammed again, take {i}.", kind="episode",
+                            occurred_at=during + timedelta(minutes=i % 12))
+    assert (await _ranks(_fresh(database, service, settings), alice, QUESTION))[0] is None
 
 
 def test_a_share_of_nothing_is_refused_naming_the_setting() -> None:

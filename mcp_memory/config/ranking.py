@@ -28,9 +28,10 @@ class RankingSettings(BaseModel):
         "Score factor for a memory naming every person or thing the question names (capitalised words), "
         "other than only addressing them (\"Thanks, Mel!\")."))
     vector_name_share: float = Field(default=0.3, gt=0, le=1, description=(
-        "A name the question holds whose turns are at least this share of the scope's memories (a "
-        "conversation's speaker) is left out of the question's vector: it tells the vector little, and short "
-        "turns carrying it came first; the subject factor and full text still read it. 1 turns it off."))
+        "A name the question holds whose turns are at least this share of the memories around them (the "
+        "turns within reply_gap_minutes of theirs, and every memory that is no turn: a conversation's speaker) "
+        "is left out of the question's vector: it tells the vector little, and short turns carrying it came "
+        "first; the subject factor and full text still read it. 1 turns it off."))
     other_conversation: float = Field(default=0.5, gt=0, le=1, description=(
         "Score factor for a turn (episode) of a conversation the question's named speaker took no part in: "
         "no turn of theirs within reply_gap_minutes of it, in its scope. A store of one conversation is "

@@ -3,6 +3,7 @@ entities a question names, their keyed facts, an entity's row and its neighbours
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -12,7 +13,7 @@ import asyncpg
 
 from ..graph.names import Name, entity_name
 from ..graph.subjects import Subjects
-from ..models import MemoryEdge, MemoryFilter, Principal
+from ..models import KINDS, MemoryEdge, MemoryFilter, Principal
 from .graph import choose, named_rows
 from .memory_store import MemoryStore
 from .sql import Sql, live, visible
@@ -100,28 +101,64 @@ async def entities_by_name(conn: asyncpg.Connection, p: Principal, names: Sequen
 TURNS_COUNTED = 100_000
 
 
+# What a scope holds beside its turns, counted whole around a speaker's turns (`share_spoken`).
+NOT_TURNS = [kind for kind in KINDS if kind != "episode"]
+
+
 class Spoken(NamedTuple):
     turns: int  # counted up to TURNS_COUNTED
-    share: float  # of the scope's live memories, as far as telling whether it reaches the share asked
+    share: float  # of the memories around them, as far as telling whether it reaches the share asked
 
 
-async def share_spoken(conn: asyncpg.Connection, p: Principal, entities: Sequence[UUID], share: float) -> Spoken:
+async def share_spoken(conn: asyncpg.Connection, p: Principal, entities: Sequence[UUID], share: float,
+                       gap_minutes: float, windowed_up_to: int) -> Spoken:
     """How many of the live memories `p` sees are turns of one of `entities` (episodes about them:
-    their speaker), and their share of them, as far as telling whether it reaches `share` (0 <
-    share <= 1): the scope is counted only up to those turns over `share`, so a person of a few
-    turns costs a count of a few rows."""
+    their speaker), and their share of the memories around them: the turns within `gap_minutes` of
+    one of theirs in its scope (the conversations they take part in, as retrieval/conversations.py
+    reads them) and every memory that is no turn. A store of many conversations holds a speaker's
+    turns as a store of theirs alone does: half of the two people's, not a tenth of everyone's. Counted
+    only as far as telling whether the share reaches `share` (0 < share <= 1), so a person of a few
+    turns costs a few rows. One of more than `windowed_up_to` turns is counted against the whole scope:
+    their windows would be read turn by turn (and their conversations are not told apart either)."""
     q = Sql()
-    where = " AND ".join(live(q, p))
-    row = await conn.fetchrow(
-        f"""WITH a AS (SELECT count(*)::float8 AS n FROM (
+    turns = await conn.fetchval(
+        f"""SELECT count(*) FROM (
                 SELECT DISTINCT me.memory_id FROM memory_entities me
                 JOIN memories m ON m.user_id = me.user_id AND m.id = me.memory_id
                 WHERE me.user_id = {q.arg(p.user_id)} AND me.entity_id = ANY({q.arg(list(entities))}::uuid[])
-                  AND me.role = 'about' AND m.kind = 'episode' AND {where} LIMIT {TURNS_COUNTED}) x)
-            SELECT a.n, (SELECT count(*)::float8 FROM (SELECT 1 FROM memories m WHERE {where}
-                         LIMIT (SELECT floor(b.n / {q.arg(share)}::float8)::bigint + 1 FROM a b)) s) AS scope
-            FROM a""", *q.args)
-    return Spoken(int(row["n"]), row["n"] / row["scope"] if row["scope"] else 0.0)
+                  AND me.role = 'about' AND m.kind = 'episode' AND {" AND ".join(live(q, p))}
+                LIMIT {TURNS_COUNTED}) x""", *q.args)
+    if not turns:
+        return Spoken(0, 0.0)
+    cap = math.floor(turns / share) + 1
+    q = Sql()
+    where = " AND ".join(live(q, p))
+    if turns > windowed_up_to:
+        around = await conn.fetchval(
+            f"SELECT count(*) FROM (SELECT 1 FROM memories m WHERE {where} LIMIT {q.arg(cap)}) s", *q.args)
+    else:
+        gap = f"{q.arg(gap_minutes)}::float8 * interval '1 minute'"
+        # Each window a range of the turns' time index (OFFSET 0 keeps the lateral a probe per window:
+        # flattened, the planner joined every turn of the user to the windows, 300 ms at 90,000).
+        around = await conn.fetchval(
+            f"""WITH windows AS MATERIALIZED (
+                    SELECT t.agent_id, t.project_id,
+                           unnest(range_agg(tstzrange(t.occurred_at - {gap}, t.occurred_at + {gap}, '[]'))) AS r
+                    FROM memory_entities me
+                    JOIN memories t ON t.user_id = me.user_id AND t.id = me.memory_id
+                    WHERE me.user_id = {q.arg(p.user_id)} AND me.entity_id = ANY({q.arg(list(entities))}::uuid[])
+                      AND me.role = 'about' AND t.kind = 'episode' AND t.deleted_at IS NULL AND {visible(q, p, "t")}
+                    GROUP BY t.agent_id, t.project_id)
+                SELECT count(*) FROM (
+                    (SELECT 1 FROM windows w CROSS JOIN LATERAL (
+                        SELECT 1 FROM memories m
+                        WHERE {where} AND m.kind = 'episode' AND m.occurred_at >= lower(w.r)
+                          AND m.occurred_at <= upper(w.r) AND m.agent_id IS NOT DISTINCT FROM w.agent_id
+                          AND m.project_id IS NOT DISTINCT FROM w.project_id OFFSET 0) x)
+                    UNION ALL
+                    (SELECT 1 FROM memories m WHERE {where} AND m.kind = ANY({q.arg(NOT_TURNS)}::text[]))
+                    LIMIT {q.arg(cap)}) s""", *q.args)
+    return Spoken(turns, turns / around if around else 0.0)
 
 
 async def entities_named(conn: asyncpg.Connection, p: Principal, names: Sequence[Name],

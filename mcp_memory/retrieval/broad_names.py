@@ -3,9 +3,11 @@
 A conversation's turns each carry their speaker ("Caroline: Cool! What did it look like?"), so in a
 store of two people talking half the memories are the turns of the person a question names, and
 the vector of "What is Caroline's relationship status?" was closest to her shortest turns, where
-her name is most of the text. A name that much of the scope speaks tells the vector only what
-those turns all share; left out, the vector searches for what is asked of them, while the subject
-factor (statement.py) and full text still read the name. A person a few memories are about keeps
+her name is most of the text. A name that much of the memories around it speaks (the turns of the
+conversations it takes part in, and every note: a store of many conversations holds her as a store
+of hers alone does) tells the vector only what those turns all share; left out, the vector searches
+for what is asked of them, while the subject factor (statement.py) and full text still read the
+name, and another conversation's turns are taken down (conversations.py). A person a few memories are about keeps
 their name in the vector: there it picks their notes out of everyone's; and so does one that notes,
 not turns, are about: their name is part of what each note says ("Ines Moreau lives in Oslo"), and
 left out, another person's "lives in Berlin these days" came before her other facts
@@ -22,24 +24,26 @@ import asyncpg
 from ..fresh import Fresh
 from ..models import Principal
 from ..repository.graph_reads import Spoken, share_spoken
+from .conversations import SPEAKER_TURNS_READ
 from .naming import Linked
 from .narrowing import Remembered
 from .whose import MASK
 
 
-async def spoken_shares(conn: asyncpg.Connection, p: Principal, linked: Linked, share: float,
+async def spoken_shares(conn: asyncpg.Connection, p: Principal, linked: Linked, share: float, gap_minutes: float,
                         remembered: Remembered) -> dict[str, tuple[Spoken, tuple[UUID, ...]]]:
     """Each of the question's subject words -> how many of the memories `p` sees are turns of its
-    entities and what share of them (as far as telling whether it reaches `share`), and those
-    entities; each entity's count `remembered` a minute, as a scope's size is."""
+    entities and what share of the memories around them (their conversations: the turns within
+    `gap_minutes` of theirs, and every memory that is no turn; as far as telling whether it reaches
+    `share`), and those entities; each entity's count `remembered` a minute, as a scope's size is."""
     groups: dict[tuple[UUID, ...], list[str]] = {}
     for word, ids in linked.entities.items():
         groups.setdefault(tuple(sorted(ids)), []).append(word)
     shares: dict[str, tuple[Spoken, tuple[UUID, ...]]] = {}
     for ids, words in groups.items():
         async def count(ids: tuple[UUID, ...] = ids) -> Spoken:
-            return await share_spoken(conn, p, ids, share)
-        spoken = await remembered(("spoken", p.user_id, p.agent_id, p.project_id, ids, share), count)
+            return await share_spoken(conn, p, ids, share, gap_minutes, SPEAKER_TURNS_READ)
+        spoken = await remembered(("spoken", p.user_id, p.agent_id, p.project_id, ids, share, gap_minutes), count)
         shares.update((word, (spoken, ids)) for word in words)
     return shares
 

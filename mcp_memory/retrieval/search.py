@@ -73,7 +73,8 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
         said: str | None = None
         reads_speakers = settings.vector_name_share < 1 or settings.other_conversation < 1
         if linked is not None and min_similarity is None and reads_speakers:
-            shares = await spoken_shares(conn, p, linked, settings.vector_name_share, repo.counted)
+            shares = await spoken_shares(conn, p, linked, settings.vector_name_share, settings.reply_gap_minutes,
+                                         repo.counted)
             if settings.other_conversation < 1:
                 speaking = await told_apart(conn, p, speakers(shares, SPEAKER_TURNS_READ),
                                             settings.reply_gap_minutes, repo.counted)
