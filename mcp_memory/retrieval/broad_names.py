@@ -7,11 +7,12 @@ her name is most of the text. A name that much of the memories around it speaks 
 conversations it takes part in, and every note: a store of many conversations holds her as a store
 of hers alone does) tells the vector only what those turns all share; left out, the vector searches
 for what is asked of them, while the subject factor (statement.py) and full text still read the
-name, and another conversation's turns are taken down (conversations.py). A person a few memories are about keeps
-their name in the vector: there it picks their notes out of everyone's; and so does one that notes,
-not turns, are about: their name is part of what each note says ("Ines Moreau lives in Oslo"), and
-left out, another person's "lives in Berlin these days" came before her other facts
-(docs/benchmarks.md, "A speaker's name out of the question's vector")."""
+name, and another conversation's turns are taken down (conversations.py). A person a few memories
+are about keeps their name in the vector: there it picks their notes out of everyone's; and so does
+one that notes, not turns, are about: their name is part of what each note says ("Ines Moreau lives
+in Oslo"), and left out, another person's "lives in Berlin these days" came before her other facts
+(docs/benchmarks.md, "A speaker's name out of the question's vector" and "A speaker's share of
+their own conversations")."""
 
 from __future__ import annotations
 
