@@ -62,7 +62,7 @@ async def test_another_conversations_turn_comes_after_the_answer_in_hers(
     factors = dict(on)
     # Each of James's conversation's turns is taken down by the factor; Maria's conversation's
     # turns (John's too) and the note are not.
-    assert {factors[t] for t in JAMES if t in factors} == {0.5}
+    assert {factors[t] for t in JAMES if t in factors} == {settings.other_conversation}
     assert all(factors[t] is None for t in MARIA if t in factors)
     assert factors["European countries need a visa form for some visitors."] is None
     assert all(f is None for _, f in off)
@@ -77,7 +77,7 @@ async def test_a_question_naming_two_speakers_is_about_the_conversations_of_both
     # John speaks in both conversations: neither is another conversation of his.
     assert all(f is None for _, f in await _ranked(searcher, alice, "Which countries did John visit?"))
     both = dict(await _ranked(searcher, alice, "Which countries did John and Maria talk about?"))
-    assert {both[t] for t in liv if t in both} == {0.5}
+    assert {both[t] for t in liv if t in both} == {settings.other_conversation}
     assert all(both[t] is None for t in MARIA if t in both)
 
 
@@ -102,7 +102,7 @@ async def test_her_turns_count_only_while_live_and_in_the_turns_scope(
     elsewhere = alice.model_copy(update={"project_id": "travel"})
     await _talk(service, elsewhere, ["Maria: Portugal next, I hope."], days_ago=1)
     factors = dict(await _ranked(_with(database, service, settings), elsewhere))
-    assert factors[MARIA[1]] == 0.5 and factors[JAMES[0]] == 0.5
+    assert factors[MARIA[1]] == factors[JAMES[0]] == settings.other_conversation
     assert factors["Maria: Portugal next, I hope."] is None
 
 
@@ -131,7 +131,7 @@ async def test_a_speaker_of_more_turns_than_are_read_is_not_told_apart(
     monkeypatch.setattr(importlib.import_module("mcp_memory.retrieval.search"), "SPEAKER_TURNS_READ", 1)
     assert all(f is None for _, f in await _ranked(_with(database, service, settings), alice))
     monkeypatch.setattr(importlib.import_module("mcp_memory.retrieval.search"), "SPEAKER_TURNS_READ", 2)
-    assert 0.5 in dict(await _ranked(_with(database, service, settings), alice)).values()
+    assert settings.other_conversation in dict(await _ranked(_with(database, service, settings), alice)).values()
 
 
 async def test_a_store_of_one_conversation_is_not_read_for_it_until_another_begins(
@@ -162,4 +162,4 @@ async def test_a_store_of_one_conversation_is_not_read_for_it_until_another_begi
     assert not any("spoken_0" in sql for sql in statements)
     statements.clear()
     factors = dict(await _ranked(_with(database, service, settings), alice))
-    assert "spoken_0" in statements[-1] and factors[JAMES[0]] == 0.5
+    assert "spoken_0" in statements[-1] and factors[JAMES[0]] == settings.other_conversation

@@ -275,7 +275,7 @@ async def test_another_conversations_turns_are_told_apart_under_row_level_securi
     await service.write(bob, "Maria: I visited Italy too.", kind="episode", occurred_at=day("2026-01-20"))
     hits = (await service.search(alice, "Which countries has Maria visited?", explain=True)).hits
     factors = {h.snippet: h.explain.get("conversation") for h in hits}
-    assert factors["James: I visited Italy and Turkey."] == 0.5
+    assert factors["James: I visited Italy and Turkey."] == settings.other_conversation
     assert factors["John: Spain and England, right?"] is None
 
 

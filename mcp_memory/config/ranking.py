@@ -32,7 +32,7 @@ class RankingSettings(BaseModel):
         "turns within reply_gap_minutes of theirs, and every memory that is no turn: a conversation's speaker) "
         "is left out of the question's vector: it tells the vector little, and short turns carrying it came "
         "first; the subject factor and full text still read it. 1 turns it off."))
-    other_conversation: float = Field(default=0.5, gt=0, le=1, description=(
+    other_conversation: float = Field(default=0.25, gt=0, le=1, description=(
         "Score factor for a turn (episode) of a conversation the question's named speaker took no part in: "
         "no turn of theirs within reply_gap_minutes of it, in its scope. A store of one conversation is "
         "ranked as without it. 1 turns it off."))
