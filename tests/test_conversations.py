@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from mcp_memory.config import Settings
 from mcp_memory.db import Database
-from mcp_memory.models import Principal
+from mcp_memory.models import MemoryFilter, Principal
 from mcp_memory.repository import MemoryRepository
 from mcp_memory.service import MemoryService
 
@@ -42,8 +42,9 @@ def _with(database: Database, service: MemoryService, settings: Settings, **chan
     return MemoryService(MemoryRepository(database.pool), settings.model_copy(update=changes), service.vectors)
 
 
-async def _ranked(service: MemoryService, p: Principal, question: str = QUESTION) -> list[tuple[str, Any]]:
-    result = await service.search(p, question, limit=10, explain=True)
+async def _ranked(service: MemoryService, p: Principal, question: str = QUESTION,
+                  f: MemoryFilter | None = None) -> list[tuple[str, Any]]:
+    result = await service.search(p, question, f, limit=10, explain=True)
     return [(h.snippet, h.explain.get("conversation")) for h in result.hits]
 
 
@@ -104,6 +105,23 @@ async def test_her_turns_count_only_while_live_and_in_the_turns_scope(
     factors = dict(await _ranked(_with(database, service, settings), elsewhere))
     assert factors[MARIA[1]] == factors[JAMES[0]] == settings.other_conversation
     assert factors["Maria: Portugal next, I hope."] is None
+
+
+async def test_as_of_before_she_joined_a_conversation_it_is_another_one(
+        database: Database, service: MemoryService, settings: Settings, alice: Principal) -> None:
+    await _talk(service, alice, MARIA, days_ago=20)
+    james = await _talk(service, alice, JAMES, days_ago=5)
+    await _talk(service, alice, ["Liv: Spain was lovely in May.", "Omar: Italy next year."], days_ago=2)
+    then = datetime.now(UTC)
+    # Written later, dated within James's conversation: she took part in it, as the store stands now.
+    await service.write(alice, "Maria: Turkey is on my list too!", kind="episode",
+                        occurred_at=james[-1].occurred_at + timedelta(minutes=1))
+    searcher = _with(database, service, settings)
+    now = dict(await _ranked(searcher, alice))
+    assert all(now[t] is None for t in JAMES if t in now) and JAMES[0] in now
+    past = dict(await _ranked(searcher, alice, f=MemoryFilter(as_of=then)))
+    assert {past[t] for t in JAMES if t in past} == {settings.other_conversation}
+    assert "Maria: Turkey is on my list too!" not in past
 
 
 async def test_a_forget_preview_matches_as_said(database: Database, service: MemoryService,

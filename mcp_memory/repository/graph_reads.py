@@ -110,16 +110,38 @@ class Spoken(NamedTuple):
     share: float  # of the memories around them, as far as telling whether it reaches the share asked
 
 
+def speaker_windows(q: Sql, p: Principal, entities: Sequence[UUID], gap_minutes: float,
+                    as_of: datetime | None = None) -> str:
+    """The conversations a speaker takes part in: a SELECT of a row per scope (`agent_id`,
+    `project_id`) and `near`, the windows `gap_minutes` either side of each of their turns there
+    (live episodes about one of `entities` that `p` sees, as the store stood at `as_of`) merged
+    (`range_agg`). The one definition the search's factor (retrieval/conversations.py) and the
+    speaker's share (`share_spoken`) read. Each turn is read by its id (a LIMIT 1 lateral): joined,
+    the planner of the search statement read every episode of the user instead."""
+    gap = f"{q.arg(gap_minutes)}::float8 * interval '1 minute'"
+    existed = f"AND t.created_at <= {q.arg(as_of)}" if as_of is not None else ""
+    return f"""SELECT t.agent_id, t.project_id,
+               range_agg(tstzrange(t.occurred_at - {gap}, t.occurred_at + {gap}, '[]')) AS near
+        FROM memory_entities me CROSS JOIN LATERAL (
+            SELECT t.agent_id, t.project_id, t.occurred_at FROM memories t
+            WHERE t.user_id = me.user_id AND t.id = me.memory_id AND t.kind = 'episode'
+              AND t.deleted_at IS NULL AND {visible(q, p, "t")} {existed}
+            LIMIT 1) t
+        WHERE me.user_id = {q.arg(p.user_id)} AND me.entity_id = ANY({q.arg(list(entities))}::uuid[])
+          AND me.role = 'about'
+        GROUP BY t.agent_id, t.project_id"""
+
+
 async def share_spoken(conn: asyncpg.Connection, p: Principal, entities: Sequence[UUID], share: float,
                        gap_minutes: float, windowed_up_to: int) -> Spoken:
     """How many of the live memories `p` sees are turns of one of `entities` (episodes about them:
     their speaker), and their share of the memories around them: the turns within `gap_minutes` of
-    one of theirs in its scope (the conversations they take part in, as retrieval/conversations.py
-    reads them) and every memory that is no turn. A store of many conversations holds a speaker's
-    turns as a store of theirs alone does: half of the two people's, not a tenth of everyone's. Counted
-    only as far as telling whether the share reaches `share` (0 < share <= 1), so a person of a few
-    turns costs a few rows. One of more than `windowed_up_to` turns is counted against the whole scope:
-    their windows would be read turn by turn (and their conversations are not told apart either)."""
+    one of theirs in its scope (the conversations they take part in, `speaker_windows`) and every
+    memory that is no turn. A store of many conversations holds a speaker's turns as a store of
+    theirs alone does: half of the two people's, not a tenth of everyone's. Counted only as far as
+    telling whether the share reaches `share` (0 < share <= 1), so a person of a few turns costs a
+    few rows. One of more than `windowed_up_to` turns is counted against the whole scope: their
+    windows would be read turn by turn (and their conversations are not told apart either)."""
     q = Sql()
     turns = await conn.fetchval(
         f"""SELECT count(*) FROM (
@@ -137,18 +159,12 @@ async def share_spoken(conn: asyncpg.Connection, p: Principal, entities: Sequenc
         around = await conn.fetchval(
             f"SELECT count(*) FROM (SELECT 1 FROM memories m WHERE {where} LIMIT {q.arg(cap)}) s", *q.args)
     else:
-        gap = f"{q.arg(gap_minutes)}::float8 * interval '1 minute'"
         # Each window a range of the turns' time index (OFFSET 0 keeps the lateral a probe per window:
         # flattened, the planner joined every turn of the user to the windows, 300 ms at 90,000).
         around = await conn.fetchval(
             f"""WITH windows AS MATERIALIZED (
-                    SELECT t.agent_id, t.project_id,
-                           unnest(range_agg(tstzrange(t.occurred_at - {gap}, t.occurred_at + {gap}, '[]'))) AS r
-                    FROM memory_entities me
-                    JOIN memories t ON t.user_id = me.user_id AND t.id = me.memory_id
-                    WHERE me.user_id = {q.arg(p.user_id)} AND me.entity_id = ANY({q.arg(list(entities))}::uuid[])
-                      AND me.role = 'about' AND t.kind = 'episode' AND t.deleted_at IS NULL AND {visible(q, p, "t")}
-                    GROUP BY t.agent_id, t.project_id)
+                    SELECT w.agent_id, w.project_id, unnest(w.near) AS r
+                    FROM ({speaker_windows(q, p, entities, gap_minutes)}) w)
                 SELECT count(*) FROM (
                     (SELECT 1 FROM windows w CROSS JOIN LATERAL (
                         SELECT 1 FROM memories m

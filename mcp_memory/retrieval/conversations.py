@@ -16,12 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from uuid import UUID
 
 import asyncpg
 
 from ..models import MemoryFilter, Principal
 from ..repository import Sql, live
+from ..repository.graph_reads import speaker_windows
 from .narrowing import Remembered
 
 # A speaker's turns are read to find their conversations up to this many; one who speaks more in
@@ -48,8 +50,7 @@ def other_conversation(q: Sql, p: Principal, f: MemoryFilter | None, speakers: S
     them, as the store stood at the filter's `as_of`); 1 otherwise, and with no speakers."""
     if not speakers or factor >= 1:
         return Conversations("", "1")
-    existed = f"AND t.created_at <= {q.arg(f.as_of)}" if f is not None and f.as_of is not None else ""
-    ctes, took_part = _spoken(q, p, speakers, gap_minutes, existed)
+    ctes, took_part = _spoken(q, p, speakers, gap_minutes, f.as_of if f is not None else None)
     return Conversations("".join(f",\n{cte}" for cte in ctes),
                          f"CASE WHEN m.kind = 'episode' AND NOT ({took_part}) THEN {q.arg(factor)}::float8 ELSE 1 END")
 
@@ -66,7 +67,7 @@ async def told_apart(conn: asyncpg.Connection, p: Principal, speakers: list[tupl
 
     async def look() -> bool:
         q = Sql()
-        ctes, took_part = _spoken(q, p, speakers, gap_minutes, "")
+        ctes, took_part = _spoken(q, p, speakers, gap_minutes, None)
         return bool(await conn.fetchval(f"""WITH {", ".join(ctes)}
             SELECT EXISTS (SELECT 1 FROM (SELECT m.agent_id, m.project_id, m.occurred_at FROM memories m
                                           WHERE {" AND ".join(live(q, p))} AND m.kind = 'episode'
@@ -77,23 +78,12 @@ async def told_apart(conn: asyncpg.Connection, p: Principal, speakers: list[tupl
 
 
 def _spoken(q: Sql, p: Principal, speakers: Sequence[Sequence[UUID]], gap_minutes: float,
-            existed: str) -> tuple[list[str], str]:
-    """A CTE per speaker (`spoken_i`): their turns read once, as the windows around them merged per
-    scope (`range_agg`); and the condition that episode `m` lies in a window of each. Each turn is
-    read by its id (a LIMIT 1 lateral): joined, the planner read every episode of the user instead."""
-    gap = f"{q.arg(gap_minutes)}::float8 * interval '1 minute'"
+            as_of: datetime | None) -> tuple[list[str], str]:
+    """A CTE per speaker (`spoken_i`): their conversations (`speaker_windows`), read once; and the
+    condition that episode `m` lies in a window of each."""
     speakers = speakers[:MAX_SPEAKERS]
-    ctes = [f"""spoken_{i} AS MATERIALIZED (
-        SELECT t.agent_id, t.project_id,
-               range_agg(tstzrange(t.occurred_at - {gap}, t.occurred_at + {gap}, '[]')) AS near
-        FROM memory_entities me CROSS JOIN LATERAL (
-            SELECT t.agent_id, t.project_id, t.occurred_at FROM memories t
-            WHERE t.user_id = me.user_id AND t.id = me.memory_id AND t.kind = 'episode'
-              AND t.deleted_at IS NULL {existed}
-            LIMIT 1) t
-        WHERE me.user_id = {q.arg(p.user_id)} AND me.entity_id = ANY({q.arg(list(ids))}::uuid[]) AND me.role = 'about'
-        GROUP BY t.agent_id, t.project_id
-    )""" for i, ids in enumerate(speakers)]
+    ctes = [f"spoken_{i} AS MATERIALIZED ({speaker_windows(q, p, ids, gap_minutes, as_of)})"
+            for i, ids in enumerate(speakers)]
     took_part = " AND ".join(
         f"EXISTS (SELECT 1 FROM spoken_{i} s WHERE s.agent_id IS NOT DISTINCT FROM m.agent_id "
         f"AND s.project_id IS NOT DISTINCT FROM m.project_id AND m.occurred_at <@ s.near)"
