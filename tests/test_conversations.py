@@ -82,6 +82,28 @@ async def test_a_question_naming_two_speakers_is_about_the_conversations_of_both
     assert all(both[t] is None for t in MARIA if t in both)
 
 
+async def test_her_conversations_turns_are_read_by_meaning_when_others_fill_the_walk(
+        database: Database, service: MemoryService, settings: Settings, alice: Principal) -> None:
+    """The vector list's first `search_candidates` of the whole scope are all James's turns, nearer
+    the question than anything said in Maria's conversation: her conversation's turns are read by an
+    exact sort of its own, so the answer there has a vector share; without speakers told apart (the
+    factor off) it had none."""
+    answer = "John: Spain and England, your favourite places, right?"
+    await _talk(service, alice, ["Maria: I just got back from a solo trip last month.", answer,
+                                 "Maria: Yes, it was wonderful."], days_ago=30)
+    await _talk(service, alice, [f"James: Which European countries have I visited? {c}, sure."
+                                 for c in ("Italy", "Turkey", "France", "Greece", "Austria", "Poland", "Spain",
+                                           "Norway", "Croatia", "Portugal", "Belgium", "Ireland")], days_ago=5)
+    narrow = {"search_candidates": 10}
+
+    async def vector_rank(searcher: MemoryService) -> Any:
+        hits = (await searcher.search(alice, QUESTION, limit=10, explain=True)).hits
+        return next((h.explain["vector"] for h in hits if h.snippet == answer), None)
+
+    assert await vector_rank(_with(database, service, settings, **narrow)) is not None
+    assert await vector_rank(_with(database, service, settings, other_conversation=1.0, **narrow)) is None
+
+
 async def test_one_conversation_and_a_name_nobody_speaks_rank_as_without_it(
         database: Database, service: MemoryService, settings: Settings, alice: Principal) -> None:
     await _talk(service, alice, MARIA, days_ago=20)

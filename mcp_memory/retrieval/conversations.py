@@ -9,8 +9,10 @@ speaker's answers to her. A turn (episode) with no turn of the named speaker's w
 of it, in its scope (of each speaker, where a question names several: "When did John and James
 meet?"), is taken down by `other_conversation`. Where every conversation has the speaker in it
 (one conversation's store) nothing changes; nor for other kinds of memories, nor for a name no turn
-is spoken by, nor one of more than SPEAKER_TURNS_READ turns. SQL fragment for retrieval/statement.py,
-and the look once a minute that tells whether a scope holds another conversation at all."""
+is spoken by, nor one of more than SPEAKER_TURNS_READ turns. Where speakers are told apart the vector
+list is drawn from their conversations too (`Conversations.nearest`). SQL fragments for
+retrieval/statement.py, and the look once a minute that tells whether a scope holds another
+conversation at all."""
 
 from __future__ import annotations
 
@@ -39,8 +41,30 @@ EPISODES_LOOKED_AT = 5_000
 
 @dataclass(frozen=True)
 class Conversations:
-    ctes: str  # to follow the statement's other CTEs, each starting with ",\n"
+    ctes: str  # to precede the statement's other CTEs, each ending with ",\n"
     factor: str  # a score factor for the candidate `m`
+    took_part: str = ""  # that episode `m` lies in each speaker's conversations ("" with no speakers)
+
+    def nearest(self, where: str, distance: str, model: str, cap: str, walk: str) -> str:
+        """The vector list of a question naming speakers told apart: the nearest of the memories
+        `walk` found (`id`, `key` and the columns `took_part` reads) that are no turn of another
+        conversation, and of the turns of the speakers' conversations found by an exact sort, read
+        window by window on the turns' time index; `cap` of them. In a store of many conversations
+        the walk's first hundred are mostly other conversations' turns, so the speaker's own turns
+        were scored against a list they barely reached. The walk keeps its own plan (a filter in it
+        would walk on past every other conversation in a big store), and the windows are as few as
+        the speakers' turns (SPEAKER_TURNS_READ)."""
+        return f"""(SELECT m.id, m.key FROM ({walk}) m WHERE m.kind <> 'episode' OR ({self.took_part}))
+            UNION
+            (SELECT m.id, {distance} AS key
+             FROM spoken_0 s CROSS JOIN LATERAL unnest(s.near) w(r) CROSS JOIN LATERAL (
+                 SELECT m.* FROM memories m
+                 WHERE {where} AND m.kind = 'episode' AND m.embedding_model = {model}
+                   AND m.agent_id IS NOT DISTINCT FROM s.agent_id AND m.project_id IS NOT DISTINCT FROM s.project_id
+                   AND m.occurred_at >= lower(w.r) AND m.occurred_at <= upper(w.r) OFFSET 0) m
+             WHERE {self.took_part}
+             ORDER BY key LIMIT {cap})
+            ORDER BY key LIMIT {cap}"""
 
 
 def other_conversation(q: Sql, p: Principal, f: MemoryFilter | None, speakers: Sequence[Sequence[UUID]],
@@ -51,8 +75,9 @@ def other_conversation(q: Sql, p: Principal, f: MemoryFilter | None, speakers: S
     if not speakers or factor >= 1:
         return Conversations("", "1")
     ctes, took_part = _spoken(q, p, speakers, gap_minutes, f.as_of if f is not None else None)
-    return Conversations("".join(f",\n{cte}" for cte in ctes),
-                         f"CASE WHEN m.kind = 'episode' AND NOT ({took_part}) THEN {q.arg(factor)}::float8 ELSE 1 END")
+    return Conversations("".join(f"{cte},\n" for cte in ctes),
+                         f"CASE WHEN m.kind = 'episode' AND NOT ({took_part}) THEN {q.arg(factor)}::float8 ELSE 1 END",
+                         took_part)
 
 
 async def told_apart(conn: asyncpg.Connection, p: Principal, speakers: list[tuple[UUID, ...]], gap_minutes: float,

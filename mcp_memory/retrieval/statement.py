@@ -223,6 +223,11 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
     # planner from ANDing a word's whole index entry with them).
     words_from = f"(SELECT m.* FROM memories m WHERE {where} OFFSET 0) m WHERE true" if fenced \
         else f"memories m WHERE {where}"
+    # A turn of a conversation the question's speaker took no part in (retrieval/conversations.py);
+    # one naming them is theirs or about them, and is not looked up.
+    subject = parsed.subject if settings.subject_boost != 1 else []
+    elsewhere = other_conversation(q, p, f, speakers if subject else (), settings.other_conversation,
+                                   settings.reply_gap_minutes)
     # name -> (weight, candidates query selecting id and key, order of key)
     lists: dict[str, tuple[float, str, str]] = {}
     if vector is not None and model and dimension and settings.weight_vector > 0:
@@ -230,11 +235,15 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
         distance = exact_distance(dimension, given)
         # The walk follows the index's half-precision vectors; each candidate's key is its exact
         # distance. An index orders only by its own operator: "+ 0" makes the planner sort instead.
-        lists["vec"] = (settings.weight_vector, f"""
-            SELECT m.id, {distance} AS key FROM memories m
+        walk = f"""
+            SELECT m.id, {distance} AS key, m.kind, m.agent_id, m.project_id, m.occurred_at FROM memories m
             WHERE {where} AND m.embedding_model = {model_literal(model)}
               {f"AND {distance} <= {q.arg(1 - min_similarity)}" if min_similarity is not None else ""}
-            ORDER BY {f"({distance}) + 0" if exact else walk_distance(dimension, given)} LIMIT {cap}""", "ASC")
+            ORDER BY {f"({distance}) + 0" if exact else walk_distance(dimension, given)} LIMIT {cap}"""
+        # A forget preview lists what matches, never the speaker's conversations in its place.
+        lists["vec"] = (settings.weight_vector,
+                        elsewhere.nearest(where, distance, model_literal(model), cap, walk)
+                        if elsewhere.took_part and min_similarity is None else walk, "ASC")
     if settings.weight_fulltext > 0 and query:
         ranked = fulltext_list(q, parsed, settings, config=config, words_from=words_from, common=common,
                                fenced=fenced, cap=cap, by_rows=by_rows, where=where, scope=scope)
@@ -299,23 +308,18 @@ WHERE x.key < w.worst"""
     # answered by "Wendell Jankowski keeps fit with rowing"). Naming them only to address them
     # ("Thanks, Pavel!") earns nothing: checked among the best `window` only (`naming.speaks_of`).
     text = TEXT
-    subject = parsed.subject if settings.subject_boost != 1 else []
     names = naming(q, text, subject, parsed.full_names, whole_word, linked)
     named = f"CASE WHEN {names} THEN {q.arg(settings.subject_boost)}::float8 ELSE 1 END" if names else "1"
     spoken_of = naming(q, text, subject, parsed.full_names, partial(speaks_of, greetings=parsed.lexicon.greetings),
                         linked.about() if linked is not None else None)
     about = f"CASE WHEN m.named > 1 AND {spoken_of} THEN m.named ELSE 1 END" if spoken_of else "m.named"
     window = limit + ADDRESSED_WINDOW if spoken_of else limit
-    # A turn of a conversation the question's speaker took no part in (retrieval/conversations.py);
-    # one naming them is theirs or about them, and is not looked up.
-    elsewhere = other_conversation(q, p, f, speakers if subject else (), settings.other_conversation,
-                                   settings.reply_gap_minutes)
     # A query that names a period is about what was written in it (retrieval/dates.py).
     period = (f"CASE WHEN {_in_period(q, parsed.period, settings.period_after_days)} "
               f"THEN {q.arg(settings.period_boost)}::float8 ELSE 1 END"
               if parsed.period is not None and settings.period_boost != 1 else "1")
     sql = f"""
-    WITH {ctes}{elsewhere.ctes},
+    WITH {elsewhere.ctes}{ctes},
     listed AS (
         SELECT id, sum(s) AS fused,
                min(r) FILTER (WHERE list = 'vec') AS vec_rank,
