@@ -260,7 +260,7 @@ async def test_another_conversations_turns_are_told_apart_under_row_level_securi
         external, monkeypatch) -> None:
     """alice's two conversations: James's turns are another conversation's for a question about
     Maria, read through row-level security alone on a PostgreSQL with default settings; bob's
-    turns of a Maria make none of alice's hers."""
+    turns of a Maria make none of alice's hers, nor does her conversations' vector list read them."""
     from mcp_memory.repository import sql
 
     settings, database = external
@@ -277,6 +277,7 @@ async def test_another_conversations_turns_are_told_apart_under_row_level_securi
     factors = {h.snippet: h.explain.get("conversation") for h in hits}
     assert factors["James: I visited Italy and Turkey."] == settings.other_conversation
     assert factors["John: Spain and England, right?"] is None
+    assert "Maria: I visited Italy too." not in factors  # bob's, and no window of alice's reads it
 
 
 class Explaining:
