@@ -132,6 +132,16 @@ def speaker_windows(q: Sql, p: Principal, entities: Sequence[UUID], gap_minutes:
         GROUP BY t.agent_id, t.project_id"""
 
 
+def turns_within(window: str, scope: str) -> str:
+    """That memory `m` is a turn in the time range `window` of a speaker's conversations in the scope
+    of the row `scope` (`speaker_windows`): a range of the turns' time index, probed window by window
+    by a lateral the caller keeps apart with OFFSET 0 (flattened, the planner joined every turn of the
+    user to the windows, 300 ms at 90,000)."""
+    return (f"m.kind = 'episode' AND m.occurred_at >= lower({window}) AND m.occurred_at <= upper({window}) "
+            f"AND m.agent_id IS NOT DISTINCT FROM {scope}.agent_id "
+            f"AND m.project_id IS NOT DISTINCT FROM {scope}.project_id")
+
+
 async def share_spoken(conn: asyncpg.Connection, p: Principal, entities: Sequence[UUID], share: float,
                        gap_minutes: float, windowed_up_to: int) -> Spoken:
     """How many of the live memories `p` sees are turns of one of `entities` (episodes about them:
@@ -159,18 +169,13 @@ async def share_spoken(conn: asyncpg.Connection, p: Principal, entities: Sequenc
         around = await conn.fetchval(
             f"SELECT count(*) FROM (SELECT 1 FROM memories m WHERE {where} LIMIT {q.arg(cap)}) s", *q.args)
     else:
-        # Each window a range of the turns' time index (OFFSET 0 keeps the lateral a probe per window:
-        # flattened, the planner joined every turn of the user to the windows, 300 ms at 90,000).
         around = await conn.fetchval(
             f"""WITH windows AS MATERIALIZED (
                     SELECT w.agent_id, w.project_id, unnest(w.near) AS r
                     FROM ({speaker_windows(q, p, entities, gap_minutes)}) w)
                 SELECT count(*) FROM (
                     (SELECT 1 FROM windows w CROSS JOIN LATERAL (
-                        SELECT 1 FROM memories m
-                        WHERE {where} AND m.kind = 'episode' AND m.occurred_at >= lower(w.r)
-                          AND m.occurred_at <= upper(w.r) AND m.agent_id IS NOT DISTINCT FROM w.agent_id
-                          AND m.project_id IS NOT DISTINCT FROM w.project_id OFFSET 0) x)
+                        SELECT 1 FROM memories m WHERE {where} AND {turns_within("w.r", "w")} OFFSET 0) x)
                     UNION ALL
                     (SELECT 1 FROM memories m WHERE {where} AND m.kind = ANY({q.arg(NOT_TURNS)}::text[]))
                     LIMIT {q.arg(cap)}) s""", *q.args)

@@ -25,7 +25,7 @@ import asyncpg
 
 from ..models import MemoryFilter, Principal
 from ..repository import Sql, live
-from ..repository.graph_reads import speaker_windows
+from ..repository.graph_reads import speaker_windows, turns_within
 from .narrowing import Remembered
 
 # A speaker's turns are read to find their conversations up to this many; one who speaks more in
@@ -39,6 +39,10 @@ MAX_SPEAKERS = 4
 EPISODES_LOOKED_AT = 5_000
 
 
+# What the post-walk check of `Conversations.nearest` reads of each candidate the walk found.
+WALK_COLUMNS = ", m.kind, m.agent_id, m.project_id, m.occurred_at"
+
+
 @dataclass(frozen=True)
 class Conversations:
     ctes: str  # to precede the statement's other CTEs, each ending with ",\n"
@@ -47,7 +51,7 @@ class Conversations:
 
     def nearest(self, where: str, distance: str, model: str, cap: str, walk: str) -> str:
         """The vector list of a question naming speakers told apart: the nearest of the memories
-        `walk` found (`id`, `key` and the columns `took_part` reads) that are no turn of another
+        `walk` found (`id`, `key` and the `WALK_COLUMNS` `took_part` reads) that are no turn of another
         conversation, and of the turns of the speakers' conversations found by an exact sort, read
         window by window on the turns' time index; `cap` of them. In a store of many conversations
         the walk's first hundred are mostly other conversations' turns, so the speaker's own turns
@@ -59,9 +63,7 @@ class Conversations:
             (SELECT m.id, {distance} AS key
              FROM spoken_0 s CROSS JOIN LATERAL unnest(s.near) w(r) CROSS JOIN LATERAL (
                  SELECT m.* FROM memories m
-                 WHERE {where} AND m.kind = 'episode' AND m.embedding_model = {model}
-                   AND m.agent_id IS NOT DISTINCT FROM s.agent_id AND m.project_id IS NOT DISTINCT FROM s.project_id
-                   AND m.occurred_at >= lower(w.r) AND m.occurred_at <= upper(w.r) OFFSET 0) m
+                 WHERE {where} AND {turns_within("w.r", "s")} AND m.embedding_model = {model} OFFSET 0) m
              WHERE {self.took_part}
              ORDER BY key LIMIT {cap})
             ORDER BY key LIMIT {cap}"""

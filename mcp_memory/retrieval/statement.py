@@ -18,7 +18,7 @@ from ..lexicon import Lexicon
 from ..models import MemoryFilter, Principal
 from ..repository import Sql, filtered, live
 from ..repository.embeddings import exact_distance, model_literal, walk_distance
-from .conversations import other_conversation
+from .conversations import WALK_COLUMNS, other_conversation
 from .dates import Period
 from .fulltext import TEXT, fulltext_list
 from .naming import ADDRESSED_WINDOW, Linked, naming, speaks_of, whole_word
@@ -233,17 +233,18 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
     if vector is not None and model and dimension and settings.weight_vector > 0:
         given = q.arg(vector)
         distance = exact_distance(dimension, given)
+        # A forget preview lists what matches, never the speaker's conversations in its place.
+        windowed = bool(elsewhere.took_part) and min_similarity is None
         # The walk follows the index's half-precision vectors; each candidate's key is its exact
         # distance. An index orders only by its own operator: "+ 0" makes the planner sort instead.
         walk = f"""
-            SELECT m.id, {distance} AS key, m.kind, m.agent_id, m.project_id, m.occurred_at FROM memories m
+            SELECT m.id, {distance} AS key{WALK_COLUMNS if windowed else ""} FROM memories m
             WHERE {where} AND m.embedding_model = {model_literal(model)}
               {f"AND {distance} <= {q.arg(1 - min_similarity)}" if min_similarity is not None else ""}
             ORDER BY {f"({distance}) + 0" if exact else walk_distance(dimension, given)} LIMIT {cap}"""
-        # A forget preview lists what matches, never the speaker's conversations in its place.
         lists["vec"] = (settings.weight_vector,
-                        elsewhere.nearest(where, distance, model_literal(model), cap, walk)
-                        if elsewhere.took_part and min_similarity is None else walk, "ASC")
+                        elsewhere.nearest(where, distance, model_literal(model), cap, walk) if windowed else walk,
+                        "ASC")
     if settings.weight_fulltext > 0 and query:
         ranked = fulltext_list(q, parsed, settings, config=config, words_from=words_from, common=common,
                                fenced=fenced, cap=cap, by_rows=by_rows, where=where, scope=scope)
