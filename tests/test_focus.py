@@ -30,10 +30,11 @@ from mcp_memory.retrieval.alike import alike
 from mcp_memory.retrieval.focus import (
     Closeness,
     answering,
+    answers_first,
+    answers_of,
     applies,
     chain,
     chain_start,
-    newest_on_topic_first,
     sharing_values,
     similarities,
     stating_another,
@@ -332,10 +333,12 @@ def test_answers_first_newest_first() -> None:
     # Oslo is closest to the question, Lisbon joins it at .55, the car only at .20: the versions go
     # first, newest first; the rest in order.
     closeness = _closeness([oslo, lisbon, car], [0.45, 0.30, 0.35], [1.0, 0.55, 0.20])
-    assert [r["name"] for r in newest_on_topic_first(rows, closeness, margin=0.15)] == \
+    assert answers_of(rows, closeness, margin=0.15) == {oslo["id"], lisbon["id"]}
+    assert [r["name"] for r in answers_first(rows, answers_of(rows, closeness, margin=0.15))] == \
         ["lisbon (new)", "oslo (old)", "car (newest, other fact)", "someone else"]
-    assert newest_on_topic_first(rows, {}, 0.15) == rows
-    assert newest_on_topic_first(rows, {car["id"]: Closeness(0.9, 0, 1.0)}, 0.15) == rows  # nothing to order
+    assert answers_of(rows, {}, 0.15) == set()
+    assert answers_of(rows, {car["id"]: Closeness(0.9, 0, 1.0)}, 0.15) == set()  # nothing to order
+    assert answers_first(rows, set()) == rows
 
 
 def test_versions_are_chained_and_end_where_the_link_drops_most() -> None:
@@ -542,6 +545,9 @@ async def test_the_newest_version_of_the_asked_fact_first(service: MemoryService
     assert found.hits[0].explain["on_topic"] > 0
     assert [h.snippet for h in found.hits[1:3]] == ["Ines Moreau moved to Lisbon last month.",
                                                     "Ines Moreau lives in Oslo."]
+    # explain names what the focus put first, and nothing else.
+    assert [h.explain.get("answers_now", False) for h in found.hits[:5]] == [True, True, True, False, False]
+    assert not any(h.explain.get("answers_now") for h in before.hits)
     # The birthday and the car are other facts about her: after the versions, not among them.
     assert {h.snippet for h in found.hits[3:5]} == {"Ines Moreau drives a Tesla.",
                                                     "Ines Moreau was born on 4 May 1991."}

@@ -365,14 +365,16 @@ def sharing_values(answers: set[UUID], closeness: dict[UUID, Closeness]) -> set[
     return answers
 
 
-def newest_on_topic_first(rows: list[asyncpg.Record], closeness: dict[UUID, Closeness],
-                          margin: float) -> list[asyncpg.Record]:
-    """The subject's memories that answer the question go first, newest first, and everything
-    else follows in its order (a memory that does not name the person asked about is no answer
-    about them now: life newest@1 .54 -> .60, ops unchanged)."""
+def answers_of(rows: Sequence[asyncpg.Record], closeness: dict[UUID, Closeness], margin: float) -> set[UUID]:
+    """The subject's memories among `rows` that answer the question (`answering`); none where
+    fewer than two of them were judged."""
     judged = {r["id"]: closeness[r["id"]] for r in rows if r["id"] in closeness}
-    if len(judged) < 2:
-        return rows
-    answers = answering(judged, margin)
+    return answering(judged, margin) if len(judged) >= 2 else set()
+
+
+def answers_first(rows: list[asyncpg.Record], answers: set[UUID]) -> list[asyncpg.Record]:
+    """The subject's memories that answer the question (`answers_of`) go first, newest first, and
+    everything else follows in its order (a memory that does not name the person asked about is no
+    answer about them now: life newest@1 .54 -> .60, ops unchanged)."""
     newest_first = sorted((r for r in rows if r["id"] in answers), key=lambda r: r["occurred_at"], reverse=True)
     return newest_first + [r for r in rows if r["id"] not in answers]

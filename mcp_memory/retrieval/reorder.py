@@ -20,7 +20,7 @@ Row = asyncpg.Record | Mapping[str, Any]
 
 
 def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool,
-         on_topic: focus.Closeness | None = None) -> SearchHit:
+         on_topic: focus.Closeness | None = None, answers: bool = False) -> SearchHit:
     content: str = row["content"]
     return SearchHit(
         id=row["id"],
@@ -43,7 +43,8 @@ def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool,
                  **({"on_topic": round(on_topic.question, 4), "linked": round(on_topic.link, 4)}
                     if on_topic is not None else {}),
                  **({"states_another_attribute": True} if on_topic is not None and on_topic.off else {}),
-                 **({"states_asked_attribute": True} if on_topic is not None and on_topic.says_asked else {})}
+                 **({"states_asked_attribute": True} if on_topic is not None and on_topic.says_asked else {}),
+                 **({"answers_now": True} if answers else {})}
         if explain else None,
     )
 
@@ -65,10 +66,12 @@ def reorder(rows: list[Row], on_topic: dict[UUID, focus.Closeness], margin: floa
             explain: bool) -> list[SearchHit]:
     """The Python stage after the versions of one fact were put newest first: for a question
     about the present, the subject's memories that answer it newest first (`on_topic`: how
-    close each is to the question and to the others, names masked); a successor above what it
-    superseded."""
-    rows = focus.newest_on_topic_first(rows, on_topic, margin)
-    return placed_scores(successors_first([_hit(r, snippet_chars, explain, on_topic.get(r["id"])) for r in rows]))
+    close each is to the question and to the others, names masked; `explain` marks them
+    `answers_now`); a successor above what it superseded."""
+    answers = focus.answers_of(rows, on_topic, margin)
+    rows = focus.answers_first(rows, answers)
+    return placed_scores(successors_first([_hit(r, snippet_chars, explain, on_topic.get(r["id"]), r["id"] in answers)
+                                           for r in rows]))
 
 
 def placed_scores(hits: list[SearchHit]) -> list[SearchHit]:
