@@ -36,11 +36,11 @@ import pickle
 import statistics
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from knowledge_update import judge, load, load_copy, parse_time, user_of
+from knowledge_update import judge, load, load_copy, shift_of, user_of
 from locomo import REPO, bench_database, bench_principal, machine, table
 
 from mcp_memory.config import Settings
@@ -85,7 +85,7 @@ def save_capture(name: str, ids: dict[str, Any], questions: list[dict[str, Any]]
 
 async def capture(name: str, superseded: bool = False) -> None:
     records = load(SETS / f"{name}.jsonl")
-    shift = timedelta(days=(datetime.now(UTC) - parse_time(records[0]["as_of"])).days)
+    shift = shift_of(records)
     async with bench_database(None, "after-sql") as bench:
         ids = await load_copy(bench, "after-sql", records, shift, SEED, [])
         if superseded:

@@ -47,13 +47,13 @@ import os
 import sys
 import time
 from contextlib import nullcontext
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from decisions_mode import drain
 from decisions_tally import Truth, decisions, outcome, shown
-from knowledge_update import load, load_copy, parse_time
+from knowledge_update import load, load_copy, shift_of
 from locomo import REPO, bench_database, machine, table
 from scripted_models import Recorded, adversarial, oracle, scripted, serving
 
@@ -98,9 +98,7 @@ async def one_set(path: Path, args: argparse.Namespace) -> dict[str, Any]:
                 "decisions_guard": args.guard == "on", "decisions_guard_floor": args.guard_floor,
                 "decisions_second_look": {"on": True, "off": False}.get(args.second_look)})
             bench.settings = settings
-            as_of = parse_time(records[0]["as_of"])
-            shift = timedelta(days=(datetime.now(UTC) - as_of).days)
-            truth.ids.update(await load_copy(bench, user, records, shift, 0, [], in_order=True))
+            truth.ids.update(await load_copy(bench, user, records, shift_of(records), 0, [], in_order=True))
             drain_started = time.perf_counter()
             drained = await drain(bench, settings)
             drain_s = time.perf_counter() - drain_started

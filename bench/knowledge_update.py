@@ -80,6 +80,12 @@ def load(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def shift_of(records: list[dict[str, Any]], dates: str = "rebased") -> timedelta:
+    """How far every date moves: whole days to bring the set's `as_of` to today (`rebased`), or none."""
+    return timedelta(days=(datetime.now(UTC) - parse_time(records[0]["as_of"])).days) if dates == "rebased" \
+        else timedelta(0)
+
+
 def user_of(user: str, record: dict[str, Any]) -> str:
     """Records with a `scope` (assistant.py's and workbench.py's households: one user each) load
     under their own user."""
@@ -522,8 +528,7 @@ async def main_async(args: argparse.Namespace) -> None:
     types = sorted({r["type"] for r in records})
     changing = [r for r in records if r["type"] != "stable"]
     chosen = choose_variants(args.variants, args.set)
-    as_of = parse_time(records[0]["as_of"])
-    shift = timedelta(days=(datetime.now(UTC) - as_of).days) if args.dates == "rebased" else timedelta(0)
+    shift = shift_of(records, args.dates)
     n_memories = sum(len(r["versions"]) + len(r["distractors"]) for r in records)
     run = "" if not args.database_url else f"-{uuid.uuid4().hex[:8]}"
     users = [f"knowledge-update{run}-{i}" for i in range(args.repeat)]

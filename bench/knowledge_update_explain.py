@@ -16,11 +16,10 @@ import argparse
 import asyncio
 import json
 import sys
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from knowledge_update import load, load_copy, parse_time, user_of  # noqa: E402
+from knowledge_update import load, load_copy, shift_of, user_of  # noqa: E402
 from locomo import bench_database, bench_principal  # noqa: E402
 
 USER = "knowledge-update-0"  # the bench's first copy
@@ -31,8 +30,7 @@ async def explain(dataset: Path, chosen: list[str], hits: int, seed: int, dates:
     unknown = sorted(set(chosen) - {r["id"] for r in records})
     if unknown:
         raise SystemExit(f"no record {', '.join(unknown)} in {dataset}")
-    shift = timedelta(days=(datetime.now(UTC) - parse_time(records[0]["as_of"])).days) if dates == "rebased" \
-        else timedelta(0)
+    shift = shift_of(records, dates)
     async with bench_database(None, "ku-explain") as bench:
         ids = await load_copy(bench, USER, records, shift, seed, [])
         await bench.analyze()

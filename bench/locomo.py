@@ -238,6 +238,14 @@ async def warm_query(service: MemoryService, question: str) -> None:
         await service.vectors.query(parse_query(question).text)
 
 
+def namespace_of(sample_id: str, one_namespace: bool, run_id: str = "") -> str:
+    """The user a conversation is loaded under: its own, or with `one_namespace` the one every
+    conversation shares (a user's store of many sessions); `run_id` keeps a run's users apart on a
+    shared database."""
+    sample = "all" if one_namespace else sample_id
+    return f"locomo-{run_id}-{sample}" if run_id else f"locomo-{sample}"
+
+
 def bench_principal(user: str) -> Principal:
     return Principal(user_id=user, agent_id=None, project_id=None, actor=f"bench:{user}", client="bench")
 
@@ -396,8 +404,7 @@ async def load_and_run(args: argparse.Namespace, convs: list[Conversation], chos
                 conv = rebased(conv, now)
             # --one-namespace: every conversation in one user's store, as a user's memory holds many
             # sessions about many people; a question must find its conversation among all of them.
-            sample = "all" if args.one_namespace else conv.sample_id
-            user = f"locomo-{sample}" if not args.database_url else f"locomo-{run_id}-{sample}"
+            user = namespace_of(conv.sample_id, args.one_namespace, run_id if args.database_url else "")
             if user not in users:
                 users.append(user)
             p = bench_principal(user)

@@ -23,7 +23,14 @@ from typing import Any
 from uuid import UUID
 
 sys.path.insert(0, str(Path(__file__).parent))
-from locomo import bench_database, bench_principal, load_conversation, load_dataset, rebased  # noqa: E402
+from locomo import (  # noqa: E402
+    bench_database,
+    bench_principal,
+    load_conversation,
+    load_dataset,
+    namespace_of,
+    rebased,
+)
 from locomo_data import evidence_ids, turn_text  # noqa: E402
 
 
@@ -36,7 +43,7 @@ async def explain(args: argparse.Namespace) -> None:
         now = datetime.now(UTC)
         for conv in convs:
             conv = rebased(conv, now) if args.dates == "rebased" else conv
-            p = bench_principal("locomo-all" if args.one_namespace else f"locomo-{conv.sample_id}")
+            p = bench_principal(namespace_of(conv.sample_id, args.one_namespace))
             ids, _ = await load_conversation(service, p, conv, [])
             for _, _, turns in conv.sessions:
                 for turn in turns:

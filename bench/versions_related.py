@@ -38,12 +38,23 @@ import random
 import statistics
 import sys
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from after_sql import save_capture, sql_stage
-from knowledge_update import WRITER_WORDS, WRITERS, Writer, judge, load, load_writer, parse_time, summarize, user_of
+from knowledge_update import (
+    WRITER_WORDS,
+    WRITERS,
+    Writer,
+    judge,
+    load,
+    load_writer,
+    parse_time,
+    shift_of,
+    summarize,
+    user_of,
+)
 from locomo import REPO, bench_database, bench_principal, machine, table
 from stats import percentile
 
@@ -173,8 +184,7 @@ def shapes(lists: list[tuple[set[str], set[str], list[tuple[str | None, bool]]]]
 
 async def main_async(args: argparse.Namespace) -> None:
     records = load(args.dataset)
-    as_of = parse_time(records[0]["as_of"])
-    shift = timedelta(days=(datetime.now(UTC) - as_of).days)
+    shift = shift_of(records)
     modes = args.modes.split(",")
     writer = load_writer(args.dataset, records, args.writer_words) if args.writer != "none" else None
     report: dict[str, Any] = {"benchmark": "versions-related", "dataset": str(args.dataset), "modes": {},
