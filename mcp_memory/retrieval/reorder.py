@@ -20,7 +20,7 @@ Row = asyncpg.Record | Mapping[str, Any]
 
 
 def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool,
-         on_topic: focus.Closeness | None = None, answers: bool = False) -> SearchHit:
+         on_topic: focus.Closeness | None = None, answers_now: bool = False) -> SearchHit:
     content: str = row["content"]
     return SearchHit(
         id=row["id"],
@@ -44,7 +44,7 @@ def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool,
                     if on_topic is not None else {}),
                  **({"states_another_attribute": True} if on_topic is not None and on_topic.off else {}),
                  **({"states_asked_attribute": True} if on_topic is not None and on_topic.says_asked else {}),
-                 **({"answers_now": True} if answers else {})}
+                 **({"answers_now": True} if answers_now else {})}
         if explain else None,
     )
 
