@@ -57,7 +57,8 @@ class Conversations:
         the walk's first hundred are mostly other conversations' turns, so the speaker's own turns
         were scored against a list they barely reached. The walk keeps its own plan (a filter in it
         would walk on past every other conversation in a big store), and the windows are as few as
-        the speakers' turns (SPEAKER_TURNS_READ)."""
+        the speakers' turns (SPEAKER_TURNS_READ). The first speaker's windows (`_spoken`'s
+        `spoken_0`) are the only ones read: a turn in each speaker's conversations is in the first's."""
         return f"""(SELECT m.id, m.key FROM ({walk}) m WHERE m.kind <> 'episode' OR ({self.took_part}))
             UNION
             (SELECT m.id, {distance} AS key
