@@ -25,7 +25,7 @@ set of indexes over everyone's rows, each search in one user's scope.
 
 Usage: python bench/scale_text.py [LOCOMO_JSON] [--memories 1000000] [--labelled 0] [--data-dir DIR]
                                   [--spread 0.01] [--maintenance-work-mem 3GB] [--users 1] [--cluster]
-                                  [--out FILE]
+                                  [--no-vector-index] [--out FILE]
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from mcp_memory.validation import content_hash
 sys.path.insert(0, str(Path(__file__).parent))
 from locomo import Conversation, load_conversation, load_dataset, warm_query  # noqa: E402
 from locomo_data import DEFAULT_DATASET, evidence_ids, mean_metrics, score, turn_text  # noqa: E402
-from scale import KINDS, bulk_load, filters, sizes  # noqa: E402
+from scale import KINDS, bulk_load, filters, sizes, stand_in_vector_index  # noqa: E402
 from stats import summary  # noqa: E402
 
 BIG = Principal(user_id="scale", project_id="big", permissions=ALL_PERMISSIONS, actor="bench")
@@ -134,6 +134,9 @@ async def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
     pool = sorted({turn_text(t) for c in rest for _, _, turns in c.sessions for t in turns})
     settings = Settings(data_dir=data_dir, retention_interval_hours=0, log_level="WARNING")
     db = await open_database(settings)
+    if not args.vector_index and (built := await db.admin.fetchval("SELECT value FROM meta WHERE key = 'embedding'")):
+        built = json.loads(built) if isinstance(built, str) else built
+        await stand_in_vector_index(db.admin, built["model"], built["dimension"])
     service = await MemoryService.open(db, settings)
     vectors = service.vectors
     # As a server reads the search's pages when it starts (House.start), here awaited, so the
@@ -164,7 +167,7 @@ async def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
             report["embed_pool_s"] = round(time.perf_counter() - started, 1)
             chunks = spliced(args.memories - loaded, pool, pool_vectors, vectors.model, now, args.spread,
                              random.Random(3), args.users, loaded)
-            report.update(await bulk_load(db, vectors, chunks, args.maintenance_work_mem))
+            report.update(await bulk_load(db, vectors, chunks, args.maintenance_work_mem, args.vector_index))
             if args.cluster:
                 report["cluster_s"] = await cluster(db.admin, args.maintenance_work_mem)
         report["load_average_before_searches"] = round(os.getloadavg()[0], 2)
@@ -201,6 +204,9 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=1, help="spread the million over this many users' scopes")
     parser.add_argument("--cluster", action="store_true",
                         help="after loading, each user's rows together by id (CLUSTER), the labelled turns among them")
+    parser.add_argument("--no-vector-index", dest="vector_index", action="store_false",
+                        help="load without building the HNSW index (hours at ten million on 2 cores); only a "
+                             "scope the vector list sorts (retrieval/narrowing.py) is then searched as with it")
     parser.add_argument("--out", type=Path, default=Path("bench/results/scale_text.json"))
     args = parser.parse_args()
     if args.data_dir:
