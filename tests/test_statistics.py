@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -12,6 +13,7 @@ from mcp import Client
 from mcp_memory.config import Settings
 from mcp_memory.db import Database
 from mcp_memory.models import MemoryFilter, Principal, WriteItem
+from mcp_memory.repository import scope_vectors
 from mcp_memory.repository.maintenance import MaintenanceRepository
 from mcp_memory.retrieval.common_words import too_common, word_rows
 from mcp_memory.retrieval.narrowing import EXACT_BELOW, crossing, exact_below, narrowing
@@ -254,6 +256,75 @@ async def test_a_users_full_text_list_reads_their_own_entries_in_a_store_many_sh
     async with database.admin.acquire() as conn:
         hers = {r[0] for r in await conn.fetch("SELECT id FROM memories WHERE user_id = 'alice'")}
     assert len(hits) == 10 and all(h.id in hers and "staging" in h.snippet for h in hits)
+
+
+def scans(node: dict[str, Any]) -> set[tuple[str, str]]:
+    """Each scan of the plan with the index it reads ("" for none)."""
+    found = {(node["Node Type"], node.get("Index Name", ""))} if "Scan" in node["Node Type"] else set()
+    for child in node.get("Plans", []):
+        found |= scans(child)
+    return found
+
+
+async def test_a_users_sort_in_a_store_many_share_reads_their_vectors_together(
+        service: MemoryService, database: Database, alice: Principal) -> None:
+    """Where a scope is a small part of a big index its memories are sorted by distance
+    (retrieval/narrowing.py), and in a store many users share a user's rows lie one to a page:
+    10,139 pages for a user's 10,419 of a million. memories_scope_vectors (sql/026) keeps each
+    scope's vectors together, and the sort reads that index alone, to the same rows in the same order."""
+    await service.write_many(alice, [WriteItem(content=f"Note {i}: the rollout of service {i % 23} hit stage {i % 7}",
+                                               kind="decision" if i % 4 == 0 else "note") for i in range(300)])
+    async with database.admin.acquire() as conn:
+        # ninety-nine other users' rows written between hers: a block of each user's, then three of
+        # hers moved after it (an update lands past the full pages), as a store written over time has them
+        await conn.execute(
+            """DO $$ BEGIN FOR g IN 1..99 LOOP
+                   INSERT INTO memories (user_id, agent_id, project_id, kind, content, content_hash, embedding,
+                                         embedding_model)
+                   SELECT 'user-' || g, m.agent_id, m.project_id, m.kind, m.content || ' ' || g,
+                          md5(m.id::text || g), m.embedding, m.embedding_model
+                   FROM memories m WHERE m.user_id = 'alice';
+                   UPDATE memories SET user_id = user_id WHERE id IN (
+                       SELECT id FROM memories WHERE user_id = 'alice' ORDER BY id LIMIT 3 OFFSET (g - 1) * 3);
+               END LOOP; END $$""")
+        await conn.execute("VACUUM ANALYZE memories")  # as autovacuum leaves it: the pages marked visible
+    parsed = parse_query("where did the rollout of the service go")
+    vector = await service.vectors.query(parsed.text)
+    statement = build_search(alice, parsed, None, limit=10, settings=service.settings, vector=vector,
+                             model=service.vectors.model, dimension=service.vectors.dimension, exact=True)
+    index = scope_vectors.name(service.vectors.model, service.vectors.dimension)
+    assert ("Index Only Scan", index) in scans(await plan(service.repo, alice, statement))
+    async with service.repo.reading(alice, **statement.gucs) as conn:
+        together = [r["id"] for r in await conn.fetch(statement.sql, *statement.args)]
+    async with service.repo.reading(alice, **statement.gucs, enable_indexonlyscan="off") as conn:
+        assert ("Index Only Scan", index) not in scans(json.loads(
+            await conn.fetchval(f"EXPLAIN (FORMAT JSON) {statement.sql}", *statement.args))[0]["Plan"])
+        scattered = [r["id"] for r in await conn.fetch(statement.sql, *statement.args)]
+    assert len(together) == 10 and together == scattered
+
+
+async def test_identifiers_too_long_for_the_scope_index_leave_it_and_lose_nothing(
+        service: MemoryService, database: Database) -> None:
+    """A btree entry holds 2,704 bytes: a row whose identifiers take more than IDS_BYTES together
+    (128 characters each are allowed, four bytes a character) stays out of the scope index, so its
+    write never fails on it, and its user's sort reads the table, to the same memories."""
+    wide = Principal(user_id="\U0001d49c" * 128, project_id="\U0001d4ab" * 128, agent_id="\U0001d4b6" * 128,
+                     actor="test:wide")
+    written = [await service.write(wide, f"Note {i}: the rollout of service {i} reached stage {i % 3}")
+               for i in range(5)]
+    parsed = parse_query("where did the rollout of the service go")
+    statement = build_search(wide, parsed, None, limit=10, settings=service.settings,
+                             vector=await service.vectors.query(parsed.text), model=service.vectors.model,
+                             dimension=service.vectors.dimension, exact=True)
+    assert not any(name == scope_vectors.name(service.vectors.model, service.vectors.dimension)
+                   for _, name in scans(await plan(service.repo, wide, statement)))
+    async with service.repo.reading(wide, **statement.gucs) as conn:
+        assert {r["id"] for r in await conn.fetch(statement.sql, *statement.args)} == {w.memory.id for w in written}
+    async with database.admin.acquire() as conn:
+        held = await conn.fetchval(
+            "SELECT count(*) FROM memories WHERE deleted_at IS NULL AND embedding_model = $1 AND "
+            + scope_vectors.ids_within(""), service.vectors.model)
+        assert held == 0 and await conn.fetchval("SELECT count(*) FROM memories") == 5
 
 
 async def test_a_word_in_most_of_the_scope_leaves_the_any_word_list_to_the_rare_ones(

@@ -13,6 +13,7 @@ import numpy as np
 from pgvector import Vector
 
 from ..encoding import sha256_hex
+from . import scope_vectors
 from .first_load import build_memory, in_empty_store
 from .sql import Sql
 from .turns import before
@@ -134,18 +135,21 @@ class EmbeddingRepository:
 
     async def ensure_index(self, model: str, dimension: int, memory_mb: int = 0, *,
                            replacing: Callable[[], None] | None = None) -> None:
-        """The model's HNSW index, made once however many processes start together; `memory_mb`,
-        the build's maintenance_work_mem (0: the server's); `replacing` is called before a build that
-        replaces the index of full-precision vectors a store made before still has.
+        """The model's HNSW index and its scope index (scope_vectors.py, where the model's vectors
+        fit one), made once however many processes start together; `memory_mb`, the builds'
+        maintenance_work_mem (0: the server's); `replacing` is called before a build that replaces
+        the index of full-precision vectors a store made before still has.
 
         IF NOT EXISTS does not make CREATE INDEX safe to race: two creators both miss the name
         and the second fails on pg_class's unique index (UniqueViolationError). So creators queue
         on a transaction-level advisory lock named after the index and look again once in; a
         creator that takes no lock (an older version) is caught by the same look."""
         name, old = index_name(model, dimension), full_precision_index_name(model, dimension)
+        scope = scope_vectors.name(model, dimension) if scope_vectors.fits(dimension) else name
         there = await self.admin.fetchrow(
-            "SELECT to_regclass($1) IS NOT NULL AS new, to_regclass($2) IS NOT NULL AS old", name, old)
-        if there["new"]:
+            "SELECT to_regclass($1) IS NOT NULL AS new, to_regclass($2) IS NOT NULL AS old, "
+            "to_regclass($3) IS NOT NULL AS scope", name, old, scope)
+        if there["new"] and there["scope"]:
             return
         if there["old"] and replacing is not None:
             replacing()
@@ -158,17 +162,21 @@ class EmbeddingRepository:
                         f"""CREATE INDEX IF NOT EXISTS {name} ON memories
                             USING hnsw ({index_cast(dimension, alias="")} {INDEX_TYPE}_cosine_ops)
                             WHERE embedding_model = {model_literal(model)}""")
+                    if scope != name:
+                        await conn.execute(scope_vectors.definition(model, dimension, model_literal(model)))
                     await conn.execute(f"DROP INDEX IF EXISTS {old}")
             except asyncpg.UniqueViolationError:
-                if not await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", name):
+                if not await conn.fetchval("SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL",
+                                           name, scope):
                     raise
 
     async def drop_index_of_empty_store(self, model: str, dimension: int) -> bool:
-        """Drop the model's HNSW index when the store holds no memory at all, for a first load to build
-        it once after its rows (`Vectors.loading`); whether it did. A role that may not drop it, or a
-        lock another session holds past a moment, leaves it where it is."""
+        """Drop the model's HNSW and scope indexes when the store holds no memory at all, for a first
+        load to build them once after its rows (`Vectors.loading`); whether it did. A role that may
+        not drop them, or a lock another session holds past a moment, leaves them where they are."""
         async def drop(conn: asyncpg.Connection) -> bool:
             await conn.execute(f"DROP INDEX IF EXISTS {index_name(model, dimension)}")
+            await conn.execute(f"DROP INDEX IF EXISTS {scope_vectors.name(model, dimension)}")
             return True
 
         async with _connection(self.admin) as conn:
