@@ -270,8 +270,8 @@ async def test_a_users_sort_in_a_store_many_share_reads_their_vectors_together(
         service: MemoryService, database: Database, alice: Principal) -> None:
     """Where a scope is a small part of a big index its memories are sorted by distance
     (retrieval/narrowing.py), and in a store many users share a user's rows lie one to a page:
-    10,139 pages for a user's 10,419 of a million. memories_scope_vectors (sql/026) keeps each
-    scope's vectors together, and the sort reads that index alone, to the same rows in the same order."""
+    10,139 pages for a user's 10,419 of a million. The model's scope index (repository/scope_vectors.py)
+    keeps each scope's vectors together, and the sort reads it alone, to the same rows in the same order."""
     await service.write_many(alice, [WriteItem(content=f"Note {i}: the rollout of service {i % 23} hit stage {i % 7}",
                                                kind="decision" if i % 4 == 0 else "note") for i in range(300)])
     async with database.admin.acquire() as conn:
