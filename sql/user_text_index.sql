@@ -22,3 +22,15 @@ BEGIN
         CREATE INDEX memories_user_kind_fts ON memories USING gin (user_id, kind, fts);
     END IF;
 END $$;
+
+-- A tag filter likewise: memories_tags holds every user's tags, and a user's tagged search ANDed the
+-- tag's entries of every user with the user's, once in each list (a tag on 5% of a million memories
+-- over 100 users: 24 ms of a 41 ms statement; of ten million over 1,000, a search 273 ms p50). With
+-- the user inside, it reads the user's entries of the tag. memories_tags stays for a store of one user.
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'btree_gin')
+       AND to_regclass('memories_user_tags') IS NULL THEN
+        CREATE INDEX memories_user_tags ON memories USING gin (user_id, tags);
+    END IF;
+END $$;

@@ -117,10 +117,11 @@ async def memories_indexes(database: Database) -> set[str]:
 
 
 async def test_the_owner_adds_the_users_full_text_index(external) -> None:
-    """btree_gin is trusted: the database's owner creates it, and with it memories_user_kind_fts
-    (sql/user_text_index.sql); memories_fts stays for a store of one user."""
+    """btree_gin is trusted: the database's owner creates it, and with it memories_user_kind_fts and
+    memories_user_tags (sql/user_text_index.sql); memories_fts and memories_tags stay for a store of one user."""
     settings, database = external
-    assert {"memories_fts", "memories_user_kind_fts"} <= await memories_indexes(database)
+    assert {"memories_fts", "memories_user_kind_fts", "memories_tags", "memories_user_tags"} \
+        <= await memories_indexes(database)
     checks = {c.name: c for c in await diagnose(settings)}
     assert checks["extension btree_gin"].ok and "installed" in checks["extension btree_gin"].detail
 
@@ -131,7 +132,8 @@ async def test_without_btree_gin_the_server_starts_and_searches_as_before(own_se
     creates btree_gin builds the index."""
     async with users_own_database(own_server, tmp_path, owner_creates=False) as (settings, database):
         indexes = await memories_indexes(database)
-        assert "memories_fts" in indexes and "memories_user_kind_fts" not in indexes
+        assert {"memories_fts", "memories_tags"} <= indexes
+        assert not {"memories_user_kind_fts", "memories_user_tags"} & indexes
         service = await MemoryService.open(database, settings)
         alice = principal()
         await service.write(alice, "The staging database moved to new disks in rack 7.")
@@ -147,7 +149,7 @@ async def test_without_btree_gin_the_server_starts_and_searches_as_before(own_se
             await su.close()
         async with database.admin.acquire() as conn:
             await migrate(conn)
-        assert "memories_user_kind_fts" in await memories_indexes(database)
+        assert {"memories_user_kind_fts", "memories_user_tags"} <= await memories_indexes(database)
 
 
 async def test_the_graph_through_mcp_on_an_external_server(external) -> None:

@@ -23,7 +23,8 @@ LAYOUT_SAMPLE = 1000  # the table's first rows: the oldest, the ones a store fro
 # creation: btree_gin's user index (sql/user_text_index.sql), which only a store many users share
 # notices; pg_prewarm, the pages read as a server starts (db/warmup.py), which a big store notices.
 OPTIONAL = {
-    "btree_gin": ("in a store many users share, a user's full-text search reads every user's index entries",
+    "btree_gin": ("in a store many users share, a user's full-text search and tag filter read every user's "
+                  "index entries",
                   ", then `mcp-memory migrate`"),
     "pg_prewarm": ("a server starting reads no page of the store ahead of its first searches "
                    "(MCP_MEMORY_WARM_PAGES)", ""),
