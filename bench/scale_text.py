@@ -50,6 +50,7 @@ from mcp_memory.config import Settings
 from mcp_memory.db import open_database
 from mcp_memory.db.warmup import warm_pages
 from mcp_memory.models import ALL_PERMISSIONS, MemoryFilter, Principal
+from mcp_memory.repository.embeddings import EmbeddingRepository
 from mcp_memory.service import MemoryService
 from mcp_memory.validation import content_hash
 
@@ -134,8 +135,7 @@ async def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
     pool = sorted({turn_text(t) for c in rest for _, _, turns in c.sessions for t in turns})
     settings = Settings(data_dir=data_dir, retention_interval_hours=0, log_level="WARNING")
     db = await open_database(settings)
-    if not args.vector_index and (built := await db.admin.fetchval("SELECT value FROM meta WHERE key = 'embedding'")):
-        built = json.loads(built) if isinstance(built, str) else built
+    if not args.vector_index and (built := await EmbeddingRepository(db.pool, db.admin).built_with()):
         await stand_in_vector_index(db.admin, built["model"], built["dimension"])
     service = await MemoryService.open(db, settings)
     vectors = service.vectors
