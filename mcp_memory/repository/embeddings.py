@@ -145,6 +145,8 @@ class EmbeddingRepository:
         on a transaction-level advisory lock named after the index and look again once in; a
         creator that takes no lock (an older version) is caught by the same look."""
         name, old = index_name(model, dimension), full_precision_index_name(model, dimension)
+        # A model whose vectors fit no btree entry has no scope index: its name is then the HNSW
+        # index's, so each look below asks for that one twice and nothing more is built.
         scope = scope_vectors.name(model, dimension) if scope_vectors.fits(dimension) else name
         there = await self.admin.fetchrow(
             "SELECT to_regclass($1) IS NOT NULL AS new, to_regclass($2) IS NOT NULL AS old, "
