@@ -670,6 +670,19 @@ async def test_the_newest_version_of_a_fact_about_the_user(service: MemoryServic
     assert "on_topic" not in next(h for h in found.hits if "neighbour" in h.snippet).explain
 
 
+async def test_a_version_naming_only_its_value_states_the_attribute_by_the_value(service: MemoryService,
+                                                                              alice: Principal) -> None:
+    """"Lockfiles come from bun now." names no package manager but the one it uses: the lexicon's
+    value words (npm, pnpm, bun) say what it states, which the embedder could not tell from the
+    user's newer shell and office."""
+    found, _ = await newest_first_only_with_the_rule(service, alice, [
+        ("Our services install dependencies with npm.", 500), ("Switched every repo over to pnpm.", 200),
+        ("User's default shell is zsh.", 20), ("The user works from the Lisbon office.", 10),
+        ("Lockfiles come from bun now.", 40)],
+        "Which package manager am I using these days?")
+    assert found.hits[0].explain.get("states_asked_attribute")
+
+
 def test_a_question_asking_an_attribute_of_the_user_matches_no_word_for_the_user() -> None:
     assert parse_query("Who does the user work for now?").matched == "Who does work for?"
     assert parse_query("Which company employs the user currently?").matched == "Which company employs?"

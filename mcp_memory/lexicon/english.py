@@ -101,8 +101,13 @@ ATTRIBUTES = (
               ("editor", "ide"), kind="preference"),
     Attribute("shell", ("shell", "default shell", "terminal shell", "command line shell", "command-line shell"),
               ("shell",), kind="preference"),
+    # Its values are few and well known, and a note names the one in use, not the attribute ("Lockfile is
+    # from pnpm."): the embedder could not tell such a note from the user's other tools. The shells', editors'
+    # and laptops' names were tried the same way and are not here: they put another person's ("Priya is selling
+    # her ThinkPad T14.") first about as often as they helped (docs/benchmarks.md, fifty-ninth stop).
     Attribute("package manager", ("package manager", "js package manager", "dependency manager",
-                                  "node package manager", "package tool"), ("package",)),
+                                  "node package manager", "package tool"),
+              ("package", "npm", "pnpm", "yarn", "bun", "deno", "pip", "conda", "homebrew")),
     # A test is also an exam, so "test" (and "tests", the same stem) names the framework only as a
     # key, never as a cue in a text or a question.
     Attribute("test framework", ("test framework", "testing framework", "test runner", "test library",
