@@ -23,8 +23,9 @@ Protocol:
   * client i of round r draws from Random(seed, r, i): the same query and write sequences on both
     sides (the faster side gets further along them). A write's text is a held-out turn plus a
     marker "(note r.i.k)" so no write repeats a stored text (the peer refuses those);
-  * CPU seconds of each server, of PostgreSQL, of this client process and of the whole machine
-    are read per phase (psutil), to say what limits a run on this machine.
+  * CPU seconds of each server (ours: its Python processes alone, and with PostgreSQL's), of this
+    client process and of the whole machine are read per phase (psutil), to say what limits a run
+    on this machine.
 
 Usage:
   python bench/http_side_by_side.py [DATASET] [--clients 32] [--seconds 30] [--rounds 2]
@@ -220,14 +221,17 @@ async def phase(side: Side, op: str, rnd: int, args: argparse.Namespace, pick: C
     after = (server_after, cpu_seconds(others), time.process_time(), psutil.cpu_times())
     machine_busy = busy(after[3]) - busy(before[3])
     server_cpu = sum(v - before[0].get(pid, 0.0) for pid, v in after[0].items())
+    ours = {p.pid for p in side.procs}
+    python_cpu = sum(v - before[0].get(pid, 0.0) for pid, v in after[0].items() if pid in ours)
     other_side_cpu = sum(v - before[1].get(pid, 0.0) for pid, v in after[1].items())
     client_cpu = after[2] - before[2]
     return {
         "side": side.name, "op": op, "round": rnd, "seconds": round(elapsed, 2), "calls": len(samples),
         "per_s": round(len(samples) / elapsed, 1), "errors": len(errors), "error_samples": sorted(set(errors))[:5],
         "latency_ms": [round(s * 1000, 2) for s in samples],
-        "cpu_s": {"server": round(server_cpu, 1), "other_side": round(other_side_cpu, 1),
-                  "client": round(client_cpu, 1), "machine": round(machine_busy, 1),
+        "cpu_s": {"server": round(server_cpu, 1), "server_python": round(python_cpu, 1),
+                  "other_side": round(other_side_cpu, 1), "client": round(client_cpu, 1),
+                  "machine": round(machine_busy, 1),
                   "rest_of_machine": round(machine_busy - server_cpu - other_side_cpu - client_cpu, 1)},
         "load_1m": round(os.getloadavg()[0], 2),
     }
@@ -265,7 +269,7 @@ def summarize(phases: list[dict], side: str, op: str) -> dict[str, Any]:
             "p99_ms": round(percentile(lat, 99), 1), "errors": sum(p["errors"] for p in mine),
             "per_s_by_round": [p["per_s"] for p in mine],
             "cpu_s_per_call": {k: round(sum(p["cpu_s"][k] for p in mine) / max(1, len(lat)) * 1000, 2)
-                               for k in ("server", "client", "rest_of_machine")}}
+                               for k in ("server", "server_python", "client", "rest_of_machine")}}
 
 
 async def run(args: argparse.Namespace, sides: dict[str, Side], seeded: list[dict], writes: list[dict],
@@ -356,13 +360,14 @@ def main() -> None:
           f"{len(seeded)} memories seeded, ours {args.servers} process(es), peer {report['peer_version']}")
     width = max(6, *(len(n) + 2 for n in sides))
     print(f"{'side':<{width}}{'op':<8}{'calls':>8}{'per s':>9}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}{'errors':>8}"
-          "  CPU ms per call: server / client / rest of machine")
+          "  CPU ms per call: server (its Python alone) / client / rest of machine")
     for name in sides:
         for op in OPS:
             x = summary[name][op]
             c = x["cpu_s_per_call"]
             print(f"{name:<{width}}{op:<8}{x['calls']:>8}{x['per_s']:>9}{x['p50_ms'] or 0:>9}{x['p95_ms']:>9}"
-                  f"{x['p99_ms']:>9}{x['errors']:>8}  {c['server']} / {c['client']} / {c['rest_of_machine']}")
+                  f"{x['p99_ms']:>9}{x['errors']:>8}  {c['server']} ({c['server_python']}) / {c['client']} / "
+                  f"{c['rest_of_machine']}")
     for pair, by_op in ratios.items():
         for op, r in by_op.items():
             print(f"{pair} {op}: {r['per_s']}x per second, p50 {r['p50']}x, p95 {r['p95']}x faster")
