@@ -244,9 +244,14 @@ def test_a_question_about_the_user_and_who_else_a_memory_is_about() -> None:
                   "A colleague keeps recommending Neovim.",
                   # A name with the user's person beside it, as a small model writes what it extracts.
                   "Priya Raman, the user's friend, lives in Lisbon.", "Ana, my best friend, moved to Porto.",
-                  "O'Brien, my friend, moved to Cork."):
+                  "O'Brien, my friend, moved to Cork.",
+                  # A leader of the user's doing anything but being named.
+                  "My manager works Brazil time hours.", "The user's manager is pushing Granite.",
+                  "User's team lead uses Neovim.", "my boss is based in Berlin"):
         assert about_someone_else(other), other
     for own in ("My car is a Fiat Panda.", "User's team lead is Leonie Marchetti.", "My boss is Ahmed Saleh.",
+                "My manager changed to Ruth Okonkwo.", "My manager is now Signe Dahl.", "My manager: Ahmed Saleh.",
+                "The user's boss is the CTO.", "My manager and I moved to Berlin.",
                 "My wife and I moved to Berlin.", "The user moved to Lisbon.", "I'm an engineer at Korvex.",
                 "The team moved to Kotlin.", "Engineers at Korvex use Go.", "Lisbon, our new home, is sunny.",
                 "Berlin, my favourite city, is cold.", "Tobias Wren, my manager, approved the plan."):
@@ -706,6 +711,17 @@ async def test_the_word_user_lists_no_memory_for_a_question_about_the_users_attr
     assert fulltext["User dropped Emacs for Kate."] is None
     table = await service.search(alice, "Where is the user table defined?", explain=True)
     assert table.hits[0].snippet.startswith("The user table") and table.hits[0].explain["fulltext"] == 1
+
+
+async def test_what_the_users_manager_does_is_the_managers(service: MemoryService, alice: Principal) -> None:
+    """"My manager works India Standard Time hours." is the manager's time zone, not a newer one of
+    the user's; "My manager changed to Ruth Okonkwo." is still the user's own fact."""
+    found, _ = await newest_first_only_with_the_rule(service, alice, [
+        ("User's working hours are Brazil time.", 400), ("My manager changed to Ruth Okonkwo.", 150),
+        ("My manager works India Standard Time hours.", 5), ("The user switched to Pacific time.", 30)],
+        "What time zone does the user work in now?")
+    assert "on_topic" not in next(h for h in found.hits if "India" in h.snippet).explain
+    assert "on_topic" in next(h for h in found.hits if "Ruth" in h.snippet).explain  # compared as the user's
 
 
 async def test_a_friend_named_beside_the_user_is_not_the_user(service: MemoryService, alice: Principal) -> None:

@@ -143,6 +143,9 @@ def test_the_user_words_are_recognised() -> None:
     assert speaks_of_user("O usuário mudou-se para Lisboa.", PORTUGUESE)
     assert about_someone_else("A minha irmã mora no Porto.", PORTUGUESE)
     assert not about_someone_else("A minha irmã e eu fomos a Lisboa.", PORTUGUESE)
+    # A leader of the user's is the subject of what they do, not of being named.
+    assert about_someone_else("O meu chefe mora em Lisboa.", PORTUGUESE)
+    assert not about_someone_else("O meu chefe é o Ahmed.", PORTUGUESE)
     assert person_asked_about("Onde mora a minha irmã agora?", PORTUGUESE) == "irmã"
     assert names_in("Eu mudei-me para Lisboa.", PORTUGUESE)[0].user
     assert not names_in("Eu mudei-me para Lisboa.")[0].user

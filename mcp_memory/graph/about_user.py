@@ -54,9 +54,21 @@ def _patterns(lexicon: Lexicon) -> _Patterns:
     role = _role(lexicon.people)
     # At the start of the memory: its subject. "My wife and I moved to Berlin" is the user's too.
     with_user = (r"(?!\s+(?:" + phrases_pattern(lexicon.with_user) + ")" + _E + ")") if lexicon.with_user else ""
-    someone_else = re.compile(r"(?i)^\W*(?:" + "|".join(filter(None, (
-        phrases_pattern(lexicon.user_possessives), phrases_pattern(lexicon.articles)))) + ")" + role + with_user
-        if lexicon.user_possessives or lexicon.articles else _NEVER)
+    someone_else = _NEVER
+    if lexicon.user_possessives or lexicon.articles:
+        someone_else = r"(?:" + "|".join(filter(None, (phrases_pattern(lexicon.user_possessives),
+                                                         phrases_pattern(lexicon.articles)))) + ")" + role + with_user
+    if lexicon.user_possessives and lexicon.leaders:
+        # A leader the user's is the subject too, unless what follows says who they are: a word saying
+        # so, maybe after one word, then (maybe after a present-tense word or an article) a name ("My
+        # boss is Ahmed Saleh", "My manager has changed to Ruth Okonkwo"), or a label ("My manager:").
+        between = "|".join(filter(None, (phrases_pattern(lexicon.present), phrases_pattern(lexicon.articles))))
+        named = (r"\s+(?:[\w'-]+\s+)?(?:" + phrases_pattern(lexicon.naming_leaders) + r")\s+"
+                 + (f"(?:(?:{between})\\s+)?" if between else "") + r"(?-i:[A-Z])|" if lexicon.naming_leaders else "")
+        leader = r"\s+(?:[\w-]+\s+)?(?:" + phrases_pattern(lexicon.leaders) + r")(?:s|es)?" + _E
+        article = f"(?:(?:{phrases_pattern(lexicon.articles)})\\s+)?" if lexicon.articles else ""  # "o meu chefe"
+        someone_else += r"|" + article + theirs + leader + r"(?!" + named + r"\s*:)" + with_user
+    someone_else = re.compile(r"(?i)^\W*(?:" + someone_else + ")")
     # Or a name the user's person stands beside, between commas ("Priya Raman, the user's friend,
     # lives in Lisbon": how a small model writes the facts it extracts about the people a user
     # mentions; not "However, my sister moved").

@@ -124,6 +124,11 @@ class Lexicon:
     # of that person, not of the user. A role whose facts are the user's own ("manager", "team")
     # is not one.
     people: tuple[str, ...] = ()
+    # Roles whose naming is the user's own fact ("My boss is Ahmed Saleh", "My manager changed to
+    # Ruth Okonkwo") and who are the subject of anything else said of them ("My manager works Brazil
+    # time hours"): `naming_leaders`, then a name, say which.
+    leaders: tuple[str, ...] = ()
+    naming_leaders: tuple[str, ...] = ()
 
     # --- one hop (retrieval/hop.py) --------------------------------------------------------------
     # How a question says a name holds a thing: endings after the name, the thing after them

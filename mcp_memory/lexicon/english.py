@@ -189,8 +189,8 @@ ENGLISH = Lexicon(
     possessive_endings=("'s", "’s"),
     articles=("the", "a", "an"),
     with_user=("and i", "and me", "and we", "and the user", "and user"),
-    # Not here: "manager", "boss", "lead" ("My boss is Ahmed Saleh" is the user's own fact) and
-    # "team" (an agent's "the team" is the user's).
+    # Not here: "manager", "boss", "lead" ("My boss is Ahmed Saleh" is the user's own fact: they are
+    # `leaders`) and "team" (an agent's "the team" is the user's).
     people=(
         # family and home
         "friend", "best friend", "neighbour", "neighbor", "partner", "wife", "husband", "spouse", "fiancé",
@@ -204,6 +204,9 @@ ENGLISH = Lexicon(
         "mentee", "student", "teacher", "doctor", "therapist", "coach", "assistant", "direct report", "new hire",
         "recruiter", "investor", "vendor", "accountant", "lawyer",
     ),
+    leaders=("manager", "line manager", "boss", "lead", "team lead", "tech lead", "supervisor"),
+    naming_leaders=("is", "was", "are", "were", "'s", "’s", "has been", "had been", "will be", "became",
+                    "changed to", "switched to", "moved to"),
     present=("now", "right now", "currently", "these days", "at the moment", "nowadays", "at present",
              "presently", "latest", "most recent", "still", "anymore", "any more", "as of today", "today",
              "up to date", "so far"),

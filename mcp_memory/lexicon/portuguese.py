@@ -102,7 +102,7 @@ PORTUGUESE = Lexicon(
     possessive_words=("do", "da", "de", "dos", "das"),
     articles=("o", "a", "os", "as", "um", "uma"),
     with_user=("e eu", "e nós", "e o usuário", "e a usuária", "e o utilizador"),
-    # Not "chefe", "gestor" ("O meu chefe é o Ahmed" is the user's own fact) nor "equipa".
+    # Not "chefe", "gestor" ("O meu chefe é o Ahmed" is the user's own fact: they are `leaders`) nor "equipa".
     people=("amigo", "amiga", "melhor amigo", "melhor amiga", "vizinho", "vizinha", "parceiro", "parceira",
             "esposa", "esposo", "marido", "mulher", "cônjuge", "namorado", "namorada", "noivo", "noiva", "filho",
             "filha", "criança", "bebé", "bebê", "mãe", "pai", "irmão", "irmã", "primo", "prima", "tio", "tia",
@@ -111,6 +111,8 @@ PORTUGUESE = Lexicon(
             "professora", "médico", "médica", "aluno", "aluna", "estagiário", "estagiária", "consultor",
             "consultora", "advogado", "advogada", "contabilista", "contador", "contadora", "fundador", "fundadora",
             "sócio", "sócia"),
+    leaders=("chefe", "gestor", "gestora", "gerente", "supervisor", "supervisora", "líder"),
+    naming_leaders=("é", "era", "foi", "são", "eram", "foram", "será", "passou a ser", "mudou para"),
     present=("agora", "neste momento", "de momento", "no momento", "atualmente", "hoje em dia", "nos dias de hoje",
              "presentemente", "ainda", "já não", "mais recente", "hoje", "até agora", "até hoje", "por agora"),
     past=("antes", "dantes", "anteriormente", "antigamente", "originalmente", "inicialmente", "no passado",
