@@ -247,11 +247,14 @@ def test_a_question_about_the_user_and_who_else_a_memory_is_about() -> None:
                   "O'Brien, my friend, moved to Cork.",
                   # A leader of the user's doing anything but being named.
                   "My manager works Brazil time hours.", "The user's manager is pushing Granite.",
-                  "User's team lead uses Neovim.", "my boss is based in Berlin"):
+                  "User's team lead uses Neovim.", "my boss is based in Berlin",
+                  # A name, then that person as "her" / "his", the user not spoken of.
+                  "Priya is selling her ThinkPad T14.", "Ines Moreau moved to Lisbon with her wife."):
         assert about_someone_else(other), other
     for own in ("My car is a Fiat Panda.", "User's team lead is Leonie Marchetti.", "My boss is Ahmed Saleh.",
                 "My manager changed to Ruth Okonkwo.", "My manager is now Signe Dahl.", "My manager: Ahmed Saleh.",
                 "The user's boss is the CTO.", "My manager and I moved to Berlin.",
+                "Priya keeps telling me to try her dotfiles.", "Production runs on Heroku.",
                 "My wife and I moved to Berlin.", "The user moved to Lisbon.", "I'm an engineer at Korvex.",
                 "The team moved to Kotlin.", "Engineers at Korvex use Go.", "Lisbon, our new home, is sunny.",
                 "Berlin, my favourite city, is cold.", "Tobias Wren, my manager, approved the plan."):
@@ -722,6 +725,16 @@ async def test_what_the_users_manager_does_is_the_managers(service: MemoryServic
         "What time zone does the user work in now?")
     assert "on_topic" not in next(h for h in found.hits if "India" in h.snippet).explain
     assert "on_topic" in next(h for h in found.hits if "Ruth" in h.snippet).explain  # compared as the user's
+
+
+async def test_a_named_person_spoken_of_as_her_is_not_the_user(service: MemoryService, alice: Principal) -> None:
+    """"Priya is selling her ThinkPad T14." is Priya's laptop, not a newer one of the user's, though
+    nothing says who Priya is to the user."""
+    found, _ = await newest_first_only_with_the_rule(service, alice, [
+        ("User's work laptop is a MacBook Pro M3.", 500), ("The user works from the Lisbon office.", 300),
+        ("Priya is selling her ThinkPad T14.", 5), ("The user develops on a Dell XPS 15 now.", 60)],
+        "What laptop is the user on at the moment?")
+    assert "on_topic" not in next(h for h in found.hits if "Priya" in h.snippet).explain
 
 
 async def test_a_friend_named_beside_the_user_is_not_the_user(service: MemoryService, alice: Principal) -> None:

@@ -19,6 +19,8 @@ from ..lexicon.english import ENGLISH
 
 _B, _E = r"(?<![\w'-])", r"(?![\w'-])"
 _NEVER = "(?!)"  # what a rule whose words a language leaves empty matches: nothing
+# How much of a note is read for a third person after its opening name.
+THIRD_PERSON_WITHIN = 300
 _NAME = r"[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*"  # a run of capitalised words ("O'Brien" too, as graph/names.py reads one)
 
 
@@ -38,6 +40,7 @@ class _Patterns:
     theirs: str  # the user's: how a note names someone in their life ("my", "our", "the user's")
     someone_else: re.Pattern[str]
     someone_named: re.Pattern[str]
+    named_third: re.Pattern[str]
     named_persons: re.Pattern[str]
     their_person: re.Pattern[str]
     named_persons_anywhere: re.Pattern[str]
@@ -74,6 +77,10 @@ def _patterns(lexicon: Lexicon) -> _Patterns:
     # mentions; not "However, my sister moved").
     someone_named = re.compile(r"^\W*(?P<name>" + _NAME + r"),\s+(?i:" + theirs + ")" + role
                                + r"\s*,\s" if lexicon.user_possessives else _NEVER)
+    # Or a name, a word in lower case (its verb), and later a word for a third person ("Priya is selling
+    # her ThinkPad T14"): hers, where the user is not spoken of (`about_someone_else`).
+    named_third = re.compile(r"^\W*" + _NAME + r"\s+[a-z].*?" + _B + "(?i:" + phrases_pattern(lexicon.third_persons)
+                             + ")" + _E if lexicon.third_persons else _NEVER)
     # At the start, after a note's label: someone in a named person's life is the subject ("Kenji
     # Chaudhry's brother has the phone number ...", "FYI: Omar Kim's mentor prefers IntelliJ").
     their_own = _NAME + "'s" + role  # someone in a named person's life, by the role after the name
@@ -82,7 +89,8 @@ def _patterns(lexicon: Lexicon) -> _Patterns:
     their_person = re.compile(r"(?i)" + _B + theirs + role)
     # Anywhere in a question: "Who is Omar Kim's mentor's manager?".
     named_persons_anywhere = re.compile(_B + their_own)
-    return _Patterns(user, theirs, someone_else, someone_named, named_persons, their_person, named_persons_anywhere)
+    return _Patterns(user, theirs, someone_else, someone_named, named_third, named_persons, their_person,
+                     named_persons_anywhere)
 
 
 def person_asked_about(question: str, lexicon: Lexicon = ENGLISH) -> str | None:
@@ -126,8 +134,12 @@ def asks_of_user_alone(question: str, lexicon: Lexicon = ENGLISH) -> bool:
 def about_someone_else(content: str, lexicon: Lexicon = ENGLISH) -> bool:
     """Whether a memory's subject is a person in the user's life rather than the user: named by
     their role ("My sister lives in Porto", `led_by_their_person`) or by name with the role beside
-    it ("Priya Raman, the user's friend, lives in Lisbon")."""
-    return led_by_their_person(content, lexicon) or named_beside_their_person(content, lexicon) is not None
+    it ("Priya Raman, the user's friend, lives in Lisbon"), or by name and then as a third person, the
+    user not spoken of ("Priya is selling her ThinkPad T14")."""
+    if led_by_their_person(content, lexicon) or named_beside_their_person(content, lexicon) is not None:
+        return True
+    head = content[:THIRD_PERSON_WITHIN]
+    return _patterns(lexicon).named_third.search(head) is not None and not speaks_of_user(head, lexicon)
 
 
 def named_beside_their_person(content: str, lexicon: Lexicon = ENGLISH) -> int | None:

@@ -129,6 +129,9 @@ class Lexicon:
     # time hours"): `naming_leaders`, then a name, say which.
     leaders: tuple[str, ...] = ()
     naming_leaders: tuple[str, ...] = ()
+    # Words for a person other than the speaker ("her", "his"): a note opening on a name that speaks of
+    # them so, and of the user not at all, is that person's ("Priya is selling her ThinkPad T14").
+    third_persons: tuple[str, ...] = ()
 
     # --- one hop (retrieval/hop.py) --------------------------------------------------------------
     # How a question says a name holds a thing: endings after the name, the thing after them

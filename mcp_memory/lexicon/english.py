@@ -207,6 +207,7 @@ ENGLISH = Lexicon(
     leaders=("manager", "line manager", "boss", "lead", "team lead", "tech lead", "supervisor"),
     naming_leaders=("is", "was", "are", "were", "'s", "’s", "has been", "had been", "will be", "became",
                     "changed to", "switched to", "moved to"),
+    third_persons=("she", "her", "hers", "herself", "he", "him", "his", "himself"),
     present=("now", "right now", "currently", "these days", "at the moment", "nowadays", "at present",
              "presently", "latest", "most recent", "still", "anymore", "any more", "as of today", "today",
              "up to date", "so far"),
