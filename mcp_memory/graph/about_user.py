@@ -62,9 +62,9 @@ def _patterns(lexicon: Lexicon) -> _Patterns:
         someone_else = r"(?:" + "|".join(filter(None, (phrases_pattern(lexicon.user_possessives),
                                                          phrases_pattern(lexicon.articles)))) + ")" + role + with_user
     if lexicon.user_possessives and lexicon.leaders:
-        # A leader the user's is the subject too, unless what follows says who they are: a word saying
-        # so, maybe after one word, then (maybe after a present-tense word or an article) a name ("My
-        # boss is Ahmed Saleh", "My manager has changed to Ruth Okonkwo"), or a label ("My manager:").
+        # A leader of the user's is the subject too, unless what follows says who they are: a word
+        # saying so, maybe after one word, then (maybe after a present-tense word or an article) a name
+        # ("My boss is Ahmed Saleh", "My manager has changed to Ruth Okonkwo"), or a label ("My manager:").
         between = "|".join(filter(None, (phrases_pattern(lexicon.present), phrases_pattern(lexicon.articles))))
         named = (r"\s+(?:[\w'-]+\s+)?(?:" + phrases_pattern(lexicon.naming_leaders) + r")\s+"
                  + (f"(?:(?:{between})\\s+)?" if between else "") + r"(?-i:[A-Z])|" if lexicon.naming_leaders else "")
