@@ -34,12 +34,20 @@ pytestmark = pytest.mark.skipif(
     not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)),
     reason=f"no browser: {CHROMIUM} and {CHROMEDRIVER} are needed (Debian: apt-get install chromium chromium-driver)")
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install '.[test]')")
+from selenium.common.exceptions import WebDriverException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 ALICE = principal("alice", agent=None, project=None)
+
+
+def waiting(chrome) -> WebDriverWait:
+    """A wait that reads the page again where Chromium refused a read: an element of the page a form
+    post is replacing comes back as "Node with given id does not belong to the document", an inspector
+    error rather than a stale element, which a plain wait gives up on at once."""
+    return WebDriverWait(chrome, 30, ignored_exceptions=(WebDriverException,))
 
 
 @pytest.fixture
@@ -84,7 +92,7 @@ async def test_console_in_chromium(database: Database, db_url: str, service: Mem
         await service.write(ALICE, content, tags=tags, kind="fact")
     key = await make_key(database, "alice", name="reviewer")
     shots = Shots(chrome, tmp_path / "screenshots")
-    wait = WebDriverWait(chrome, 30)
+    wait = waiting(chrome)
     with http_server(db_url) as base:
         chrome.get(f"{base}/ui/")
         assert "/ui/signin" in chrome.current_url
@@ -241,7 +249,7 @@ async def test_sessions_links_namespaces_and_caps_in_chromium(database: Database
         shots("namespaces")
         chrome.find_element(By.CSS_SELECTOR, "form input[name=agent]:not([type=hidden])").send_keys("planer")
         chrome.find_element(By.XPATH, "//button[text()='Switch']").click()
-        wait = WebDriverWait(chrome, 30)
+        wait = waiting(chrome)
         error = wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "p.error")))
         assert "agent 'planer' is unknown" in error.text
         chrome.get(f"{base}/ui/namespaces")
@@ -309,7 +317,7 @@ async def test_outage_page_keeps_the_typed_text_in_chromium(chrome, tmp_path: Pa
     key = await make_key(db, "alice", name="owner")
     await db.close()
     shots = Shots(chrome, tmp_path / "screenshots")
-    wait = WebDriverWait(chrome, 30)
+    wait = waiting(chrome)
     try:
         with http_server(dsn) as base:
             sign_in_browser(chrome, base, key)
