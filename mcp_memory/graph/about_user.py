@@ -28,10 +28,15 @@ def _alternatives(words: tuple[str, ...]) -> str:
     return phrases_pattern(words) or _NEVER
 
 
-def _role(roles: tuple[str, ...]) -> str:
-    """One of `roles`, maybe after one word ("best", "older"), maybe plural or possessive; the role
-    is group 1."""
-    return r"\s+(?:[\w-]+\s+)?(" + _alternatives(roles) + r")(?:s|es)?(?:'s)?" + _E
+def _role(roles: tuple[str, ...], possessive: bool = True) -> str:
+    """One of `roles`, maybe after one word ("best", "older"), maybe plural, and possessive unless
+    `possessive` is false; the role is group 1."""
+    return r"\s+(?:[\w-]+\s+)?(" + _alternatives(roles) + r")(?:s|es)?" + ("(?:'s)?" if possessive else "") + _E
+
+
+def _optional(words: tuple[str, ...]) -> str:
+    """One of `words` and the space after it, maybe; "" for none."""
+    return f"(?:(?:{phrases_pattern(words)})\\s+)?" if words else ""
 
 
 @dataclass(frozen=True)
@@ -65,12 +70,11 @@ def _patterns(lexicon: Lexicon) -> _Patterns:
         # A leader of the user's is the subject too, unless what follows says who they are: a word
         # saying so, maybe after one word, then (maybe after a present-tense word or an article) a name
         # ("My boss is Ahmed Saleh", "My manager has changed to Ruth Okonkwo"), or a label ("My manager:").
-        between = "|".join(filter(None, (phrases_pattern(lexicon.present), phrases_pattern(lexicon.articles))))
         named = (r"\s+(?:[\w'-]+\s+)?(?:" + phrases_pattern(lexicon.naming_leaders) + r")\s+"
-                 + (f"(?:(?:{between})\\s+)?" if between else "") + r"(?-i:[A-Z])|" if lexicon.naming_leaders else "")
-        leader = r"\s+(?:[\w-]+\s+)?(?:" + phrases_pattern(lexicon.leaders) + r")(?:s|es)?" + _E
-        article = f"(?:(?:{phrases_pattern(lexicon.articles)})\\s+)?" if lexicon.articles else ""  # "o meu chefe"
-        someone_else += r"|" + article + theirs + leader + r"(?!" + named + r"\s*:)" + with_user
+                 + _optional(lexicon.present + lexicon.articles) + r"(?-i:[A-Z])|" if lexicon.naming_leaders else "")
+        # "o meu chefe": an article may come first
+        someone_else += (r"|" + _optional(lexicon.articles) + theirs + _role(lexicon.leaders, possessive=False)
+                         + r"(?!" + named + r"\s*:)" + with_user)
     someone_else = re.compile(r"(?i)^\W*(?:" + someone_else + ")")
     # Or a name the user's person stands beside, between commas ("Priya Raman, the user's friend,
     # lives in Lisbon": how a small model writes the facts it extracts about the people a user
