@@ -221,8 +221,8 @@ async def phase(side: Side, op: str, rnd: int, args: argparse.Namespace, pick: C
     after = (server_after, cpu_seconds(others), time.process_time(), psutil.cpu_times())
     machine_busy = busy(after[3]) - busy(before[3])
     server_cpu = sum(v - before[0].get(pid, 0.0) for pid, v in after[0].items())
-    ours = {p.pid for p in side.procs}
-    python_cpu = sum(v - before[0].get(pid, 0.0) for pid, v in after[0].items() if pid in ours)
+    servers = {p.pid for p in side.procs}  # the side's own processes, PostgreSQL's left out
+    python_cpu = sum(v - before[0].get(pid, 0.0) for pid, v in after[0].items() if pid in servers)
     other_side_cpu = sum(v - before[1].get(pid, 0.0) for pid, v in after[1].items())
     client_cpu = after[2] - before[2]
     return {
