@@ -15,6 +15,7 @@ from pgvector import Vector
 from mcp_memory.config import Settings
 from mcp_memory.db import Database
 from mcp_memory.graph.about_user import (
+    THIRD_PERSON_WITHIN,
     about_someone_else,
     named_persons_relation,
     person_asked_about,
@@ -251,6 +252,8 @@ def test_a_question_about_the_user_and_who_else_a_memory_is_about() -> None:
                   # A name, then that person as "her" / "his", the user not spoken of.
                   "Priya is selling her ThinkPad T14.", "Ines Moreau moved to Lisbon with her wife."):
         assert about_someone_else(other), other
+    # Hostile or long text: a third person is looked for only near the opening name.
+    assert not about_someone_else("Priya " + "sells " * THIRD_PERSON_WITHIN + "her laptop.")
     for own in ("My car is a Fiat Panda.", "User's team lead is Leonie Marchetti.", "My boss is Ahmed Saleh.",
                 "My manager changed to Ruth Okonkwo.", "My manager is now Signe Dahl.", "My manager: Ahmed Saleh.",
                 "The user's boss is the CTO.", "My manager and I moved to Berlin.",
