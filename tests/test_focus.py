@@ -250,7 +250,10 @@ def test_a_question_about_the_user_and_who_else_a_memory_is_about() -> None:
                   "My manager works Brazil time hours.", "The user's manager is pushing Granite.",
                   "User's team lead uses Neovim.", "my boss is based in Berlin",
                   # A name, then that person as "her" / "his", the user not spoken of.
-                  "Priya is selling her ThinkPad T14.", "Ines Moreau moved to Lisbon with her wife."):
+                  "Priya is selling her ThinkPad T14.", "Ines Moreau moved to Lisbon with her wife.",
+                  # A group the user was in once.
+                  "My old team deploys to Cloud Run.", "Our former squad still uses Jira.",
+                  "The user's previous project runs on Heroku.", "My ex-team moved to Go."):
         assert about_someone_else(other), other
     # Hostile or long text: a third person is looked for only near the opening name.
     assert not about_someone_else("Priya " + "sells " * THIRD_PERSON_WITHIN + "her laptop.")
@@ -260,7 +263,8 @@ def test_a_question_about_the_user_and_who_else_a_memory_is_about() -> None:
                 "Priya keeps telling me to try her dotfiles.", "Production runs on Heroku.",
                 "My wife and I moved to Berlin.", "The user moved to Lisbon.", "I'm an engineer at Korvex.",
                 "The team moved to Kotlin.", "Engineers at Korvex use Go.", "Lisbon, our new home, is sunny.",
-                "Berlin, my favourite city, is cold.", "Tobias Wren, my manager, approved the plan."):
+                "Berlin, my favourite city, is cold.", "Tobias Wren, my manager, approved the plan.",
+                "My team deploys to Fly.io.", "My old laptop was a ThinkPad.", "My old team and I moved to Go."):
         assert not about_someone_else(own), own
     # Someone in a named person's life: a name with an apostrophe is a name too.
     for note, relation in (("Kenji Chaudhry's brother lives in Cork.", "brother"),
@@ -728,6 +732,16 @@ async def test_what_the_users_manager_does_is_the_managers(service: MemoryServic
         "What time zone does the user work in now?")
     assert "on_topic" not in next(h for h in found.hits if "India" in h.snippet).explain
     assert "on_topic" in next(h for h in found.hits if "Ruth" in h.snippet).explain  # compared as the user's
+
+
+async def test_what_a_team_the_user_left_does_is_not_the_users(service: MemoryService, alice: Principal) -> None:
+    """"My old team deploys to Cloud Run." is where a group the user was in once deploys, not a newer
+    deploy target of the user's."""
+    found, _ = await newest_first_only_with_the_rule(service, alice, [
+        ("We deploy to AWS Lambda.", 400), ("My editor is Helix.", 200),
+        ("My old team deploys to Cloud Run.", 5), ("The app is hosted on a Hetzner box.", 60)],
+        "Where do we deploy at the moment?")
+    assert "on_topic" not in next(h for h in found.hits if "old team" in h.snippet).explain
 
 
 async def test_a_named_person_spoken_of_as_her_is_not_the_user(service: MemoryService, alice: Principal) -> None:

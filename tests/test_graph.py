@@ -53,6 +53,9 @@ async def count(service, p) -> tuple[int, int, int]:
     ("Lena, the user's sister, lives in Berlin.", "Lena", {"the user", "Berlin"}),
     ("Priya Raman, the user's friend, lives in Lisbon.", "Priya Raman", {"the user", "Lisbon"}),
     ("However, my sister moved.", "the user", set()),  # no comma after the person: no apposition
+    # A team the user was in once is the subject, whom no name names; the user's own team is the user's.
+    ("My old team deploys to Cloud Run.", None, {"Cloud Run"}),
+    ("My team deploys to Cloud Run.", "the user", {"Cloud Run"}),
 ])
 def test_a_verb_after_the_opening_word_makes_it_the_subject(text: str, about: str | None, mentioned: set[str]) -> None:
     names = names_in(text)

@@ -146,6 +146,9 @@ def test_the_user_words_are_recognised() -> None:
     # A leader of the user's is the subject of what they do, not of being named.
     assert about_someone_else("O meu chefe mora em Lisboa.", PORTUGUESE)
     assert not about_someone_else("O meu chefe é o Ahmed.", PORTUGUESE)
+    assert about_someone_else("A minha antiga equipa usa Jira.", PORTUGUESE)
+    assert about_someone_else("A nossa equipa antiga faz deploy no Heroku.", PORTUGUESE)
+    assert not about_someone_else("A nossa equipa faz deploy no Heroku.", PORTUGUESE)
     assert about_someone_else("A Maria vendeu o portátil dela.", PORTUGUESE)
     assert not about_someone_else("A Maria vendeu o portátil.", PORTUGUESE)
     assert person_asked_about("Onde mora a minha irmã agora?", PORTUGUESE) == "irmã"

@@ -75,6 +75,13 @@ def _patterns(lexicon: Lexicon) -> _Patterns:
         # "o meu chefe": an article may come first
         someone_else += (r"|" + _optional(lexicon.articles) + theirs + _role(lexicon.leaders, possessive=False)
                          + r"(?!" + named + r"\s*:)" + with_user)
+    if lexicon.user_possessives and lexicon.past_qualifiers and lexicon.classifiers:
+        # A group the user was in once ("My old team deploys to Cloud Run", "a minha equipa antiga"):
+        # what it does now is no fact of the user's.
+        once = "(?:" + phrases_pattern(tuple(sorted(lexicon.past_qualifiers))) + ")"
+        group = "(?:" + phrases_pattern(tuple(sorted(lexicon.classifiers))) + ")s?"
+        someone_else += (r"|" + _optional(lexicon.articles) + theirs + r"\s+(?:" + once + r"[\s-]+" + group + "|"
+                         + group + r"\s+" + once + ")" + _E + with_user)
     someone_else = re.compile(r"(?i)^\W*(?:" + someone_else + ")")
     # Or a name the user's person stands beside, between commas ("Priya Raman, the user's friend,
     # lives in Lisbon": how a small model writes the facts it extracts about the people a user
