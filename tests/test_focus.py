@@ -253,7 +253,10 @@ def test_a_question_about_the_user_and_who_else_a_memory_is_about() -> None:
                   "Priya is selling her ThinkPad T14.", "Ines Moreau moved to Lisbon with her wife.",
                   # A group the user was in once.
                   "My old team deploys to Cloud Run.", "Our former squad still uses Jira.",
-                  "The user's previous project runs on Heroku.", "My ex-team moved to Go."):
+                  "The user's previous project runs on Heroku.", "My ex-team moved to Go.",
+                  # A person of the user's past, by a prefix joined to the role or on their own.
+                  "My ex-wife lives in Berlin.", "The user's ex-girlfriend drives a Tesla.",
+                  "My step-father lives in Leeds.", "My ex lives in Porto."):
         assert about_someone_else(other), other
     # Hostile or long text: a third person is looked for only near the opening name.
     assert not about_someone_else("Priya " + "sells " * THIRD_PERSON_WITHIN + "her laptop.")
@@ -264,7 +267,8 @@ def test_a_question_about_the_user_and_who_else_a_memory_is_about() -> None:
                 "My wife and I moved to Berlin.", "The user moved to Lisbon.", "I'm an engineer at Korvex.",
                 "The team moved to Kotlin.", "Engineers at Korvex use Go.", "Lisbon, our new home, is sunny.",
                 "Berlin, my favourite city, is cold.", "Tobias Wren, my manager, approved the plan.",
-                "My team deploys to Fly.io.", "My old laptop was a ThinkPad.", "My old team and I moved to Go."):
+                "My team deploys to Fly.io.", "My old laptop was a ThinkPad.", "My old team and I moved to Go.",
+                "My e-bike is a Cowboy 4.", "My ex and I sold the flat.", "My exam is on Friday."):
         assert not about_someone_else(own), own
     # Someone in a named person's life: a name with an apostrophe is a name too.
     for note, relation in (("Kenji Chaudhry's brother lives in Cork.", "brother"),
@@ -299,6 +303,11 @@ def test_a_question_about_someone_in_the_users_life_is_about_them() -> None:
     sister = their_person("sister")
     assert sister.sub("someone", "User's sister lives in Porto; my older sister's flat is in Oslo.") == \
         "someone lives in Porto; someone flat is in Oslo."
+    # An ex-wife is another person than a wife, and a question about either is about her alone.
+    assert person_asked_about("Where does my ex-wife live now?") == "ex-wife"
+    assert not their_person("wife").search("My ex-wife lives in Berlin.")
+    assert their_person("ex-wife").search("My ex-wife lives in Berlin.")
+    assert not their_person("ex-wife").search("My wife lives in Lisbon.")
     rows = [_row("I live in Berlin.", 5, about=1.0), _row("User's sister lives in Porto.", 600, about=1.0),
             _row("My sister moved to Oslo last month.", 100, about=1.0),
             _row("My brother lives in Rome.", 50, about=1.0)]
@@ -732,6 +741,14 @@ async def test_what_the_users_manager_does_is_the_managers(service: MemoryServic
         "What time zone does the user work in now?")
     assert "on_topic" not in next(h for h in found.hits if "India" in h.snippet).explain
     assert "on_topic" in next(h for h in found.hits if "Ruth" in h.snippet).explain  # compared as the user's
+
+
+async def test_an_ex_wifes_home_is_not_the_users(service: MemoryService, alice: Principal) -> None:
+    """"My ex-wife lives in Berlin." is where she lives, not a newer home of the user's."""
+    found, _ = await newest_first_only_with_the_rule(service, alice, [
+        ("I live in Leeds.", 600), ("User works at Quillstone.", 300),
+        ("My ex-wife lives in Berlin.", 5), ("The user moved to Bristol.", 60)], "Where do I live these days?")
+    assert "on_topic" not in next(h for h in found.hits if "ex-wife" in h.snippet).explain
 
 
 async def test_what_a_team_the_user_left_does_is_not_the_users(service: MemoryService, alice: Principal) -> None:

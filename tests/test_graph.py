@@ -56,6 +56,7 @@ async def count(service, p) -> tuple[int, int, int]:
     # A team the user was in once is the subject, whom no name names; the user's own team is the user's.
     ("My old team deploys to Cloud Run.", None, {"Cloud Run"}),
     ("My team deploys to Cloud Run.", "the user", {"Cloud Run"}),
+    ("My ex-wife lives in Berlin.", None, {"Berlin"}),
 ])
 def test_a_verb_after_the_opening_word_makes_it_the_subject(text: str, about: str | None, mentioned: set[str]) -> None:
     names = names_in(text)

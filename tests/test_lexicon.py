@@ -149,6 +149,8 @@ def test_the_user_words_are_recognised() -> None:
     assert about_someone_else("A minha antiga equipa usa Jira.", PORTUGUESE)
     assert about_someone_else("A nossa equipa antiga faz deploy no Heroku.", PORTUGUESE)
     assert not about_someone_else("A nossa equipa faz deploy no Heroku.", PORTUGUESE)
+    assert about_someone_else("A minha ex-mulher mora em Berlim.", PORTUGUESE)
+    assert about_someone_else("O meu ex mora em Berlim.", PORTUGUESE)
     assert about_someone_else("A Maria vendeu o portátil dela.", PORTUGUESE)
     assert not about_someone_else("A Maria vendeu o portátil.", PORTUGUESE)
     assert person_asked_about("Onde mora a minha irmã agora?", PORTUGUESE) == "irmã"

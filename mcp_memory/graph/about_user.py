@@ -28,10 +28,13 @@ def _alternatives(words: tuple[str, ...]) -> str:
     return phrases_pattern(words) or _NEVER
 
 
-def _role(roles: tuple[str, ...], possessive: bool = True) -> str:
-    """One of `roles`, maybe after one word ("best", "older"), maybe plural, and possessive unless
-    `possessive` is false; the role is group 1."""
-    return r"\s+(?:[\w-]+\s+)?(" + _alternatives(roles) + r")(?:s|es)?" + ("(?:'s)?" if possessive else "") + _E
+def _role(roles: tuple[str, ...], possessive: bool = True, prefixed: bool = True) -> str:
+    """One of `roles`, maybe after one word ("best", "older"), maybe with a prefix joined to it
+    unless `prefixed` is false ("ex-wife", "step-father": group 1 holds it, another person than a
+    wife), maybe plural, and possessive unless `possessive` is false; the role is group 1."""
+    prefix = r"(?:[^\W\d_]+-)?" if prefixed else ""
+    return (r"\s+(?:[\w-]+\s+)?(" + prefix + "(?:" + _alternatives(roles) + r"))(?:s|es)?"
+            + ("(?:'s)?" if possessive else "") + _E)
 
 
 def _optional(words: tuple[str, ...]) -> str:
@@ -113,7 +116,7 @@ def person_asked_about(question: str, lexicon: Lexicon = ENGLISH) -> str | None:
 
 def their_person(role: str, lexicon: Lexicon = ENGLISH) -> re.Pattern[str]:
     """That person as a memory names them: "User's sister", "my older sister's"."""
-    return re.compile(r"(?i)" + _B + _patterns(lexicon).theirs + _role((role,)))
+    return re.compile(r"(?i)" + _B + _patterns(lexicon).theirs + _role((role,), prefixed=False))
 
 
 def named_persons_relation(text: str, lexicon: Lexicon = ENGLISH) -> str | None:

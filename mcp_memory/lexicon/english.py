@@ -197,7 +197,7 @@ ENGLISH = Lexicon(
         "fiancée", "girlfriend", "boyfriend", "son", "daughter", "kid", "child", "children", "baby", "mother",
         "mom", "mum", "father", "dad", "parent", "brother", "sister", "sibling", "twin", "cousin", "uncle", "aunt",
         "nephew", "niece", "grandmother", "grandma", "grandfather", "grandpa", "grandparent", "in-law", "family",
-        "roommate", "flatmate", "housemate", "landlord", "landlady",
+        "roommate", "flatmate", "housemate", "landlord", "landlady", "ex",
         # work and school
         "colleague", "coworker", "co-worker", "teammate", "classmate", "cofounder", "co-founder", "founder",
         "designer", "engineer", "developer", "intern", "contractor", "consultant", "client", "customer", "mentor",

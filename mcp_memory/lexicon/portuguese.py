@@ -110,7 +110,7 @@ PORTUGUESE = Lexicon(
             "colega", "colega de casa", "colega de quarto", "cliente", "mentor", "mentora", "professor",
             "professora", "médico", "médica", "aluno", "aluna", "estagiário", "estagiária", "consultor",
             "consultora", "advogado", "advogada", "contabilista", "contador", "contadora", "fundador", "fundadora",
-            "sócio", "sócia"),
+            "sócio", "sócia", "ex"),
     leaders=("chefe", "gestor", "gestora", "gerente", "supervisor", "supervisora", "líder"),
     naming_leaders=("é", "era", "foi", "são", "eram", "foram", "será", "passou a ser", "mudou para"),
     third_persons=("ela", "dela", "ele", "dele"),
