@@ -256,7 +256,10 @@ def test_a_question_about_the_user_and_who_else_a_memory_is_about() -> None:
                   "The user's previous project runs on Heroku.", "My ex-team moved to Go.",
                   # A person of the user's past, by a prefix joined to the role or on their own.
                   "My ex-wife lives in Berlin.", "The user's ex-girlfriend drives a Tesla.",
-                  "My step-father lives in Leeds.", "My ex lives in Porto."):
+                  "My step-father lives in Leeds.", "My ex lives in Porto.",
+                  # Plural possessives, an unaccented fiancé, and family said as a name.
+                  "My kids' school is in Leeds.", "My parents' house is in Porto.", "My fiance moved to Lisbon.",
+                  "Mom lives in Porto now.", "Grandpa's car is a Volvo."):
         assert about_someone_else(other), other
     # Hostile or long text: a third person is looked for only near the opening name.
     assert not about_someone_else("Priya " + "sells " * THIRD_PERSON_WITHIN + "her laptop.")
@@ -268,7 +271,8 @@ def test_a_question_about_the_user_and_who_else_a_memory_is_about() -> None:
                 "The team moved to Kotlin.", "Engineers at Korvex use Go.", "Lisbon, our new home, is sunny.",
                 "Berlin, my favourite city, is cold.", "Tobias Wren, my manager, approved the plan.",
                 "My team deploys to Fly.io.", "My old laptop was a ThinkPad.", "My old team and I moved to Go.",
-                "My e-bike is a Cowboy 4.", "My ex and I sold the flat.", "My exam is on Friday."):
+                "My e-bike is a Cowboy 4.", "My ex and I sold the flat.", "My exam is on Friday.",
+                "Mom and I moved to Porto.", "Dad, I moved to Porto.", "Momentum is key."):
         assert not about_someone_else(own), own
     # Someone in a named person's life: a name with an apostrophe is a name too.
     for note, relation in (("Kenji Chaudhry's brother lives in Cork.", "brother"),

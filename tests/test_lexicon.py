@@ -151,6 +151,8 @@ def test_the_user_words_are_recognised() -> None:
     assert not about_someone_else("A nossa equipa faz deploy no Heroku.", PORTUGUESE)
     assert about_someone_else("A minha ex-mulher mora em Berlim.", PORTUGUESE)
     assert about_someone_else("O meu ex mora em Berlim.", PORTUGUESE)
+    assert about_someone_else("Mãe mora no Porto.", PORTUGUESE)
+    assert not about_someone_else("Mãe e eu fomos ao Porto.", PORTUGUESE)
     assert about_someone_else("A Maria vendeu o portátil dela.", PORTUGUESE)
     assert not about_someone_else("A Maria vendeu o portátil.", PORTUGUESE)
     assert person_asked_about("Onde mora a minha irmã agora?", PORTUGUESE) == "irmã"

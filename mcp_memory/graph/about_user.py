@@ -34,7 +34,7 @@ def _role(roles: tuple[str, ...], possessive: bool = True, prefixed: bool = True
     wife), maybe plural, and possessive unless `possessive` is false; the role is group 1."""
     prefix = r"(?:[^\W\d_]+-)?" if prefixed else ""
     return (r"\s+(?:[\w-]+\s+)?(" + prefix + "(?:" + _alternatives(roles) + r"))(?:s|es)?"
-            + ("(?:'s)?" if possessive else "") + _E)
+            + ("(?:'s|')?" if possessive else "") + _E)
 
 
 def _optional(words: tuple[str, ...]) -> str:
@@ -85,6 +85,10 @@ def _patterns(lexicon: Lexicon) -> _Patterns:
         group = "(?:" + phrases_pattern(tuple(sorted(lexicon.classifiers))) + ")s?"
         someone_else += (r"|" + _optional(lexicon.articles) + theirs + r"\s+(?:" + once + r"[\s-]+" + group + "|"
                          + group + r"\s+" + once + ")" + _E + with_user)
+    if lexicon.kin_names:
+        # Family said as a name ("Mom lives in Porto now"): no possessive, no article; not spoken to
+        # ("Dad, I moved to Porto").
+        someone_else += "|(?:" + _alternatives(lexicon.kin_names) + r")(?:'s)?" + _E + r"(?!\s*,)" + with_user
     someone_else = re.compile(r"(?i)^\W*(?:" + someone_else + ")")
     # Or a name the user's person stands beside, between commas ("Priya Raman, the user's friend,
     # lives in Lisbon": how a small model writes the facts it extracts about the people a user

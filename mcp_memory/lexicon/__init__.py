@@ -132,6 +132,9 @@ class Lexicon:
     # Words for a person other than the speaker ("her", "his"): a note opening on a name that speaks of
     # them so, and of the user not at all, is that person's ("Priya is selling her ThinkPad T14").
     third_persons: tuple[str, ...] = ()
+    # Words for family said as a name, with no possessive ("Mom lives in Porto now", "Grandpa ..."):
+    # a memory opening on one is that person's.
+    kin_names: tuple[str, ...] = ()
 
     # --- one hop (retrieval/hop.py) --------------------------------------------------------------
     # How a question says a name holds a thing: endings after the name, the thing after them

@@ -194,7 +194,8 @@ ENGLISH = Lexicon(
     people=(
         # family and home
         "friend", "best friend", "neighbour", "neighbor", "partner", "wife", "husband", "spouse", "fiancé",
-        "fiancée", "girlfriend", "boyfriend", "son", "daughter", "kid", "child", "children", "baby", "mother",
+        "fiancée", "fiance", "fiancee", "girlfriend", "boyfriend", "son", "daughter", "kid", "child", "children",
+        "baby", "mother",
         "mom", "mum", "father", "dad", "parent", "brother", "sister", "sibling", "twin", "cousin", "uncle", "aunt",
         "nephew", "niece", "grandmother", "grandma", "grandfather", "grandpa", "grandparent", "in-law", "family",
         "roommate", "flatmate", "housemate", "landlord", "landlady", "ex",
@@ -208,6 +209,8 @@ ENGLISH = Lexicon(
     naming_leaders=("is", "was", "are", "were", "'s", "’s", "has been", "had been", "will be", "became",
                     "changed to", "switched to", "moved to"),
     third_persons=("she", "her", "hers", "herself", "he", "him", "his", "himself"),
+    kin_names=("mom", "mum", "mommy", "mummy", "mama", "dad", "daddy", "papa", "grandma", "grandpa", "granny",
+               "nana", "grandad", "granddad"),
     present=("now", "right now", "currently", "these days", "at the moment", "nowadays", "at present",
              "presently", "latest", "most recent", "still", "anymore", "any more", "as of today", "today",
              "up to date", "so far"),

@@ -114,6 +114,7 @@ PORTUGUESE = Lexicon(
     leaders=("chefe", "gestor", "gestora", "gerente", "supervisor", "supervisora", "líder"),
     naming_leaders=("é", "era", "foi", "são", "eram", "foram", "será", "passou a ser", "mudou para"),
     third_persons=("ela", "dela", "ele", "dele"),
+    kin_names=("mãe", "mamã", "mamãe", "pai", "papá", "papai", "avó", "avô", "vovó", "vovô"),
     present=("agora", "neste momento", "de momento", "no momento", "atualmente", "hoje em dia", "nos dias de hoje",
              "presentemente", "ainda", "já não", "mais recente", "hoje", "até agora", "até hoje", "por agora"),
     past=("antes", "dantes", "anteriormente", "antigamente", "originalmente", "inicialmente", "no passado",
