@@ -57,6 +57,8 @@ async def count(service, p) -> tuple[int, int, int]:
     ("My old team deploys to Cloud Run.", None, {"Cloud Run"}),
     ("My team deploys to Cloud Run.", "the user", {"Cloud Run"}),
     ("My ex-wife lives in Berlin.", None, {"Berlin"}),
+    # Family said as a name is a name: the subject, and not the user (test_focus.py).
+    ("Mom lives in Porto now.", "Mom", {"Porto"}),
 ])
 def test_a_verb_after_the_opening_word_makes_it_the_subject(text: str, about: str | None, mentioned: set[str]) -> None:
     names = names_in(text)

@@ -52,6 +52,7 @@ class _Patterns:
     named_persons: re.Pattern[str]
     their_person: re.Pattern[str]
     named_persons_anywhere: re.Pattern[str]
+    kin_named: re.Pattern[str]
 
 
 @functools.lru_cache(maxsize=8)
@@ -85,11 +86,11 @@ def _patterns(lexicon: Lexicon) -> _Patterns:
         group = "(?:" + phrases_pattern(tuple(sorted(lexicon.classifiers))) + ")s?"
         someone_else += (r"|" + _optional(lexicon.articles) + theirs + r"\s+(?:" + once + r"[\s-]+" + group + "|"
                          + group + r"\s+" + once + ")" + _E + with_user)
-    if lexicon.kin_names:
-        # Family said as a name ("Mom lives in Porto now"): no possessive, no article; not spoken to
-        # ("Dad, I moved to Porto").
-        someone_else += "|(?:" + _alternatives(lexicon.kin_names) + r")(?:'s)?" + _E + r"(?!\s*,)" + with_user
     someone_else = re.compile(r"(?i)^\W*(?:" + someone_else + ")")
+    # Family said as a name ("Mom lives in Porto now"): no possessive, no article; not spoken to ("Dad,
+    # I moved to Porto"). The name is the subject, as any name opening a note is (graph/names.py).
+    kin_named = re.compile(r"(?i)^\W*(?:" + _alternatives(lexicon.kin_names) + r")(?:'s)?" + _E + r"(?!\s*,)"
+                           + with_user if lexicon.kin_names else _NEVER)
     # Or a name the user's person stands beside, between commas ("Priya Raman, the user's friend,
     # lives in Lisbon": how a small model writes the facts it extracts about the people a user
     # mentions; not "However, my sister moved").
@@ -108,7 +109,7 @@ def _patterns(lexicon: Lexicon) -> _Patterns:
     # Anywhere in a question: "Who is Omar Kim's mentor's manager?".
     named_persons_anywhere = re.compile(_B + their_own)
     return _Patterns(user, theirs, someone_else, someone_named, named_third, named_persons, their_person,
-                     named_persons_anywhere)
+                     named_persons_anywhere, kin_named)
 
 
 def person_asked_about(question: str, lexicon: Lexicon = ENGLISH) -> str | None:
@@ -153,8 +154,11 @@ def about_someone_else(content: str, lexicon: Lexicon = ENGLISH) -> bool:
     """Whether a memory's subject is a person in the user's life rather than the user: named by
     their role ("My sister lives in Porto", `led_by_their_person`) or by name with the role beside
     it ("Priya Raman, the user's friend, lives in Lisbon"), or by name and then as a third person, the
-    user not spoken of ("Priya is selling her ThinkPad T14")."""
+    user not spoken of ("Priya is selling her ThinkPad T14"), or as family says a name ("Mom lives in
+    Porto now")."""
     if led_by_their_person(content, lexicon) or named_beside_their_person(content, lexicon) is not None:
+        return True
+    if _patterns(lexicon).kin_named.search(content) is not None:
         return True
     head = content[:THIRD_PERSON_WITHIN]
     return _patterns(lexicon).named_third.search(head) is not None and not speaks_of_user(head, lexicon)
