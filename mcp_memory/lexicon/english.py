@@ -194,11 +194,10 @@ ENGLISH = Lexicon(
     people=(
         # family and home
         "friend", "best friend", "neighbour", "neighbor", "partner", "wife", "husband", "spouse", "fiancé",
-        "fiancée", "fiance", "fiancee", "girlfriend", "boyfriend", "son", "daughter", "kid", "child", "children",
-        "baby", "mother",
-        "mom", "mum", "father", "dad", "parent", "brother", "sister", "sibling", "twin", "cousin", "uncle", "aunt",
-        "nephew", "niece", "grandmother", "grandma", "grandfather", "grandpa", "grandparent", "in-law", "family",
-        "roommate", "flatmate", "housemate", "landlord", "landlady", "ex",
+        "fiancée", "fiance", "fiancee", "girlfriend", "boyfriend", "ex", "son", "daughter", "kid", "child",
+        "children", "baby", "mother", "mom", "mum", "father", "dad", "parent", "brother", "sister", "sibling",
+        "twin", "cousin", "uncle", "aunt", "nephew", "niece", "grandmother", "grandma", "grandfather", "grandpa",
+        "grandparent", "in-law", "family", "roommate", "flatmate", "housemate", "landlord", "landlady",
         # work and school
         "colleague", "coworker", "co-worker", "teammate", "classmate", "cofounder", "co-founder", "founder",
         "designer", "engineer", "developer", "intern", "contractor", "consultant", "client", "customer", "mentor",
