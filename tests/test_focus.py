@@ -259,7 +259,9 @@ def test_a_question_about_the_user_and_who_else_a_memory_is_about() -> None:
                   "My step-father lives in Leeds.", "My ex lives in Porto.",
                   # Plural possessives, an unaccented fiancé, and family said as a name.
                   "My kids' school is in Leeds.", "My parents' house is in Porto.", "My fiance moved to Lisbon.",
-                  "Mom lives in Porto now.", "Grandpa's car is a Volvo."):
+                  "Mom lives in Porto now.", "Grandpa's car is a Volvo.",
+                  # Someone else's person, and a name with the user's person beside it in brackets.
+                  "Her husband works at Google.", "His best friend lives in Oslo.", "Ana (my sister) moved to Porto."):
         assert about_someone_else(other), other
     # Hostile or long text: a third person is looked for only near the opening name.
     assert not about_someone_else("Priya " + "sells " * THIRD_PERSON_WITHIN + "her laptop.")
@@ -272,7 +274,8 @@ def test_a_question_about_the_user_and_who_else_a_memory_is_about() -> None:
                 "Berlin, my favourite city, is cold.", "Tobias Wren, my manager, approved the plan.",
                 "My team deploys to Fly.io.", "My old laptop was a ThinkPad.", "My old team and I moved to Go.",
                 "My e-bike is a Cowboy 4.", "My ex and I sold the flat.", "My exam is on Friday.",
-                "Mom and I moved to Porto.", "Dad, I moved to Porto.", "Momentum is key."):
+                "Mom and I moved to Porto.", "Dad, I moved to Porto.", "Momentum is key.",
+                "His wife and I met in Porto."):
         assert not about_someone_else(own), own
     # Someone in a named person's life: a name with an apostrophe is a name too.
     for note, relation in (("Kenji Chaudhry's brother lives in Cork.", "brother"),

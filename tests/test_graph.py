@@ -59,6 +59,7 @@ async def count(service, p) -> tuple[int, int, int]:
     ("My ex-wife lives in Berlin.", None, {"Berlin"}),
     # Family said as a name is a name: the subject, and not the user (test_focus.py).
     ("Mom lives in Porto now.", "Mom", {"Porto"}),
+    ("Ana (my sister) moved to Porto.", "Ana", {"the user", "Porto"}),
 ])
 def test_a_verb_after_the_opening_word_makes_it_the_subject(text: str, about: str | None, mentioned: set[str]) -> None:
     names = names_in(text)
