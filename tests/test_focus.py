@@ -261,7 +261,8 @@ def test_a_question_about_the_user_and_who_else_a_memory_is_about() -> None:
                   "My kids' school is in Leeds.", "My parents' house is in Porto.", "My fiance moved to Lisbon.",
                   "Mom lives in Porto now.", "Grandpa's car is a Volvo.",
                   # Someone else's person, and a name with the user's person beside it in brackets.
-                  "Her husband works at Google.", "His best friend lives in Oslo.", "Ana (my sister) moved to Porto."):
+                  "Her husband works at Google.", "His best friend lives in Oslo.",
+                  "His manager works Brazil time hours.", "Ana (my sister) moved to Porto."):
         assert about_someone_else(other), other
     # Hostile or long text: a third person is looked for only near the opening name.
     assert not about_someone_else("Priya " + "sells " * THIRD_PERSON_WITHIN + "her laptop.")

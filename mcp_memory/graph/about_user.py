@@ -87,16 +87,17 @@ def _patterns(lexicon: Lexicon) -> _Patterns:
         someone_else += (r"|" + _optional(lexicon.articles) + theirs + r"\s+(?:" + once + r"[\s-]+" + group + "|"
                          + group + r"\s+" + once + ")" + _E + with_user)
     if lexicon.third_persons:
-        # Someone else's person ("Her husband works at Google", "His wife ..."): whoever "her" is, not the user.
-        someone_else += "|(?:" + phrases_pattern(lexicon.third_persons) + ")" + role + with_user
+        # Someone else's person ("Her husband works at Google", "His manager ..."): whoever "her" is, not the user.
+        someone_else += ("|(?:" + phrases_pattern(lexicon.third_persons) + ")" + _role(lexicon.people + lexicon.leaders)
+                         + with_user)
     someone_else = re.compile(r"(?i)^\W*(?:" + someone_else + ")")
     # Family said as a name ("Mom lives in Porto now"): no possessive, no article; not spoken to ("Dad,
     # I moved to Porto"). The name is the subject, as any name opening a note is (graph/names.py).
     kin_named = re.compile(r"(?i)^\W*(?:" + _alternatives(lexicon.kin_names) + r")(?:'s)?" + _E + r"(?!\s*,)"
                            + with_user if lexicon.kin_names else _NEVER)
-    # Or a name the user's person stands beside, between commas ("Priya Raman, the user's friend,
-    # lives in Lisbon": how a small model writes the facts it extracts about the people a user
-    # mentions; not "However, my sister moved").
+    # Or a name the user's person stands beside, between commas or in brackets ("Priya Raman, the user's
+    # friend, lives in Lisbon", "Ana (my sister) moved": how a small model writes the facts it extracts
+    # about the people a user mentions; not "However, my sister moved").
     someone_named = re.compile(r"^\W*(?P<name>" + _NAME + r")(?:,\s+(?i:" + theirs + ")" + role + r"\s*,|\s*\(\s*(?i:"
                                + theirs + ")" + role + r"\s*\))\s" if lexicon.user_possessives else _NEVER)
     # Or a name, a word in lower case (its verb), and later a word for a third person ("Priya is selling
