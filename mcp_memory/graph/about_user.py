@@ -66,6 +66,8 @@ def _patterns(lexicon: Lexicon) -> _Patterns:
     role = _role(lexicon.people)
     # At the start of the memory: its subject. "My wife and I moved to Berlin" is the user's too.
     with_user = (r"(?!\s+(?:" + phrases_pattern(lexicon.with_user) + ")" + _E + ")") if lexicon.with_user else ""
+    # The user's, as a note opens on it: "my", "the user's"; "o meu" (an article may come first).
+    opening = _optional(lexicon.articles) + theirs
     someone_else = _NEVER
     if lexicon.user_possessives or lexicon.articles:
         someone_else = r"(?:" + "|".join(filter(None, (phrases_pattern(lexicon.user_possessives),
@@ -76,16 +78,14 @@ def _patterns(lexicon: Lexicon) -> _Patterns:
         # ("My boss is Ahmed Saleh", "My manager has changed to Ruth Okonkwo"), or a label ("My manager:").
         named = (r"\s+(?:[\w'-]+\s+)?(?:" + phrases_pattern(lexicon.naming_leaders) + r")\s+"
                  + _optional(lexicon.present + lexicon.articles) + r"(?-i:[A-Z])|" if lexicon.naming_leaders else "")
-        # "o meu chefe": an article may come first
-        someone_else += (r"|" + _optional(lexicon.articles) + theirs + _role(lexicon.leaders, possessive=False)
-                         + r"(?!" + named + r"\s*:)" + with_user)
+        someone_else += "|" + opening + _role(lexicon.leaders, possessive=False) + r"(?!" + named + r"\s*:)" + with_user
     if lexicon.user_possessives and lexicon.past_qualifiers and lexicon.classifiers:
         # A group the user was in once ("My old team deploys to Cloud Run", "a minha equipa antiga"):
         # what it does now is no fact of the user's.
         once = "(?:" + phrases_pattern(tuple(sorted(lexicon.past_qualifiers))) + ")"
         group = "(?:" + phrases_pattern(tuple(sorted(lexicon.classifiers))) + ")s?"
-        someone_else += (r"|" + _optional(lexicon.articles) + theirs + r"\s+(?:" + once + r"[\s-]+" + group + "|"
-                         + group + r"\s+" + once + ")" + _E + with_user)
+        someone_else += ("|" + opening + r"\s+(?:" + once + r"[\s-]+" + group + "|" + group + r"\s+" + once + ")" + _E
+                         + with_user)
     if lexicon.third_persons:
         # Someone else's person ("Her husband works at Google", "His manager ..."): whoever "her" is, not the user.
         someone_else += ("|(?:" + phrases_pattern(lexicon.third_persons) + ")" + _role(lexicon.people + lexicon.leaders)
@@ -98,8 +98,9 @@ def _patterns(lexicon: Lexicon) -> _Patterns:
     # Or a name the user's person stands beside, between commas or in brackets ("Priya Raman, the user's
     # friend, lives in Lisbon", "Ana (my sister) moved": how a small model writes the facts it extracts
     # about the people a user mentions; not "However, my sister moved").
-    someone_named = re.compile(r"^\W*(?P<name>" + _NAME + r")(?:,\s+(?i:" + theirs + ")" + role + r"\s*,|\s*\(\s*(?i:"
-                               + theirs + ")" + role + r"\s*\))\s" if lexicon.user_possessives else _NEVER)
+    beside = "(?i:" + theirs + ")" + role
+    someone_named = re.compile(r"^\W*(?P<name>" + _NAME + r")(?:,\s+" + beside + r"\s*,|\s*\(\s*" + beside + r"\s*\))\s"
+                               if lexicon.user_possessives else _NEVER)
     # Or a name, a word in lower case (its verb), and later a word for a third person ("Priya is selling
     # her ThinkPad T14"): hers, where the user is not spoken of (`about_someone_else`).
     named_third = re.compile(r"^\W*" + _NAME + r"\s+[a-z].*?" + _B + "(?i:" + phrases_pattern(lexicon.third_persons)
