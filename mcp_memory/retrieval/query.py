@@ -139,11 +139,12 @@ def phrases_of(text: str, lexicon: Lexicon = ENGLISH) -> list[str]:
 LABEL = re.compile(r"^\s*(?:\S+\s+){0,2}?\S+(?::|\s+-)\s+")
 
 
-def word_pairs(text: str, lexicon: Lexicon = ENGLISH) -> set[tuple[str, str]]:
+@functools.lru_cache(maxsize=4096)  # a write compares its text with each near memory's, which recur
+def word_pairs(text: str, lexicon: Lexicon = ENGLISH) -> frozenset[tuple[str, str]]:
     """Each content word with the next and the one after it, lower case, possessives cut: "Maya
     Okafor's flat" gives (maya, okafor), (maya, flat), (okafor, flat); "User now prefers tabs"
     shares (user, prefers) with "User prefers spaces". Two memories sharing a pair likely speak
     of one thing."""
-    words = [re.sub(r"'s$", "", w.lower()) for w in WORD.findall(text)]
-    return {(a, b) for i, a in enumerate(words) for b in words[i + 1:i + 3]
-            if a not in lexicon.not_names and b not in lexicon.not_names}
+    words = [w.lower().removesuffix("'s") for w in WORD.findall(text)]
+    return frozenset((a, b) for i, a in enumerate(words) for b in words[i + 1:i + 3]
+                     if a not in lexicon.not_names and b not in lexicon.not_names)
