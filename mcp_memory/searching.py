@@ -20,6 +20,7 @@ from .retrieval import ParsedQuery, intent_of, parse_query
 from .retrieval import search as hybrid_search
 from .retrieval.broad_names import Speakers, without_names
 from .retrieval.common_words import others_allowed
+from .retrieval.focus import question_beside
 from .retrieval.statement import QUESTION
 from .retrieval.summaries import covering, sources_of
 from .validation import text
@@ -116,17 +117,18 @@ class Searching:
         return bool(await self.repo.counted(("alone", p.user_id, allowed), alone))
 
     async def _query_vector(self, parsed: ParsedQuery, wait: float | None = None,
-                            said: str | None = None) -> list[float] | None:
+                            said: str | None = None, beside: str | None = None) -> list[float] | None:
         """The vector of what a query searches for (its words about time steer the ranking: the
         meaning searched for is the rest), or of `said` (the same without some names, broad_names.py);
-        None without an embedder or past `wait` seconds."""
+        None without an embedder or past `wait` seconds. `beside`: a question the search will ask
+        later, embedded with it (`Vectors.query`)."""
         if self.vectors is None or not parsed.text:
             return None
-        said = said or parsed.text
+        query = self.vectors.query(said or parsed.text, beside=[beside] if beside else ())
         if wait is None:
-            return await self.vectors.query(said)
+            return await query
         try:
-            return await asyncio.wait_for(self.vectors.query(said), max(0.0, wait))
+            return await asyncio.wait_for(query, max(0.0, wait))
         except TimeoutError:
             return None
 
@@ -143,7 +145,11 @@ class Searching:
                 said = without_names(parsed.text, unnamed) if unnamed else None
                 if said is None:
                     unnamed = []
-                vector = await self._query_vector(parsed, said=said)
+                # The present's focus compares the subject's memories with the question without its
+                # subject (retrieval/focus.py): one run of the model for both.
+                beside = (question_beside(parsed) if self.settings.present_focus and min_similarity is None
+                          else None)
+                vector = await self._query_vector(parsed, said=said, beside=beside)
             # A listing by similarity (a forget preview) is what matches, not an order: never reranked.
             rerank = self.reranking if min_similarity is None and reranked else None
             hits = await hybrid_search(self.repo, p, parsed, f, limit=rerank.candidates(limit) if rerank else limit,

@@ -14,11 +14,13 @@ from mcp_memory.vectors import Vectors
 
 
 class CountingQueries:
-    """The service's embedder, counting the questions (`asked`) and texts (`embedded`) it embeds."""
+    """The service's embedder, counting the questions (`asked`, and each call's in `query_calls`)
+    and texts (`embedded`) it embeds."""
 
     def __init__(self, inner: Any) -> None:
         self.inner, self.model, self.dimension = inner, inner.model, inner.dimension
         self.asked: list[str] = []
+        self.query_calls: list[list[str]] = []
         self.embedded: list[str] = []
 
     async def embed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -27,7 +29,13 @@ class CountingQueries:
 
     async def embed_query(self, text: str) -> list[float]:
         self.asked.append(text)
+        self.query_calls.append([text])
         return await self.inner.embed_query(text)
+
+    async def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        self.asked.extend(texts)
+        self.query_calls.append(list(texts))
+        return await self.inner.embed_queries(texts)
 
 
 def counting_service(database: Database, service: MemoryService, settings: Settings

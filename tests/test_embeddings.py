@@ -211,6 +211,9 @@ async def test_openai_batches_with_dimensions_and_base64(fresh):
     (request,) = fresh.take()
     assert request["body"]["input"] == ["what is alpha"] and request["body"]["dimensions"] == 256
     np.testing.assert_allclose(q, unit(fake_vector("what is alpha", 256)), atol=1e-6)
+    queries = await emb.embed_queries(["what is alpha", "what is beta", "what is gamma"])
+    assert [r["body"]["input"] for r in fresh.take()] == [["what is alpha", "what is beta"], ["what is gamma"]]
+    np.testing.assert_allclose(queries[0], q, atol=1e-6)
     assert await emb.embed_documents([]) == [] and fresh.take() == []
 
 
@@ -311,6 +314,10 @@ async def test_voyage_input_types_and_batching(fresh):
     (request,) = fresh.take()
     assert request["body"]["input_type"] == "query" and request["body"]["input"] == ["which memory"]
     np.testing.assert_allclose(q, unit(fake_vector("which memory", 1024)), atol=1e-6)
+    both = await emb.embed_queries(["which memory", "which one"])  # one request while they fit a batch
+    (request,) = fresh.take()
+    assert request["body"]["input_type"] == "query" and request["body"]["input"] == ["which memory", "which one"]
+    np.testing.assert_allclose(both[0], q, atol=1e-6)
 
 
 async def test_voyage_output_dimension(fresh):
@@ -395,6 +402,13 @@ async def test_e5_prefixes_queries_and_documents_differently():
     minilm = make_embedder("local", "minilm")
     same = np.asarray((await minilm.embed_documents(["Alice prefers green tea"]))[0])
     np.testing.assert_allclose(same, await minilm.embed_query("Alice prefers green tea"), atol=1e-5)
+    # Several questions in one run are each what it would be alone, with the query prefix.
+    asked = ["Alice prefers green tea", "What does someone drink these days?"]
+    runs = emb._queue.runs
+    together = np.asarray(await emb.embed_queries(asked))
+    assert emb._queue.runs == runs + 1
+    np.testing.assert_allclose(together[0], query, atol=1e-3)
+    np.testing.assert_allclose(together[1], await emb.embed_query(asked[1]), atol=1e-3)
 
 
 async def test_local_inference_does_not_block_the_event_loop():

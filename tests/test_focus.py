@@ -888,6 +888,39 @@ async def test_a_label_saying_how_a_note_came_does_not_join_it_to_others(service
     assert "Helena Sousa" in found.hits[0].snippet, [h.snippet for h in found.hits]
 
 
+async def test_a_new_question_about_the_present_is_embedded_with_its_subject_masked_in_one_call(
+        database: Database, service: MemoryService, settings: Settings, alice: Principal) -> None:
+    """The focus compares the subject's memories with the question without its subject, a text no
+    search asked before: where the question alone tells the subject (the user, a name, someone in the
+    user's life) it is embedded in the search's own call for the question, and the focus finds it in
+    the query cache. A question with no time word may compare nothing (the words decide first), so
+    its masked form is not embedded beside it."""
+    counted, embedder = counting_service(database, service, settings)
+    older, newer, *_ = await write_dated(counted, alice, [("My laptop is a ThinkPad X1 Carbon.", 300),
+                                                          ("I switched to a Framework 13.", 20),
+                                                          ("Odalys Pellegrini lives in Leipzig.", 200),
+                                                          ("Odalys Pellegrini moved to Berlin.", 10),
+                                                          ("My sister lives in Porto.", 150),
+                                                          ("My sister moved to Lisbon.", 5)])
+    asked = {"What laptop am I on now?": ("What laptop am I on?", f"What laptop am {MASK} on now?"),
+             "Where does Odalys Pellegrini live now?": ("Where does Odalys Pellegrini live?",
+                                                       f"Where does {MASK} {MASK} live now?"),
+             "Where does my sister live now?": ("Where does my sister live?", f"Where does {MASK} live now?")}
+    for question, call in asked.items():
+        embedder.query_calls.clear()
+        found = await counted.search(alice, question, explain=True)
+        assert embedder.query_calls == [list(call)], question
+        assert "on_topic" in found.hits[0].explain, question
+    assert found.hits[0].snippet == "My sister moved to Lisbon."
+    embedder.query_calls.clear()
+    found = await counted.search(alice, "What laptop am I on these days?")
+    assert found.hits[0].id == newer.id != older.id
+    assert embedder.query_calls == [[f"What laptop am {MASK} on these days?"]]  # the question's own vector cached
+    embedder.query_calls.clear()
+    await counted.search(alice, "Which laptop do I have?")
+    assert embedder.query_calls[0] == ["Which laptop do I have?"]
+
+
 async def test_the_words_decide_before_a_masked_question_is_embedded(database: Database, service: MemoryService,
                                                                     settings: Settings, alice: Principal) -> None:
     """A question with no time word whose subject's memories each state another attribute than it

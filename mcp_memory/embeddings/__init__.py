@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcp_memory.embeddings.base import Embedder, EmbeddingError, resolve_dimension
+from mcp_memory.embeddings.base import Embedder, EmbeddingError, QueryBatches, resolve_dimension
 from mcp_memory.embeddings.local import (
     DEFAULT_LOCAL_MODEL,
     LOCAL_ALIASES,
@@ -41,6 +41,7 @@ __all__ = [
     "EmbeddingError",
     "LocalEmbedder",
     "ModelFileError",
+    "QueryBatches",
     "conflict_similarity",
     "make_embedder",
     "resolve_dimension",

@@ -49,6 +49,16 @@ class Embedder(Protocol):
 
 
 @runtime_checkable
+class QueryBatches(Protocol):
+    """An embedder that embeds several search queries in one call: a question and the same
+    question without its subject (retrieval/focus.py) cost one run of a local model, not two."""
+
+    async def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        """One unit vector per query, in order."""
+        ...
+
+
+@runtime_checkable
 class TokenCounter(Protocol):
     """An embedder that can say how many tokens its tokenizer makes of each text, before any cut
     (special tokens included): what tells a text another tokenizer cut short (importing/peer_vectors.py)."""
@@ -112,6 +122,12 @@ class RemoteEmbedder:
 
     async def embed_query(self, text: str) -> list[float]:
         return (await self._embed([text], "query"))[0]
+
+    async def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        out: list[list[float]] = []
+        for batch in batched(texts, self.batch_size):
+            out.extend(await self._embed(list(batch), "query"))
+        return out
 
     def _accept(self, vectors: list[list[float]], count: int, source: str) -> list[list[float]]:
         """A service's answer, checked and normalised: one vector per text, all of one length,

@@ -175,3 +175,9 @@ class LocalEmbedder:
 
     async def embed_query(self, text: str) -> list[float]:
         return (await self._queue([text], True))[0]
+
+    async def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        vectors: list[list[float]] = []
+        for batch in batched(texts, self.batch_size):
+            vectors.extend(await self._queue(batch, True))
+        return vectors

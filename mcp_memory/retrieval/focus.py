@@ -74,7 +74,7 @@ from ..models import MOMENTS
 from .alike import groups
 from .query import LABEL, NOT_NAMES, ParsedQuery
 from .values import values_of, words_of
-from .whose import MASK, subject_positions, without_names
+from .whose import MASK, question_mask, subject_positions, without_names
 
 
 class TextVectors(Protocol):
@@ -134,7 +134,7 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
     # The time words stay: among one subject's memories they are no decoys, and a statement of a
     # changed present says so ("now works for", "these days", "latest car"): newest first life
     # .71 -> .75, ops .66 -> .68 against the question without them.
-    masked = unnamed(parsed.asked or parsed.text)
+    masked = _asked_without(parsed, unnamed)
     texts = [compared(rows[i]["content"], unnamed, parsed.lexicon) for i in positions]
     # The words decide before anything is embedded: a masked question is a text no search has
     # asked, so its vector is a model run of its own (bench/stdio_latency.py's new questions).
@@ -166,6 +166,22 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
                                                 values_of(texts[i], ignore), i not in on, group.get(i),
                                                 bool(attributes & cued_in(texts[i], parsed.lexicon)))
             for step, i in enumerate(order)}
+
+
+def _asked_without(parsed: ParsedQuery, unnamed: Callable[[str], str]) -> str:
+    return unnamed(parsed.asked or parsed.text)
+
+
+def question_beside(parsed: ParsedQuery) -> str | None:
+    """The question as `similarities` will embed it, its subject taken out, where the question asks
+    of the present and alone tells whom it is about (whose.py `question_mask`): embedded with the
+    question in one run of the model (searching.py), it is in the query cache when asked for. A
+    question with no time word is left out: the words may yet decide that nothing is compared
+    (`versions_said`)."""
+    if parsed.tense != "present" or not applies(parsed):
+        return None
+    mask = question_mask(parsed)
+    return _asked_without(parsed, mask) if mask is not None else None
 
 
 def compared(text: str, unnamed: Callable[[str], str], lexicon: Lexicon) -> str:

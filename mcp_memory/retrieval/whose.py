@@ -62,10 +62,7 @@ def subject_positions(rows: Sequence[asyncpg.Record],
     lexicon = parsed.lexicon
     asked = parsed.asked or parsed.text
     attribute = words_of_asked(asked, lexicon)
-
-    def whom(words: str) -> bool:  # the attribute's words would make every subject's notes one subject's
-        return not attribute.intersection(lexicon.stems(words))
-
+    whom = partial(_may_name_subject, attribute=attribute, lexicon=lexicon)
     names = [name for name in parsed.subject if whom(name)]
     if names:
         # The memories the subject factor lifted, or, where a capitalised word was the attribute's
@@ -77,7 +74,7 @@ def subject_positions(rows: Sequence[asyncpg.Record],
         # no subject; the run of words may. Named memories all someone else's leave none.
         if theirs:
             return (_narrowed(rows, theirs, names, parsed.text, whom)
-                    or (theirs, lambda text: without_names(text, names)))
+                    or (theirs, partial(without_names, names=names)))
         if named:
             return [], str
     role = person_asked_about(asked, lexicon)
@@ -96,6 +93,32 @@ def subject_positions(rows: Sequence[asyncpg.Record],
         if len(positions) >= 2:
             return positions, partial(pattern.sub, MASK)
     return [], str
+
+
+def _may_name_subject(words: str, attribute: frozenset[str], lexicon: Lexicon) -> bool:
+    """Whether `words` may name a subject: the asked attribute's words would make every subject's
+    notes one subject's."""
+    return not attribute.intersection(lexicon.stems(words))
+
+
+def question_mask(parsed: ParsedQuery) -> Callable[[str], str] | None:
+    """How `subject_positions` takes the subject out where the question alone tells whom it asks
+    about (its names, someone in the user's life, the user), so the question without its subject is
+    known before any memory is read (searching.py embeds it in one run of the model with the
+    question); None where the results decide (the run of words they share). Where the results
+    narrow the names to a longer run (`_narrowed`) the question is taken out differently, and the
+    text embedded beside the question goes unused."""
+    lexicon = parsed.lexicon
+    asked = parsed.asked or parsed.text
+    attribute = words_of_asked(asked, lexicon)
+    if names := [name for name in parsed.subject if _may_name_subject(name, attribute, lexicon)]:
+        return partial(without_names, names=names)
+    role = person_asked_about(asked, lexicon)
+    if role is not None:
+        return partial(their_person(role, lexicon).sub, MASK)
+    if speaks_of_user(asked, lexicon):
+        return partial(without_user, mask=MASK, lexicon=lexicon)
+    return None
 
 
 def _narrowed(rows: Sequence[asyncpg.Record], named: list[int], names: list[str], text: str,
