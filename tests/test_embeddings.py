@@ -489,6 +489,28 @@ async def test_writes_stay_fast_while_the_embedder_hangs_and_heal_after(fresh, s
         tg.cancel_scope.cancel()
 
 
+async def test_a_question_about_the_present_goes_with_itself_masked_in_one_request_and_fails_open(
+        fresh, settings, database) -> None:
+    """A new question about the present and the same question without its subject go to the
+    embedder in one request (retrieval/focus.py compares by the second); with the embedder hanging,
+    the search waits out no more than its timeouts before the breaker opens, and full text answers."""
+    from .conftest import principal
+
+    service = await service_on(fresh, settings, database, timeout_s=0.5, failures=2, cooldown_s=60.0)
+    alice = principal()
+    for text in ("My laptop is a ThinkPad X1 Carbon.", "I switched my laptop to a Framework 13."):
+        await service.write(alice, text)
+    fresh.take()
+    await service.search(alice, "What laptop am I on now?")
+    assert [r["body"]["input"] for r in fresh.take()][0] == ["What laptop am I on?", "What laptop am someone on now?"]
+    fresh.delay = 5.0
+    started = time.perf_counter()
+    found = await service.search(alice, "Which laptop do I use these days?")
+    assert time.perf_counter() - started < 1.6  # at most two timeouts, then the breaker is open
+    assert {h.snippet for h in found.hits} == {"My laptop is a ThinkPad X1 Carbon.",
+                                               "I switched my laptop to a Framework 13."}
+
+
 async def test_keys_read_by_meaning_wait_no_longer_than_a_write_while_the_embedder_hangs(
         fresh, settings, database) -> None:
     """What a key's words mean (retrieval/key_meaning.py: the lexicon's phrases embedded the first
