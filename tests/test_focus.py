@@ -919,6 +919,13 @@ async def test_a_new_question_about_the_present_is_embedded_with_its_subject_mas
     embedder.query_calls.clear()
     await counted.search(alice, "Which laptop do I have?")
     assert embedder.query_calls[0] == ["Which laptop do I have?"]
+    # A name of one word may be a kind of thing the results narrow ("the coupons API"): they decide.
+    await write_dated(counted, alice, [("The coupons API runs in eu-west-1.", 90),
+                                       ("The coupons API moved to us-east-2.", 3)])
+    embedder.query_calls.clear()
+    found = await counted.search(alice, "Which region does the coupons API run in currently?", explain=True)
+    assert embedder.query_calls[0] == ["Which region does the coupons API run in?"]
+    assert "on_topic" in found.hits[0].explain  # compared, by a text embedded on its own
 
 
 async def test_the_words_decide_before_a_masked_question_is_embedded(database: Database, service: MemoryService,

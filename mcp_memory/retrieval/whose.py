@@ -103,16 +103,19 @@ def _may_name_subject(words: str, attribute: frozenset[str], lexicon: Lexicon) -
 
 def question_mask(parsed: ParsedQuery) -> Callable[[str], str] | None:
     """How `subject_positions` takes the subject out where the question alone tells whom it asks
-    about (its names, someone in the user's life, the user), so the question without its subject is
-    known before any memory is read (searching.py embeds it in one run of the model with the
-    question); None where the results decide (the run of words they share). Where the results
-    narrow the names to a longer run (`_narrowed`) the question is taken out differently, and the
-    text embedded beside the question goes unused."""
+    about (a person's full name, someone in the user's life, the user), so the question without its
+    subject is known before any memory is read (searching.py embeds it in one run of the model with
+    the question); None where the results decide (the run of words they share, or the longer run a
+    one-word name is narrowed to: `_narrowed`). On the knowledge-update sets every text so embedded
+    was the one the focus asked for (ops's "coupons API" and "team Umbra" are left to the results)."""
     lexicon = parsed.lexicon
     asked = parsed.asked or parsed.text
     attribute = words_of_asked(asked, lexicon)
     if names := [name for name in parsed.subject if _may_name_subject(name, attribute, lexicon)]:
-        return partial(without_names, names=names)
+        # A name of one word may stand for a kind of thing the results narrow to a longer run ("API"
+        # of "the coupons API", "Umbra" of "team Umbra"); a person's full name the results keep.
+        in_full = {word for run in parsed.full_names for word in run}
+        return partial(without_names, names=names) if in_full.issuperset(names) else None
     role = person_asked_about(asked, lexicon)
     if role is not None:
         return partial(their_person(role, lexicon).sub, MASK)
