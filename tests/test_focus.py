@@ -891,10 +891,10 @@ async def test_a_label_saying_how_a_note_came_does_not_join_it_to_others(service
 async def test_a_new_question_about_the_present_is_embedded_with_its_subject_masked_in_one_call(
         database: Database, service: MemoryService, settings: Settings, alice: Principal) -> None:
     """The focus compares the subject's memories with the question without its subject, a text no
-    search asked before: where the question alone tells the subject (the user, a name, someone in the
-    user's life) it is embedded in the search's own call for the question, and the focus finds it in
-    the query cache. A question with no time word may compare nothing (the words decide first), so
-    its masked form is not embedded beside it."""
+    search asked before: where the question alone tells the subject (the user, a person's full name,
+    someone in the user's life) it is embedded in the search's own call for the question, and the
+    focus finds it in the query cache. A question with no time word may compare nothing (the words
+    decide first), and a name of one word may be narrowed by the results: neither is embedded beside."""
     counted, embedder = counting_service(database, service, settings)
     older, newer, *_ = await write_dated(counted, alice, [("My laptop is a ThinkPad X1 Carbon.", 300),
                                                           ("I switched to a Framework 13.", 20),
