@@ -893,8 +893,9 @@ async def test_a_new_question_about_the_present_is_embedded_with_its_subject_mas
     """The focus compares the subject's memories with the question without its subject, a text no
     search asked before: where the question alone tells the subject (the user, a person's full name,
     someone in the user's life) it is embedded in the search's own call for the question, and the
-    focus finds it in the query cache. A question with no time word may compare nothing (the words
-    decide first), and a name of one word may be narrowed by the results: neither is embedded beside."""
+    focus finds it in the query cache, with or without a time word. A question of the user alone with
+    no time word is none about the present, and a name of one word may be narrowed by the results:
+    neither is embedded beside."""
     counted, embedder = counting_service(database, service, settings)
     older, newer, *_ = await write_dated(counted, alice, [("My laptop is a ThinkPad X1 Carbon.", 300),
                                                           ("I switched to a Framework 13.", 20),
@@ -905,6 +906,8 @@ async def test_a_new_question_about_the_present_is_embedded_with_its_subject_mas
     asked = {"What laptop am I on now?": ("What laptop am I on?", f"What laptop am {MASK} on now?"),
              "Where does Odalys Pellegrini live now?": ("Where does Odalys Pellegrini live?",
                                                        f"Where does {MASK} {MASK} live now?"),
+             "Which city is Odalys Pellegrini based in?": ("Which city is Odalys Pellegrini based in?",
+                                                          f"Which city is {MASK} {MASK} based in?"),
              "Where does my sister live now?": ("Where does my sister live?", f"Where does {MASK} live now?")}
     for question, call in asked.items():
         embedder.query_calls.clear()
