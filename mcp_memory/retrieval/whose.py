@@ -62,8 +62,7 @@ def subject_positions(rows: Sequence[asyncpg.Record],
     lexicon = parsed.lexicon
     asked = parsed.asked or parsed.text
     attribute = words_of_asked(asked, lexicon)
-    whom = partial(_may_name_subject, attribute=attribute, lexicon=lexicon)
-    names = [name for name in parsed.subject if whom(name)]
+    names, whom = _subject_names(parsed, attribute)
     if names:
         # The memories the subject factor lifted, or, where a capitalised word was the attribute's
         # ("Slack" of a channel), those naming the rest.
@@ -95,10 +94,13 @@ def subject_positions(rows: Sequence[asyncpg.Record],
     return [], str
 
 
-def _may_name_subject(words: str, attribute: frozenset[str], lexicon: Lexicon) -> bool:
-    """Whether `words` may name a subject: the asked attribute's words would make every subject's
-    notes one subject's."""
-    return not attribute.intersection(lexicon.stems(words))
+def _subject_names(parsed: ParsedQuery, attribute: frozenset[str]) -> tuple[list[str], Callable[[str], bool]]:
+    """The question's names that may name its subject, and the test they passed (`whom`): no words of
+    the asked attribute (`attribute`, their stems), which would make every subject's notes one subject's."""
+    def whom(words: str) -> bool:
+        return not attribute.intersection(parsed.lexicon.stems(words))
+
+    return [name for name in parsed.subject if whom(name)], whom
 
 
 def question_mask(parsed: ParsedQuery) -> Callable[[str], str] | None:
@@ -110,8 +112,8 @@ def question_mask(parsed: ParsedQuery) -> Callable[[str], str] | None:
     was the one the focus asked for (ops's "coupons API" and "team Umbra" are left to the results)."""
     lexicon = parsed.lexicon
     asked = parsed.asked or parsed.text
-    attribute = words_of_asked(asked, lexicon)
-    if names := [name for name in parsed.subject if _may_name_subject(name, attribute, lexicon)]:
+    names, _ = _subject_names(parsed, words_of_asked(asked, lexicon))
+    if names:
         # A name of one word may stand for a kind of thing the results narrow to a longer run ("API"
         # of "the coupons API", "Umbra" of "team Umbra"); a person's full name the results keep.
         in_full = {word for run in parsed.full_names for word in run}
