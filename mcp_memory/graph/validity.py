@@ -41,3 +41,12 @@ def held(chain: Sequence[Mapping[str, Any]], single: bool) -> list[Held]:
 def current_first(values: Sequence[Held]) -> list[Held]:
     """`values` with those holding now first, then the earlier ones, newest first."""
     return [v for v in values if v.until is None] + [v for v in values if v.until is not None]
+
+
+def held_within(values: Sequence[Held], start: datetime | None, end: datetime | None) -> list[Held]:
+    """Those of `values` that held at some moment of [start, end) (either side open), in their order:
+    a value that began before the span's end and had not ended by its start. One that ended as it
+    began (replaced within its own moment) held at no moment."""
+    return [v for v in values
+            if (end is None or v.row["valid_from"] < end)
+            and (v.until is None or (v.until > v.row["valid_from"] and (start is None or v.until > start)))]

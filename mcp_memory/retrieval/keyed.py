@@ -1,8 +1,8 @@
 """The graph's part of a search: a question that names a known entity and asks one of its keyed
 attributes ("What does Greta drive these days?") gets that attribute's current value first and its
 earlier values right after it, each with the date it stopped being true; a question about the past
-gets the earlier values first. A question that names no known entity, or none of its attributes,
-keeps the hits the other stages gave, exactly."""
+gets the earlier values first, and one naming a span of time the values that held in it. A question
+that names no known entity, or none of its attributes, keeps the hits the other stages gave, exactly."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from ..graph.about_user import about_someone_else, speaks_of_user
 from ..graph.keys import in_lexicon
 from ..graph.names import USER, USER_NAME, Name, canonical, classified, entity_name
 from ..graph.questions import asked, asked_for
-from ..graph.validity import current_first, held
+from ..graph.validity import current_first, held, held_within
 from ..lexicon import Lexicon
 from ..models import MemoryFilter, Principal, ScopeInfo, SearchHit, human_age, memory_uri
 from ..repository.graph_reads import entities_by_name, facts_of
@@ -156,9 +156,9 @@ async def keyed_first(parsed: ParsedQuery, facts: Sequence[asyncpg.Record], hits
                       vectors: TextVectors | None = None, doubt_floor: float = 0.0,
                       attribute: str | None = None) -> list[SearchHit]:
     """`hits` with the values of the attribute the question asks (of `facts`, newest valid first;
-    `attribute`: the one a hop found it asks, hop.py) placed first in order of validity, each
-    earlier one with its valid_until; unchanged when the question asks none of them, or the graph
-    is `unsure`."""
+    `attribute`: the one a hop found it asks, hop.py) placed first in order of validity (those that
+    held in a span the question names before the rest), each earlier one with its valid_until;
+    unchanged when the question asks none of them, or the graph is `unsure`."""
     hits = list(hits)
     known = known_keys(facts)
     # A question about the past that names no attribute is as likely about something else the
@@ -176,7 +176,17 @@ async def keyed_first(parsed: ParsedQuery, facts: Sequence[asyncpg.Record], hits
     values = current_first(held(chain, single))
     ends: dict[UUID, datetime | None] = {v.row["id"]: v.until for v in values}
     chain = [v.row for v in values]
-    if parsed.tense == "past" and single:  # the earlier values first, then what holds now
+    period = parsed.period
+    if period is not None and (period.start or period.end):
+        # A question about a span it names ("Where did Priya live in 2024?") asks what held then:
+        # those values first, the latest begun first, then the rest as a question about now has them.
+        # Where none of them held then (the span is before the first the graph knows of), the graph
+        # cannot say what did, and the hits keep the text's order.
+        then = [v.row for v in held_within(values, period.start, period.end)]
+        if not then:
+            return hits
+        chain = then + [r for r in chain if r not in then]
+    elif parsed.tense == "past" and single:  # the earlier values first, then what holds now
         now = [r for r in chain if ends[r["id"]] is None]
         chain = [r for r in chain if ends[r["id"]] is not None] + now
     by_id = {h.id: h for h in hits}
