@@ -10,7 +10,8 @@ import asyncpg
 
 from ..config import Settings
 from ..models import ScopeInfo, SearchHit, human_age, memory_uri
-from . import focus
+from . import focus, then
+from .dates import Period
 from .query import ParsedQuery
 from .versions import newest_of_conflicts, successors_first
 
@@ -20,7 +21,9 @@ Row = asyncpg.Record | Mapping[str, Any]
 
 
 def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool,
-         on_topic: focus.Closeness | None = None, answers_now: bool = False) -> SearchHit:
+         on_topic: focus.Closeness | None = None, answers: str | None = None) -> SearchHit:
+    """`answers`: the explain flag of a memory that answers the question (`answers_now`, or
+    `answers_then` for a question about a span)."""
     content: str = row["content"]
     return SearchHit(
         id=row["id"],
@@ -44,7 +47,7 @@ def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool,
                     if on_topic is not None else {}),
                  **({"states_another_attribute": True} if on_topic is not None and on_topic.off else {}),
                  **({"states_asked_attribute": True} if on_topic is not None and on_topic.says_asked else {}),
-                 **({"answers_now": True} if answers_now else {})}
+                 **({answers: True} if answers else {})}
         if explain else None,
     )
 
@@ -57,21 +60,31 @@ async def after_sql(rows: Sequence[Row], parsed: ParsedQuery, *, past: bool, con
     `listing` (a forget preview: what matches) leaves the subject's memories in their order."""
     ordered = list(rows) if past else newest_of_conflicts(list(rows), conflict)
     on_topic: dict[UUID, focus.Closeness] = {}
-    if vectors is not None and settings.present_focus and not listing and focus.applies(parsed):
-        on_topic = await focus.similarities(ordered, parsed, vectors, conflict)
-    return reorder(ordered, on_topic, settings.present_margin, settings.snippet_chars, explain)
+    span = then.asks_then(parsed)
+    if vectors is not None and settings.present_focus and not listing:
+        if focus.applies(parsed):
+            on_topic = await focus.similarities(ordered, parsed, vectors, conflict)
+        elif span is not None:
+            on_topic = await focus.similarities(ordered, then.unspanned(parsed), vectors, conflict)
+    return reorder(ordered, on_topic, settings.present_margin, settings.snippet_chars, explain, span)
 
 
 def reorder(rows: list[Row], on_topic: dict[UUID, focus.Closeness], margin: float, snippet_chars: int,
-            explain: bool) -> list[SearchHit]:
+            explain: bool, span: Period | None = None) -> list[SearchHit]:
     """The Python stage after the versions of one fact were put newest first: for a question
     about the present, the subject's memories that answer it newest first (`on_topic`: how
     close each is to the question and to the others, names masked; `explain` marks them
-    `answers_now`); a successor above what it superseded."""
+    `answers_now`), for one about a `span` it names, the one written last before it ended first
+    (then.py); a successor above what it superseded."""
     answers = focus.answers_of(rows, on_topic, margin)
-    rows = focus.answers_first(rows, answers)
-    return placed_scores(successors_first([_hit(r, snippet_chars, explain, on_topic.get(r["id"]), r["id"] in answers)
-                                           for r in rows]))
+    if span is not None:
+        answers = then.answers_then(rows, answers, span.end)
+        rows = then.held_first(rows, answers, span.end)
+    else:
+        rows = focus.answers_first(rows, answers)
+    flag = "answers_then" if span is not None else "answers_now"
+    return placed_scores(successors_first([_hit(r, snippet_chars, explain, on_topic.get(r["id"]),
+                                                flag if r["id"] in answers else None) for r in rows]))
 
 
 def placed_scores(hits: list[SearchHit]) -> list[SearchHit]:

@@ -1,0 +1,65 @@
+"""A question about a span of time it names, nobody passing keys (retrieval/then.py): the value that
+held then first, from the text alone."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from mcp_memory.models import Principal
+from mcp_memory.retrieval.query import parse_query
+from mcp_memory.retrieval.then import asks_then, unspanned
+from mcp_memory.service import MemoryService
+
+MEMORIES = [
+    ("Ines Moreau was born on 4 May 1991.", "2022-01-05"),
+    ("Ines Moreau settled down in Oslo.", "2023-03-01"),
+    ("Ines Moreau moved to Lisbon last month.", "2024-06-10"),
+    ("Ines Moreau drives a Tesla.", "2024-11-15"),
+    ("Ines Moreau lives in Porto now.", "2025-09-01"),
+    ("Katarina Mbeki lives in Berlin these days.", "2025-10-01"),
+]
+
+
+def test_only_an_attribute_held_one_value_at_a_time_in_a_dated_span_is_asked_then() -> None:
+    assert asks_then(parse_query("Where did Ines live in March 2024?")) is not None
+    assert asks_then(parse_query("Who was Ines's manager before 2025?")) is not None
+    # What happened then, a month of no year, or no span at all: not this rule's.
+    for question in ("What did Ines paint in March 2024?", "Where did Ines live in March?",
+                     "Where does Ines live now?", "When was Ines born in 2024?"):
+        assert asks_then(parse_query(question)) is None, question
+    assert unspanned(parse_query("Where did Ines live in March 2024?")).asked == "Where did Ines live?"
+
+
+async def test_the_answer_written_last_before_the_span_ended_comes_first(service: MemoryService,
+                                                                        alice: Principal) -> None:
+    ids = {}
+    for text, day in MEMORIES:
+        ids[text] = (await service.write(
+            alice, text, occurred_at=datetime.fromisoformat(day).replace(tzinfo=UTC))).memory.id
+
+    async def hits(question: str, **update: object) -> list:
+        if update:
+            service.settings = service.settings.model_copy(update=update)
+        try:
+            return (await service.search(alice, question, explain=True)).hits
+        finally:
+            service.settings = service.settings.model_copy(update={"present_focus": True})
+
+    said = ("settled down in Oslo", "moved to Lisbon last month", "lives in Porto now")
+    oslo, lisbon, porto = (ids[f"Ines Moreau {words}."] for words in said)
+    # Held in March 2024: Oslo, written a year before (the text alone puts Porto's "lives" first);
+    # Lisbon, written after it, next.
+    found = await hits("Where did Ines Moreau live in March 2024?")
+    assert [h.id for h in found[:2]] == [oslo, lisbon]
+    assert found[0].explain["answers_then"] and "answers_now" not in found[0].explain
+    # The car, newer than Oslo and older than the span's end, answers nothing.
+    assert ids["Ines Moreau drives a Tesla."] not in {h.id for h in found if h.explain.get("answers_then")}
+    assert (await hits("Where did Ines Moreau live in March 2024?", present_focus=False))[0].id != oslo
+    # Before 2025: Lisbon; in 2026, after every version: Porto.
+    assert (await hits("Where did Ines Moreau live before 2025?"))[0].id == lisbon
+    assert (await hits("Where did Ines Moreau live in 2026?"))[0].id == porto
+    # A span before every answer: nothing says what held then, and the order is what the text gave.
+    early = await hits("Where did Ines Moreau live in 2022?")
+    assert [h.id for h in early] == [h.id for h in await hits("Where did Ines Moreau live in 2022?",
+                                                                 present_focus=False)]
+    assert not any(h.explain.get("answers_then") for h in early)
