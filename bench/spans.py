@@ -2,9 +2,9 @@
 
 Loads a knowledge-update set (bench/knowledge_update/SET.jsonl) as bench/knowledge_update.py does,
 its dates rebased so the set's `as_of` is today, and for each changed fact asks, of every version
-but the newest, "What was {entity}'s {attribute} in {Month} {Year}?" for a calendar month that lies
-wholly between that version and the next (a version followed within the same month has no such
-month and is left out, as is a record whose question would need no span). It reports:
+but the newest, what the attribute was in a calendar month that lies wholly between that version and
+the next (a version followed within the same month has no such month and is left out), in one of
+`FORMS` taken in turn: the month or a day of it, before or after the words asked. It reports:
   then@1   the version that held in that month is the top hit;
   then@3   it is among the first three;
   newest@1 the newest version is the top hit instead (what a question about now would want);
@@ -39,9 +39,16 @@ def _month_after(moment: datetime) -> datetime:
     return datetime(year, month, 1, tzinfo=UTC)
 
 
-def questions(record: dict[str, Any], shift: timedelta) -> list[tuple[str, str]]:
+# The question's shapes, taken in turn: {e} the entity, {a} the attribute, {m} "March 2025", {d} "14 March
+# 2025", a day in the middle of that month.
+FORMS = ("What was {e}'s {a} in {m}?", "In {m}, what was {e}'s {a}?", "What {a} did {e} have on {d}?",
+         "Back in {m}, what was {e}'s {a}?", "Which {a} did {e} have during {m}?")
+
+
+def questions(record: dict[str, Any], shift: timedelta, first_form: int = 0) -> list[tuple[str, str]]:
     """(question, the key of the version that held in the month it names), one per version but the
-    newest that is followed by a whole calendar month before the next."""
+    newest that is followed by a whole calendar month before the next, the forms taken in turn from
+    `first_form`."""
     versions = sorted(record["versions"], key=lambda v: v["occurred_at"])
     asked = []
     for version, following in zip(versions, versions[1:], strict=False):
@@ -49,14 +56,16 @@ def questions(record: dict[str, Any], shift: timedelta) -> list[tuple[str, str]]
         if _month_after(start) > parse_time(following["occurred_at"]) + shift:
             continue
         month = f"{calendar.month_name[start.month]} {start.year}"
-        asked.append((f"What was {record['entity']}'s {record['attribute']} in {month}?", version["key"]))
+        form = FORMS[(first_form + len(asked)) % len(FORMS)]
+        asked.append((form.format(e=record["entity"], a=record["attribute"], m=month, d=f"14 {month}"),
+                      version["key"]))
     return asked
 
 
 async def run_set(path: Path, writers: list[str], limit: int) -> dict[str, Any]:
     records = [r for r in load(path) if r["type"] != "stable"]
     shift = shift_of(records)
-    asked = [(r, q, key) for r in records for q, key in questions(r, shift)]
+    asked = [(r, q, key) for i, r in enumerate(records) for q, key in questions(r, shift, i)]
     out: dict[str, Any] = {"set": path.stem, "records": len(records), "questions": len(asked)}
     for writer_mode in writers:
         async with bench_database(None, "spans") as bench:

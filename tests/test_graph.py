@@ -285,34 +285,33 @@ async def test_a_question_about_a_keyed_attribute_gets_the_current_value_first(s
 
 async def test_a_question_naming_a_span_gets_the_values_that_held_in_it_first(service) -> None:
     p = principal()
-    madrid = await service.write(p, "Back then Priya lived in Madrid.", about=["Priya Nair"], key="lives in",
-                                 occurred_at=day("2024-03-01"))
-    lisbon = await service.write(p, "Priya Nair lives in Lisbon.", about=["Priya Nair"], key="home city",
-                                 occurred_at=day("2025-01-10"))
-    porto = await service.write(p, "Priya moved to Porto last month.", about=["Priya"], key="where she lives",
-                                occurred_at=day("2025-06-01"))
-    peanuts = await service.write(p, "Priya Nair is allergic to peanuts.", about=["Priya Nair"], key="allergy",
-                                  occurred_at=day("2024-05-01"))
-    shellfish = await service.write(p, "Priya is also allergic to shellfish.", about=["Priya Nair"],
-                                    key="allergies", occurred_at=day("2025-07-01"))
+    written = {}
+    for name, text, about, key, when in (
+            ("madrid", "Back then Priya lived in Madrid.", "Priya Nair", "lives in", "2024-03-01"),
+            ("lisbon", "Priya Nair lives in Lisbon.", "Priya Nair", "home city", "2025-01-10"),
+            ("porto", "Priya moved to Porto last month.", "Priya", "where she lives", "2025-06-01"),
+            ("peanuts", "Priya Nair is allergic to peanuts.", "Priya Nair", "allergy", "2024-05-01"),
+            ("shellfish", "Priya is also allergic to shellfish.", "Priya Nair", "allergies", "2025-07-01")):
+        written[name] = (await service.write(p, text, about=[about], key=key, occurred_at=day(when))).memory.id
+    madrid, lisbon, porto, peanuts, shellfish = written.values()
 
     async def first(question: str, n: int = 1) -> list:
         return [h.id for h in (await service.search(p, question)).hits[:n]]
 
     # The value that held in the span comes first, whenever it was written and whatever holds now.
-    assert await first("Where did Priya live in 2024?") == [madrid.memory.id]
-    assert await first("Where did Priya Nair live in March 2024?") == [madrid.memory.id]
-    assert await first("Where was Priya living in February 2025?") == [lisbon.memory.id]
-    assert await first("Where did Priya live before 2025?") == [madrid.memory.id]
+    assert await first("Where did Priya live in 2024?") == [madrid]
+    assert await first("Where did Priya Nair live in March 2024?") == [madrid]
+    assert await first("Where was Priya living in February 2025?") == [lisbon]
+    assert await first("Where did Priya live before 2025?") == [madrid]
     # Two held in 2025: the later first, then the one it replaced; the value of 2024 after them.
     hits = (await service.search(p, "Where did Priya live in 2025?")).hits
-    assert [h.id for h in hits[:3]] == [porto.memory.id, lisbon.memory.id, madrid.memory.id]
+    assert [h.id for h in hits[:3]] == [porto, lisbon, madrid]
     assert hits[1].valid_until == day("2025-06-01")
     # Many values at a time: those already held in the span.
-    assert await first("What was Priya allergic to in 2024?") == [peanuts.memory.id]
-    assert set(await first("What is Priya allergic to?", 2)) == {peanuts.memory.id, shellfish.memory.id}
+    assert await first("What was Priya allergic to in 2024?") == [peanuts]
+    assert set(await first("What is Priya allergic to?", 2)) == {peanuts, shellfish}
     # With no span the current value first, as before.
-    assert await first("Where does Priya live now?") == [porto.memory.id]
+    assert await first("Where does Priya live now?") == [porto]
     # A span before every value the graph knows: it cannot say what held then, and the text orders.
     before = (await service.search(p, "Where did Priya live in 2023?", explain=True)).hits
     assert before and all("fact" not in (h.explain or {}) for h in before)

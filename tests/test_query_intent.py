@@ -16,6 +16,7 @@ from mcp_memory.retrieval.query import TEMPORAL_PHRASES, parse_query
     ("where does ana work now?", "where does ana work?", ("now",)),
     ("Ana's latest phone number right now?", "Ana's phone number?", ("right now", "latest")),
     ("Is Ana at Globex anymore?", "Is Ana at Globex?", ("anymore",)),
+    ("Right now, where does Ana work?", "where does Ana work?", ("right now",)),
 ])
 def test_present(query: str, text: str, phrases: tuple[str, ...]) -> None:
     parsed = parse_query(query)

@@ -164,5 +164,6 @@ def tidy(rest: str, original: str) -> str:
     """`rest`, what is left of `original` once words about time are taken out, with its spaces
     and punctuation mended; `original` itself when nothing but time words was there (they are
     then what it is about)."""
-    rest = _DANGLING.sub(r"\1", _SPACE.sub(" ", rest)).strip()
+    # A time phrase opening the question leaves its comma behind ("In March 2025, what was ...").
+    rest = _DANGLING.sub(r"\1", _SPACE.sub(" ", rest)).strip().lstrip(",;: ")
     return rest if any(ch.isalnum() for ch in rest) else original
