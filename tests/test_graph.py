@@ -310,6 +310,12 @@ async def test_a_question_naming_a_span_gets_the_values_that_held_in_it_first(se
     # Many values at a time: those already held in the span.
     assert await first("What was Priya allergic to in 2024?") == [peanuts]
     assert set(await first("What is Priya allergic to?", 2)) == {peanuts, shellfish}
+    # Before or after one of the values: the one next to it that way.
+    assert await first("Where did Priya live before Lisbon?") == [madrid]
+    assert await first("Where did Priya live after Madrid?") == [lisbon]
+    # Nothing before the first value the graph knows: the text orders, as for a span before it.
+    before = (await service.search(p, "Where did Priya live before Madrid?", explain=True)).hits
+    assert before and all("fact" not in (h.explain or {}) for h in before)
     # With no span the current value first, as before.
     assert await first("Where does Priya live now?") == [porto]
     # A span before every value the graph knows: it cannot say what held then, and the text orders.

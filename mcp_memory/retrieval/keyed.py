@@ -1,11 +1,14 @@
 """The graph's part of a search: a question that names a known entity and asks one of its keyed
 attributes ("What does Greta drive these days?") gets that attribute's current value first and its
 earlier values right after it, each with the date it stopped being true; a question about the past
-gets the earlier values first, and one naming a span of time the values that held in it. A question
-that names no known entity, or none of its attributes, keeps the hits the other stages gave, exactly."""
+gets the earlier values first, one naming a span of time the values that held in it, and one asking
+what came before or after a value ("before Lisbon") those values. A question that names no known
+entity, or none of its attributes, keeps the hits the other stages gave, exactly."""
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,8 +20,8 @@ from ..graph.about_user import about_someone_else, speaks_of_user
 from ..graph.keys import in_lexicon
 from ..graph.names import USER, USER_NAME, Name, canonical, classified, entity_name
 from ..graph.questions import asked, asked_for
-from ..graph.validity import current_first, held, held_within
-from ..lexicon import Lexicon
+from ..graph.validity import Held, current_first, held, held_within
+from ..lexicon import Lexicon, phrases_pattern
 from ..models import MemoryFilter, Principal, ScopeInfo, SearchHit, human_age, memory_uri
 from ..repository.graph_reads import entities_by_name, facts_of
 from .focus import TextVectors
@@ -144,6 +147,38 @@ def moved_on(facts: Sequence[asyncpg.Record], chain: Sequence[asyncpg.Record], l
         current = step
 
 
+@functools.lru_cache(maxsize=8)
+def _bound_then_word(lexicon: Lexicon) -> re.Pattern[str]:
+    """A word the lexicon bounds a time by ("before", "after", "since") and the word after it."""
+    return re.compile(rf"(?<![\w'-])({phrases_pattern(tuple(lexicon.date_bounds))})\s+([\w'-]+)", re.IGNORECASE)
+
+
+def beside_value(question: str, values: Sequence[Held], lexicon: Lexicon) -> list[Held] | None:
+    """`values` (one attribute's, in their order) for a question placing what it asks before or after
+    one of them ("Where did Priya live before Lisbon?", "Which editor did I use after Vim?"): the
+    values that began before that one first, the latest first (after it: the earliest first), then
+    the rest in their order; empty where none began that way (nothing then says what the answer
+    is). None where no word after such a bound names exactly one of the values (a stop word or the
+    subject's name, which every value's text holds, names none)."""
+    for match in _bound_then_word(lexicon).finditer(question):
+        word = match.group(2).lower()
+        kind = lexicon.date_bounds[" ".join(match.group(1).lower().split())]
+        # "until" and "by" read as a time's bound only before a date ("Who is managed by Signe?").
+        if word in lexicon.stop_words or kind not in ("before", "after", "since"):
+            continue
+        named = [v for v in values if word in lexicon.words(v.row["content"])]
+        if len(named) != 1:
+            continue
+        pivot = named[0].row["valid_from"]
+        if kind == "before":
+            first = sorted((v for v in values if v.row["valid_from"] < pivot), key=lambda v: v.row["valid_from"],
+                           reverse=True)
+        else:
+            first = sorted((v for v in values if v.row["valid_from"] > pivot), key=lambda v: v.row["valid_from"])
+        return first + [v for v in values if v not in first] if first else []
+    return None
+
+
 async def facts_named(conn: asyncpg.Connection, p: Principal, named: Named,
                       f: MemoryFilter | None) -> list[asyncpg.Record]:
     """The keyed facts of the known entities the question names (none named: none), read in the
@@ -186,6 +221,10 @@ async def keyed_first(parsed: ParsedQuery, facts: Sequence[asyncpg.Record], hits
         if not then:
             return hits
         chain = then + [r for r in chain if r not in then]
+    elif (around := beside_value(parsed.asked or parsed.text, values, lexicon)) is not None:
+        if not around:
+            return hits
+        chain = [v.row for v in around]
     elif parsed.tense == "past" and single:  # the earlier values first, then what holds now
         now = [r for r in chain if ends[r["id"]] is None]
         chain = [r for r in chain if ends[r["id"]] is not None] + now
