@@ -30,7 +30,8 @@ from typing import Any
 from knowledge_update import load, load_copy, load_writer, parse_time, shift_of, user_of
 from locomo import REPO, bench_database, bench_principal, machine, table
 
-SETS = [REPO / "bench" / "knowledge_update" / f"{name}.jsonl" for name in ("workbench", "crm", "circle", "life")]
+SETS = [REPO / "bench" / "knowledge_update" / f"{name}.jsonl"
+        for name in ("workbench", "assistant", "crm", "circle", "life", "ops", "dataset")]
 
 
 def _month_after(moment: datetime) -> datetime:
