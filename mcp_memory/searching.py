@@ -16,7 +16,7 @@ from .errors import InvalidInput
 from .models import Memory, MemoryFilter, Principal, SearchHit, SearchReading, SearchResult
 from .repository.maintenance import MaintenanceRepository
 from .repository.related import similarities
-from .retrieval import ParsedQuery, intent_of, parse_query
+from .retrieval import ParsedQuery, intent_of, parse_query, then
 from .retrieval import search as hybrid_search
 from .retrieval.broad_names import Speakers, without_names
 from .retrieval.common_words import others_allowed
@@ -145,10 +145,10 @@ class Searching:
                 said = without_names(parsed.text, unnamed) if unnamed else None
                 if said is None:
                     unnamed = []
-                # The present's focus compares the subject's memories with the question without its
-                # subject (retrieval/focus.py): one run of the model for both.
-                beside = (question_beside(parsed) if self.settings.present_focus and min_similarity is None
-                          else None)
+                # The present's focus (and a span's, retrieval/then.py) compares the subject's memories
+                # with the question without its subject (retrieval/focus.py): one run of the model for both.
+                beside = (question_beside(parsed) or then.question_beside(parsed)
+                          if self.settings.present_focus and min_similarity is None else None)
                 vector = await self._query_vector(parsed, said=said, beside=beside)
             # A listing by similarity (a forget preview) is what matches, not an order: never reranked.
             rerank = self.reranking if min_similarity is None and reranked else None

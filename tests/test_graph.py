@@ -313,6 +313,7 @@ async def test_a_question_naming_a_span_gets_the_values_that_held_in_it_first(se
     # Before or after one of the values: the one next to it that way.
     assert await first("Where did Priya live before Lisbon?") == [madrid]
     assert await first("Where did Priya live after Madrid?") == [lisbon]
+    assert await first("Where did Priya live " + "before the move, before Lisbon " * 60) == [madrid]
     # Nothing before the first value the graph knows: the text orders, as for a span before it.
     before = (await service.search(p, "Where did Priya live before Madrid?", explain=True)).hits
     assert before and all("fact" not in (h.explain or {}) for h in before)

@@ -35,6 +35,9 @@ def day(y: int, m: int, d: int) -> datetime:
     ("Where did Ana work after 2019?", day(2020, 1, 1), None, "Where did Ana work?"),
     ("What happened between May 2023 and July 2023?", day(2023, 5, 1), day(2023, 8, 1),
      "What happened between and?"),
+    # A phrase opening the question takes its lead ("Back in") and leaves no comma behind.
+    ("Back in September 2024, what was Quinn's title?", day(2024, 9, 1), day(2024, 10, 1),
+     "what was Quinn's title?"),
 ])
 def test_dated_periods(query: str, start: datetime | None, end: datetime | None, rest: str) -> None:
     period, text = find_period(query)

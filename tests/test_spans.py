@@ -5,10 +5,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from mcp_memory.config import Settings
+from mcp_memory.db import Database
 from mcp_memory.models import Principal
 from mcp_memory.retrieval.query import parse_query
 from mcp_memory.retrieval.then import asks_then, unspanned
+from mcp_memory.retrieval.whose import MASK
 from mcp_memory.service import MemoryService
+
+from .counting_embedder import counting_service
 
 MEMORIES = [
     ("Ines Moreau was born on 4 May 1991.", "2022-01-05"),
@@ -63,3 +68,16 @@ async def test_the_answer_written_last_before_the_span_ended_comes_first(service
     assert [h.id for h in early] == [h.id for h in await hits("Where did Ines Moreau live in 2022?",
                                                                  present_focus=False)]
     assert not any(h.explain.get("answers_then") for h in early)
+
+
+async def test_a_new_question_about_a_span_is_embedded_with_itself_unnamed_in_one_call(
+        database: Database, service: MemoryService, settings: Settings, alice: Principal) -> None:
+    """What the focus compares (the question without its span and its subject) goes in the search's own
+    call for the question, as for a question about now (tests/test_focus.py)."""
+    counted, embedder = counting_service(database, service, settings)
+    for text, day in MEMORIES:
+        await counted.write(alice, text, occurred_at=datetime.fromisoformat(day).replace(tzinfo=UTC))
+    embedder.query_calls.clear()
+    found = await counted.search(alice, "Where did Ines Moreau live in March 2024?", explain=True)
+    assert embedder.query_calls == [["Where did Ines Moreau live?", f"Where did {MASK} {MASK} live?"]]
+    assert found.hits[0].explain["answers_then"]

@@ -39,7 +39,9 @@ class RankingSettings(BaseModel):
     present_focus: bool = Field(default=True, description=(
         "For a question about the present (a time word such as \"now\", or none and an attribute holding one "
         "value at a time): rank its subject's memories that answer it first, newest first, "
-        "judged by similarity with the subject taken out (retrieval/focus.py)."))
+        "judged by similarity with the subject taken out (retrieval/focus.py); for one asking such an "
+        "attribute in a dated span ('in March 2024'), the one written last before the span ended first "
+        "(retrieval/then.py)."))
     present_margin: float = Field(default=0.15, ge=0, le=2, description=(
         "When only two of the subject's memories are compared: how far below the closer one's cosine "
         "with the question (names masked) the other still answers it."))

@@ -178,8 +178,11 @@ def question_beside(parsed: ParsedQuery) -> str | None:
     question in one run of the model (searching.py), it is in the query cache when asked for. For a
     question with no time word the words may yet decide that nothing is compared (`versions_said`);
     on the knowledge-update sets they did for 1 of 295 such questions given a text beside."""
-    if not applies(parsed):
-        return None
+    return masked_question(parsed) if applies(parsed) else None
+
+
+def masked_question(parsed: ParsedQuery) -> str | None:
+    """The question as `similarities` embeds it where the question alone tells whom it is about."""
     mask = question_mask(parsed)
     return _asked_without(parsed, mask) if mask is not None else None
 

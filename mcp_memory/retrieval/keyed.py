@@ -160,13 +160,14 @@ def beside_value(question: str, values: Sequence[Held], lexicon: Lexicon) -> lis
     the rest in their order; empty where none began that way (nothing then says what the answer
     is). None where no word after such a bound names exactly one of the values (a stop word or the
     subject's name, which every value's text holds, names none)."""
+    said = [frozenset(lexicon.words(v.row["content"])) for v in values]
     for match in _bound_then_word(lexicon).finditer(question):
         word = match.group(2).lower()
         kind = lexicon.date_bounds[" ".join(match.group(1).lower().split())]
         # "until" and "by" read as a time's bound only before a date ("Who is managed by Signe?").
         if word in lexicon.stop_words or kind not in ("before", "after", "since"):
             continue
-        named = [v for v in values if word in lexicon.words(v.row["content"])]
+        named = [v for v, words in zip(values, said, strict=True) if word in words]
         if len(named) != 1:
             continue
         pivot = named[0].row["valid_from"]

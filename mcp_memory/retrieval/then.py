@@ -19,7 +19,7 @@ from typing import Any
 from uuid import UUID
 
 from .dates import Period, find_period
-from .focus import changing
+from .focus import changing, masked_question
 from .query import ParsedQuery
 
 
@@ -36,6 +36,12 @@ def unspanned(parsed: ParsedQuery) -> ParsedQuery:
     """`parsed` asked without the span's words: the subject's memories are compared with what is
     asked, not when (a date only blurs a sentence embedding, dates.py)."""
     return replace(parsed, asked=find_period(parsed.asked, parsed.lexicon)[1]) if parsed.asked else parsed
+
+
+def question_beside(parsed: ParsedQuery) -> str | None:
+    """The question without its span as the focus will embed it, its subject taken out, for one in
+    the model's run with the question (focus.py `question_beside`); None where it asks nothing then."""
+    return masked_question(unspanned(parsed)) if asks_then(parsed) else None
 
 
 def answers_then(rows: Sequence[Any], answers: set[UUID], end: datetime | None) -> set[UUID]:
