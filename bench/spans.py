@@ -9,6 +9,7 @@ the next (a version followed within the same month has no such month and is left
   then@3   it is among the first three;
   newest@1 the newest version is the top hit instead (what a question about now would want);
   MRR      reciprocal rank of the version that held then;
+and each search's time (the question new to the embedder);
 per writer (`--writers none,about-key`: nobody passing anything, or the writer saying who each
 memory is about and which attribute it states, in its own words varying per write), and writes
 JSON. One copy of the set per writer.
@@ -23,12 +24,13 @@ import asyncio
 import calendar
 import json
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from knowledge_update import load, load_copy, load_writer, parse_time, shift_of, user_of
-from locomo import REPO, bench_database, bench_principal, machine, table
+from locomo import REPO, bench_database, bench_principal, latency, machine, table
 
 SETS = [REPO / "bench" / "knowledge_update" / f"{name}.jsonl"
         for name in ("workbench", "assistant", "crm", "circle", "life", "ops", "dataset")]
@@ -75,9 +77,11 @@ async def run_set(path: Path, writers: list[str], limit: int) -> dict[str, Any]:
             ids = await load_copy(bench, user, records, shift, 7, [], writer=writer, mode=writer_mode)
             await bench.analyze()
             service = bench.service()
-            rows = []
+            rows, times = [], []
             for r, question, key in asked:
+                started = time.perf_counter()
                 hits = (await service.search(bench_principal(user_of(user, r)), question, limit=limit)).hits
+                times.append(time.perf_counter() - started)
                 ranked = [h.id for h in hits]
                 then = ranked.index(ids[key]) + 1 if ids[key] in ranked else None
                 rows.append({"record": r["id"], "question": question, "rank": then,
@@ -88,6 +92,7 @@ async def run_set(path: Path, writers: list[str], limit: int) -> dict[str, Any]:
             "then_at_3": round(sum(x["rank"] is not None and x["rank"] <= 3 for x in rows) / n, 3),
             "newest_at_1": round(sum(x["newest_at_1"] for x in rows) / n, 3),
             "mrr": round(sum(1 / x["rank"] for x in rows if x["rank"]) / n, 3),
+            "latency": latency(times),
             "per_question": rows,
         }
     return out
@@ -96,9 +101,9 @@ async def run_set(path: Path, writers: list[str], limit: int) -> dict[str, Any]:
 async def main_async(args: argparse.Namespace) -> None:
     writers = args.writers.split(",")
     results = [await run_set(path, writers, args.limit) for path in args.sets]
-    print(table(["set", "questions", "writer", "then@1", "then@3", "newest@1", "MRR"],
-                [[r["set"], r["questions"], w, r[w]["then_at_1"], r[w]["then_at_3"], r[w]["newest_at_1"], r[w]["mrr"]]
-                 for r in results for w in writers]))
+    print(table(["set", "questions", "writer", "then@1", "then@3", "newest@1", "MRR", "p50 ms", "p95 ms"],
+                [[r["set"], r["questions"], w, r[w]["then_at_1"], r[w]["then_at_3"], r[w]["newest_at_1"], r[w]["mrr"],
+                  r[w]["latency"]["p50_ms"], r[w]["latency"]["p95_ms"]] for r in results for w in writers]))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"benchmark": "spans", "limit": args.limit, "sets": results, "machine": machine(),
                                     "finished_at": datetime.now(UTC).isoformat(timespec="seconds")}, indent=2,
