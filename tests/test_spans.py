@@ -68,6 +68,11 @@ async def test_the_answer_written_last_before_the_span_ended_comes_first(service
     assert [h.id for h in early] == [h.id for h in await hits("Where did Ines Moreau live in 2022?",
                                                                  present_focus=False)]
     assert not any(h.explain.get("answers_then") for h in early)
+    # What a later memory replaced (the writer said so) is still what held before it.
+    edinburgh = (await service.write(alice, "Ines Moreau is based in Edinburgh these days.", supersedes=[porto],
+                                     occurred_at=datetime(2026, 2, 1, tzinfo=UTC))).memory.id
+    assert (await hits("Where did Ines Moreau live in October 2025?"))[0].id == porto
+    assert (await hits("Where did Ines Moreau live in March 2026?"))[0].id == edinburgh
 
 
 async def test_a_new_question_about_a_span_is_embedded_with_itself_unnamed_in_one_call(

@@ -75,7 +75,7 @@ def reorder(rows: list[Row], on_topic: dict[UUID, focus.Closeness], margin: floa
     about the present, the subject's memories that answer it newest first (`on_topic`: how
     close each is to the question and to the others, names masked; `explain` marks them
     `answers_now`), for one about a `span` it names, the one written last before it ended first
-    (then.py); a successor above what it superseded."""
+    (then.py); otherwise a successor above what it superseded."""
     answers = focus.answers_of(rows, on_topic, margin)
     if span is not None:
         answers = then.answers_then(rows, answers, span.end)
@@ -83,8 +83,11 @@ def reorder(rows: list[Row], on_topic: dict[UUID, focus.Closeness], margin: floa
     else:
         rows = focus.answers_first(rows, answers)
     flag = "answers_then" if span is not None else "answers_now"
-    return placed_scores(successors_first([_hit(r, snippet_chars, explain, on_topic.get(r["id"]),
-                                                flag if r["id"] in answers else None) for r in rows]))
+    hits = [_hit(r, snippet_chars, explain, on_topic.get(r["id"]), flag if r["id"] in answers else None)
+            for r in rows]
+    # What a newer memory replaced is what held before it: a question about a span keeps it where
+    # its time put it.
+    return placed_scores(hits if span is not None else successors_first(hits))
 
 
 def placed_scores(hits: list[SearchHit]) -> list[SearchHit]:
