@@ -90,6 +90,11 @@ class Period:
     month: int | None = None
     phrase: str = ""
 
+    @property
+    def dated(self) -> bool:
+        """Bounded by a date on at least one side (not a month of any year)."""
+        return self.start is not None or self.end is not None
+
 
 def _group(match: re.Match[str], name: str) -> str | None:
     for key, value in match.groupdict().items():

@@ -213,7 +213,7 @@ async def keyed_first(parsed: ParsedQuery, facts: Sequence[asyncpg.Record], hits
     ends: dict[UUID, datetime | None] = {v.row["id"]: v.until for v in values}
     chain = [v.row for v in values]
     period = parsed.period
-    if period is not None and (period.start or period.end):
+    if period is not None and period.dated:
         # A question about a span it names ("Where did Priya live in 2024?") asks what held then:
         # those values first, the latest begun first, then the rest as a question about now has them.
         # Where none of them held then (the span is before the first the graph knows of), the graph

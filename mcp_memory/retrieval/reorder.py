@@ -78,8 +78,7 @@ def reorder(rows: list[Row], on_topic: dict[UUID, focus.Closeness], margin: floa
     (then.py); otherwise a successor above what it superseded."""
     answers = focus.answers_of(rows, on_topic, margin)
     if span is not None:
-        answers = then.answers_then(rows, answers, span.end)
-        rows = then.held_first(rows, answers, span.end)
+        rows, answers = then.held_first(rows, answers, span.end)
     else:
         rows = focus.answers_first(rows, answers)
     flag = "answers_then" if span is not None else "answers_now"

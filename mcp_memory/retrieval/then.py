@@ -12,7 +12,6 @@ validity (keyed.py); this is what the text alone gives."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -27,7 +26,7 @@ def asks_then(parsed: ParsedQuery) -> Period | None:
     """The span `parsed` names (bounded on at least one side) where it asks an attribute holding one
     value at a time; None otherwise."""
     period = parsed.period
-    if period is None or (period.start is None and period.end is None):
+    if period is None or not period.dated:
         return None
     return period if changing(parsed.asked or parsed.text, parsed.lexicon) else None
 
@@ -44,17 +43,14 @@ def question_beside(parsed: ParsedQuery) -> str | None:
     return masked_question(unspanned(parsed)) if asks_then(parsed) else None
 
 
-def answers_then(rows: Sequence[Any], answers: set[UUID], end: datetime | None) -> set[UUID]:
-    """`answers` (focus.py `answers_of`), or none where none of them was written before `end`:
-    nothing then says what held in the span."""
-    return answers if any(r["id"] in answers and (end is None or r["occurred_at"] < end) for r in rows) else set()
-
-
-def held_first(rows: list[Any], answers: set[UUID], end: datetime | None) -> list[Any]:
+def held_first(rows: list[Any], answers: set[UUID], end: datetime | None) -> tuple[list[Any], set[UUID]]:
     """`rows` with the `answers` written before `end` first, newest first, the later answers after
-    them, oldest first, and the rest in their order."""
+    them, oldest first, and the rest in their order; and the answers so placed. Where none of them
+    was written before `end`, nothing says what held in the span: `rows` as they were, and none."""
     before = sorted((r for r in rows if r["id"] in answers and (end is None or r["occurred_at"] < end)),
                     key=lambda r: r["occurred_at"], reverse=True)
+    if not before:
+        return rows, set()
     held = {r["id"] for r in before}
     after = sorted((r for r in rows if r["id"] in answers and r["id"] not in held), key=lambda r: r["occurred_at"])
-    return before + after + [r for r in rows if r["id"] not in answers]
+    return before + after + [r for r in rows if r["id"] not in answers], answers
