@@ -30,7 +30,10 @@ or by an older version of its own), and apart from both the decoy updates (two d
 fact, the later replacing the earlier) and the restated ("(noted again)" repeats).
 
 Usage: python bench/knowledge_update.py [DATASET] [--variants a,b] [--set key=value ...] [--limit 50] [--repeat 3]
-                                        [--writer none|about-key|about]
+                                        [--writer none|about-key|about] [--questions no-time-words]
+
+`--questions no-time-words` asks each question without its words for the present ("What's my car
+currently?" as "What's my car?"), as users often ask them.
 """
 
 from __future__ import annotations
@@ -65,6 +68,8 @@ from locomo import (
     resolve_variants,
     table,
 )
+
+from mcp_memory.retrieval.query import parse_query
 
 DEFAULT_DATASET = REPO / "bench" / "knowledge_update" / "dataset.jsonl"
 WRITER_WORDS = REPO / "bench" / "knowledge_update" / "writer_words.json"
@@ -522,8 +527,17 @@ async def related_quality(bench: Bench, user: str, records: list[dict[str, Any]]
             "unrelated_per_update": round(unrelated / max(judged, 1), 3)}
 
 
+def without_time_words(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each record's question as a user often asks it, with no word for the present ("What's my car
+    currently?" -> "What's my car?"): what the server reads as the question without its time words."""
+    return [{**r, "query": parsed.text} if (parsed := parse_query(r["query"])).tense == "present" else r
+            for r in records]
+
+
 async def main_async(args: argparse.Namespace) -> None:
     records = load(args.dataset)
+    if args.questions == "no-time-words":
+        records = without_time_words(records)
     # A record of type "stable" has one version, written long ago: it must stay near the top.
     types = sorted({r["type"] for r in records})
     changing = [r for r in records if r["type"] != "stable"]
@@ -610,12 +624,12 @@ async def main_async(args: argparse.Namespace) -> None:
     def by_type(r: dict[str, Any], k: str, metric: str = "newest_first") -> Any:
         return r["by_type"][k]["top_3" if k == "stable" and metric == "newest_first" else metric]
 
-    rows = [[name, *(r["by_versions"][str(n)]["newest_first"] for n in (2, 3, 4)),
+    rows = [[name, *(r["by_versions"][str(n)].get("newest_first", "") for n in (2, 3, 4)),
              *(by_type(r, k) for k in types)]
             for name, r in results.items()]
     if results:
         first = next(iter(results.values()))
-        rows.append(["(chance)", *(first["by_versions"][str(n)]["chance_newest_first"] for n in (2, 3, 4)),
+        rows.append(["(chance)", *(first["by_versions"][str(n)].get("chance_newest_first", "") for n in (2, 3, 4)),
                      *("" if k == "stable" else by_type(first, k, "chance_newest_first") for k in types)])
     print(table(header, rows))
     for name, reason in skipped.items():
@@ -671,6 +685,9 @@ def main() -> None:
                         help="what each write passes besides its text, in the writer's own words varying per write "
                         "(bench/knowledge_update/writer_words.json): about-key, who it is about and the attribute it "
                         "states; about, who alone; none (default), neither")
+    parser.add_argument("--questions", choices=("as-written", "no-time-words"), default="as-written",
+                        help="no-time-words: each question asked without its words for the present ('now', 'at "
+                        "the moment'), as users often ask")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "knowledge_update.json")
     asyncio.run(main_async(parser.parse_args()))
 
