@@ -65,7 +65,8 @@ def test_a_present_question_without_a_year_or_one_in_no_tense_asking_what_change
     assert not applies(parse_query("What does Odalys Pellegrini think of the plan?"))  # no attribute
     assert not applies(parse_query("Where did Odalys Pellegrini live?"))  # past, with no time phrase
     assert not applies(parse_query("Which team was Ottilie Jablonski on?"))
-    assert not applies(parse_query("Which test framework do we write end-to-end tests in?"))  # the user's
+    # Of the user too; what the user's memories must show first is `versions_said`'s `stated_only`.
+    assert applies(parse_query("Which test framework do we write end-to-end tests in?"))
     assert applies(parse_query("Which test framework do we write end-to-end tests in now?"))
     assert applies(parse_query("Where does my sister live?"))
     assert applies(parse_query("Onde mora a Odalys?", PORTUGUESE))
@@ -702,6 +703,31 @@ async def test_the_newest_version_of_a_fact_about_the_user(service: MemoryServic
     assert "on_topic" not in next(h for h in found.hits if "neighbour" in h.snippet).explain
 
 
+async def test_a_question_of_the_users_own_with_no_time_word_gets_the_newest_version(service: MemoryService,
+                                                                                    alice: Principal) -> None:
+    """"Who is my manager?" asks who it is now as surely as with "now": two of the user's notes state
+    the manager, and the newer one comes first, above the older that names the question's words."""
+    found, _ = await newest_first_only_with_the_rule(service, alice, [
+        ("My manager is Dana Whitfield.", 330), ("I drive a 2016 Honda Civic.", 300),
+        ("Alex Moreno works at Stripe as a backend engineer.", 250), ("I had a long call about the roadmap.", 200),
+        ("Dana left the company; my new manager is Omar Haddad.", 170)],
+        "Who is my manager?")
+    assert found.hits[1].snippet == "My manager is Dana Whitfield."
+
+
+async def test_a_question_of_the_users_own_with_no_time_word_about_a_fact_stated_once(
+        service: MemoryService, alice: Principal) -> None:
+    """A new user's first facts, each stated once, and a note stating nothing: with no time word,
+    one note stating the asked attribute is no versions, and the closest answers, however old."""
+    await write_dated(service, alice, [("I live in Halifax.", 300), ("I had a long call about the roadmap.", 290),
+                                       ("My car is a Skoda Octavia.", 200),
+                                       ("User is on the payroll of Brightwater Health.", 100)])
+    for question, answer in [("Where is home for me?", "Halifax"), ("What car do I drive?", "Skoda")]:
+        found = await service.search(alice, question, explain=True)
+        assert answer in found.hits[0].snippet, (question, [h.snippet for h in found.hits])
+        assert not any("answers_now" in h.explain for h in found.hits)
+
+
 async def test_a_version_naming_only_its_value_states_the_attribute_by_the_value(service: MemoryService,
                                                                               alice: Principal) -> None:
     """"Lockfiles come from bun now." names no package manager but the one it uses: the lexicon's
@@ -893,9 +919,8 @@ async def test_a_new_question_about_the_present_is_embedded_with_its_subject_mas
     """The focus compares the subject's memories with the question without its subject, a text no
     search asked before: where the question alone tells the subject (the user, a person's full name,
     someone in the user's life) it is embedded in the search's own call for the question, and the
-    focus finds it in the query cache, with or without a time word. A question of the user alone with
-    no time word is none about the present, and a name of one word may be narrowed by the results:
-    neither is embedded beside."""
+    focus finds it in the query cache, with or without a time word, of the user too. A name of one
+    word may be narrowed by the results: it is not embedded beside."""
     counted, embedder = counting_service(database, service, settings)
     older, newer, *_ = await write_dated(counted, alice, [("My laptop is a ThinkPad X1 Carbon.", 300),
                                                           ("I switched to a Framework 13.", 20),
@@ -921,7 +946,7 @@ async def test_a_new_question_about_the_present_is_embedded_with_its_subject_mas
     assert embedder.query_calls == [[f"What laptop am {MASK} on these days?"]]  # the question's own vector cached
     embedder.query_calls.clear()
     await counted.search(alice, "Which laptop do I have?")
-    assert embedder.query_calls[0] == ["Which laptop do I have?"]
+    assert embedder.query_calls == [["Which laptop do I have?", f"Which laptop do {MASK} have?"]]
     # A name of one word may be a kind of thing the results narrow ("the coupons API"): they decide.
     await write_dated(counted, alice, [("The coupons API runs in eu-west-1.", 90),
                                        ("The coupons API moved to us-east-2.", 3)])

@@ -36,7 +36,8 @@ subject's other facts, and the cut left it out.
 A question with no time word at all asks the present value too when it asks an attribute that
 holds one value at a time and not for good ("Which team is Ottilie on?"; not "Where did she grow
 up?", `Attribute.settled`), where two of the subject's memories may be versions of it
-(`versions_said`), unless it speaks of the user alone (`asks_of_user_alone`). There the chain's single
+(`versions_said`); where it speaks of the user alone (`asks_of_user_alone`), where two of them state the
+asked attribute in the lexicon's words (`versions_said`'s `stated_only`). There the chain's single
 cut is trusted less: memories as alike as the versions rule holds for one fact (alike.py), by
 their vectors with the subject masked, answer with any answer among them, since the forced cut of
 three ("The search pipeline's rate limit is 50 / 200 / 500 per second") dropped the newest. (For a
@@ -95,10 +96,8 @@ def applies(parsed: ParsedQuery) -> bool:
     asked = parsed.asked or parsed.text
     if parsed.phrases or parsed.lexicon.past_auxiliaries.intersection(parsed.lexicon.words(asked)):
         return False  # "Where did Odalys live?" may ask any of her cities
-    # In an agent's store every note is the user's: with no time word nothing says the newest of them
-    # answers, and auto-recall, whose prompts rarely say "now", put a newer unrelated note above the
-    # turn that answered "Which framework do we write end-to-end tests in?" (bench/recall_quality.py).
-    return changing(asked, parsed.lexicon) and not asks_of_user_alone(asked, parsed.lexicon)
+    # "Who is my manager?" too: of the user, `similarities` asks more of the memories (`versions_said`).
+    return changing(asked, parsed.lexicon)
 
 
 def changing(question: str, lexicon: Lexicon) -> bool:
@@ -138,7 +137,8 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
     texts = [compared(rows[i]["content"], unnamed, parsed.lexicon) for i in positions]
     # The words decide before anything is embedded: a masked question is a text no search has
     # asked, so its vector is a model run of its own (bench/stdio_latency.py's new questions).
-    if parsed.tense != "present" and not versions_said(masked, texts, parsed.lexicon):
+    if parsed.tense != "present" and not versions_said(masked, texts, parsed.lexicon,
+                                                       stated_only=asks_of_user_alone(parsed.text, parsed.lexicon)):
         return {}
     # Both at once: the masked texts' lookup in the embedding cache while the question embeds.
     question, documents = await asyncio.gather(vectors.query(masked), vectors.documents_or_none(texts))
@@ -177,7 +177,8 @@ def question_beside(parsed: ParsedQuery) -> str | None:
     and the question alone tells whom it is about (whose.py `question_mask`): embedded with the
     question in one run of the model (searching.py), it is in the query cache when asked for. For a
     question with no time word the words may yet decide that nothing is compared (`versions_said`);
-    on the knowledge-update sets they did for 1 of 295 such questions given a text beside."""
+    on the knowledge-update sets they did for 1 of 295 such questions given a text beside (more often
+    for one of the user alone, where two memories must state the attribute)."""
     return masked_question(parsed) if applies(parsed) else None
 
 
@@ -218,15 +219,21 @@ def forms_of(content: str, kind: str, about: Sequence[Name], lexicon: Lexicon) -
     return forms
 
 
-def versions_said(question: str, texts: Sequence[str], lexicon: Lexicon) -> bool:
+def versions_said(question: str, texts: Sequence[str], lexicon: Lexicon, *, stated_only: bool = False) -> bool:
     """Whether two of the subject's memories (`texts`) may be versions of the attribute `question`
     asks: each states it in the lexicon's words, or no attribute in them ("transferred to
     Identity"). A question with no time word may ask a fact stated once ("Which licence covers the
     consent worker?"), and the subject's newer memories stating other attributes ("... schema lives
     in Cassandra") are no versions of it: ops's stable facts first .125 -> .208, every changing
-    fact's figure the same."""
+    fact's figure the same.
+
+    `stated_only`: two must state it. In an agent's store every note is the user's, and a new
+    user's first facts, one of each, chain as versions ("I live in Halifax.", "User is on the
+    payroll of Brightwater Health.") where nothing in the question says the newest answers; with
+    any note stating nothing counted, "Where is home for me?" got the employer first
+    (docs/benchmarks.md, sixty-third stop)."""
     asked = asked_of_any(question, lexicon)
-    return sum(1 for text in texts if (stated := cued_in(text, lexicon)) & asked or not stated) >= 2
+    return sum(1 for text in texts if (stated := cued_in(text, lexicon)) & asked or not (stated or stated_only)) >= 2
 
 
 def chain_start(to_question: np.ndarray, texts: Sequence[str], question: str, lexicon: Lexicon) -> int:
