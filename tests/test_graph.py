@@ -556,8 +556,9 @@ async def test_a_mutation_workload_leaves_no_inconsistent_link_and_validity_foll
     await service.forget(p, [newest])
     assert await current() == ids[2]  # the earlier value holds again, nothing rewritten
     hits = (await service.search(p, "Where does Greta live now?")).hits
-    assert hits[0].id == ids[2]
+    assert hits[0].id == ids[2] and hits[0].superseded_by is None  # nor replaced by what was forgotten
     await service.restore(p, [newest])
+    assert (await service.search(p, "Where does Greta live now?")).hits[1].superseded_by == newest
     assert await current() == newest
     # A new text reads its names again; a new date moves the fact's validity with it.
     await service.update(p, ids[1], content="Greta Ibarra moved to Bergen with Wanjiru.")

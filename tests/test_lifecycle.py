@@ -314,6 +314,16 @@ async def test_supersedes_ranks_successor_first(service: MemoryService, alice: P
     last = (await service.history(alice, old.id)).entries[-1]
     assert (last.event, last.old, last.new) == ("UPDATE", {"superseded_by": None}, {"superseded_by": str(new.id)})
     assert last.reason == f"superseded by {new.id}"
+    # A forgotten successor replaces nothing: no read names it (an id memory_get cannot find), and
+    # restored it is named again; the stored link and its history stay as they were.
+    await service.forget(alice, [new.id])
+    assert (await service.search(alice, "Maya lives in Lisbon home city")).hits[0].superseded_by is None
+    assert (await service.get(alice, [old.id])).memories[0].superseded_by is None
+    assert (await service.get_one(alice, old.id)).superseded_by is None
+    assert [m.superseded_by for m in (await service.list(alice)).memories] == [None]
+    await service.restore(alice, [new.id])
+    assert (await service.get(alice, [old.id])).memories[0].superseded_by == new.id
+    assert (await service.search(alice, "Maya lives in Lisbon home city")).hits[1].superseded_by == new.id
 
 
 async def test_supersedes_unknown_id_writes_nothing(service: MemoryService, alice: Principal,

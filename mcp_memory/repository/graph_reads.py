@@ -16,7 +16,7 @@ from ..graph.subjects import Subjects
 from ..models import KINDS, MemoryEdge, MemoryFilter, Principal
 from .graph import choose, named_rows
 from .memory_store import MemoryStore
-from .sql import Sql, live, visible
+from .sql import Sql, live, successor, visible
 
 
 async def structure_of(conn: asyncpg.Connection, p: Principal, ids: Sequence[UUID]) -> dict[UUID, dict[str, Any]]:
@@ -225,7 +225,8 @@ async def facts_of(conn: asyncpg.Connection, p: Principal, entities: Sequence[UU
     return await conn.fetch(
         f"""SELECT DISTINCT ON (f.valid_from, m.created_at, m.id) f.attribute, f.key_words, f.single, f.valid_from,
                    f.entity_id, e.name AS entity_name, e.kind AS entity_kind,
-                   m.id, m.title, m.content, m.kind, m.tags, m.agent_id, m.project_id, m.occurred_at, m.superseded_by
+                   m.id, m.title, m.content, m.kind, m.tags, m.agent_id, m.project_id, m.occurred_at, m.superseded_by,
+                   {successor(q, p)}
             FROM memory_facts f JOIN memories m ON m.user_id = f.user_id AND m.id = f.memory_id
             LEFT JOIN entities e ON e.user_id = f.user_id AND e.id = f.entity_id
             WHERE f.user_id = {q.arg(p.user_id)} AND f.entity_id = ANY({q.arg(list(entities))}::uuid[])

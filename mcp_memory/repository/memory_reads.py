@@ -13,14 +13,14 @@ from ..models import HistoryEntry, ListOrder, Memory, MemoryFilter, Principal
 from . import graph_reads
 from .memory_rows import to_memory
 from .memory_store import MemoryStore
-from .sql import Sql, live
+from .sql import Sql, live, successor
 
 
 class MemoryReads(MemoryStore):
     async def peek_many(self, p: Principal, ids: Sequence[UUID]) -> list[Memory]:
         """Live, visible memories among `ids`, in the order given; no access is counted."""
         async with self.transaction(p) as conn:
-            rows = {r["id"]: r for r in await self._fetch(conn, p, ids, deleted=False)}
+            rows = {r["id"]: r for r in await self._fetch(conn, p, ids, deleted=False, successor=True)}
         return [to_memory(rows[i]) for i in ids if i in rows]
 
     async def structure(self, p: Principal, ids: Sequence[UUID]) -> dict[UUID, dict[str, Any]]:
@@ -41,7 +41,7 @@ class MemoryReads(MemoryStore):
         async with self.transaction(p) as conn:
             rows = await conn.fetch(
                 f"""UPDATE memories m SET access_count = access_count + 1, last_accessed = now()
-                    WHERE {' AND '.join(where)} RETURNING *""", *q.args)
+                    WHERE {' AND '.join(where)} RETURNING *, {successor(q, p)}""", *q.args)
         by_id = {r["id"]: r for r in rows}
         return [to_memory(by_id[i]) for i in ids if i in by_id]
 
@@ -60,7 +60,7 @@ class MemoryReads(MemoryStore):
             casts = {"importance": "::real", "occurred_at": "::timestamptz", "id": "::uuid"}
             bounds = ", ".join(f"{q.arg(v)}{casts[k]}" for k, v in zip(keys, after, strict=True))
             where.append(f"({', '.join(f'm.{k}' for k in keys)}) {op} ({bounds})")
-        sql = (f"SELECT * FROM memories m WHERE {' AND '.join(where)} "
+        sql = (f"SELECT *, {successor(q, p)} FROM memories m WHERE {' AND '.join(where)} "
                f"ORDER BY {', '.join(f'm.{k} {direction}' for k in keys)} LIMIT {q.arg(limit + 1)}")
         async with self.transaction(p) as conn:
             rows = await conn.fetch(sql, *q.args)

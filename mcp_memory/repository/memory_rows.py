@@ -44,7 +44,9 @@ def to_memory(row: asyncpg.Record, now: datetime | None = None) -> Memory:
         last_accessed=row["last_accessed"],
         deleted_at=row["deleted_at"],
         deleted_reason=row["deleted_reason"],
-        superseded_by=row["superseded_by"],
+        # A read names the successor only while it is live and visible (sql.py `successor`); a row
+        # just written or changed names what it stores.
+        superseded_by=row.get("successor", row["superseded_by"]),
     )
 
 

@@ -17,6 +17,7 @@ from ..models import Principal
 from . import jobs
 from .memory_rows import _ids_text, _own
 from .sql import Sql, local_transaction, planner_rows, read_transaction, visible
+from .sql import successor as successor_of
 
 T = TypeVar("T")
 
@@ -80,12 +81,14 @@ class MemoryStore:
         )
 
     async def _fetch(self, conn: asyncpg.Connection, p: Principal, ids: Sequence[UUID], *,
-                     deleted: bool | None, lock: bool = False) -> list[asyncpg.Record]:
+                     deleted: bool | None, lock: bool = False, successor: bool = False) -> list[asyncpg.Record]:
+        """`successor`: with the live successor each names (sql.py `successor`), for a read."""
         q = Sql()
         where = [visible(q, p), f"m.id = ANY({q.arg(list(ids))}::uuid[])"]
         if deleted is not None:
             where.append("m.deleted_at IS NOT NULL" if deleted else "m.deleted_at IS NULL")
-        sql = f"SELECT * FROM memories m WHERE {' AND '.join(where)} ORDER BY m.id"
+        columns = f"*, {successor_of(q, p)}" if successor else "*"
+        sql = f"SELECT {columns} FROM memories m WHERE {' AND '.join(where)} ORDER BY m.id"
         return await conn.fetch(sql + (" FOR UPDATE" if lock else ""), *q.args)
 
     async def _lock_own(self, conn: asyncpg.Connection, p: Principal, ids: Sequence[UUID], *, deleted: bool,

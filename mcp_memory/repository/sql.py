@@ -171,6 +171,16 @@ def filtered(q: Sql, f: MemoryFilter | None, alias: str = "m") -> list[str]:
     return where
 
 
+def successor(q: Sql, p: Principal, alias: str = "m") -> str:
+    """The column `successor`: the memory that replaced `alias` (its `superseded_by`) where `p` may
+    see it and it is not forgotten. A forgotten successor replaces nothing (the search ranks its
+    predecessor as current again, retrieval/statement.py), so a read does not say it does: "Priya
+    moved to Lisbon." showed `superseded_by` the Porto note its user had just forgotten, an id
+    `memory_get` then could not find."""
+    return (f"(SELECT s.id FROM memories s WHERE s.id = {alias}.superseded_by AND {visible(q, p, 's')} "
+            f"AND s.deleted_at IS NULL) AS successor")
+
+
 def live(q: Sql, p: Principal, f: MemoryFilter | None = None) -> list[str]:
     """The WHERE clauses of the memories `p` may see that are not forgotten and pass `f`: what a
     read, a count, a browse and a search start from (alias m)."""

@@ -88,7 +88,7 @@ def _hit(row: asyncpg.Record, score: float, snippet_chars: int, explain: dict[st
     return SearchHit(id=row["id"], uri=memory_uri(row["id"]), title=row["title"], snippet=content[:snippet_chars],
                      truncated=len(content) > snippet_chars, kind=row["kind"], tags=list(row["tags"]),
                      scope=ScopeInfo.of(row["agent_id"], row["project_id"]), occurred_at=row["occurred_at"],
-                     age=human_age(row["occurred_at"]), score=score, superseded_by=row["superseded_by"],
+                     age=human_age(row["occurred_at"]), score=score, superseded_by=row["successor"],
                      explain=explain, valid_until=valid_until)
 
 

@@ -37,7 +37,7 @@ def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool,
         occurred_at=row["occurred_at"],
         age=human_age(row["occurred_at"]),
         score=round(row["score"], 6),
-        superseded_by=row["superseded_by"],
+        superseded_by=row["successor"],  # live and visible: a forgotten successor replaces nothing
         explain={"vector": row["vec_rank"], "fulltext": row["fts_rank"], "trigram": row["trgm_rank"],
                  "fused": round(row["fused"], 6), "reply": round(row["reply"], 6),
                  "recency": round(row["recency"], 4), "subject": round(row["about"], 4),

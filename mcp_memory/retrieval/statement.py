@@ -345,7 +345,7 @@ WHERE x.key < w.worst"""
         FROM fused f {_by_id(q, p, "f", "m")}
     ),
     best AS (
-        SELECT m.*, c.conversation, fused * recency * {penalty} * period * c.conversation AS base
+        SELECT m.*, c.conversation, s.id AS successor, fused * recency * {penalty} * period * c.conversation AS base
         FROM scored m LEFT JOIN memories s
             ON s.user_id = m.user_id AND s.id = m.superseded_by AND s.deleted_at IS NULL
         CROSS JOIN LATERAL (SELECT CASE WHEN m.named > 1 THEN 1 ELSE {elsewhere.factor} END::float8 AS conversation) c
