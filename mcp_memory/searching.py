@@ -147,7 +147,7 @@ class Searching:
                     unnamed = []
                 # The present's focus (and a span's, retrieval/then.py) compares the subject's memories
                 # with the question without its subject (retrieval/focus.py): one run of the model for both.
-                beside = (question_beside(parsed) or then.question_beside(parsed)
+                beside = (then.question_beside(parsed) or question_beside(parsed)
                           if self.settings.present_focus and min_similarity is None else None)
                 vector = await self._query_vector(parsed, said=said, beside=beside)
             # A listing by similarity (a forget preview) is what matches, not an order: never reranked.

@@ -9,7 +9,8 @@ from mcp_memory.config import Settings
 from mcp_memory.db import Database
 from mcp_memory.models import Principal
 from mcp_memory.retrieval.query import parse_query
-from mcp_memory.retrieval.then import asks_then, unspanned
+from mcp_memory.retrieval.dates import value_bounds
+from mcp_memory.retrieval.then import asks_beside, asks_then, unspanned
 from mcp_memory.retrieval.whose import MASK
 from mcp_memory.service import MemoryService
 
@@ -86,3 +87,51 @@ async def test_a_new_question_about_a_span_is_embedded_with_itself_unnamed_in_on
     found = await counted.search(alice, "Where did Ines Moreau live in March 2024?", explain=True)
     assert embedder.query_calls == [["Where did Ines Moreau live?", f"Where did {MASK} {MASK} live?"]]
     assert found.hits[0].explain["answers_then"]
+
+
+def test_a_question_placing_what_it_asks_before_or_after_a_value() -> None:
+    beside = asks_beside(parse_query("Who did I report to before Omar?"))
+    assert beside is not None and (beside.bound.kind, beside.bound.word) == ("before", "omar")
+    assert beside.asked.text == "Who did I report to?" and beside.asked.subject == ()  # Omar is no subject
+    beside = asks_beside(parse_query("What car did Ines drive after the Tesla?"))  # the article passed over
+    assert beside is not None and (beside.bound.kind, beside.bound.word) == ("after", "tesla")
+    # A date is a span's (asks_then); "by" and "until" bound no value; a stop word names none; and an
+    # attribute held many at a time, or none, is not asked so.
+    for question in ("Where did Ines live before 2025?", "Who is managed by Signe?", "Where did Ines live before it?",
+                     "What is Ines allergic to since Easter?", "What did Ines say after Omar?"):
+        assert asks_beside(parse_query(question)) is None, question
+    assert [b.word for b in value_bounds("before the Tesla, after Vim, until Friday")] == ["tesla", "vim"]
+
+
+async def test_the_answer_written_before_the_memory_naming_the_value_comes_first(service: MemoryService,
+                                                                                alice: Principal) -> None:
+    """Nobody passing keys: "before Omar" is the user's manager noted before the note that names Omar,
+    however the text lists them (the note naming Omar matches his name and the question's words)."""
+    texts = [("My manager is Dana Whitfield.", "2025-01-10"), ("I drive a 2016 Honda Civic.", "2025-02-10"),
+             ("I had a long call about the roadmap.", "2025-02-01"),
+             ("Dana left the company; my new manager is Omar Haddad.", "2025-06-15"),
+             ("Sold the Civic, now I drive a Tesla Model 3.", "2025-09-01"),
+             ("Omar moved our one-to-ones to Thursdays.", "2025-10-01")]
+    ids = [(await service.write(alice, text, occurred_at=datetime.fromisoformat(day).replace(tzinfo=UTC))).memory.id
+           for text, day in texts]
+    dana, civic, omar, tesla = ids[0], ids[1], ids[3], ids[4]
+
+    async def first(question: str, **update: object) -> tuple[object, dict]:
+        service.settings = service.settings.model_copy(update={"present_focus": True, **update})
+        hit = (await service.search(alice, question, explain=True)).hits[0]
+        return hit.id, hit.explain
+
+    found, explain = await first("What car did I drive before the Tesla?")
+    assert found == civic and explain["answers_then"]
+    assert (await first("What car did I drive before the Tesla?", present_focus=False))[0] == tesla
+    assert (await first("Which car did I get after the Honda?"))[0] == tesla
+    # "Omar" is named by two notes: nothing says which one the bound means, and the order is the text's.
+    assert (await first("Who did I report to before Omar?"))[0] == \
+        (await first("Who did I report to before Omar?", present_focus=False))[0]
+    assert (await first("Who did I report to before Haddad?"))[0] == dana
+    # Nothing noted before the value: the text's order, and nothing marked.
+    found, explain = await first("What car did I drive before the Honda?")
+    assert found == (await first("What car did I drive before the Honda?", present_focus=False))[0]
+    assert "answers_then" not in explain
+    assert omar != dana
+

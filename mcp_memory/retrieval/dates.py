@@ -172,3 +172,35 @@ def tidy(rest: str, original: str) -> str:
     # A time phrase opening the question leaves its comma behind ("In March 2025, what was ...").
     rest = _DANGLING.sub(r"\1", _SPACE.sub(" ", rest)).strip().lstrip(",;: ")
     return rest if any(ch.isalnum() for ch in rest) else original
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A question placing what it asks before or after a value rather than a date ("Where did Priya
+    live before Lisbon?"): the bound's kind, the word after it, and where the two stand."""
+
+    kind: str  # "before", "after" or "since" (the lexicon's `date_bounds`)
+    word: str  # lower case
+    start: int
+    end: int
+
+
+@functools.lru_cache(maxsize=8)
+def _bound_then_word(lexicon: Lexicon) -> re.Pattern[str]:
+    article = rf"(?:(?:{phrases_pattern(lexicon.articles)})\s+)?" if lexicon.articles else ""
+    return re.compile(rf"(?<![\w'-])({phrases_pattern(tuple(lexicon.date_bounds))})\s+{article}([\w'-]+)",
+                      re.IGNORECASE)
+
+
+def value_bounds(question: str, lexicon: Lexicon = ENGLISH) -> list[Bound]:
+    """Each bound of time in `question` followed by a word that may be a value ("before Lisbon",
+    "after the Tesla": its article passed over), in order: a stop word after it names none, and
+    "until" and "by" bound a time only before a date ("Who is managed by Signe?")."""
+    found = []
+    for match in _bound_then_word(lexicon).finditer(question):
+        word = match.group(2).lower()
+        kind = lexicon.date_bounds[" ".join(match.group(1).lower().split())]
+        if word not in lexicon.stop_words and kind in ("before", "after", "since"):
+            found.append(Bound(kind, word, match.start(), match.end()))
+    return found
+

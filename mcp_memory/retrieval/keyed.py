@@ -7,8 +7,6 @@ entity, or none of its attributes, keeps the hits the other stages gave, exactly
 
 from __future__ import annotations
 
-import functools
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,9 +19,10 @@ from ..graph.keys import in_lexicon
 from ..graph.names import USER, USER_NAME, Name, canonical, classified, entity_name
 from ..graph.questions import asked, asked_for
 from ..graph.validity import Held, current_first, held, held_within
-from ..lexicon import Lexicon, phrases_pattern
+from ..lexicon import Lexicon
 from ..models import MemoryFilter, Principal, ScopeInfo, SearchHit, human_age, memory_uri
 from ..repository.graph_reads import entities_by_name, facts_of
+from .dates import value_bounds
 from .focus import TextVectors
 from .key_meaning import name_another
 from .naming import Linked
@@ -147,12 +146,6 @@ def moved_on(facts: Sequence[asyncpg.Record], chain: Sequence[asyncpg.Record], l
         current = step
 
 
-@functools.lru_cache(maxsize=8)
-def _bound_then_word(lexicon: Lexicon) -> re.Pattern[str]:
-    """A word the lexicon bounds a time by ("before", "after", "since") and the word after it."""
-    return re.compile(rf"(?<![\w'-])({phrases_pattern(tuple(lexicon.date_bounds))})\s+([\w'-]+)", re.IGNORECASE)
-
-
 def beside_value(question: str, values: Sequence[Held], lexicon: Lexicon) -> list[Held] | None:
     """`values` (one attribute's, in their order) for a question placing what it asks before or after
     one of them ("Where did Priya live before Lisbon?", "Which editor did I use after Vim?"): the
@@ -161,17 +154,12 @@ def beside_value(question: str, values: Sequence[Held], lexicon: Lexicon) -> lis
     is). None where no word after such a bound names exactly one of the values (a stop word or the
     subject's name, which every value's text holds, names none)."""
     said = [frozenset(lexicon.words(v.row["content"])) for v in values]
-    for match in _bound_then_word(lexicon).finditer(question):
-        word = match.group(2).lower()
-        kind = lexicon.date_bounds[" ".join(match.group(1).lower().split())]
-        # "until" and "by" read as a time's bound only before a date ("Who is managed by Signe?").
-        if word in lexicon.stop_words or kind not in ("before", "after", "since"):
-            continue
-        named = [v for v, words in zip(values, said, strict=True) if word in words]
+    for bound in value_bounds(question, lexicon):
+        named = [v for v, words in zip(values, said, strict=True) if bound.word in words]
         if len(named) != 1:
             continue
         pivot = named[0].row["valid_from"]
-        if kind == "before":
+        if bound.kind == "before":
             first = sorted((v for v in values if v.row["valid_from"] < pivot), key=lambda v: v.row["valid_from"],
                            reverse=True)
         else:

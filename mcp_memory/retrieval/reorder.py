@@ -61,32 +61,41 @@ async def after_sql(rows: Sequence[Row], parsed: ParsedQuery, *, past: bool, con
     ordered = list(rows) if past else newest_of_conflicts(list(rows), conflict)
     on_topic: dict[UUID, focus.Closeness] = {}
     span = then.asks_then(parsed)
+    when: Period | then.Beside | None = span if span is not None else then.asks_beside(parsed)
     if vectors is not None and settings.present_focus and not listing:
-        if focus.applies(parsed):
+        # "Who is Ana's manager after Marco?" asks what came after Marco, not who it is now.
+        if isinstance(when, then.Beside):
+            on_topic = await focus.similarities(ordered, when.asked, vectors, conflict)
+        elif focus.applies(parsed):
             on_topic = await focus.similarities(ordered, parsed, vectors, conflict)
         elif span is not None:
             on_topic = await focus.similarities(ordered, then.unspanned(parsed), vectors, conflict)
-    return reorder(ordered, on_topic, settings.present_margin, settings.snippet_chars, explain, span)
+    return reorder(ordered, on_topic, settings.present_margin, settings.snippet_chars, explain, when)
 
 
 def reorder(rows: list[Row], on_topic: dict[UUID, focus.Closeness], margin: float, snippet_chars: int,
-            explain: bool, span: Period | None = None) -> list[SearchHit]:
+            explain: bool, when: Period | then.Beside | None = None) -> list[SearchHit]:
     """The Python stage after the versions of one fact were put newest first: for a question
     about the present, the subject's memories that answer it newest first (`on_topic`: how
     close each is to the question and to the others, names masked; `explain` marks them
-    `answers_now`), for one about a `span` it names, the one written last before it ended first
-    (then.py); otherwise a successor above what it superseded."""
+    `answers_now`); for one about a span it names (`when`), the one written last before it ended
+    first, and for one about what came before or after a value, those written that way from the
+    memory naming it (then.py; `answers_then`); otherwise a successor above what it superseded."""
     answers = focus.answers_of(rows, on_topic, margin)
-    if span is not None:
-        rows, answers = then.held_first(rows, answers, span.end)
+    if isinstance(when, Period):
+        rows, answers = then.held_first(rows, answers, when.end)
+    elif when is not None:
+        rows, answers = then.beside_first(rows, answers, on_topic.keys(), when)
+        if not answers:  # nothing says what came that way: read as any other question
+            when = None
     else:
         rows = focus.answers_first(rows, answers)
-    flag = "answers_then" if span is not None else "answers_now"
+    flag = "answers_then" if when is not None else "answers_now"
     hits = [_hit(r, snippet_chars, explain, on_topic.get(r["id"]), flag if r["id"] in answers else None)
             for r in rows]
-    # What a newer memory replaced is what held before it: a question about a span keeps it where
-    # its time put it.
-    return placed_scores(hits if span is not None else successors_first(hits))
+    # What a newer memory replaced is what held before it: a question about another time keeps it
+    # where its time put it.
+    return placed_scores(hits if when is not None else successors_first(hits))
 
 
 def placed_scores(hits: list[SearchHit]) -> list[SearchHit]:

@@ -13,7 +13,7 @@ from ..lexicon import Lexicon
 from ..lexicon.english import ENGLISH
 from ..models import MemoryFilter, Principal, SearchHit, SearchReading
 from ..repository import MemoryRepository
-from . import focus, whose
+from . import focus, then, whose
 from .broad_names import broad_names, speakers, spoken_shares, without_names
 from .common_words import too_common, word_rows
 from .conversations import SPEAKER_TURNS_READ, told_apart
@@ -53,8 +53,10 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
     speaking: list[tuple[UUID, ...]] = []
     ranked = max(limit, whose.WINDOW)
 
+    whom = then.whose_question(parsed)  # whom it asks of, for the subject factor
+
     def built(exact: bool = False) -> SearchStatement | None:
-        return build_search(p, parsed, f, limit=ranked, settings=settings, vector=vector, model=model,
+        return build_search(p, whom, f, limit=ranked, settings=settings, vector=vector, model=model,
                             dimension=dimension, min_similarity=min_similarity, exact=exact, linked=linked,
                             common=common, fenced=narrowed.fenced, speakers=speaking, by_rows=by_rows)
 
@@ -66,7 +68,7 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
         narrowed = await narrowing(conn, p, f, model, index_rows=index_rows, candidates=settings.search_candidates,
                                    remembered=repo.counted) if statement.walks_graph and model else Narrowing(False)
         exact = narrowed.exact
-        named = await named_in(conn, p, parsed)
+        named = await named_in(conn, p, whom)
         linked = named.linked if settings.subject_boost != 1 else None
         # A listing by similarity (a forget preview) matches the question as said.
         left_out: list[str] = []

@@ -8,18 +8,24 @@ happened then ("What did Mel paint in July 2023?") and wrong for what held then:
 July was usually written down before July began. So only a question asking an attribute that
 holds one value at a time (focus.py `changing`) is read this way; one whose subject has no answer
 written before the span ended keeps the order it had. A writer's keyed facts say the same by their
-validity (keyed.py); this is what the text alone gives."""
+validity (keyed.py); this is what the text alone gives.
+
+A question placing what it asks before or after a value it names instead of a date ("Who did I report
+to before Omar?", "Which editor did I use after Vim?") is read the same way: of the answers to the
+question without that bound ("Who did I report to?"), those written before the one subject's memory
+that names the value go first, the latest first (after it: the earliest first)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Collection
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from .dates import Period, find_period
+from .dates import Bound, Period, find_period, tidy, value_bounds
 from .focus import changing, masked_question
-from .query import ParsedQuery
+from .query import ParsedQuery, parse_query
 
 
 def asks_then(parsed: ParsedQuery) -> Period | None:
@@ -37,10 +43,48 @@ def unspanned(parsed: ParsedQuery) -> ParsedQuery:
     return replace(parsed, asked=find_period(parsed.asked, parsed.lexicon)[1]) if parsed.asked else parsed
 
 
+@dataclass(frozen=True)
+class Beside:
+    """A question asking what held before or after a value it names (`bound`), and that question
+    without the bound (`asked`: "Who did I report to?"), as the focus compares the subject's
+    memories with it."""
+
+    bound: Bound
+    asked: ParsedQuery
+
+
+def asks_beside(parsed: ParsedQuery) -> Beside | None:
+    """The first bound before a value in a question naming no date (`dates.value_bounds`), where
+    the question without it asks an attribute holding one value at a time; None otherwise. The
+    question is read again without the bound, so the value ("Omar") is no subject of it."""
+    if parsed.period is not None:
+        return None
+    question = parsed.asked or parsed.text
+    for bound in value_bounds(question, parsed.lexicon):
+        asked = parse_query(tidy(question[:bound.start] + question[bound.end:], question), parsed.lexicon)
+        if changing(asked.text, parsed.lexicon):
+            return Beside(bound, asked)
+    return None
+
+
+def whose_question(parsed: ParsedQuery) -> ParsedQuery:
+    """`parsed` naming whom it asks of without a value it places what it asks beside: "What was Odalys's
+    city before Berlin?" is about Odalys, and the subject factor (statement.py) lifted only the note
+    naming both, so the focus found one memory of hers to compare."""
+    beside = asks_beside(parsed)
+    if beside is None:
+        return parsed
+    return replace(parsed, subject=beside.asked.subject, full_names=beside.asked.full_names)
+
+
 def question_beside(parsed: ParsedQuery) -> str | None:
-    """The question without its span as the focus will embed it, its subject taken out, for one in
-    the model's run with the question (focus.py `question_beside`); None where it asks nothing then."""
-    return masked_question(unspanned(parsed)) if asks_then(parsed) else None
+    """The question without its span (or its bound before a value) as the focus will embed it, its
+    subject taken out, for one in the model's run with the question (focus.py `question_beside`);
+    None where it asks nothing then."""
+    if asks_then(parsed):
+        return masked_question(unspanned(parsed))
+    beside = asks_beside(parsed)
+    return masked_question(beside.asked) if beside is not None else None
 
 
 def held_first(rows: list[Any], answers: set[UUID], end: datetime | None) -> tuple[list[Any], set[UUID]]:
@@ -54,3 +98,26 @@ def held_first(rows: list[Any], answers: set[UUID], end: datetime | None) -> tup
     held = {r["id"] for r in before}
     after = sorted((r for r in rows if r["id"] in answers and r["id"] not in held), key=lambda r: r["occurred_at"])
     return before + after + [r for r in rows if r["id"] not in answers], answers
+
+
+def beside_first(rows: list[Any], answers: set[UUID], judged: Collection[UUID],
+                 beside: Beside) -> tuple[list[Any], set[UUID]]:
+    """`rows` with the `answers` written before the one subject's memory (of `judged`) that names
+    the bound's value first, the latest first (after or since it: those written after it, the
+    earliest first), and the rest in their order; and the answers so placed. Where no memory or
+    several name the value, or no answer lies that way, nothing says what the answer is: `rows` as
+    they were, and none."""
+    words = beside.asked.lexicon.words
+    naming = [r for r in rows if r["id"] in judged and beside.bound.word in words(r["content"])]
+    if len(naming) != 1:
+        return rows, set()
+    pivot = naming[0]["occurred_at"]
+    later = beside.bound.kind != "before"
+    placed = sorted((r for r in rows if r["id"] in answers and r["id"] != naming[0]["id"]
+                     and (r["occurred_at"] > pivot if later else r["occurred_at"] < pivot)),
+                    key=lambda r: r["occurred_at"], reverse=not later)
+    if not placed:
+        return rows, set()
+    ids = {r["id"] for r in placed}
+    return placed + [r for r in rows if r["id"] not in ids], ids
+
