@@ -14,7 +14,12 @@ per writer (`--writers none,about-key`: nobody passing anything, or the writer s
 memory is about and which attribute it states, in its own words varying per write), and writes
 JSON. One copy of the set per writer.
 
-Usage: python bench/spans.py [SET.jsonl ...] [--writers none,about-key] [--limit 10] [--out F]
+`--bound value` asks instead what held before a version's value or after it ("What was Ana's manager
+before Marco?"), the value a word of that version no other version of the fact holds; then@1 is then
+the version next to it that way.
+
+Usage: python bench/spans.py [SET.jsonl ...] [--writers none,about-key] [--bound month|value] [--limit 10]
+                             [--out F]
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import argparse
 import asyncio
 import calendar
 import json
+import re
 import sys
 import time
 from datetime import UTC, datetime, timedelta
@@ -65,10 +71,49 @@ def questions(record: dict[str, Any], shift: timedelta, first_form: int = 0) -> 
     return asked
 
 
-async def run_set(path: Path, writers: list[str], limit: int) -> dict[str, Any]:
+# `--bound value`: the question places what it asks before or after a version's value instead of a date,
+# {v} a word of that version no other version of the fact holds. Before a version: the one before it.
+VALUE_FORMS = {"before": ("What was {e}'s {a} before {v}?", "Which {a} did {e} have before {v}?"),
+               "after": ("What was {e}'s {a} after {v}?", "Which {a} did {e} have after {v}?")}
+WORD = re.compile(r"[\w][\w'.:-]*\w|\w")
+
+
+def value_word(version: dict[str, Any], record: dict[str, Any]) -> str | None:
+    """A word naming `version`'s value: the first written with a capital (not the text's first word)
+    or with a digit that no other version of `record` holds, nor the entity's name; None if none."""
+    def plain(word: str) -> str:
+        return word.lower().removesuffix("'s")
+
+    others = {plain(w) for v in record["versions"] if v is not version for w in WORD.findall(v["content"])}
+    others |= {plain(w) for w in WORD.findall(record["entity"])}
+    words = WORD.findall(version["content"])
+    for word in words[1:]:
+        if (word[:1].isupper() or any(c.isdigit() for c in word)) and plain(word) not in others:
+            return word.removesuffix("'s")
+    return None
+
+
+def value_questions(record: dict[str, Any], first_form: int = 0) -> list[tuple[str, str]]:
+    """(question, the key of the version it asks for): of each two versions in a row, what held
+    before the later one's value and what held after the earlier one's, the forms taken in turn."""
+    versions = sorted(record["versions"], key=lambda v: v["occurred_at"])
+    asked = []
+    for version, following in zip(versions, versions[1:], strict=False):
+        for kind, named, answer in (("before", following, version), ("after", version, following)):
+            word = value_word(named, record)
+            if word is None:
+                continue
+            forms = VALUE_FORMS[kind]
+            form = forms[(first_form + len(asked)) % len(forms)]
+            asked.append((form.format(e=record["entity"], a=record["attribute"], v=word), answer["key"]))
+    return asked
+
+
+async def run_set(path: Path, writers: list[str], limit: int, bound: str = "month") -> dict[str, Any]:
     records = [r for r in load(path) if r["type"] != "stable"]
     shift = shift_of(records)
-    asked = [(r, q, key) for i, r in enumerate(records) for q, key in questions(r, shift, i)]
+    asked = [(r, q, key) for i, r in enumerate(records)
+             for q, key in (questions(r, shift, i) if bound == "month" else value_questions(r, i))]
     out: dict[str, Any] = {"set": path.stem, "records": len(records), "questions": len(asked)}
     for writer_mode in writers:
         async with bench_database(None, "spans") as bench:
@@ -100,7 +145,7 @@ async def run_set(path: Path, writers: list[str], limit: int) -> dict[str, Any]:
 
 async def main_async(args: argparse.Namespace) -> None:
     writers = args.writers.split(",")
-    results = [await run_set(path, writers, args.limit) for path in args.sets]
+    results = [await run_set(path, writers, args.limit, args.bound) for path in args.sets]
     print(table(["set", "questions", "writer", "then@1", "then@3", "newest@1", "MRR", "p50 ms", "p95 ms"],
                 [[r["set"], r["questions"], w, r[w]["then_at_1"], r[w]["then_at_3"], r[w]["newest_at_1"], r[w]["mrr"],
                   r[w]["latency"]["p50_ms"], r[w]["latency"]["p95_ms"]] for r in results for w in writers]))
@@ -116,6 +161,9 @@ def main() -> None:
     parser.add_argument("sets", nargs="*", type=Path, default=SETS)
     parser.add_argument("--writers", default="none,about-key", help="none, about-key or both, comma-separated")
     parser.add_argument("--limit", type=int, default=10)
+    parser.add_argument("--bound", choices=("month", "value"), default="month",
+                        help="month: a calendar month between two versions (default); value: before the later "
+                             "version's value or after the earlier one's ('before Lisbon')")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "spans.json")
     asyncio.run(main_async(parser.parse_args()))
 
