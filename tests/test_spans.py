@@ -1,15 +1,19 @@
-"""A question about a span of time it names, nobody passing keys (retrieval/then.py): the value that
-held then first, from the text alone."""
+"""A question about a span of time it names, or about what came before or after a value, nobody
+passing keys (retrieval/then.py): the value that held then first, from the text alone."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from mcp_memory.config import Settings
 from mcp_memory.db import Database
+from mcp_memory.lexicon import Lexicon
 from mcp_memory.models import Principal
-from mcp_memory.retrieval.query import parse_query
+from mcp_memory.retrieval import then
 from mcp_memory.retrieval.dates import value_bounds
+from mcp_memory.retrieval.query import ParsedQuery, parse_query
 from mcp_memory.retrieval.then import asks_beside, asks_then, unspanned
 from mcp_memory.retrieval.whose import MASK
 from mcp_memory.service import MemoryService
@@ -101,6 +105,21 @@ def test_a_question_placing_what_it_asks_before_or_after_a_value() -> None:
                      "What is Ines allergic to since Easter?", "What did Ines say after Omar?"):
         assert asks_beside(parse_query(question)) is None, question
     assert [b.word for b in value_bounds("before the Tesla, after Vim, until Friday")] == ["tesla", "vim"]
+
+
+
+def test_a_question_of_many_bounds_is_parsed_again_a_bounded_number_of_times(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each bound read parses the question again without it: a hostile question of 180 took 2 s."""
+    parsed_again: list[str] = []
+
+    def counting(question: str, lexicon: Lexicon) -> ParsedQuery:
+        parsed_again.append(question)
+        return parse_query(question, lexicon)
+
+    then._beside.cache_clear()
+    monkeypatch.setattr(then, "parse_query", counting)
+    assert asks_beside(parse_query("What did Ines say " + "after lunch " * 180 + "?")) is None
+    assert len(parsed_again) == then.BOUNDS_READ
 
 
 async def test_the_answer_written_before_the_memory_naming_the_value_comes_first(service: MemoryService,
