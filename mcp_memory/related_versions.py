@@ -190,7 +190,7 @@ class RelatedVersions:
             earlier = await versions.earlier_versions(content, [r for r, _ in rows if r["kind"] not in MOMENTS],
                                                       self.vectors, graph=near.graph)
         return [RelatedMemory(id=r["id"], snippet=r["content"][:chars], kind=r["kind"], age=human_age(r["occurred_at"]),
-                              similarity=round(similarity, 4), superseded_by=r["superseded_by"],
+                              similarity=round(similarity, 4), superseded_by=r["successor"],
                               earlier_version=earlier.get(r["id"]))
                 for r, similarity in rows]
 

@@ -321,6 +321,9 @@ async def test_supersedes_ranks_successor_first(service: MemoryService, alice: P
     assert (await service.get(alice, [old.id])).memories[0].superseded_by is None
     assert (await service.get_one(alice, old.id)).superseded_by is None
     assert [m.superseded_by for m in (await service.list(alice)).memories] == [None]
+    near = await service.write(alice, "Maya's home city is Lisbon, in Portugal")
+    assert [(r.id, r.superseded_by) for r in near.related if r.id == old.id] == [(old.id, None)]
+    await service.forget(alice, [near.memory.id])
     await service.restore(alice, [new.id])
     assert (await service.get(alice, [old.id])).memories[0].superseded_by == new.id
     assert (await service.search(alice, "Maya lives in Lisbon home city")).hits[1].superseded_by == new.id

@@ -12,7 +12,7 @@ import numpy as np
 from ..models import Principal
 from .embeddings import exact_distance, model_literal, walk_distance
 from .memories import MemoryRepository
-from .sql import Sql, live
+from .sql import Sql, live, successor
 
 
 async def nearest(repo: MemoryRepository, p: Principal, vector: Sequence[float], *, model: str, dimension: int,
@@ -27,7 +27,7 @@ async def nearest(repo: MemoryRepository, p: Principal, vector: Sequence[float],
     given = q.arg(np.asarray(vector, dtype=np.float32))
     distance = exact_distance(dimension, given)
     sql = f"""
-        SELECT m.*, 1 - ({distance}) AS similarity,
+        SELECT m.*, {successor(q, p)}, 1 - ({distance}) AS similarity,
                EXISTS (SELECT 1 FROM memory_entities me WHERE me.user_id = m.user_id AND me.memory_id = m.id
                        AND me.role = 'about' AND me.source <> 'rules') AS said_about
         FROM memories m
