@@ -154,3 +154,17 @@ async def test_the_answer_written_before_the_memory_naming_the_value_comes_first
     assert "answers_then" not in explain
     assert omar != dana
 
+
+async def test_the_users_notes_need_not_state_the_attribute_in_the_lexicons_words(service: MemoryService,
+                                                                                 alice: Principal) -> None:
+    """With no time word, two of the user's notes must state what is asked for the focus to compare
+    them (tests/test_focus.py); a question asking what came before a value says itself that the
+    attribute had values in turn."""
+    vim = (await service.write(alice, "I use Vim for editing code.",
+                               occurred_at=datetime(2024, 3, 1, tzinfo=UTC))).memory.id
+    for text, day in [("I switched from Vim to VS Code.", "2025-04-01"),
+                      ("I had a long call about the roadmap.", "2025-05-01")]:
+        await service.write(alice, text, occurred_at=datetime.fromisoformat(day).replace(tzinfo=UTC))
+    found = (await service.search(alice, "What editor did I use before VS Code?", explain=True)).hits[0]
+    assert found.id == vim and found.explain["answers_then"]
+

@@ -123,10 +123,12 @@ class Closeness:
 
 
 async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
-                       vectors: TextVectors, conflict: float) -> dict[UUID, Closeness]:
+                       vectors: TextVectors, conflict: float, *, sequence: bool = False) -> dict[UUID, Closeness]:
     """Each subject memory in the window against the question and chained to the others, the
     subject masked everywhere; empty when fewer than two are there or the embedder is not
-    answering. `conflict`: the cosine at which vectors say one fact (versions.py)."""
+    answering. `conflict`: the cosine at which vectors say one fact (versions.py). `sequence`: the
+    question itself says the attribute had values in turn ("before VS Code", then.py), so of the
+    user, too, the memories need not state it in the lexicon's words to be compared."""
     positions, unnamed = subject_positions(rows, parsed)
     if len(positions) < 2:
         return {}
@@ -137,8 +139,8 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
     texts = [compared(rows[i]["content"], unnamed, parsed.lexicon) for i in positions]
     # The words decide before anything is embedded: a masked question is a text no search has
     # asked, so its vector is a model run of its own (bench/stdio_latency.py's new questions).
-    if parsed.tense != "present" and not versions_said(masked, texts, parsed.lexicon,
-                                                       stated_only=asks_of_user_alone(parsed.text, parsed.lexicon)):
+    stated_only = not sequence and asks_of_user_alone(parsed.text, parsed.lexicon)
+    if parsed.tense != "present" and not versions_said(masked, texts, parsed.lexicon, stated_only=stated_only):
         return {}
     # Both at once: the masked texts' lookup in the embedding cache while the question embeds.
     question, documents = await asyncio.gather(vectors.query(masked), vectors.documents_or_none(texts))

@@ -65,7 +65,7 @@ async def after_sql(rows: Sequence[Row], parsed: ParsedQuery, *, past: bool, con
     if vectors is not None and settings.present_focus and not listing:
         # "Who is Ana's manager after Marco?" asks what came after Marco, not who it is now.
         if isinstance(when, then.Beside):
-            on_topic = await focus.similarities(ordered, when.asked, vectors, conflict)
+            on_topic = await focus.similarities(ordered, when.asked, vectors, conflict, sequence=True)
         elif focus.applies(parsed):
             on_topic = await focus.similarities(ordered, parsed, vectors, conflict)
         elif span is not None:
