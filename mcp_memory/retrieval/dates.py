@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from ..lexicon import Lexicon, phrases_pattern
 from ..lexicon.english import ENGLISH
+
+T = TypeVar("T")
 
 _NEVER = "(?!)"  # what a part whose words a language leaves empty matches: nothing
 _YEAR = r"(?P<year>19\d\d|2[01]\d\d)"
@@ -183,6 +187,13 @@ class Bound:
     word: str  # lower case
     start: int
     end: int
+
+    def nearest_first(self, items: Iterable[T], moment: Callable[[T], datetime], pivot: datetime) -> list[T]:
+        """Those of `items` on this bound's side of `pivot` (the moment of what names the value),
+        the nearest first: before it the latest first, after or since it the earliest first."""
+        later = self.kind != "before"
+        return sorted((i for i in items if (moment(i) > pivot if later else moment(i) < pivot)), key=moment,
+                      reverse=not later)
 
 
 @functools.lru_cache(maxsize=8)

@@ -158,12 +158,7 @@ def beside_value(question: str, values: Sequence[Held], lexicon: Lexicon) -> lis
         named = [v for v, words in zip(values, said, strict=True) if bound.word in words]
         if len(named) != 1:
             continue
-        pivot = named[0].row["valid_from"]
-        if bound.kind == "before":
-            first = sorted((v for v in values if v.row["valid_from"] < pivot), key=lambda v: v.row["valid_from"],
-                           reverse=True)
-        else:
-            first = sorted((v for v in values if v.row["valid_from"] > pivot), key=lambda v: v.row["valid_from"])
+        first = bound.nearest_first(values, lambda v: v.row["valid_from"], named[0].row["valid_from"])
         return first + [v for v in values if v not in first] if first else []
     return None
 

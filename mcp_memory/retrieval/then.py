@@ -121,11 +121,8 @@ def beside_first(rows: list[Any], answers: set[UUID], judged: Collection[UUID],
     naming = [r for r in rows if r["id"] in judged and beside.bound.word in words(r["content"])]
     if len(naming) != 1:
         return rows, set()
-    pivot = naming[0]["occurred_at"]
-    later = beside.bound.kind != "before"
-    placed = sorted((r for r in rows if r["id"] in answers and r["id"] != naming[0]["id"]
-                     and (r["occurred_at"] > pivot if later else r["occurred_at"] < pivot)),
-                    key=lambda r: r["occurred_at"], reverse=not later)
+    placed = beside.bound.nearest_first((r for r in rows if r["id"] in answers), lambda r: r["occurred_at"],
+                                        naming[0]["occurred_at"])
     if not placed:
         return rows, set()
     ids = {r["id"] for r in placed}
