@@ -190,6 +190,11 @@ async def test_the_graph_through_mcp_on_an_external_server(external) -> None:
                                                      "explain": True}))["hits"]
         assert [h["id"] for h in hits[:2]] == [second["memory"]["id"], first["memory"]["id"]]
         assert hits[0]["explain"]["fact"] == 1 and hits[1]["valid_until"].startswith("2025-10-11")
+        # A date corrected: Berlin came first after all, and Leipzig holds (repository/fact_order.py).
+        await call(client, "memory_update", {"id": second["memory"]["id"], "occurred_at": "2024-01-01T00:00:00Z"})
+        got = {m["id"]: m["superseded_by"] for m in (await call(client, "memory_get", {
+            "ids": [first["memory"]["id"], second["memory"]["id"]]}))["memories"]}
+        assert got == {first["memory"]["id"]: None, second["memory"]["id"]: first["memory"]["id"]}
 
 
 async def test_related_reads_whom_a_writer_said_on_an_external_server(external) -> None:

@@ -17,6 +17,7 @@ from ..graph import Key, Said
 from ..graph.names import USER, Name, begins, first_name, word_set
 from ..models import Principal
 from .entity_edits import first_name_taken_in
+from .fact_order import in_time_order
 from .sql import Sql, visible
 
 
@@ -280,11 +281,16 @@ async def record(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record,
 
 async def restate(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record,
                   names: Sequence[Name] | None) -> None:
-    """After an update: the keyed facts' validity starts at the memory's occurred_at, and with a
-    new text (`names` not None) the names rules read in the old text give way to the new text's;
-    what the writer or a model said stays."""
-    await conn.execute("UPDATE memory_facts SET valid_from = $3 WHERE user_id = $1 AND memory_id = $2 "
-                       "AND valid_from <> $3", p.user_id, memory["id"], memory["occurred_at"])
+    """After an update: the keyed facts' validity starts at the memory's occurred_at, their
+    attribute's values then in order of it (fact_order.py), and with a new text (`names` not None)
+    the names rules read in the old text give way to the new text's; what the writer or a model
+    said stays."""
+    moved = await conn.fetchval("WITH moved AS (UPDATE memory_facts SET valid_from = $3 WHERE user_id = $1 "
+                                "AND memory_id = $2 AND valid_from <> $3 RETURNING single) "
+                                "SELECT coalesce(bool_or(single), false) FROM moved",
+                                p.user_id, memory["id"], memory["occurred_at"])
+    if moved:
+        await in_time_order(conn, p, memory["id"])
     if names is None:
         return
     await lock_names(conn, p.user_id, [Said(list(names))])

@@ -1,0 +1,123 @@
+"""A keyed fact's date corrected with memory_update: the values of its one-at-a-time attribute
+follow the new order (repository/fact_order.py) in reads, search and the profile, with history, and
+nothing else moves: a pinned value, a writer's own link, another subject's or attribute's values, a
+narrower credential's reach."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from uuid import UUID
+
+from mcp_memory.repository.graph_checks import inconsistencies
+
+from .conftest import principal
+
+
+def day(d: str) -> datetime:
+    return datetime.fromisoformat(d).replace(tzinfo=UTC)
+
+
+async def successors(service, p, ids: list[UUID]) -> list[UUID | None]:
+    got = {m.id: m.superseded_by for m in (await service.get(p, ids)).memories}
+    return [got[i] for i in ids]
+
+
+async def current(service, p, name: str, attribute: str) -> UUID:
+    profile = await service.entities.profile(p, name)
+    return next(a for a in profile.attributes if a.attribute == attribute).current[0].memory
+
+
+async def test_a_value_moved_before_the_one_that_replaced_it_is_replaced_by_it(service, database) -> None:
+    """"She joined Globex in 2023, not 2025": Acme (2024) holds again, Globex is replaced by it."""
+    p = principal()
+    acme = (await service.write(p, "Dana Ruiz works at Acme.", about=["Dana Ruiz"], key="employer",
+                                occurred_at=day("2024-03-01"))).memory.id
+    globex = (await service.write(p, "Dana Ruiz joined Globex.", about=["Dana Ruiz"], key="employer",
+                                  occurred_at=day("2025-02-01"))).memory.id
+    assert await successors(service, p, [acme, globex]) == [globex, None]
+
+    await service.update(p, globex, occurred_at=day("2023-01-01"), reason="date fix")
+    assert await successors(service, p, [acme, globex]) == [None, acme]
+    assert await current(service, p, "Dana Ruiz", "employer") == acme
+    hits = (await service.search(p, "Where does Dana work now?")).hits
+    assert [h.id for h in hits[:2]] == [acme, globex] and hits[0].superseded_by is None
+    history = (await service.history(p, acme)).entries
+    assert history[-1].old == {"superseded_by": str(globex)} and history[-1].new == {"superseded_by": None}
+    assert f"after the date of {globex} moved" in history[-1].reason
+    assert (await service.history(p, globex)).entries[-1].new == {"superseded_by": str(acme)}
+    # A value written later but dated before both does not replace the live one (as on any write).
+    hooli = (await service.write(p, "Dana Ruiz worked at Hooli.", about=["Dana Ruiz"], key="employer",
+                                 occurred_at=day("2020-05-01"))).memory.id
+    assert (await successors(service, p, [hooli]))[0] is not None
+    assert await current(service, p, "Dana Ruiz", "employer") == acme
+    async with database.admin.acquire() as conn:
+        assert not any((await inconsistencies(conn)).values())
+
+
+async def test_a_value_moved_after_the_newest_replaces_it(service) -> None:
+    p = principal()
+    ids = [(await service.write(p, f"Greta Ibarra moved to {city}.", about=["Greta Ibarra"], key="home city",
+                                occurred_at=day(f"202{i}-01-01"))).memory.id
+           for i, city in enumerate(("Oslo", "Bergen", "Lisbon"))]
+    assert await successors(service, p, ids) == [ids[1], ids[2], None]
+    await service.update(p, ids[1], occurred_at=day("2026-01-01"))  # Bergen is the newest now
+    assert await successors(service, p, ids) == [ids[1], None, ids[1]]
+    assert await current(service, p, "Greta Ibarra", "home city") == ids[1]
+    assert (await service.search(p, "Where does Greta live now?")).hits[0].id == ids[1]
+    # Back where it was: the order of the writes again.
+    await service.update(p, ids[1], occurred_at=day("2021-01-01"))
+    assert (await successors(service, p, ids))[1:] == [ids[2], None]
+
+
+async def test_what_a_move_leaves_alone(service) -> None:
+    """Another attribute's and another subject's values, a many-valued attribute, a pinned value
+    (never replaced), an unchanged date, a text edit: no link moves, no history row is added."""
+    p = principal()
+    city = (await service.write(p, "Greta Ibarra lives in Oslo.", about=["Greta Ibarra"], key="home city",
+                                occurred_at=day("2025-06-01"))).memory.id
+    pinned = (await service.write(p, "Greta Ibarra works at Ironbark.", about=["Greta Ibarra"], key="employer",
+                                  occurred_at=day("2023-01-01"), pinned=True)).memory.id
+    job = (await service.write(p, "Greta Ibarra joined Saltmarsh Bank.", about=["Greta Ibarra"], key="employer",
+                               occurred_at=day("2024-01-01"))).memory.id
+    his = (await service.write(p, "Tomasz Lind works at Saltmarsh Bank.", about=["Tomasz Lind"], key="employer",
+                               occurred_at=day("2022-01-01"))).memory.id
+    allergy = (await service.write(p, "Greta Ibarra is allergic to penicillin.", about=["Greta Ibarra"],
+                                   key="allergies", occurred_at=day("2021-01-01"))).memory.id
+    every = [city, pinned, job, his, allergy]
+    before = await successors(service, p, every)
+    assert before == [None, None, None, None, None]  # a pinned value is never replaced
+
+    async def events() -> list[int]:
+        return [len((await service.history(p, i)).entries) for i in every]
+
+    counted = await events()
+    await service.update(p, job, occurred_at=day("2026-01-01"))  # still after the pinned value
+    await service.update(p, job, content="Greta Ibarra joined Saltmarsh Bank as an analyst.")
+    await service.update(p, job, occurred_at=day("2026-01-01"))  # the same date: nothing moves
+    assert await successors(service, p, every) == before
+    assert await events() == [n + (2 if i == job else 0) for i, n in zip(every, counted, strict=True)]
+    # Moved before the pinned value it is replaced by it; the pinned one stays unreplaced.
+    await service.update(p, job, occurred_at=day("2022-06-01"))
+    assert await successors(service, p, [pinned, job]) == [None, pinned]
+
+
+async def test_a_writers_own_link_and_a_narrower_credentials_reach_stay(service) -> None:
+    """A link the writer made to a memory outside the attribute's values stays; a credential
+    confined to its agent changes no memory outside it (a user-wide value), as on a write."""
+    p = principal()
+    note = (await service.write(p, "Dana said Acme's office is in Lyon.", occurred_at=day("2025-06-01"))).memory.id
+    wide = principal(agent=None)
+    old = (await service.write(wide, "Dana Ruiz works at Acme.", about=["Dana Ruiz"], key="employer",
+                               scope="user", occurred_at=day("2024-01-01"))).memory.id
+    confined = principal().model_copy(update={"agent_confined": True})
+    new = (await service.write(confined, "Dana Ruiz joined Globex.", about=["Dana Ruiz"], key="employer",
+                               scope="agent", occurred_at=day("2025-01-01"))).memory.id
+    assert await successors(service, p, [old, new]) == [None, None]  # confined: the user-wide one stays
+    await service.update(confined, new, occurred_at=day("2026-01-01"))
+    assert await successors(service, p, [old, new]) == [None, None]  # and stays on a move
+    await service.update(confined, new, occurred_at=day("2023-01-01"))
+    assert await successors(service, p, [old, new]) == [None, old]
+    linked = (await service.write(p, "Dana Ruiz moved to Initech.", about=["Dana Ruiz"], key="employer",
+                                  occurred_at=day("2022-01-01"), supersedes=[note])).memory.id
+    await service.update(p, linked, occurred_at=day("2021-01-01"))
+    assert (await successors(service, p, [note]))[0] == linked
