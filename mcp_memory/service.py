@@ -182,24 +182,34 @@ class MemoryService(Writing, Forgetting, Searching):
             raise NotFound(f"no memory with id {', '.join(map(str, ids))} in this session's scope (a forgotten "
                            "one comes back with memory_restore, or memory_undo_decision if a decision forgot it)")
         seen = {m.id for m in found}
-        structure = await self.repo.structure(p, list(seen))
-        found = [m.model_copy(update={k: v or None for k, v in structure[m.id].items()}) if m.id in structure else m
-                 for m in found]
-        return GetResult(memories=found, not_found=[i for i in ids if i not in seen])
+        return GetResult(memories=await self._structured(p, found), not_found=[i for i in ids if i not in seen])
 
-    async def get_one(self, p: Principal, memory_id: UUID) -> Memory:
+    async def _structured(self, p: Principal, memories: list[Memory]) -> list[Memory]:
+        """`memories` with whom each is about, its key, mentions and edges, as memory_get shows them:
+        an update or a restore returning a keyed fact with `about` and `key` empty read as if the
+        change had dropped them."""
+        structure = await self.repo.structure(p, [m.id for m in memories]) if memories else {}
+        return [m.model_copy(update={k: v or None for k, v in structure[m.id].items()}) if m.id in structure else m
+                for m in memories]
+
+    async def get_one(self, p: Principal, memory_id: UUID, *, structured: bool = True) -> Memory:
+        """One memory, its access not counted; `structured` as for `list`."""
         self.require(p, "read")
         found = await self.repo.peek_many(p, [memory_id])
         if not found:
             raise NotFound(f"no memory {memory_id} in this session's scope")
-        return found[0]
+        return (await self._structured(p, found))[0] if structured else found[0]
 
     async def list(self, p: Principal, f: MemoryFilter | None = None, *, order: ListOrder = "recent",
-                   limit: int = 20, cursor: str | None = None) -> MemoryPage:
+                   limit: int = 20, cursor: str | None = None, structured: bool = True) -> MemoryPage:
+        """A page of memories; `structured` (the tool, the console) adds what the graph holds of each
+        (`_structured`), which the hooks' and summaries' own reads leave out."""
         self.require(p, "read")
         f = self.check.filter(f)
         after = self.cursors.decode(cursor, order, f) if cursor else None
         memories, next_key = await self.repo.list(p, f, order, limit, after)
+        if structured:
+            memories = await self._structured(p, memories)
         return MemoryPage(memories=memories, next_cursor=self.cursors.encode(order, f, next_key) if next_key else None)
 
     async def update(self, p: Principal, memory_id: UUID, *, content: str | None = None,
@@ -255,6 +265,7 @@ class MemoryService(Writing, Forgetting, Searching):
             await embed_again(self.repo, self.vectors, p, moved_from, followers=False)
         related = (await self.related(p, memory.id, memory.content, changes["embedding"], kind=memory.kind)
                    if changed and "content" in changes else [])
+        [memory] = await self._structured(p, [memory])
         return UpdateResult(status="updated" if changed else "unchanged", memory=memory, related=related)
 
     async def restore(self, p: Principal, ids: list[UUID], *, reason: str | None = None,
@@ -270,7 +281,7 @@ class MemoryService(Writing, Forgetting, Searching):
             # A restored turn and the one after it hold their turns before again, as when written (it
             # may have held one forgotten with it).
             await embed_again(self.repo, self.vectors, p, [m.id for m in restored if m.kind == "episode"])
-        return RestoreResult(restored=restored)
+        return RestoreResult(restored=await self._structured(p, restored))
 
     async def accept_suggestion(self, p: Principal, job: int, memory: UUID | None = None) -> dict[str, Any]:
         """Apply what the guard kept from a decision as a suggestion (all of it, or one memory). The

@@ -557,13 +557,18 @@ async def test_a_mutation_workload_leaves_no_inconsistent_link_and_validity_foll
     assert await current() == ids[2]  # the earlier value holds again, nothing rewritten
     hits = (await service.search(p, "Where does Greta live now?")).hits
     assert hits[0].id == ids[2] and hits[0].superseded_by is None  # nor replaced by what was forgotten
-    await service.restore(p, [newest])
+    restored = (await service.restore(p, [newest])).restored[0]
+    assert (restored.about, restored.key) == (["Greta Ibarra"], "home city")  # as memory_get shows it
+    listed = {m.id: m for m in (await service.list(p)).memories}
+    assert (listed[newest].about, listed[newest].key) == (["Greta Ibarra"], "home city")
+    assert (await service.get_one(p, newest)).key == "home city"  # memory://memories/{id}
     assert (await service.search(p, "Where does Greta live now?")).hits[1].superseded_by == newest
     assert await current() == newest
     # A new text reads its names again; a new date moves the fact's validity with it.
-    await service.update(p, ids[1], content="Greta Ibarra moved to Bergen with Wanjiru.")
+    updated = (await service.update(p, ids[1], content="Greta Ibarra moved to Bergen with Wanjiru.")).memory
     got = (await service.get(p, [ids[1]])).memories[0]
     assert got.mentions == ["Bergen", "Wanjiru"] and got.key == "home city"
+    assert (updated.about, updated.key, updated.mentions) == (got.about, got.key, got.mentions)
     await service.update(p, ids[0], occurred_at=day("2026-06-01"))
     assert await current() == ids[0]
     # Purged memories take their links with them.

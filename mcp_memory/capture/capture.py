@@ -217,7 +217,7 @@ class Capturer:
 
     async def _same_turn(self, p: Principal, memory_id: UUID, content: str) -> UUID | None:
         try:
-            old = await self.service.get_one(p, memory_id)
+            old = await self.service.get_one(p, memory_id, structured=False)
         except NotFound:  # forgotten since: store the turn again
             return None
         if old.content.startswith(content):

@@ -172,7 +172,8 @@ async def _start_memories(service: MemoryService, settings: Settings, p: Princip
     recent: list[Memory] = []
     if settings.session_start_recent:
         f = MemoryFilter(kinds=DISTILLED, scope="project" if p.project_id else None)  # type: ignore[arg-type]
-        page = await service.list(p, f, order="recent", limit=settings.session_start_recent + len(core.memories))
+        page = await service.list(p, f, order="recent", limit=settings.session_start_recent + len(core.memories),
+                                  structured=False)
         pinned = {m.id for m in core.memories}
         recent = _fit([m for m in page.memories if m.id not in pinned][: settings.session_start_recent],
                       settings.recall_budget_chars)

@@ -81,7 +81,7 @@ def session_tag(service: MemoryService, session_id: str) -> str:
 async def current(service: MemoryService, p: Principal, session_id: str) -> list[Memory]:
     """The live summaries of the session that `p` sees, oldest first (one, but for a race)."""
     f = MemoryFilter(kinds=[KIND], tags=[session_tag(service, session_id)])  # type: ignore[list-item]
-    page = await service.list(p, f, order="recent", limit=MAX_FOUND)
+    page = await service.list(p, f, order="recent", limit=MAX_FOUND, structured=False)
     same = [m for m in page.memories if (m.metadata or {}).get("session_id") == session_id]
     return sorted(same, key=lambda m: (m.created_at, str(m.id)))
 
