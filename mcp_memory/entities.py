@@ -32,7 +32,7 @@ from .models import (
     ScopeInfo,
 )
 from .permissions import require
-from .repository import MemoryRepository
+from .repository import MemoryRepository, key_edits
 from .repository import entity_edits as edits
 from .repository import entity_pages as pages
 from .repository.graph_reads import entities_named, entity_rows, facts_of, neighbours_of
@@ -298,8 +298,9 @@ class Entities:
     async def fix_key(self, p: Principal, memory_id: UUID, key: str | None, *,
                       reason: str | None = None) -> EntityEdit:
         """The attribute `memory_id`'s keyed fact is filed under, as `key` says in a few words ('job
-        title'); None removes it. Which value is current follows from the facts (nothing else is
-        rewritten); whether a memory is marked superseded is left as it is."""
+        title'); None removes it. Which value is current follows from the facts, and which memory
+        replaces which follows the values in order of valid time (repository/fact_order.py): the
+        employer before "Head of Design", filed under title now, is no longer replaced by it."""
         require(p, "write")
         why = _reason(reason)
         parsed = None
@@ -312,7 +313,7 @@ class Entities:
                 raise InvalidInput(f"key {key!r} names no attribute: say which, in a few words ('home city'); "
                                    "nothing was changed")
         async with self.repo.transaction(p) as conn:
-            return _edit(await edits.fix_key(conn, p, memory_id, parsed, why))
+            return _edit(await key_edits.fix_key(conn, p, memory_id, parsed, why))
 
     async def undo(self, p: Principal, edit_id: UUID, *, reason: str | None = None) -> EntityEdit:
         """An edit undone: a merge is split again, a key fix put back, a split merged again. Only
@@ -336,5 +337,5 @@ class Entities:
         await edits.later(conn, p, edit)
         if edit["kind"] == "merge":
             return _edit(await edits.split(conn, p, edit, why))
-        await edits.undo_key(conn, p, edit)
+        await key_edits.undo_key(conn, p, edit)
         return _edit(await edits.edit_row(conn, p, edit_id))

@@ -45,6 +45,15 @@ async def snapshot(database) -> dict[str, list[dict[str, Any]]]:
         }
 
 
+def as_before(now: dict[str, list[dict[str, Any]]], before: dict[str, list[dict[str, Any]]]) -> bool:
+    """The graph's rows and every memory's successor as in `before`: a key fix's links and their
+    undo each bump the memory's version, with a history row each (repository/fact_order.py)."""
+    def links(s: dict[str, list[dict[str, Any]]]) -> list[tuple[Any, Any]]:
+        return [(m["id"], m["superseded_by"]) for m in s["memories"]]
+    graph = [k for k in before if k != "memories"]
+    return [now[k] for k in graph] == [before[k] for k in graph] and links(now) == links(before)
+
+
 async def consistent(database) -> None:
     async with database.admin.acquire() as conn:
         found = await inconsistencies(conn)
@@ -132,7 +141,7 @@ async def test_a_merge_moves_mentions_and_facts_and_a_split_puts_back_exactly_wh
         await service.entities.undo(p, merged.id)
 
 
-async def test_fixing_a_key_changes_what_is_current_and_leaves_superseded_by_alone(service, database) -> None:
+async def test_fixing_a_key_changes_what_is_current_and_which_memory_replaces_which(service, database) -> None:
     p = principal()
     works = await service.write(p, "Greta works at Ironbark Studios.", about=["Greta Ibarra"], key="employer",
                                 occurred_at=day("2024-02-01"))
@@ -152,24 +161,29 @@ async def test_fixing_a_key_changes_what_is_current_and_leaves_superseded_by_alo
     hits = (await service.search(p, "Which company does Greta Ibarra work for now?", explain=True)).hits
     assert hits[0].id == works.memory.id and hits[0].explain["fact"] == 1 and hits[0].valid_until is None
     assert (await service.get(p, [title.memory.id])).memories[0].key == "job title"
-    # Only the fact changed: the older memory is still marked as replaced by the newer.
-    assert (await service.get_one(p, works.memory.id)).superseded_by == title.memory.id
-    assert (await snapshot(database))["memories"] == before["memories"]
+    # The employer before is no longer replaced by a memory that states no employer (fact_order.py).
+    assert (await service.get_one(p, works.memory.id)).superseded_by is None
+    assert hits[0].superseded_by is None
+    entry = (await service.history(p, works.memory.id)).entries[-1]
+    assert entry.old == {"superseded_by": str(title.memory.id)} and entry.new == {"superseded_by": None}
+    assert "its key fixed" in entry.reason
     page = await service.entities.page(p, await entity_id(service, p, "Greta Ibarra"))
-    assert page.superseded == {works.memory.id: title.memory.id}
+    assert page.superseded == {}
 
     undone = await service.entities.undo(p, fixed.id)
     assert undone.id == fixed.id and undone.undone_at is not None
-    assert await snapshot(database) == before
+    assert as_before(await snapshot(database), before)
+    assert (await service.history(p, works.memory.id)).entries[-1].new == {"superseded_by": str(title.memory.id)}
     await consistent(database)
 
     removed = await service.entities.fix_key(p, title.memory.id, None)
     assert "removed" in removed.summary
     assert await current(service, p, "Greta Ibarra", "employer") == [works.memory.id]
     assert (await service.get(p, [title.memory.id])).memories[0].key is None
+    assert (await service.get_one(p, works.memory.id)).superseded_by is None
     await consistent(database)
     await service.entities.undo(p, removed.id)
-    assert await snapshot(database) == before
+    assert as_before(await snapshot(database), before)
 
     # Fixes of two memories are undone in any order; two of one memory, the later first.
     first = await service.entities.fix_key(p, title.memory.id, "job title")
@@ -181,7 +195,18 @@ async def test_fixing_a_key_changes_what_is_current_and_leaves_superseded_by_alo
         await service.entities.undo(p, again.id)
     for edit in (later, again, other):
         await service.entities.undo(p, edit.id)
-    assert await snapshot(database) == before
+    assert as_before(await snapshot(database), before)
+    await consistent(database)
+
+    # A key fixed into an attribute with a later value: replaced by that one; a link changed since
+    # the fix leaves its undo refused, nothing changed.
+    lead = await service.write(p, "Greta was promoted to design director.", about=["Greta"], key="job title",
+                               occurred_at=day("2026-01-01"))
+    into = await service.entities.fix_key(p, title.memory.id, "job title")
+    assert (await service.get_one(p, title.memory.id)).superseded_by == lead.memory.id
+    await service.update(p, lead.memory.id, occurred_at=day("2023-01-01"))  # moves the links again
+    with pytest.raises(Conflict, match="changed since the key fix"):
+        await service.entities.undo(p, into.id)
     await consistent(database)
 
 

@@ -54,9 +54,9 @@ DONE = {"updated": "Saved: a new version was written.", "unchanged": "Nothing to
         "merged": "Merged: the other entity's mentions and keyed facts are this one's now (see Edits; Split undoes "
                   "it). No memory was marked superseded or un-superseded.",
         "split": "Split off: exactly the mentions and keyed facts the merge moved are back (see Edits).",
-        "key": "The key was fixed: which value is current was worked out again from the facts. No memory was marked "
-               "superseded or un-superseded by it: a memory's page does that.",
-        "entity-undone": "Undone (see Edits). No memory was marked superseded or un-superseded by it."}
+        "key": "The key was fixed: which value is current, and which memory replaces which, were worked out "
+               "again from the facts in order of their dates (see each memory's history).",
+        "entity-undone": "Undone (see Edits): what it changed is back as it was."}
 HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
                                "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",

@@ -4,7 +4,7 @@ merge again, fix or remove the key of one memory. What keys cannot forbid is che
 commit (no fact without its mention, no link to a merged entity or beyond its entity's namespace):
 an edit that would break it changes nothing. Rows in namespaces the session does not act in are
 counted through the read-only user-wide policy (rls.sql): an edit that would have to move them is
-refused, never done by half. `memories.superseded_by` is never touched here."""
+refused, never done by half. A key fix is key_edits.py's."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from uuid import UUID
 import asyncpg
 
 from ..errors import Conflict, InvalidInput, NotFound, PermissionDenied
-from ..graph.keys import Key
 from ..graph.names import begins, entity_name
 from ..models import Principal
 from .sql import Sql, visible
@@ -315,66 +314,6 @@ async def reinsert_facts(conn: asyncpg.Connection, p: Principal, rows: list[Row]
 
 
 # --- a memory's key --------------------------------------------------------------------------
-
-
-async def _memory(conn: asyncpg.Connection, p: Principal, memory: UUID, what: str) -> asyncpg.Record:
-    q = Sql()
-    row = await conn.fetchrow(f"SELECT m.id, m.agent_id, m.project_id, m.deleted_at, m.pinned FROM memories m "
-                              f"WHERE {visible(q, p)} AND m.id = {q.arg(memory)}", *q.args)
-    if row is None:
-        raise NotFound(f"no memory {memory} in this session's scope; nothing was changed")
-    if (p.agent_confined and row["agent_id"] is None) or (p.project_confined and row["project_id"] is None):
-        raise PermissionDenied(f"memory {memory} is shared beyond this credential's agents and projects; it cannot "
-                               f"{what}. Nothing was changed")
-    return row
-
-
-async def _facts(conn: asyncpg.Connection, p: Principal, memory: UUID) -> list[asyncpg.Record]:
-    return await conn.fetch(
-        """SELECT f.entity_id, f.attribute, f.key_words, f.single, to_jsonb(f) AS row FROM memory_facts f
-           WHERE f.user_id = $1 AND f.memory_id = $2 ORDER BY f.entity_id FOR UPDATE""", p.user_id, memory)
-
-
-async def fix_key(conn: asyncpg.Connection, p: Principal, memory: UUID, key: Key | None,
-                  reason: str | None) -> asyncpg.Record:
-    """The keyed facts of `memory` filed under `key` instead (None: removed). Which value is current
-    follows by itself (validity is read off the live facts); superseded_by is left as it is."""
-    row = await _memory(conn, p, memory, "have its key fixed")
-    if row["deleted_at"] is not None:
-        raise Conflict(f"memory {memory} is forgotten: restore it first; nothing was changed")
-    facts = await _facts(conn, p, memory)
-    if not facts:
-        raise InvalidInput(f"memory {memory} states no keyed attribute: there is no key to fix; nothing was changed")
-    if key is not None and all((f["attribute"], f["single"]) == (key.attribute, key.single) for f in facts):
-        raise InvalidInput(f"memory {memory} is already filed under {key.attribute!r}; nothing was changed")
-    if key is None:
-        await conn.execute("DELETE FROM memory_facts WHERE user_id = $1 AND memory_id = $2", p.user_id, memory)
-    else:
-        await conn.execute("UPDATE memory_facts SET attribute = $3, key_words = $4, single = $5 "
-                           "WHERE user_id = $1 AND memory_id = $2", p.user_id, memory, key.attribute, key.words,
-                           key.single)
-    entities = [f["entity_id"] for f in facts]
-    after = None if key is None else {"attribute": key.attribute, "key_words": key.words, "single": key.single}
-    return await _record(conn, p, "key", row, entity=entities[0], memory=memory, entities=entities,
-                         rows={"before": [f["row"] for f in facts], "after": after}, reason=reason)
-
-
-async def undo_key(conn: asyncpg.Connection, p: Principal, edit: asyncpg.Record) -> None:
-    """A key fix undone: the facts exactly as they were (a removed one put back, valid from its
-    memory's occurred_at as it is now), provided they are still as the fix left them."""
-    before, after = edit["rows"]["before"], edit["rows"]["after"]
-    memory = edit["memory_id"]
-    await _memory(conn, p, memory, "have its key fixed")
-    now = await _facts(conn, p, memory)
-    expected = [] if after is None else [(UUID(r["entity_id"]), after["attribute"], after["key_words"],
-                                          after["single"]) for r in before]
-    if sorted((f["entity_id"], f["attribute"], f["key_words"], f["single"]) for f in now) != sorted(expected):
-        raise Conflict(f"the keyed facts of memory {memory} changed since this fix; nothing was changed")
-    await conn.execute("DELETE FROM memory_facts WHERE user_id = $1 AND memory_id = $2", p.user_id, memory)
-    if await reinsert_facts(conn, p, before) != len(before):
-        raise Conflict(f"memory {memory} is gone; nothing was changed")
-    await _consistent(conn, p, [UUID(r["entity_id"]) for r in before])
-    await mark_undone(conn, p, edit["id"])
 
 
 # --- the record ------------------------------------------------------------------------------

@@ -1,20 +1,24 @@
-"""A keyed fact's date moved (memory_update's occurred_at): the values of its one-at-a-time
-attribute put back in order of valid time, in the update's own transaction.
+"""The values of a one-at-a-time attribute put back in order of valid time after a change moved a
+memory among them, in the change's own transaction: its date moved (memory_update's occurred_at),
+or a person filed it under another key (the console's key fix, entity_edits.py).
 
 A newer value replaces the older by construction (graph.py `_replace`), so the links between one
 subject's values of such an attribute say which came after which. A date corrected afterwards
 ("she joined Globex in 2023, not 2025") left them saying the old order: the profile read the new
 order off the facts, but the moved memory still replaced a value now newer than it, and the search
-put that one under it. Here each of the subject's values that is replaced by one dated before
-itself is replaced by the next value in time instead, or by nothing when it is the newest, and
-one replaced by nothing while a later value holds is replaced by the next. Links to memories
-outside the attribute's values (a writer's `supersedes`, a forgotten successor) stay as they are;
-a pinned memory is never replaced, and a credential confined to an agent or project changes no
-memory outside it, as on a write. Each change has its history row."""
+put that one under it. A key fixed ("Head of Design" is her title, not her employer) left the
+employer she had before replaced by a memory that is no employer. Here each of the subject's values
+that is replaced by one dated before itself, or by a memory that left the attribute, is replaced by
+the next value in time instead, or by nothing when it is the newest; one replaced by nothing while
+a later value holds is replaced by the next; and the memory that left is no longer replaced by its
+former attribute's values. Links to other memories (a writer's `supersedes`, a forgotten successor)
+stay as they are; a pinned memory is never replaced, and a credential confined to an agent or
+project changes no memory outside it, as on a write. Each change has its history row."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from uuid import UUID
 
 import asyncpg
@@ -22,55 +26,103 @@ import asyncpg
 from ..models import Principal
 from .sql import Sql, visible
 
+Group = tuple[UUID, str]  # (entity, attribute)
 
-async def in_time_order(conn: asyncpg.Connection, p: Principal, memory_id: UUID) -> None:
-    """Put the values of each one-at-a-time attribute `memory_id` states back in order of valid
-    time (the module's docstring); call after its facts' valid_from moved."""
+
+@dataclass(frozen=True)
+class Relinked:
+    """A memory's successor before and after the values were put in order."""
+
+    memory: UUID
+    before: UUID | None
+    after: UUID | None
+
+
+async def in_time_order(conn: asyncpg.Connection, p: Principal, memory_id: UUID) -> list[Relinked]:
+    """After `memory_id`'s facts' valid_from moved: the values of each one-at-a-time attribute it
+    states, in order of valid time (the module's docstring)."""
+    groups = await conn.fetch("SELECT entity_id, attribute FROM memory_facts WHERE user_id = $1 AND memory_id = $2 "
+                              "AND single", p.user_id, memory_id)
+    return await relink(conn, p, memory_id, [(g["entity_id"], g["attribute"]) for g in groups], (),
+                        f"in order of valid time after the date of {memory_id} moved")
+
+
+async def relink(conn: asyncpg.Connection, p: Principal, memory_id: UUID, groups: Sequence[Group],
+                 left: Collection[Group], reason: str) -> list[Relinked]:
+    """The values of each of `groups` in order of valid time, where `memory_id` moved among them or
+    left those of `left` (its key fixed); returns what changed, each with its history row."""
+    if not groups:
+        return []
     q = Sql()
-    user = q.arg(p.user_id)
     rows = await conn.fetch(
         f"""SELECT f.entity_id, f.attribute, f.valid_from, m.id, m.superseded_by, m.pinned, m.agent_id, m.project_id
-            FROM memory_facts f
-            JOIN memory_facts mine ON mine.user_id = f.user_id AND mine.entity_id = f.entity_id
-                 AND mine.attribute = f.attribute AND mine.single AND mine.memory_id = {q.arg(memory_id)}
-            JOIN memories m ON m.user_id = f.user_id AND m.id = f.memory_id
-            WHERE f.user_id = {user} AND f.single AND m.deleted_at IS NULL AND {visible(q, p)}
+            FROM memory_facts f JOIN memories m ON m.user_id = f.user_id AND m.id = f.memory_id
+            WHERE f.user_id = {q.arg(p.user_id)} AND f.single AND m.deleted_at IS NULL AND {visible(q, p)}
+              AND (f.entity_id, f.attribute) IN (SELECT * FROM unnest({q.arg([g[0] for g in groups])}::uuid[],
+                                                                      {q.arg([g[1] for g in groups])}::text[]))
             ORDER BY f.entity_id, f.attribute, f.valid_from, m.created_at
             FOR UPDATE OF m""", *q.args)
-    groups: dict[tuple[UUID, str], list[asyncpg.Record]] = {}
+    values: dict[Group, list[asyncpg.Record]] = {}
     for r in rows:
-        groups.setdefault((r["entity_id"], r["attribute"]), []).append(r)
-    changes: dict[UUID, tuple[UUID | None, UUID | None]] = {}  # memory -> (replaced by before, after)
-    for values in groups.values():
-        for memory, successor in _reordered(values, p).items():
-            changes.setdefault(memory, successor)
-    if not changes:
-        return
-    await conn.executemany(
-        "UPDATE memories SET superseded_by = $3, updated_at = now(), version = version + 1 "
-        "WHERE user_id = $1 AND id = $2", [(p.user_id, m, after) for m, (_, after) in changes.items()])
-    reason = f"in order of valid time after the date of {memory_id} moved"
-    await conn.executemany(
-        """INSERT INTO memory_history (user_id, memory_id, event, old, new, actor, client, reason)
-           VALUES ($1, $2, 'UPDATE', $3, $4, $5, $6, $7)""",
-        [(p.user_id, m, {"superseded_by": str(before) if before else None},
-          {"superseded_by": str(after) if after else None}, p.actor, p.client, reason)
-         for m, (before, after) in changes.items()])
+        values.setdefault((r["entity_id"], r["attribute"]), []).append(r)
+    mates = {r["id"] for g in left for r in values.get(g, ())}  # the values it left
+    changes: dict[UUID, Relinked] = {}
+    for group in values.values():
+        for change in _reordered(group, memory_id, mates, p):
+            changes.setdefault(change.memory, change)
+    if memory_id not in changes and not any(memory_id == r["id"] for r in rows):
+        # It left every attribute it was among: replaced by none of their values any more.
+        mine = await conn.fetchrow("SELECT superseded_by FROM memories WHERE user_id = $1 AND id = $2",
+                                   p.user_id, memory_id)
+        if mine is not None and mine["superseded_by"] in mates:
+            changes[memory_id] = Relinked(memory_id, mine["superseded_by"], None)
+    await _write(conn, p, list(changes.values()), reason)
+    return list(changes.values())
 
 
-def _reordered(values: Sequence[asyncpg.Record], p: Principal) -> dict[UUID, tuple[UUID | None, UUID | None]]:
+def _reordered(values: Sequence[asyncpg.Record], moved: UUID, mates: Collection[UUID], p: Principal) -> list[Relinked]:
     """Of one subject's values of one attribute (in order of valid time), each whose link is out of
-    order: memory -> (its successor now, the next value in time or None)."""
+    order, or joins it to the memory that `moved` when that one left them, or joins that one to the
+    values it left (`mates`): its successor now and the next value in time (or None)."""
     when = {v["id"]: v["valid_from"] for v in values}
-    changes: dict[UUID, tuple[UUID | None, UUID | None]] = {}
+    changes = []
     for v in values:
         if p.agent_confined and v["agent_id"] is None or p.project_confined and v["project_id"] is None:
             continue
         later = next((w["id"] for w in values if w["valid_from"] > v["valid_from"]), None)
         now = v["superseded_by"]
         backwards = now in when and when[now] < v["valid_from"]  # the same day still replaces (graph.py)
-        if backwards or now is None and later is not None and not v["pinned"]:
+        gone = now is not None and now not in when and (now == moved or v["id"] == moved and now in mates)
+        if backwards or gone or now is None and later is not None and not v["pinned"]:
             after = None if v["pinned"] else later
             if after != now:
-                changes[v["id"]] = (now, after)
+                changes.append(Relinked(v["id"], now, after))
     return changes
+
+
+async def _write(conn: asyncpg.Connection, p: Principal, changes: Sequence[Relinked], reason: str) -> None:
+    """Each memory's new successor, with its history row."""
+    if not changes:
+        return
+    await conn.executemany(
+        "UPDATE memories SET superseded_by = $3, updated_at = now(), version = version + 1 "
+        "WHERE user_id = $1 AND id = $2", [(p.user_id, c.memory, c.after) for c in changes])
+    await conn.executemany(
+        """INSERT INTO memory_history (user_id, memory_id, event, old, new, actor, client, reason)
+           VALUES ($1, $2, 'UPDATE', $3, $4, $5, $6, $7)""",
+        [(p.user_id, c.memory, {"superseded_by": str(c.before) if c.before else None},
+          {"superseded_by": str(c.after) if c.after else None}, p.actor, p.client, reason) for c in changes])
+
+
+async def put_back(conn: asyncpg.Connection, p: Principal, changes: Sequence[Relinked], reason: str) -> bool:
+    """`changes` undone (each memory's successor as before), provided each is still as they left
+    it; False (nothing changed) otherwise."""
+    if not changes:
+        return True
+    rows = await conn.fetch("SELECT id, superseded_by FROM memories WHERE user_id = $1 AND id = ANY($2::uuid[]) "
+                            "AND deleted_at IS NULL FOR UPDATE", p.user_id, [c.memory for c in changes])
+    now = {r["id"]: r["superseded_by"] for r in rows}
+    if any(c.memory not in now or now[c.memory] != c.after for c in changes):
+        return False
+    await _write(conn, p, [Relinked(c.memory, c.after, c.before) for c in changes], reason)
+    return True
