@@ -283,6 +283,24 @@ async def test_a_question_about_a_keyed_attribute_gets_the_current_value_first(s
     assert past[0].id == v1.memory.id
 
 
+@pytest.mark.parametrize("wife", ["my wife", "the user's wife"])
+async def test_a_question_about_someone_in_the_users_life_gets_their_value_not_the_users(service, wife) -> None:
+    """"Where does my wife work now?" asks of her however the writer named her, not of the user,
+    whose employer the graph also holds (keyed.py `question_names`, as whose.py reads it)."""
+    p = principal()
+    mine = (await service.write(p, "User works at Brightwater.", about=["me"], key="employer",
+                                occurred_at=day("2024-02-01"))).memory.id
+    before = (await service.write(p, "My wife works at Plumtree Media.", about=[wife], key="employer",
+                                  occurred_at=day("2025-01-01"))).memory.id
+    now = (await service.write(p, "My wife moved to Saltmarsh Bank.", about=[wife], key="employer",
+                               occurred_at=day("2025-06-01"))).memory.id
+    for question in ("Where does my wife work now?", "What is my wife's employer?", "Who employs my wife?"):
+        hits = (await service.search(p, question, explain=True)).hits
+        assert [h.id for h in hits[:2]] == [now, before], question
+        assert hits[0].explain["fact"] == 1 and "fact" not in next(h for h in hits if h.id == mine).explain
+    assert (await service.search(p, "Where do I work now?")).hits[0].id == mine
+
+
 async def test_a_question_naming_a_span_gets_the_values_that_held_in_it_first(service) -> None:
     p = principal()
     written = {}

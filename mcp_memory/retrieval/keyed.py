@@ -14,7 +14,7 @@ from uuid import UUID
 
 import asyncpg
 
-from ..graph.about_user import about_someone_else, speaks_of_user
+from ..graph.about_user import about_someone_else, person_asked_about, speaks_of_user
 from ..graph.keys import in_lexicon
 from ..graph.names import USER, USER_NAME, Name, canonical, classified, entity_name
 from ..graph.questions import asked, asked_for
@@ -35,8 +35,8 @@ MAX_PHRASES = 24
 
 
 def question_names(parsed: ParsedQuery) -> list[Name]:
-    """Whom a question names: each person in full, each other name alone, and the user it speaks of
-    (not someone in the user's life: "Where does my sister live?")."""
+    """Whom a question names: each person in full, each other name alone, and the user it speaks of,
+    or someone in the user's life it asks about ("Where does my sister live?": her, not the user)."""
     names = [Name(" ".join(run), canonical(" ".join(run)), "about") for run in parsed.full_names]
     in_full = {w for run in parsed.full_names for w in run}
     names += [Name(w, canonical(w), "about") for w in parsed.subject if w not in in_full]
@@ -46,7 +46,13 @@ def question_names(parsed: ParsedQuery) -> list[Name]:
     lexicon = parsed.lexicon
     names += [Name(run, canonical(run), "about", sure=False)
               for run in phrases_of(parsed.text, lexicon)[:MAX_PHRASES] if canonical(run) not in seen]
-    if speaks_of_user(parsed.asked, lexicon) and not about_someone_else(parsed.asked, lexicon):
+    role = person_asked_about(parsed.asked, lexicon)
+    if role is not None:
+        # "Where does my wife work now?" asks of her, as a writer names her ("my wife", "the user's
+        # wife"), not of the user (whose.py reads the question so too).
+        forms = {canonical(f"{possessive} {role}"): f"{possessive} {role}" for possessive in lexicon.user_possessives}
+        names += [Name(form, key, "about", sure=False) for key, form in forms.items() if key not in seen]
+    elif speaks_of_user(parsed.asked, lexicon) and not about_someone_else(parsed.asked, lexicon):
         names.append(Name(USER_NAME, USER, "about", user=True))
     return classified(names, lexicon)
 
