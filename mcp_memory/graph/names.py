@@ -159,12 +159,30 @@ def forms_of(canonical_name: str, classifiers: frozenset[str]) -> tuple[str, ...
 
 
 def classified(names: list[Name], lexicon: Lexicon) -> list[Name]:
-    """`names`, each with its other forms by the lexicon's classifier words (`forms_of`)."""
+    """`names`, each with its other forms by the lexicon's classifier words (`forms_of`) and, for
+    someone in the user's life, by each of the user's possessives (`their_forms`)."""
     out = []
     for n in names:
-        forms = () if n.user else forms_of(n.canonical, lexicon.classifiers)
+        forms = () if n.user else forms_of(n.canonical, lexicon.classifiers) + their_forms(n.canonical, lexicon)
         out.append(n if forms == n.forms else replace(n, forms=forms))
     return out
+
+
+def their_forms(canonical_name: str, lexicon: Lexicon) -> tuple[str, ...]:
+    """The other canonical names of someone in the user's life named by their role: "my wife" is
+    "the user's wife" ("user wife") and "our wife", so a writer naming her either way means one
+    entity. Only one of the lexicon's `people` or `leaders` after the possessive (an adjective may
+    come between: "my older sister"); "the user service" stays a thing of its own."""
+    possessives = {canonical(p) for p in lexicon.user_possessives}
+    first, _, rest = canonical_name.partition(" ")
+    if first not in possessives or not rest or rest.split()[-1] not in _roles(lexicon):
+        return ()
+    return tuple(sorted(f"{p} {rest}" for p in possessives if p != first))
+
+
+@functools.lru_cache(maxsize=8)
+def _roles(lexicon: Lexicon) -> frozenset[str]:
+    return frozenset(canonical(r).split()[-1] for r in (*lexicon.people, *lexicon.leaders))
 
 
 def runs(text: str) -> Iterator[tuple[int, str]]:
