@@ -1,6 +1,6 @@
 """The values of a one-at-a-time attribute put back in order of valid time after a change moved a
 memory among them, in the change's own transaction: its date moved (memory_update's occurred_at),
-or a person filed it under another key (the console's key fix, entity_edits.py).
+or a person filed it under another key (the console's key fix, key_edits.py).
 
 A newer value replaces the older by construction (graph.py `_replace`), so the links between one
 subject's values of such an attribute say which came after which. A date corrected afterwards

@@ -69,7 +69,8 @@ async def fix_key(conn: asyncpg.Connection, p: Principal, memory: UUID, key: Key
 
 async def undo_key(conn: asyncpg.Connection, p: Principal, edit: asyncpg.Record) -> None:
     """A key fix undone: the facts exactly as they were (a removed one put back, valid from its
-    memory's occurred_at as it is now), provided they are still as the fix left them."""
+    memory's occurred_at as it is now) and the links it changed as they were, provided both are
+    still as the fix left them."""
     before, after = edit["rows"]["before"], edit["rows"]["after"]
     memory = edit["memory_id"]
     await _memory(conn, p, memory, "have its key fixed")

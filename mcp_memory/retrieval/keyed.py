@@ -48,10 +48,10 @@ def question_names(parsed: ParsedQuery) -> list[Name]:
               for run in phrases_of(parsed.text, lexicon)[:MAX_PHRASES] if canonical(run) not in seen]
     role = person_asked_about(parsed.asked, lexicon)
     if role is not None:
-        # "Where does my wife work now?" asks of her, as a writer names her ("my wife", "the user's
-        # wife"), not of the user (whose.py reads the question so too).
-        forms = {canonical(f"{possessive} {role}"): f"{possessive} {role}" for possessive in lexicon.user_possessives}
-        names += [Name(form, key, "about", sure=False) for key, form in forms.items() if key not in seen]
+        # "Where does my wife work now?" asks of her, however a writer named her (names.py
+        # `their_forms`: "my wife", "the user's wife"), not of the user (whose.py reads it so too).
+        person = f"{lexicon.user_possessives[0]} {role}"
+        names += [Name(person, canonical(person), "about", sure=False)] if canonical(person) not in seen else []
     elif speaks_of_user(parsed.asked, lexicon) and not about_someone_else(parsed.asked, lexicon):
         names.append(Name(USER_NAME, USER, "about", user=True))
     return classified(names, lexicon)
