@@ -58,7 +58,7 @@ def _brief(row: asyncpg.Record) -> EntityBrief:
 def attributes_of(facts: list[asyncpg.Record], snippet_chars: int) -> list[AttributeValues]:
     """Facts (newest valid first) grouped by attribute: a one-at-a-time attribute's values holding
     now are current and each earlier one held until the next moment (graph/validity.py); a
-    many-valued one's values are all current."""
+    many-valued one's values are all current but those a later memory said had ended."""
     grouped: dict[str, list[asyncpg.Record]] = {}
     for row in facts:
         grouped.setdefault(row["attribute"], []).append(row)

@@ -743,6 +743,22 @@ async def test_a_many_valued_value_said_to_have_ended_is_replaced_and_the_others
     assert got == {peanuts.memory.id: over.memory.id, shellfish.memory.id: None, more.memory.id: None}
     history = await service.history(p, peanuts.memory.id)
     assert any("said to have ended (allergies)" in (e.reason or "") for e in history.entries)
+    # The profile: the ended value held until it was said to have ended (graph/validity.py).
+    profile = await service.entities.profile(p, "Greta")
+    allergies = next(a for a in profile.attributes if a.attribute == "allergies")
+    assert {v.memory for v in allergies.current} == {over.memory.id, shellfish.memory.id, more.memory.id}
+    assert [(v.memory, v.valid_until) for v in allergies.earlier] == [(peanuts.memory.id, day("2025-01-01"))]
+    # Filed under another key, it ends nothing; its undo ends it again (repository/key_edits.py).
+    fixed = await service.entities.fix_key(p, over.memory.id, "diet")
+    assert (await service.get_one(p, peanuts.memory.id)).superseded_by is None
+    await service.entities.undo(p, fixed.id)
+    assert (await service.get_one(p, peanuts.memory.id)).superseded_by == over.memory.id
+    # Its date moved before the allergy was stated: it ended nothing (as on a write), and holds again.
+    await service.update(p, over.memory.id, occurred_at=day("2022-01-01"))
+    assert (await service.get_one(p, peanuts.memory.id)).superseded_by is None
+    profile = await service.entities.profile(p, "Greta")
+    allergies = next(a for a in profile.attributes if a.attribute == "allergies")
+    assert peanuts.memory.id in {v.memory for v in allergies.current} and not allergies.earlier
 
 
 async def test_a_newer_value_filed_under_the_writers_own_words_goes_first_where_it_names_the_old_one(service) -> None:

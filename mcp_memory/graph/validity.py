@@ -4,7 +4,8 @@ one reading the entity profile and search's current-value-first share.
 Validity is never stored: a one-at-a-time attribute's value holds until the next moment at which
 another value of it is valid. Two values of one moment both hold (a writer's batch dated them
 alike: repository/graph.py `_replace` replaced neither), unless one replaced the other (an undated
-batch, in its order): that one ended the moment it began. A many-valued attribute's values all hold."""
+batch, in its order): that one ended the moment it began. A many-valued attribute's values all hold,
+but one a later memory of the attribute said had ended (repository/graph.py `_end`) held until then."""
 
 from __future__ import annotations
 
@@ -22,9 +23,12 @@ class Held:
 
 def held(chain: Sequence[Mapping[str, Any]], single: bool) -> list[Held]:
     """Each of `chain` (one attribute's facts, newest valid first) with when it stopped holding."""
-    if not single:
-        return [Held(r, None) for r in chain]
     moment_of = {r["id"]: r["valid_from"] for r in chain}
+    if not single:
+        # A value a later memory of the attribute said had ended ("no longer allergic to peanuts")
+        # held until then; the rest all hold. `successor`: the live one (repository/sql.py).
+        return [Held(r, end if (end := moment_of.get(r.get("successor", r["superseded_by"]))) is not None
+                     and end >= r["valid_from"] else None) for r in chain]
     out: list[Held] = []
     newer: datetime | None = None  # the nearest later moment of another value
     moment: datetime | None = None

@@ -3,7 +3,8 @@ memory among them, in the change's own transaction: its date moved (memory_updat
 or a person filed it under another key (the console's key fix, key_edits.py).
 
 A newer value replaces the older by construction (graph.py `_replace`), so the links between one
-subject's values of such an attribute say which came after which. A date corrected afterwards
+subject's values of such an attribute say which came after which (of a many-valued attribute, which
+value a later memory said had ended). A date corrected afterwards
 ("she joined Globex in 2023, not 2025") left them saying the old order: the profile read the new
 order off the facts, but the moved memory still replaced a value now newer than it, and the search
 put that one under it. A key fixed ("Head of Design" is her title, not her employer) left the
@@ -39,10 +40,10 @@ class Relinked:
 
 
 async def in_time_order(conn: asyncpg.Connection, p: Principal, memory_id: UUID) -> list[Relinked]:
-    """After `memory_id`'s facts' valid_from moved: the values of each one-at-a-time attribute it
-    states, in order of valid time (the module's docstring)."""
-    groups = await conn.fetch("SELECT entity_id, attribute FROM memory_facts WHERE user_id = $1 AND memory_id = $2 "
-                              "AND single", p.user_id, memory_id)
+    """After `memory_id`'s facts' valid_from moved: the values of each attribute it states, in order
+    of valid time (the module's docstring)."""
+    groups = await conn.fetch("SELECT entity_id, attribute FROM memory_facts WHERE user_id = $1 AND memory_id = $2",
+                              p.user_id, memory_id)
     return await relink(conn, p, memory_id, [(g["entity_id"], g["attribute"]) for g in groups], (),
                         f"in order of valid time after the date of {memory_id} moved")
 
@@ -55,9 +56,10 @@ async def relink(conn: asyncpg.Connection, p: Principal, memory_id: UUID, groups
         return []
     q = Sql()
     rows = await conn.fetch(
-        f"""SELECT f.entity_id, f.attribute, f.valid_from, m.id, m.superseded_by, m.pinned, m.agent_id, m.project_id
+        f"""SELECT f.entity_id, f.attribute, f.single, f.valid_from, m.id, m.superseded_by, m.pinned, m.agent_id,
+                   m.project_id
             FROM memory_facts f JOIN memories m ON m.user_id = f.user_id AND m.id = f.memory_id
-            WHERE f.user_id = {q.arg(p.user_id)} AND f.single AND m.deleted_at IS NULL AND {visible(q, p)}
+            WHERE f.user_id = {q.arg(p.user_id)} AND m.deleted_at IS NULL AND {visible(q, p)}
               AND (f.entity_id, f.attribute) IN (SELECT * FROM unnest({q.arg([g[0] for g in groups])}::uuid[],
                                                                       {q.arg([g[1] for g in groups])}::text[]))
             ORDER BY f.entity_id, f.attribute, f.valid_from, m.created_at
@@ -83,17 +85,20 @@ async def relink(conn: asyncpg.Connection, p: Principal, memory_id: UUID, groups
 def _reordered(values: Sequence[asyncpg.Record], moved: UUID, mates: Collection[UUID], p: Principal) -> list[Relinked]:
     """Of one subject's values of one attribute (in order of valid time), each whose link is out of
     order, or joins it to the memory that `moved` when that one left them, or joins that one to the
-    values it left (`mates`): its successor now and the next value in time (or None)."""
+    values it left (`mates`): its successor now and the next value in time (or None). A many-valued
+    attribute's values accumulate: one is replaced only by a memory saying it ended (graph.py
+    `_end`), and one said to have ended before it was stated holds again."""
     when = {v["id"]: v["valid_from"] for v in values}
     changes = []
     for v in values:
         if p.agent_confined and v["agent_id"] is None or p.project_confined and v["project_id"] is None:
             continue
-        later = next((w["id"] for w in values if w["valid_from"] > v["valid_from"]), None)
+        single = v["single"]
+        later = next((w["id"] for w in values if w["valid_from"] > v["valid_from"]), None) if single else None
         now = v["superseded_by"]
         backwards = now in when and when[now] < v["valid_from"]  # the same day still replaces (graph.py)
         gone = now is not None and now not in when and (now == moved or v["id"] == moved and now in mates)
-        if backwards or gone or now is None and later is not None and not v["pinned"]:
+        if backwards or gone or single and now is None and later is not None and not v["pinned"]:
             after = None if v["pinned"] else later
             if after != now:
                 changes.append(Relinked(v["id"], now, after))

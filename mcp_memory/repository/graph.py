@@ -286,8 +286,7 @@ async def restate(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record
     the names rules read in the old text give way to the new text's; what the writer or a model
     said stays."""
     moved = await conn.fetchval("WITH moved AS (UPDATE memory_facts SET valid_from = $3 WHERE user_id = $1 "
-                                "AND memory_id = $2 AND valid_from <> $3 RETURNING single) "
-                                "SELECT coalesce(bool_or(single), false) FROM moved",
+                                "AND memory_id = $2 AND valid_from <> $3 RETURNING 1) SELECT count(*) > 0 FROM moved",
                                 p.user_id, memory["id"], memory["occurred_at"])
     if moved:
         await in_time_order(conn, p, memory["id"])

@@ -55,8 +55,8 @@ async def fix_key(conn: asyncpg.Connection, p: Principal, memory: UUID, key: Key
                            "WHERE user_id = $1 AND memory_id = $2", p.user_id, memory, key.attribute, key.words,
                            key.single)
     entities = [f["entity_id"] for f in facts]
-    left = [(f["entity_id"], f["attribute"]) for f in facts if f["single"]]
-    joined = [(e, key.attribute) for e in entities] if key is not None and key.single else []
+    left = [(f["entity_id"], f["attribute"]) for f in facts]
+    joined = [(e, key.attribute) for e in entities] if key is not None else []
     links = await fact_order.relink(conn, p, memory, left + [g for g in joined if g not in left],
                                     [g for g in left if g not in joined], f"its key fixed: {memory} "
                                     f"{'is ' + repr(key.attribute) if key else 'states no keyed attribute'} now")
