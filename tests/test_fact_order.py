@@ -5,6 +5,7 @@ narrower credential's reach."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from uuid import UUID
 
@@ -121,3 +122,29 @@ async def test_a_writers_own_link_and_a_narrower_credentials_reach_stay(service)
                                   occurred_at=day("2022-01-01"), supersedes=[note])).memory.id
     await service.update(p, linked, occurred_at=day("2021-01-01"))
     assert (await successors(service, p, [note]))[0] == linked
+
+
+async def test_a_move_stopped_to_break_a_deadlock_goes_again(service, database) -> None:
+    """The update locks its own row before the attribute's other values; a transaction holding one
+    of those and then asking for the moved row is a cycle PostgreSQL breaks by stopping the update
+    (the first to wait). It goes again from its start and lands (memory_update.py)."""
+    p = principal()
+    acme = (await service.write(p, "Dana Ruiz works at Acme.", about=["Dana Ruiz"], key="employer",
+                                occurred_at=day("2024-03-01"))).memory.id
+    globex = (await service.write(p, "Dana Ruiz joined Globex.", about=["Dana Ruiz"], key="employer",
+                                  occurred_at=day("2025-02-01"))).memory.id
+    async with database.admin.acquire() as other:
+        held = other.transaction()
+        await held.start()
+        await other.execute("SELECT 1 FROM memories WHERE id = $1 FOR UPDATE", acme)
+
+        async def then_the_moved_row() -> None:
+            await asyncio.sleep(0.3)  # the update holds its row and waits for acme's
+            await other.execute("SELECT 1 FROM memories WHERE id = $1 FOR UPDATE", globex)
+            await held.rollback()
+
+        waiting = asyncio.create_task(then_the_moved_row())
+        await service.update(p, globex, occurred_at=day("2023-01-01"))
+        await waiting
+    assert await successors(service, p, [acme, globex]) == [None, acme]
+    assert [e.event for e in (await service.history(p, globex)).entries].count("UPDATE") == 2  # once, not twice

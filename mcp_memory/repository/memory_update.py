@@ -20,6 +20,8 @@ from .memory_store import MemoryStore
 from .sql import Sql
 
 _DERIVED = ("embedding", "embedding_model")  # follow the content; never compared, never in history
+# Tries of an update PostgreSQL stopped to break a wait on a write of the same subject (`update`).
+_DEADLOCK_ATTEMPTS = 3
 
 
 class MemoryUpdate(MemoryStore):
@@ -30,7 +32,23 @@ class MemoryUpdate(MemoryStore):
         its content hash from the memory as it will be (a turn's copy is known by its session and
         place too: validation.content_hash), read under the row's lock. A new text's names
         (`read_names(content, kind)`; None: left as they are) replace those read from the old one,
-        and a new occurred_at moves its keyed facts' valid_from."""
+        and a new occurred_at moves its keyed facts' valid_from, and their attribute's links with it.
+        The row is locked before the attribute's values and the names, a write of the same subject
+        takes them the other way round: where PostgreSQL stops one of the two to break the wait, the
+        update goes again from its start (nothing of it was kept)."""
+        for attempt in range(_DEADLOCK_ATTEMPTS):
+            try:
+                return await self._update(p, memory_id, changes, reason=reason, if_version=if_version,
+                                          may_override_pin=may_override_pin, request_id=request_id,
+                                          read_names=read_names)
+            except asyncpg.DeadlockDetectedError:
+                if attempt == _DEADLOCK_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def _update(self, p: Principal, memory_id: UUID, changes: dict[str, Any], *, reason: str | None,
+                      if_version: int | None, may_override_pin: bool, request_id: str | None,
+                      read_names: Callable[[str, str], list[Name]] | None) -> tuple[Memory, bool]:
         async with self.transaction(p) as conn:
             rows = await self._fetch(conn, p, [memory_id], deleted=False, lock=True)
             if not rows:
