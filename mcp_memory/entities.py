@@ -7,6 +7,7 @@ merge one entity into another, split it off again, fix or remove a memory's key.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
@@ -39,6 +40,8 @@ from .repository.graph_reads import entities_named, entity_rows, facts_of, neigh
 from .validation import text
 
 MAX_TIMELINE = 500
+# Tries of a key fix or an undo PostgreSQL stopped to break a deadlock (`_again_if_stopped`).
+_DEADLOCK_ATTEMPTS = 3
 MAX_EDITS_SHOWN = 50
 
 
@@ -312,8 +315,8 @@ class Entities:
             if parsed is None:
                 raise InvalidInput(f"key {key!r} names no attribute: say which, in a few words ('home city'); "
                                    "nothing was changed")
-        async with self.repo.transaction(p) as conn:
-            return _edit(await key_edits.fix_key(conn, p, memory_id, parsed, why))
+        return await self._again_if_stopped(p, lambda conn: key_edits.fix_key(conn, p, memory_id, parsed, why),
+                                            _edit)
 
     async def undo(self, p: Principal, edit_id: UUID, *, reason: str | None = None) -> EntityEdit:
         """An edit undone: a merge is split again, a key fix put back, a split merged again. Only
@@ -321,8 +324,21 @@ class Entities:
         records it (the split, the new merge, or the key fix now marked undone)."""
         require(p, "write")
         why = _reason(reason)
-        async with self.repo.transaction(p) as conn:
-            return await self._undo(conn, p, edit_id, why)
+        return await self._again_if_stopped(p, lambda conn: self._undo(conn, p, edit_id, why), lambda e: e)
+
+    async def _again_if_stopped(self, p: Principal, work: Callable[[asyncpg.Connection], Awaitable[Any]],
+                                made: Callable[[Any], EntityEdit]) -> EntityEdit:
+        """`work` in a transaction of its own, once more where PostgreSQL stopped it to break a
+        deadlock: a key fix and its undo lock the attribute's values after the memory's facts, a
+        write of the same subject the other way round (repository/fact_order.py)."""
+        for attempt in range(_DEADLOCK_ATTEMPTS):
+            try:
+                async with self.repo.transaction(p) as conn:
+                    return made(await work(conn))
+            except asyncpg.DeadlockDetectedError:
+                if attempt == _DEADLOCK_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
 
     async def _undo(self, conn: asyncpg.Connection, p: Principal, edit_id: UUID, why: str | None) -> EntityEdit:
         edit = await edits.edit_row(conn, p, edit_id, lock=True)

@@ -148,3 +148,29 @@ async def test_a_move_stopped_to_break_a_deadlock_goes_again(service, database) 
         await waiting
     assert await successors(service, p, [acme, globex]) == [None, acme]
     assert [e.event for e in (await service.history(p, globex)).entries].count("UPDATE") == 2  # once, not twice
+
+
+async def test_a_key_fix_stopped_to_break_a_deadlock_goes_again(service, database) -> None:
+    """A key fix locks the memory's facts before the attribute's values: a transaction holding one
+    value and then asking for those facts is a cycle; the fix goes again and lands (entities.py)."""
+    p = principal()
+    works = (await service.write(p, "Greta works at Ironbark Studios.", about=["Greta Ibarra"], key="employer",
+                                 occurred_at=day("2024-02-01"))).memory.id
+    title = (await service.write(p, "Greta is now lead designer.", about=["Greta"], key="employer",
+                                 occurred_at=day("2025-02-01"))).memory.id
+    async with database.admin.acquire() as other:
+        held = other.transaction()
+        await held.start()
+        await other.execute("SELECT 1 FROM memories WHERE id = $1 FOR UPDATE", works)
+
+        async def then_its_facts() -> None:
+            await asyncio.sleep(0.3)  # the fix holds the title's facts and waits for the employer before
+            await other.execute("SELECT 1 FROM memory_facts WHERE memory_id = $1 FOR UPDATE", title)
+            await held.rollback()
+
+        waiting = asyncio.create_task(then_its_facts())
+        fixed = await service.entities.fix_key(p, title, "job title")
+        await waiting
+    assert await successors(service, p, [works, title]) == [None, None]
+    await service.entities.undo(p, fixed.id)
+    assert await successors(service, p, [works]) == [title]
