@@ -36,12 +36,11 @@ from .permissions import require
 from .repository import MemoryRepository, key_edits
 from .repository import entity_edits as edits
 from .repository import entity_pages as pages
+from .repository.deadlocks import again_if_stopped
 from .repository.graph_reads import entities_named, entity_rows, facts_of, neighbours_of
 from .validation import text
 
 MAX_TIMELINE = 500
-# Tries of a key fix or an undo PostgreSQL stopped to break a deadlock (`_again_if_stopped`).
-_DEADLOCK_ATTEMPTS = 3
 MAX_EDITS_SHOWN = 50
 
 
@@ -328,17 +327,14 @@ class Entities:
 
     async def _again_if_stopped(self, p: Principal, work: Callable[[asyncpg.Connection], Awaitable[Any]],
                                 made: Callable[[Any], EntityEdit]) -> EntityEdit:
-        """`work` in a transaction of its own, once more where PostgreSQL stopped it to break a
-        deadlock: a key fix and its undo lock the attribute's values after the memory's facts, a
-        write of the same subject the other way round (repository/fact_order.py)."""
-        for attempt in range(_DEADLOCK_ATTEMPTS):
-            try:
-                async with self.repo.transaction(p) as conn:
-                    return made(await work(conn))
-            except asyncpg.DeadlockDetectedError:
-                if attempt == _DEADLOCK_ATTEMPTS - 1:
-                    raise
-        raise AssertionError("unreachable")
+        """`work` in a transaction of its own, again where PostgreSQL stopped it to break a deadlock
+        (repository/deadlocks.py): a key fix and its undo lock the attribute's values after the
+        memory's facts, a write of the same subject the other way round (repository/fact_order.py)."""
+        async def once() -> EntityEdit:
+            async with self.repo.transaction(p) as conn:
+                return made(await work(conn))
+
+        return await again_if_stopped(once)
 
     async def _undo(self, conn: asyncpg.Connection, p: Principal, edit_id: UUID, why: str | None) -> EntityEdit:
         edit = await edits.edit_row(conn, p, edit_id, lock=True)

@@ -124,28 +124,38 @@ async def test_a_writers_own_link_and_a_narrower_credentials_reach_stay(service)
     assert (await successors(service, p, [note]))[0] == linked
 
 
+async def across(database, hold: str, held_id: UUID, then: str, then_id: UUID, work):
+    """`work()` while another transaction holds `hold`'s rows and, once `work` is waiting on them,
+    asks for `then`'s, which `work` holds: a cycle PostgreSQL breaks by stopping `work`, the first
+    to wait."""
+    async with database.admin.acquire() as other:
+        held = other.transaction()
+        await held.start()
+        await other.execute(hold, held_id)
+
+        async def then_theirs() -> None:
+            await asyncio.sleep(0.3)
+            await other.execute(then, then_id)
+            await held.rollback()
+
+        waiting = asyncio.create_task(then_theirs())
+        done = await work()
+        await waiting
+        return done
+
+
 async def test_a_move_stopped_to_break_a_deadlock_goes_again(service, database) -> None:
     """The update locks its own row before the attribute's other values; a transaction holding one
-    of those and then asking for the moved row is a cycle PostgreSQL breaks by stopping the update
-    (the first to wait). It goes again from its start and lands (memory_update.py)."""
+    of those and then asking for the moved row is a cycle. The update goes again from its start and
+    lands (memory_update.py, repository/deadlocks.py)."""
     p = principal()
     acme = (await service.write(p, "Dana Ruiz works at Acme.", about=["Dana Ruiz"], key="employer",
                                 occurred_at=day("2024-03-01"))).memory.id
     globex = (await service.write(p, "Dana Ruiz joined Globex.", about=["Dana Ruiz"], key="employer",
                                   occurred_at=day("2025-02-01"))).memory.id
-    async with database.admin.acquire() as other:
-        held = other.transaction()
-        await held.start()
-        await other.execute("SELECT 1 FROM memories WHERE id = $1 FOR UPDATE", acme)
-
-        async def then_the_moved_row() -> None:
-            await asyncio.sleep(0.3)  # the update holds its row and waits for acme's
-            await other.execute("SELECT 1 FROM memories WHERE id = $1 FOR UPDATE", globex)
-            await held.rollback()
-
-        waiting = asyncio.create_task(then_the_moved_row())
-        await service.update(p, globex, occurred_at=day("2023-01-01"))
-        await waiting
+    row = "SELECT 1 FROM memories WHERE id = $1 FOR UPDATE"
+    await across(database, row, acme, row, globex,
+                 lambda: service.update(p, globex, occurred_at=day("2023-01-01")))
     assert await successors(service, p, [acme, globex]) == [None, acme]
     assert [e.event for e in (await service.history(p, globex)).entries].count("UPDATE") == 2  # once, not twice
 
@@ -158,19 +168,9 @@ async def test_a_key_fix_stopped_to_break_a_deadlock_goes_again(service, databas
                                  occurred_at=day("2024-02-01"))).memory.id
     title = (await service.write(p, "Greta is now lead designer.", about=["Greta"], key="employer",
                                  occurred_at=day("2025-02-01"))).memory.id
-    async with database.admin.acquire() as other:
-        held = other.transaction()
-        await held.start()
-        await other.execute("SELECT 1 FROM memories WHERE id = $1 FOR UPDATE", works)
-
-        async def then_its_facts() -> None:
-            await asyncio.sleep(0.3)  # the fix holds the title's facts and waits for the employer before
-            await other.execute("SELECT 1 FROM memory_facts WHERE memory_id = $1 FOR UPDATE", title)
-            await held.rollback()
-
-        waiting = asyncio.create_task(then_its_facts())
-        fixed = await service.entities.fix_key(p, title, "job title")
-        await waiting
+    fixed = await across(database, "SELECT 1 FROM memories WHERE id = $1 FOR UPDATE", works,
+                         "SELECT 1 FROM memory_facts WHERE memory_id = $1 FOR UPDATE", title,
+                         lambda: service.entities.fix_key(p, title, "job title"))
     assert await successors(service, p, [works, title]) == [None, None]
     await service.entities.undo(p, fixed.id)
     assert await successors(service, p, [works]) == [title]

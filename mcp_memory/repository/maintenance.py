@@ -13,6 +13,7 @@ import asyncpg
 
 from ..models import PurgeReport
 from . import graph_transfer
+from .deadlocks import again_if_stopped
 from .first_load import build_memory, in_empty_store
 from .graph_backlog import enqueue
 from .sql import planner_rows
@@ -22,8 +23,6 @@ RETENTION_ACTOR = "system:retention"
 # Any fixed number: replicas on one database agree on it, so one of them analyzes at a time.
 _ANALYZE_LOCK = 0x6D63706D616E  # "mcpman"
 _BATCH = 5000
-# Tries of an import batch PostgreSQL stopped to break a deadlock with another written at once.
-_DEADLOCK_ATTEMPTS = 3
 # Columns an export carries; the vector and the generated full-text column are rebuilt.
 EXPORT_COLUMNS = ("id", "agent_id", "project_id", "kind", "title", "content", "tags", "metadata", "importance",
                   "confidence", "pinned", "priority", "source", "content_hash", "occurred_at", "valid_until",
@@ -238,15 +237,9 @@ class MaintenanceRepository:
         already there is skipped, so importing twice adds nothing. Returns how many were inserted.
         A batch is copied into temporary tables and inserted from them: a row at a time, three round
         trips each, was 620 rows a second."""
-        for attempt in range(_DEADLOCK_ATTEMPTS):
-            try:
-                return await self._import_batch(user_id, records, model, taken)
-            except asyncpg.DeadlockDetectedError:
-                # Batches written at once (importers.py) wait on each other's rows where a file holds
-                # one memory twice; the one PostgreSQL chose to stop goes again, from its start.
-                if attempt == _DEADLOCK_ATTEMPTS - 1:
-                    raise
-        raise AssertionError("unreachable")
+        # Batches written at once (importers.py) wait on each other's rows where a file holds one
+        # memory twice: the one PostgreSQL chose to stop goes again, from its start.
+        return await again_if_stopped(lambda: self._import_batch(user_id, records, model, taken))
 
     async def import_edges(self, user_id: str, records: Sequence[dict[str, Any]]) -> None:
         """Every edge of an export's `records` whose two ends are both here now, after its batches

@@ -15,13 +15,12 @@ from ..graph.names import Name
 from ..models import Memory, Principal
 from ..validation import content_hash
 from . import graph
+from .deadlocks import again_if_stopped
 from .memory_rows import TRACKED, _own, _same, _snapshot, to_memory
 from .memory_store import MemoryStore
 from .sql import Sql
 
 _DERIVED = ("embedding", "embedding_model")  # follow the content; never compared, never in history
-# Tries of an update PostgreSQL stopped to break a wait on a write of the same subject (`update`).
-_DEADLOCK_ATTEMPTS = 3
 
 
 class MemoryUpdate(MemoryStore):
@@ -36,15 +35,9 @@ class MemoryUpdate(MemoryStore):
         The row is locked before the attribute's values and the names, a write of the same subject
         takes them the other way round: where PostgreSQL stops one of the two to break the wait, the
         update goes again from its start (nothing of it was kept)."""
-        for attempt in range(_DEADLOCK_ATTEMPTS):
-            try:
-                return await self._update(p, memory_id, changes, reason=reason, if_version=if_version,
-                                          may_override_pin=may_override_pin, request_id=request_id,
-                                          read_names=read_names)
-            except asyncpg.DeadlockDetectedError:
-                if attempt == _DEADLOCK_ATTEMPTS - 1:
-                    raise
-        raise AssertionError("unreachable")
+        return await again_if_stopped(lambda: self._update(
+            p, memory_id, changes, reason=reason, if_version=if_version, may_override_pin=may_override_pin,
+            request_id=request_id, read_names=read_names))
 
     async def _update(self, p: Principal, memory_id: UUID, changes: dict[str, Any], *, reason: str | None,
                       if_version: int | None, may_override_pin: bool, request_id: str | None,
