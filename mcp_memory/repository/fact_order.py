@@ -78,7 +78,7 @@ async def relink(conn: asyncpg.Connection, p: Principal, memory_id: UUID, groups
                                    p.user_id, memory_id)
         if mine is not None and mine["superseded_by"] in mates:
             changes[memory_id] = Relinked(memory_id, mine["superseded_by"], None)
-    await _write(conn, p, list(changes.values()), reason)
+    await write_links(conn, p, list(changes.values()), reason)
     return list(changes.values())
 
 
@@ -105,8 +105,9 @@ def _reordered(values: Sequence[asyncpg.Record], moved: UUID, mates: Collection[
     return changes
 
 
-async def _write(conn: asyncpg.Connection, p: Principal, changes: Sequence[Relinked], reason: str) -> None:
-    """Each memory's new successor, with its history row."""
+async def write_links(conn: asyncpg.Connection, p: Principal, changes: Sequence[Relinked], reason: str) -> None:
+    """Each memory's new successor, with its history row (graph.py's replaces by key write theirs
+    here too)."""
     if not changes:
         return
     await conn.executemany(
@@ -129,5 +130,5 @@ async def put_back(conn: asyncpg.Connection, p: Principal, changes: Sequence[Rel
     now = {r["id"]: r["superseded_by"] for r in rows}
     if any(c.memory not in now or now[c.memory] != c.after for c in changes):
         return False
-    await _write(conn, p, [Relinked(c.memory, c.after, c.before) for c in changes], reason)
+    await write_links(conn, p, [Relinked(c.memory, c.after, c.before) for c in changes], reason)
     return True

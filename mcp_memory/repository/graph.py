@@ -17,7 +17,7 @@ from ..graph import Key, Said
 from ..graph.names import USER, Name, begins, first_name, word_set
 from ..models import Principal
 from .entity_edits import first_name_taken_in
-from .fact_order import in_time_order
+from .fact_order import Relinked, in_time_order, write_links
 from .sql import Sql, visible
 
 
@@ -377,14 +377,7 @@ async def _mark(conn: asyncpg.Connection, p: Principal, older: list[UUID], newer
                 before: list[UUID | None], said: Said, reason: str | None = None) -> None:
     assert said.key is not None
     reason = reason or f"superseded by {newer}: a newer value of the same key ({said.key.attribute})"
-    await conn.execute("UPDATE memories SET superseded_by = $3, updated_at = now(), version = version + 1 "
-                       "WHERE user_id = $1 AND id = ANY($2::uuid[])", p.user_id, older, newer)
-    await conn.executemany(
-        """INSERT INTO memory_history (user_id, memory_id, event, old, new, actor, client, reason)
-           VALUES ($1, $2, 'UPDATE', $3, $4, $5, $6, $7)""",
-        [(p.user_id, mid, {"superseded_by": str(b) if b else None}, {"superseded_by": str(newer)}, p.actor,
-          p.client, reason)
-         for mid, b in zip(older, before, strict=True)])
+    await write_links(conn, p, [Relinked(m, b, newer) for m, b in zip(older, before, strict=True)], reason)
 
 
 __all__ = ["USER", "Recorded", "lock_names", "named_rows", "choose", "record", "resolve", "restate"]
