@@ -314,8 +314,10 @@ class Entities:
             if parsed is None:
                 raise InvalidInput(f"key {key!r} names no attribute: say which, in a few words ('home city'); "
                                    "nothing was changed")
-        return await self._again_if_stopped(p, lambda conn: key_edits.fix_key(conn, p, memory_id, parsed, why),
-                                            _edit)
+        async def fix(conn: asyncpg.Connection) -> EntityEdit:
+            return _edit(await key_edits.fix_key(conn, p, memory_id, parsed, why))
+
+        return await self._again_if_stopped(p, fix)
 
     async def undo(self, p: Principal, edit_id: UUID, *, reason: str | None = None) -> EntityEdit:
         """An edit undone: a merge is split again, a key fix put back, a split merged again. Only
@@ -323,16 +325,16 @@ class Entities:
         records it (the split, the new merge, or the key fix now marked undone)."""
         require(p, "write")
         why = _reason(reason)
-        return await self._again_if_stopped(p, lambda conn: self._undo(conn, p, edit_id, why), lambda e: e)
+        return await self._again_if_stopped(p, lambda conn: self._undo(conn, p, edit_id, why))
 
-    async def _again_if_stopped(self, p: Principal, work: Callable[[asyncpg.Connection], Awaitable[Any]],
-                                made: Callable[[Any], EntityEdit]) -> EntityEdit:
+    async def _again_if_stopped(self, p: Principal,
+                                work: Callable[[asyncpg.Connection], Awaitable[EntityEdit]]) -> EntityEdit:
         """`work` in a transaction of its own, again where PostgreSQL stopped it to break a deadlock
         (repository/deadlocks.py): a key fix and its undo lock the attribute's values after the
         memory's facts, a write of the same subject the other way round (repository/fact_order.py)."""
         async def once() -> EntityEdit:
             async with self.repo.transaction(p) as conn:
-                return made(await work(conn))
+                return await work(conn)
 
         return await again_if_stopped(once)
 

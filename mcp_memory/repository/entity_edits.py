@@ -81,7 +81,7 @@ async def _hidden(conn: asyncpg.Connection, p: Principal, entity: UUID, memories
     return int(found)
 
 
-async def _consistent(conn: asyncpg.Connection, p: Principal, entities: list[UUID]) -> None:
+async def consistent(conn: asyncpg.Connection, p: Principal, entities: list[UUID]) -> None:
     """The checks of repository/graph_checks.py, on the entities an edit touched, before it commits."""
     await _user_wide(conn, True)
     broken = await conn.fetchval(
@@ -118,7 +118,7 @@ async def lock_entities(conn: asyncpg.Connection, p: Principal, ids: Sequence[UU
     return found
 
 
-async def _record(conn: asyncpg.Connection, p: Principal, kind: str, scope: asyncpg.Record | Row, *,
+async def record_edit(conn: asyncpg.Connection, p: Principal, kind: str, scope: asyncpg.Record | Row, *,
                   entity: UUID, other: UUID | None = None, memory: UUID | None = None, entities: list[UUID],
                   rows: Row, reason: str | None) -> asyncpg.Record:
     return await conn.fetchrow(
@@ -200,12 +200,12 @@ async def merge(conn: asyncpg.Connection, p: Principal, into: UUID, source: UUID
                        "WHERE user_id = $1 AND id = $2", p.user_id, into, added)
     await conn.execute("UPDATE entities SET merged_into = $3, updated_at = now() WHERE user_id = $1 AND id = $2",
                        *args)
-    await _consistent(conn, p, [into, source])
+    await consistent(conn, p, [into, source])
     rows = {"target": _brief(target), "source": _brief(merged), "mentions_moved": [str(i) for i in moved],
             "mentions_dropped": [m["row"] for m in dropped], "mentions_promoted": [str(i) for i in promoted],
             "facts_moved": [str(i) for i in facts_moved], "facts_dropped": [f["row"] for f in facts_dropped],
             "aliases_added": added}
-    return await _record(conn, p, "merge", merged, entity=into, other=source, entities=[into, source], rows=rows,
+    return await record_edit(conn, p, "merge", merged, entity=into, other=source, entities=[into, source], rows=rows,
                          reason=reason)
 
 
@@ -276,12 +276,12 @@ async def split(conn: asyncpg.Connection, p: Principal, edit: asyncpg.Record, re
     except asyncpg.UniqueViolationError:
         raise Conflict(f"an entity named {_label(merged)!r} was created in {where(merged)} since the merge: merge that "
                        "one into the other first; nothing was changed") from None
-    await _consistent(conn, p, [into, source])
+    await consistent(conn, p, [into, source])
     await mark_undone(conn, p, edit["id"])
     total = len(mentions) + len(facts) + len(rows["mentions_dropped"]) + len(rows["facts_dropped"])
     done = {"undoes": str(edit["id"]), "target": _brief(target), "source": _brief(merged), "rows_back": back,
             "rows_gone": total - back}
-    return await _record(conn, p, "split", edit, entity=into, other=source, entities=[into, source], rows=done,
+    return await record_edit(conn, p, "split", edit, entity=into, other=source, entities=[into, source], rows=done,
                          reason=reason)
 
 

@@ -13,7 +13,7 @@ from ..errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from ..graph.keys import Key
 from ..models import Principal
 from . import fact_order
-from .entity_edits import _consistent, _record, mark_undone, reinsert_facts
+from .entity_edits import consistent, mark_undone, record_edit, reinsert_facts
 from .sql import Sql, visible
 
 
@@ -61,7 +61,7 @@ async def fix_key(conn: asyncpg.Connection, p: Principal, memory: UUID, key: Key
                                     [g for g in left if g not in joined], f"its key fixed: {memory} "
                                     f"{'is ' + repr(key.attribute) if key else 'states no keyed attribute'} now")
     after = None if key is None else {"attribute": key.attribute, "key_words": key.words, "single": key.single}
-    return await _record(conn, p, "key", row, entity=entities[0], memory=memory, entities=entities,
+    return await record_edit(conn, p, "key", row, entity=entities[0], memory=memory, entities=entities,
                          rows={"before": [f["row"] for f in facts], "after": after,
                                "links": [[str(x) if x else None for x in (c.memory, c.before, c.after)]
                                          for c in links]}, reason=reason)
@@ -85,5 +85,5 @@ async def undo_key(conn: asyncpg.Connection, p: Principal, edit: asyncpg.Record)
     links = [fact_order.Relinked(*(UUID(x) if x else None for x in link)) for link in edit["rows"].get("links", [])]
     if not await fact_order.put_back(conn, p, links, f"the key fix of {memory} undone"):
         raise Conflict(f"which memories replace which changed since the key fix of {memory}; nothing was changed")
-    await _consistent(conn, p, [UUID(r["entity_id"]) for r in before])
+    await consistent(conn, p, [UUID(r["entity_id"]) for r in before])
     await mark_undone(conn, p, edit["id"])
