@@ -173,16 +173,19 @@ def their_forms(canonical_name: str, lexicon: Lexicon) -> tuple[str, ...]:
     "the user's wife" ("user wife") and "our wife", so a writer naming her either way means one
     entity. Only one of the lexicon's `people` or `leaders` after the possessive (an adjective may
     come between: "my older sister"); "the user service" stays a thing of its own."""
-    possessives = {canonical(p) for p in lexicon.user_possessives}
+    possessives, roles = _their_words(lexicon)
     first, _, rest = canonical_name.partition(" ")
-    if first not in possessives or not rest or rest.split()[-1] not in _roles(lexicon):
+    if first not in possessives or not rest or rest.split()[-1] not in roles:
         return ()
     return tuple(sorted(f"{p} {rest}" for p in possessives if p != first))
 
 
 @functools.lru_cache(maxsize=8)
-def _roles(lexicon: Lexicon) -> frozenset[str]:
-    return frozenset(canonical(r).split()[-1] for r in (*lexicon.people, *lexicon.leaders))
+def _their_words(lexicon: Lexicon) -> tuple[frozenset[str], frozenset[str]]:
+    """The user's possessives as canonical names begin ("user" of "the user's") and the last word of
+    each of the lexicon's people and leaders."""
+    return (frozenset(canonical(p) for p in lexicon.user_possessives),
+            frozenset(canonical(r).split()[-1] for r in (*lexicon.people, *lexicon.leaders)))
 
 
 def runs(text: str) -> Iterator[tuple[int, str]]:

@@ -214,4 +214,3 @@ def value_bounds(question: str, lexicon: Lexicon = ENGLISH) -> list[Bound]:
         if word not in lexicon.stop_words and kind in ("before", "after", "since"):
             found.append(Bound(kind, word, match.start(), match.end()))
     return found
-

@@ -127,4 +127,3 @@ def beside_first(rows: list[Any], answers: set[UUID], judged: Collection[UUID],
         return rows, set()
     ids = {r["id"] for r in placed}
     return placed + [r for r in rows if r["id"] not in ids], ids
-
