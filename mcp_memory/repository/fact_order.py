@@ -39,13 +39,11 @@ class Relinked:
     after: UUID | None
 
 
-async def in_time_order(conn: asyncpg.Connection, p: Principal, memory_id: UUID) -> list[Relinked]:
-    """After `memory_id`'s facts' valid_from moved: the values of each attribute it states, in order
-    of valid time (the module's docstring)."""
-    groups = await conn.fetch("SELECT entity_id, attribute FROM memory_facts WHERE user_id = $1 AND memory_id = $2",
-                              p.user_id, memory_id)
-    return await relink(conn, p, memory_id, [(g["entity_id"], g["attribute"]) for g in groups], (),
-                        f"in order of valid time after the date of {memory_id} moved")
+async def in_time_order(conn: asyncpg.Connection, p: Principal, memory_id: UUID,
+                        groups: Sequence[Group]) -> list[Relinked]:
+    """After `memory_id`'s facts' valid_from moved: the values of each attribute it states (`groups`,
+    as the move returned them), in order of valid time (the module's docstring)."""
+    return await relink(conn, p, memory_id, groups, (), f"in order of valid time after the date of {memory_id} moved")
 
 
 async def relink(conn: asyncpg.Connection, p: Principal, memory_id: UUID, groups: Sequence[Group],

@@ -285,11 +285,11 @@ async def restate(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record
     attribute's values then in order of it (fact_order.py), and with a new text (`names` not None)
     the names rules read in the old text give way to the new text's; what the writer or a model
     said stays."""
-    moved = await conn.fetchval("WITH moved AS (UPDATE memory_facts SET valid_from = $3 WHERE user_id = $1 "
-                                "AND memory_id = $2 AND valid_from <> $3 RETURNING 1) SELECT count(*) > 0 FROM moved",
-                                p.user_id, memory["id"], memory["occurred_at"])
+    moved = await conn.fetch("UPDATE memory_facts SET valid_from = $3 WHERE user_id = $1 AND memory_id = $2 "
+                             "AND valid_from <> $3 RETURNING entity_id, attribute",
+                             p.user_id, memory["id"], memory["occurred_at"])
     if moved:
-        await in_time_order(conn, p, memory["id"])
+        await in_time_order(conn, p, memory["id"], [(r["entity_id"], r["attribute"]) for r in moved])
     if names is None:
         return
     await lock_names(conn, p.user_id, [Said(list(names))])
