@@ -51,8 +51,10 @@ class PoolerConnection(asyncpg.Connection):
 
 
 def through_pooler(conn: asyncpg.Connection | asyncpg.pool.PoolConnectionProxy) -> bool:
-    """Whether `conn` (or the pool connection it proxies) goes through a transaction-mode pooler."""
-    return isinstance(getattr(conn, "_con", conn), PoolerConnection)
+    """Whether `conn` (or the pool connection it proxies) goes through a transaction-mode pooler. Not
+    by isinstance: asyncpg's Connection metaclass answers it True for every connection and any of its
+    subclasses."""
+    return PoolerConnection in type(getattr(conn, "_con", conn)).__mro__
 
 
 def _begin(settings: Mapping[str, str], mode: str = "", conn: Any = None) -> str:
