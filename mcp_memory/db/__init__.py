@@ -183,11 +183,12 @@ async def _open(settings: StorageSettings, limit: float | None) -> Database:
         finally:
             await conn.close()
         # register_vector needs the extension, which the first migration creates.
-        # Plan each search with its real values: the generic plan a prepared statement falls back to
-        # after five runs is made for the average scope. Beside a scope of 100,000 memories it
+        # Plan each statement with its real values: the generic plan a prepared statement falls back
+        # to after five runs is made for the average scope. Beside a scope of 100,000 memories it
         # walked the big scope's HNSW graph for a small one and returned other rows for 55 of 80
         # LoCoMo questions, and a big scope's "last 30 days" took 64 ms instead of 23
-        # (bench/plan_modes.py). JIT compiling costs more than these short queries run.
+        # (bench/plan_modes.py). A search that no filter narrows asks for its kept plan itself
+        # (sql.fetch_on_kept_plan). JIT compiling costs more than these short queries run.
         session = {"plan_cache_mode": "force_custom_plan", "jit": "off", **({"role": role} if role else {})}
         if pooled:  # a pooler keeps no session setting: each transaction carries them (sql.PoolerConnection)
             app_args = _pooler_args(True, session)
@@ -196,7 +197,8 @@ async def _open(settings: StorageSettings, limit: float | None) -> Database:
             app_args, server_settings = {}, {**session, "standard_conforming_strings": "on"}
         pools.append(await asyncpg.create_pool(
             dsn, min_size=settings.pool_min_size, max_size=settings.pool_max_size, init=init_connection,
-            reset=reset_connection, server_settings=server_settings, **app_args))
+            reset=reset_connection, server_settings=server_settings,
+            max_cacheable_statement_size=sql.KEPT_STATEMENT_CHARS, **app_args))
         admin_args = {"reset": reset_connection, **_pooler_args(True, {})} if pooled else {}
         pools.append(await asyncpg.create_pool(dsn, min_size=0, max_size=2, init=init_connection, **admin_args))
         if role and not pooled:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -81,6 +82,41 @@ async def local_transaction(pool: asyncpg.Pool, settings: Mapping[str, str]) -> 
             await _rollback(conn)
             raise
         await conn.execute("COMMIT")
+
+
+# The longest statement asyncpg keeps prepared on a connection (its max_cacheable_statement_size, set
+# by db.open_database; its default of 15 KiB is below a search's statement in a store of many
+# conversations, ~13 KiB without a filter). A longer one is prepared afresh at every call.
+KEPT_STATEMENT_CHARS = 64 * 1024
+# The statements whose generic plans each connection keeps (asyncpg's connections take no attributes).
+_KEPT: weakref.WeakKeyDictionary[asyncpg.Connection, set[str]] = weakref.WeakKeyDictionary()
+
+
+def _keeps(conn: asyncpg.Connection | asyncpg.pool.PoolConnectionProxy, sql: str, most: int) -> bool:
+    """Whether `sql` runs on a plan `conn` keeps: it does already, or the connection keeps fewer than
+    `most` (a statement asyncpg's cache let go and prepares again still counts, so they are at most
+    that many). Never through a transaction-mode pooler, or for a statement longer than
+    KEPT_STATEMENT_CHARS: nothing is kept there, and a generic plan would be made at every call."""
+    if through_pooler(conn) or len(sql) > KEPT_STATEMENT_CHARS:
+        return False
+    kept = _KEPT.setdefault(getattr(conn, "_con", conn), set())
+    if sql not in kept and len(kept) < most:
+        kept.add(sql)
+    return sql in kept
+
+
+async def fetch_on_kept_plan(conn: asyncpg.Connection, sql: str, *args: Any, most: int) -> list[asyncpg.Record]:
+    """`sql`'s rows by the generic plan its prepared statement keeps on this connection: planned at
+    its first call here, not at every call as the pools' force_custom_plan has it, for this statement
+    alone (the transaction's others are planned as before). The first `most` statements a connection
+    runs here keep their plans; any other is planned for its values, as are all where nothing is
+    kept (`_keeps`)."""
+    if not _keeps(conn, sql, most):
+        return await conn.fetch(sql, *args)
+    await conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+    rows = await conn.fetch(sql, *args)
+    await conn.execute("SET LOCAL plan_cache_mode TO DEFAULT")
+    return rows
 
 
 # Read transactions still ending (read_transaction): held here so that none is collected unfinished.

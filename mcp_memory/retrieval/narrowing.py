@@ -129,6 +129,17 @@ async def narrowing(conn: asyncpg.Connection, p: Principal, f: MemoryFilter | No
                      by_rows_below=passing / entries_per_row(f) if filtered else None)
 
 
+def plan_kept(f: MemoryFilter | None, narrowed: Narrowing) -> bool:
+    """Whether a search may run on the generic plan its statement keeps (repository.sql.fetch_on_kept_plan):
+    where no value narrows what it reads (a scope level is a clause without one) and the vector list
+    walks the graph. A generic plan is made for an average of the values: a filter's share of the
+    scope, or a scope small beside the index, would be planned as average (a kind's and the last 30
+    days' searches of a 100,000-memory scope 1.4x and 2.4x slower, a small scope's sorted list 1.3x;
+    docs/benchmarks.md "Kept plans for searches no filter narrows"), so those searches are planned
+    for their values; the text of their statements differs, so no plan of theirs is kept."""
+    return not narrows(f) and (f is None or f.as_of is None) and not narrowed.exact and not narrowed.fenced
+
+
 def entries_per_row(f: MemoryFilter | None) -> int:
     """What a row read by a word's own entries costs in the filter's entries (ENTRIES_PER_ROW)."""
     kinds_alone = f is not None and bool(f.kinds) and not (f.tags or f.since is not None or f.until is not None)

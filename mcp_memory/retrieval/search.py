@@ -13,6 +13,7 @@ from ..lexicon import Lexicon
 from ..lexicon.english import ENGLISH
 from ..models import MemoryFilter, Principal, SearchHit, SearchReading
 from ..repository import MemoryRepository
+from ..repository.sql import fetch_on_kept_plan
 from . import focus, then, whose
 from .broad_names import broad_names, speakers, spoken_shares, without_names
 from .common_words import too_common, word_rows
@@ -20,7 +21,7 @@ from .conversations import SPEAKER_TURNS_READ, told_apart
 from .hop import one_hop
 from .keyed import facts_named, keyed_first, named_in
 from .naming import Linked
-from .narrowing import Narrowing, narrowing
+from .narrowing import Narrowing, narrowing, plan_kept
 from .query import ParsedQuery
 from .reorder import after_sql
 from .statement import SearchStatement, build_search, text_search
@@ -100,7 +101,9 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
             by_rows = narrowed.by_rows(rows_of)
         if exact or linked is not None or common or narrowed.fenced or by_rows:
             statement = built(exact=exact) or statement
-        rows = await conn.fetch(statement.sql, *statement.args)
+        kept = settings.search_kept_plans > 0 and min_similarity is None and plan_kept(f, narrowed)
+        rows = await (fetch_on_kept_plan(conn, statement.sql, *statement.args, most=settings.search_kept_plans)
+                      if kept else conn.fetch(statement.sql, *statement.args))
         if reading is not None:
             reading.words_left_out = list(common)
         # A forget preview lists what matches the words, not what the graph knows of them.
