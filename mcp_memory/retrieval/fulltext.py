@@ -86,11 +86,25 @@ def _rarest_first(q: Sql, apart: Sequence[tuple[str, str]], config: str, rows: R
     them, those holding the rarest first, each still matching the any-word query `pq.tsq` as
     websearch syntax reads the question. Among those whose rarest word is the same, the table's
     order, as one scan had it: where the words cannot tell memories apart, the list holds what it
-    held. Each is its own scan with its own value, so the planner picks the index for it (in a store
-    many share, the user's own entries: memories_user_kind_fts)."""
-    scans = "\n                UNION ALL ".join(
-        rows.holding(k, f"m.fts @@ {function}({config}, {q.arg(text)})", read, scan, text)
-        for k, (function, text) in enumerate(apart))
+    held. Where only the scope narrows the rows, the words are one scan over an array of them, one
+    statement whatever their number (a search's plan is kept by its statement's text,
+    repository/sql.py fetch_on_kept_plan: 788 LoCoMo questions made 127 statements, so 48); a scan
+    returns a word's rows in the table's order by whichever index it reads. Under a filter each word
+    is a scan of its own, planned for its value: the planner then reads the user's entries of a kind
+    (memories_user_kind_fts) or a rare word's own (`rows.by_rows`), where for a word it cannot see it
+    read the word's entries of every user."""
+    if rows.by_rows or rows.where != rows.scope:
+        scans = "\n                UNION ALL ".join(
+            rows.holding(k, f"m.fts @@ {function}({config}, {q.arg(text)})", read, scan, text)
+            for k, (function, text) in enumerate(apart))
+    else:
+        texts, phrase = q.arg([text for _, text in apart]), q.arg([f == "phraseto_tsquery" for f, _ in apart])
+        scans = f"""SELECT w.k AS w, m.at, m.id, m.fts{", m.text" if read else ""}
+                FROM unnest({texts}::text[], {phrase}::bool[]) WITH ORDINALITY w(text, phrase, k)
+                CROSS JOIN LATERAL (SELECT m.ctid AS at, m.id, m.fts{read} FROM memories m
+                    WHERE {rows.where} AND m.fts @@ CASE WHEN w.phrase THEN phraseto_tsquery({config}, w.text)
+                                                          ELSE plainto_tsquery({config}, w.text) END
+                    LIMIT {scan}) m"""
     ctes = f"""hits AS MATERIALIZED ({scans}),
             """
     branch = f"""(SELECT r.id, r.fts{", r.text" if read else ""}
