@@ -1,8 +1,9 @@
 """A search no filter narrows runs on the generic plan its statement keeps on a connection, planned
 at its first call there (MCP_MEMORY_SEARCH_KEPT_PLANS, retrieval/narrowing.py plan_kept); a
 filtered search, one in a scope small beside the store, and every search with the setting off are
-planned for their values. Either way the hits are the same. On a direct connection a transcript's
-capture lock is a session lock, held outside any transaction (repository/transcripts.py)."""
+planned for their values. Either way the hits are the same, on a PostgreSQL with default settings
+too. On a direct connection a transcript's capture lock is a session lock, held outside any
+transaction (repository/transcripts.py)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from mcp_memory.repository.transcripts import TranscriptRepository
 from mcp_memory.service import MemoryService
 
 from .conftest import principal
+from .test_graph_external import own_server, users_own_database  # noqa: F401 (the fixture)
 
 NOTES = [
     "Dana Ruiz moved from Porto to Lisbon in March.",
@@ -142,3 +144,31 @@ async def test_a_transcripts_lock_on_a_direct_connection_holds_no_transaction_op
             """SELECT a.state FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
                WHERE l.locktype = 'advisory' AND l.granted""")
     assert [r["state"] for r in states] == ["idle"]
+
+
+async def test_one_kept_plan_serves_two_users_by_row_level_security_alone_on_an_external_server(
+        own_server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """On a PostgreSQL with default settings and no LEAKPROOF marks (test_graph_external.py), with the
+    scope filter off: alice's and bob's searches are one statement, so one generic plan on the one
+    connection serves both, and row-level security, read at each run, keeps them apart."""
+    monkeypatch.setattr(sql, "SCOPE_FILTER", False)
+    async with users_own_database(own_server, tmp_path) as (settings, _):
+        one = settings.model_copy(update={"pool_min_size": 1, "pool_max_size": 1})
+        db = await open_database(one)
+        try:
+            kept, planned = await searcher(db, one, 32), await searcher(db, one, 0)
+            alice, bob = principal("alice"), principal("bob")
+            theirs = {}
+            for who in (alice, bob):
+                theirs[who.user_id] = {(await kept.write(who, f"{who.user_id}: {text}")).memory.id for text in NOTES}
+            for question in QUESTIONS[:3]:
+                for who in (alice, bob, alice, bob):
+                    got = [(h.id, h.score) for h in (await kept.search(who, question, limit=5)).hits]
+                    assert got and {i for i, _ in got} <= theirs[who.user_id]
+                    assert got == [(h.id, h.score) for h in (await planned.search(who, question, limit=5)).hits]
+            assert await plans(db) == (12, 12)
+            async with db.pool.acquire() as conn:  # a question's statement is the same whoever asks it
+                assert await conn.fetchval("SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE $1",
+                                           STATEMENT) <= 3
+        finally:
+            await db.close()
