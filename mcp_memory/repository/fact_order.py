@@ -25,6 +25,7 @@ from uuid import UUID
 import asyncpg
 
 from ..models import Principal
+from .memory_store import history
 from .sql import Sql, visible
 
 Group = tuple[UUID, str]  # (entity, attribute)
@@ -103,19 +104,17 @@ def _reordered(values: Sequence[asyncpg.Record], moved: UUID, mates: Collection[
     return changes
 
 
-async def write_links(conn: asyncpg.Connection, p: Principal, changes: Sequence[Relinked], reason: str) -> None:
-    """Each memory's new successor, with its history row (graph.py's replaces by key write theirs
-    here too)."""
+async def write_links(conn: asyncpg.Connection, p: Principal, changes: Sequence[Relinked], reason: str,
+                      request_id: str | None = None) -> None:
+    """Each memory's new successor, with its history row (graph.py's replaces by key and a writer's
+    `supersedes`, memory_insert.py, write theirs here too)."""
     if not changes:
         return
     await conn.executemany(
         "UPDATE memories SET superseded_by = $3, updated_at = now(), version = version + 1 "
         "WHERE user_id = $1 AND id = $2", [(p.user_id, c.memory, c.after) for c in changes])
-    await conn.executemany(
-        """INSERT INTO memory_history (user_id, memory_id, event, old, new, actor, client, reason)
-           VALUES ($1, $2, 'UPDATE', $3, $4, $5, $6, $7)""",
-        [(p.user_id, c.memory, {"superseded_by": str(c.before) if c.before else None},
-          {"superseded_by": str(c.after) if c.after else None}, p.actor, p.client, reason) for c in changes])
+    await history(conn, p, [(c.memory, "UPDATE", {"superseded_by": c.before}, {"superseded_by": c.after})
+                            for c in changes], reason, request_id)
 
 
 async def put_back(conn: asyncpg.Connection, p: Principal, changes: Sequence[Relinked], reason: str) -> bool:

@@ -11,7 +11,7 @@ import asyncpg
 from ..errors import Conflict, PermissionDenied
 from ..models import Memory, Principal
 from .memory_rows import _ids_text, to_memory
-from .memory_store import MemoryStore
+from .memory_store import MemoryStore, history
 
 
 class MemoryForget(MemoryStore):
@@ -43,7 +43,7 @@ class MemoryForget(MemoryStore):
             """UPDATE memories SET deleted_at = now(), deleted_reason = $3
                WHERE user_id = $1 AND id = ANY($2::uuid[]) RETURNING *""",
             p.user_id, list(ids), reason)
-        await self._history(conn, p, [(r["id"], "DELETE", None, {"deleted_at": r["deleted_at"]})
+        await history(conn, p, [(r["id"], "DELETE", None, {"deleted_at": r["deleted_at"]})
                                       for r in deleted], reason, request_id)
         return [to_memory(r) for r in deleted]
 
@@ -72,6 +72,6 @@ class MemoryForget(MemoryStore):
                 raise Conflict("an identical memory was written since this one was forgotten, so restoring "
                                "it would duplicate it; nothing was restored") from None
             old = {r["id"]: r["deleted_at"] for r in rows}
-            await self._history(conn, p, [(r["id"], "RESTORE", {"deleted_at": old[r["id"]]}, {"deleted_at": None})
+            await history(conn, p, [(r["id"], "RESTORE", {"deleted_at": old[r["id"]]}, {"deleted_at": None})
                                           for r in restored], reason, request_id)
             return [to_memory(r) for r in restored]

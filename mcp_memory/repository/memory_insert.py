@@ -16,8 +16,9 @@ from ..graph import Said
 from ..models import Memory, NewMemory, Principal
 from . import graph
 from .edges import Edge, link
+from .fact_order import Relinked, write_links
 from .memory_rows import _snapshot, to_memory
-from .memory_store import MemoryStore
+from .memory_store import MemoryStore, history
 from .sql import Sql
 
 _INSERT_COLUMNS = ("id", "user_id", "agent_id", "project_id", "kind", "title", "content", "content_hash",
@@ -63,7 +64,7 @@ class MemoryInsert(MemoryStore):
                         p.user_id, idempotency_key, row["id"])
                 await self._supersede(conn, p, row["id"], supersedes, request_id)
                 return to_memory(row), False
-            await self._history(conn, p, [(row["id"], "ADD", None, _snapshot(row))], None, request_id)
+            await history(conn, p, [(row["id"], "ADD", None, _snapshot(row))], None, request_id)
             await self._supersede(conn, p, row["id"], supersedes, request_id)
             await graph.lock_names(conn, p.user_id, [said])
             recorded = await graph.record(conn, p, row, said) if said is not None else graph.Recorded()
@@ -176,7 +177,7 @@ class MemoryInsert(MemoryStore):
                 if row is None and existing is None:
                     raise Conflict("an identical memory was being written and forgotten at the same time; retry")
                 rows.append((row, True) if row is not None else (existing, False))
-            await self._history(conn, p, [(r["id"], "ADD", None, _snapshot(r)) for r, created in rows if created],
+            await history(conn, p, [(r["id"], "ADD", None, _snapshot(r)) for r, created in rows if created],
                                 None, request_id)
             # In the batch's order, so a later item's key replaces an earlier one's; every name's lock
             # first, so two batches naming the same people in other orders wait instead of deadlocking.
@@ -201,8 +202,5 @@ class MemoryInsert(MemoryStore):
             raise Conflict("a memory cannot supersede itself")
         rows = await self._lock_own(conn, p, older, deleted=False, verb="supersede", missing=(
             "supersedes names no live memory {ids} in this session's scope; nothing was written"))
-        await conn.execute("UPDATE memories SET superseded_by = $3, updated_at = now(), version = version + 1 "
-                           "WHERE user_id = $1 AND id = ANY($2::uuid[])", p.user_id, older, successor)
-        await self._history(conn, p, [(r["id"], "UPDATE", {"superseded_by": r["superseded_by"]},
-                                       {"superseded_by": successor}) for r in rows],
-                            f"superseded by {successor}", request_id)
+        await write_links(conn, p, [Relinked(r["id"], r["superseded_by"], successor) for r in rows],
+                          f"superseded by {successor}", request_id)

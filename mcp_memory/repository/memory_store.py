@@ -22,6 +22,15 @@ from .sql import successor as successor_of
 T = TypeVar("T")
 
 
+async def history(conn: asyncpg.Connection, p: Principal, rows: Sequence[tuple[UUID, str, Any, Any]],
+                  reason: str | None, request_id: str | None = None) -> None:
+    """One history row for each of `rows` (memory, event, old, new), as `p` changed them."""
+    await conn.executemany(
+        """INSERT INTO memory_history (user_id, memory_id, event, old, new, actor, client, request_id, reason)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)""",
+        [(p.user_id, mid, event, old, new, p.actor, p.client, request_id, reason) for mid, event, old, new in rows])
+
+
 class MemoryStore:
     def __init__(self, pool: asyncpg.Pool, *, decision_attempts: int | None = None,
                  undecided_kinds: frozenset[str] = frozenset()) -> None:
@@ -71,14 +80,6 @@ class MemoryStore:
         async with read_transaction(self.pool, _settings(p, gucs)) as conn:
             yield conn
 
-    async def _history(self, conn: asyncpg.Connection, p: Principal, rows: Sequence[tuple[UUID, str, Any, Any]],
-                       reason: str | None, request_id: str | None) -> None:
-        await conn.executemany(
-            """INSERT INTO memory_history (user_id, memory_id, event, old, new, actor, client, request_id, reason)
-               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)""",
-            [(p.user_id, mid, event, old, new, p.actor, p.client, request_id, reason)
-             for mid, event, old, new in rows],
-        )
 
     async def _fetch(self, conn: asyncpg.Connection, p: Principal, ids: Sequence[UUID], *,
                      deleted: bool | None, lock: bool = False, successor: bool = False) -> list[asyncpg.Record]:

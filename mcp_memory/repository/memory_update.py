@@ -17,7 +17,7 @@ from ..validation import content_hash
 from . import graph
 from .deadlocks import again_if_stopped
 from .memory_rows import TRACKED, _own, _same, _snapshot, to_memory
-from .memory_store import MemoryStore
+from .memory_store import MemoryStore, history
 from .sql import Sql
 
 _DERIVED = ("embedding", "embedding_model")  # follow the content; never compared, never in history
@@ -81,7 +81,7 @@ class MemoryUpdate(MemoryStore):
             event = "UPDATE"
             if tracked == ["pinned"]:
                 event = "PIN" if diff["pinned"] else "UNPIN"
-            await self._history(conn, p, [(memory_id, event, _snapshot(row, tracked), _snapshot(updated, tracked))],
+            await history(conn, p, [(memory_id, event, _snapshot(row, tracked), _snapshot(updated, tracked))],
                                 reason, request_id)
             names = read_names(updated["content"], updated["kind"]) if read_names and "content" in diff else None
             await graph.restate(conn, p, updated, names)
