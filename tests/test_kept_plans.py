@@ -17,7 +17,8 @@ import pytest
 from mcp_memory.composition import compose
 from mcp_memory.config import Settings
 from mcp_memory.db import Database, open_database
-from mcp_memory.models import MemoryFilter, Principal
+from mcp_memory.errors import Conflict
+from mcp_memory.models import MemoryFilter, Principal, WriteItem
 from mcp_memory.repository import sql
 from mcp_memory.repository.transcripts import TranscriptRepository
 from mcp_memory.service import MemoryService
@@ -127,6 +128,32 @@ async def test_a_scope_small_beside_the_store_is_planned_for_its_values(
     for _ in range(2):
         assert (await kept.search(alice, "Where does Dana live now?", limit=5)).hits
     assert await plans(db) == (0, 2)
+
+
+async def test_a_writes_statements_run_on_kept_plans_and_the_connection_goes_back_planning_for_values(
+        one_connection: tuple[Database, Settings], alice: Principal) -> None:
+    """A write's transaction (repository/memory_store.py `writing`) finds its rows by key, so its
+    statements keep their plans; the mode is the transaction's own, so a failed write leaves the
+    connection as it found it, and a filtered search after it is planned for its values."""
+    db, settings = one_connection
+    svc = await searcher(db, settings, 32)
+    await written(svc, alice)
+    moved = await svc.write(alice, "Dana Ruiz moved from Lisbon to Berlin in May.", about=["Dana Ruiz"],
+                            key="home city", idempotency_key="dana-berlin")
+    assert moved.status == "created"
+    with pytest.raises(Conflict, match="idempotency_key"):
+        await svc.write(alice, "Dana Ruiz moved to Madrid.", idempotency_key="dana-berlin")
+    await svc.write_many(alice, [WriteItem(content="Greta now lives in Oslo."),
+                                 WriteItem(content="Kwame's manager is now Tomas.")])
+    async with db.pool.acquire() as conn:
+        inserts = await conn.fetch("SELECT generic_plans, custom_plans FROM pg_prepared_statements "
+                                   "WHERE statement LIKE 'INSERT INTO memories %'")
+        assert await conn.fetchval("SHOW plan_cache_mode") == "force_custom_plan"
+    assert len(inserts) == 2  # one memory's, a batch's
+    # The notes, Dana's move and the batch (the refused write stops at its key, before the insert).
+    assert sum(r["generic_plans"] for r in inserts) == len(NOTES) + 2 and sum(r["custom_plans"] for r in inserts) == 0
+    await svc.search(alice, "Where does Dana live now?", MemoryFilter(kinds=["note"]), limit=5)
+    assert await plans(db) == (0, 1)
 
 
 async def test_a_transcripts_lock_on_a_direct_connection_holds_no_transaction_open(

@@ -35,7 +35,7 @@ class MemoryInsert(MemoryStore):
         returns the existing memory instead; the key with another request is a conflict.
         `supersedes` marks older memories as replaced by this one, and `said` (what it names and the
         key it states) is recorded in the graph, in the same transaction."""
-        async with self.transaction(p) as conn:
+        async with self.writing(p) as conn:
             if idempotency_key is not None:
                 claimed = await conn.fetchval(
                     """INSERT INTO idempotency_keys (user_id, key, memory_id, request_hash) VALUES ($1, $2, $3, $4)
@@ -170,7 +170,7 @@ class MemoryInsert(MemoryStore):
         list per memory, link it (the one stored, or the one it duplicates) to others in the same
         transaction (repository/edges.py)."""
         rows: list[tuple[asyncpg.Record, bool]] = []
-        async with self.transaction(p) as conn:
+        async with self.writing(p) as conn:
             for new, (row, existing) in zip(news, await self._insert_rows(conn, p, news), strict=True):
                 if row is None and existing is None:  # its twin was forgotten meanwhile: one at a time
                     row, existing = await self._insert_row(conn, p, new, uuid4(), in_order=True)
