@@ -234,8 +234,10 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
     if vector is not None and model and dimension and settings.weight_vector > 0:
         given = q.arg(vector)
         distance = exact_distance(dimension, given)
-        # A forget preview lists what matches, never the speaker's conversations in its place.
-        windowed = bool(elsewhere.took_part) and min_similarity is None
+        # A forget preview lists what matches, never the speaker's conversations in its place; a
+        # filter of other kinds leaves no turn to read there.
+        windowed = (bool(elsewhere.took_part) and min_similarity is None
+                    and (f is None or not f.kinds or "episode" in f.kinds))
         # The walk follows the index's half-precision vectors; each candidate's key is its exact
         # distance. An index orders only by its own operator: "+ 0" makes the planner sort instead;
         # a scope sorted whole reads its vectors together (repository/scope_vectors.py). A filter's
@@ -247,9 +249,8 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
             WHERE {where} AND m.embedding_model = {model_literal(model)} {together}
               {f"AND {distance} <= {q.arg(1 - min_similarity)}" if min_similarity is not None else ""}
             ORDER BY {f"({distance}) + 0" if exact else walk_distance(dimension, given)} LIMIT {cap}"""
-        lists["vec"] = (settings.weight_vector,
-                        elsewhere.nearest(where, distance, model_literal(model), cap, walk) if windowed else walk,
-                        "ASC")
+        nearest = elsewhere.nearest(where, scope, distance, model_literal(model), cap, walk) if windowed else walk
+        lists["vec"] = (settings.weight_vector, nearest, "ASC")
     if settings.weight_fulltext > 0 and query:
         ranked = fulltext_list(q, parsed, settings, config=config, words_from=words_from, common=common,
                                fenced=fenced, cap=cap, by_rows=by_rows, where=where, scope=scope)
