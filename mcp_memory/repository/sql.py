@@ -71,12 +71,12 @@ def _begin(settings: Mapping[str, str], mode: str = "", conn: Any = None) -> str
 async def local_transaction(pool: asyncpg.Pool, settings: Mapping[str, str],
                            kept_plans: bool = False) -> AsyncIterator[asyncpg.Connection]:
     """A transaction whose first round trip also sets its transaction-local settings (row-level
-    security keys on them): BEGIN and set_config go as one simple query. `kept_plans`: its
-    statements run on the generic plans they keep on the connection (never through a
-    transaction-mode pooler, where nothing is kept and a generic plan would be made at every call). When the
-    body fails or is cancelled (a session ending mid-call) the transaction is rolled back here, before
-    the connection goes back: asyncpg logs "Resetting connection with an active transaction" at ERROR
-    for every connection released inside one. On success it commits."""
+    security keys on them): BEGIN and set_config go as one simple query. When the body fails or is
+    cancelled (a session ending mid-call) the transaction is rolled back here, before the connection
+    goes back: asyncpg logs "Resetting connection with an active transaction" at ERROR for every
+    connection released inside one. On success it commits. `kept_plans`: its statements run on the
+    generic plans they keep on the connection; never through a transaction-mode pooler, where
+    nothing is kept and a generic plan would be made at every call."""
     async with pool.acquire() as conn:
         if kept_plans and not through_pooler(conn):
             settings = {**settings, "plan_cache_mode": "force_generic_plan"}
