@@ -132,9 +132,10 @@ async def test_a_scope_small_beside_the_store_is_planned_for_its_values(
 
 async def test_a_writes_statements_run_on_kept_plans_and_the_connection_goes_back_planning_for_values(
         one_connection: tuple[Database, Settings], alice: Principal) -> None:
-    """A write's transaction (repository/memory_store.py `writing`) finds its rows by key, so its
-    statements keep their plans; the mode is the transaction's own, so a failed write leaves the
-    connection as it found it, and a filtered search after it is planned for its values."""
+    """A write's transaction (repository/memory_store.py `writing`: storing, changing, forgetting,
+    restoring) finds its rows by key, so its statements keep their plans; the mode is the
+    transaction's own, so a failed write leaves the connection as it found it, and a filtered search
+    after it is planned for its values."""
     db, settings = one_connection
     svc = await searcher(db, settings, 32)
     await written(svc, alice)
@@ -145,10 +146,17 @@ async def test_a_writes_statements_run_on_kept_plans_and_the_connection_goes_bac
         await svc.write(alice, "Dana Ruiz moved to Madrid.", idempotency_key="dana-berlin")
     await svc.write_many(alice, [WriteItem(content="Greta now lives in Oslo."),
                                  WriteItem(content="Kwame's manager is now Tomas.")])
+    await svc.update(alice, moved.memory.id, content="Dana Ruiz moved from Lisbon to Berlin in June.")
+    await svc.forget(alice, [moved.memory.id])
+    await svc.restore(alice, [moved.memory.id])
     async with db.pool.acquire() as conn:
         inserts = await conn.fetch("SELECT generic_plans, custom_plans FROM pg_prepared_statements "
                                    "WHERE statement LIKE 'INSERT INTO memories %'")
+        changes = await conn.fetch("SELECT generic_plans, custom_plans FROM pg_prepared_statements "
+                                   "WHERE statement LIKE 'UPDATE memories SET %'")
         assert await conn.fetchval("SHOW plan_cache_mode") == "force_custom_plan"
+    # The update's, the forget's and the restore's own statements, each on its kept plan.
+    assert len(changes) >= 3 and all(r["generic_plans"] >= 1 and r["custom_plans"] == 0 for r in changes)
     assert len(inserts) == 2  # one memory's, a batch's
     # The notes, Dana's move and the batch (the refused write stops at its key, before the insert).
     assert sum(r["generic_plans"] for r in inserts) == len(NOTES) + 2 and sum(r["custom_plans"] for r in inserts) == 0

@@ -18,7 +18,7 @@ class MemoryForget(MemoryStore):
     async def soft_delete(self, p: Principal, ids: Sequence[UUID], *, reason: str | None,
                           may_override_pin: bool, request_id: str | None = None) -> list[Memory]:
         """All or nothing: every id must be live and visible, else nothing changes."""
-        async with self.transaction(p) as conn:
+        async with self.writing(p) as conn:
             return await self.soft_delete_in(conn, p, ids, reason=reason, may_override_pin=may_override_pin,
                                              request_id=request_id)
 
@@ -51,7 +51,7 @@ class MemoryForget(MemoryStore):
                       may_restore_others: bool, request_id: str | None = None) -> list[Memory]:
         """All or nothing. Undoing someone else's forget (another key, the retention sweep) is an
         admin's call."""
-        async with self.transaction(p) as conn:
+        async with self.writing(p) as conn:
             rows = await self._lock_own(conn, p, ids, deleted=True, verb="restore", missing=(
                 "no forgotten memory with id {ids} in this session's scope; nothing was restored"))
             if not may_restore_others:

@@ -77,11 +77,12 @@ class MemoryStore:
 
     @asynccontextmanager
     async def writing(self, p: Principal) -> AsyncIterator[asyncpg.Connection]:
-        """`transaction` for storing new memories. Its statements find their rows by key (an id, the
-        scope's text hash, an entity's name, a subject's attribute), so each runs on the generic
-        plan its prepared statement keeps on the connection, planned at its first call there,
-        instead of at every call as the pools' force_custom_plan has it for the searches, whose
-        plans follow their values (a write's transaction 5.1 -> 4.8 ms p50, docs/benchmarks.md)."""
+        """`transaction` for storing, changing, forgetting or restoring memories. Its statements find
+        their rows by key (an id, the scope's text hash, an entity's name, a subject's attribute), so
+        each runs on the generic plan its prepared statement keeps on the connection, planned at its
+        first call there, instead of at every call as the pools' force_custom_plan has it for the
+        searches, whose plans follow their values (a write's transaction 5.1 -> 4.8 ms p50,
+        docs/benchmarks.md)."""
         async with self.transaction(p, kept_plans=True) as conn:
             yield conn
 

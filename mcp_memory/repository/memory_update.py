@@ -42,7 +42,7 @@ class MemoryUpdate(MemoryStore):
     async def _update(self, p: Principal, memory_id: UUID, changes: dict[str, Any], *, reason: str | None,
                       if_version: int | None, may_override_pin: bool, request_id: str | None,
                       read_names: Callable[[str, str], list[Name]] | None) -> tuple[Memory, bool]:
-        async with self.transaction(p) as conn:
+        async with self.writing(p) as conn:
             rows = await self._fetch(conn, p, [memory_id], deleted=False, lock=True)
             if not rows:
                 raise NotFound(f"no memory {memory_id} in this session's scope")
