@@ -77,8 +77,9 @@ def other_conversation(q: Sql, p: Principal, f: MemoryFilter | None, speakers: S
                        factor: float, gap_minutes: float) -> Conversations:
     """`factor` for an episode that lacks, within `gap_minutes` of it in its scope, a turn of each
     speaker the question names (`speakers`: each one's entities; a turn of theirs: an episode about
-    them, as the store stood at the filter's `as_of`); 1 otherwise, and with no speakers."""
-    if not speakers or factor >= 1:
+    them, as the store stood at the filter's `as_of`); 1 otherwise, with no speakers, and where the
+    filter's kinds leave no turn (nor a window of turns to read, `Conversations.nearest`)."""
+    if not speakers or factor >= 1 or (f is not None and f.kinds and "episode" not in f.kinds):
         return Conversations("", "1")
     ctes, took_part = _spoken(q, p, speakers, gap_minutes, f.as_of if f is not None else None)
     return Conversations("".join(f"{cte},\n" for cte in ctes),

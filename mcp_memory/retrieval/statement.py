@@ -234,10 +234,8 @@ def build_search(p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *, l
     if vector is not None and model and dimension and settings.weight_vector > 0:
         given = q.arg(vector)
         distance = exact_distance(dimension, given)
-        # A forget preview lists what matches, never the speaker's conversations in its place; a
-        # filter of other kinds leaves no turn to read there.
-        windowed = (bool(elsewhere.took_part) and min_similarity is None
-                    and (f is None or not f.kinds or "episode" in f.kinds))
+        # A forget preview lists what matches, never the speaker's conversations in its place.
+        windowed = bool(elsewhere.took_part) and min_similarity is None
         # The walk follows the index's half-precision vectors; each candidate's key is its exact
         # distance. An index orders only by its own operator: "+ 0" makes the planner sort instead;
         # a scope sorted whole reads its vectors together (repository/scope_vectors.py). A filter's
