@@ -44,7 +44,7 @@ class MemoryForget(MemoryStore):
                WHERE user_id = $1 AND id = ANY($2::uuid[]) RETURNING *""",
             p.user_id, list(ids), reason)
         await history(conn, p, [(r["id"], "DELETE", None, {"deleted_at": r["deleted_at"]})
-                                      for r in deleted], reason, request_id)
+                                for r in deleted], reason, request_id)
         return [to_memory(r) for r in deleted]
 
     async def restore(self, p: Principal, ids: Sequence[UUID], *, reason: str | None,
@@ -73,5 +73,5 @@ class MemoryForget(MemoryStore):
                                "it would duplicate it; nothing was restored") from None
             old = {r["id"]: r["deleted_at"] for r in rows}
             await history(conn, p, [(r["id"], "RESTORE", {"deleted_at": old[r["id"]]}, {"deleted_at": None})
-                                          for r in restored], reason, request_id)
+                                    for r in restored], reason, request_id)
             return [to_memory(r) for r in restored]

@@ -178,7 +178,7 @@ class MemoryInsert(MemoryStore):
                     raise Conflict("an identical memory was being written and forgotten at the same time; retry")
                 rows.append((row, True) if row is not None else (existing, False))
             await history(conn, p, [(r["id"], "ADD", None, _snapshot(r)) for r, created in rows if created],
-                                None, request_id)
+                          None, request_id)
             # In the batch's order, so a later item's key replaces an earlier one's; every name's lock
             # first, so two batches naming the same people in other orders wait instead of deadlocking.
             saids = list(said) or [None] * len(rows)

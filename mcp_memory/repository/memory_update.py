@@ -82,7 +82,7 @@ class MemoryUpdate(MemoryStore):
             if tracked == ["pinned"]:
                 event = "PIN" if diff["pinned"] else "UNPIN"
             await history(conn, p, [(memory_id, event, _snapshot(row, tracked), _snapshot(updated, tracked))],
-                                reason, request_id)
+                          reason, request_id)
             names = read_names(updated["content"], updated["kind"]) if read_names and "content" in diff else None
             await graph.restate(conn, p, updated, names)
             return to_memory(updated), True

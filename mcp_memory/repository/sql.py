@@ -79,7 +79,7 @@ async def local_transaction(pool: asyncpg.Pool, settings: Mapping[str, str],
     nothing is kept and a generic plan would be made at every call."""
     async with pool.acquire() as conn:
         if kept_plans and not through_pooler(conn):
-            settings = {**settings, "plan_cache_mode": "force_generic_plan"}
+            settings = {**settings, "plan_cache_mode": KEPT_PLANS}
         try:
             await conn.execute(_begin(settings, conn=conn))
             yield conn
@@ -89,6 +89,9 @@ async def local_transaction(pool: asyncpg.Pool, settings: Mapping[str, str],
         await conn.execute("COMMIT")
 
 
+# The plan mode under which a prepared statement runs on the generic plan it keeps on its connection,
+# planned at its first call there (the pools' session mode is force_custom_plan: db.open_database).
+KEPT_PLANS = "force_generic_plan"
 # The longest statement asyncpg keeps prepared on a connection (its max_cacheable_statement_size, set
 # by db.open_database; its default of 15 KiB is below a search's statement in a store of many
 # conversations, ~13 KiB without a filter). A longer one is prepared afresh at every call.
@@ -118,7 +121,7 @@ async def fetch_on_kept_plan(conn: asyncpg.Connection, sql: str, *args: Any, mos
     kept (`_keeps`)."""
     if not _keeps(conn, sql, most):
         return await conn.fetch(sql, *args)
-    await conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+    await conn.execute(f"SET LOCAL plan_cache_mode = {KEPT_PLANS}")
     rows = await conn.fetch(sql, *args)
     await conn.execute("SET LOCAL plan_cache_mode TO DEFAULT")
     return rows
