@@ -11,7 +11,7 @@ from uuid import UUID
 
 from mcp_memory.repository.graph_checks import inconsistencies
 
-from .conftest import principal
+from .conftest import principal, until_waiting
 
 
 def day(d: str) -> datetime:
@@ -127,14 +127,15 @@ async def test_a_writers_own_link_and_a_narrower_credentials_reach_stay(service)
 async def across(database, hold: str, held_id: UUID, then: str, then_id: UUID, work):
     """`work()` while another transaction holds `hold`'s rows and, once `work` is waiting on them,
     asks for `then`'s, which `work` holds: a cycle PostgreSQL breaks by stopping `work`, the first
-    to wait."""
+    to wait (its deadlock check comes first). Asked before `work` waits (a fixed pause was not always
+    long enough on a loaded machine), the other transaction would wait first and be the one stopped."""
     async with database.admin.acquire() as other:
         held = other.transaction()
         await held.start()
         await other.execute(hold, held_id)
 
         async def then_theirs() -> None:
-            await asyncio.sleep(0.3)
+            await until_waiting(other, "the work never waited on the held row")
             await other.execute(then, then_id)
             await held.rollback()
 
