@@ -31,6 +31,23 @@ from .chat_api import ChatAPI, chat_api
 
 TEMPLATE = "mcp_memory_template"
 
+# The suite's own server keeps its data in memory where the machine has room to spare: on this
+# machine's disk a test's CREATE DATABASE took 0.06-0.39 s (the copy's pages written out), in
+# /dev/shm 0.02 s copied as files (FILE_COPY's checkpoints flush nothing to a disk there, and its
+# WAL is a record, not the copy's 9 MB). Nothing else about the server changes: its settings stay
+# PostgreSQL's defaults.
+MEMORY_DIR = Path("/dev/shm").resolve()
+MEMORY_ROOM = 8 << 30  # two to four workers' servers, each with up to max_wal_size (1 GB) of WAL
+
+
+def data_home() -> Path:
+    """A new directory for the suite's server: in memory when there is room, else the temp dir."""
+    try:
+        roomy = os.access(MEMORY_DIR, os.W_OK) and shutil.disk_usage(MEMORY_DIR).free >= MEMORY_ROOM
+    except OSError:
+        roomy = False
+    return Path(tempfile.mkdtemp(prefix="mcp-memory-tests-", dir=MEMORY_DIR if roomy else None))
+
 # `mcp-memory serve` over stdio relays to a resident server by default, starting one that outlives
 # the test (docs/operations.md#resident-server). The suite's windows serve in-process unless a test
 # asks for a resident server itself and stops it (tests/test_resident.py): subprocesses inherit this,
@@ -120,7 +137,7 @@ def pg() -> Iterator[EmbeddedPostgres]:
     # every pytest session that starts meanwhile makes /tmp/pytest-of-root private again (0700),
     # which took the data directory from under a running suite's server (PANIC, then every test
     # "connection refused").
-    home = Path(tempfile.mkdtemp(prefix="mcp-memory-tests-"))
+    home = data_home()
     server = EmbeddedPostgres(home)
     server.start()
     try:
@@ -154,10 +171,11 @@ async def make_db(pg: EmbeddedPostgres, template_db: str) -> AsyncIterator[Calla
     """Factory of fresh migrated databases; each is dropped after the test."""
     made: list[str] = []
     admin = await asyncpg.connect(pg.dsn("postgres"))
+    strategy = "FILE_COPY" if pg.pgdata.is_relative_to(MEMORY_DIR) else "WAL_LOG"
 
     async def make() -> str:
         name = f"t_{uuid.uuid4().hex[:12]}"
-        await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
+        await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_db}" STRATEGY {strategy}')
         made.append(name)
         return pg.dsn(name)
 
