@@ -221,14 +221,16 @@ async def empty_store(make_db: Callable, settings: Settings) -> AsyncIterator[tu
 
 
 async def until_waiting(conn: asyncpg.Connection, failing: str, *, query: str = "%", count: int = 1,
-                        seconds: float = 10) -> None:
+                        seconds: float = 10, blocked_by: int | None = None) -> None:
     """Return once `count` of the database's backends wait on a lock while running a statement LIKE
-    `query`, asked on `conn` (inside a transaction too: its statistics snapshot is cleared each time);
-    after `seconds`, AssertionError(`failing`)."""
+    `query` (and, given `blocked_by`, a lock that backend holds), asked on `conn` (inside a
+    transaction too: its statistics snapshot is cleared each time); after `seconds`,
+    AssertionError(`failing`)."""
     for _ in range(int(seconds / 0.05)):
         await conn.execute("SELECT pg_stat_clear_snapshot()")
         if await conn.fetchval("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                               "AND query LIKE $1", query) >= count:
+                               "AND query LIKE $1 AND ($2::int IS NULL OR $2 = ANY (pg_blocking_pids(pid)))",
+                               query, blocked_by) >= count:
             return
         await asyncio.sleep(0.05)
     raise AssertionError(failing)

@@ -126,16 +126,18 @@ async def test_a_writers_own_link_and_a_narrower_credentials_reach_stay(service)
 
 async def across(database, hold: str, held_id: UUID, then: str, then_id: UUID, work):
     """`work()` while another transaction holds `hold`'s rows and, once `work` is waiting on them,
-    asks for `then`'s, which `work` holds: a cycle PostgreSQL breaks by stopping `work`, the first
-    to wait (its deadlock check comes first). Asked before `work` waits (a fixed pause was not always
-    long enough on a loaded machine), the other transaction would wait first and be the one stopped."""
+    asks for `then`'s, which `work` holds: a cycle PostgreSQL breaks by stopping the transaction
+    whose deadlock check runs first. That must be `work`'s: the other asks only once `work` waits on
+    it (not after a fixed pause, nor on any backend's wait, which loaded runs outran twice), and
+    checks only after a minute."""
     async with database.admin.acquire() as other:
         held = other.transaction()
         await held.start()
+        await other.execute("SET LOCAL deadlock_timeout = '1min'")
         await other.execute(hold, held_id)
 
         async def then_theirs() -> None:
-            await until_waiting(other, "the work never waited on the held row")
+            await until_waiting(other, "the work never waited on the held row", blocked_by=other.get_server_pid())
             await other.execute(then, then_id)
             await held.rollback()
 
