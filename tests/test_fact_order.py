@@ -128,8 +128,8 @@ async def across(database, hold: str, held_id: UUID, then: str, then_id: UUID, w
     """`work()` while another transaction holds `hold`'s rows and, once `work` is waiting on them,
     asks for `then`'s, which `work` holds: a cycle PostgreSQL breaks by stopping the transaction
     whose deadlock check runs first. That must be `work`'s: the other asks only once `work` waits on
-    it (not after a fixed pause, nor on any backend's wait, which loaded runs outran twice), and
-    checks only after a minute."""
+    it (a fixed pause, then any backend's wait, each failed once in a full run), and checks only
+    after a minute."""
     async with database.admin.acquire() as other:
         held = other.transaction()
         await held.start()
