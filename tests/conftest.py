@@ -41,9 +41,11 @@ MEMORY_ROOM = 8 << 30  # two to four workers' servers, each with up to max_wal_s
 
 
 def data_home() -> Path:
-    """A new directory for the suite's server: in memory when there is room, else the temp dir."""
+    """A new directory for the suite's server: in memory when there is room, else the temp dir. A
+    tmpfs's pages are the machine's memory, so its own free size is not enough."""
     try:
-        roomy = os.access(MEMORY_DIR, os.W_OK) and shutil.disk_usage(MEMORY_DIR).free >= MEMORY_ROOM
+        roomy = (os.access(MEMORY_DIR, os.W_OK) and shutil.disk_usage(MEMORY_DIR).free >= MEMORY_ROOM
+                 and psutil.virtual_memory().available >= MEMORY_ROOM)
     except OSError:
         roomy = False
     return Path(tempfile.mkdtemp(prefix="mcp-memory-tests-", dir=MEMORY_DIR if roomy else None))
