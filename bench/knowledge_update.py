@@ -22,15 +22,17 @@ fall to random ids.
 
 `--writer about-key` has the writer say, in its own words and varying per write, who each memory
 is about and which attribute it states (`about`, `key`; bench/knowledge_update/writer_words.json,
-picked by a seeded random choice per write); `--writer about` passes `about` alone; `none` (the
-default) passes neither. After loading, every run reports the supersedes the server made, judged
-by the set's records: right (a stale version replaced by a later version of its record), wrong (a
+picked by a seeded random choice per write); `--writer about-key-half` does so on a seeded half of
+the writes and passes nothing on the rest, as an agent that forgets now and then; `--writer about`
+passes `about` alone; `none` (the default) passes neither. After loading, every run reports the
+supersedes the server made, judged by the set's records: right (a stale version replaced by a later
+version of its record), wrong (a
 distractor, a newest version, or a version replaced by a memory of another entity or attribute,
 or by an older version of its own), and apart from both the decoy updates (two decoys stating one
 fact, the later replacing the earlier) and the restated ("(noted again)" repeats).
 
 Usage: python bench/knowledge_update.py [DATASET] [--variants a,b] [--set key=value ...] [--limit 50] [--repeat 3]
-                                        [--writer none|about-key|about] [--questions no-time-words]
+                                        [--writer none|about-key|about-key-half|about] [--questions no-time-words]
 
 `--questions no-time-words` asks each question without its words for the present ("What's my car
 currently?" as "What's my car?"), as users often ask them.
@@ -73,7 +75,7 @@ from mcp_memory.retrieval.query import parse_query
 
 DEFAULT_DATASET = REPO / "bench" / "knowledge_update" / "dataset.jsonl"
 WRITER_WORDS = REPO / "bench" / "knowledge_update" / "writer_words.json"
-WRITERS = ("none", "about-key", "about")
+WRITERS = ("none", "about-key", "about", "about-key-half")
 EXAMPLES = 20  # wrong supersedes of each kind kept in the JSON
 
 
@@ -294,8 +296,9 @@ class Writer:
         return name_forms(subject, False, self.user)
 
     def pick(self, r: dict[str, Any], m: dict[str, Any], rng: random.Random, mode: str) -> dict[str, Any]:
-        """The `about` and `key` one write passes (nothing for mode 'none'; no key without about)."""
-        if mode == "none":
+        """The `about` and `key` one write passes (nothing for mode 'none', nor on a half of the writes
+        for 'about-key-half', by `rng`; no key without about)."""
+        if mode == "none" or (mode == "about-key-half" and rng.random() < 0.5):
             return {}
         subject, rel, attribute = self.plan(r, m)
         if subject is None:
@@ -304,7 +307,7 @@ class Writer:
         if rel is not None:
             forms = [f"{f}'s {rel}" for f in forms]
         out: dict[str, Any] = {"about": [rng.choice(forms)]}
-        if mode == "about-key" and attribute is not None:
+        if mode in ("about-key", "about-key-half") and attribute is not None:
             out["key"] = rng.choice(self.keys[attribute])
         return out
 
@@ -684,7 +687,8 @@ def main() -> None:
     parser.add_argument("--writer", choices=WRITERS, default="none",
                         help="what each write passes besides its text, in the writer's own words varying per write "
                         "(bench/knowledge_update/writer_words.json): about-key, who it is about and the attribute it "
-                        "states; about, who alone; none (default), neither")
+                        "states; about-key-half, both on a seeded half of the writes and nothing on the rest; about, "
+                        "who alone; none (default), neither")
     parser.add_argument("--questions", choices=("as-written", "no-time-words"), default="as-written",
                         help="no-time-words: each question asked without its words for the present ('now', 'at "
                         "the moment'), as users often ask")

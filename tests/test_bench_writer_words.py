@@ -72,6 +72,17 @@ def test_what_a_write_passes(path: Path) -> None:
                 assert passed["about"][0] not in entity_forms, d["content"]
 
 
+def test_a_writer_keying_half_its_writes_passes_all_or_nothing_on_about_half() -> None:
+    path = BENCH / "knowledge_update" / "crm.jsonl"
+    records = ku.load(path)
+    writer = ku.load_writer(path, records)
+    rng = random.Random(0)
+    passed = [writer.pick(r, v, rng, "about-key-half") for r in records for v in r["versions"]]
+    nothing = sum(1 for x in passed if not x)
+    assert 0.4 < nothing / len(passed) < 0.6
+    assert all(x.keys() == {"about", "key"} for x in passed if x)
+
+
 def test_examples() -> None:
     path = BENCH / "knowledge_update" / "life.jsonl"
     records = ku.load(path)
