@@ -181,8 +181,8 @@ async def replay(name: str, vectors: CachedVectors, settings: Settings, misses: 
     for q in captured["questions"]:
         r = q["record"]
         parsed = parse_query(r["query"])
-        hits = await after_sql(q["rows"], parsed, past=q["past"], conflict=q["conflict"],
-                               settings=settings, explain=True, vectors=vectors)
+        hits = (await after_sql(q["rows"], parsed, past=q["past"], conflict=q["conflict"],
+                                settings=settings, explain=True, vectors=vectors)).hits
         result = judge(r, [h.id for h in hits], ids)
         judged.append(result)
         if r["type"] != "stable" and not result["newest_at_1"]:

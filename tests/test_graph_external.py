@@ -240,6 +240,31 @@ async def test_row_level_security_alone_keeps_two_users_graphs_apart_on_an_exter
             assert await conn.fetchval(f"SELECT count(*) FROM {table}") == 0
 
 
+async def test_a_newer_plain_memory_goes_before_a_keyed_value_under_row_level_security_alone_on_an_external_server(
+        external, monkeypatch) -> None:
+    """Which memories someone described is read through row-level security alone there too: alice's
+    plain note goes before her keyed value, the one she said is about Greta with no key does not, and
+    bob's plain note of his own Greta moves nothing of alice's."""
+    from mcp_memory.repository import sql
+
+    settings, database = external
+    service = await MemoryService.open(database, settings)
+    monkeypatch.setattr(sql, "SCOPE_FILTER", False)
+    alice, bob = principal("alice"), principal("bob")
+    oslo = await service.write(alice, "Greta Ibarra lives in Oslo.", about=["Greta Ibarra"], key="home city",
+                               occurred_at=day("2024-01-01"))
+    await service.write(bob, "Greta Ibarra moved to Rome.", occurred_at=day("2025-06-01"))
+    question = "Where does Greta Ibarra live now?"
+    assert (await service.search(alice, question)).hits[0].id == oslo.memory.id
+    said = await service.write(alice, "Greta Ibarra moved to Bergen.", about=["Greta Ibarra"],
+                               occurred_at=day("2025-01-01"))
+    assert (await service.search(alice, question)).hits[0].id == oslo.memory.id
+    await service.forget(alice, ids=[said.memory.id])
+    plain = await service.write(alice, "Greta Ibarra moved to Bergen.", occurred_at=day("2025-01-01"))
+    hits = (await service.search(alice, question, explain=True)).hits
+    assert [h.id for h in hits[:2]] == [plain.memory.id, oslo.memory.id] and hits[0].explain["newer_than_fact"]
+
+
 async def test_a_speakers_share_is_counted_in_the_sessions_own_memories_on_an_external_server(
         external, monkeypatch) -> None:
     """Ana speaks half of alice's turns, so alice's question is embedded without her name; bob's

@@ -173,7 +173,7 @@ ENGLISH = Lexicon(
         any anyone anything some my our your their his her its this that these those there here and or but if
         in on at of for to from with by about as it we you they he she me us them
         monday tuesday wednesday thursday friday saturday sunday january february march april may june july
-        august september october november december
+        august september october november december mondays tuesdays wednesdays thursdays fridays saturdays sundays
         everything everyone everybody nothing nobody something someone somebody""".split()),
     subject_verbs=frozenset("""is was has had will would can could does did should must might may isn't wasn't
         hasn't doesn't didn't won't can't took went left got became bought met said told made ran came began

@@ -86,7 +86,8 @@ PORTUGUESE = Lexicon(
         aquele aquela aqui ali lá em no na nos nas de do da dos das ao à aos às para por pelo pela com sem sobre
         eu tu ele ela nós eles elas você vocês me mim te lhe
         segunda terça quarta quinta sexta sábado domingo segunda-feira terça-feira quarta-feira quinta-feira
-        sexta-feira janeiro fevereiro março abril maio junho julho agosto setembro outubro novembro
+        sexta-feira segundas terças quartas quintas sextas sábados domingos
+        janeiro fevereiro março abril maio junho julho agosto setembro outubro novembro
         dezembro""".split()),
     subject_verbs=frozenset("""é era foi tem tinha está estava vai vive mora trabalha fez disse""".split()),
     subject_verb_endings=("ou", "eu", "iu", "a", "e"),

@@ -275,5 +275,20 @@ async def neighbours_of(conn: asyncpg.Connection, p: Principal, entity: UUID, li
             GROUP BY e.id, e.name, e.kind ORDER BY shared DESC, e.name LIMIT {q.arg(limit)}""", *q.args)
 
 
-__all__ = ["current_facts", "entities_by_name", "entities_named", "entity_rows", "facts_of", "mentioned_in",
-           "neighbours_of", "structure_of", "subject_facts", "subjects_of"]
+async def described(conn: asyncpg.Connection, p: Principal, memories: Sequence[UUID]) -> frozenset[UUID]:
+    """Those of `memories` someone said what they are: a key filed for them, or a writer or a model
+    naming whom they are about (a mention the rules found says nothing of what a writer meant)."""
+    q = Sql()
+    user, ids = q.arg(p.user_id), q.arg(list(memories))
+    rows = await conn.fetch(
+        f"""SELECT memory_id FROM memory_facts WHERE user_id = {user} AND memory_id = ANY({ids}::uuid[])
+            UNION
+            SELECT memory_id FROM memory_entities
+            WHERE user_id = {user} AND memory_id = ANY({ids}::uuid[]) AND role = 'about' AND source <> 'rules'""",
+        *q.args)
+    return frozenset(r["memory_id"] for r in rows)
+
+
+__all__ = ["current_facts", "described", "entities_by_name", "entities_named", "entity_rows", "facts_of",
+           "mentioned_in", "neighbours_of", "structure_of", "subject_facts", "subjects_of"]
+

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 import asyncpg
@@ -52,8 +52,17 @@ def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool,
     )
 
 
+class Reordered(NamedTuple):
+    """The Python stage's hits, and those of the subject's memories it found answering a question
+    about the present (`focus.answers_of`; none for a question about a span or about what came
+    before or after a value), which the graph's stage reads (keyed.py `newer_unsaid`)."""
+
+    hits: list[SearchHit]
+    answers: frozenset[UUID]
+
+
 async def after_sql(rows: Sequence[Row], parsed: ParsedQuery, *, past: bool, conflict: float, settings: Settings,
-                    explain: bool, vectors: focus.TextVectors | None, listing: bool = False) -> list[SearchHit]:
+                    explain: bool, vectors: focus.TextVectors | None, listing: bool = False) -> Reordered:
     """The whole Python stage after the SQL one: versions of one fact newest first (not for a
     question about the past), the subject's memories that answer a question about the present
     newest first, a successor above what it superseded, each hit the score of its place.
@@ -74,7 +83,7 @@ async def after_sql(rows: Sequence[Row], parsed: ParsedQuery, *, past: bool, con
 
 
 def reorder(rows: list[Row], on_topic: dict[UUID, focus.Closeness], margin: float, snippet_chars: int,
-            explain: bool, when: Period | then.Beside | None = None) -> list[SearchHit]:
+            explain: bool, when: Period | then.Beside | None = None) -> Reordered:
     """The Python stage after the versions of one fact were put newest first: for a question
     about the present, the subject's memories that answer it newest first (`on_topic`: how
     close each is to the question and to the others, names masked; `explain` marks them
@@ -95,7 +104,9 @@ def reorder(rows: list[Row], on_topic: dict[UUID, focus.Closeness], margin: floa
             for r in rows]
     # What a newer memory replaced is what held before it: a question about another time keeps it
     # where its time put it.
-    return placed_scores(hits if when is not None else successors_first(hits))
+    if when is not None:
+        return Reordered(placed_scores(hits), frozenset())
+    return Reordered(placed_scores(successors_first(hits)), frozenset(answers))
 
 
 def placed_scores(hits: list[SearchHit]) -> list[SearchHit]:

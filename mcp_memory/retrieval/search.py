@@ -13,6 +13,7 @@ from ..lexicon import Lexicon
 from ..lexicon.english import ENGLISH
 from ..models import MemoryFilter, Principal, SearchHit, SearchReading
 from ..repository import MemoryRepository
+from ..repository.graph_reads import described
 from ..repository.sql import fetch_on_kept_plan
 from . import focus, then, whose
 from .broad_names import broad_names, speakers, spoken_shares, without_names
@@ -109,15 +110,21 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
         # A forget preview lists what matches the words, not what the graph knows of them.
         facts = await facts_named(conn, p, named, f) if min_similarity is None else []
         hop = await one_hop(conn, p, parsed, facts, f) if facts else None
+        # Which of the rows someone described, where a newer plain memory may go before a keyed value
+        # (keyed.py `newer_unsaid`: a question about now, whose answers the focus finds).
+        follows = facts and hop is None and settings.present_focus and focus.applies(parsed)
+        said = await described(conn, p, [r["id"] for r in rows]) if follows else frozenset()
         summed_up = await sources_of(conn, p, rows) if min_similarity is None else {}
-    hits = await after_sql(rows, parsed, past=statement.past, conflict=statement.conflict, settings=settings,
-                           explain=explain, vectors=vectors, listing=min_similarity is not None)
+    ordered = await after_sql(rows, parsed, past=statement.past, conflict=statement.conflict, settings=settings,
+                              explain=explain, vectors=vectors, listing=min_similarity is not None)
+    hits = ordered.hits
     # A hop's values go first, then the attribute that led to them ("Kwame's manager"), as asked.
     for known, attribute in ((facts, hop and hop.relation), (hop and hop.facts, hop and hop.attribute)):
         if known:
             hits = await keyed_first(parsed, known, hits, lexicon=lexicon, limit=ranked,
                                      snippet_chars=settings.snippet_chars, explain=explain, vectors=vectors,
-                                     doubt_floor=settings.graph_doubt_floor, attribute=attribute)
+                                     doubt_floor=settings.graph_doubt_floor, attribute=attribute,
+                                     answers=ordered.answers if hop is None else frozenset(), described=said)
     if summed_up:
         hits = summaries_first(hits, summed_up, settings.summary_turns_kept)
     return hits[:limit]

@@ -1,0 +1,113 @@
+"""A keyed value and a newer memory nobody keyed (retrieval/keyed.py `newer_unsaid`): a writer who
+passes `key` on some writes and not on others must not leave the older keyed value first. The newer
+plain memory goes first where it answers the question, names a new value and says the same kind of
+thing; one its writer said is about the subject with no key, one about something else or stating
+another attribute the subject holds keyed values of, an episode, an older one, and a question about
+the past keep the keyed order."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from uuid import UUID
+
+from mcp_memory.retrieval import focus
+
+from .conftest import principal
+from .test_related_versions import embedder_down
+
+
+def day(d: str) -> datetime:
+    return datetime.fromisoformat(d).replace(tzinfo=UTC)
+
+
+async def keyed_oslo(service, p) -> UUID:
+    return (await service.write(p, "Greta Ibarra lives in Oslo.", about=["Greta Ibarra"], key="home city",
+                                occurred_at=day("2024-01-10"))).memory.id
+
+
+async def test_a_newer_plain_memory_that_answers_goes_before_the_keyed_value(service) -> None:
+    p = principal()
+    oslo = await keyed_oslo(service, p)
+    bergen = (await service.write(p, "Greta Ibarra moved to Bergen.", occurred_at=day("2025-05-01"))).memory.id
+    # Newer still, and about her, but no kind of home: it stays where the text puts it.
+    thriller = (await service.write(p, "Greta Ibarra is reading a thriller set in Iceland.",
+                                    occurred_at=day("2025-09-01"))).memory.id
+    hits = (await service.search(p, "Where does Greta Ibarra live now?", explain=True)).hits
+    assert [h.id for h in hits[:2]] == [bergen, oslo]
+    assert hits[0].explain["newer_than_fact"] is True and "fact" not in hits[0].explain
+    assert hits[1].explain["fact"] == 1 and "newer_than_fact" not in hits[1].explain
+    assert "newer_than_fact" not in next(h for h in hits if h.id == thriller).explain
+    assert hits[0].score >= hits[1].score
+    # What is stored is untouched: the keyed value is still the profile's current one.
+    profile = await service.entities.profile(p, "Greta Ibarra")
+    assert next(a for a in profile.attributes if a.attribute == "home city").current[0].memory == oslo
+
+
+async def test_of_what_the_text_counts_as_answers_only_what_says_the_same_kind_of_thing_goes_first(
+        service, monkeypatch) -> None:
+    """Among a crowded subject's notes the text's stage may count them all as answers (its chain
+    found no cut); a note naming a value but far from the keyed one with the subject masked
+    ("laughed at my terrible pun during dinner at Noma", .22 against the 0.30 of
+    `graph_doubt_floor`) is none, however new."""
+    monkeypatch.setattr(focus, "answers_of", lambda rows, closeness, margin: {r["id"] for r in rows
+                                                                              if r["id"] in closeness})
+    p = principal()
+    oslo = await keyed_oslo(service, p)
+    bergen = (await service.write(p, "Greta Ibarra is now in Bergen.", occurred_at=day("2025-02-01"))).memory.id
+    pun = (await service.write(p, "Greta Ibarra laughed at my terrible pun during dinner at Noma.",
+                               occurred_at=day("2025-03-01"))).memory.id
+    hits = (await service.search(p, "Where does Greta Ibarra live now?", explain=True)).hits
+    assert [h.id for h in hits[:3]] == [bergen, oslo, pun]
+    assert hits[0].explain["newer_than_fact"] is True and "newer_than_fact" not in hits[2].explain
+
+
+async def test_a_newer_memory_stating_another_attribute_in_the_lexicons_words_is_not_its_value(service) -> None:
+    """"moved to" states a home city, which she holds a keyed value of: counted among the answers to
+    whom she is dating (the text's chain of her notes; masked, "moved to Bergen" is as close to "is
+    dating Tomas" as the doubt floor), it is her home city's, not her partner's."""
+    p = principal()
+    await keyed_oslo(service, p)
+    tomas = (await service.write(p, "Greta Ibarra is dating Tomas.", about=["Greta Ibarra"], key="partner",
+                                 occurred_at=day("2024-01-10"))).memory.id
+    for month, text in enumerate(("Greta Ibarra laughed at my terrible pun during dinner.",
+                                  "Greta Ibarra lent me a tent for the camping trip.",
+                                  "Greta Ibarra is organising a surprise party for a colleague.",
+                                  "Greta Ibarra adopted a beagle.", "Greta Ibarra moved to Bergen."), start=1):
+        await service.write(p, text, occurred_at=day(f"2025-0{month}-01"))
+    hits = (await service.search(p, "Who is Greta Ibarra dating these days?", explain=True)).hits
+    assert hits[0].id == tomas and hits[0].explain["fact"] == 1
+
+
+async def test_a_memory_its_writer_said_is_about_her_with_no_key_is_no_value(service) -> None:
+    """The writer named whom it is about and gave no key: by its word it states no attribute."""
+    p = principal()
+    oslo = await keyed_oslo(service, p)
+    await service.write(p, "Greta Ibarra moved to Bergen.", about=["Greta Ibarra"], occurred_at=day("2025-05-01"))
+    hits = (await service.search(p, "Where does Greta Ibarra live now?", explain=True)).hits
+    assert hits[0].id == oslo and hits[0].explain["fact"] == 1
+
+
+async def test_an_older_plain_memory_a_turn_and_a_question_about_the_past_keep_the_keyed_order(service) -> None:
+    p = principal()
+    oslo = await keyed_oslo(service, p)
+    # Written before the keyed value: an earlier one, whatever it says.
+    older = (await service.write(p, "Greta Ibarra moved to Bergen.", occurred_at=day("2023-05-01"))).memory.id
+    hits = (await service.search(p, "Where does Greta Ibarra live now?")).hits
+    assert hits[0].id == oslo
+    # A conversation's turn is what was said at its moment, no value.
+    await service.write(p, "Greta Ibarra: I moved to Tromsø last week!", kind="episode",
+                        occurred_at=day("2025-05-01"))
+    assert (await service.search(p, "Where does Greta Ibarra live now?")).hits[0].id == oslo
+    past = [h.id for h in (await service.search(p, "Where did Greta Ibarra live before?")).hits]
+    assert older in past and oslo in past
+
+
+async def test_without_an_embedder_the_keyed_order_stands(service) -> None:
+    """Whether the newer memory says the same kind of thing is a model's reading; with the embedder
+    not answering the graph's order is kept, not guessed."""
+    p = principal()
+    oslo = await keyed_oslo(service, p)
+    await service.write(p, "Greta Ibarra moved to Bergen.", occurred_at=day("2025-05-01"))
+    embedder_down(service)
+    hits = (await service.search(p, "Where does Greta Ibarra live now?")).hits
+    assert hits[0].id == oslo
