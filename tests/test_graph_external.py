@@ -209,13 +209,19 @@ async def test_related_reads_whom_a_writer_said_on_an_external_server(external) 
         assert first["id"] == home["memory"]["id"] and first["earlier_version"] is True, moved["related"]
 
 
-async def test_row_level_security_alone_keeps_two_users_graphs_apart_on_an_external_server(
-        external, monkeypatch) -> None:
+async def rls_alone(external, monkeypatch) -> tuple[MemoryService, Database]:
+    """The service on the external server with the code's own scope filter off: row-level security
+    alone keeps the users apart."""
     from mcp_memory.repository import sql
 
     settings, database = external
-    service = await MemoryService.open(database, settings)
     monkeypatch.setattr(sql, "SCOPE_FILTER", False)
+    return await MemoryService.open(database, settings), database
+
+
+async def test_row_level_security_alone_keeps_two_users_graphs_apart_on_an_external_server(
+        external, monkeypatch) -> None:
+    service, database = await rls_alone(external, monkeypatch)
     alice, bob = principal("alice"), principal("bob")
     mine = await service.write(alice, "Greta Ibarra lives in Oslo.", about=["Greta Ibarra"], key="home city",
                                occurred_at=day("2024-01-01"))
@@ -245,11 +251,7 @@ async def test_a_newer_plain_memory_goes_before_a_keyed_value_under_row_level_se
     """Which memories someone described is read through row-level security alone there too: alice's
     plain note goes before her keyed value, the one she said is about Greta with no key does not, and
     bob's plain note of his own Greta moves nothing of alice's."""
-    from mcp_memory.repository import sql
-
-    settings, database = external
-    service = await MemoryService.open(database, settings)
-    monkeypatch.setattr(sql, "SCOPE_FILTER", False)
+    service, _ = await rls_alone(external, monkeypatch)
     alice, bob = principal("alice"), principal("bob")
     oslo = await service.write(alice, "Greta Ibarra lives in Oslo.", about=["Greta Ibarra"], key="home city",
                                occurred_at=day("2024-01-01"))
@@ -270,11 +272,7 @@ async def test_a_speakers_share_is_counted_in_the_sessions_own_memories_on_an_ex
     """Ana speaks half of alice's turns, so alice's question is embedded without her name; bob's
     store holds one turn of an Ana among his notes, and alice's turns, which row-level security
     alone keeps from him, do not count for his."""
-    from mcp_memory.repository import sql
-
-    settings, database = external
-    service = await MemoryService.open(database, settings)
-    monkeypatch.setattr(sql, "SCOPE_FILTER", False)
+    service, _ = await rls_alone(external, monkeypatch)
     alice, bob = principal("alice"), principal("bob")
     for i, (speaker, said) in enumerate([("Ana", "Hey Tom!"), ("Tom", "Hi Ana."), ("Ana", "I'm single these days."),
                                          ("Tom", "The bakery opened."), ("Ana", "Cool!"), ("Tom", "Take care!")]):
@@ -293,11 +291,7 @@ async def test_another_conversations_turns_are_told_apart_under_row_level_securi
     """alice's two conversations: James's turns are another conversation's for a question about
     Maria, read through row-level security alone on a PostgreSQL with default settings; bob's
     turns of a Maria make none of alice's hers, nor does her conversations' vector list read them."""
-    from mcp_memory.repository import sql
-
-    settings, database = external
-    service = await MemoryService.open(database, settings)
-    monkeypatch.setattr(sql, "SCOPE_FILTER", False)
+    service, _ = await rls_alone(external, monkeypatch)
     alice, bob = principal("alice"), principal("bob")
     talks = [("2026-01-03", ["Maria: I just got back from my trip.", "John: Spain and England, right?"]),
              ("2026-01-20", ["James: I visited Italy and Turkey.", "Priya: Which country did you like best?"])]
@@ -307,7 +301,7 @@ async def test_another_conversations_turns_are_told_apart_under_row_level_securi
     await service.write(bob, "Maria: I visited Italy too.", kind="episode", occurred_at=day("2026-01-20"))
     hits = (await service.search(alice, "Which countries has Maria visited?", explain=True)).hits
     factors = {h.snippet: h.explain.get("conversation") for h in hits}
-    assert factors["James: I visited Italy and Turkey."] == settings.other_conversation
+    assert factors["James: I visited Italy and Turkey."] == service.settings.other_conversation
     assert factors["John: Spain and England, right?"] is None
     assert "Maria: I visited Italy too." not in factors  # bob's, and no window of alice's reads it
 
