@@ -171,7 +171,7 @@ async def newer_unsaid(head: asyncpg.Record, facts: Sequence[asyncpg.Record], hi
     and not the asked one, is a value of that one ("Greta moved to Bergen." beside her keyed home
     city, asked whom she is dating). Its words alone decide nothing more: a version says what it
     states apart ("new apartment in Ghent" of a town), and reading every cue so cost newest first on
-    six of the seven dev sets. None without an embedder: the keyed order stands."""
+    all seven dev sets. None without an embedder: the keyed order stands."""
     if vectors is None:
         return []
     held = {r["attribute"] for r in facts if r["entity_id"] == head["entity_id"]} - {head["attribute"]}
