@@ -160,9 +160,10 @@ async def newer_unsaid(head: asyncpg.Record, facts: Sequence[asyncpg.Record], hi
     described (no key filed for them, no writer or model saying whom they are about: graph_reads.py
     `described`), that the text's stage found answering the question (`answers`, focus.py), that
     say the same kind of thing as `head` with the subject masked (at least `floor`, the
-    `graph_doubt_floor`) or name its value beside a new one, and that name a value it does not
-    (values.py: "Greta drives to work on Fridays." and "Kwame likes long walks by the fjord." say
-    nothing new of her car or his city, however close); newest first. A writer who keys some
+    `graph_doubt_floor`) or name its value beside a new one, and that name a value none of the
+    attribute's keyed values names (values.py: "Greta drives to work on Fridays." and "Kwame likes
+    long walks by the fjord." say nothing new of her car or his city, however close, nor "Greta reads
+    a novel about Lisbon." of her home after Lisbon); newest first. A writer who keys some
     writes and not others ("Priya Raman works at Initech." keyed "employer", a year later "Priya
     Raman now works for Hooli." with nothing) had the keyed value first however old: with half the
     writes keyed, newest first fell below what passing nothing gets on every dev set. A memory its
@@ -177,7 +178,8 @@ async def newer_unsaid(head: asyncpg.Record, facts: Sequence[asyncpg.Record], hi
     held = {r["attribute"] for r in facts if r["entity_id"] == head["entity_id"]} - {head["attribute"]}
     names = [entity_name(head["entity_kind"], head["entity_name"])] if head["entity_name"] else []
     ignore = lexicon.not_names | {w.lower() for name in names for w in lexicon.words(name)}
-    said = values_of(unlabelled(head["content"], lexicon), ignore)
+    said = frozenset().union(*(values_of(unlabelled(r["content"], lexicon), ignore) for r in facts
+                               if r["entity_id"] == head["entity_id"] and r["attribute"] == head["attribute"]))
     after = [h for h in hits if h.id in answers and h.id not in described and h.occurred_at > head["valid_from"]
              and values_of(unlabelled(h.snippet, lexicon), ignore) - said
              and not _states_another(h.snippet, head["attribute"], held, lexicon)]
