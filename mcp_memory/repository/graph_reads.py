@@ -291,4 +291,3 @@ async def described(conn: asyncpg.Connection, p: Principal, memories: Sequence[U
 
 __all__ = ["current_facts", "described", "entities_by_name", "entities_named", "entity_rows", "facts_of",
            "mentioned_in", "neighbours_of", "structure_of", "subject_facts", "subjects_of"]
-

@@ -175,14 +175,14 @@ async def newer_unsaid(head: asyncpg.Record, facts: Sequence[asyncpg.Record], hi
     all seven dev sets. None without an embedder: the keyed order stands."""
     if vectors is None:
         return []
-    held = {r["attribute"] for r in facts if r["entity_id"] == head["entity_id"]} - {head["attribute"]}
+    keyed_otherwise = {r["attribute"] for r in facts if r["entity_id"] == head["entity_id"]} - {head["attribute"]}
     names = [entity_name(head["entity_kind"], head["entity_name"])] if head["entity_name"] else []
     ignore = lexicon.not_names | {w.lower() for name in names for w in lexicon.words(name)}
     said = frozenset().union(*(values_of(unlabelled(r["content"], lexicon), ignore) for r in facts
                                if r["entity_id"] == head["entity_id"] and r["attribute"] == head["attribute"]))
     after = [h for h in hits if h.id in answers and h.id not in described and h.occurred_at > head["valid_from"]
              and values_of(unlabelled(h.snippet, lexicon), ignore) - said
-             and not _states_another(h.snippet, head["attribute"], held, lexicon)]
+             and not _states_another(h.snippet, head["attribute"], keyed_otherwise, lexicon)]
     if not after:
         return []
     close = await masked_similarities(head["content"], [{"id": h.id, "content": h.snippet} for h in after], vectors)
@@ -192,11 +192,11 @@ async def newer_unsaid(head: asyncpg.Record, facts: Sequence[asyncpg.Record], hi
     return sorted(alike, key=lambda h: h.occurred_at, reverse=True)
 
 
-def _states_another(text: str, attribute: str, held: set[str], lexicon: Lexicon) -> bool:
-    """Whether `text`'s words state one of the attributes `held` by the lexicon's cues and phrases,
+def _states_another(text: str, attribute: str, others: set[str], lexicon: Lexicon) -> bool:
+    """Whether `text`'s words state one of the attributes `others` by the lexicon's cues and phrases,
     and not `attribute`."""
     stated = cued_in(text, lexicon)
-    return bool(stated & held) and attribute not in stated
+    return bool(stated & others) and attribute not in stated
 
 
 def beside_value(question: str, values: Sequence[Held], lexicon: Lexicon) -> list[Held] | None:

@@ -112,7 +112,7 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
         hop = await one_hop(conn, p, parsed, facts, f) if facts else None
         # Which of the rows someone described, where a newer plain memory may go before a keyed value
         # (keyed.py `newer_unsaid`: a question about now, whose answers the focus finds).
-        follows = facts and hop is None and settings.present_focus and focus.applies(parsed)
+        follows = bool(facts) and hop is None and settings.present_focus and focus.applies(parsed)
         said = await described(conn, p, [r["id"] for r in rows]) if follows else frozenset()
         summed_up = await sources_of(conn, p, rows) if min_similarity is None else {}
     ordered = await after_sql(rows, parsed, past=statement.past, conflict=statement.conflict, settings=settings,
@@ -124,7 +124,7 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
             hits = await keyed_first(parsed, known, hits, lexicon=lexicon, limit=ranked,
                                      snippet_chars=settings.snippet_chars, explain=explain, vectors=vectors,
                                      doubt_floor=settings.graph_doubt_floor, attribute=attribute,
-                                     answers=ordered.answers if hop is None else frozenset(), described=said)
+                                     answers=ordered.answers if follows else frozenset(), described=said)
     if summed_up:
         hits = summaries_first(hits, summed_up, settings.summary_turns_kept)
     return hits[:limit]
