@@ -263,12 +263,15 @@ def test_a_question_about_the_user_and_who_else_a_memory_is_about() -> None:
                   "Mom lives in Porto now.", "Grandpa's car is a Volvo.",
                   # Someone else's person, and a name with the user's person beside it in brackets.
                   "Her husband works at Google.", "His best friend lives in Oslo.",
-                  "His manager works Brazil time hours.", "Ana (my sister) moved to Porto."):
+                  "His manager works Brazil time hours.", "Ana (my sister) moved to Porto.",
+                  # A leader placed, then something else said of them.
+                  "My boss at Sword wants the report by Friday.", "My boss at Acme is from Greece."):
         assert about_someone_else(other), other
     # Hostile or long text: a third person is looked for only near the opening name.
     assert not about_someone_else("Priya " + "sells " * THIRD_PERSON_WITHIN + "her laptop.")
     for own in ("My car is a Fiat Panda.", "User's team lead is Leonie Marchetti.", "My boss is Ahmed Saleh.",
                 "My manager changed to Ruth Okonkwo.", "My manager is now Signe Dahl.", "My manager: Ahmed Saleh.",
+                "The user's new manager at Sword Health is Inês Carvalho.", "My lead on the new team is Signe Dahl.",
                 "The user's boss is the CTO.", "My manager and I moved to Berlin.",
                 "Priya keeps telling me to try her dotfiles.", "Production runs on Heroku.",
                 "My wife and I moved to Berlin.", "The user moved to Lisbon.", "I'm an engineer at Korvex.",

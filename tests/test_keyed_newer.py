@@ -111,3 +111,23 @@ async def test_without_an_embedder_the_keyed_order_stands(service) -> None:
     embedder_down(service)
     hits = (await service.search(p, "Where does Greta Ibarra live now?")).hits
     assert hits[0].id == oslo
+
+
+async def test_the_users_new_manager_named_with_where_they_lead_goes_before_the_keyed_one(service) -> None:
+    """"The user's new manager at Sword Health is Inês Carvalho." states the user's own manager,
+    the role placed before the word naming them: the note is the user's, as "My boss is Ahmed
+    Saleh." is (graph/about_user.py), so asked about now it goes before the keyed Tomás Reis. Read
+    as a note about the manager, the text's stage took it for nobody's and the old value stayed
+    first."""
+    p = principal()
+    tomas = (await service.write(p, "My manager is Tomás Reis.", about=["me"], key="manager",
+                                 occurred_at=day("2025-03-02"))).memory.id
+    await service.write(p, "I work at Feedzai as a data engineer.", about=["me"], key="employer",
+                        occurred_at=day("2025-03-02"))
+    await service.write(p, "I started a new job at Sword Health.", about=["me"], key="employer",
+                        occurred_at=day("2025-10-01"))
+    ines = (await service.write(p, "The user's new manager at Sword Health is Inês Carvalho.",
+                                occurred_at=day("2025-10-03"))).memory.id
+    hits = (await service.search(p, "Who is my boss now?", explain=True)).hits
+    assert [h.id for h in hits[:2]] == [ines, tomas]
+    assert hits[0].explain["newer_than_fact"] is True

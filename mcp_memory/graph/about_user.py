@@ -21,6 +21,9 @@ _B, _E = r"(?<![\w'-])", r"(?![\w'-])"
 _NEVER = "(?!)"  # what a rule whose words a language leaves empty matches: nothing
 # How much of a note is read for a third person after its opening name.
 THIRD_PERSON_WITHIN = 300
+# How many words may place a leader of the user's before the word naming them ("My boss at Sword
+# Health is ..."): a role's place is a short phrase, and past it a clause says something else.
+LEADER_PLACED_WITHIN = 4
 _NAME = r"[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*"  # a run of capitalised words ("O'Brien" too, as graph/names.py reads one)
 
 
@@ -74,9 +77,12 @@ def _patterns(lexicon: Lexicon) -> _Patterns:
                                                          phrases_pattern(lexicon.articles)))) + ")" + role + with_user
     if lexicon.user_possessives and lexicon.leaders:
         # A leader of the user's is the subject too, unless what follows says who they are: a word
-        # saying so, maybe after one word, then (maybe after a present-tense word or an article) a name
-        # ("My boss is Ahmed Saleh", "My manager has changed to Ruth Okonkwo"), or a label ("My manager:").
-        named = (r"\s+(?:[\w'-]+\s+)?(?:" + phrases_pattern(lexicon.naming_leaders) + r")\s+"
+        # saying so, maybe after a few words placing the role ("at Sword Health", "on the new team"), then
+        # (maybe after a present-tense word or an article) a name ("My boss is Ahmed Saleh", "My manager
+        # has changed to Ruth Okonkwo", "The user's new manager at Sword Health is Inês Carvalho"), or a
+        # label ("My manager:").
+        placed = r"(?:[\w'-]+\s+){0," + str(LEADER_PLACED_WITHIN) + "}"
+        named = (r"\s+" + placed + "(?:" + phrases_pattern(lexicon.naming_leaders) + r")\s+"
                  + _optional(lexicon.present + lexicon.articles) + r"(?-i:[A-Z])|" if lexicon.naming_leaders else "")
         someone_else += "|" + opening + _role(lexicon.leaders, possessive=False) + r"(?!" + named + r"\s*:)" + with_user
     if lexicon.user_possessives and lexicon.past_qualifiers and lexicon.classifiers:
