@@ -47,3 +47,34 @@ async def test_a_subject_named_as_a_slug_is_its_name_in_the_texts(service) -> No
                                  about=["geo-pipeline"], key="go-to person", occurred_at=day("2024-08-17"))
     hits = (await service.search(p, "Who owns the geo pipeline now?", explain=True)).hits
     assert [h.id for h in hits[:2]] == [handed.memory.id, old.memory.id]
+
+
+async def test_a_thing_named_as_a_slug_in_lower_case_is_found_in_a_question_and_a_text(service) -> None:
+    """A coding agent keys "billing-service" and later writes of it in passing. A question naming
+    the slug ("Who owns billing-service now?") looked up runs of two words and more, never the one
+    slug, so the graph knew nothing of it: no keyed order, and the handover nobody keyed stayed
+    below the old owner. A text naming it in lower case is one of its memories where it is known;
+    a hyphenated word nobody named ("on-call") makes no entity, and an owner after an opening word
+    ("Upgraded billing-service's database") is no verb making that word a name."""
+    p = principal()
+    for text, key, when in (("The billing-service runs on PostgreSQL 15.", "database", "2025-01-10"),
+                            ("billing-service deploys to Fly.io.", "deploy target", "2025-01-11"),
+                            ("billing-service uses Stripe for payments.", None, "2025-02-01"),
+                            ("billing-service moved off Fly.io; it is hosted on Render now.", "hosting", "2025-07-01")):
+        await service.write(p, text, about=["billing-service"] if key else None, key=key, occurred_at=day(when))
+    priya = (await service.write(p, "The on-call owner for billing-service is Priya Raman.", about=["billing-service"],
+                                 key="owner", occurred_at=day("2025-01-12"))).memory.id
+    upgraded = (await service.write(p, "Upgraded billing-service's database to PostgreSQL 17 today.",
+                                    occurred_at=day("2025-06-01"))).memory.id
+    handed = (await service.write(p, "Handed billing-service ownership over to Diego Alves.",
+                                  occurred_at=day("2025-08-01"))).memory.id
+    got = (await service.get(p, [upgraded, handed])).memories
+    assert [(m.about, m.mentions) for m in got] == [(["PostgreSQL"], ["billing-service"]),
+                                                    (None, ["Diego Alves", "billing-service"])]
+    names = {e.name for e in (await service.entities.list(p)).entities}
+    assert "Upgraded" not in names and "on-call" not in names and "billing-service" in names
+    hits = (await service.search(p, "Who owns billing-service now?", explain=True)).hits
+    assert [h.id for h in hits[:2]] == [handed, priya]
+    assert hits[0].explain["newer_than_fact"] is True and hits[1].explain["fact"] == 1
+    hits = (await service.search(p, "What database does billing-service use now?", explain=True)).hits
+    assert hits[0].id == upgraded and hits[0].explain["newer_than_fact"] is True

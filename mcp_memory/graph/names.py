@@ -76,6 +76,7 @@ def full_names_of(text: str, lexicon: Lexicon = ENGLISH) -> tuple[tuple[str, ...
 
 
 _JOINERS = re.compile(r"(?<=\w)[-_](?=\w)")
+_JOINED = re.compile(r"\w[-_]\w")
 _LEADING_ARTICLE = re.compile(r"^(?:the|a|an)\s+(?=\S)")
 
 
@@ -94,6 +95,14 @@ def name_words(name: str) -> frozenset[str]:
     "Feeds API" of a text, and "Eun-ji" is still one word of "Eun-ji Abara")."""
     words = name.lower().split()
     return frozenset(words) | frozenset(part for w in words for part in _JOINERS.split(w) if part)
+
+
+def slugs(text: str, lexicon: Lexicon = ENGLISH) -> list[str]:
+    """The words of `text` in lower case that join words by a hyphen or underscore, as written,
+    possessives cut, each once: a thing named as a slug ("billing-service", "feeds_api") is a name of
+    several words in one; so is "on-call", which only a known entity of that name makes one."""
+    words = (_POSSESSIVE.sub("", w) for w in WORD.findall(text) if w[0].islower())
+    return list(dict.fromkeys(w for w in words if _JOINED.search(w) and w.lower() not in lexicon.not_names))
 
 
 def first_name(display: str) -> str | None:
@@ -253,7 +262,9 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
         if key not in found:
             found[key] = Name(display, key, "about" if is_subject else "mentioned", sure=sure)
         subject_taken = subject_taken or is_subject
-    names = list(found.values())
+    # A thing named as a slug ("Upgraded billing-service's database"): mentioned, where it is known.
+    names = list(found.values()) + [Name(slug, key, "mentioned", sure=False) for slug in slugs(text, lexicon)
+                                    if (key := canonical(slug)) not in found]
     if speaks_of_user(text, lexicon) and not led:
         first = names[0] if names and names[0].role == "about" else None
         user_first = first is None or _user_before(text, first.display, lexicon)
@@ -281,14 +292,15 @@ def verb_follows(text: str, end: int, lexicon: Lexicon = ENGLISH) -> bool:
     """Whether a verb follows the name ending at `end`: one of the lexicon's `subject_verbs` ("Alice
     is", "Diego took"), or a word ending as its `subject_verb_endings` say that is no other of its
     words ("Alice lives", "Bob moved"; not "Lunch this Friday"); a label's word ("Sprint goals:")
-    is none. A sentence's capitalised opening word is its subject then, sure to be a name."""
+    and an owner ("Upgraded billing-service's database") are none. A sentence's capitalised opening
+    word is its subject then, sure to be a name."""
     m = _NEXT_WORD.match(text, end)
     if m is None:
         return False
     word = m.group(1)
     return word in lexicon.subject_verbs or (
         len(word) > 3 and word.endswith(lexicon.subject_verb_endings) and word not in lexicon.not_names
-        and word not in lexicon.stop_words)
+        and word not in lexicon.stop_words and not word.endswith(lexicon.possessive_endings))
 
 
 def addressed(text: str, start: int, end: int, lexicon: Lexicon = ENGLISH) -> bool:

@@ -16,7 +16,7 @@ import asyncpg
 
 from ..graph.about_user import about_someone_else, person_asked_about, speaks_of_user
 from ..graph.keys import cued_in, in_lexicon
-from ..graph.names import USER, USER_NAME, Name, canonical, classified, entity_name
+from ..graph.names import USER, USER_NAME, Name, canonical, classified, entity_name, slugs
 from ..graph.questions import asked, asked_for
 from ..graph.validity import Held, current_first, held, held_within
 from ..lexicon import Lexicon
@@ -41,12 +41,15 @@ def question_names(parsed: ParsedQuery) -> list[Name]:
     names = [Name(" ".join(run), canonical(" ".join(run)), "about") for run in parsed.full_names]
     in_full = {w for run in parsed.full_names for w in run}
     names += [Name(w, canonical(w), "about") for w in parsed.subject if w not in in_full]
-    # Things are often named in lower case ("the coupons pipeline"): a run of words the question
-    # holds is looked up as a name too, never created.
+    # Things are often named in lower case ("the coupons pipeline", "billing-service"): a run of words
+    # the question holds, or a slug, is looked up as a name too, never created.
     seen = {n.canonical for n in names}
     lexicon = parsed.lexicon
-    names += [Name(run, canonical(run), "about", sure=False)
-              for run in phrases_of(parsed.text, lexicon)[:MAX_PHRASES] if canonical(run) not in seen]
+    runs = phrases_of(parsed.text, lexicon)[:MAX_PHRASES] + slugs(parsed.text, lexicon)
+    unseen: dict[str, str] = {}
+    for run in runs:
+        unseen.setdefault(canonical(run), run)
+    names += [Name(run, key, "about", sure=False) for key, run in unseen.items() if key not in seen]
     role = person_asked_about(parsed.asked, lexicon)
     if role is not None:
         # "Where does my wife work now?" asks of her, however a writer named her (names.py

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..graph.about_user import asks_of_user_alone, without_user
-from ..graph.names import NOT_NAMES, WORD, full_names_of, subject_of
+from ..graph.names import NOT_NAMES, WORD, full_names_of, slugs, subject_of
 from ..graph.questions import asked_of_any
 from ..lexicon import Lexicon, phrases_pattern
 from ..lexicon.english import ENGLISH
@@ -124,7 +124,8 @@ def intent_of(parsed: ParsedQuery) -> QueryIntent | None:
 
 def phrases_of(text: str, lexicon: Lexicon = ENGLISH) -> list[str]:
     """Runs of two to four words that begin and end with a content word ("coupons pipeline",
-    "team Umbra"), longest first: what a question may be about when it names nobody."""
+    "team Umbra"), longest first, then the slugs (names.py `slugs`: "billing-service"): what a question
+    may be about when it names nobody."""
     words = WORD.findall(text)
     runs = []
     for n in (4, 3, 2):
@@ -132,7 +133,7 @@ def phrases_of(text: str, lexicon: Lexicon = ENGLISH) -> list[str]:
             run = words[i:i + n]
             if run[0].lower() not in lexicon.not_names and run[-1].lower() not in lexicon.not_names:
                 runs.append(" ".join(run))
-    return runs
+    return runs + slugs(text, lexicon)
 
 
 # A note's label: up to three words closed by a colon or a dash ("1:1 notes:", "Update -").
