@@ -154,6 +154,16 @@ def test_a_question_asks_for_one_of_the_subjects_attributes() -> None:
     # city's and an office's), whose values a writer's words may have filed under the other
     placed = {"office": ["site"], "home city": ["office city"]}
     assert asked("Which office is the Xenon team based in?", ENGLISH, placed) is None
+    # What the determiner governs, named by a phrase of one of the lexicon's attributes the subject
+    # holds none of, is no other of them that the rest of the question's words hold: "runs on" is a
+    # deploy target's phrase, but a Postgres version is asked. A key in the writer's own words may
+    # be the one asked, and one sharing a phrase with it may hold its values.
+    service = {"database": ["database"], "deploy target": ["hosting"], "owner": ["owner"]}
+    assert asked("Which Postgres version does billing-service run on now?", ENGLISH, service) is None
+    assert asked("Which platform does billing-service run on now?", ENGLISH, service) == "deploy target"
+    assert asked("What food is Greta allergic to?", ENGLISH, {"allergies": ["allergies"]}) == "allergies"
+    assert asked("Which city is Greta based in?", ENGLISH, {"office": ["office"]}) == "office"
+    assert asked("Which Postgres version does Heron ship with?", ENGLISH, {"ships with": ["ships with"]}) == "ships with"
 
 
 def test_rules_find_the_subject_first_and_the_user() -> None:

@@ -106,6 +106,12 @@ def held(stems: tuple[str, ...], lexicon: Lexicon, head: str | None = None) -> d
     return held
 
 
+def phrased(stems: tuple[str, ...], lexicon: Lexicon) -> frozenset[str]:
+    """The attributes one of whose phrases (not cues) `stems` hold."""
+    return frozenset(name for phrase, names in _phrases(lexicon).items() if phrase and contains(stems, phrase)
+                     for name in names)
+
+
 def longest(held: dict[str, int]) -> str | None:
     """The one attribute `held` holds longest; None when none, or on a tie."""
     ranked = sorted(held.values(), reverse=True)

@@ -27,9 +27,25 @@ def asked(question: str, lexicon: Lexicon, known: dict[str, list[str]]) -> str |
     # other ("based in": a home city's and an office's), and the question cannot tell which.
     if chosen is not None and not {a for _, a in scored} & _sharing(lexicon).get(chosen, frozenset()):
         return chosen
+    if chosen is None and determined:
+        scored = _not_instead(scored, determined, lexicon)
     if not scored or len(scored) > 1 and scored[0][0] == scored[1][0]:
         return None
     return scored[0][1]
+
+
+def _not_instead(scored: list[tuple[int, str]], determined: list[str], lexicon: Lexicon) -> list[tuple[int, str]]:
+    """`scored` less the lexicon's attributes other than the one the determiner's words name by a
+    phrase, where the subject holds none of that one ("Which Postgres version does billing-service
+    run on?" asks no deploy target because "runs on" is one of its phrases): the lexicon's attributes
+    are never one another, a key in the writer's own words may be any of them, and one sharing a
+    phrase with it may hold its values ("based in")."""
+    named = phrasebook.phrased(lexicon.stems(" ".join(determined)), lexicon)
+    if not named:
+        return scored
+    kept = named.union(*(_sharing(lexicon).get(a, frozenset()) for a in named))
+    lexicons = phrasebook.by_name(lexicon)
+    return [(n, a) for n, a in scored if a in kept or a not in lexicons]
 
 
 def _matched(question: str, lexicon: Lexicon, known: dict[str, list[str]]) -> list[tuple[int, str]]:
