@@ -1052,6 +1052,27 @@ async def test_a_question_that_chains_two_things_reaches_the_entity_one_hop_away
     assert plain[0].snippet == "Kwame Larsen lives in Oslo."
 
 
+async def test_a_question_about_the_users_own_manager_hops_to_them(service) -> None:
+    """"Where does my manager live now?" chains the user's manager and where they live, as
+    "Kwame's manager" does: the user's word for their own ("my", "our", "the user's") owns what
+    follows it. Read only after a name's "'s", it reached nobody, and the manager fact came first."""
+    p = principal()
+    boss = await service.write(p, "My manager is Inês Carvalho.", about=["me"], key="manager",
+                               occurred_at=day("2025-03-02"))
+    braga = await service.write(p, "Inês Carvalho lives in Braga.", about=["Inês Carvalho"], key="home city",
+                                occurred_at=day("2025-03-05"))
+    coimbra = await service.write(p, "Inês moved to Coimbra in September.", about=["Inês"], key="lives in",
+                                  occurred_at=day("2025-09-05"))
+    await service.write(p, "Tomás Reis lives in Faro.", about=["Tomás Reis"], key="home city")
+    rui = await service.write(p, "Inês Carvalho's partner is Rui.", about=["Inês Carvalho"], key="partner")
+    for question in ("Where does my manager live now?", "Where does the user's boss live?"):
+        hits = (await service.search(p, question, explain=True)).hits
+        assert [h.id for h in hits[:3]] == [coimbra.memory.id, braga.memory.id, boss.memory.id], question
+        assert hits[1].valid_until is not None
+    hits = (await service.search(p, "Who is my manager's partner?", explain=True)).hits
+    assert [h.id for h in hits[:2]] == [rui.memory.id, boss.memory.id]
+
+
 def test_a_hop_reads_only_the_first_possessives_of_a_question() -> None:
     """A hostile question of thousands of possessives costs no more than a few (hop.MAX_POSSESSIVES)."""
     from mcp_memory.retrieval.hop import MAX_POSSESSIVES, relation_asked

@@ -217,6 +217,10 @@ async def test_a_question_that_chains_two_things_hops_in_portuguese(portuguese: 
     assert [h.id for h in hits[:2]] == [porto.memory.id, new.memory.id], [h.snippet for h in hits]
     plain = (await portuguese.search(p, "Onde mora o Kwame agora?")).hits
     assert plain[0].snippet == "O Kwame mora em Oslo."
+    # The user's own, by the lexicon's `user_possessives` ("o meu gerente"), as "my manager" in English.
+    mine = await portuguese.write(p, "O meu gerente é a Hana Dubois.", about=["eu"], key="gerente")
+    hits = (await portuguese.search(p, "Onde mora o meu gerente agora?", explain=True)).hits
+    assert [h.snippet for h in hits[:2]] == ["A Hana Dubois mora em Lyon.", mine.memory.content]
 
 
 async def test_the_same_words_read_as_english_are_two_attributes(service: MemoryService) -> None:

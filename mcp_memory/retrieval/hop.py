@@ -38,10 +38,14 @@ class Hop:
 @functools.cache
 def _possessives(lexicon: Lexicon) -> tuple[re.Pattern[str], re.Pattern[str]]:
     """The lexicon's two shapes of a possessive, with up to three words of the thing held (group
-    1): after a name's ending ("Kwame's manager live"), or before the words leading to the name
-    ("mora o gerente do Kwame"). A shape the language leaves empty matches nothing."""
+    1): after a name's ending ("Kwame's manager live") or the user's word for their own ("my
+    manager live"), or before the words leading to the name ("mora o gerente do Kwame"). A shape
+    the language leaves empty matches nothing."""
     endings, words = phrases_pattern(lexicon.possessive_endings), phrases_pattern(lexicon.possessive_words)
-    after = rf"(?<![\w-])[\w-]+(?:{endings})\s+((?:[\w-]+\s*){{1,3}})" if endings else "(?!)"
+    owners = "|".join(filter(None, (rf"[\w-]+(?:{endings})" if endings else "",
+                                    rf"(?i:{phrases_pattern(lexicon.user_possessives)})" if lexicon.user_possessives
+                                    else "")))
+    after = rf"(?<![\w-])(?:{owners})\s+((?:[\w-]+\s*){{1,3}})" if owners else "(?!)"
     before = rf"(?<![\w-])((?:[\w-]+\s+){{1,3}}?)(?:{words})\s+[A-Z][\w-]*" if words else "(?!)"
     return re.compile(after), re.compile(before)
 
