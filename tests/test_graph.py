@@ -1357,6 +1357,19 @@ async def test_a_word_for_what_a_value_is_keys_that_attribute(service) -> None:
     assert kept.superseded_by is None
 
 
+async def test_a_companys_headquarters_is_its_office_in_any_of_the_words_for_it(service) -> None:
+    """"headquarters" was an attribute of its own and "hq city" a home city by its head word, so a
+    company's move to Austin stood beside its Denver headquarters, both current."""
+    p = principal()
+    denver = await service.write(p, "Acme Corp is headquartered in Denver.", about=["Acme Corp"], key="headquarters",
+                                 occurred_at=day("2024-03-01"))
+    austin = await service.write(p, "Acme moved its HQ to Austin.", about=["Acme Corp"], key="hq city",
+                                 occurred_at=day("2025-04-01"))
+    assert austin.memory.replaced == [denver.memory.id] and austin.memory.key == "office"
+    hits = (await service.search(p, "Where is Acme headquartered?", explain=True)).hits
+    assert [h.id for h in hits[:2]] == [austin.memory.id, denver.memory.id]
+
+
 async def test_a_drink_is_no_food_and_a_gym_no_sport(service) -> None:
     """Words of no attribute of the lexicon's went to the one the embedder found plainly named:
     "favourite drink" the favourite food, "gym" the sport, "internet provider" a hosting provider's

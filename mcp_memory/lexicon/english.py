@@ -87,9 +87,11 @@ ATTRIBUTES = (
     Attribute("project", ("project", "working on", "current project", "assignment", "workstream", "initiative",
                           "focus", "owns"), ("project", "working on", "assigned", "workstream", "initiative")),
     # "based in" and "location" name a person's city or a team's office: the subject's facts decide.
+    # A company's headquarters is its office ("hq city": its place, by `value_words`).
     Attribute("office", ("office", "office location", "site", "desk", "building", "works from", "based in",
-                         "based", "location"),
-              ("office", "desk", "site", "building", "work from", "based"), kind="fact", answers="place"),
+                         "based", "location", "headquarters", "headquartered in", "head office", "hq"),
+              ("office", "desk", "site", "building", "work from", "based", "headquarters", "headquartered"),
+              kind="fact", answers="place"),
     Attribute("start year", ("start year", "started", "start date", "joined in", "since", "year joined",
                              "year started"), ("start", "joined"), kind="fact", answers="time", settled=True),
     Attribute("time zone", ("time zone", "timezone", "tz", "local time"), ("time zone", "timezone"), kind="fact"),
