@@ -131,3 +131,24 @@ async def test_the_users_new_manager_named_with_where_they_lead_goes_before_the_
     hits = (await service.search(p, "Who is my boss now?", explain=True)).hits
     assert [h.id for h in hits[:2]] == [ines, tomas]
     assert hits[0].explain["newer_than_fact"] is True
+
+
+async def test_a_team_named_without_its_classifier_is_still_the_teams(service) -> None:
+    """"Payments standup moved to 10:30 …" is the Payments team's, as names resolve ("Payments" is
+    the Payments team). The text's stage narrowed the team's memories to those holding the
+    question's run "Payments team", so the note was nobody's and the old keyed time stayed first."""
+    p = principal()
+    nine = (await service.write(p, "The Payments team's standup is at 9:15.", about=["Payments team"],
+                                key="standup time", occurred_at=day("2025-01-10"))).memory.id
+    ten = (await service.write(p, "Payments standup moved to 10:30 from next week.",
+                               occurred_at=day("2025-06-10"))).memory.id
+    await service.write(p, "The Payments team chats in #payments-dev.", about=["Payments team"], key="channel",
+                        occurred_at=day("2025-01-10"))
+    oskar = (await service.write(p, "Payments lead is Oskar Berg.", about=["Payments team"], key="team lead",
+                                 occurred_at=day("2025-01-10"))).memory.id
+    mei = (await service.write(p, "Oskar Berg handed the Payments lead role to Mei Tanaka.",
+                               occurred_at=day("2025-07-01"))).memory.id
+    hits = (await service.search(p, "When is the Payments team's standup now?", explain=True)).hits
+    assert [h.id for h in hits[:2]] == [ten, nine] and hits[0].explain["newer_than_fact"] is True
+    hits = (await service.search(p, "Who leads the Payments team now?", explain=True)).hits
+    assert [h.id for h in hits[:2]] == [mei, oskar]

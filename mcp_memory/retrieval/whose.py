@@ -72,7 +72,7 @@ def subject_positions(rows: Sequence[asyncpg.Record],
         # A capitalised word none of them shares ("Which DB is the ledger pipeline on?") names
         # no subject; the run of words may. Named memories all someone else's leave none.
         if theirs:
-            return (_narrowed(rows, theirs, names, parsed.text, whom)
+            return (_narrowed(rows, theirs, names, parsed.text, whom, lexicon)
                     or (theirs, partial(without_names, names=names)))
         if named:
             return [], str
@@ -127,22 +127,33 @@ def question_mask(parsed: ParsedQuery) -> Callable[[str], str] | None:
 
 
 def _narrowed(rows: Sequence[asyncpg.Record], named: list[int], names: list[str], text: str,
-              whom: Callable[[str], bool]) -> tuple[list[int], Callable[[str], str]] | None:
+              whom: Callable[[str], bool], lexicon: Lexicon) -> tuple[list[int], Callable[[str], str]] | None:
     """The named memories that share the longest run of the question's words (`text`) holding all
     its `names`, when at least two do, and that run taken out: a capitalised word may name a kind
     of thing rather than one ("Which region does the coupons API run in?": every API's memories
     name "API", the subject is "coupons API"; ops newest@1 .78 -> .83 offline, the other sets
-    unchanged). A run holding the asked attribute's words is no subject (`whom`)."""
+    unchanged). A run holding the asked attribute's words is no subject (`whom`), nor one adding
+    only a word saying what kind of thing the name is (the lexicon's `classifiers`): "Payments
+    standup moved to 10:30" is the Payments team's, as names are resolved."""
     patterns = [_whole(name) for name in names]
+    named_words = {w.lower() for name in names for w in name.split()}
     for run in phrases_of(text):
         if len(run.split()) <= sum(len(name.split()) for name in names):
             break  # runs come longest first: the rest are no longer than the names themselves
         if whom(run) and all(name.search(run) for name in patterns):
             pattern = _whole(POSSESSIVE.sub("", run), re.IGNORECASE)
+            if {POSSESSIVE.sub("", w).lower() for w in run.split()} - named_words <= lexicon.classifiers:
+                return named, partial(_run_and_names, run=pattern, names=names)
             positions = [i for i in named if pattern.search(rows[i]["content"])]
             if len(positions) >= 2:
                 return positions, partial(pattern.sub, MASK)
     return None
+
+
+def _run_and_names(text: str, run: re.Pattern[str], names: list[str]) -> str:
+    """`text` with the run of words naming the subject taken out, or its names where it is named
+    without the run ("Team Kiln ...", "Kiln standup ...")."""
+    return without_names(run.sub(MASK, text), names)
 
 
 # How far after a possessive the attribute it owns is read: "Priya Fischer's line manager".
