@@ -131,6 +131,27 @@ def test_a_capitalised_word_naming_a_kind_of_thing_narrows_to_the_run_that_holds
     assert positions == [0, 1, 2, 3]  # every row here counts as naming him (about > 1); no run narrows
 
 
+def test_a_name_and_its_classifier_narrow_nothing_but_what_a_name_owns_is_no_name() -> None:
+    """"Payments team" is the Payments team as "Payments" is: the run narrows nothing, and is masked
+    where it stands, the name alone elsewhere. "Benedikt Pereira's project" is something of his,
+    the asked attribute: masking it would take what is asked out of the question."""
+    rows = [_row("The Payments team's standup is at 9:15.", 300, about=1.5),
+            _row("Payments standup moved to 10:30 from next week.", 20, about=1.5),
+            _row("Payments lead is Oskar Berg.", 100, about=1.5)]
+    for r in rows:
+        r["content"] = r["name"]
+    positions, unnamed = subject_positions(rows, parse_query("When is the Payments team's standup now?"))
+    assert positions == [0, 1, 2]
+    assert [unnamed(r["content"]) for r in rows[:2]] == ["The someone standup is at 9:15.",
+                                                        "someone standup moved to 10:30 from next week."]
+    rows = [_row("Benedikt Pereira owns the Puffin roadmap.", 300, about=1.5),
+            _row("From standup: Benedikt Pereira picked up Osprey.", 20, about=1.5)]
+    for r in rows:
+        r["content"] = r["name"]
+    _, unnamed = subject_positions(rows, parse_query("What's Benedikt Pereira's project right now?"))
+    assert unnamed("What's Benedikt Pereira's project right now?").endswith(" project right now?")
+
+
 def test_values_a_memory_names() -> None:
     ignore = frozenset({"someone", "the", "a", "standup"})
     assert values_of("someone quit Brightwater Health and signed with Plumtree Media.", ignore) == \

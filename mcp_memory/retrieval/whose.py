@@ -142,12 +142,20 @@ def _narrowed(rows: Sequence[asyncpg.Record], named: list[int], names: list[str]
             break  # runs come longest first: the rest are no longer than the names themselves
         if whom(run) and all(name.search(run) for name in patterns):
             pattern = _whole(POSSESSIVE.sub("", run), re.IGNORECASE)
-            if {POSSESSIVE.sub("", w).lower() for w in run.split()} - named_words <= lexicon.classifiers:
+            if _named_with_classifier(run, named_words, lexicon):
                 return named, partial(_run_and_names, run=pattern, names=names)
             positions = [i for i in named if pattern.search(rows[i]["content"])]
             if len(positions) >= 2:
                 return positions, partial(pattern.sub, MASK)
     return None
+
+
+def _named_with_classifier(run: str, named_words: set[str], lexicon: Lexicon) -> bool:
+    """Whether `run` is the names and a word for what kind of thing they name ("Payments team's"),
+    not something of theirs ("Benedikt Pereira's project": a possessive before the last word)."""
+    words = run.split()
+    owned = any(POSSESSIVE.search(w) for w in words[:-1])
+    return not owned and {POSSESSIVE.sub("", w).lower() for w in words} - named_words <= lexicon.classifiers
 
 
 def _run_and_names(text: str, run: re.Pattern[str], names: list[str]) -> str:
