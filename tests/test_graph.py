@@ -163,7 +163,8 @@ def test_a_question_asks_for_one_of_the_subjects_attributes() -> None:
     assert asked("Which platform does billing-service run on now?", ENGLISH, service) == "deploy target"
     assert asked("What food is Greta allergic to?", ENGLISH, {"allergies": ["allergies"]}) == "allergies"
     assert asked("Which city is Greta based in?", ENGLISH, {"office": ["office"]}) == "office"
-    assert asked("Which Postgres version does Heron ship with?", ENGLISH, {"ships with": ["ships with"]}) == "ships with"
+    shipped = {"ships with": ["ships with"]}
+    assert asked("Which Postgres version does Heron ship with?", ENGLISH, shipped) == "ships with"
 
 
 def test_rules_find_the_subject_first_and_the_user() -> None:
