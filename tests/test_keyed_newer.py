@@ -152,3 +152,21 @@ async def test_a_team_named_without_its_classifier_is_still_the_teams(service) -
     assert [h.id for h in hits[:2]] == [ten, nine] and hits[0].explain["newer_than_fact"] is True
     hits = (await service.search(p, "Who leads the Payments team now?", explain=True)).hits
     assert [h.id for h in hits[:2]] == [mei, oskar]
+
+
+async def test_a_capitalised_key_in_the_question_is_the_attribute_not_a_second_subject(service) -> None:
+    """"Who is Acme's CEO now?" names Acme and asks its "ceo": read as a second name, "CEO" had the
+    subject factor and the text's stage want every answer to say it, so "Marcus Obi replaced Dana
+    Whitfield as Acme's chief executive." was no memory of Acme's and the old keyed CEO stayed first."""
+    p = principal()
+    dana = (await service.write(p, "Acme Corp's CEO is Dana Whitfield.", about=["Acme Corp"], key="ceo",
+                                occurred_at=day("2024-03-01"))).memory.id
+    await service.write(p, "Acme Corp is headquartered in Denver.", about=["Acme Corp"], key="headquarters",
+                        occurred_at=day("2024-03-01"))
+    marcus = (await service.write(p, "Marcus Obi replaced Dana Whitfield as Acme's chief executive.",
+                                  occurred_at=day("2025-02-01"))).memory.id
+    await service.write(p, "Acme moved its HQ to Austin.", about=["Acme Corp"], key="hq city",
+                        occurred_at=day("2025-04-01"))
+    hits = (await service.search(p, "Who is Acme's CEO now?", explain=True)).hits
+    assert [h.id for h in hits[:2]] == [marcus, dana]
+    assert hits[0].explain["subject"] == hits[1].explain["subject"] > 1

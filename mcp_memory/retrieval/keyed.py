@@ -8,7 +8,7 @@ entity, or none of its attributes, keeps the hits the other stages gave, exactly
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from uuid import UUID
 
@@ -70,6 +70,27 @@ class Named:
 
     linked: Linked | None
     keyed: list[UUID]
+
+
+    def within(self, subject: Sequence[str]) -> Named:
+        """What is known of `subject`'s words alone (a question's subject less its attribute's words)."""
+        if self.linked is None:
+            return self
+        kept = {w: ids for w, ids in self.linked.entities.items() if w in subject}
+        return replace(self, linked=replace(self.linked, entities=kept) if kept else None)
+
+
+def keys_out(parsed: ParsedQuery, facts: Sequence[asyncpg.Record]) -> ParsedQuery:
+    """`parsed` less the capitalised words that are a key of the facts of whom it names ("CEO" of
+    "Who is Acme's CEO now?" keyed "ceo", "DB" keyed "db"): the attribute asked, not a second
+    subject, which the subject factor and the text's stage would want every answer to name too
+    ("Marcus Obi replaced Dana Whitfield as Acme's chief executive" does not). A question left
+    naming no one is as it was."""
+    keys = {canonical(r[field]) for r in facts for field in ("key_words", "attribute")}
+    kept = tuple(w for w in parsed.subject if canonical(w) not in keys)
+    if not kept or len(kept) == len(parsed.subject):
+        return parsed
+    return replace(parsed, subject=kept, full_names=tuple(run for run in parsed.full_names if set(run) <= set(kept)))
 
 
 async def named_in(conn: asyncpg.Connection, p: Principal, parsed: ParsedQuery) -> Named:

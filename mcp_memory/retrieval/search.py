@@ -20,7 +20,7 @@ from .broad_names import broad_names, speakers, spoken_shares, without_names
 from .common_words import too_common, word_rows
 from .conversations import SPEAKER_TURNS_READ, told_apart
 from .hop import one_hop
-from .keyed import facts_named, keyed_first, named_in
+from .keyed import facts_named, keyed_first, keys_out, named_in
 from .naming import Linked
 from .narrowing import Narrowing, narrowing, plan_kept
 from .query import ParsedQuery
@@ -71,6 +71,10 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
                                    remembered=repo.counted) if statement.walks_graph and model else Narrowing(False)
         exact = narrowed.exact
         named = await named_in(conn, p, whom)
+        # A forget preview lists what matches the words, not what the graph knows of them.
+        facts = await facts_named(conn, p, named, f) if min_similarity is None else []
+        if (keyless := keys_out(whom, facts)) is not whom:
+            whom, parsed, named = keyless, keys_out(parsed, facts), named.within(keyless.subject)
         linked = named.linked if settings.subject_boost != 1 else None
         # A listing by similarity (a forget preview) matches the question as said.
         left_out: list[str] = []
@@ -107,8 +111,6 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
                       if kept else conn.fetch(statement.sql, *statement.args))
         if reading is not None:
             reading.words_left_out = list(common)
-        # A forget preview lists what matches the words, not what the graph knows of them.
-        facts = await facts_named(conn, p, named, f) if min_similarity is None else []
         hop = await one_hop(conn, p, parsed, facts, f) if facts else None
         # Which of the rows someone described, where a newer plain memory may go before a keyed value
         # (keyed.py `newer_unsaid`: a question about now, whose answers the focus finds).
