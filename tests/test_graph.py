@@ -1032,6 +1032,34 @@ def test_a_key_is_read_by_a_cue_only_where_the_cue_holds_its_head_word() -> None
     assert key_of("works on time", ENGLISH).attribute != "project"  # a time zone, whose head is "time"
 
 
+async def test_a_value_two_subjects_share_is_replaced_only_once_neither_holds_it(service) -> None:
+    """"Ana and Rui moved to Porto." keyed home city about both: when Rui moves on alone it is still
+    Ana's home, so it is replaced by nothing (it was marked replaced by Rui's Lisbon, and a search
+    for "Porto" put Lisbon above it); when Ana moves too, it is. A date moved among Rui's values
+    (fact_order.py) leaves it to Ana as well."""
+    p = principal()
+    braga = await service.write(p, "Ana and Rui live in Braga.", about=["Ana", "Rui"], key="home city",
+                                occurred_at=day("2024-01-10"))
+    porto = await service.write(p, "Ana and Rui moved to Porto.", about=["Ana", "Rui"], key="home city",
+                                occurred_at=day("2024-06-10"))
+    lisbon = await service.write(p, "Rui moved to Lisbon on his own.", about=["Rui"], key="home city",
+                                 occurred_at=day("2025-02-10"))
+    assert porto.memory.replaced == [braga.memory.id] and lisbon.memory.replaced is None
+    got = {m.id: m.superseded_by for m in (await service.get(p, [braga.memory.id, porto.memory.id])).memories}
+    assert got == {braga.memory.id: porto.memory.id, porto.memory.id: None}
+    for who, current in (("Ana", porto), ("Rui", lisbon)):
+        profile = await service.entities.profile(p, who)
+        assert next(a for a in profile.attributes if a.attribute == "home city").current[0].memory == current.memory.id
+    assert (await service.search(p, "Porto")).hits[0].id == porto.memory.id
+    hits = (await service.search(p, "Where does Rui live now?", explain=True)).hits
+    assert [h.id for h in hits[:2]] == [lisbon.memory.id, porto.memory.id] and hits[1].valid_until is not None
+    await service.update(p, lisbon.memory.id, occurred_at=day("2025-03-01"))
+    (kept,) = (await service.get(p, [porto.memory.id])).memories
+    assert kept.superseded_by is None
+    faro = await service.write(p, "Ana moved to Faro.", about=["Ana"], key="home city", occurred_at=day("2025-05-01"))
+    assert faro.memory.replaced == [porto.memory.id]
+
+
 async def test_a_question_that_chains_two_things_reaches_the_entity_one_hop_away(service) -> None:
     """"Where does Kwame's manager live?": Kwame's current manager is a memory naming Diego Yilmaz,
     and Diego's home city is what is asked: it comes first, then the manager it went through."""

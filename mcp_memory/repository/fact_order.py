@@ -31,6 +31,21 @@ from .sql import Sql, visible
 Group = tuple[UUID, str]  # (entity, attribute)
 
 
+def held_for_another(others: str) -> str:
+    """SQL: whether memory `m` states a current value of fact `f`'s attribute for an entity that
+    `others` (a condition on `o.entity_id`) admits: none of its live memories states a later one.
+    "Ana and Rui moved to Porto." keyed home city about both is still Ana's home when Rui moves on
+    alone, so it is replaced by nothing, though Rui's values are in order of valid time."""
+    return f"""EXISTS (SELECT 1 FROM memory_facts o
+                       WHERE o.user_id = f.user_id AND o.memory_id = m.id AND o.attribute = f.attribute AND o.single
+                         AND {others}
+                         AND NOT EXISTS (SELECT 1 FROM memory_facts l JOIN memories lm
+                                                ON lm.user_id = l.user_id AND lm.id = l.memory_id
+                                         WHERE l.user_id = o.user_id AND l.entity_id = o.entity_id
+                                           AND l.attribute = o.attribute AND l.valid_from > o.valid_from
+                                           AND lm.deleted_at IS NULL))"""
+
+
 @dataclass(frozen=True)
 class Relinked:
     """A memory's successor before and after the values were put in order."""
@@ -56,7 +71,7 @@ async def relink(conn: asyncpg.Connection, p: Principal, memory_id: UUID, groups
     q = Sql()
     rows = await conn.fetch(
         f"""SELECT f.entity_id, f.attribute, f.single, f.valid_from, m.id, m.superseded_by, m.pinned, m.agent_id,
-                   m.project_id
+                   m.project_id, {held_for_another("o.entity_id <> f.entity_id")} AS held_for_another
             FROM memory_facts f JOIN memories m ON m.user_id = f.user_id AND m.id = f.memory_id
             WHERE f.user_id = {q.arg(p.user_id)} AND m.deleted_at IS NULL AND {visible(q, p)}
               AND (f.entity_id, f.attribute) IN (SELECT * FROM unnest({q.arg([g[0] for g in groups])}::uuid[],
@@ -86,7 +101,8 @@ def _reordered(values: Sequence[asyncpg.Record], moved: UUID, mates: Collection[
     order, or joins it to the memory that `moved` when that one left them, or joins that one to the
     values it left (`mates`): its successor now and the next value in time (or None). A many-valued
     attribute's values accumulate: one is replaced only by a memory saying it ended (graph.py
-    `_end`), and one said to have ended before it was stated holds again."""
+    `_end`), and one said to have ended before it was stated holds again. One still another
+    subject's current value is replaced by nothing (`held_for_another`)."""
     when = {v["id"]: v["valid_from"] for v in values}
     changes = []
     for v in values:
@@ -98,7 +114,7 @@ def _reordered(values: Sequence[asyncpg.Record], moved: UUID, mates: Collection[
         backwards = now in when and when[now] < v["valid_from"]  # the same day still replaces (graph.py)
         gone = now is not None and now not in when and (now == moved or v["id"] == moved and now in mates)
         if backwards or gone or single and now is None and later is not None and not v["pinned"]:
-            after = None if v["pinned"] else later
+            after = None if v["pinned"] or v["held_for_another"] else later
             if after != now:
                 changes.append(Relinked(v["id"], now, after))
     return changes

@@ -17,7 +17,7 @@ from ..graph import Key, Said
 from ..graph.names import USER, Name, begins, first_name, word_set
 from ..models import Principal
 from .entity_edits import first_name_taken_in
-from .fact_order import Relinked, in_time_order, write_links
+from .fact_order import Relinked, held_for_another, in_time_order, write_links
 from .sql import Sql, visible
 
 
@@ -310,7 +310,9 @@ async def _replace(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Recor
     batch its writer dated the same moment have no order ("My Pixel died, so I got an iPhone 15": a
     model read both off one turn): neither replaces the other (graph/validity.py: both hold). A
     write dated the same day as a fact written before still replaces it; an undated write is dated
-    by its arrival (the transaction's start), and a batch's undated items replace in their order."""
+    by its arrival (the transaction's start), and a batch's undated items replace in their order.
+    A value still another subject's current one is replaced by nothing (fact_order.py
+    `held_for_another`): "Ana and Rui moved to Porto." stays Ana's when Rui moves on alone."""
     assert said.key is not None
     q = Sql()
     new = q.arg(memory["id"])
@@ -319,7 +321,8 @@ async def _replace(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Recor
         f"""WITH n AS (SELECT xmin, occurred_at <> now() AS dated FROM memories
                        WHERE user_id = {q.arg(p.user_id)} AND id = {new})
             SELECT m.id, m.occurred_at, m.created_at, m.pinned, m.agent_id, m.project_id, m.superseded_by,
-                   (s.id IS NOT NULL) AS replaced, (m.xmin = n.xmin AND n.dated AND m.occurred_at <> now()) AS alike
+                   (s.id IS NOT NULL) AS replaced, (m.xmin = n.xmin AND n.dated AND m.occurred_at <> now()) AS alike,
+                   {held_for_another(f"o.entity_id <> ALL({q.arg(done.about)}::uuid[])")} AS held_for_another
             FROM memory_facts f JOIN memories m ON m.user_id = f.user_id AND m.id = f.memory_id
             CROSS JOIN n
             LEFT JOIN memories s ON s.user_id = m.user_id AND s.id = m.superseded_by AND s.deleted_at IS NULL
@@ -334,7 +337,8 @@ async def _replace(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Recor
         done.replaced_by = later[0]["id"]
         await _mark(conn, p, [memory["id"]], later[0]["id"], [None], said)
         return
-    own = [r for r in rows if not r["replaced"] and not r["pinned"] and not (r["alike"] and r["occurred_at"] == when)
+    own = [r for r in rows if not r["replaced"] and not r["pinned"] and not r["held_for_another"]
+           and not (r["alike"] and r["occurred_at"] == when)
            and not (p.agent_confined and r["agent_id"] is None)
            and not (p.project_confined and r["project_id"] is None)]
     if own:
