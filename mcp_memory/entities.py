@@ -8,7 +8,7 @@ merge one entity into another, split it off again, fix or remove a memory's key.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 from uuid import UUID
 
@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from .errors import Conflict, InvalidInput, NotFound
 from .graph.keys import key_of
 from .graph.names import classified, entity_name, writer_names
-from .graph.validity import held
+from .graph.validity import Held, held, holds_at, upcoming
 from .lexicon import Lexicon
 from .lexicon.english import ENGLISH
 from .limits import MAX_KEY_WORDS_CHARS, MAX_REASON_CHARS
@@ -57,22 +57,29 @@ def _brief(row: asyncpg.Record) -> EntityBrief:
                        memories=row["memories"], scope=ScopeInfo.of(row["agent_id"], row["project_id"]))
 
 
-def attributes_of(facts: list[asyncpg.Record], snippet_chars: int) -> list[AttributeValues]:
+def attributes_of(facts: list[asyncpg.Record], snippet_chars: int, now: datetime) -> list[AttributeValues]:
     """Facts (newest valid first) grouped by attribute: a one-at-a-time attribute's values holding
-    now are current and each earlier one held until the next moment (graph/validity.py); a
-    many-valued one's values are all current but those a later memory said had ended."""
+    at `now` are current and each earlier one held until the next moment (graph/validity.py), and
+    those dated later are upcoming; a many-valued one's values are all current but those a later
+    memory said had ended."""
     grouped: dict[str, list[asyncpg.Record]] = {}
     for row in facts:
         grouped.setdefault(row["attribute"], []).append(row)
     found = []
     for attribute, rows in grouped.items():
         single = all(r["single"] for r in rows)
-        values = [FactValue(memory=v.row["id"], snippet=v.row["content"][:snippet_chars],
-                            valid_from=v.row["valid_from"], valid_until=v.until) for v in held(rows, single)]
-        found.append(AttributeValues(attribute=attribute, single=single,
-                                     current=[v for v in values if v.valid_until is None],
-                                     earlier=[v for v in values if v.valid_until is not None]))
+        values = held(rows, single)
+        later = upcoming(values, now)
+        found.append(AttributeValues(
+            attribute=attribute, single=single, current=_shown([v for v in values if holds_at(v, now)], snippet_chars),
+            earlier=_shown([v for v in values if v not in later and not holds_at(v, now)], snippet_chars),
+            upcoming=_shown(later, snippet_chars)))
     return sorted(found, key=lambda a: a.attribute)
+
+
+def _shown(values: list[Held], snippet_chars: int) -> list[FactValue]:
+    return [FactValue(memory=v.row["id"], snippet=v.row["content"][:snippet_chars], valid_from=v.row["valid_from"],
+                      valid_until=v.until) for v in values]
 
 
 class EntityDetail(BaseModel):
@@ -208,7 +215,8 @@ class Entities:
                 raise NotFound(f"no entity {ref!r} in this session's scope (memory://entities lists them)")
             facts = await facts_of(conn, p, [rows[0]["id"]], None)
             near = await neighbours_of(conn, p, rows[0]["id"])
-        return EntityProfile(entity=_brief(rows[0]), attributes=attributes_of(list(facts), self.snippet_chars),
+        return EntityProfile(entity=_brief(rows[0]),
+                             attributes=attributes_of(list(facts), self.snippet_chars, datetime.now(UTC)),
                              related=[RelatedEntity(id=r["id"], name=_name(r), shared=r["shared"]) for r in near])
 
     # --- the console's pages ----------------------------------------------------------------
@@ -238,7 +246,7 @@ class Entities:
                                   superseded_by=r["superseded_by"], pinned=r["pinned"],
                                   scope=ScopeInfo.of(r["agent_id"], r["project_id"])) for r in named[:limit]]
         return EntityPage(
-            entity=detail, attributes=attributes_of(facts, self.snippet_chars),
+            entity=detail, attributes=attributes_of(facts, self.snippet_chars, datetime.now(UTC)),
             superseded={r["id"]: r["superseded_by"] for r in facts if r["superseded_by"] is not None},
             related=[RelatedEntity(id=r["id"], name=_name(r), shared=r["shared"]) for r in near],
             timeline=timeline, more=len(named) > limit,

@@ -447,6 +447,8 @@ class AttributeValues(BaseModel):
     single: bool = Field(description="Holds one value at a time (a newer one replaces it).")
     current: list[FactValue] = Field(description="The value(s) true now.")
     earlier: list[FactValue] = Field(default_factory=list, description="Earlier values, newest first.")
+    upcoming: list[FactValue] = Field(default_factory=list, description=(
+        "Values dated later than now, soonest first: true from their valid_from."))
 
 
 class RelatedEntity(BaseModel):

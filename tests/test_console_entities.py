@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from datetime import UTC, datetime, timedelta
 from html import unescape
 
 import pytest
@@ -196,3 +197,21 @@ async def test_another_users_entity_forms_change_nothing(database: Database, db_
         stranger = browser(base)
         assert stranger.post("/ui/entities/merge", data={"into": str(greta), "source": str(gigi)}).status_code == 403
     assert await snapshot(database) == before
+
+
+async def test_a_value_dated_ahead_shows_as_upcoming(database: Database, db_url: str, service: MemoryService) -> None:
+    """The entity page lists a value dated later than now as upcoming, before the current one that
+    holds until it begins."""
+    now = datetime.now(UTC)
+    old = await service.write(ALICE, "Greta Ibarra drives a Fiat Panda.", about=["Greta Ibarra"], key="car",
+                              occurred_at=now - timedelta(days=100))
+    new = await service.write(ALICE, "Greta Ibarra gets her Volvo in the spring.", about=["Greta Ibarra"],
+                              key="car", occurred_at=now + timedelta(days=100))
+    greta = await entity(service, ALICE, "Greta Ibarra")
+    owner = await make_key(database, "alice", name="curator")
+    with http_server(db_url, env=ENV) as base:
+        client, _ = sign_in(base, owner)
+        car = client.get(f"/ui/entities/{greta}").text.split("<h3>car")[1].split("</table>")[0]
+    rows = car.split("<tr")[2:]
+    assert [str(new.memory.id) in rows[0], str(old.memory.id) in rows[1]] == [True, True]
+    assert 'class="upcoming"' in rows[0].split(">")[0] and 'class="current"' in rows[1].split(">")[0]

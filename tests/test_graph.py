@@ -6,7 +6,7 @@ a fact dated before the live one does not replace it."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 import pytest
@@ -17,7 +17,7 @@ from mcp_memory.graph.keys import cued_by, in_lexicon, key_of, kind_of, qualifie
 from mcp_memory.graph.names import names_in
 from mcp_memory.graph.questions import asked
 from mcp_memory.lexicon.english import ENGLISH
-from mcp_memory.models import WriteItem
+from mcp_memory.models import MemoryFilter, WriteItem
 
 from .conftest import principal
 
@@ -1030,6 +1030,26 @@ def test_a_key_is_read_by_a_cue_only_where_the_cue_holds_its_head_word() -> None
     assert key_of("carries the pager for", ENGLISH).attribute == "on-call"
     assert key_of("the company they work for", ENGLISH).attribute == "employer"
     assert key_of("works on time", ENGLISH).attribute != "project"  # a time zone, whose head is "time"
+
+
+async def test_a_value_dated_ahead_is_upcoming_and_what_holds_until_it_begins_is_current(service) -> None:
+    """"Priya Raman is moving to Berlin in March." dated then: until March she lives in Leeds. The
+    profile called Berlin current and Leeds earlier, and a question about now got Berlin first."""
+    p = principal()
+    now = datetime.now(UTC)
+    leeds = await service.write(p, "Priya Raman lives in Leeds.", about=["Priya Raman"], key="home city",
+                                occurred_at=now - timedelta(days=300))
+    berlin = await service.write(p, "Priya Raman is moving to Berlin in March.", about=["Priya Raman"],
+                                 key="home city", occurred_at=now + timedelta(days=90))
+    (home,) = (await service.entities.profile(p, "Priya Raman")).attributes
+    assert [v.memory for v in home.current] == [leeds.memory.id] and home.current[0].valid_until is not None
+    assert [v.memory for v in home.upcoming] == [berlin.memory.id] and home.earlier == []
+    hits = (await service.search(p, "Where does Priya live now?", explain=True)).hits
+    assert [h.id for h in hits[:2]] == [leeds.memory.id, berlin.memory.id]
+    assert [h.explain["fact"] for h in hits[:2]] == [1, 2]
+    later = MemoryFilter(as_of=now + timedelta(days=120))
+    hits = (await service.search(p, "Where does Priya live now?", later, explain=True)).hits
+    assert [h.id for h in hits[:2]] == [berlin.memory.id, leeds.memory.id]
 
 
 async def test_a_value_two_subjects_share_is_replaced_only_once_neither_holds_it(service) -> None:

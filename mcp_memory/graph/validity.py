@@ -42,9 +42,23 @@ def held(chain: Sequence[Mapping[str, Any]], single: bool) -> list[Held]:
     return out
 
 
-def current_first(values: Sequence[Held]) -> list[Held]:
-    """`values` with those holding now first, then the earlier ones, newest first."""
-    return [v for v in values if v.until is None] + [v for v in values if v.until is not None]
+def holds_at(value: Held, now: datetime) -> bool:
+    """Whether `value` holds at `now`: begun by then and not ended."""
+    return value.row["valid_from"] <= now and (value.until is None or value.until > now)
+
+
+def upcoming(values: Sequence[Held], now: datetime) -> list[Held]:
+    """Those of `values` dated after `now` ("moving to Berlin in March 2027", dated then), soonest first."""
+    return sorted((v for v in values if v.row["valid_from"] > now), key=lambda v: v.row["valid_from"])
+
+
+def current_first(values: Sequence[Held], now: datetime) -> list[Held]:
+    """`values` with those holding at `now` first, then those that begin later (soonest first), then
+    the earlier ones, newest first. A value dated ahead is no value of now: what holds until it
+    begins does."""
+    holding = [v for v in values if holds_at(v, now)]
+    later = upcoming(values, now)
+    return holding + later + [v for v in values if v not in holding and v not in later]
 
 
 def held_within(values: Sequence[Held], start: datetime | None, end: datetime | None) -> list[Held]:

@@ -18,7 +18,7 @@ from ..graph.about_user import about_someone_else, person_asked_about, speaks_of
 from ..graph.keys import cued_in, in_lexicon
 from ..graph.names import USER, USER_NAME, Name, canonical, classified, entity_name, slugs
 from ..graph.questions import asked, asked_for
-from ..graph.validity import Held, current_first, held, held_within
+from ..graph.validity import Held, current_first, held, held_within, holds_at
 from ..lexicon import Lexicon
 from ..models import MemoryFilter, Principal, ScopeInfo, SearchHit, human_age, memory_uri
 from ..repository.graph_reads import entities_by_name, facts_of
@@ -251,10 +251,11 @@ async def keyed_first(parsed: ParsedQuery, facts: Sequence[asyncpg.Record], hits
                       lexicon: Lexicon, limit: int, snippet_chars: int, explain: bool,
                       vectors: TextVectors | None = None, doubt_floor: float = 0.0,
                       attribute: str | None = None, answers: frozenset[UUID] = frozenset(),
-                      described: frozenset[UUID] = frozenset()) -> list[SearchHit]:
+                      described: frozenset[UUID] = frozenset(), now: datetime) -> list[SearchHit]:
     """`hits` with the values of the attribute the question asks (of `facts`, newest valid first;
-    `attribute`: the one a hop found it asks, hop.py) placed first in order of validity (those that
-    held in a span the question names before the rest), each earlier one with its valid_until;
+    `attribute`: the one a hop found it asks, hop.py) placed first in order of validity at `now`
+    (those that held in a span the question names before the rest; one dated ahead of `now` after
+    what holds until it begins), each with its valid_until;
     unchanged when the question asks none of them, or the graph is `unsure`. For a question about
     now, a newer memory nobody keyed that answers it (`newer_unsaid`, of `answers` and `described`)
     goes before the current value, `explain` marking it `newer_than_fact`."""
@@ -272,7 +273,7 @@ async def keyed_first(parsed: ParsedQuery, facts: Sequence[asyncpg.Record], hits
     chain = [*moved, *chain]
     if await unsure(facts, chain, lexicon, vectors, doubt_floor):
         return hits
-    values = current_first(held(chain, single))
+    values = current_first(held(chain, single), now)
     ends: dict[UUID, datetime | None] = {v.row["id"]: v.until for v in values}
     chain = [v.row for v in values]
     newer: list[SearchHit] = []
@@ -290,10 +291,10 @@ async def keyed_first(parsed: ParsedQuery, facts: Sequence[asyncpg.Record], hits
         if not around:
             return hits
         chain = [v.row for v in around]
-    elif parsed.tense == "past" and single:  # the earlier values first, then what holds now
-        now = [r for r in chain if ends[r["id"]] is None]
-        chain = [r for r in chain if ends[r["id"]] is not None] + now
-    elif single and answers and ends[chain[0]["id"]] is None:
+    elif parsed.tense == "past" and single:  # the earlier values first, then what holds now and after
+        ended = [v.row for v in values if v.until is not None and v.until <= now]
+        chain = ended + [r for r in chain if r not in ended]
+    elif single and answers and holds_at(values[0], now):
         newer = await newer_unsaid(chain[0], facts, hits, answers, described, vectors, doubt_floor, lexicon)
     by_id = {h.id: h for h in hits}
     top = max((h.score for h in hits), default=1.0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -126,7 +127,8 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
             hits = await keyed_first(parsed, known, hits, lexicon=lexicon, limit=ranked,
                                      snippet_chars=settings.snippet_chars, explain=explain, vectors=vectors,
                                      doubt_floor=settings.graph_doubt_floor, attribute=attribute,
-                                     answers=ordered.answers if follows else frozenset(), described=said)
+                                     answers=ordered.answers if follows else frozenset(), described=said,
+                                     now=f.as_of if f is not None and f.as_of is not None else datetime.now(UTC))
     if summed_up:
         hits = summaries_first(hits, summed_up, settings.summary_turns_kept)
     return hits[:limit]

@@ -100,7 +100,7 @@ async def entities_resource(ctx: Context, limit: int = 100) -> str:
 
 async def entity_resource(ref: str, ctx: Context) -> str:
     """One entity's profile, by id or name ('me' for the user): each keyed attribute's current value,
-    its earlier values with their dates, and the entities it appears with."""
+    its earlier values and those dated ahead with their dates, and the entities it appears with."""
     async def op(service: MemoryService, p: Principal) -> str:
         return (await service.entities.profile(p, ref)).model_dump_json(indent=1)
     return await _resource_call(ctx, op)
