@@ -177,6 +177,26 @@ def test_rules_find_the_subject_first_and_the_user() -> None:
     opener = names_in("Heard today: Benedikt Pereira promoted.")
     assert opener[0].canonical == "heard" and not opener[0].sure
     assert ("benedikt pereira", "about") in [(n.canonical, n.role) for n in opener]
+    # An agent's note opening on its verb leaves its subject unsaid: the verb is no name ("Prefers
+    # Helix" was an entity with the editor as its attribute), and what follows is no subject ("Works
+    # at Globex now." was Globex's). A name that only ends like a verb still opens on its person.
+    for note, named in (("Prefers Helix as the editor.", ["helix"]), ("Works at Globex now.", ["globex"]),
+                        ("Use pnpm, never Yarn.", ["yarn"]), ("Update: Moved Greta to the Oslo office.",
+                                                             ["update", "greta", "oslo"])):
+        assert [(n.canonical, n.role) for n in names_in(note)] == [(c, "mentioned") for c in named], note
+    assert [(n.canonical, n.role) for n in names_in("Marcus Obi leads Payments.")][0] == ("marcus obi", "about")
+
+
+async def test_a_keyed_note_with_its_subject_unsaid_is_refused_and_names_what_to_pass(service) -> None:
+    """"Prefers Helix as the editor." keyed "editor" with no `about` was the editor of an entity named
+    "Prefers Helix"; it names no one whose attribute it is, so the write says to pass `about`, and
+    nothing is written. With `about` it is the user's."""
+    p = principal()
+    with pytest.raises(InvalidInput, match="needs whom it is about"):
+        await service.write(p, "Prefers Helix as the editor.", key="editor")
+    assert await entities(service, p) == []
+    mine = await service.write(p, "Prefers Helix as the editor.", about=["me"], key="editor")
+    assert mine.memory.about == ["the user"] and mine.memory.key == "editor"
 
 
 async def test_a_newer_value_of_the_same_key_replaces_the_older_by_itself(service) -> None:

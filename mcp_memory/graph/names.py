@@ -240,6 +240,14 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
             start, run = start + greeting.end(), run[greeting.end():]
         elif run.lower() in lexicon.greetings:
             continue
+        # An agent's note with its subject unsaid opens on its verb ("Prefers Helix as the editor.",
+        # "Works at Globex now."): the verb is no name, and no name after it is the subject.
+        opening = _GREETING.match(run)
+        if (opening.group(1) if opening else run).lower() in lexicon.opening_verbs and opens_clause(text, start):
+            subject_taken = True
+            if opening is None:
+                continue
+            start, run = start + opening.end(), run[opening.end():]
         words = [_POSSESSIVE.sub("", w) for w in run.split()]
         # The words for the user are no one's name ("User's son Theo ...").
         words = [w for w in words if w.lower() not in lexicon.not_names and w.lower() not in lexicon.user_words

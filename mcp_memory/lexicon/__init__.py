@@ -100,6 +100,10 @@ class Lexicon:
     # of the lexicon's ("Alice lives", "Bob moved"; not "Lunch with", "Escalations for").
     subject_verbs: frozenset[str] = frozenset()
     subject_verb_endings: tuple[str, ...] = ()
+    # Verbs an agent's note opens on with its subject unsaid ("Prefers Helix", "Uses pnpm", "Use
+    # Helix for editing"): never a name, and no name after them is the note's subject. No word that
+    # is also a name ("Will", "Mark").
+    opening_verbs: frozenset[str] = frozenset()
     # Words that say what kind of thing a name is, with or without which it is the same thing ("team
     # Dotterel", "the Dotterel team", "Dotterel"; "project Atlas").
     classifiers: frozenset[str] = frozenset()

@@ -89,6 +89,8 @@ PORTUGUESE = Lexicon(
         sexta-feira segundas terças quartas quintas sextas sábados domingos
         janeiro fevereiro março abril maio junho julho agosto setembro outubro novembro
         dezembro""".split()),
+    opening_verbs=frozenset("""prefere usa gosta adora odeia quer precisa trabalha mora vive conduz fala joga lê
+        escreve mudou começou deixou comprou vendeu evita""".split()),
     subject_verbs=frozenset("""é era foi tem tinha está estava vai vive mora trabalha fez disse""".split()),
     subject_verb_endings=("ou", "eu", "iu", "a", "e"),
     # Not "nos" (also "em" + "os": "nos Estados Unidos") nor the clitic "-me" (no whole word).
