@@ -78,3 +78,13 @@ async def test_a_thing_named_as_a_slug_in_lower_case_is_found_in_a_question_and_
     assert hits[0].explain["newer_than_fact"] is True and hits[1].explain["fact"] == 1
     hits = (await service.search(p, "What database does billing-service use now?", explain=True)).hits
     assert hits[0].id == upgraded and hits[0].explain["newer_than_fact"] is True
+
+
+def test_a_question_of_many_slugs_looks_up_a_bounded_few() -> None:
+    """A hostile question of thousands of slugs looks up no more than keyed.MAX_PHRASES of its runs of
+    words and as many of its slugs."""
+    from mcp_memory.retrieval.keyed import MAX_PHRASES, question_names
+    from mcp_memory.retrieval.query import parse_query
+
+    names = question_names(parse_query("Who owns " + " ".join(f"svc-{i}" for i in range(3000)) + "?"))
+    assert 0 < len(names) <= 2 * MAX_PHRASES

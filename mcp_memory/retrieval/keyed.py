@@ -31,7 +31,7 @@ from .reorder import placed_scores
 from .values import values_of
 from .versions import masked_similarities, names_its_value_masked
 
-# The runs of words of a question looked up as names: a long question's are many, and few name anything.
+# The runs of words of a question, and its slugs, looked up as names: a long question's are many, and few name anything.
 MAX_PHRASES = 24
 
 
@@ -45,7 +45,7 @@ def question_names(parsed: ParsedQuery) -> list[Name]:
     # the question holds, or a slug, is looked up as a name too, never created.
     seen = {n.canonical for n in names}
     lexicon = parsed.lexicon
-    runs = phrases_of(parsed.text, lexicon)[:MAX_PHRASES] + slugs(parsed.text, lexicon)
+    runs = phrases_of(parsed.text, lexicon)[:MAX_PHRASES] + slugs(parsed.text, lexicon)[:MAX_PHRASES]
     unseen: dict[str, str] = {}
     for run in runs:
         unseen.setdefault(canonical(run), run)
