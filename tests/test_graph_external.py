@@ -418,6 +418,26 @@ async def test_keys_refile_and_order_a_subjects_values_on_an_external_server(ext
         assert await graph_checks.inconsistencies(conn) == {name: 0 for name in graph_checks.CHECKS}
 
 
+async def test_a_value_two_subjects_share_stays_one_of_theirs_under_row_level_security_alone_on_an_external_server(
+        external, monkeypatch) -> None:
+    """Whether a memory is still another subject's current value is read through row-level security
+    alone: Rui moving on alone leaves "Ana and Rui moved to Porto." Ana's, and bob's later keyed home
+    of his own Ana, whom alice's session cannot see, replaces nothing of alice's."""
+    service, _ = await rls_alone(external, monkeypatch)
+    alice, bob = principal("alice"), principal("bob")
+    porto = await service.write(alice, "Ana and Rui moved to Porto.", about=["Ana", "Rui"], key="home city",
+                                occurred_at=day("2024-06-10"))
+    await service.write(bob, "Ana moved to Faro.", about=["Ana"], key="home city", occurred_at=day("2025-01-01"))
+    lisbon = await service.write(alice, "Rui moved to Lisbon on his own.", about=["Rui"], key="home city",
+                                 occurred_at=day("2025-02-10"))
+    assert lisbon.memory.replaced is None
+    (kept,) = (await service.get(alice, [porto.memory.id])).memories
+    assert kept.superseded_by is None
+    faro = await service.write(alice, "Ana moved to Faro.", about=["Ana"], key="home city",
+                               occurred_at=day("2025-05-01"))
+    assert faro.memory.replaced == [porto.memory.id]
+
+
 async def test_a_first_import_rebuilds_the_vector_index_on_an_external_server(external, tmp_path: Path) -> None:
     """The owner of a user's own database (no superuser, default settings) may drop the index, set the
     build's working memory for its transaction and build it again: a first load goes the fast way there too."""
