@@ -235,14 +235,14 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
     apposed = named_beside_their_person(text, lexicon)
     for start, run in runs(text):
         # A greeting opening the run greets the name after it ("Hey Mel", "Thanks Greta"): no name itself.
-        greeting = _GREETING.match(run)
+        greeting = _FIRST_WORD.match(run)
         if greeting is not None and greeting.group(1).lower() in lexicon.greetings:
             start, run = start + greeting.end(), run[greeting.end():]
         elif run.lower() in lexicon.greetings:
             continue
         # An agent's note with its subject unsaid opens on its verb ("Prefers Helix as the editor.",
         # "Works at Globex now."): the verb is no name, and no name after it is the subject.
-        opening = _GREETING.match(run)
+        opening = _FIRST_WORD.match(run)
         if (opening.group(1) if opening else run).lower() in lexicon.opening_verbs and opens_clause(text, start):
             subject_taken = True
             if opening is None:
@@ -323,7 +323,7 @@ def addressed(text: str, start: int, end: int, lexicon: Lexicon = ENGLISH) -> bo
     return after[:1] in ("!", "?") or (greeted is not None and greeted.group(1).lower() in lexicon.greetings)
 
 
-_GREETING = re.compile(r"(\w+)\s+(?=\S)")
+_FIRST_WORD = re.compile(r"(\w+)\s+(?=\S)")  # a greeting ("Hey Mel") or a verb ("Prefers Helix") opening a run
 _SPEAKER = re.compile(r"^\s*([A-Z][\w'-]*(?:\s[A-Z][\w'-]*)?):\s+(?=\S)")
 
 

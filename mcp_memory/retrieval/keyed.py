@@ -71,7 +71,6 @@ class Named:
     linked: Linked | None
     keyed: list[UUID]
 
-
     def within(self, subject: Sequence[str]) -> Named:
         """What is known of `subject`'s words alone (a question's subject less its attribute's words)."""
         if self.linked is None:
