@@ -135,19 +135,14 @@ def test_a_name_and_its_classifier_narrow_nothing_but_what_a_name_owns_is_no_nam
     """"Payments team" is the Payments team as "Payments" is: the run narrows nothing, and is masked
     where it stands, the name alone elsewhere. "Benedikt Pereira's project" is something of his,
     the asked attribute: masking it would take what is asked out of the question."""
-    rows = [_row("The Payments team's standup is at 9:15.", 300, about=1.5),
-            _row("Payments standup moved to 10:30 from next week.", 20, about=1.5),
-            _row("Payments lead is Oskar Berg.", 100, about=1.5)]
-    for r in rows:
-        r["content"] = r["name"]
+    rows = _rows("The Payments team's standup is at 9:15.", "Payments standup moved to 10:30 from next week.",
+                 "Payments lead is Oskar Berg.", about=1.5)
     positions, unnamed = subject_positions(rows, parse_query("When is the Payments team's standup now?"))
     assert positions == [0, 1, 2]
     assert [unnamed(r["content"]) for r in rows[:2]] == ["The someone standup is at 9:15.",
                                                         "someone standup moved to 10:30 from next week."]
-    rows = [_row("Benedikt Pereira owns the Puffin roadmap.", 300, about=1.5),
-            _row("From standup: Benedikt Pereira picked up Osprey.", 20, about=1.5)]
-    for r in rows:
-        r["content"] = r["name"]
+    rows = _rows("Benedikt Pereira owns the Puffin roadmap.", "From standup: Benedikt Pereira picked up Osprey.",
+                 about=1.5)
     _, unnamed = subject_positions(rows, parse_query("What's Benedikt Pereira's project right now?"))
     assert unnamed("What's Benedikt Pereira's project right now?").endswith(" project right now?")
 
