@@ -1151,6 +1151,11 @@ def test_a_hop_reads_only_the_first_possessives_of_a_question() -> None:
     assert relation_asked(near, ENGLISH, facts) is not None
     far = "a's " * 5000 + "Kwame's manager"
     assert relation_asked(far, ENGLISH, facts) is None
+    # The user's own, in each of the lexicon's words for it.
+    led = [{"attribute": "team lead", "key_words": "team lead"}]
+    for question in ("Where does our team lead live now?", "Where does the user's team lead live now?",
+                     "Where does my team lead live now?"):
+        assert relation_asked(question, ENGLISH, led) == ("team lead", "Where does  live now?"), question
 
 
 async def test_a_device_is_a_laptop_or_a_phone_so_a_new_phone_leaves_the_laptop(service) -> None:
