@@ -1070,6 +1070,8 @@ async def test_a_value_dated_ahead_is_upcoming_and_what_holds_until_it_begins_is
     later = MemoryFilter(as_of=now + timedelta(days=120))
     hits = (await service.search(p, "Where does Priya live now?", later, explain=True)).hits
     assert [h.id for h in hits[:2]] == [berlin.memory.id, leeds.memory.id]
+    # Any search: the value it will replace is not yet ranked below it.
+    assert (await service.search(p, "Leeds")).hits[0].id == leeds.memory.id
 
 
 async def test_a_value_two_subjects_share_is_replaced_only_once_neither_holds_it(service) -> None:

@@ -303,7 +303,8 @@ WHERE x.key < w.worst"""
     reference = q.arg(as_of) + "::timestamptz" if as_of is not None else "now()"
     floor = q.arg(1.0 if past else settings.recency_floor)
     half_life = q.arg(settings.recency_half_life_days)
-    # A superseded memory ranks below its live successor (penalised, and re-ordered below).
+    # A superseded memory ranks below its live successor (penalised, and re-ordered below), once
+    # that is true: a value dated ahead ("moving to Berlin in March") replaces nothing yet.
     penalty = (f"CASE WHEN s.id IS NULL THEN 1 ELSE {q.arg(settings.superseded_penalty)}::float8 END"
                if as_of is None and not past else "1")
     # A forget preview (min_similarity) lists what matches, never what merely answered it.
@@ -347,6 +348,7 @@ WHERE x.key < w.worst"""
         SELECT m.*, c.conversation, s.id AS successor, fused * recency * {penalty} * period * c.conversation AS base
         FROM scored m LEFT JOIN memories s
             ON s.user_id = m.user_id AND s.id = m.superseded_by AND s.deleted_at IS NULL
+           AND s.occurred_at <= {reference}
         CROSS JOIN LATERAL (SELECT CASE WHEN m.named > 1 THEN 1 ELSE {elsewhere.factor} END::float8 AS conversation) c
         ORDER BY fused * recency * {penalty} * period * c.conversation * named DESC, length(m.content), m.id
         LIMIT {q.arg(window)}
