@@ -145,6 +145,9 @@ def test_a_question_asks_for_one_of_the_subjects_attributes() -> None:
     assert asked("Where does Greta work now?", ENGLISH, at_work) == "employer"
     assert asked("Where am I working these days?", ENGLISH, at_work) == "employer"
     assert asked("What does Greta work on?", ENGLISH, at_work) == "project"
+    titled = {**at_work, "job title": ["role"]}
+    for question in ("What does Greta do for a living?", "What is Greta's occupation?"):
+        assert asked(question, ENGLISH, titled) == "job title", question
     assert asked("Where does Greta work from currently?", ENGLISH, at_work) == "office"
     # what the question's determiner governs is asked, ahead of a longer phrase elsewhere in it...
     at_desk = {"laptop": ["work laptop"], "project": ["works on"]}
