@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from .errors import Conflict, InvalidInput, NotFound
 from .graph.keys import key_of
 from .graph.names import classified, entity_name, writer_names
-from .graph.validity import Held, held, holds_at, upcoming
+from .graph.validity import Held, at, held
 from .lexicon import Lexicon
 from .lexicon.english import ENGLISH
 from .limits import MAX_KEY_WORDS_CHARS, MAX_REASON_CHARS
@@ -68,12 +68,11 @@ def attributes_of(facts: list[asyncpg.Record], snippet_chars: int, now: datetime
     found = []
     for attribute, rows in grouped.items():
         single = all(r["single"] for r in rows)
-        values = held(rows, single)
-        later = upcoming(values, now)
-        found.append(AttributeValues(
-            attribute=attribute, single=single, current=_shown([v for v in values if holds_at(v, now)], snippet_chars),
-            earlier=_shown([v for v in values if v not in later and not holds_at(v, now)], snippet_chars),
-            upcoming=_shown(later, snippet_chars)))
+        standing = at(held(rows, single), now)
+        found.append(AttributeValues(attribute=attribute, single=single,
+                                     current=_shown(standing.holding, snippet_chars),
+                                     earlier=_shown(standing.ended, snippet_chars),
+                                     upcoming=_shown(standing.upcoming, snippet_chars)))
     return sorted(found, key=lambda a: a.attribute)
 
 

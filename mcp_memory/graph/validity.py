@@ -42,23 +42,23 @@ def held(chain: Sequence[Mapping[str, Any]], single: bool) -> list[Held]:
     return out
 
 
-def holds_at(value: Held, now: datetime) -> bool:
-    """Whether `value` holds at `now`: begun by then and not ended."""
-    return value.row["valid_from"] <= now and (value.until is None or value.until > now)
+@dataclass(frozen=True)
+class AtNow:
+    """One attribute's values as they stand at a moment: those holding then, those dated later
+    ("moving to Berlin in March 2027", dated then: no value of now; what holds until it begins
+    does), soonest first, and those that had ended, newest first."""
+
+    holding: list[Held]
+    upcoming: list[Held]
+    ended: list[Held]
 
 
-def upcoming(values: Sequence[Held], now: datetime) -> list[Held]:
-    """Those of `values` dated after `now` ("moving to Berlin in March 2027", dated then), soonest first."""
-    return sorted((v for v in values if v.row["valid_from"] > now), key=lambda v: v.row["valid_from"])
-
-
-def current_first(values: Sequence[Held], now: datetime) -> list[Held]:
-    """`values` with those holding at `now` first, then those that begin later (soonest first), then
-    the earlier ones, newest first. A value dated ahead is no value of now: what holds until it
-    begins does."""
-    holding = [v for v in values if holds_at(v, now)]
-    later = upcoming(values, now)
-    return holding + later + [v for v in values if v not in holding and v not in later]
+def at(values: Sequence[Held], now: datetime) -> AtNow:
+    """`values` (newest valid first) as they stand at `now`: the one reading of which value is
+    current, for the profile and for search alike."""
+    holding = [v for v in values if v.row["valid_from"] <= now and (v.until is None or v.until > now)]
+    upcoming = sorted((v for v in values if v.row["valid_from"] > now), key=lambda v: v.row["valid_from"])
+    return AtNow(holding, upcoming, [v for v in values if v not in holding and v not in upcoming])
 
 
 def held_within(values: Sequence[Held], start: datetime | None, end: datetime | None) -> list[Held]:

@@ -18,7 +18,7 @@ from ..graph.about_user import about_someone_else, person_asked_about, speaks_of
 from ..graph.keys import cued_in, in_lexicon
 from ..graph.names import USER, USER_NAME, Name, canonical, classified, entity_name, slugs
 from ..graph.questions import asked, asked_for
-from ..graph.validity import Held, current_first, held, held_within, holds_at
+from ..graph.validity import Held, at, held, held_within
 from ..lexicon import Lexicon
 from ..models import MemoryFilter, Principal, ScopeInfo, SearchHit, human_age, memory_uri
 from ..repository.graph_reads import entities_by_name, facts_of
@@ -272,7 +272,8 @@ async def keyed_first(parsed: ParsedQuery, facts: Sequence[asyncpg.Record], hits
     chain = [*moved, *chain]
     if await unsure(facts, chain, lexicon, vectors, doubt_floor):
         return hits
-    values = current_first(held(chain, single), now)
+    standing = at(held(chain, single), now)
+    values = standing.holding + standing.upcoming + standing.ended
     ends: dict[UUID, datetime | None] = {v.row["id"]: v.until for v in values}
     chain = [v.row for v in values]
     newer: list[SearchHit] = []
@@ -291,9 +292,8 @@ async def keyed_first(parsed: ParsedQuery, facts: Sequence[asyncpg.Record], hits
             return hits
         chain = [v.row for v in around]
     elif parsed.tense == "past" and single:  # the earlier values first, then what holds now and after
-        ended = [v.row for v in values if v.until is not None and v.until <= now]
-        chain = ended + [r for r in chain if r not in ended]
-    elif single and answers and holds_at(values[0], now):
+        chain = [v.row for v in standing.ended + standing.holding + standing.upcoming]
+    elif single and answers and standing.holding:
         newer = await newer_unsaid(chain[0], facts, hits, answers, described, vectors, doubt_floor, lexicon)
     by_id = {h.id: h for h in hits}
     top = max((h.score for h in hits), default=1.0)
