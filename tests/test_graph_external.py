@@ -13,7 +13,7 @@ import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -436,6 +436,26 @@ async def test_a_value_two_subjects_share_stays_one_of_theirs_under_row_level_se
     faro = await service.write(alice, "Ana moved to Faro.", about=["Ana"], key="home city",
                                occurred_at=day("2025-05-01"))
     assert faro.memory.replaced == [porto.memory.id]
+
+
+async def test_a_value_dated_ahead_is_upcoming_under_row_level_security_alone_on_an_external_server(
+        external, monkeypatch) -> None:
+    """On a server of the user's own, through row-level security alone: a value dated ahead leaves
+    the one before it current in the profile, first for a question about now, and not ranked below
+    it by any search (the statement's successor join reads its date there too)."""
+    service, _ = await rls_alone(external, monkeypatch)
+    alice = principal("alice")
+    now = datetime.now(UTC)
+    leeds = await service.write(alice, "Priya Raman lives in Leeds.", about=["Priya Raman"], key="home city",
+                                occurred_at=now - timedelta(days=300))
+    berlin = await service.write(alice, "Priya Raman is moving to Berlin in March.", about=["Priya Raman"],
+                                 key="home city", occurred_at=now + timedelta(days=90))
+    (home,) = (await service.entities.profile(alice, "Priya Raman")).attributes
+    assert [v.memory for v in home.current] == [leeds.memory.id]
+    assert [v.memory for v in home.upcoming] == [berlin.memory.id]
+    hits = (await service.search(alice, "Where does Priya live now?")).hits
+    assert [h.id for h in hits[:2]] == [leeds.memory.id, berlin.memory.id]
+    assert (await service.search(alice, "Leeds")).hits[0].id == leeds.memory.id
 
 
 async def test_a_first_import_rebuilds_the_vector_index_on_an_external_server(external, tmp_path: Path) -> None:
