@@ -4,10 +4,12 @@ Loads a set as `bench/knowledge_update.py` loads its first copy (the same user, 
 nobody passing anything), then searches each chosen record's question with `explain` and prints the
 first hits: the version or distractor each is (its key, its date, its text), the SQL stage's lists
 and score, and what the present-tense focus made of it (`on_topic`, `linked`). Read the misses
-before changing a knob (`--details` of the bench names them: `newest_first` false).
+before changing a knob (`--details` of the bench names them: `newest_first` false). `--writer`
+loads as the bench's writer of that name does, and each hit shows what its write passed.
 
 Usage: python bench/knowledge_update_explain.py bench/knowledge_update/workbench.jsonl h05.1 h27.0
                                                 [--hits 10] [--seed 7] [--dates rebased]
+                                                [--writer none|about-key|about-key-half|about]
 """
 
 from __future__ import annotations
@@ -19,20 +21,22 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from knowledge_update import load, load_copy, shift_of, user_of  # noqa: E402
+from knowledge_update import WRITERS, load, load_copy, load_writer, shift_of, user_of  # noqa: E402
 from locomo import bench_database, bench_principal  # noqa: E402
 
 USER = "knowledge-update-0"  # the bench's first copy
 
 
-async def explain(dataset: Path, chosen: list[str], hits: int, seed: int, dates: str) -> None:
+async def explain(dataset: Path, chosen: list[str], hits: int, seed: int, dates: str, mode: str) -> None:
     records = load(dataset)
     unknown = sorted(set(chosen) - {r["id"] for r in records})
     if unknown:
         raise SystemExit(f"no record {', '.join(unknown)} in {dataset}")
     shift = shift_of(records, dates)
     async with bench_database(None, "ku-explain") as bench:
-        ids = await load_copy(bench, USER, records, shift, seed, [])
+        writer = load_writer(dataset, records) if mode != "none" else None
+        passed: dict[str, dict[str, object]] = {}
+        ids = await load_copy(bench, USER, records, shift, seed, [], writer=writer, mode=mode, said=passed)
         await bench.analyze()
         said = {ids[m["key"]]: m for r in records for m in (*r["versions"], *r["distractors"])}
         service = bench.service()
@@ -42,7 +46,7 @@ async def explain(dataset: Path, chosen: list[str], hits: int, seed: int, dates:
             for place, hit in enumerate(found.hits, 1):
                 m = said.get(hit.id, {"key": "?", "occurred_at": "?", "content": hit.snippet})
                 print(f"  {place:2} {hit.score:.4f} {m['key']:12} {m['occurred_at'][:10]} {m['content'][:60]:60} "
-                      f"{json.dumps(hit.explain)}")
+                      f"{json.dumps(passed.get(m['key']) or {})} {json.dumps(hit.explain)}")
 
 
 def main() -> None:
@@ -52,8 +56,9 @@ def main() -> None:
     parser.add_argument("--hits", type=int, default=10, help="hits printed per record")
     parser.add_argument("--seed", type=int, default=7, help="insertion order shuffle (the bench's first copy: 7)")
     parser.add_argument("--dates", choices=("original", "rebased"), default="rebased")
+    parser.add_argument("--writer", choices=WRITERS, default="none", help="what each write passes, as the bench's")
     args = parser.parse_args()
-    asyncio.run(explain(args.dataset, args.records, args.hits, args.seed, args.dates))
+    asyncio.run(explain(args.dataset, args.records, args.hits, args.seed, args.dates, args.writer))
 
 
 if __name__ == "__main__":

@@ -61,6 +61,29 @@ async def test_of_what_the_text_counts_as_answers_only_what_says_the_same_kind_o
     assert hits[0].explain["newer_than_fact"] is True and "newer_than_fact" not in hits[2].explain
 
 
+async def test_a_newer_memory_stating_the_asked_attribute_alone_in_the_lexicons_words_goes_first(
+        service, monkeypatch) -> None:
+    """"drives" states a car and nothing else: "Greta Ibarra drives a Mini Cooper." goes before the
+    keyed value however far the two sentences' shapes are apart (masked, .18 from "replaced the Kia
+    Niro with a Renault Zoe", below the 0.30 of `graph_doubt_floor`). Words stating two attributes
+    ("moved to" a home city, "team" a team) prove neither: that note keeps the text's place."""
+    monkeypatch.setattr(focus, "answers_of", lambda rows, closeness, margin: {r["id"] for r in rows
+                                                                              if r["id"] in closeness})
+    p = principal()
+    zoe = (await service.write(p, "Greta Ibarra replaced the Kia Niro with a Renault Zoe.", about=["Greta Ibarra"],
+                               key="car", occurred_at=day("2024-10-31"))).memory.id
+    mini = (await service.write(p, "Greta Ibarra drives a Mini Cooper.", occurred_at=day("2024-11-10"))).memory.id
+    hits = (await service.search(p, "Which car does Greta Ibarra have these days?", explain=True)).hits
+    assert [h.id for h in hits[:2]] == [mini, zoe] and hits[0].explain["newer_than_fact"] is True
+    lisbon = (await service.write(p, "Greta Ibarra's new address is in Lisbon.", about=["Greta Ibarra"],
+                                  key="home city", occurred_at=day("2025-02-17"))).memory.id
+    team = (await service.write(p, "Greta Ibarra moved to Ruth Okonkwo's team.",
+                                occurred_at=day("2025-05-01"))).memory.id
+    hits = (await service.search(p, "Which city does Greta Ibarra live in these days?", explain=True)).hits
+    assert hits[0].id == lisbon and hits[0].explain["fact"] == 1
+    assert "newer_than_fact" not in next(h for h in hits if h.id == team).explain
+
+
 async def test_a_newer_memory_stating_another_attribute_in_the_lexicons_words_is_not_its_value(service) -> None:
     """"moved to" states a home city, which she holds a keyed value of: counted among the answers to
     whom she is dating (the text's chain of her notes; masked, "moved to Bergen" is as close to "is

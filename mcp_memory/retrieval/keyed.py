@@ -183,17 +183,20 @@ async def newer_unsaid(head: asyncpg.Record, facts: Sequence[asyncpg.Record], hi
     described (no key filed for them, no writer or model saying whom they are about: graph_reads.py
     `described`), that the text's stage found answering the question (`answers`, focus.py), that
     say the same kind of thing as `head` with the subject masked (at least `floor`, the
-    `graph_doubt_floor`) or name its value beside a new one, and that name a value none of the
-    attribute's keyed values names (values.py: "Greta drives to work on Fridays." and "Kwame likes
-    long walks by the fjord." say nothing new of her car or his city, however close, nor "Greta reads
-    a novel about Lisbon." of her home after Lisbon); newest first. A writer who keys some
-    writes and not others ("Priya Raman works at Initech." keyed "employer", a year later "Priya
-    Raman now works for Hooli." with nothing) had the keyed value first however old: with half the
-    writes keyed, newest first fell below what passing nothing gets on every dev set. A memory its
+    `graph_doubt_floor`), state that attribute and no other in the lexicon's words ("drives a Mini
+    Cooper" of a car, however far its shape is from "replaced the Kia Niro with a Renault Zoe"; "moved
+    to Ruth's team" states a home city and a team, so neither) or name its value beside a new one,
+    and that name a value none of the attribute's keyed values names (values.py: "Greta drives to
+    work on Fridays." and "Kwame likes long walks by the fjord." say nothing new of her car or his
+    city, however close, nor "Greta reads a novel about Lisbon." of her home after Lisbon); newest
+    first. A writer who keys some writes and not others ("Priya Raman works at Initech." keyed
+    "employer", a year later "Priya Raman now works for Hooli." with nothing) had the keyed value
+    first however old: with half the writes keyed, newest first fell below what passing nothing
+    gets on every dev set. A memory its
     writer said is about the subject and gave no key is, by that writer's word, no value of it, and
     one whose words state another of the lexicon's attributes that the subject holds keyed values of,
     and not the asked one, is a value of that one ("Greta moved to Bergen." beside her keyed home
-    city, asked whom she is dating). Its words alone decide nothing more: a version says what it
+    city, asked whom she is dating). Beyond these, its words decide nothing: a version says what it
     states apart ("new apartment in Ghent" of a town), and reading every cue so cost newest first on
     all seven dev sets. None without an embedder: the keyed order stands."""
     if vectors is None:
@@ -211,7 +214,8 @@ async def newer_unsaid(head: asyncpg.Record, facts: Sequence[asyncpg.Record], hi
     close = await masked_similarities(head["content"], [{"id": h.id, "content": h.snippet} for h in after], vectors)
     if close is None:
         return []
-    alike = [h for h in after if close[h.id] >= floor or names_its_value_masked(h.snippet, head["content"], names)]
+    alike = [h for h in after if close[h.id] >= floor or cued_in(h.snippet, lexicon) == {head["attribute"]}
+             or names_its_value_masked(h.snippet, head["content"], names)]
     return sorted(alike, key=lambda h: h.occurred_at, reverse=True)
 
 
