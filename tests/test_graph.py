@@ -53,6 +53,15 @@ async def count(service, p) -> tuple[int, int, int]:
     ("Lena, the user's sister, lives in Berlin.", "Lena", {"the user", "Berlin"}),
     ("Priya Raman, the user's friend, lives in Lisbon.", "Priya Raman", {"the user", "Lisbon"}),
     ("However, my sister moved.", "the user", set()),  # no comma after the person: no apposition
+    # Named right after the role the note opens on, the person is that name, a leader too; a name
+    # between commas there is apposed, not spoken to.
+    ("My wife Sara works at Feedzai.", "Sara", {"Feedzai"}),
+    ("My manager, Tom Hale, approved the budget.", "Tom Hale", set()),
+    ("My boss Ahmed Saleh moved to Lisbon.", "Ahmed Saleh", {"Lisbon"}),
+    ("The user's brother Theo plays chess.", "Theo", set()),
+    # Named by a word saying who they are, a leader is the user's own fact; a wife's name is hers.
+    ("My boss is Ahmed Saleh.", "the user", {"Ahmed Saleh"}),
+    ("My wife's name is Sara.", None, {"Sara"}),
     # A team the user was in once is the subject, whom no name names; the user's own team is the user's.
     ("My old team deploys to Cloud Run.", None, {"Cloud Run"}),
     ("My team deploys to Cloud Run.", "the user", {"Cloud Run"}),
@@ -232,6 +241,20 @@ async def test_a_friends_new_job_keyed_with_no_about_is_the_friends_not_the_user
     assert hers.memory.about == ["Lena"] and not hers.memory.replaced
     got = (await service.get(p, [mine.memory.id])).memories[0]
     assert got.superseded_by is None
+
+
+async def test_a_wifes_new_job_said_with_her_name_after_her_role_is_hers_not_the_users(service) -> None:
+    """"My wife Sara started at Talkdesk." keyed "employer" with no `about`: the name after the role
+    is whom it is about, so the fact is Sara's, and the user's employer stays. Read as naming no one
+    (the note led by the user's person), the keyed write was refused."""
+    p = principal()
+    mine = await service.write(p, "I work at Brightwater Analytics.", about=["me"], key="employer",
+                               occurred_at=day("2024-01-01"))
+    hers = await service.write(p, "My wife Sara started at Talkdesk.", key="employer", occurred_at=day("2025-01-01"))
+    assert hers.memory.about == ["Sara"] and not hers.memory.replaced
+    assert (await service.get(p, [mine.memory.id])).memories[0].superseded_by is None
+    hits = (await service.search(p, "Where does Sara work now?", explain=True)).hits
+    assert hits[0].id == hers.memory.id and hits[0].explain["fact"] == 1
 
 
 async def test_an_earlier_dated_fact_does_not_replace_the_live_one(service) -> None:

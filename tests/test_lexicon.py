@@ -149,6 +149,11 @@ def test_the_user_words_are_recognised() -> None:
     # A leader of the user's is the subject of what they do, not of being named.
     assert about_someone_else("O meu chefe mora em Lisboa.", PORTUGUESE)
     assert not about_someone_else("O meu chefe é o Ahmed.", PORTUGUESE)
+    # Named right after the role, the person is that name: "A minha irmã Ana" is Ana.
+    assert [n.display for n in names_in("A minha irmã Ana mudou-se para o Porto.", PORTUGUESE)
+            if n.role == "about"] == ["Ana"]
+    assert [n.display for n in names_in("O meu chefe Rui Costa mudou-se para Lisboa.", PORTUGUESE)
+            if n.role == "about"] == ["Rui Costa"]
     assert about_someone_else("A minha antiga equipa usa Jira.", PORTUGUESE)
     assert about_someone_else("A nossa equipa antiga faz deploy no Heroku.", PORTUGUESE)
     assert not about_someone_else("A nossa equipa faz deploy no Heroku.", PORTUGUESE)

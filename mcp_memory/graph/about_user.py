@@ -51,6 +51,7 @@ class _Patterns:
     theirs: str  # the user's: how a note names someone in their life ("my", "our", "the user's")
     someone_else: re.Pattern[str]
     someone_named: re.Pattern[str]
+    role_named: re.Pattern[str]
     named_third: re.Pattern[str]
     named_persons: re.Pattern[str]
     their_person: re.Pattern[str]
@@ -107,6 +108,12 @@ def _patterns(lexicon: Lexicon) -> _Patterns:
     beside = "(?i:" + theirs + ")" + role
     someone_named = re.compile(r"^\W*(?P<name>" + _NAME + r")(?:,\s+" + beside + r"\s*,|\s*\(\s*" + beside + r"\s*\))\s"
                                if lexicon.user_possessives else _NEVER)
+    # Or the name right after the role the note opens on ("My wife Sara works at Feedzai", "My manager,
+    # Tom Hale, approved it", "A minha irmã Ana mudou-se"): the person is named, and the name is theirs.
+    # Not a possessive's thing ("My wife's name is Sara") nor a label ("My manager: Tom Hale").
+    role_named = re.compile(r"^\W*(?i:" + opening + _role(lexicon.people + lexicon.leaders, possessive=False)
+                            + r")\s*,?\s+(?P<name>" + _NAME + r")(?=\s*[,;.!?(]|\s+[a-z]|\s*$)"
+                            if lexicon.user_possessives else _NEVER)
     # Or a name, a word in lower case (its verb), and later a word for a third person ("Priya is selling
     # her ThinkPad T14"): hers, where the user is not spoken of (`about_someone_else`).
     named_third = re.compile(r"^\W*" + _NAME + r"\s+[a-z].*?" + _B + "(?i:" + phrases_pattern(lexicon.third_persons)
@@ -119,7 +126,7 @@ def _patterns(lexicon: Lexicon) -> _Patterns:
     their_person = re.compile(r"(?i)" + _B + theirs + role)
     # Anywhere in a question: "Who is Omar Kim's mentor's manager?".
     named_persons_anywhere = re.compile(_B + their_own)
-    return _Patterns(user, theirs, someone_else, someone_named, named_third, named_persons, their_person,
+    return _Patterns(user, theirs, someone_else, someone_named, role_named, named_third, named_persons, their_person,
                      named_persons_anywhere, kin_named)
 
 
@@ -176,10 +183,19 @@ def about_someone_else(content: str, lexicon: Lexicon = ENGLISH) -> bool:
 
 
 def named_beside_their_person(content: str, lexicon: Lexicon = ENGLISH) -> int | None:
-    """Where the name opening a memory starts when the user's person stands beside it ("Lena, the
-    user's sister, lives in Berlin": 0): that name is its subject, however short; None otherwise."""
-    found = _patterns(lexicon).someone_named.search(content)
+    """Where the name of the user's person a memory opens on starts, the name beside their role
+    ("Lena, the user's sister, lives in Berlin": 0; "My wife Sara works at Feedzai": 8): that name
+    is its subject, however short; None otherwise."""
+    patterns = _patterns(lexicon)
+    found = patterns.someone_named.search(content) or patterns.role_named.search(content)
     return found.start("name") if found is not None else None
+
+
+def named_after_their_role(content: str, lexicon: Lexicon = ENGLISH) -> bool:
+    """Whether a memory opens on the role of a person in the user's life with their name right
+    after it ("My wife Sara works at Feedzai", "My boss Ahmed Saleh moved to Lisbon"): theirs, not
+    the user's, a leader's too ("My boss is Ahmed Saleh" is the user's own)."""
+    return _patterns(lexicon).role_named.search(content) is not None
 
 
 def led_by_their_person(content: str, lexicon: Lexicon = ENGLISH) -> bool:

@@ -13,7 +13,7 @@ from typing import Literal
 
 from ..lexicon import Lexicon
 from ..lexicon.english import ENGLISH
-from .about_user import led_by_their_person, named_beside_their_person, speaks_of_user
+from .about_user import led_by_their_person, named_after_their_role, named_beside_their_person, speaks_of_user
 
 # Capitalised words that are not names (the lexicon's `not_names`): English's, for the readers that
 # are given no lexicon.
@@ -228,11 +228,13 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
     early = [m.end() for m in itertools.islice(WORD.finditer(text[:400]), SUBJECT_WITHIN)]
     early_end = early[-1] if len(early) == SUBJECT_WITHIN else len(text) + 1
     found: dict[str, Name] = {}
-    # "My sister lives in Porto" is about the user's sister, whom it does not name: no name is its subject.
-    led = led_by_their_person(text, lexicon)
-    subject_taken = led
-    # "Lena, the user's sister, lives in Berlin": the opening name is hers, a name however short.
+    # "My sister lives in Porto" is about the user's sister, whom it does not name: no name is its
+    # subject. "Lena, the user's sister, lives in Berlin" and "My sister Lena lives in Berlin" name
+    # her: that name is, however short.
     apposed = named_beside_their_person(text, lexicon)
+    role_named = apposed is not None and named_after_their_role(text, lexicon)
+    led = led_by_their_person(text, lexicon) or role_named
+    subject_taken = led and not role_named
     for start, run in runs(text):
         # A greeting opening the run greets the name after it ("Hey Mel", "Thanks Greta"): no name itself.
         greeting = _FIRST_WORD.match(run)
@@ -264,8 +266,9 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
         if lone_opener:  # sure only when spoken to, and no subject either way
             is_subject, sure = False, addressed(text, start, start + len(run), lexicon)
         else:
+            # Between commas after their role ("My manager, Tom Hale, approved it") a name is apposed, not spoken to.
             is_subject = (not subject_taken and start < early_end
-                          and not addressed(text, start, start + len(run), lexicon))
+                          and (start == apposed or not addressed(text, start, start + len(run), lexicon)))
             sure = True
         if key not in found:
             found[key] = Name(display, key, "about" if is_subject else "mentioned", sure=sure)
