@@ -238,7 +238,8 @@ class WriteItem(BaseModel):
     metadata: dict[str, Any] | None = None
     importance: float = Field(default=0.5, ge=0, le=1)
     scope: ScopeLevel | None = None
-    occurred_at: datetime | None = Field(default=None, description="When it became true (ISO 8601); default now.")
+    occurred_at: datetime | None = Field(default=None, description=(
+        "When it became true (ISO 8601); default: the one date a keyed text names, else now."))
     about: list[str] | None = Field(default=None, max_length=limits.MAX_ABOUT, description=ABOUT_HINT)
     key: str | None = Field(default=None, max_length=limits.MAX_KEY_WORDS_CHARS, description=KEY_HINT)
 

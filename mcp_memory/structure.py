@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -35,6 +36,7 @@ from .lexicon import Lexicon, phrases_pattern
 from .models import Memory, Principal, RelatedMemory
 from .repository import MemoryRepository
 from .repository.graph_reads import current_facts, subject_facts
+from .retrieval.dates import find_period
 from .retrieval.key_meaning import named_plainly
 from .retrieval.values import values_of_another_kind
 from .retrieval.versions import earlier_versions, masked_pair, masked_similarities
@@ -83,6 +85,21 @@ class Structure:
             return Said(names, said_key, "writer" if about or key else "rules")
         read = key_in(content, lexicon, [n.display for n in names if not n.user])
         return Said(names, read, "writer" if about else "rules", replaces=rules == "replace", key_source="rules")
+
+    def began(self, content: str, kind: str, said: Said) -> datetime | None:
+        """When a keyed memory's value became true by its own words, for a write that passes no
+        `occurred_at`: the start of the one date its text names, a day, a month of a year or a year
+        ("moved to Berlin in March 2026", "has lived in Porto since 2019", "is moving to Leeds on 3
+        May 2027": upcoming until then). None for a turn (said at its moment), a memory stating no
+        attribute, a text naming several dates, a month of no year, or a span's end alone ("before
+        2019"): the write's own time is then the best there is. Written now and read as now, the
+        value came after one dated in September that it preceded, and stood current in its place."""
+        if kind == "episode" or said.key is None:
+            return None
+        period, _ = find_period(content, self.lexicon)
+        if period is None or period.start is None or ";" in period.phrase:
+            return None
+        return period.start
 
     def read(self, content: str, kind: str) -> list[Name]:
         """The names a text holds by rules, bounded as a write's are: what an update's new text says."""

@@ -104,6 +104,13 @@ class Writing:
             importance=importance, confidence=confidence, pinned=pinned, priority=priority,
             source=text("source", source) if source else p.client, occurred_at=moment("occurred_at", occurred_at))
 
+    def _dated(self, new: NewMemory, said: Said) -> NewMemory:
+        """`new` dated when its text says its keyed value became true (structure.py `began`), where
+        the writer gave no `occurred_at`."""
+        if new.occurred_at is not None or (began := self.structure.began(new.content, new.kind, said)) is None:
+            return new
+        return new.model_copy(update={"occurred_at": began})
+
     def _embedded(self, new: NewMemory, vector: list[float] | None) -> NewMemory:
         if vector is None or self.vectors is None:
             return new
@@ -121,6 +128,7 @@ class Writing:
                         confidence=confidence, pinned=pinned, priority=priority, scope=scope,
                         occurred_at=occurred_at, source=source)
         said = self.structure.said(new.content, new.kind, about, key)
+        new = self._dated(new, said)
         said = await self.structure.ended(p, new.content, await self.structure.adopted(p, new.content, said))
         if idempotency_key is not None:
             text("idempotency_key", idempotency_key)
@@ -223,6 +231,7 @@ class Writing:
             try:
                 news.append(self._new(p, **item.model_dump(exclude={"about", "key"}), source=source))
                 one = self.structure.said(news[-1].content, news[-1].kind, item.about, item.key)
+                news[-1] = self._dated(news[-1], one)
                 said.append(replace(one, source=said_by) if one.source == "writer" else one)
             except (InvalidInput, PermissionDenied) as exc:
                 raise type(exc)(f"items[{i}]: {exc}; nothing was written") from None

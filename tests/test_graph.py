@@ -1100,6 +1100,43 @@ async def test_a_value_dated_ahead_is_upcoming_and_what_holds_until_it_begins_is
     assert (await service.search(p, "Leeds")).hits[0].id == leeds.memory.id
 
 
+async def test_a_keyed_write_with_no_date_is_dated_by_the_one_date_its_text_names(service) -> None:
+    """An agent writes "Priya Raman moved to Berlin in March 2026." keyed and passes no
+    `occurred_at`, after "lives in Munich" dated September 2026: Berlin came first, so Munich stays
+    current (written now and read as now, Berlin replaced Munich). A date ahead is upcoming; a text
+    naming no date, several dates or a span's end only, a write with no key, and a writer's own
+    `occurred_at` keep the time they had."""
+    p = principal()
+    now = datetime.now(UTC)
+    munich = await service.write(p, "Priya Raman lives in Munich.", about=["Priya Raman"], key="home city",
+                                 occurred_at=now - timedelta(days=90))
+    berlin = await service.write(p, "Priya Raman moved to Berlin in March 2026.", about=["Priya Raman"],
+                                 key="home city")
+    assert berlin.memory.occurred_at == day("2026-03-01") and not berlin.memory.replaced
+    (home,) = (await service.entities.profile(p, "Priya Raman")).attributes
+    assert [v.memory for v in home.current] == [munich.memory.id]
+    assert [v.memory for v in home.earlier] == [berlin.memory.id]
+    hits = (await service.search(p, "Where does Priya Raman live now?", explain=True)).hits
+    assert [h.id for h in hits[:2]] == [munich.memory.id, berlin.memory.id]
+    ahead = now.year + 2
+    leeds = await service.write(p, f"Priya Raman is moving to Leeds on 3 May {ahead}.", about=["Priya Raman"],
+                                key="home city")
+    assert leeds.memory.occurred_at == day(f"{ahead}-05-03")
+    (home,) = (await service.entities.profile(p, "Priya Raman")).attributes
+    assert [v.memory for v in home.upcoming] == [leeds.memory.id]
+    assert [v.memory for v in home.current] == [munich.memory.id]
+    for text, extra in (("Priya Raman works at Initech since May 2019 and left Hooli in 2018.", {"key": "employer"}),
+                        ("Priya Raman has been at Initech before 2020.", {"key": "employer"}),
+                        ("Priya Raman visited Porto in 2021.", {}),
+                        ("Priya Raman's team is Atlas since 2022.", {"key": "team", "occurred_at": now})):
+        written = (await service.write(p, text, about=["Priya Raman"], **extra)).memory
+        assert abs(written.occurred_at - now) < timedelta(minutes=5), text
+    # Many at once, the same.
+    [item] = (await service.write_many(p, [WriteItem(content="Greta Ibarra joined Acme in 2021.",
+                                                     about=["Greta Ibarra"], key="employer")])).memories
+    assert (await service.get(p, [item.id])).memories[0].occurred_at == day("2021-01-01")
+
+
 async def test_a_value_two_subjects_share_is_replaced_only_once_neither_holds_it(service) -> None:
     """"Ana and Rui moved to Porto." keyed home city about both: when Rui moves on alone it is still
     Ana's home, so it is replaced by nothing (it was marked replaced by Rui's Lisbon, and a search

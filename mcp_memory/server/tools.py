@@ -65,6 +65,8 @@ Priority = Annotated[int, Field(ge=0, le=limits.MAX_PRIORITY, description=(
     "Order among pinned core memories; higher first."))]
 Metadata = Annotated[dict[str, Any] | None, Field(description="Free-form JSON object.")]
 OccurredAt = Annotated[datetime | None, Field(description="When it became true (ISO 8601); default now.")]
+WrittenAt = Annotated[datetime | None, Field(description=(
+    "When it became true (ISO 8601); default: the one date a keyed text names, else now."))]
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
@@ -145,7 +147,7 @@ async def memory_write(
     priority: Priority = 0,
     scope: Annotated[ScopeLevel | None, Field(
         description="Where to store it in this session's namespace; default project, else user.")] = None,
-    occurred_at: OccurredAt = None,
+    occurred_at: WrittenAt = None,
     idempotency_key: Annotated[str | None, Field(min_length=1, max_length=limits.MAX_KEY_CHARS, description=(
         "Retrying with the same key returns the first result instead of writing again."))] = None,
     supersedes: Annotated[list[UUID] | None, Field(max_length=50, description=(
