@@ -1207,6 +1207,28 @@ async def test_a_question_about_the_users_own_manager_hops_to_them(service) -> N
     assert [h.id for h in hits[:2]] == [rui.memory.id, boss.memory.id]
 
 
+async def test_a_question_about_a_person_in_the_users_life_hops_through_the_users_key_for_them(service) -> None:
+    """"Where does my wife work now?" where the user's wife is keyed ("My wife is Sara Lopes.", about
+    me, key "wife") reaches Sara's employer, as "my manager" reaches the manager: the question asks
+    of the wife, so the user's facts were never read, and her old employer's note came first. Those
+    facts serve the hop alone: with no fact saying who she is, the user's own employer is no answer."""
+    p = principal()
+    mine = await service.write(p, "I work at Brightwater Analytics.", about=["me"], key="employer",
+                               occurred_at=day("2025-02-01"))
+    feedzai = await service.write(p, "My wife works at Feedzai.", occurred_at=day("2024-05-01"))
+    hits = (await service.search(p, "Where does my wife work now?", explain=True)).hits
+    assert hits[0].id == feedzai.memory.id and "fact" not in hits[0].explain
+    assert mine.memory.id not in [h.id for h in hits if h.explain.get("fact")]
+    wife = await service.write(p, "My wife is Sara Lopes.", about=["me"], key="wife", occurred_at=day("2024-03-01"))
+    await service.write(p, "Sara Lopes works at Feedzai.", about=["Sara Lopes"], key="employer",
+                        occurred_at=day("2024-05-01"))
+    talkdesk = await service.write(p, "Sara Lopes started a new job at Talkdesk.", about=["Sara Lopes"],
+                                   key="employer", occurred_at=day("2025-05-01"))
+    hits = (await service.search(p, "Where does my wife work now?", explain=True)).hits
+    assert hits[0].id == talkdesk.memory.id and hits[0].explain["fact"] == 1
+    assert wife.memory.id in [h.id for h in hits[:3]] and mine.memory.id not in [h.id for h in hits[:3]]
+
+
 def test_a_hop_reads_only_the_first_possessives_of_a_question() -> None:
     """A hostile question of thousands of possessives costs no more than a few (hop.MAX_POSSESSIVES)."""
     from mcp_memory.retrieval.hop import MAX_POSSESSIVES, relation_asked

@@ -8,7 +8,7 @@ entity, or none of its attributes, keeps the hits the other stages gave, exactly
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from uuid import UUID
 
@@ -70,6 +70,10 @@ class Named:
 
     linked: Linked | None
     keyed: list[UUID]
+    # The user, where the question asks of a person in their life by role ("Where does my wife
+    # work now?") and the user has keyed facts: read for a hop to that person (hop.py), never as
+    # whom the question is about.
+    owner: list[UUID] = field(default_factory=list)
 
     def within(self, subject: Sequence[str]) -> Named:
         """What is known of `subject`'s words alone (a question's subject less its attribute's words)."""
@@ -94,13 +98,16 @@ def keys_out(parsed: ParsedQuery, facts: Sequence[asyncpg.Record]) -> ParsedQuer
 
 async def named_in(conn: asyncpg.Connection, p: Principal, parsed: ParsedQuery) -> Named:
     names = question_names(parsed)
-    found = await entities_by_name(conn, p, names)
+    # Asked of the user's person by role, the user's facts may say who that is (keyed "wife").
+    owned = person_asked_about(parsed.asked, parsed.lexicon) is not None and not any(n.user for n in names)
+    found = await entities_by_name(conn, p, [*names, Name(USER_NAME, USER, "about", user=True)] if owned else names)
+    owner = [r["id"] for r in found.pop(USER, []) if r["keyed"]] if owned else []
     # A word of a name given in full is that person ("Pereira" in "Benedikt Pereira").
     runs = {w: canonical(" ".join(run)) for run in parsed.full_names for w in run}
     subject = {w: [r["id"] for r in found[runs.get(w, canonical(w))]] for w in parsed.subject
                if runs.get(w, canonical(w)) in found}
     keyed = list(dict.fromkeys(r["id"] for rows in found.values() for r in rows if r["keyed"]))
-    return Named(Linked(p.user_id, subject) if subject else None, keyed)
+    return Named(Linked(p.user_id, subject) if subject else None, keyed, owner)
 
 
 def known_keys(facts: Sequence[asyncpg.Record]) -> dict[str, list[str]]:
@@ -245,9 +252,11 @@ def beside_value(question: str, values: Sequence[Held], lexicon: Lexicon) -> lis
 
 async def facts_named(conn: asyncpg.Connection, p: Principal, named: Named,
                       f: MemoryFilter | None) -> list[asyncpg.Record]:
-    """The keyed facts of the known entities the question names (none named: none), read in the
-    search's transaction; the ordering (`keyed_first`) runs after it."""
-    return list(await facts_of(conn, p, named.keyed, f)) if named.keyed else []
+    """The keyed facts of the known entities the question names (none named: none), and of its
+    `owner` (`Named.owner`), read in the search's transaction; the ordering (`keyed_first`) runs
+    after it."""
+    entities = [*named.keyed, *named.owner]
+    return list(await facts_of(conn, p, entities, f)) if entities else []
 
 
 async def keyed_first(parsed: ParsedQuery, facts: Sequence[asyncpg.Record], hits: Sequence[SearchHit], *,

@@ -74,6 +74,8 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
         named = await named_in(conn, p, whom)
         # A forget preview lists what matches the words, not what the graph knows of them.
         facts = await facts_named(conn, p, named, f) if min_similarity is None else []
+        owners = [r for r in facts if r["entity_id"] in named.owner]  # for a hop alone
+        facts = [r for r in facts if r["entity_id"] not in named.owner]
         if (keyless := keys_out(whom, facts)) is not whom:
             whom, parsed, named = keyless, keys_out(parsed, facts), named.within(keyless.subject)
         linked = named.linked if settings.subject_boost != 1 else None
@@ -112,7 +114,7 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
                       if kept else conn.fetch(statement.sql, *statement.args))
         if reading is not None:
             reading.words_left_out = list(common)
-        hop = await one_hop(conn, p, parsed, facts, f) if facts else None
+        hop = await one_hop(conn, p, parsed, [*facts, *owners], f) if facts or owners else None
         # Which of the rows someone described, where a newer plain memory may go before a keyed value
         # (keyed.py `newer_unsaid`: a question about now, whose answers the focus finds).
         follows = bool(facts) and hop is None and settings.present_focus and focus.applies(parsed)
@@ -122,7 +124,8 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
                               explain=explain, vectors=vectors, listing=min_similarity is not None)
     hits = ordered.hits
     # A hop's values go first, then the attribute that led to them ("Kwame's manager"), as asked.
-    for known, attribute in ((facts, hop and hop.relation), (hop and hop.facts, hop and hop.attribute)):
+    led = [*facts, *owners] if hop is not None else facts
+    for known, attribute in ((led, hop and hop.relation), (hop and hop.facts, hop and hop.attribute)):
         if known:
             hits = await keyed_first(parsed, known, hits, lexicon=lexicon, limit=ranked,
                                      snippet_chars=settings.snippet_chars, explain=explain, vectors=vectors,
