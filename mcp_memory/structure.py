@@ -36,7 +36,7 @@ from .lexicon import Lexicon, phrases_pattern
 from .models import Memory, Principal, RelatedMemory
 from .repository import MemoryRepository
 from .repository.graph_reads import current_facts, subject_facts
-from .retrieval.dates import find_period
+from .retrieval.dates import began_on
 from .retrieval.key_meaning import named_plainly
 from .retrieval.values import values_of_another_kind
 from .retrieval.versions import earlier_versions, masked_pair, masked_similarities
@@ -94,12 +94,7 @@ class Structure:
         attribute, a text naming several dates, a month of no year, or a span's end alone ("before
         2019"): the write's own time is then the best there is. Written now and read as now, the
         value came after one dated in September that it preceded, and stood current in its place."""
-        if kind == "episode" or said.key is None:
-            return None
-        period, _ = find_period(content, self.lexicon)
-        if period is None or period.start is None or ";" in period.phrase:
-            return None
-        return period.start
+        return None if kind == "episode" or said.key is None else began_on(content, self.lexicon)
 
     def read(self, content: str, kind: str) -> list[Name]:
         """The names a text holds by rules, bounded as a write's are: what an update's new text says."""

@@ -9,9 +9,10 @@ import pytest
 
 from mcp_memory.config import Settings
 from mcp_memory.db import Database
+from mcp_memory.lexicon.portuguese import PORTUGUESE
 from mcp_memory.models import Principal
 from mcp_memory.repository import MemoryRepository
-from mcp_memory.retrieval.dates import find_period
+from mcp_memory.retrieval.dates import began_on, find_period
 from mcp_memory.service import MemoryService
 
 
@@ -137,3 +138,23 @@ async def test_the_period_through_mcp(settings: Settings) -> None:
         assert found["hits"][0]["snippet"].startswith("Shipped version 3")
         assert [h["explain"]["period"] for h in found["hits"]] == [settings.period_boost, 1]
         assert '"phrase":"in March 2025"' in result.content[0].text  # the lean text for the model
+
+
+@pytest.mark.parametrize(("text", "start"), [
+    ("Priya Raman moved to Berlin in March 2026.", day(2026, 3, 1)),
+    ("Priya has lived in Porto since 2019.", day(2019, 1, 1)),
+    ("Priya is moving to Leeds on 3 May 2027.", day(2027, 5, 3)),
+    # None where it names no date, a month of no year, several dates, an impossible one, a span's end.
+    ("Priya moved to Berlin.", None),
+    ("Priya moved to Berlin in March.", None),
+    ("Priya left Hooli in 2018 and joined Initech in May 2019.", None),
+    ("Priya joined on 31 June 2023.", None),
+    ("Priya worked at Initech before 2020.", None),
+])
+def test_the_one_date_a_memory_names_is_when_it_began(text: str, start: datetime | None) -> None:
+    assert began_on(text) == start
+
+
+def test_the_one_date_is_read_in_the_lexicons_words_and_stops_at_the_second() -> None:
+    assert began_on("A Priya mudou-se para Berlim em março de 2026.", PORTUGUESE) == day(2026, 3, 1)
+    assert began_on("in 2019 " * 4000) is None

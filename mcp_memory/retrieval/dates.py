@@ -12,6 +12,7 @@ bound or lead a date) are the lexicon's; numbers and ISO dates are every languag
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -167,6 +168,17 @@ def find_period(text: str, lexicon: Lexicon = ENGLISH) -> tuple[Period | None, s
         return None, text
     period = Period(month=dates.months[_SPACE.sub(" ", match.group("month").lower())], phrase=match.group(0))
     return period, tidy(text[:match.start()] + " " + text[match.end():], text)
+
+
+def began_on(text: str, lexicon: Lexicon = ENGLISH) -> datetime | None:
+    """The start of the one dated phrase `text` names (a day, a month of a year, a year; maybe
+    after a bound opening a span: "since 2019"); None where it names none or several, or an
+    impossible date, or a bound ending a span ("before 2019"). Reading stops at the second phrase,
+    whatever the text's length."""
+    dates = _dates(lexicon)
+    found = list(itertools.islice(dates.dated.finditer(text), 2))
+    span = _span(found[0], dates.months) if len(found) == 1 else None
+    return _bounded(found[0].group("bound"), *span, lexicon)[0] if span is not None else None
 
 
 def tidy(rest: str, original: str) -> str:
