@@ -52,6 +52,12 @@ def _filed(key: Key, attribute: str, single: bool, facts: list[Any]) -> Key:
     return Key(attribute, key.words, single, absorbs=(key.attribute,) if own else ())
 
 
+
+@functools.cache
+def _name_attributes(lexicon: Lexicon) -> frozenset[str]:
+    """The attributes the lexicon's `name_keys` are filed under (a key's attribute is its words' stems)."""
+    return frozenset(k.attribute for word in lexicon.name_keys if (k := key_of(word, lexicon)) is not None)
+
 class Structure:
     def __init__(self, repo: MemoryRepository, settings: Settings, lexicon: Lexicon, vectors: Vectors | None) -> None:
         self.repo, self.settings, self.lexicon, self.vectors = repo, settings, lexicon, vectors
@@ -82,7 +88,8 @@ class Structure:
             said_key = cued_by(said_key, content, lexicon)
         rules = self.settings.graph_rules_keys
         if said_key is not None or rules == "off" or not names or names[0].role != "about":
-            return Said(names, said_key, "writer" if about or key else "rules")
+            return Said(names, said_key, "writer" if about or key else "rules",
+                        names_subject=said_key is not None and said_key.attribute in _name_attributes(lexicon))
         read = key_in(content, lexicon, [n.display for n in names if not n.user])
         return Said(names, read, "writer" if about else "rules", replaces=rules == "replace", key_source="rules")
 

@@ -1229,6 +1229,40 @@ async def test_a_question_about_a_person_in_the_users_life_hops_through_the_user
     assert wife.memory.id in [h.id for h in hits[:3]] and mine.memory.id not in [h.id for h in hits[:3]]
 
 
+async def test_a_name_keyed_of_its_subject_is_theirs(service, database) -> None:
+    """"My wife's name is Sara." about "my wife" keyed "name": Sara is the wife, so "Where does
+    Sara work now?" reaches the employer keyed of "my wife" (it found only the note naming Sara).
+    The name's entity is merged into hers, recorded as a person's merge is, and a split undoes it.
+    A name other memories hold too may be someone else's: it stays apart."""
+    p = principal()
+    wife = await service.write(p, "My wife's name is Sara.", about=["my wife"], key="name",
+                               occurred_at=day("2024-03-01"))
+    await service.write(p, "My wife works at Feedzai.", about=["my wife"], key="employer",
+                        occurred_at=day("2024-05-01"))
+    talkdesk = await service.write(p, "My wife started a new job at Talkdesk.", about=["my wife"], key="employer",
+                                   occurred_at=day("2025-05-01"))
+    from mcp_memory.repository.entity_edits import NAME_GIVEN
+    from mcp_memory.repository.graph_checks import inconsistencies
+
+    hits = (await service.search(p, "Where does Sara work now?", explain=True)).hits
+    assert hits[0].id == talkdesk.memory.id and hits[0].explain["fact"] == 1
+    async with service.repo.transaction(p) as conn:
+        edit = await conn.fetchrow("SELECT kind, reason FROM entity_edits")
+        sara = await conn.fetchval("SELECT id FROM entities WHERE canonical = 'sara'")
+    assert tuple(edit) == ("merge", NAME_GIVEN)
+    await service.entities.split(p, sara)
+    hits = (await service.search(p, "Where does Sara work now?", explain=True)).hits
+    assert hits[0].id == wife.memory.id and "fact" not in hits[0].explain
+    # "Tom" of the office is named elsewhere: a name keyed of "my brother" leaves him be.
+    tom = await service.write(p, "I had lunch with Tom from the office.", occurred_at=day("2024-01-01"))
+    await service.write(p, "My brother's nickname is Tom.", about=["my brother"], key="nickname")
+    await service.write(p, "My brother lives in Faro.", about=["my brother"], key="home city")
+    hits = (await service.search(p, "Where does Tom live now?", explain=True)).hits
+    assert "fact" not in hits[0].explain and tom.memory.id in [h.id for h in hits[:3]]
+    async with database.admin.acquire() as conn:
+        assert not any((await inconsistencies(conn)).values())
+
+
 def test_a_hop_reads_only_the_first_possessives_of_a_question() -> None:
     """A hostile question of thousands of possessives costs no more than a few (hop.MAX_POSSESSIVES)."""
     from mcp_memory.retrieval.hop import MAX_POSSESSIVES, relation_asked

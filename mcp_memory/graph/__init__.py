@@ -31,6 +31,9 @@ class Said:
     # Values of a many-valued key the text says have ended ("no longer allergic to peanuts"): the
     # memories stating them, replaced by this one (structure.py `ended`).
     ends: tuple[UUID, ...] = ()
+    # The key says what its subject is called ("name", the lexicon's `name_keys`): the one other
+    # name the memory gives is theirs ("My wife's name is Sara.", about "my wife").
+    names_subject: bool = False
 
     @property
     def key_said_by(self) -> Source:

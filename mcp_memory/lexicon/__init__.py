@@ -104,6 +104,9 @@ class Lexicon:
     # Helix for editing"): never a name, and no name after them is the note's subject. No word that
     # is also a name ("Will", "Mark").
     opening_verbs: frozenset[str] = frozenset()
+    # Keys that say what someone is called ("name", "nickname"): the one other name such a keyed
+    # memory gives is its subject's (structure.py `names_subject`).
+    name_keys: tuple[str, ...] = ()
     # Words that say what kind of thing a name is, with or without which it is the same thing ("team
     # Dotterel", "the Dotterel team", "Dotterel"; "project Atlas").
     classifiers: frozenset[str] = frozenset()

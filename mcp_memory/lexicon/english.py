@@ -181,6 +181,7 @@ ENGLISH = Lexicon(
     opening_verbs=frozenset("""prefers prefer uses use likes loves hates dislikes enjoys wants needs works lives
         drives owns speaks plays reads writes codes runs deploys switched moved started stopped joined left bought
         sold quit avoids avoid keeps""".split()),
+    name_keys=("name", "first name", "full name", "given name", "real name", "nickname", "goes by"),
     subject_verbs=frozenset("""is was has had will would can could does did should must might may isn't wasn't
         hasn't doesn't didn't won't can't took went left got became bought met said told made ran came began
         kept found gave sold won lost wrote drove flew grew knew saw thought brought built spent sent felt held

@@ -91,6 +91,7 @@ PORTUGUESE = Lexicon(
         dezembro""".split()),
     opening_verbs=frozenset("""prefere usa gosta adora odeia quer precisa trabalha mora vive conduz fala joga lê
         escreve mudou começou deixou comprou vendeu evita""".split()),
+    name_keys=("nome", "primeiro nome", "nome completo", "nome próprio", "alcunha"),
     subject_verbs=frozenset("""é era foi tem tinha está estava vai vive mora trabalha fez disse""".split()),
     subject_verb_endings=("ou", "eu", "iu", "a", "e"),
     # Not "nos" (also "em" + "os": "nos Estados Unidos") nor the clitic "-me" (no whole word).

@@ -231,15 +231,35 @@ async def first_name_taken_in(conn: asyncpg.Connection, p: Principal, full: UUID
     fulls = [r["id"] for r in rows if begins(r["canonical"], first)]
     if len(lone) != 1 or fulls != [full]:
         return None
-    # A savepoint: a refused merge leaves the write as it was (the transaction was begun by hand, sql.py).
-    await conn.execute("SAVEPOINT first_name")
+    return lone[0] if await _merged_if_allowed(conn, p, full, lone[0], FIRST_NAME_MERGED) else None
+
+
+NAME_GIVEN = "the name a memory keyed as what they are called gives them"
+
+
+async def name_given(conn: asyncpg.Connection, p: Principal, subject: UUID, named: UUID, memory: UUID) -> bool:
+    """A memory keyed as what its subject is called ("My wife's name is Sara.", about "my wife", key
+    "name") gives its subject the one other name it holds: that name's entity ("Sara") is merged
+    into the subject's as a person would merge them in the console (recorded, undoable by a split),
+    so a question naming Sara reads what is known of "my wife". Not where another memory names it
+    too: a name known from elsewhere may be someone else's ("Sara" of the office), and stays apart."""
+    elsewhere = await conn.fetchval("SELECT EXISTS (SELECT 1 FROM memory_entities WHERE user_id = $1 "
+                                    "AND entity_id = $2 AND memory_id <> $3)", p.user_id, named, memory)
+    return not elsewhere and await _merged_if_allowed(conn, p, subject, named, NAME_GIVEN)
+
+
+async def _merged_if_allowed(conn: asyncpg.Connection, p: Principal, into: UUID, source: UUID, reason: str) -> bool:
+    """`merge`, made by a write where it may be: a merge the edit refuses (names in namespaces this
+    session does not act in, the user's entity into another) is not made, and the write goes on as
+    it was, by a savepoint (the transaction was begun by hand, sql.py)."""
+    await conn.execute("SAVEPOINT merged_by_write")
     try:
-        await merge(conn, p, full, lone[0], FIRST_NAME_MERGED)
+        await merge(conn, p, into, source, reason)
     except (Conflict, InvalidInput, NotFound, PermissionDenied):
-        await conn.execute("ROLLBACK TO SAVEPOINT first_name")
-        return None
-    await conn.execute("RELEASE SAVEPOINT first_name")
-    return lone[0]
+        await conn.execute("ROLLBACK TO SAVEPOINT merged_by_write")
+        return False
+    await conn.execute("RELEASE SAVEPOINT merged_by_write")
+    return True
 
 
 async def split(conn: asyncpg.Connection, p: Principal, edit: asyncpg.Record, reason: str | None) -> asyncpg.Record:

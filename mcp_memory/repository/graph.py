@@ -16,7 +16,7 @@ import asyncpg
 from ..graph import Key, Said
 from ..graph.names import USER, Name, begins, first_name, word_set
 from ..models import Principal
-from .entity_edits import first_name_taken_in
+from .entity_edits import first_name_taken_in, name_given
 from .fact_order import Relinked, held_for_another, in_time_order, write_links
 from .sql import Sql, visible
 
@@ -251,7 +251,9 @@ async def record(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record,
     batch.pending.extend(mentions)
     people = {n.canonical: first for n in said.names if not n.user and (first := first_name(n.display))}
     merges = [(entity, people[name]) for name, entity in created.items() if name in people]
-    if alone or merges:  # a merge moves the lone name's mentions: these among them (a keyed fact reads none)
+    named = [ids[n.canonical] for n in said.names if n.role == "mentioned" and not n.user and n.canonical in ids]
+    naming = said.names_subject and said.key is not None and len(done.about) == 1 and len(named) == 1
+    if alone or merges or naming:  # a merge moves a name's mentions: these among them (a keyed fact reads none)
         await batch.flush(conn, p.user_id)
     for entity, first in merges:
         if await first_name_taken_in(conn, p, entity, first, memory["agent_id"], memory["project_id"]):
@@ -270,6 +272,8 @@ async def record(conn: asyncpg.Connection, p: Principal, memory: asyncpg.Record,
         p.user_id, memory["id"], memory["agent_id"], memory["project_id"], done.about, said.key.attribute,
         said.key.words, said.key.single, memory["occurred_at"], said.key_said_by)
     done.key = said.key.attribute
+    if naming and named[0] not in done.about and await name_given(conn, p, done.about[0], named[0], memory["id"]):
+        batch.known.clear()  # the name's entity is merged: its aliases moved
     if said.key.absorbs:
         await _refile(conn, p, done.about, said.key)
     if said.key.single and said.replaces:
