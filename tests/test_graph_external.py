@@ -458,6 +458,28 @@ async def test_a_value_dated_ahead_is_upcoming_under_row_level_security_alone_on
     assert (await service.search(alice, "Leeds")).hits[0].id == leeds.memory.id
 
 
+async def test_a_name_a_hop_and_a_date_said_in_the_text_under_row_level_security_alone_on_an_external_server(
+        external, monkeypatch) -> None:
+    """Through row-level security alone: a name keyed of its subject merges into it (bob's own Sara,
+    in memories alice's session cannot see, is no reason to stay apart, and bob's entity is left as
+    it was); "my wife" hops through the user's keyed wife; a keyed text's one date dates it."""
+    service, _ = await rls_alone(external, monkeypatch)
+    alice, bob = principal("alice"), principal("bob")
+    await service.write(bob, "I had lunch with Sara from the office.")
+    await service.write(alice, "My wife's name is Sara.", about=["my wife"], key="name", occurred_at=day("2024-03-01"))
+    talkdesk = await service.write(alice, "My wife works at Talkdesk since May 2025.", about=["my wife"],
+                                   key="employer")
+    assert talkdesk.memory.occurred_at == day("2025-05-01")
+    hits = (await service.search(alice, "Where does Sara work now?", explain=True)).hits
+    assert hits[0].id == talkdesk.memory.id and hits[0].explain["fact"] == 1
+    assert [e.name for e in (await service.entities.list(bob)).entities if e.name == "Sara"] == ["Sara"]
+    await service.write(alice, "My sister is Ana Costa.", about=["me"], key="sister", occurred_at=day("2024-01-01"))
+    braga = await service.write(alice, "Ana Costa moved to Braga.", about=["Ana Costa"], key="home city",
+                                occurred_at=day("2025-01-01"))
+    hits = (await service.search(alice, "Where does my sister live now?", explain=True)).hits
+    assert hits[0].id == braga.memory.id and hits[0].explain["fact"] == 1
+
+
 async def test_a_first_import_rebuilds_the_vector_index_on_an_external_server(external, tmp_path: Path) -> None:
     """The owner of a user's own database (no superuser, default settings) may drop the index, set the
     build's working memory for its transaction and build it again: a first load goes the fast way there too."""
