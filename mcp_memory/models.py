@@ -239,7 +239,7 @@ class WriteItem(BaseModel):
     importance: float = Field(default=0.5, ge=0, le=1)
     scope: ScopeLevel | None = None
     occurred_at: datetime | None = Field(default=None, description=(
-        "When it became true (ISO 8601); default: the one date a keyed text names, else now."))
+        "When it became true (ISO 8601); default: the one date a keyed text names (not of a time), else now."))
     about: list[str] | None = Field(default=None, max_length=limits.MAX_ABOUT, description=ABOUT_HINT)
     key: str | None = Field(default=None, max_length=limits.MAX_KEY_WORDS_CHARS, description=KEY_HINT)
 

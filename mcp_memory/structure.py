@@ -17,7 +17,7 @@ import numpy as np
 from . import limits
 from .config import Settings
 from .errors import InvalidInput
-from .graph import Said
+from .graph import Said, phrasebook
 from .graph.keys import (
     Key,
     cued_by,
@@ -97,11 +97,18 @@ class Structure:
         """When a keyed memory's value became true by its own words, for a write that passes no
         `occurred_at`: the start of the one date its text names, a day, a month of a year or a year
         ("moved to Berlin in March 2026", "has lived in Porto since 2019", "is moving to Leeds on 3
-        May 2027": upcoming until then). None for a turn (said at its moment), a memory stating no
-        attribute, a text naming several dates, a month of no year, or a span's end alone ("before
-        2019"): the write's own time is then the best there is. Written now and read as now, the
-        value came after one dated in September that it preceded, and stood current in its place."""
-        return None if kind == "episode" or said.key is None else began_on(content, self.lexicon)
+        May 2027": upcoming until then). Only for the lexicon's attributes whose values are no time:
+        of a date (a birthday, a standup time) or of a key in the writer's own words ("launch date",
+        "deadline") the date may be the value, and a launch moved from March to February, dated by
+        its text, would have stayed behind the March one. None too for a turn (said at its moment),
+        a text naming several dates, a month of no year, or a span's end alone ("before 2019"): the
+        write's own time is then the best there is. Written now and read as now, "moved to Berlin in
+        March 2026" came after a value dated in September that it preceded, and stood current in
+        its place."""
+        attribute = phrasebook.by_name(self.lexicon).get(said.key.attribute) if said.key is not None else None
+        if kind == "episode" or attribute is None or attribute.answers == "time":
+            return None
+        return began_on(content, self.lexicon)
 
     def read(self, content: str, kind: str) -> list[Name]:
         """The names a text holds by rules, bounded as a write's are: what an update's new text says."""

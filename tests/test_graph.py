@@ -1125,10 +1125,14 @@ async def test_a_keyed_write_with_no_date_is_dated_by_the_one_date_its_text_name
     (home,) = (await service.entities.profile(p, "Priya Raman")).attributes
     assert [v.memory for v in home.upcoming] == [leeds.memory.id]
     assert [v.memory for v in home.current] == [munich.memory.id]
+    # The date is the value of a time (a standup's) or of a key in the writer's own words (a launch
+    # moved from March to February, dated by its text, would have stayed behind the March one).
     for text, extra in (("Priya Raman works at Initech since May 2019 and left Hooli in 2018.", {"key": "employer"}),
                         ("Priya Raman has been at Initech before 2020.", {"key": "employer"}),
                         ("Priya Raman visited Porto in 2021.", {}),
-                        ("Priya Raman's team is Atlas since 2022.", {"key": "team", "occurred_at": now})):
+                        ("Priya Raman's team is Atlas since 2022.", {"key": "team", "occurred_at": now}),
+                        (f"Priya Raman's launch is on 12 March {ahead}.", {"key": "launch date"}),
+                        (f"Priya Raman's standup moved to 9:30 on 3 March {ahead}.", {"key": "standup time"})):
         written = (await service.write(p, text, about=["Priya Raman"], **extra)).memory
         assert abs(written.occurred_at - now) < timedelta(minutes=5), text
     # Many at once, the same.

@@ -66,7 +66,7 @@ Priority = Annotated[int, Field(ge=0, le=limits.MAX_PRIORITY, description=(
 Metadata = Annotated[dict[str, Any] | None, Field(description="Free-form JSON object.")]
 OccurredAt = Annotated[datetime | None, Field(description="When it became true (ISO 8601); default now.")]
 WrittenAt = Annotated[datetime | None, Field(description=(
-    "When it became true (ISO 8601); default: the one date a keyed text names, else now."))]
+    "When it became true (ISO 8601); default: the one date a keyed text names (not of a time), else now."))]
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
