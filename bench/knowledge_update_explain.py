@@ -10,6 +10,7 @@ loads as the bench's writer of that name does, and each hit shows what its write
 Usage: python bench/knowledge_update_explain.py bench/knowledge_update/workbench.jsonl h05.1 h27.0
                                                 [--hits 10] [--seed 7] [--dates rebased]
                                                 [--writer none|about-key|about-key-half|about]
+                                                [--questions as-written|no-time-words]
 """
 
 from __future__ import annotations
@@ -21,14 +22,17 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from knowledge_update import WRITERS, load, load_copy, load_writer, shift_of, user_of  # noqa: E402
+from knowledge_update import WRITERS, load, load_copy, load_writer, shift_of, user_of, without_time_words  # noqa: E402
 from locomo import bench_database, bench_principal  # noqa: E402
 
 USER = "knowledge-update-0"  # the bench's first copy
 
 
-async def explain(dataset: Path, chosen: list[str], hits: int, seed: int, dates: str, mode: str) -> None:
+async def explain(dataset: Path, chosen: list[str], hits: int, seed: int, dates: str, mode: str,
+                  questions: str) -> None:
     records = load(dataset)
+    if questions == "no-time-words":
+        records = without_time_words(records)
     unknown = sorted(set(chosen) - {r["id"] for r in records})
     if unknown:
         raise SystemExit(f"no record {', '.join(unknown)} in {dataset}")
@@ -57,8 +61,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7, help="insertion order shuffle (the bench's first copy: 7)")
     parser.add_argument("--dates", choices=("original", "rebased"), default="rebased")
     parser.add_argument("--writer", choices=WRITERS, default="none", help="what each write passes, as the bench's")
+    parser.add_argument("--questions", choices=("as-written", "no-time-words"), default="as-written",
+                        help="no-time-words: each question without its words for the present, as the bench's")
     args = parser.parse_args()
-    asyncio.run(explain(args.dataset, args.records, args.hits, args.seed, args.dates, args.writer))
+    asyncio.run(explain(args.dataset, args.records, args.hits, args.seed, args.dates, args.writer, args.questions))
 
 
 if __name__ == "__main__":

@@ -177,6 +177,40 @@ async def test_a_team_named_without_its_classifier_is_still_the_teams(service) -
     assert [h.id for h in hits[:2]] == [mei, oskar]
 
 
+async def test_a_question_with_no_time_word_about_an_attribute_keyed_in_own_words_is_about_now(service) -> None:
+    """"Who is Acme's CEO?" asks, with no time word, an attribute Acme holds one value of at a time
+    under a key the lexicon does not know ("ceo"): it is about now, as "Which team is Ottilie on?"
+    is, so the newer plain "Marcus Obi replaced Dana Whitfield as Acme's chief executive." goes
+    before the keyed Dana. The text's stage read it as about any time, and the keyed value stood
+    first. Asked in the past, the keyed order stands."""
+    p = principal()
+    dana = (await service.write(p, "Acme's CEO is Dana Whitfield.", about=["Acme"], key="ceo",
+                                occurred_at=day("2024-01-10"))).memory.id
+    await service.write(p, "Acme moved its headquarters to Austin.", about=["Acme"], occurred_at=day("2024-06-10"))
+    marcus = (await service.write(p, "Marcus Obi replaced Dana Whitfield as Acme's chief executive.",
+                                  occurred_at=day("2025-02-10"))).memory.id
+    hits = (await service.search(p, "Who is Acme's CEO?", explain=True)).hits
+    assert [h.id for h in hits[:2]] == [marcus, dana] and hits[0].explain["newer_than_fact"] is True
+    hits = (await service.search(p, "Who was Acme's CEO?", explain=True)).hits
+    assert hits[0].id == dana and hits[0].explain["fact"] == 1
+
+
+async def test_a_question_with_no_time_word_about_the_users_keyed_attribute_is_about_now(service) -> None:
+    """"Which car do I have?" of the user, whose car is keyed: the keyed value says the attribute has
+    values, so the text's stage compares the user's notes as a named subject's, without first
+    wanting two that state a car in the lexicon's words (`versions_said`, which keeps a new user's
+    first facts, one of each, from being read as versions), and the newer "User drives a Mini
+    Cooper." goes first."""
+    p = principal()
+    zoe = (await service.write(p, "User replaced the Kia Niro with a Renault Zoe.", about=["me"], key="vehicle",
+                               occurred_at=day("2024-10-31"))).memory.id
+    await service.write(p, "User commutes in a Kia Niro.", occurred_at=day("2024-08-10"))
+    await service.write(p, "I'm an engineer at Korvex.", occurred_at=day("2024-08-17"))
+    mini = (await service.write(p, "User drives a Mini Cooper.", occurred_at=day("2024-11-10"))).memory.id
+    hits = (await service.search(p, "Which car do I have?", explain=True)).hits
+    assert [h.id for h in hits[:2]] == [mini, zoe] and hits[0].explain["newer_than_fact"] is True
+
+
 async def test_a_capitalised_key_in_the_question_is_the_attribute_not_a_second_subject(service) -> None:
     """"Who is Acme's CEO now?" names Acme and asks its "ceo": read as a second name, "CEO" had the
     subject factor and the text's stage want every answer to say it, so "Marcus Obi replaced Dana

@@ -97,7 +97,7 @@ def applies(parsed: ParsedQuery) -> bool:
     if parsed.phrases or parsed.lexicon.past_auxiliaries.intersection(parsed.lexicon.words(asked)):
         return False  # "Where did Odalys live?" may ask any of her cities
     # "Who is my manager?" too: of the user, `similarities` asks more of the memories (`versions_said`).
-    return changing(asked, parsed.lexicon)
+    return parsed.keyed_now or changing(asked, parsed.lexicon)
 
 
 def changing(question: str, lexicon: Lexicon) -> bool:
@@ -139,7 +139,8 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
     texts = [compared(rows[i]["content"], unnamed, parsed.lexicon) for i in positions]
     # The words decide before anything is embedded: a masked question is a text no search has
     # asked, so its vector is a model run of its own (bench/stdio_latency.py's new questions).
-    stated_only = not sequence and asks_of_user_alone(parsed.text, parsed.lexicon)
+    # Of the user, two must state the attribute, unless the user's keyed facts say it has values.
+    stated_only = not sequence and not parsed.keyed_now and asks_of_user_alone(parsed.text, parsed.lexicon)
     if parsed.tense != "present" and not versions_said(masked, texts, parsed.lexicon, stated_only=stated_only):
         return {}
     # Both at once: the masked texts' lookup in the embedding cache while the question embeds.

@@ -110,6 +110,22 @@ async def named_in(conn: asyncpg.Connection, p: Principal, parsed: ParsedQuery) 
     return Named(Linked(p.user_id, subject) if subject else None, keyed, owner)
 
 
+def asked_now(parsed: ParsedQuery, facts: Sequence[asyncpg.Record]) -> ParsedQuery:
+    """`parsed`, marked `keyed_now` where it asks (with no time word) an attribute the named
+    subjects' `facts` hold one value of at a time: under a key the lexicon does not know ("Who is
+    Acme's CEO?" keyed "ceo") the text's stage then reads it as about now, as it reads a question
+    asking one of the lexicon's such attributes, and of the user it compares the user's notes as a
+    named subject's (focus.py `similarities`: the keyed value says the attribute has values), so
+    a newer memory nobody keyed may go first."""
+    if parsed.tense is not None or not facts:
+        return parsed
+    attribute = asked(parsed.asked, parsed.lexicon, known_keys(facts))
+    chain = [r for r in facts if r["attribute"] == attribute]
+    if attribute is None or not all(r["single"] for r in chain):
+        return parsed
+    return replace(parsed, keyed_now=True)
+
+
 def known_keys(facts: Sequence[asyncpg.Record]) -> dict[str, list[str]]:
     """The attributes of `facts`, each with the words its keys were written in (for `asked`)."""
     known: dict[str, list[str]] = {}

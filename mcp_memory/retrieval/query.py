@@ -61,6 +61,10 @@ class ParsedQuery:
     # What the word lists (full text, trigram) match: `text`, without the words for the user when it
     # asks an attribute of the user (`words_to_match`); None: `text`.
     words: str | None = None
+    # It asks, with no time word, an attribute its subject's keyed facts hold one value of at a time
+    # ("Who is Acme's CEO?", keyed "ceo"; "Which car do I have?"): a question about now (focus.py
+    # `applies`, `similarities`; set once the facts are read, keyed.py `asked_now`).
+    keyed_now: bool = False
 
     @property
     def matched(self) -> str:

@@ -21,7 +21,7 @@ from .broad_names import broad_names, speakers, spoken_shares, without_names
 from .common_words import too_common, word_rows
 from .conversations import SPEAKER_TURNS_READ, told_apart
 from .hop import one_hop
-from .keyed import facts_named, keyed_first, keys_out, named_in
+from .keyed import asked_now, facts_named, keyed_first, keys_out, named_in
 from .naming import Linked
 from .narrowing import Narrowing, narrowing, plan_kept
 from .query import ParsedQuery
@@ -78,6 +78,7 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
         facts = [r for r in facts if r["entity_id"] not in named.owner]
         if (keyless := keys_out(whom, facts)) is not whom:
             whom, parsed, named = keyless, keys_out(parsed, facts), named.within(keyless.subject)
+        parsed = asked_now(parsed, facts)
         linked = named.linked if settings.subject_boost != 1 else None
         # A listing by similarity (a forget preview) matches the question as said.
         left_out: list[str] = []
