@@ -52,11 +52,11 @@ def _filed(key: Key, attribute: str, single: bool, facts: list[Any]) -> Key:
     return Key(attribute, key.words, single, absorbs=(key.attribute,) if own else ())
 
 
-
 @functools.cache
 def _name_attributes(lexicon: Lexicon) -> frozenset[str]:
     """The attributes the lexicon's `name_keys` are filed under (a key's attribute is its words' stems)."""
     return frozenset(k.attribute for word in lexicon.name_keys if (k := key_of(word, lexicon)) is not None)
+
 
 class Structure:
     def __init__(self, repo: MemoryRepository, settings: Settings, lexicon: Lexicon, vectors: Vectors | None) -> None:
