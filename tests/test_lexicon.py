@@ -231,6 +231,25 @@ async def test_a_question_that_chains_two_things_hops_in_portuguese(portuguese: 
     assert [h.snippet for h in hits[:2]] == ["A Hana Dubois mora em Lyon.", mine.memory.content]
 
 
+async def test_the_users_person_and_a_name_key_in_portuguese(portuguese: MemoryService) -> None:
+    """"Onde trabalha a minha irmã agora?" hops through the user's keyed sister, and a memory keyed
+    "nome" gives its subject the name it holds, in the lexicon's words as in English (test_graph.py)."""
+    p = principal()
+    await portuguese.write(p, "A minha irmã é a Ana Costa.", about=["eu"], key="irmã", occurred_at=day("2024-01-10"))
+    await portuguese.write(p, "A Ana Costa trabalha na Feedzai.", about=["Ana Costa"], key="empregador",
+                           occurred_at=day("2024-05-01"))
+    talkdesk = await portuguese.write(p, "A Ana Costa mudou-se para a Talkdesk.", about=["Ana Costa"],
+                                      key="empregador", occurred_at=day("2025-05-01"))
+    hits = (await portuguese.search(p, "Onde trabalha a minha irmã agora?", explain=True)).hits
+    assert hits[0].id == talkdesk.memory.id and hits[0].explain["fact"] == 1
+    await portuguese.write(p, "O nome do meu irmão é Rui.", about=["o meu irmão"], key="nome",
+                           occurred_at=day("2024-01-10"))
+    faro = await portuguese.write(p, "O meu irmão mora em Faro.", about=["o meu irmão"], key="cidade",
+                                  occurred_at=day("2024-02-10"))
+    hits = (await portuguese.search(p, "Onde mora o Rui agora?", explain=True)).hits
+    assert hits[0].id == faro.memory.id and hits[0].explain["fact"] == 1
+
+
 async def test_the_same_words_read_as_english_are_two_attributes(service: MemoryService) -> None:
     """The contrast that shows the lexicon is what reads them: English files the two keys apart."""
     p, old, new = await _greta(service, "bob")
