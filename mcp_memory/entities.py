@@ -16,7 +16,7 @@ import asyncpg
 from pydantic import BaseModel
 
 from .errors import Conflict, InvalidInput, NotFound
-from .graph.keys import key_of
+from .graph.keys import Key, key_of
 from .graph.names import classified, entity_name, writer_names
 from .graph.validity import Held, at, held
 from .lexicon import Lexicon
@@ -186,6 +186,20 @@ def _reason(reason: str | None) -> str | None:
     return text("reason", reason.strip())
 
 
+
+def key_given(key: str, lexicon: Lexicon) -> Key:
+    """A person's or an agent's key for a fix, in a few words ('job title'); a bad one names the
+    argument and changes nothing."""
+    if not key.strip() or len(key) > MAX_KEY_WORDS_CHARS:
+        raise InvalidInput(f"key: the attribute in 1-{MAX_KEY_WORDS_CHARS} characters ('job title'); "
+                           "nothing was changed")
+    parsed = key_of(text("key", key), lexicon)
+    if parsed is None:
+        raise InvalidInput(f"key {key!r} names no attribute: say which, in a few words ('home city'); "
+                           "nothing was changed")
+    return parsed
+
+
 class Entities:
     def __init__(self, repo: MemoryRepository, snippet_chars: int, lexicon: Lexicon = ENGLISH) -> None:
         self.repo = repo
@@ -312,15 +326,8 @@ class Entities:
         employer before "Head of Design", filed under title now, is no longer replaced by it."""
         require(p, "write")
         why = _reason(reason)
-        parsed = None
-        if key is not None:
-            if not key.strip() or len(key) > MAX_KEY_WORDS_CHARS:
-                raise InvalidInput(f"key: the attribute in 1-{MAX_KEY_WORDS_CHARS} characters ('job title'); "
-                                   "nothing was changed")
-            parsed = key_of(text("key", key), self.lexicon)
-            if parsed is None:
-                raise InvalidInput(f"key {key!r} names no attribute: say which, in a few words ('home city'); "
-                                   "nothing was changed")
+        parsed = key_given(key, self.lexicon) if key is not None else None
+
         async def fix(conn: asyncpg.Connection) -> EntityEdit:
             return _edit(await key_edits.fix_key(conn, p, memory_id, parsed, why))
 

@@ -18,7 +18,7 @@ from .decisions.apply import embed_turns_after
 from .decisions.apply import reembed as reembed_undone
 from .decisions.apply import undo as undo_decision
 from .decisions.overview import JobsView, Queue, queue_view
-from .entities import Entities
+from .entities import Entities, key_given
 from .errors import InvalidInput, NotFound, PermissionDenied
 from .forgetting import Forgetting
 from .lexicon import named as lexicon_named
@@ -218,9 +218,10 @@ class MemoryService(Writing, Forgetting, Searching):
                      pinned: bool | None = None, priority: int | None = None,
                      occurred_at: datetime | None = None, reason: str | None = None,
                      if_version: int | None = None, force: bool = False,
-                     request_id: str | None = None) -> UpdateResult:
+                     request_id: str | None = None, key: str | None = None) -> UpdateResult:
         self.require(p, "write")
         reason = text("reason", reason) if reason is not None else None
+        refiled = key_given(key, self.structure.lexicon) if key is not None else None
         changes: dict[str, Any] = {}
         if content is not None:
             changes["content"] = self.check.content(content)
@@ -246,7 +247,7 @@ class MemoryService(Writing, Forgetting, Searching):
             changes["priority"] = priority
         if occurred_at is not None:
             changes["occurred_at"] = moment("occurred_at", occurred_at)
-        if not changes:
+        if not changes and refiled is None:
             raise InvalidInput("nothing to update: pass at least one field to change")
         await self._limit(p, "write")
         # A turn moved, or no longer a turn, leaves the one after it where it was: that one held it,
@@ -255,7 +256,8 @@ class MemoryService(Writing, Forgetting, Searching):
         moved_from = await turns_after(self.repo, self.vectors, p, [memory_id]) if placed else []
         memory, changed = await self.repo.update(
             p, memory_id, changes, reason=reason, if_version=if_version,
-            may_override_pin=self._may_override_pin(p, force), request_id=request_id, read_names=self.structure.read)
+            may_override_pin=self._may_override_pin(p, force), request_id=request_id, read_names=self.structure.read,
+            key=refiled)
         self._changed(int(changed))
         turn = "kind" in changes or memory.kind == "episode" and bool({"content", "occurred_at"} & changes.keys())
         if changed and turn and self.vectors is not None and self.vectors.turn_minutes > 0:

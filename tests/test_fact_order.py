@@ -177,3 +177,36 @@ async def test_a_key_fix_stopped_to_break_a_deadlock_goes_again(service, databas
     assert await successors(service, p, [works, title]) == [None, None]
     await service.entities.undo(p, fixed.id)
     assert await successors(service, p, [works]) == [title]
+
+
+async def test_memory_update_files_a_keyed_fact_under_another_key_as_the_consoles_fix_does(settings, database) -> None:
+    """An agent that keyed "Greta is now lead designer." as her employer fixes it with
+    memory_update's `key`: her employer before is current again, and the fix is the console's
+    (recorded, undoable). A key no attribute, a memory keyed nothing and another field changed in
+    the same call change nothing, each named."""
+    from .test_server import call, call_error, connect
+
+    async with connect(settings) as client:
+        async def write(text: str, key: str, when: str) -> str:
+            got = await call(client, "memory_write", {"content": text, "about": ["Greta Ibarra"], "key": key,
+                                                     "occurred_at": f"{when}T00:00:00Z"})
+            return got["memory"]["id"]
+
+        works = await write("Greta works at Ironbark Studios.", "employer", "2024-02-01")
+        title = await write("Greta is now lead designer.", "employer", "2025-02-01")
+        found = await call(client, "memory_search", {"query": "Which company does Greta Ibarra work for now?"})
+        assert found["hits"][0]["id"] == title
+        fixed = await call(client, "memory_update", {"id": title, "key": "job title", "reason": "a title"})
+        assert fixed["status"] == "updated" and fixed["memory"]["key"] == "job title"
+        found = await call(client, "memory_search", {"query": "Which company does Greta Ibarra work for now?"})
+        assert found["hits"][0]["id"] == works and found["hits"][0]["superseded_by"] is None
+        plain = (await call(client, "memory_write", {"content": "Lunch with Greta on Friday."}))["memory"]["id"]
+        said = await call_error(client, "memory_update", {"id": plain, "key": "employer", "title": "Lunch"})
+        assert "no keyed attribute" in said and "nothing was changed" in said
+        assert (await call(client, "memory_get", {"ids": [plain]}))["memories"][0]["title"] is None
+        said = await call_error(client, "memory_update", {"id": title, "key": "   "})
+        assert "key" in said
+    async with database.admin.acquire() as conn:
+        edits = [tuple(r) for r in await conn.fetch("SELECT kind, reason FROM entity_edits WHERE kind = 'key'")]
+        assert edits == [("key", "a title")]
+        assert not any((await inconsistencies(conn)).values())

@@ -45,7 +45,8 @@ async def fix_key(conn: asyncpg.Connection, p: Principal, memory: UUID, key: Key
         raise Conflict(f"memory {memory} is forgotten: restore it first; nothing was changed")
     facts = await _facts(conn, p, memory)
     if not facts:
-        raise InvalidInput(f"memory {memory} states no keyed attribute: there is no key to fix; nothing was changed")
+        raise InvalidInput(f"memory {memory} states no keyed attribute: there is no key to fix (a memory is keyed "
+                           "when written with about and key); nothing was changed")
     if key is not None and all((f["attribute"], f["single"]) == (key.attribute, key.single) for f in facts):
         raise InvalidInput(f"memory {memory} is already filed under {key.attribute!r}; nothing was changed")
     if key is None:

@@ -206,13 +206,15 @@ async def memory_update(
     if_version: Annotated[int | None, Field(ge=1, description=(
         "Only update if the memory is still at this version; protects against lost updates."))] = None,
     force: Force = False,
+    key: Annotated[str | None, Field(max_length=limits.MAX_KEY_WORDS_CHARS, description=(
+        "Files its keyed fact under this attribute instead ('job title'); recorded, undoable."))] = None,
 ) -> UpdateResult:
     """Change some fields of a memory; the old values stay in its history."""
     service, p = await bind(ctx)
     return await service.update(p, id, content=content, title=title, kind=kind, tags=tags, metadata=metadata,
                                 importance=importance, pinned=pinned, priority=priority,
                                 occurred_at=occurred_at, reason=reason, if_version=if_version, force=force,
-                                request_id=ctx.request_id)
+                                request_id=ctx.request_id, key=key)
 
 
 class ForgetConfirmation(BaseModel):
