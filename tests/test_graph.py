@@ -59,6 +59,7 @@ async def count(service, p) -> tuple[int, int, int]:
     ("My manager, Tom Hale, approved the budget.", "Tom Hale", set()),
     ("My boss Ahmed Saleh moved to Lisbon.", "Ahmed Saleh", {"Lisbon"}),
     ("The user's brother Theo plays chess.", "Theo", set()),
+    ("My doctor Dr. Smith said to rest.", "Smith", set()),  # a title is no one's name
     # Named by a word saying who they are, a leader is the user's own fact; a wife's name is hers.
     ("My boss is Ahmed Saleh.", "the user", {"Ahmed Saleh"}),
     ("My wife's name is Sara.", None, {"Sara"}),

@@ -170,14 +170,16 @@ ENGLISH = Lexicon(
     question_determiners=frozenset({"which", "what"}),
     ended=("no longer", "not anymore", "not any more", "stopped", "quit", "gave up", "ended", "is over",
            "grew out of", "outgrew", "got rid of", "gave away", "sold"),
-    # Capitalised words that are not names: question words and the like at the start of a clause.
+    # Capitalised words that are not names: question words and the like at the start of a clause, and
+    # titles ("My doctor Dr. Smith": Smith).
     not_names=frozenset("""a an the i i'm i've i'd what which who whom whose where when why how is are was were
         do does did can could should would will shall may might has have had please tell show list find give
         any anyone anything some my our your their his her its this that these those there here and or but if
         in on at of for to from with by about as it we you they he she me us them
         monday tuesday wednesday thursday friday saturday sunday january february march april may june july
         august september october november december mondays tuesdays wednesdays thursdays fridays saturdays sundays
-        everything everyone everybody nothing nobody something someone somebody""".split()),
+        everything everyone everybody nothing nobody something someone somebody
+        dr mr mrs ms prof""".split()),
     opening_verbs=frozenset("""prefers prefer uses use likes loves hates dislikes enjoys wants needs works lives
         drives owns speaks plays reads writes codes runs deploys switched moved started stopped joined left bought
         sold quit avoids avoid keeps""".split()),

@@ -84,7 +84,7 @@ PORTUGUESE = Lexicon(
         pode podia poderia deve deveria vai vou diga mostre liste encontre dê algum alguma alguém algo nenhum
         meu minha meus minhas nosso nossa seu sua seus suas teu tua este esta estes estas esse essa isso isto
         aquele aquela aqui ali lá em no na nos nas de do da dos das ao à aos às para por pelo pela com sem sobre
-        eu tu ele ela nós eles elas você vocês me mim te lhe
+        eu tu ele ela nós eles elas você vocês me mim te lhe dr dra sr sra prof profa
         segunda terça quarta quinta sexta sábado domingo segunda-feira terça-feira quarta-feira quinta-feira
         sexta-feira segundas terças quartas quintas sextas sábados domingos
         janeiro fevereiro março abril maio junho julho agosto setembro outubro novembro
