@@ -186,7 +186,6 @@ def _reason(reason: str | None) -> str | None:
     return text("reason", reason.strip())
 
 
-
 def key_given(key: str, lexicon: Lexicon) -> Key:
     """A person's or an agent's key for a fix, in a few words ('job title'); a bad one names the
     argument and changes nothing."""
