@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -97,18 +97,19 @@ class Structure:
         """When a keyed memory's value became true by its own words, for a write that passes no
         `occurred_at`: the start of the one date its text names, a day, a month of a year or a year
         ("moved to Berlin in March 2026", "has lived in Porto since 2019", "is moving to Leeds on 3
-        May 2027": upcoming until then). Only for the lexicon's attributes whose values are no time:
-        of a date (a birthday, a standup time) or of a key in the writer's own words ("launch date",
-        "deadline") the date may be the value, and a launch moved from March to February, dated by
-        its text, would have stayed behind the March one. None too for a turn (said at its moment),
-        a text naming several dates, a month of no year, or a span's end alone ("before 2019"): the
-        write's own time is then the best there is. Written now and read as now, "moved to Berlin in
-        March 2026" came after a value dated in September that it preceded, and stood current in
-        its place."""
+        May 2027": upcoming until then), or the day, week, month or year it names from now ("moved
+        to Leeds last month": the first of last month; "two weeks ago"). Only for the lexicon's
+        attributes whose values are no time: of a date (a birthday, a standup time) or of a key in
+        the writer's own words ("launch date", "deadline") the date may be the value, and a launch
+        moved from March to February, dated by its text, would have stayed behind the March one.
+        None too for a turn (said at its moment), a text naming several dates, a month of no year,
+        or a span's end alone ("before 2019"): the write's own time is then the best there is.
+        Written now and read as now, "moved to Berlin in March 2026" came after a value dated in
+        September that it preceded, and stood current in its place."""
         attribute = phrasebook.by_name(self.lexicon).get(said.key.attribute) if said.key is not None else None
         if kind == "episode" or attribute is None or attribute.answers == "time":
             return None
-        return began_on(content, self.lexicon)
+        return began_on(content, self.lexicon, datetime.now(UTC))
 
     def read(self, content: str, kind: str) -> list[Name]:
         """The names a text holds by rules, bounded as a write's are: what an update's new text says."""

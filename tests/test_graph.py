@@ -1140,6 +1140,15 @@ async def test_a_keyed_write_with_no_date_is_dated_by_the_one_date_its_text_name
     [item] = (await service.write_many(p, [WriteItem(content="Greta Ibarra joined Acme in 2021.",
                                                      about=["Greta Ibarra"], key="employer")])).memories
     assert (await service.get(p, [item.id])).memories[0].occurred_at == day("2021-01-01")
+    # Said from now: "two weeks ago" is before a value written a week ago, which stays current.
+    week = await service.write(p, "Greta Ibarra lives in Oslo.", about=["Greta Ibarra"], key="home city",
+                               occurred_at=now - timedelta(days=7))
+    moved = await service.write(p, "Greta Ibarra moved to Bergen two weeks ago.", about=["Greta Ibarra"],
+                                key="home city")
+    today = datetime(now.year, now.month, now.day, tzinfo=UTC)
+    assert moved.memory.occurred_at == today - timedelta(days=14) and not moved.memory.replaced
+    home = next(a for a in (await service.entities.profile(p, "Greta Ibarra")).attributes if a.attribute == "home city")
+    assert [v.memory for v in home.current] == [week.memory.id]
 
 
 async def test_a_value_two_subjects_share_is_replaced_only_once_neither_holds_it(service) -> None:

@@ -52,9 +52,11 @@ def test_every_lexicon_fills_every_list_and_queries_the_stored_configuration() -
     assert stored == {"english"}
     # Lists some language needs no words in: English's "us" (lower case only), "let's"; Portuguese's
     # "outubro de 2023".
-    # A language says "Kwame's manager" one way or the other: English's ending, Portuguese's words.
+    # A language says "Kwame's manager" one way or the other: English's ending, Portuguese's words;
+    # and counts back from now, or names the unit before or after, on one side of the unit or both.
     optional = ("user_words_lower", "not_owners", "month_year_joiners", "head_last", "possessive_endings",
-                "possessive_words")
+                "possessive_words", "ago_after", "ago_before", "last_before", "last_after", "next_before",
+                "next_after")
     lists = [f for f in Lexicon.__dataclass_fields__ if f not in ("language", "text_search", *optional)]
     for language in available():
         lexicon = named(language)

@@ -158,3 +158,32 @@ def test_the_one_date_a_memory_names_is_when_it_began(text: str, start: datetime
 def test_the_one_date_is_read_in_the_lexicons_words_and_stops_at_the_second() -> None:
     assert began_on("A Priya mudou-se para Berlim em março de 2026.", PORTUGUESE) == day(2026, 3, 1)
     assert began_on("in 2019 " * 4000) is None
+
+
+NOW = datetime(2026, 12, 7, 6, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(("text", "start"), [
+    ("Priya Raman moved to Leeds last month.", day(2026, 11, 1)),
+    ("Priya joined Acme two weeks ago.", day(2026, 11, 23)),
+    ("Priya started at Talkdesk yesterday.", day(2026, 12, 6)),
+    ("Priya left Hooli 3 years ago.", day(2023, 12, 7)),
+    ("Priya moves to Faro next year.", day(2027, 1, 1)),
+    # "today" says no more than the time of writing; a date with a relative phrase is two dates.
+    ("Priya started at Talkdesk today.", None),
+    ("Priya moved last month, in March 2026.", None),
+    ("The last time we met.", None),
+])
+def test_a_date_said_from_now_is_read_against_the_time_of_writing(text: str, start: datetime | None) -> None:
+    assert began_on(text, now=NOW) == start
+    assert began_on(text) is None or start is None  # with no time of writing, none of them is read
+
+
+def test_a_date_said_from_now_in_portuguese_and_months_without_the_day() -> None:
+    assert began_on("A Priya mudou-se há duas semanas.", PORTUGUESE, NOW) == day(2026, 11, 23)
+    assert began_on("Mudou-se no mês passado.", PORTUGUESE, NOW) == day(2026, 11, 1)
+    assert began_on("Começa no próximo mês.", PORTUGUESE, NOW) == day(2027, 1, 1)
+    assert began_on("Mudou-se 3 meses atrás.", PORTUGUESE, NOW) == day(2026, 9, 7)
+    # A month back from the 31st of March is the last day of February.
+    assert began_on("one month ago", now=datetime(2026, 3, 31, tzinfo=UTC)) == day(2026, 2, 28)
+    assert began_on("a year ago", now=datetime(2024, 2, 29, tzinfo=UTC)) == day(2023, 2, 28)

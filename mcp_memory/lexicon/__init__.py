@@ -28,6 +28,7 @@ WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 Bound = Literal["before", "until", "after", "since"]
 # What a question word asks for ("who": a person), and so which attributes' values answer it.
 Answer = Literal["person", "place", "time"]
+TimeUnit = Literal["day", "week", "month", "year"]
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,22 @@ class Lexicon:
     day_suffixes: tuple[str, ...] = ()
     day_month_joiners: tuple[str, ...] = ()
     month_year_joiners: tuple[str, ...] = ()
+    # What a keyed memory says it began with, read against the time it is written (retrieval/dates.py
+    # `began_on`): a day by its distance from that day ("yesterday": -1; not "today", which says no
+    # more than the time of writing and would put the day's first hour before a note of the
+    # morning), a unit of time by its words ("weeks": week), a count in words ("a", "two"; digits
+    # are every language's), the words counting units back from now after the count ("two weeks
+    # ago") or before it ("há duas semanas"), and those naming the unit before this one or after
+    # it, before the unit ("last month", "next year") or after it ("o mês passado", "o ano que vem").
+    days_from_today: dict[str, int] = field(default_factory=dict)
+    time_units: dict[str, TimeUnit] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    ago_after: tuple[str, ...] = ()
+    ago_before: tuple[str, ...] = ()
+    last_before: tuple[str, ...] = ()
+    last_after: tuple[str, ...] = ()
+    next_before: tuple[str, ...] = ()
+    next_after: tuple[str, ...] = ()
 
     # --- search (retrieval/statement.py) ------------------------------------------------------
     # Words that greet or thank the one named next ("Hey Mel,", "Thanks Mel!"): said to them, not of them.

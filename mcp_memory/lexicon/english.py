@@ -236,6 +236,14 @@ ENGLISH = Lexicon(
     month_leads=("in", "during", "throughout", "early", "late", "mid", "mid-", "last", "this", "of", "back in"),
     day_suffixes=("st", "nd", "rd", "th"),
     day_month_joiners=("of",),
+    days_from_today={"yesterday": -1, "tomorrow": 1},
+    time_units={"day": "day", "days": "day", "week": "week", "weeks": "week", "month": "month", "months": "month",
+                "year": "year", "years": "year"},
+    counts={"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+            "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12},
+    ago_after=("ago",),
+    last_before=("last",),
+    next_before=("next",),
     greetings=("hey", "hi", "hello", "thanks", "dear", "bye"),
     # Irregular verbs, but for the auxiliaries (stop words), those with a form that is a common word of
     # another meaning (rose, ground, wound, bound, lay; "a bit", "the fall") and those so common they

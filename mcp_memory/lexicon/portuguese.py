@@ -138,6 +138,16 @@ PORTUGUESE = Lexicon(
     day_suffixes=("º",),
     day_month_joiners=("de",),
     month_year_joiners=("de",),
+    days_from_today={"ontem": -1, "anteontem": -2, "amanhã": 1},
+    time_units={"dia": "day", "dias": "day", "semana": "week", "semanas": "week", "mês": "month", "meses": "month",
+                "ano": "year", "anos": "year"},
+    counts={"um": 1, "uma": 1, "dois": 2, "duas": 2, "três": 3, "quatro": 4, "cinco": 5, "seis": 6, "sete": 7,
+            "oito": 8, "nove": 9, "dez": 10, "onze": 11, "doze": 12},
+    ago_after=("atrás",),
+    ago_before=("há", "faz"),
+    last_after=("passado", "passada"),
+    next_before=("próximo", "próxima"),
+    next_after=("que vem",),
     greetings=("olá", "oi", "obrigado", "obrigada", "querido", "querida", "caro", "cara", "tchau", "adeus"),
     # Verbs whose forms the stemmer leaves apart, the infinitive first, as a question asks with it
     # ("Onde é que costumamos ir?" / "Fomos ao Porto"; forms that are stop words, "foi", left out).

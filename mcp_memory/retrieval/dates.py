@@ -16,7 +16,7 @@ import itertools
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 from ..lexicon import Lexicon, phrases_pattern
@@ -170,15 +170,80 @@ def find_period(text: str, lexicon: Lexicon = ENGLISH) -> tuple[Period | None, s
     return period, tidy(text[:match.start()] + " " + text[match.end():], text)
 
 
-def began_on(text: str, lexicon: Lexicon = ENGLISH) -> datetime | None:
+def began_on(text: str, lexicon: Lexicon = ENGLISH, now: datetime | None = None) -> datetime | None:
     """The start of the one dated phrase `text` names (a day, a month of a year, a year; maybe
-    after a bound opening a span: "since 2019"); None where it names none or several, or an
-    impossible date, or a bound ending a span ("before 2019"). Reading stops at the second phrase,
-    whatever the text's length."""
+    after a bound opening a span: "since 2019"), or, read against `now`, of the one day, week, month
+    or year it names from then ("yesterday", "two weeks ago", "last month", "next year"); None
+    where it names none or several, or an impossible date, or a bound ending a span ("before
+    2019"). Reading stops at the second phrase, whatever the text's length."""
     dates = _dates(lexicon)
     found = list(itertools.islice(dates.dated.finditer(text), 2))
-    span = _span(found[0], dates.months) if len(found) == 1 else None
+    if now is not None and len(found) < 2:
+        found += itertools.islice(_relative(lexicon).finditer(text), 2 - len(found))
+    if len(found) != 1:
+        return None
+    if now is not None and found[0].re is _relative(lexicon):
+        return _from(found[0], lexicon, now)
+    span = _span(found[0], dates.months)
     return _bounded(found[0].group("bound"), *span, lexicon)[0] if span is not None else None
+
+
+@functools.lru_cache(maxsize=8)
+def _relative(lexicon: Lexicon) -> re.Pattern[str]:
+    """The lexicon's days, and its units of time counted back or named next to now, as one pattern
+    (`began_on`); a shape the language leaves empty matches nothing."""
+    units = "(?:" + (phrases_pattern(tuple(lexicon.time_units)) or _NEVER) + ")"
+    count = r"(?:\d{1,3}|" + (phrases_pattern(tuple(lexicon.counts)) or _NEVER) + ")"
+
+    def words(w: tuple[str, ...]) -> str:
+        return "(?:" + (phrases_pattern(w) or _NEVER) + ")"
+
+    shapes = [
+        "(?P<day>" + (phrases_pattern(tuple(lexicon.days_from_today)) or _NEVER) + ")",
+        rf"(?P<n1>{count})\s+(?P<u1>{units})\s+{words(lexicon.ago_after)}",
+        rf"{words(lexicon.ago_before)}\s+(?P<n2>{count})\s+(?P<u2>{units})",
+        rf"{words(lexicon.last_before)}\s+(?P<last1>{units})",
+        rf"(?P<last2>{units})\s+{words(lexicon.last_after)}",
+        rf"{words(lexicon.next_before)}\s+(?P<next1>{units})",
+        rf"(?P<next2>{units})\s+{words(lexicon.next_after)}",
+    ]
+    return re.compile(r"(?<![\w'-])(?:" + "|".join(shapes) + r")(?![\w'-])", re.IGNORECASE)
+
+
+def _from(match: re.Match[str], lexicon: Lexicon, now: datetime) -> datetime:
+    """The start of what a `_relative` match names, read against `now`: a day, the day a count of
+    units back (the same day of the month or year, the last where it has none), or the unit before
+    or after this one (the week seven days off, the month's or year's first day)."""
+    today = datetime(now.year, now.month, now.day, tzinfo=UTC)
+    groups = {k: v for k, v in match.groupdict().items() if v is not None}
+    if "day" in groups:
+        return _days(today, lexicon.days_from_today[_SPACE.sub(" ", groups["day"].lower())])
+    unit = lexicon.time_units[_SPACE.sub(" ", next(v for k, v in groups.items() if k[:-1] in ("u", "last", "next")
+                                                   ).lower())]
+    if "u1" in groups or "u2" in groups:
+        said = groups.get("n1") or groups["n2"]
+        n = int(said) if said.isdigit() else lexicon.counts[_SPACE.sub(" ", said.lower())]
+        return _shifted(today, unit, -n)
+    step = -1 if "last1" in groups or "last2" in groups else 1
+    if unit == "month":
+        return _shifted(today.replace(day=1), "month", step)
+    if unit == "year":
+        return today.replace(year=today.year + step, month=1, day=1)
+    return _shifted(today, unit, step)
+
+
+def _days(day: datetime, n: int) -> datetime:
+    return datetime.fromordinal(day.toordinal() + n).replace(tzinfo=UTC)
+
+
+def _shifted(day: datetime, unit: str, n: int) -> datetime:
+    """`day` moved by `n` units, the day of the month kept where the month has it, else its last."""
+    if unit in ("day", "week"):
+        return _days(day, n * (7 if unit == "week" else 1))
+    months = day.year * 12 + day.month - 1 + n * (12 if unit == "year" else 1)
+    year, month = divmod(months, 12)
+    last = (datetime(year + (month + 1) // 12, (month + 1) % 12 + 1, 1, tzinfo=UTC) - timedelta(days=1)).day
+    return datetime(year, month + 1, min(day.day, last), tzinfo=UTC)
 
 
 def tidy(rest: str, original: str) -> str:
