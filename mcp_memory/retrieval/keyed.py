@@ -26,7 +26,7 @@ from .dates import value_bounds
 from .focus import TextVectors, unlabelled
 from .key_meaning import name_another
 from .naming import Linked
-from .query import ParsedQuery, phrases_of
+from .query import ParsedQuery, word_runs
 from .reorder import placed_scores
 from .values import values_of
 from .versions import masked_similarities, names_its_value_masked
@@ -45,7 +45,7 @@ def question_names(parsed: ParsedQuery) -> list[Name]:
     # the question holds, or a slug, is looked up as a name too, never created.
     seen = {n.canonical for n in names}
     lexicon = parsed.lexicon
-    runs = phrases_of(parsed.text, lexicon)[:MAX_PHRASES] + slugs(parsed.text, lexicon)[:MAX_PHRASES]
+    runs = word_runs(parsed.text, lexicon)[:MAX_PHRASES] + slugs(parsed.text, lexicon)[:MAX_PHRASES]
     unseen: dict[str, str] = {}
     for run in runs:
         unseen.setdefault(canonical(run), run)

@@ -127,9 +127,14 @@ def intent_of(parsed: ParsedQuery) -> QueryIntent | None:
 
 
 def phrases_of(text: str, lexicon: Lexicon = ENGLISH) -> list[str]:
+    """The runs of words of `text` (`word_runs`), then its slugs (names.py `slugs`: "billing-service"):
+    what a question may be about when it names nobody."""
+    return word_runs(text, lexicon) + slugs(text, lexicon)
+
+
+def word_runs(text: str, lexicon: Lexicon = ENGLISH) -> list[str]:
     """Runs of two to four words that begin and end with a content word ("coupons pipeline",
-    "team Umbra"), longest first, then the slugs (names.py `slugs`: "billing-service"): what a question
-    may be about when it names nobody."""
+    "team Umbra"), longest first."""
     words = WORD.findall(text)
     runs = []
     for n in (4, 3, 2):
@@ -137,7 +142,7 @@ def phrases_of(text: str, lexicon: Lexicon = ENGLISH) -> list[str]:
             run = words[i:i + n]
             if run[0].lower() not in lexicon.not_names and run[-1].lower() not in lexicon.not_names:
                 runs.append(" ".join(run))
-    return runs + slugs(text, lexicon)
+    return runs
 
 
 # A note's label: up to three words closed by a colon or a dash ("1:1 notes:", "Update -").
