@@ -182,20 +182,18 @@ def about_someone_else(content: str, lexicon: Lexicon = ENGLISH) -> bool:
     return _patterns(lexicon).named_third.search(head) is not None and not speaks_of_user(head, lexicon)
 
 
-def named_beside_their_person(content: str, lexicon: Lexicon = ENGLISH) -> int | None:
+def named_beside_their_person(content: str, lexicon: Lexicon = ENGLISH) -> tuple[int, bool] | None:
     """Where the name of the user's person a memory opens on starts, the name beside their role
-    ("Lena, the user's sister, lives in Berlin": 0; "My wife Sara works at Feedzai": 8): that name
-    is its subject, however short; None otherwise."""
+    ("Lena, the user's sister, lives in Berlin": 0; "My wife Sara works at Feedzai": 8), and whether
+    it comes right after the role the note opens on (then the note is theirs, not the user's, a
+    leader's too: "My boss Ahmed Saleh moved to Lisbon"; "My boss is Ahmed Saleh" is the user's own).
+    That name is its subject, however short; None where there is none."""
     patterns = _patterns(lexicon)
-    found = patterns.someone_named.search(content) or patterns.role_named.search(content)
-    return found.start("name") if found is not None else None
-
-
-def named_after_their_role(content: str, lexicon: Lexicon = ENGLISH) -> bool:
-    """Whether a memory opens on the role of a person in the user's life with their name right
-    after it ("My wife Sara works at Feedzai", "My boss Ahmed Saleh moved to Lisbon"): theirs, not
-    the user's, a leader's too ("My boss is Ahmed Saleh" is the user's own)."""
-    return _patterns(lexicon).role_named.search(content) is not None
+    if (found := patterns.someone_named.search(content)) is not None:
+        return found.start("name"), False
+    if (found := patterns.role_named.search(content)) is not None:
+        return found.start("name"), True
+    return None
 
 
 def led_by_their_person(content: str, lexicon: Lexicon = ENGLISH) -> bool:

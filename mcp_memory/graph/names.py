@@ -13,7 +13,7 @@ from typing import Literal
 
 from ..lexicon import Lexicon
 from ..lexicon.english import ENGLISH
-from .about_user import led_by_their_person, named_after_their_role, named_beside_their_person, speaks_of_user
+from .about_user import led_by_their_person, named_beside_their_person, speaks_of_user
 
 # Capitalised words that are not names (the lexicon's `not_names`): English's, for the readers that
 # are given no lexicon.
@@ -231,8 +231,7 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
     # "My sister lives in Porto" is about the user's sister, whom it does not name: no name is its
     # subject. "Lena, the user's sister, lives in Berlin" and "My sister Lena lives in Berlin" name
     # her: that name is, however short.
-    apposed = named_beside_their_person(text, lexicon)
-    role_named = apposed is not None and named_after_their_role(text, lexicon)
+    apposed, role_named = named_beside_their_person(text, lexicon) or (None, False)
     led = led_by_their_person(text, lexicon) or role_named
     subject_taken = led and not role_named
     for start, run in runs(text):
