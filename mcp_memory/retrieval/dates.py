@@ -16,7 +16,7 @@ import itertools
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TypeVar
 
 from ..lexicon import Lexicon, phrases_pattern
@@ -120,10 +120,9 @@ def _span(match: re.Match[str], months: dict[str, int]) -> tuple[datetime, datet
     try:
         if day:
             start = datetime(year, month, day, tzinfo=UTC)
-            return start, datetime.fromordinal(start.toordinal() + 1).replace(tzinfo=UTC)
+            return start, _days(start, 1)
         if month:
-            return (datetime(year, month, 1, tzinfo=UTC),
-                    datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC))
+            return datetime(year, month, 1, tzinfo=UTC), _month_after(year, month)
         return datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
     except ValueError:  # "31 June 2023"
         return None
@@ -176,13 +175,13 @@ def began_on(text: str, lexicon: Lexicon = ENGLISH, now: datetime | None = None)
     or year it names from then ("yesterday", "two weeks ago", "last month", "next year"); None
     where it names none or several, or an impossible date, or a bound ending a span ("before
     2019"). Reading stops at the second phrase, whatever the text's length."""
-    dates = _dates(lexicon)
+    dates, relative = _dates(lexicon), _relative(lexicon)
     found = list(itertools.islice(dates.dated.finditer(text), 2))
     if now is not None and len(found) < 2:
-        found += itertools.islice(_relative(lexicon).finditer(text), 2 - len(found))
+        found += itertools.islice(relative.finditer(text), 2 - len(found))
     if len(found) != 1:
         return None
-    if now is not None and found[0].re is _relative(lexicon):
+    if now is not None and found[0].re is relative:
         return _from(found[0], lexicon, now)
     span = _span(found[0], dates.months)
     return _bounded(found[0].group("bound"), *span, lexicon)[0] if span is not None else None
@@ -233,16 +232,21 @@ def _from(match: re.Match[str], lexicon: Lexicon, now: datetime) -> datetime:
 
 
 def _days(day: datetime, n: int) -> datetime:
+    """The start of the day `n` days after `day`'s."""
     return datetime.fromordinal(day.toordinal() + n).replace(tzinfo=UTC)
+
+
+def _month_after(year: int, month: int) -> datetime:
+    """The first day of the month after `month` (1-12) of `year`."""
+    return datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
 
 
 def _shifted(day: datetime, unit: str, n: int) -> datetime:
     """`day` moved by `n` units, the day of the month kept where the month has it, else its last."""
     if unit in ("day", "week"):
         return _days(day, n * (7 if unit == "week" else 1))
-    months = day.year * 12 + day.month - 1 + n * (12 if unit == "year" else 1)
-    year, month = divmod(months, 12)
-    last = (datetime(year + (month + 1) // 12, (month + 1) % 12 + 1, 1, tzinfo=UTC) - timedelta(days=1)).day
+    year, month = divmod(day.year * 12 + day.month - 1 + n * (12 if unit == "year" else 1), 12)
+    last = _days(_month_after(year, month + 1), -1).day
     return datetime(year, month + 1, min(day.day, last), tzinfo=UTC)
 
 
