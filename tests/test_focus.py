@@ -23,6 +23,7 @@ from mcp_memory.graph.about_user import (
     their_person,
     without_user,
 )
+from mcp_memory.graph.questions import asked_of_any
 from mcp_memory.lexicon import Lexicon
 from mcp_memory.lexicon.english import ENGLISH
 from mcp_memory.lexicon.portuguese import PORTUGUESE
@@ -36,6 +37,7 @@ from mcp_memory.retrieval.focus import (
     applies,
     chain,
     chain_start,
+    naming_nothing,
     sharing_values,
     similarities,
     stating_another,
@@ -474,6 +476,38 @@ def test_a_memory_stating_the_asked_attribute_answers_past_the_chains_cut() -> N
     assert answering({first: closeness[first], took_over: closeness[took_over]}, margin=0.15) == {first, took_over}
 
 
+@pytest.mark.parametrize("lexicon, question, texts", [
+    (ENGLISH, "Who is someone's manager?",
+     ["Dieter Vogel inherited someone from Lars Petersen.", "someone off streaming pager, now database.",
+      "someone covers streaming pages.", "someone's manager left the company.", "someone moved desks to 4B."]),
+    (PORTUGUESE, "Que carro conduz someone?",
+     ["someone comprou um Renault Zoe.", "someone começou a correr.", "someone vende o velho de novo.",
+      "someone mudou de carro.", "someone tem 2 gatos."]),
+])
+def test_a_memory_naming_no_value_states_none_of_an_attribute_valued_by_names(
+        lexicon: Lexicon, question: str, texts: list[str]) -> None:
+    """A manager is a person and a car a make: a memory naming no value (no capitalised word within
+    a sentence, no number) and not stating the attribute in the lexicon's words states no value of
+    it. A number is a value, as is the attribute's word ("manager", "carro")."""
+    attributes = asked_of_any(question, lexicon)
+    assert naming_nothing(attributes, texts, frozenset({MASK}), lexicon) == {1, 2}
+    # An attribute whose values are no names (a sport: "padel", "curling"), or none asked: none.
+    assert naming_nothing(frozenset({"sport"}) if lexicon is ENGLISH else frozenset({"allergies"}), texts,
+                          frozenset({MASK}), lexicon) == set()
+    assert naming_nothing(frozenset(), texts, frozenset({MASK}), lexicon) == set()
+
+
+def test_a_memory_naming_no_value_of_a_named_attribute_answers_nothing_unless_nothing_else_does() -> None:
+    """The chain took in a newer note naming nothing by its shape: it answers nothing, unless every
+    answer names nothing."""
+    inherited, pager, office = uuid4(), uuid4(), uuid4()
+    closeness = {inherited: Closeness(0.31, 1, 0.5, frozenset({"dieter", "vogel"})),
+                 pager: Closeness(0.30, 0, 1.0, nameless=True), office: Closeness(0.2, 2, 0.1, frozenset({"toronto"}))}
+    assert answering(closeness, margin=0.15) == {inherited}
+    closeness[inherited] = replace(closeness[inherited], nameless=True)
+    assert answering(closeness, margin=0.15) == {inherited, pager}
+
+
 def test_episodes_are_not_versions() -> None:
     """A conversation's turns all name the speaker; a later turn does not replace an earlier one."""
     rows = [_row("turn 1", 300, kind="episode"), _row("fact", 200), _row("turn 2", 10, kind="episode"),
@@ -566,6 +600,23 @@ MIRELA = [
 ]
 
 
+DAGNY = [  # a colleague's notes in a work register, written that many days ago
+    ("Update - Dagny Halvorsen works out of the Sao Paulo office.", 894),
+    ("Update - Dagny is remote from Austin now.", 583),
+    ("1:1 notes: Dagny Halvorsen left the Austin office for Warsaw.", 492),
+    ("Dagny Halvorsen flagged a flaky test in CI.", 218),
+    ("Dagny Halvorsen presented the quarterly metrics; slides were dense.", 162),
+    ("Dagny Halvorsen carries the storage pager.", 479),
+    ("From standup: Dagny Halvorsen handed storage pager over and joined streaming.", 96),
+    ("FYI: Dagny Halvorsen is on the Search Relevance team.", 845),
+    ("1:1 notes: Dagny Halvorsen now sits with the Developer Experience folks.", 292),
+    ("From standup: Dagny Halvorsen transferred to Mobile Platform.", 148),
+    ("Heard today: Helena Sousa is Dagny Halvorsen's skip-level and direct manager.", 561),
+    ("Update - Dagny Halvorsen now reports to Lars Petersen.", 118),
+    ("Dagny Halvorsen speaks Romanian natively.", 807),
+]
+
+
 async def write_dated(service: MemoryService, p: Principal, texts: list[tuple[str, int]]) -> list:
     """Each text written as a memory that happened that many days ago; the memories in order."""
     now = datetime.now(UTC)
@@ -643,6 +694,21 @@ async def test_the_answer_past_a_colleagues_first_ten_memories(service: MemorySe
     Warsaw") shares no word with the question, and ranks past the first ten of her memories,
     where the focus did not look."""
     await newest_first_only_with_the_rule(service, alice, MIRELA, "Which office is Mirela Sandu in?")
+
+
+async def test_a_newer_note_naming_no_one_does_not_answer_whom_she_reports_to(service: MemoryService,
+                                                                               alice: Principal) -> None:
+    """Her newer note on her pager came first for "Who does she report to?": the chain took it in
+    by its shape. A manager is a person, and a note naming no value states none."""
+    await write_dated(service, alice, DAGNY)
+    found = await service.search(alice, "Who does Dagny Halvorsen report to currently?", limit=20, explain=True)
+    assert found.hits[0].snippet == "Update - Dagny Halvorsen now reports to Lars Petersen."
+    nameless = [h for h in found.hits if h.explain.get("names_no_value")]
+    assert {h.snippet for h in nameless} == {
+        "From standup: Dagny Halvorsen handed storage pager over and joined streaming.",
+        "Dagny Halvorsen carries the storage pager.",
+        "Dagny Halvorsen presented the quarterly metrics; slides were dense."}
+    assert not any(h.explain.get("answers_now") for h in nameless)
 
 
 async def test_a_subjects_notes_are_not_one_fact_by_the_name_they_share(service: MemoryService) -> None:

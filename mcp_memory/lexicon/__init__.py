@@ -44,7 +44,9 @@ class Attribute:
     preference: extraction.py corrects a model's type by it), None where it may be more than one (a
     project's database is a fact, or a decision); `answers`: what its values are, as a question
     word asks for them (`Lexicon.question_words`: a manager is a person, a home city a place, a
-    standup time a time), None where no question word asks for it alone."""
+    standup time a time), None where no question word asks for it alone; `named`: its values are
+    names, written with a capital (a car's make, a project's, a team's), as a person's and a place's
+    are, so a memory naming none states no value of it (retrieval/focus.py `naming_nothing`)."""
 
     name: str
     phrases: tuple[str, ...]
@@ -53,6 +55,12 @@ class Attribute:
     kind: str | None = None
     settled: bool = False
     answers: Answer | None = None
+    named: bool = False
+
+    @property
+    def valued_by_names(self) -> bool:
+        """Whether its values are names: a person's, a place's, or `named`."""
+        return self.named or self.answers in ("person", "place")
 
 
 @dataclass(frozen=True, eq=False)  # one per language: compared (and cached) by identity

@@ -36,10 +36,10 @@ ATTRIBUTES = (
     # "phone" is a number or a handset: the text's cues decide, else the subject's facts, else a number.
     # ("device" is a phone or a laptop, so neither's: a new phone replaced a laptop keyed "device".)
     Attribute("phone", ("phone", "phone model", "mobile phone", "cell phone", "handset", "smartphone"),
-              ("handset", "smartphone", "iphone", "android", "pixel", "galaxy")),
+              ("handset", "smartphone", "iphone", "android", "pixel", "galaxy"), named=True),
     Attribute("email", ("email", "email address", "e-mail", "mail"), ("email", "e-mail"), kind="fact"),
     Attribute("car", ("car", "vehicle", "drives", "what they drive", "auto", "automobile", "ride", "vehicle driven"),
-              ("car", "drive", "vehicle", "leasing"), kind="fact"),
+              ("car", "drive", "vehicle", "leasing"), kind="fact", named=True),
     Attribute("pets", ("pets", "pet", "animals", "dogs", "cats"), ("pet", "dog", "cat", "animal", "puppy", "kitten"),
               single=False, kind="fact"),
     Attribute("allergies", ("allergies", "allergy", "allergic to", "food allergies"), ("allergy", "allergic"),
@@ -82,11 +82,12 @@ ATTRIBUTES = (
               ("manager", "boss", "report to", "supervise", "supervisor", "in charge of"), kind="fact",
               answers="person"),
     Attribute("team", ("team", "squad", "department", "group", "unit", "org", "belongs to", "member of"),
-              ("team", "squad", "department"), kind="fact"),
+              ("team", "squad", "department"), kind="fact", named=True),
     Attribute("team lead", ("team lead", "lead", "tech lead", "leader", "led by"), ("lead", "leads"), kind="fact",
               answers="person"),
     Attribute("project", ("project", "working on", "current project", "assignment", "workstream", "initiative",
-                          "focus", "owns"), ("project", "working on", "assigned", "workstream", "initiative")),
+                          "focus", "owns"), ("project", "working on", "assigned", "workstream", "initiative"),
+              named=True),
     # "based in" and "location" name a person's city or a team's office: the subject's facts decide.
     # A company's headquarters is its office ("hq city": its place, by `value_words`).
     Attribute("office", ("office", "office location", "site", "desk", "building", "works from", "based in",
@@ -99,7 +100,7 @@ ATTRIBUTES = (
     Attribute("on-call", ("on-call", "on call", "oncall", "on-call day", "on-call rotation", "on-call shift",
                           "pager duty", "on call day"), ("on-call", "on call", "oncall", "pager")),
     Attribute("laptop", ("laptop", "computer", "machine", "notebook", "work laptop", "work machine"),
-              ("laptop", "computer", "machine", "notebook")),
+              ("laptop", "computer", "machine", "notebook"), named=True),
     Attribute("editor", ("editor", "text editor", "code editor", "ide", "favourite editor", "favorite editor"),
               ("editor", "ide"), kind="preference"),
     Attribute("shell", ("shell", "default shell", "terminal shell", "command line shell", "command-line shell"),

@@ -120,6 +120,7 @@ class Closeness:
     off: bool = False  #: its words state another attribute than the one the question asks
     alike: int | None = None  #: the group of alike masked vectors among the subject's memories it is in
     says_asked: bool = False  #: its words state the attribute the question asks (the lexicon's cues and phrases)
+    nameless: bool = False  #: it names no value of the asked attribute, whose values are names (`naming_nothing`)
 
 
 async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
@@ -165,10 +166,26 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
     together = groups(matrix, conflict) if parsed.tense != "present" else []
     group = {i: g for g, members in enumerate(together) for i in members}
     attributes = asked_of_any(masked, parsed.lexicon)
+    nameless = naming_nothing(attributes, texts, ignore, parsed.lexicon)
     return {rows[positions[i]]["id"]: Closeness(float(to_question[i]), step, links[step],
                                                 values_of(texts[i], ignore), i not in on, group.get(i),
-                                                bool(attributes & cued_in(texts[i], parsed.lexicon)))
+                                                bool(attributes & cued_in(texts[i], parsed.lexicon)), i in nameless)
             for step, i in enumerate(order)}
+
+
+def naming_nothing(attributes: frozenset[str], texts: Sequence[str], ignore: frozenset[str],
+                   lexicon: Lexicon) -> set[int]:
+    """Which of `texts` (a subject's memories, names masked) state no value of the asked
+    `attributes`, where each of those is valued by names (`Attribute.valued_by_names`: a manager, an
+    office, a car): they name no value (`values_of`, less the words in `ignore`) and state none of
+    the attributes in the lexicon's words ("someone moved in with her parents." states a home by
+    "moved"). Read only to take them out of the answers, not off the chain: off it, they moved the
+    chain's cut, and life and ops each lost two questions (docs/benchmarks.md, seventy-second stop)."""
+    by_name = phrasebook.by_name(lexicon)
+    if not attributes or not all(by_name[a].valued_by_names for a in attributes):
+        return set()
+    return {i for i, text in enumerate(texts)
+            if not values_of(text, ignore) and not attributes & cued_in(text, lexicon)}
 
 
 def _asked_without(parsed: ParsedQuery, unnamed: Callable[[str], str]) -> str:
@@ -337,7 +354,11 @@ def answering(closeness: dict[UUID, Closeness], margin: float) -> set[UUID]:
     A memory stating the asked attribute in the lexicon's words (`Closeness.says_asked`: "took over
     as Thandiwe's line manager" for "Who supervises Thandiwe?") answers wherever the chain was cut:
     a version worded unlike the others links to them no closer than the subject's other facts do,
-    and the cut left it out (every dev set gained; docs/benchmarks.md, thirty-ninth stop)."""
+    and the cut left it out (every dev set gained; docs/benchmarks.md, thirty-ninth stop).
+
+    A memory naming nothing where the asked attribute's values are names (`Closeness.nameless`)
+    answers nothing, unless nothing else answers: the chain takes in the subject's notes by their
+    shape, and "someone off streaming pager, now database." answered "Who is someone's manager?"."""
     joined = sorted((k for k in closeness if not closeness[k].off), key=lambda k: closeness[k].joined)
     if len(joined) == 1:
         chosen = set(joined)
@@ -347,7 +368,8 @@ def answering(closeness: dict[UUID, Closeness], margin: float) -> set[UUID]:
     else:
         chosen = chain_answers(joined, closeness)
     # What it names brings in nothing more: a newer note naming the new manager's city is no version.
-    return sharing_values(chosen, closeness) | {k for k in joined if closeness[k].says_asked}
+    found = sharing_values(chosen, closeness) | {k for k in joined if closeness[k].says_asked}
+    return {k for k in found if not closeness[k].nameless} or found
 
 
 def chain_answers(joined: Sequence[UUID], closeness: dict[UUID, Closeness]) -> set[UUID]:

@@ -47,6 +47,7 @@ def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool,
                     if on_topic is not None else {}),
                  **({"states_another_attribute": True} if on_topic is not None and on_topic.off else {}),
                  **({"states_asked_attribute": True} if on_topic is not None and on_topic.says_asked else {}),
+                 **({"names_no_value": True} if on_topic is not None and on_topic.nameless else {}),
                  **({answers: True} if answers else {})}
         if explain else None,
     )
