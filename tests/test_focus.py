@@ -476,22 +476,27 @@ def test_a_memory_stating_the_asked_attribute_answers_past_the_chains_cut() -> N
     assert answering({first: closeness[first], took_over: closeness[took_over]}, margin=0.15) == {first, took_over}
 
 
-@pytest.mark.parametrize("lexicon, question, texts", [
-    (ENGLISH, "Who is someone's manager?",
-     ["Dieter Vogel inherited someone from Lars Petersen.", "someone off streaming pager, now database.",
-      "someone covers streaming pages.", "someone's manager left the company.", "someone moved desks to 4B."]),
+NOTES = ["Dieter Vogel inherited someone from Lars Petersen.", "someone off streaming pager, now database.",
+         "someone covers streaming pages.", "someone's manager left the company.", "someone sits at desk 4B.",
+         "someone switched to a Sony Xperia 10."]
+
+
+@pytest.mark.parametrize("lexicon, question, texts, nameless", [
+    (ENGLISH, "Who is someone's manager?", NOTES, {1, 2, 4, 5}),
+    (ENGLISH, "Which office is someone in?", NOTES, {1, 2, 3}),
     (PORTUGUESE, "Que carro conduz someone?",
      ["someone comprou um Renault Zoe.", "someone começou a correr.", "someone vende o velho de novo.",
-      "someone mudou de carro.", "someone tem 2 gatos."]),
+      "someone mudou de carro.", "someone tem 2 gatos."], {1, 2}),
 ])
 def test_a_memory_naming_no_value_states_none_of_an_attribute_valued_by_names(
-        lexicon: Lexicon, question: str, texts: list[str]) -> None:
-    """A manager is a person and a car a make: a memory naming no value (no capitalised word within
-    a sentence, no number) and not stating the attribute in the lexicon's words states no value of
-    it. A number is a value, as is the attribute's word ("manager", "carro")."""
+        lexicon: Lexicon, question: str, texts: list[str], nameless: set[int]) -> None:
+    """A manager is a person, an office a place and a car a make: a memory naming no value (no
+    capitalised word within a sentence, no number) and not stating the attribute in the lexicon's
+    words states no value of it; the attribute's words ("manager", "carro") state it. A person's
+    name holds no digit ("desk 4B", "Sony Xperia 10" name no manager); a place's may."""
     attributes = asked_of_any(question, lexicon)
-    assert naming_nothing(attributes, texts, frozenset({MASK}), lexicon) == {1, 2}
-    # An attribute whose values are no names (a sport: "padel", "curling"), or none asked: none.
+    assert naming_nothing(attributes, texts, frozenset({MASK}), lexicon) == nameless
+    # An attribute whose values are no names (a sport: "padel"; allergies), or none asked: none.
     assert naming_nothing(frozenset({"sport"}) if lexicon is ENGLISH else frozenset({"allergies"}), texts,
                           frozenset({MASK}), lexicon) == set()
     assert naming_nothing(frozenset(), texts, frozenset({MASK}), lexicon) == set()

@@ -74,7 +74,7 @@ from ..lexicon import Lexicon
 from ..models import MOMENTS
 from .alike import groups
 from .query import LABEL, NOT_NAMES, ParsedQuery
-from .values import values_of, words_of
+from .values import value_runs, values_of, words_of
 from .whose import MASK, question_mask, subject_positions, without_names
 
 
@@ -177,15 +177,23 @@ def naming_nothing(attributes: frozenset[str], texts: Sequence[str], ignore: fro
                    lexicon: Lexicon) -> set[int]:
     """Which of `texts` (a subject's memories, names masked) state no value of the asked
     `attributes`, where each of those is valued by names (`Attribute.valued_by_names`: a manager, an
-    office, a car): they name no value (`values_of`, less the words in `ignore`) and state none of
+    office, a car): they name no value (`value_runs`, less the words in `ignore`) and state none of
     the attributes in the lexicon's words ("someone moved in with her parents." states a home by
-    "moved"). Read only to take them out of the answers, not off the chain: off it, they moved the
-    chain's cut, and life and ops each lost two questions (docs/benchmarks.md, seventy-second stop)."""
+    "moved"). A person's name holds no digit, so where each asks a person, values that all hold one
+    are none of theirs ("someone switched to a Sony Xperia 10." for "Who is someone dating?"); a
+    place's may ("eu-central-1"). Read only to take them out of the answers, not off the chain: off
+    it, they moved the chain's cut, and life lost two questions and ops three (docs/benchmarks.md,
+    seventy-second stop)."""
     by_name = phrasebook.by_name(lexicon)
     if not attributes or not all(by_name[a].valued_by_names for a in attributes):
         return set()
-    return {i for i, text in enumerate(texts)
-            if not values_of(text, ignore) and not attributes & cued_in(text, lexicon)}
+    people = all(by_name[a].answers == "person" for a in attributes)
+
+    def names_one(text: str) -> bool:
+        runs = value_runs(text, ignore)
+        return any(not any(c.isdigit() for word in run for c in word) for run in runs) if people else bool(runs)
+
+    return {i for i, text in enumerate(texts) if not names_one(text) and not attributes & cued_in(text, lexicon)}
 
 
 def _asked_without(parsed: ParsedQuery, unnamed: Callable[[str], str]) -> str:
