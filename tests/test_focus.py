@@ -716,6 +716,30 @@ async def test_a_newer_note_naming_no_one_does_not_answer_whom_she_reports_to(se
     assert not any(h.explain.get("answers_now") for h in nameless)
 
 
+async def test_a_pet_kept_at_home_does_not_say_where_she_lives(service: MemoryService, alice: Principal) -> None:
+    """"Ines Baptiste keeps a grey tabby at home." stated a home in the lexicon's words, and so
+    answered where she lives past the chain's cut, ahead of her newer address: "at home" is an
+    idiom (the lexicon's `idioms`), no statement of a city."""
+    await write_dated(service, alice, [
+        ("Ines Baptiste keeps a grey tabby at home.", 518),
+        ("Ines Baptiste adopted a pair of guinea pigs from the shelter.", 196),
+        ("Ines Baptiste is organising a surprise party for a colleague.", 351),
+        ("Ines Baptiste plays table tennis twice a week.", 245),
+        ("Ines Baptiste started trail running in the spring.", 114),
+        ("Ines Baptiste takes all the photos on a Nokia G42.", 602),
+        ("Ines Baptiste finally replaced the a Nokia G42 with a Fairphone 5.", 389),
+        ("Ines Baptiste's place is in Kaunas, near the river.", 1025),
+        ("Big news: Ines Baptiste relocated from Kaunas to Montpellier.", 755),
+        ("Ines Baptiste found an apartment in Ljubljana and left Montpellier.", 738),
+        ("Ines Baptiste's new address is in Aarhus.", 657),
+        ("Ines Baptiste broke up with Linnea; now seeing Kwame.", 267),
+        ("Ines Baptiste's birthday is on 19 June.", 879)])
+    found = await service.search(alice, "What city does Ines Baptiste live in?", limit=20, explain=True)
+    assert found.hits[0].snippet == "Ines Baptiste's new address is in Aarhus."
+    tabby = next(h for h in found.hits if "tabby" in h.snippet)
+    assert not tabby.explain.get("states_asked_attribute") and not tabby.explain.get("answers_now")
+
+
 async def test_a_subjects_notes_are_not_one_fact_by_the_name_they_share(service: MemoryService) -> None:
     """With no time word the versions rule's groups answer too. By their stored vectors a
     colleague's short notes are alike by his name: his office, the language he speaks and where

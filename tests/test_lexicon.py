@@ -273,6 +273,21 @@ def test_an_attribute_says_the_kind_of_memory_stating_it_where_its_words_agree()
     assert kind_of("empregador", PORTUGUESE) == "fact"
 
 
+@pytest.mark.parametrize(("lexicon", "idiom", "statement"), [
+    (ENGLISH, "Greta keeps two budgies at home.", "Home for Greta is Berlin."),
+    (ENGLISH, "Greta brought home a rescue greyhound.", "Greta lives at home in Porto."),
+    (PORTUGUESE, "A Greta mudou de ideias sobre o jantar.", "A Greta mudou de casa."),
+])
+def test_an_idiom_holding_an_attributes_word_states_none(lexicon: Lexicon, idiom: str, statement: str) -> None:
+    """"at home" and "mudou de ideias" hold a home's words and state no home; the same words
+    outside the idiom ("Home for Greta", "mudou de casa") or beside a cue ("lives at home") do."""
+    from mcp_memory.graph.keys import cued_in, key_in
+
+    assert "home city" not in cued_in(idiom, lexicon)
+    assert key_in(idiom, lexicon, ["Greta"]) is None
+    assert "home city" in cued_in(statement, lexicon)
+
+
 def test_a_words_other_forms_are_the_lexicons_in_each_language() -> None:
     assert ENGLISH.other_forms(ENGLISH.words("Where did Zainab grow up?")) == ["grew", "grown"]
     # A verb so common it says little: "went" matched any outing ("Where did Ana go on holiday?").

@@ -213,7 +213,7 @@ def cue_of(key: Key, text: str, lexicon: Lexicon) -> str | None:
     (`cued_by`); None where the key names one attribute, or the cues choose none."""
     if not key.alternatives:
         return None
-    stems = lexicon.stems(text[:CUES_WITHIN_CHARS])
+    stems = phrasebook.cue_stems(text[:CUES_WITHIN_CHARS], lexicon)
 
     def held(attribute: Attribute) -> tuple[int, int]:
         """(its longest cue or phrase the text holds, how many of them): "phone" is a number's
@@ -258,7 +258,7 @@ def filed_by_default(attribute: str, words: str, text: str, instead: str, lexico
 @functools.lru_cache(maxsize=4096)
 def cued_in(text: str, lexicon: Lexicon) -> frozenset[str]:
     """Every attribute of the lexicon whose cues or phrases `text`'s words hold."""
-    return frozenset(phrasebook.held(lexicon.stems(text[:CUES_WITHIN_CHARS]), lexicon))
+    return frozenset(phrasebook.held(phrasebook.cue_stems(text[:CUES_WITHIN_CHARS], lexicon), lexicon))
 
 
 def key_in(text: str, lexicon: Lexicon, names: list[str]) -> Key | None:
@@ -268,7 +268,7 @@ def key_in(text: str, lexicon: Lexicon, names: list[str]) -> Key | None:
     masked = text
     for name in sorted(names, key=len, reverse=True):
         masked = masked.replace(name, " ")
-    cued = phrasebook.longest(phrasebook.held(lexicon.stems(masked), lexicon))
+    cued = phrasebook.longest(phrasebook.held(phrasebook.cue_stems(masked, lexicon), lexicon))
     if cued is None:
         return None
     attribute = phrasebook.by_name(lexicon)[cued]

@@ -83,6 +83,27 @@ def parts(lexicon: Lexicon, attribute: Attribute) -> frozenset[tuple[str, ...]]:
                      | {lexicon.stems(p, drop=lexicon.key_fillers) for p in (attribute.name, *attribute.phrases)})
 
 
+def cue_stems(text: str, lexicon: Lexicon) -> tuple[str, ...]:
+    """`text`'s stems as its cues are read (`held`): each of the lexicon's idioms blanked, so "keeps
+    two budgies at home" holds no cue of a home, and "Home for Greta is Berlin." still does."""
+    stems = lexicon.stems(text)
+    idioms = _idioms(lexicon)
+    if not idioms or not any(idiom[0] in stems for idiom in idioms):
+        return stems
+    blanked = list(stems)
+    for idiom in idioms:
+        n = len(idiom)
+        for at in range(len(stems) - n + 1):
+            if stems[at:at + n] == idiom:
+                blanked[at:at + n] = [""] * n
+    return tuple(blanked)
+
+
+@functools.lru_cache(maxsize=8)
+def _idioms(lexicon: Lexicon) -> tuple[tuple[str, ...], ...]:
+    return tuple(stems for idiom in lexicon.idioms if (stems := lexicon.stems(idiom)))
+
+
 @functools.lru_cache(maxsize=8)
 def _parts_by_first(lexicon: Lexicon) -> dict[str, tuple[tuple[tuple[str, ...], str], ...]]:
     """Each cue's or phrase's first stem -> (its stems, its attribute), every attribute's."""

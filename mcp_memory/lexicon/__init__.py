@@ -84,6 +84,9 @@ class Lexicon:
     # "build"): kept whole wherever words are stemmed, so a "release date" is no partner's and a
     # "nightly build" no office.
     whole_words: frozenset[str] = frozenset()
+    # Phrases holding an attribute's word that state none ("keeps two budgies at home", "brought home
+    # a greyhound": no home city): a text's cues are read without them (graph/phrasebook.py `cue_stems`).
+    idioms: tuple[str, ...] = ()
     # Words that make a key an earlier value's ("previous employer", "old team"): none the subject
     # holds now, so never its current attribute.
     past_qualifiers: frozenset[str] = frozenset()

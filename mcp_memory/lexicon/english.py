@@ -164,6 +164,8 @@ ENGLISH = Lexicon(
     user_names=frozenset({"me", "i", "myself", "the user", "user", "the user's", "my", "you", "yourself"}),
     attributes=ATTRIBUTES,
     whole_words=frozenset({"dating", "seeing", "building", "training", "designation"}),
+    idioms=("at home", "brought home", "bring home", "brings home", "came home", "come home", "got home",
+            "went home", "go home", "home from"),
     past_qualifiers=frozenset({"previous", "former", "old", "ex", "prior", "past", "earlier", "one-time"}),
     value_words=frozenset({"name", "city", "location", "model", "brand", "make", "type", "kind"}),
     question_words={"who": "person", "whom": "person", "who's": "person", "who’s": "person", "where": "place",

@@ -75,6 +75,8 @@ PORTUGUESE = Lexicon(
                           "o utilizador", "a utilizadora", "utilizador", "utilizadora", "você", "meu", "minha"}),
     attributes=ATTRIBUTES,
     whole_words=frozenset({"casado", "casada"}),
+    idioms=("mudou de ideias", "mudou de ideia", "mudou de opinião", "mudar de ideias", "mudar de ideia",
+            "mudar de opinião"),
     past_qualifiers=frozenset({"anterior", "antigo", "antiga", "antigos", "antigas", "ex", "velho", "velha"}),
     value_words=frozenset({"nome", "cidade", "local", "localização", "modelo", "marca", "tipo"}),
     question_words={"quem": "person", "onde": "place", "quando": "time"},
