@@ -56,7 +56,7 @@ def test_every_lexicon_fills_every_list_and_queries_the_stored_configuration() -
     # and counts back from now, or names the unit before or after, on one side of the unit or both.
     optional = ("user_words_lower", "not_owners", "month_year_joiners", "head_last", "possessive_endings",
                 "possessive_words", "ago_after", "ago_before", "last_before", "last_after", "next_before",
-                "next_after")
+                "next_after", "clitics")
     lists = [f for f in Lexicon.__dataclass_fields__ if f not in ("language", "text_search", *optional)]
     for language in available():
         lexicon = named(language)
@@ -286,6 +286,19 @@ def test_an_idiom_holding_an_attributes_word_states_none(lexicon: Lexicon, idiom
     assert "home city" not in cued_in(idiom, lexicon)
     assert key_in(idiom, lexicon, ["Greta"]) is None
     assert "home city" in cued_in(statement, lexicon)
+
+
+def test_a_verb_with_its_pronoun_after_a_hyphen_holds_the_verbs_cue() -> None:
+    """Portuguese writes a reflexive verb's pronoun after it ("mudou-se", "mudei-me"): cut before
+    the word is stemmed, "A Ana mudou-se para o Porto." states a home as "mudou para" does. A
+    hyphenated word that ends on no pronoun ("guarda-chuva") keeps its ending, and English its
+    possessive cut."""
+    from mcp_memory.graph.keys import cued_in
+
+    assert cued_in("A Ana mudou-se para o Porto.", PORTUGUESE) == {"home city"}
+    assert cued_in("Eu mudei-me para Lisboa.", PORTUGUESE) == {"home city"}
+    assert PORTUGUESE.stems("guarda-chuva mudou-se") == ("guarda-chuv", "mud")
+    assert ENGLISH.stems("Kwame's manager") == ENGLISH.stems("Kwame manager")
 
 
 def test_a_words_other_forms_are_the_lexicons_in_each_language() -> None:

@@ -87,6 +87,9 @@ class Lexicon:
     # Phrases holding an attribute's word that state none ("keeps two budgies at home", "brought home
     # a greyhound": no home city): a text's cues are read without them (graph/phrasebook.py `cue_stems`).
     idioms: tuple[str, ...] = ()
+    # Pronouns written after a verb with a hyphen (Portuguese "mudou-se", "mudei-me"): cut before a
+    # word is stemmed, as a possessive ending is, so "mudou-se" holds the cue "mudou".
+    clitics: tuple[str, ...] = ()
     # Words that make a key an earlier value's ("previous employer", "old team"): none the subject
     # holds now, so never its current attribute.
     past_qualifiers: frozenset[str] = frozenset()
@@ -255,9 +258,15 @@ class Lexicon:
         return [form for form in dict.fromkeys(found) if form not in given and form not in self.stop_words]
 
     def stems(self, text: str, *, drop: frozenset[str] = frozenset()) -> tuple[str, ...]:
-        """The stems of `text`'s words, those in `drop` left out, possessives cut."""
-        words = [re.sub(r"['’]s$", "", w) for w in self.words(text)]
+        """The stems of `text`'s words, those in `drop` left out, possessive endings and clitics cut."""
+        words = [self._cut.sub("", w) for w in self.words(text)] if self._cut is not None else self.words(text)
         return tuple(w if w in self.whole_words else self._stemmer.stemWord(w) for w in words if w and w not in drop)
+
+    @cached_property
+    def _cut(self) -> re.Pattern[str] | None:
+        """The endings `stems` cuts off a word: its possessive endings and clitics."""
+        endings = (*self.possessive_endings, *self.clitics)
+        return re.compile(f"(?:{'|'.join(map(re.escape, endings))})$") if endings else None
 
 
 def phrases_pattern(phrases: tuple[str, ...] | frozenset[str]) -> str:

@@ -75,6 +75,7 @@ PORTUGUESE = Lexicon(
                           "o utilizador", "a utilizadora", "utilizador", "utilizadora", "você", "meu", "minha"}),
     attributes=ATTRIBUTES,
     whole_words=frozenset({"casado", "casada"}),
+    clitics=("-se", "-me", "-te", "-nos", "-vos", "-lhe", "-lhes"),
     idioms=("mudou de ideias", "mudou de ideia", "mudou de opinião", "mudar de ideias", "mudar de ideia",
             "mudar de opinião"),
     past_qualifiers=frozenset({"anterior", "antigo", "antiga", "antigos", "antigas", "ex", "velho", "velha"}),
