@@ -209,6 +209,10 @@ def test_a_memory_naming_an_answers_value_answers_too() -> None:
                  quit_next: Closeness(0.1, 3, 0.1, frozenset({"brightwater", "health", "plumtree", "media"}))}
     assert sharing_values({payroll}, closeness) == {payroll, quit_it, quit_next}
     assert sharing_values({other}, closeness) == {other}
+    # Naming an answer's value alone is saying something else of it: "read a book about Lisbon".
+    book = uuid4()
+    assert sharing_values({payroll}, {**closeness, book: Closeness(0.1, 4, 0.1, frozenset({"lanternfish"}))}) == \
+        {payroll, quit_it, quit_next}
     # The chain alone ends after the first drop (1.0 -> .4 -> .2 -> .1: the drop to .2 is the largest).
     assert answering(closeness, margin=0.15) == {payroll, other, quit_it, quit_next}
     closeness[quit_it] = Closeness(0.2, 2, 0.2, frozenset({"korvex"}))

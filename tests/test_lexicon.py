@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 
 import pytest
@@ -210,6 +210,20 @@ async def test_a_keyed_write_in_portuguese_replaces_the_older_value_and_a_questi
     assert now.intent is not None and now.intent.tense == "present"
     before = await portuguese.search(p, "Onde morava a Greta antes?")
     assert before.hits[0].id == old.id
+
+
+async def test_a_move_said_with_a_reflexive_verb_is_where_she_lives_now(portuguese: MemoryService) -> None:
+    """Nobody passing keys: "mudou-se para o Porto" states her home by its verb."""
+    p = principal("alice")
+    now = datetime.now(UTC)
+    for text, days in [("A Greta Costa mora em Lisboa.", 400), ("A Greta Costa conduz um Renault Zoe.", 300),
+                       ("A Greta Costa trabalha na Sonae.", 250), ("A Greta Costa mudou-se para o Porto.", 100),
+                       ("A Greta Costa começou a correr.", 20)]:
+        await portuguese.write(p, text, occurred_at=now - timedelta(days=days))
+    found = await portuguese.search(p, "Onde mora a Greta Costa agora?", explain=True)
+    assert [h.snippet for h in found.hits[:2]] == ["A Greta Costa mudou-se para o Porto.",
+                                                   "A Greta Costa mora em Lisboa."]
+    assert found.hits[0].explain.get("states_asked_attribute")
 
 
 async def test_a_question_that_chains_two_things_hops_in_portuguese(portuguese: MemoryService) -> None:

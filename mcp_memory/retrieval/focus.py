@@ -402,13 +402,16 @@ def _largest_drop(links: Sequence[float]) -> int:
 
 
 def sharing_values(answers: set[UUID], closeness: dict[UUID, Closeness]) -> set[UUID]:
-    """`answers` and every memory naming a value one of them names, or in a group of alike masked
-    vectors one of them is in (`Closeness.alike`), transitively. An update
+    """`answers` and every memory naming a value one of them names beside one none of them names, or
+    in a group of alike masked vectors one of them is in (`Closeness.alike`), transitively. An update
     often names the value it replaces ("quit Brightwater Health and signed with Plumtree Media",
     "standup moved 9:45 -> 9:15") however far its wording is from the version before: it is a
-    version too. A value the question names decides nothing (life / ops / assistant newest
-    first +.01 / +.02 / +.01, newest@1 unchanged / +.01 / +.01, dataset and workbench unchanged;
-    without the narrowed subject above, ops newest@1 lost one: another API in the same region)."""
+    version too. One naming only values they name says something else of them ("Greta read a book
+    about Lisbon." after "Greta lives in Lisbon."): no version (assistant newest@1 .658 -> .667, the
+    other sets the same record by record). A value the question names decides nothing (life / ops /
+    assistant newest first +.01 / +.02 / +.01, newest@1 unchanged / +.01 / +.01, dataset and
+    workbench unchanged; without the narrowed subject above, ops newest@1 lost one: another API in
+    the same region)."""
     answers = set(answers)
     named = set().union(*(closeness[k].values for k in answers))
     groups = {closeness[k].alike for k in answers} - {None}
@@ -416,7 +419,7 @@ def sharing_values(answers: set[UUID], closeness: dict[UUID, Closeness]) -> set[
     while grown:
         grown = False
         for k, c in closeness.items():
-            if k not in answers and not c.off and (c.values & named or c.alike in groups):
+            if k not in answers and not c.off and (c.values & named and c.values - named or c.alike in groups):
                 answers.add(k)
                 named |= c.values
                 groups |= {c.alike} - {None}
