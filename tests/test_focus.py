@@ -506,6 +506,31 @@ def test_a_memory_naming_no_value_states_none_of_an_attribute_valued_by_names(
     assert naming_nothing(frozenset(), texts, frozenset({MASK}), lexicon) == set()
 
 
+def test_a_question_asking_no_attribute_asks_what_its_question_word_asks_for() -> None:
+    """"Who do I answer to at the moment?" names no attribute: "who" asks a person, so memories
+    naming none answer nothing; "where" a place; "when" a time, which the rule leaves alone."""
+    assert naming_nothing(frozenset(), NOTES, frozenset({MASK}), ENGLISH, "person") == {1, 2, 3, 4, 5}
+    assert naming_nothing(frozenset(), NOTES, frozenset({MASK}), ENGLISH, "place") == {1, 2, 3}
+    assert naming_nothing(frozenset(), NOTES, frozenset({MASK}), ENGLISH, "time") == set()
+    assert naming_nothing(frozenset(), NOTES, frozenset({MASK}), ENGLISH) == set()
+
+
+async def test_the_users_newest_note_naming_no_one_does_not_say_whom_they_answer_to(
+        service: MemoryService, alice: Principal) -> None:
+    """The user's newest note ("I prefer meetings after 10.") came first for "Who do I answer to at
+    the moment?": the question names no attribute, and its "who" asks a person."""
+    await write_dated(service, alice, [
+        ("User trains at a yoga club.", 562), ("I do rowing on weekends.", 445), ("I'm hooked on cycling.", 380),
+        ("I switched from cycling to judo.", 65), ("My friends invited me to watch swimming.", 31),
+        ("I report to Leonie Marchetti.", 514), ("My manager changed to Ruth Okonkwo.", 275),
+        ("The user's intern works for Marco Bellini.", 242), ("User is on the payroll of Tessellate.", 635),
+        ("I started a new job at Juniper Freight.", 604), ("My brother got a job at Plumtree Media.", 530),
+        ("I grew up in Tromso.", 819), ("I prefer meetings after 10.", 28),
+        ("Remind me to renew the passport.", 86)])
+    found = await service.search(alice, "Who do I answer to at the moment?", explain=True)
+    assert found.hits[0].snippet == "My manager changed to Ruth Okonkwo."
+
+
 def test_a_memory_naming_no_value_of_a_named_attribute_answers_nothing_unless_nothing_else_does() -> None:
     """The chain took in a newer note naming nothing by its shape: it answers nothing, unless every
     answer names nothing."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 
-from ..lexicon import Lexicon
+from ..lexicon import Answer, Lexicon
 from . import phrasebook
 
 
@@ -97,12 +97,19 @@ def asked_for(question: str, lexicon: Lexicon, known: Iterable[str]) -> str | No
     words, not its home city), where it has no such question word or asks for more than one kind,
     or where the subject has not exactly one attribute of that kind (a key in a writer's own words
     has none)."""
-    asks = {lexicon.question_words[w] for w in lexicon.words(question) if w in lexicon.question_words}
+    kind = asked_kind(question, lexicon)
     by_name = phrasebook.by_name(lexicon)
-    if len(asks) != 1 or any(by_name[a].answers in asks for a in asked_of_any(question, lexicon)):
+    if kind is None or any(by_name[a].answers == kind for a in asked_of_any(question, lexicon)):
         return None
-    fits = [a for a in dict.fromkeys(known) if a in by_name and by_name[a].answers in asks]
+    fits = [a for a in dict.fromkeys(known) if a in by_name and by_name[a].answers == kind]
     return fits[0] if len(fits) == 1 else None
+
+
+def asked_kind(question: str, lexicon: Lexicon) -> Answer | None:
+    """What `question`'s question word asks for (`Lexicon.question_words`: "who" a person); None for
+    none, or for words asking more than one kind."""
+    asks = {lexicon.question_words[w] for w in lexicon.words(question) if w in lexicon.question_words}
+    return next(iter(asks)) if len(asks) == 1 else None
 
 
 # A present-tense question asks it several times (retrieval/focus.py: whether the subject's facts are

@@ -69,8 +69,8 @@ from ..graph import phrasebook
 from ..graph.about_user import asks_of_user_alone, without_user
 from ..graph.keys import cued_in
 from ..graph.names import Name
-from ..graph.questions import asked_of_any
-from ..lexicon import Lexicon
+from ..graph.questions import asked_kind, asked_of_any
+from ..lexicon import Answer, Lexicon
 from ..models import MOMENTS
 from .alike import groups
 from .query import LABEL, NOT_NAMES, ParsedQuery
@@ -166,7 +166,7 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
     together = groups(matrix, conflict) if parsed.tense != "present" else []
     group = {i: g for g, members in enumerate(together) for i in members}
     attributes = asked_of_any(masked, parsed.lexicon)
-    nameless = naming_nothing(attributes, texts, ignore, parsed.lexicon)
+    nameless = naming_nothing(attributes, texts, ignore, parsed.lexicon, asked_kind(masked, parsed.lexicon))
     return {rows[positions[i]]["id"]: Closeness(float(to_question[i]), step, links[step],
                                                 values_of(texts[i], ignore), i not in on, group.get(i),
                                                 bool(attributes & cued_in(texts[i], parsed.lexicon)), i in nameless)
@@ -174,20 +174,23 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
 
 
 def naming_nothing(attributes: frozenset[str], texts: Sequence[str], ignore: frozenset[str],
-                   lexicon: Lexicon) -> set[int]:
+                   lexicon: Lexicon, kind: Answer | None = None) -> set[int]:
     """Which of `texts` (a subject's memories, names masked) state no value of the asked
     `attributes`, where each of those is valued by names (`Attribute.valued_by_names`: a manager, an
     office, a car): they name no value (`value_runs`, less the words in `ignore`) and state none of
     the attributes in the lexicon's words ("someone moved in with her parents." states a home by
-    "moved"). A person's name holds no digit, so where each asks a person, values that all hold one
-    are none of theirs ("someone switched to a Sony Xperia 10." for "Who is someone dating?"); a
-    place's may ("eu-central-1"). Read only to take them out of the answers, not off the chain: off
-    it, they moved the chain's cut, and life lost two questions and ops three (docs/benchmarks.md,
-    seventy-second stop)."""
+    "moved"). A question asking no attribute by its words asks for what its question word does
+    (`kind`: "Who do I answer to at the moment?", a person). A person's name holds no digit, so
+    where each asks a person, values that all hold one are none of theirs ("someone switched to a
+    Sony Xperia 10." for "Who is someone dating?"); a place's may ("eu-central-1"). Read only to
+    take them out of the answers, not off the chain: off it, they moved the chain's cut, and life
+    lost two questions and ops three (docs/benchmarks.md, seventy-second stop)."""
     by_name = phrasebook.by_name(lexicon)
-    if not attributes or not all(by_name[a].valued_by_names for a in attributes):
+    if attributes and not all(by_name[a].valued_by_names for a in attributes):
         return set()
-    people = all(by_name[a].answers == "person" for a in attributes)
+    if not attributes and kind not in ("person", "place"):
+        return set()
+    people = all(by_name[a].answers == "person" for a in attributes) if attributes else kind == "person"
 
     def names_one(text: str) -> bool:
         runs = value_runs(text, ignore)
