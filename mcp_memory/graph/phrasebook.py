@@ -87,21 +87,24 @@ def cue_stems(text: str, lexicon: Lexicon) -> tuple[str, ...]:
     """`text`'s stems as its cues are read (`held`): each of the lexicon's idioms blanked, so "keeps
     two budgies at home" holds no cue of a home, and "Home for Greta is Berlin." still does."""
     stems = lexicon.stems(text)
-    idioms = _idioms(lexicon)
-    if not idioms or not any(idiom[0] in stems for idiom in idioms):
-        return stems
-    blanked = list(stems)
-    for idiom in idioms:
-        n = len(idiom)
-        for at in range(len(stems) - n + 1):
-            if stems[at:at + n] == idiom:
-                blanked[at:at + n] = [""] * n
-    return tuple(blanked)
+    idioms = _idioms_by_first(lexicon)
+    blanked: list[str] | None = None
+    for at, stem in enumerate(stems):
+        for idiom in idioms.get(stem, ()):
+            if stems[at:at + len(idiom)] == idiom:
+                blanked = blanked or list(stems)
+                blanked[at:at + len(idiom)] = [""] * len(idiom)
+    return tuple(blanked) if blanked is not None else stems
 
 
 @functools.lru_cache(maxsize=8)
-def _idioms(lexicon: Lexicon) -> tuple[tuple[str, ...], ...]:
-    return tuple(stems for idiom in lexicon.idioms if (stems := lexicon.stems(idiom)))
+def _idioms_by_first(lexicon: Lexicon) -> dict[str, tuple[tuple[str, ...], ...]]:
+    """Each idiom's first stem -> the idioms' stems starting with it."""
+    index: dict[str, list[tuple[str, ...]]] = {}
+    for idiom in lexicon.idioms:
+        if stems := lexicon.stems(idiom):
+            index.setdefault(stems[0], []).append(stems)
+    return {first: tuple(found) for first, found in index.items()}
 
 
 @functools.lru_cache(maxsize=8)
