@@ -169,6 +169,13 @@ NOW = datetime(2026, 12, 7, 6, 0, tzinfo=UTC)
     ("Priya started at Talkdesk yesterday.", day(2026, 12, 6)),
     ("Priya left Hooli 3 years ago.", day(2023, 12, 7)),
     ("Priya moves to Faro next year.", day(2027, 1, 1)),
+    # A day of the week before or after the day of writing (a Monday), never that day itself; one
+    # said alone ("on Monday") may be either, and is not read.
+    ("Priya moved to Leeds last Monday.", day(2026, 11, 30)),
+    ("Priya moved to Leeds last Sunday.", day(2026, 12, 6)),
+    ("Priya moves to Leeds next Friday.", day(2026, 12, 11)),
+    ("Priya moves to Leeds next Monday.", day(2026, 12, 14)),
+    ("Priya moved to Leeds on Monday.", None),
     # "today" says no more than the time of writing; a date with a relative phrase is two dates.
     ("Priya started at Talkdesk today.", None),
     ("Priya moved last month, in March 2026.", None),
@@ -184,6 +191,9 @@ def test_a_date_said_from_now_in_portuguese_and_months_without_the_day() -> None
     assert began_on("Mudou-se no mês passado.", PORTUGUESE, NOW) == day(2026, 11, 1)
     assert began_on("Começa no próximo mês.", PORTUGUESE, NOW) == day(2027, 1, 1)
     assert began_on("Mudou-se 3 meses atrás.", PORTUGUESE, NOW) == day(2026, 9, 7)
+    assert began_on("Mudou-se na segunda-feira passada.", PORTUGUESE, NOW) == day(2026, 11, 30)
+    assert began_on("Muda-se na próxima sexta.", PORTUGUESE, NOW) == day(2026, 12, 11)
+    assert began_on("Muda-se no sábado que vem.", PORTUGUESE, NOW) == day(2026, 12, 12)
     # A month back from the 31st of March is the last day of February.
     assert began_on("one month ago", now=datetime(2026, 3, 31, tzinfo=UTC)) == day(2026, 2, 28)
     assert began_on("a year ago", now=datetime(2024, 2, 29, tzinfo=UTC)) == day(2023, 2, 28)

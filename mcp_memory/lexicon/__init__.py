@@ -193,7 +193,10 @@ class Lexicon:
     # are every language's), the words counting units back from now after the count ("two weeks
     # ago") or before it ("há duas semanas"), and those naming the unit before this one or after
     # it, before the unit ("last month", "next year") or after it ("o mês passado", "o ano que vem").
+    # Those words name a day of the week too (`weekdays`, Monday 0: "last Monday" the latest before
+    # the day of writing, "next Friday" the first after it; "a segunda passada", "a sexta que vem").
     days_from_today: dict[str, int] = field(default_factory=dict)
+    weekdays: dict[str, int] = field(default_factory=dict)
     time_units: dict[str, TimeUnit] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     ago_after: tuple[str, ...] = ()

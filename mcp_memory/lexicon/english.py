@@ -240,6 +240,7 @@ ENGLISH = Lexicon(
     day_suffixes=("st", "nd", "rd", "th"),
     day_month_joiners=("of",),
     days_from_today={"yesterday": -1, "tomorrow": 1},
+    weekdays={"monday": 0, "tuesday": 1, "wednesday": 2, "thursday": 3, "friday": 4, "saturday": 5, "sunday": 6},
     time_units={"day": "day", "days": "day", "week": "week", "weeks": "week", "month": "month", "months": "month",
                 "year": "year", "years": "year"},
     counts={"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,

@@ -143,6 +143,8 @@ PORTUGUESE = Lexicon(
     day_month_joiners=("de",),
     month_year_joiners=("de",),
     days_from_today={"ontem": -1, "anteontem": -2, "amanhã": 1},
+    weekdays={"segunda": 0, "segunda-feira": 0, "terça": 1, "terça-feira": 1, "quarta": 2, "quarta-feira": 2,
+              "quinta": 3, "quinta-feira": 3, "sexta": 4, "sexta-feira": 4, "sábado": 5, "domingo": 6},
     time_units={"dia": "day", "dias": "day", "semana": "week", "semanas": "week", "mês": "month", "meses": "month",
                 "ano": "year", "anos": "year"},
     counts={"um": 1, "uma": 1, "dois": 2, "duas": 2, "três": 3, "quatro": 4, "cinco": 5, "seis": 6, "sete": 7,

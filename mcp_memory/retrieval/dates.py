@@ -192,6 +192,8 @@ def _relative(lexicon: Lexicon) -> re.Pattern[str]:
     """The lexicon's days, and its units of time counted back or named next to now, as one pattern
     (`began_on`); a shape the language leaves empty matches nothing."""
     units = "(?:" + (phrases_pattern(tuple(lexicon.time_units)) or _NEVER) + ")"
+    # The unit before or after this one, or the day of the week ("last Monday").
+    named = "(?:" + (phrases_pattern((*lexicon.time_units, *lexicon.weekdays)) or _NEVER) + ")"
     count = r"(?:\d{1,3}|" + (phrases_pattern(tuple(lexicon.counts)) or _NEVER) + ")"
 
     def words(w: tuple[str, ...]) -> str:
@@ -201,34 +203,43 @@ def _relative(lexicon: Lexicon) -> re.Pattern[str]:
         "(?P<day>" + (phrases_pattern(tuple(lexicon.days_from_today)) or _NEVER) + ")",
         rf"(?P<n1>{count})\s+(?P<u1>{units})\s+{words(lexicon.ago_after)}",
         rf"{words(lexicon.ago_before)}\s+(?P<n2>{count})\s+(?P<u2>{units})",
-        rf"{words(lexicon.last_before)}\s+(?P<last1>{units})",
-        rf"(?P<last2>{units})\s+{words(lexicon.last_after)}",
-        rf"{words(lexicon.next_before)}\s+(?P<next1>{units})",
-        rf"(?P<next2>{units})\s+{words(lexicon.next_after)}",
+        rf"{words(lexicon.last_before)}\s+(?P<last1>{named})",
+        rf"(?P<last2>{named})\s+{words(lexicon.last_after)}",
+        rf"{words(lexicon.next_before)}\s+(?P<next1>{named})",
+        rf"(?P<next2>{named})\s+{words(lexicon.next_after)}",
     ]
     return re.compile(r"(?<![\w'-])(?:" + "|".join(shapes) + r")(?![\w'-])", re.IGNORECASE)
 
 
 def _from(match: re.Match[str], lexicon: Lexicon, now: datetime) -> datetime:
     """The start of what a `_relative` match names, read against `now`: a day, the day a count of
-    units back (the same day of the month or year, the last where it has none), or the unit before
-    or after this one (the week seven days off, the month's or year's first day)."""
+    units back (the same day of the month or year, the last where it has none), the unit before
+    or after this one (the week seven days off, the month's or year's first day), or the day of the
+    week before or after this day ("last Monday", "next Friday": never this day itself)."""
     today = datetime(now.year, now.month, now.day, tzinfo=UTC)
     groups = {k: v for k, v in match.groupdict().items() if v is not None}
     if "day" in groups:
         return _days(today, lexicon.days_from_today[_SPACE.sub(" ", groups["day"].lower())])
-    unit = lexicon.time_units[_SPACE.sub(" ", next(v for k, v in groups.items() if k[:-1] in ("u", "last", "next")
-                                                   ).lower())]
+    named = _SPACE.sub(" ", next(v for k, v in groups.items() if k[:-1] in ("u", "last", "next")).lower())
+    step = -1 if "last1" in groups or "last2" in groups else 1
+    if named in lexicon.weekdays:
+        return _weekday(today, lexicon.weekdays[named], step)
+    unit = lexicon.time_units[named]
     if "u1" in groups or "u2" in groups:
         said = groups.get("n1") or groups["n2"]
         n = int(said) if said.isdigit() else lexicon.counts[_SPACE.sub(" ", said.lower())]
         return _shifted(today, unit, -n)
-    step = -1 if "last1" in groups or "last2" in groups else 1
     if unit == "month":
         return _shifted(today.replace(day=1), "month", step)
     if unit == "year":
         return today.replace(year=today.year + step, month=1, day=1)
     return _shifted(today, unit, step)
+
+
+def _weekday(today: datetime, weekday: int, step: int) -> datetime:
+    """The start of the latest `weekday` (Monday 0) before `today` (`step` -1), or the first after it."""
+    apart = (step * (weekday - today.weekday())) % 7 or 7
+    return _days(today, step * apart)
 
 
 def _days(day: datetime, n: int) -> datetime:
