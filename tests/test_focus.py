@@ -46,7 +46,7 @@ from mcp_memory.retrieval.focus import (
 )
 from mcp_memory.retrieval.query import parse_query, phrases_of
 from mcp_memory.retrieval.values import names_its_value, value_kinds, value_runs, values_of
-from mcp_memory.retrieval.whose import MASK, subject_positions, without_names
+from mcp_memory.retrieval.whose import MASK, named_as, subject_positions, without_names
 from mcp_memory.service import MemoryService
 
 from .counting_embedder import counting_service
@@ -960,6 +960,28 @@ async def test_the_newest_version_of_a_fact_about_someone_in_the_users_life(serv
         ("User's sister lives in Porto.", 600), ("I live in Berlin.", 5), ("My brother lives in Rome.", 50),
         ("My sister moved to Oslo last month.", 100)], "Where does my sister live these days?")
     assert found.hits[1].snippet == "User's sister lives in Porto."
+
+
+async def test_the_users_person_is_also_the_name_a_note_gives_them(service: MemoryService, alice: Principal) -> None:
+    """"My wife Sara works at Feedzai." says who the user's wife is: "Sara started at Talkdesk."
+    answers "Where does my wife work now?", newest first, with nobody passing keys. Before, only
+    the note saying "my wife" was hers, and with one of them nothing was compared."""
+    found, _ = await newest_first_only_with_the_rule(service, alice, [
+        ("My wife Sara works at Feedzai.", 400), ("I live in Lisbon.", 380), ("My brother Rui works at Sonae.", 300),
+        ("Sara loves hiking in Sintra.", 50), ("I drive a Renault Zoe.", 20), ("Sara started at Talkdesk.", 100)],
+        "Where does my wife work now?")
+    assert found.hits[1].snippet == "My wife Sara works at Feedzai."
+
+
+def test_the_name_a_note_gives_the_users_person_beside_the_role() -> None:
+    """The name right beside the role, before or after it: her first name too, not her last (her
+    brother may share it), and not a name beside another of the user's people."""
+    wife = their_person("wife", ENGLISH)
+    assert named_as(wife, ["My wife Sara Lopes works at Feedzai."], ENGLISH) == ["Sara Lopes", "Sara"]
+    assert named_as(wife, ["Sara, my wife, works at Feedzai."], ENGLISH) == ["Sara"]
+    assert named_as(wife, ["Rui, my brother, met my wife at work.", "My brother Rui met my wife."], ENGLISH) == []
+    sister = their_person("irmã", PORTUGUESE)
+    assert named_as(sister, ["A minha irmã Ana mudou-se para o Porto."], PORTUGUESE) == ["Ana"]
 
 
 async def test_a_kind_of_thing_named_is_narrowed_to_the_asked_one(service: MemoryService, alice: Principal) -> None:

@@ -12,6 +12,7 @@ import asyncpg
 
 from ..graph.about_user import (
     about_someone_else,
+    named_beside_their_person,
     named_persons_asked_about,
     named_persons_relation,
     person_asked_about,
@@ -19,7 +20,7 @@ from ..graph.about_user import (
     their_person,
     without_user,
 )
-from ..graph.names import NAMES_WITHIN_CHARS, owned
+from ..graph.names import NAMES_WITHIN_CHARS, RUN, owned
 from ..graph.questions import words_of_asked
 from ..lexicon import Lexicon
 from ..models import MOMENTS
@@ -80,8 +81,12 @@ def subject_positions(rows: Sequence[asyncpg.Record],
     if role is not None:  # "Where does my sister live now?" is about her, not about the user
         person = their_person(role, lexicon)
         people = [i for i in window if person.search(rows[i]["content"])]
+        # "My wife Sara works at Feedzai." says who she is: "Sara started at Talkdesk." is hers too.
+        called = named_as(person, [rows[i]["content"] for i in people], lexicon)
+        if called:
+            people = [i for i in window if i in people or any(_whole(n).search(rows[i]["content"]) for n in called)]
         if len(people) >= 2:
-            return people, partial(person.sub, MASK)
+            return people, partial(_person_and_names, person=person, names=called)
     elif speaks_of_user(asked, lexicon):
         users = [i for i in window if not about_someone_else(rows[i]["content"], lexicon)]
         if len(users) >= 2:
@@ -92,6 +97,31 @@ def subject_positions(rows: Sequence[asyncpg.Record],
         if len(positions) >= 2:
             return positions, partial(pattern.sub, MASK)
     return [], str
+
+
+def named_as(person: re.Pattern[str], texts: Sequence[str], lexicon: Lexicon) -> list[str]:
+    """The names `texts` give the user's person beside the role `person` matches ("My wife Sara
+    Lopes works at Feedzai.", "Sara, my wife, ..."): the name and its first word, as a later note
+    may call her by her first name alone (not her last: her brother may share it)."""
+    names: list[str] = []
+    for text in texts:
+        text = text[:NAMES_WITHIN_CHARS]
+        beside, role = named_beside_their_person(text, lexicon), person.search(text)
+        if beside is None or role is None or (run := RUN.match(text, beside[0])) is None:
+            continue
+        after = run.start() >= role.end() and not text[role.end():run.start()].strip(" ,")
+        before = run.end() <= role.start() and not text[run.end():role.start()].strip(" ,")
+        if not (after or before):
+            continue  # the name beside another of the user's people ("Rui, my brother, met my wife")
+        name = POSSESSIVE.sub("", run.group())
+        names += [n for n in dict.fromkeys((name, name.split()[0]))
+                  if n not in names and n.lower() not in lexicon.not_names]
+    return names
+
+
+def _person_and_names(text: str, person: re.Pattern[str], names: Sequence[str]) -> str:
+    """`text` with the user's person taken out, by their role and by the names given them."""
+    return without_names(person.sub(MASK, text), names)
 
 
 def _subject_names(parsed: ParsedQuery, attribute: frozenset[str]) -> tuple[list[str], Callable[[str], bool]]:
