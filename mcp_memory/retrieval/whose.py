@@ -120,8 +120,12 @@ def named_as(person: re.Pattern[str], texts: Sequence[str], lexicon: Lexicon) ->
 
 
 def _person_and_names(text: str, person: re.Pattern[str], names: Sequence[str]) -> str:
-    """`text` with the user's person taken out, by their role and by the names given them."""
-    return without_names(person.sub(MASK, text), names)
+    """`text` with the user's person taken out, by their role and by the names given them: once
+    where the two stand together ("My wife Sara works at Feedzai.": "someone works at Feedzai.")."""
+    return _MASKS.sub(MASK, without_names(person.sub(MASK, text), names))
+
+
+_MASKS = re.compile(rf"{MASK}(?:[\s,]+{MASK})+")
 
 
 def _subject_names(parsed: ParsedQuery, attribute: frozenset[str]) -> tuple[list[str], Callable[[str], bool]]:
