@@ -973,6 +973,15 @@ async def test_the_users_person_is_also_the_name_a_note_gives_them(service: Memo
     assert found.hits[1].snippet == "My wife Sara works at Feedzai."
 
 
+async def test_the_users_person_is_also_the_name_a_note_says_they_are(service: MemoryService,
+                                                                     alice: Principal) -> None:
+    """"My wife is Sara." is the user's own fact, and says the wife's name: Sara's notes are hers."""
+    await newest_first_only_with_the_rule(service, alice, [
+        ("My wife is Sara.", 500), ("Sara works at Feedzai.", 400), ("I live in Lisbon.", 380),
+        ("Sara loves hiking in Sintra.", 50), ("I drive a Renault Zoe.", 20), ("Sara started at Talkdesk.", 100)],
+        "Where does my wife work now?")
+
+
 def test_the_name_a_note_gives_the_users_person_beside_the_role() -> None:
     """The name right beside the role, before or after it: her first name too, not her last (her
     brother may share it), and not a name beside another of the user's people."""
@@ -980,8 +989,12 @@ def test_the_name_a_note_gives_the_users_person_beside_the_role() -> None:
     assert named_as(wife, ["My wife Sara Lopes works at Feedzai."], ENGLISH) == ["Sara Lopes", "Sara"]
     assert named_as(wife, ["Sara, my wife, works at Feedzai."], ENGLISH) == ["Sara"]
     assert named_as(wife, ["Rui, my brother, met my wife at work.", "My brother Rui met my wife."], ENGLISH) == []
+    # A note saying who she is: the user's own fact, whose name is hers.
+    assert named_as(wife, ["My wife is Sara Lopes."], ENGLISH) == ["Sara Lopes", "Sara"]
+    assert named_as(wife, ["Sara is my wife.", "My brother is Rui.", "My wife is happy."], ENGLISH) == ["Sara"]
     sister = their_person("irmã", PORTUGUESE)
     assert named_as(sister, ["A minha irmã Ana mudou-se para o Porto."], PORTUGUESE) == ["Ana"]
+    assert named_as(sister, ["A Ana é a minha irmã."], PORTUGUESE) == ["Ana"]
 
 
 async def test_a_kind_of_thing_named_is_narrowed_to_the_asked_one(service: MemoryService, alice: Principal) -> None:

@@ -57,6 +57,7 @@ class _Patterns:
     their_person: re.Pattern[str]
     named_persons_anywhere: re.Pattern[str]
     kin_named: re.Pattern[str]
+    person_is: re.Pattern[str]
 
 
 @functools.lru_cache(maxsize=8)
@@ -126,8 +127,18 @@ def _patterns(lexicon: Lexicon) -> _Patterns:
     their_person = re.compile(r"(?i)" + _B + theirs + role)
     # Anywhere in a question: "Who is Omar Kim's mentor's manager?".
     named_persons_anywhere = re.compile(_B + their_own)
+    # Or a note saying who the user's person is ("My wife is Sara.", "Sara is my wife.", "A minha irmã é
+    # a Ana."): the user's own fact, whose name is that person's (retrieval/whose.py `named_as`).
+    person_is = re.compile(_NEVER)
+    if lexicon.user_possessives and lexicon.naming_leaders:
+        person = "(?i:" + opening + _role(lexicon.people + lexicon.leaders, possessive=False) + ")"
+        naming = r"\s+(?i:" + phrases_pattern(lexicon.naming_leaders) + r")\s+" + _optional(lexicon.articles)
+        person_is = re.compile(r"^\W*(?:(?P<role>" + person + ")" + naming + "(?P<name>" + _NAME
+                               + r")(?=\s*[,;.!?(]|\s*$)|(?i:" + _optional(lexicon.articles) + ")(?P<name2>" + _NAME
+                               + ")" + naming + "(?P<role2>" + person
+                               + "))")
     return _Patterns(user, theirs, someone_else, someone_named, role_named, named_third, named_persons, their_person,
-                     named_persons_anywhere, kin_named)
+                     named_persons_anywhere, kin_named, person_is)
 
 
 def person_asked_about(question: str, lexicon: Lexicon = ENGLISH) -> str | None:
@@ -194,6 +205,15 @@ def named_beside_their_person(content: str, lexicon: Lexicon = ENGLISH) -> tuple
     if (found := patterns.role_named.search(content)) is not None:
         return found.start("name"), True
     return None
+
+
+def said_to_be(content: str, lexicon: Lexicon = ENGLISH) -> tuple[tuple[int, int], int] | None:
+    """Where a note says who the user's person is ("My wife is Sara.", "Sara is my wife."): the span of
+    the words naming the person by their role, and where the name starts; None where it says not."""
+    if (found := _patterns(lexicon).person_is.search(content)) is None:
+        return None
+    role, name = ("role", "name") if found.group("role") is not None else ("role2", "name2")
+    return found.span(role), found.start(name)
 
 
 def led_by_their_person(content: str, lexicon: Lexicon = ENGLISH) -> bool:

@@ -16,6 +16,7 @@ from ..graph.about_user import (
     named_persons_asked_about,
     named_persons_relation,
     person_asked_about,
+    said_to_be,
     speaks_of_user,
     their_person,
     without_user,
@@ -100,23 +101,33 @@ def subject_positions(rows: Sequence[asyncpg.Record],
 
 
 def named_as(person: re.Pattern[str], texts: Sequence[str], lexicon: Lexicon) -> list[str]:
-    """The names `texts` give the user's person beside the role `person` matches ("My wife Sara
-    Lopes works at Feedzai.", "Sara, my wife, ..."): the name and its first word, as a later note
-    may call her by her first name alone (not her last: her brother may share it)."""
+    """The names `texts` give the user's person the role `person` matches, beside it ("My wife Sara
+    Lopes works at Feedzai.", "Sara, my wife, ...") or saying who they are ("My wife is Sara.",
+    "Sara is my wife."): the name and its first word, as a later note may call her by her first
+    name alone (not her last: her brother may share it)."""
     names: list[str] = []
     for text in texts:
         text = text[:NAMES_WITHIN_CHARS]
-        beside, role = named_beside_their_person(text, lexicon), person.search(text)
-        if beside is None or role is None or (run := RUN.match(text, beside[0])) is None:
+        if (run := _name_given(person, text, lexicon)) is None:
             continue
-        after = run.start() >= role.end() and not text[role.end():run.start()].strip(" ,")
-        before = run.end() <= role.start() and not text[run.end():role.start()].strip(" ,")
-        if not (after or before):
-            continue  # the name beside another of the user's people ("Rui, my brother, met my wife")
         name = POSSESSIVE.sub("", run.group())
         names += [n for n in dict.fromkeys((name, name.split()[0]))
                   if n not in names and n.lower() not in lexicon.not_names]
     return names
+
+
+def _name_given(person: re.Pattern[str], text: str, lexicon: Lexicon) -> re.Match[str] | None:
+    """The run of capitalised words `text` gives the user's person `person` matches as their name."""
+    if (said := said_to_be(text, lexicon)) is not None:
+        (start, end), at = said
+        return RUN.match(text, at) if person.search(text[start:end]) else None
+    beside, role = named_beside_their_person(text, lexicon), person.search(text)
+    if beside is None or role is None or (run := RUN.match(text, beside[0])) is None:
+        return None
+    after = run.start() >= role.end() and not text[role.end():run.start()].strip(" ,")
+    before = run.end() <= role.start() and not text[run.end():role.start()].strip(" ,")
+    # Not the name beside another of the user's people ("Rui, my brother, met my wife").
+    return run if after or before else None
 
 
 def _person_and_names(text: str, person: re.Pattern[str], names: Sequence[str]) -> str:
