@@ -223,6 +223,7 @@ ABOUT_HINT = ("Who or what the memory is about, by name as you would say it (a p
               "project, a place); default: the names found in the text.")
 KEY_HINT = ("The attribute it states of them, in a few words ('home city', 'employer'): a newer memory with the "
             "same key replaces an older one where the attribute holds one value at a time.")
+WRITTEN_AT_HINT = "When it became true (ISO 8601); default: the one date a keyed text names (not of a time), else now."
 
 
 class WriteItem(BaseModel):
@@ -238,8 +239,7 @@ class WriteItem(BaseModel):
     metadata: dict[str, Any] | None = None
     importance: float = Field(default=0.5, ge=0, le=1)
     scope: ScopeLevel | None = None
-    occurred_at: datetime | None = Field(default=None, description=(
-        "When it became true (ISO 8601); default: the one date a keyed text names (not of a time), else now."))
+    occurred_at: datetime | None = Field(default=None, description=WRITTEN_AT_HINT)
     about: list[str] | None = Field(default=None, max_length=limits.MAX_ABOUT, description=ABOUT_HINT)
     key: str | None = Field(default=None, max_length=limits.MAX_KEY_WORDS_CHARS, description=KEY_HINT)
 

@@ -18,6 +18,7 @@ from ..decisions.overview import AcceptResult, UndoResult
 from ..models import (
     ABOUT_HINT,
     KEY_HINT,
+    WRITTEN_AT_HINT,
     ForgetResult,
     GetResult,
     HistoryResult,
@@ -65,8 +66,7 @@ Priority = Annotated[int, Field(ge=0, le=limits.MAX_PRIORITY, description=(
     "Order among pinned core memories; higher first."))]
 Metadata = Annotated[dict[str, Any] | None, Field(description="Free-form JSON object.")]
 OccurredAt = Annotated[datetime | None, Field(description="When it became true (ISO 8601); default now.")]
-WrittenAt = Annotated[datetime | None, Field(description=(
-    "When it became true (ISO 8601); default: the one date a keyed text names (not of a time), else now."))]
+WrittenAt = Annotated[datetime | None, Field(description=WRITTEN_AT_HINT)]
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
