@@ -115,7 +115,7 @@ def _span(match: re.Match[str], months: dict[str, int]) -> tuple[datetime, datet
         month, day = int(_group(match, "iso_month") or 0), int(_group(match, "iso_day") or 0)
     else:
         name = _group(match, "month")
-        month = months[_SPACE.sub(" ", name.lower())] if name else 0
+        month = months[_as_listed(name)] if name else 0
         day = int(_group(match, "day") or 0)
     try:
         if day:
@@ -132,7 +132,7 @@ def _bounded(bound: str | None, start: datetime, end: datetime,
              lexicon: Lexicon) -> tuple[datetime | None, datetime | None]:
     if not bound:
         return start, end
-    kind = lexicon.date_bounds[_SPACE.sub(" ", bound.lower())]
+    kind = lexicon.date_bounds[_as_listed(bound)]
     if kind in ("before", "until"):
         return None, (start if kind == "before" else end)
     return (end if kind == "after" else start), None  # after, since
@@ -165,7 +165,7 @@ def find_period(text: str, lexicon: Lexicon = ENGLISH) -> tuple[Period | None, s
     match = dates.month_only.search(text)
     if match is None:
         return None, text
-    period = Period(month=dates.months[_SPACE.sub(" ", match.group("month").lower())], phrase=match.group(0))
+    period = Period(month=dates.months[_as_listed(match.group("month"))], phrase=match.group(0))
     return period, tidy(text[:match.start()] + " " + text[match.end():], text)
 
 
@@ -219,21 +219,26 @@ def _from(match: re.Match[str], lexicon: Lexicon, now: datetime) -> datetime:
     today = datetime(now.year, now.month, now.day, tzinfo=UTC)
     groups = {k: v for k, v in match.groupdict().items() if v is not None}
     if "day" in groups:
-        return _days(today, lexicon.days_from_today[_SPACE.sub(" ", groups["day"].lower())])
-    named = _SPACE.sub(" ", next(v for k, v in groups.items() if k[:-1] in ("u", "last", "next")).lower())
+        return _days(today, lexicon.days_from_today[_as_listed(groups["day"])])
+    named = _as_listed(next(v for k, v in groups.items() if k[:-1] in ("u", "last", "next")))
     step = -1 if "last1" in groups or "last2" in groups else 1
     if named in lexicon.weekdays:
         return _weekday(today, lexicon.weekdays[named], step)
     unit = lexicon.time_units[named]
     if "u1" in groups or "u2" in groups:
         said = groups.get("n1") or groups["n2"]
-        n = int(said) if said.isdigit() else lexicon.counts[_SPACE.sub(" ", said.lower())]
+        n = int(said) if said.isdigit() else lexicon.counts[_as_listed(said)]
         return _shifted(today, unit, -n)
     if unit == "month":
         return _shifted(today.replace(day=1), "month", step)
     if unit == "year":
         return today.replace(year=today.year + step, month=1, day=1)
     return _shifted(today, unit, step)
+
+
+def _as_listed(words: str) -> str:
+    """`words` as the lexicon lists them: lower case, one space between ("Last  Month" -> "last month")."""
+    return _SPACE.sub(" ", words.lower())
 
 
 def _weekday(today: datetime, weekday: int, step: int) -> datetime:
