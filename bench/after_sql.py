@@ -44,7 +44,7 @@ from knowledge_update import judge, load, load_copy, shift_of, user_of
 from locomo import REPO, bench_database, bench_principal, machine, table
 
 from mcp_memory.config import Settings
-from mcp_memory.retrieval import focus, parse_query
+from mcp_memory.retrieval import answering, focus, parse_query
 from mcp_memory.retrieval.query import ParsedQuery
 from mcp_memory.retrieval.reorder import after_sql
 from mcp_memory.retrieval.statement import build_search
@@ -166,7 +166,7 @@ async def why_missed(q: dict[str, Any], parsed: ParsedQuery, key_of: dict[Any, s
     versions = {v["key"] for v in r["versions"]}
     if key_of.get(next(k for k, c in closeness.items() if c.joined == 0)) not in versions:
         return "closest is other"
-    if keys[r["newest"]] not in focus.answering(closeness, settings.present_margin):
+    if keys[r["newest"]] not in answering.answering(closeness, settings.present_margin):
         return "too narrow"
     return "too wide"
 

@@ -29,16 +29,12 @@ from mcp_memory.lexicon.english import ENGLISH
 from mcp_memory.lexicon.portuguese import PORTUGUESE
 from mcp_memory.models import Principal, SearchResult
 from mcp_memory.retrieval.alike import alike
+from mcp_memory.retrieval.answering import Closeness, answering, answers_first, answers_of, sharing_values
 from mcp_memory.retrieval.focus import (
-    Closeness,
-    answering,
-    answers_first,
-    answers_of,
     applies,
     chain,
     chain_start,
     naming_nothing,
-    sharing_values,
     similarities,
     stating_another,
     unlabelled,
@@ -391,11 +387,11 @@ def test_answers_first_newest_first() -> None:
     # Oslo is closest to the question, Lisbon joins it at .55, the car only at .20: the versions go
     # first, newest first; the rest in order.
     closeness = _closeness([oslo, lisbon, car], [0.45, 0.30, 0.35], [1.0, 0.55, 0.20])
-    assert answers_of(rows, closeness, margin=0.15) == {oslo["id"], lisbon["id"]}
-    assert [r["name"] for r in answers_first(rows, answers_of(rows, closeness, margin=0.15))] == \
+    assert answers_of(rows, closeness, margin=0.15).found == {oslo["id"], lisbon["id"]}
+    assert [r["name"] for r in answers_first(rows, answers_of(rows, closeness, margin=0.15).found)] == \
         ["lisbon (new)", "oslo (old)", "car (newest, other fact)", "someone else"]
-    assert answers_of(rows, {}, 0.15) == set()
-    assert answers_of(rows, {car["id"]: Closeness(0.9, 0, 1.0)}, 0.15) == set()  # nothing to order
+    assert answers_of(rows, {}, 0.15).found == set()
+    assert answers_of(rows, {car["id"]: Closeness(0.9, 0, 1.0)}, 0.15).found == set()  # nothing to order
     assert answers_first(rows, set()) == rows
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from uuid import UUID
 
-from mcp_memory.retrieval import focus
+from mcp_memory.retrieval import answering
 
 from .conftest import principal
 from .test_related_versions import embedder_down
@@ -49,8 +49,8 @@ async def test_of_what_the_text_counts_as_answers_only_what_says_the_same_kind_o
     found no cut); a note naming a value but far from the keyed one with the subject masked
     ("laughed at my terrible pun during dinner at Noma", .22 against the 0.30 of
     `graph_doubt_floor`) is none, however new."""
-    monkeypatch.setattr(focus, "answers_of", lambda rows, closeness, margin: {r["id"] for r in rows
-                                                                              if r["id"] in closeness})
+    monkeypatch.setattr(answering, "answers_of", lambda rows, closeness, margin: answering.Answers(
+        {r["id"] for r in rows if r["id"] in closeness}))
     p = principal()
     oslo = await keyed_oslo(service, p)
     bergen = (await service.write(p, "Greta Ibarra is now in Bergen.", occurred_at=day("2025-02-01"))).memory.id
@@ -67,8 +67,8 @@ async def test_a_newer_memory_stating_the_asked_attribute_alone_in_the_lexicons_
     keyed value however far the two sentences' shapes are apart (masked, .18 from "replaced the Kia
     Niro with a Renault Zoe", below the 0.30 of `graph_doubt_floor`). Words stating two attributes
     ("moved to" a home city, "team" a team) prove neither: that note keeps the text's place."""
-    monkeypatch.setattr(focus, "answers_of", lambda rows, closeness, margin: {r["id"] for r in rows
-                                                                              if r["id"] in closeness})
+    monkeypatch.setattr(answering, "answers_of", lambda rows, closeness, margin: answering.Answers(
+        {r["id"] for r in rows if r["id"] in closeness}))
     p = principal()
     zoe = (await service.write(p, "Greta Ibarra replaced the Kia Niro with a Renault Zoe.", about=["Greta Ibarra"],
                                key="car", occurred_at=day("2024-10-31"))).memory.id

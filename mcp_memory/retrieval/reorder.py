@@ -10,7 +10,7 @@ import asyncpg
 
 from ..config import Settings
 from ..models import ScopeInfo, SearchHit, human_age, memory_uri
-from . import focus, then
+from . import answering, focus, then
 from .dates import Period
 from .query import ParsedQuery
 from .versions import newest_of_conflicts, successors_first
@@ -21,9 +21,11 @@ Row = asyncpg.Record | Mapping[str, Any]
 
 
 def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool,
-         on_topic: focus.Closeness | None = None, answers: str | None = None) -> SearchHit:
+         on_topic: answering.Closeness | None = None, answers: str | None = None,
+         other_history: bool = False) -> SearchHit:
     """`answers`: the explain flag of a memory that answers the question (`answers_now`, or
-    `answers_then` for a question about a span)."""
+    `answers_then` for a question about a span); `other_history`: taken out of the answers as
+    another attribute's history (answering.py `another_history`)."""
     content: str = row["content"]
     return SearchHit(
         id=row["id"],
@@ -48,6 +50,7 @@ def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool,
                  **({"states_another_attribute": True} if on_topic is not None and on_topic.off else {}),
                  **({"states_asked_attribute": True} if on_topic is not None and on_topic.says_asked else {}),
                  **({"names_no_value": True} if on_topic is not None and on_topic.nameless else {}),
+                 **({"another_history": True} if other_history else {}),
                  **({answers: True} if answers else {})}
         if explain else None,
     )
@@ -55,7 +58,7 @@ def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool,
 
 class Reordered(NamedTuple):
     """The Python stage's hits, and those of the subject's memories it found answering a question
-    about the present (`focus.answers_of`; none for a question about a span or about what came
+    about the present (`answering.answers_of`; none for a question about a span or about what came
     before or after a value), which the graph's stage reads (keyed.py `newer_unsaid`)."""
 
     hits: list[SearchHit]
@@ -69,7 +72,7 @@ async def after_sql(rows: Sequence[Row], parsed: ParsedQuery, *, past: bool, con
     newest first, a successor above what it superseded, each hit the score of its place.
     `listing` (a forget preview: what matches) leaves the subject's memories in their order."""
     ordered = list(rows) if past else newest_of_conflicts(list(rows), conflict)
-    on_topic: dict[UUID, focus.Closeness] = {}
+    on_topic: dict[UUID, answering.Closeness] = {}
     span = then.asks_then(parsed)
     when: Period | then.Beside | None = span if span is not None else then.asks_beside(parsed)
     if vectors is not None and settings.present_focus and not listing:
@@ -83,7 +86,7 @@ async def after_sql(rows: Sequence[Row], parsed: ParsedQuery, *, past: bool, con
     return reorder(ordered, on_topic, settings.present_margin, settings.snippet_chars, explain, when)
 
 
-def reorder(rows: list[Row], on_topic: dict[UUID, focus.Closeness], margin: float, snippet_chars: int,
+def reorder(rows: list[Row], on_topic: dict[UUID, answering.Closeness], margin: float, snippet_chars: int,
             explain: bool, when: Period | then.Beside | None = None) -> Reordered:
     """The Python stage after the versions of one fact were put newest first: for a question
     about the present, the subject's memories that answer it newest first (`on_topic`: how
@@ -91,7 +94,7 @@ def reorder(rows: list[Row], on_topic: dict[UUID, focus.Closeness], margin: floa
     `answers_now`); for one about a span it names (`when`), the one written last before it ended
     first, and for one about what came before or after a value, those written that way from the
     memory naming it (then.py; `answers_then`); otherwise a successor above what it superseded."""
-    answers = focus.answers_of(rows, on_topic, margin)
+    answers, other_history = answering.answers_of(rows, on_topic, margin)
     if isinstance(when, Period):
         rows, answers = then.held_first(rows, answers, when.end)
     elif when is not None:
@@ -99,10 +102,10 @@ def reorder(rows: list[Row], on_topic: dict[UUID, focus.Closeness], margin: floa
         if not answers:  # nothing says what came that way: read as any other question
             when = None
     else:
-        rows = focus.answers_first(rows, answers)
+        rows = answering.answers_first(rows, answers)
     flag = "answers_then" if when is not None else "answers_now"
-    hits = [_hit(r, snippet_chars, explain, on_topic.get(r["id"]), flag if r["id"] in answers else None)
-            for r in rows]
+    hits = [_hit(r, snippet_chars, explain, on_topic.get(r["id"]), flag if r["id"] in answers else None,
+                 r["id"] in other_history) for r in rows]
     # What a newer memory replaced is what held before it: a question about another time keeps it
     # where its time put it.
     if when is not None:
