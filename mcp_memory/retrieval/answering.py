@@ -149,18 +149,25 @@ def another_history(found: set[UUID], start: UUID, closeness: dict[UUID, Closene
 
 
 def _by_values_passed_on(keys: set[UUID], closeness: dict[UUID, Closeness]) -> list[set[UUID]]:
-    """`keys` in groups: two memories naming one value are in one group, transitively."""
-    left, groups = set(keys), []
-    while left:
-        group = {left.pop()}
-        grown = True
-        while grown:
-            joining = {k for k in left if any(closeness[k].values & closeness[g].values for g in group)}
-            left -= joining
-            group |= joining
-            grown = bool(joining)
-        groups.append(group)
-    return groups
+    """`keys` in groups: two memories naming one value are in one group, transitively (union-find
+    over the values: one pass, however many memories a wide window judges)."""
+    parent = {k: k for k in keys}
+
+    def root(k: UUID) -> UUID:
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    first_naming: dict[str, UUID] = {}
+    for k in keys:
+        for value in closeness[k].values:
+            other = first_naming.setdefault(value, k)
+            parent[root(k)] = root(other)
+    groups: dict[UUID, set[UUID]] = {}
+    for k in keys:
+        groups.setdefault(root(k), set()).add(k)
+    return list(groups.values())
 
 
 def answers_of(rows: Sequence[asyncpg.Record], closeness: dict[UUID, Closeness], margin: float) -> Answers:
