@@ -298,8 +298,64 @@ def test_an_idiom_holding_an_attributes_word_states_none(lexicon: Lexicon, idiom
     from mcp_memory.graph.keys import cued_in, key_in
 
     assert "home city" not in cued_in(idiom, lexicon)
-    assert key_in(idiom, lexicon, ["Greta"]) is None
+    key = key_in(idiom, lexicon, ["Greta"])
+    assert key is None or key.attribute != "home city"  # the budgies and the greyhound state her pets
     assert "home city" in cued_in(statement, lexicon)
+
+
+@pytest.mark.parametrize(("lexicon", "text", "attribute"), [
+    (ENGLISH, "Odile picked up a Tesla Model 3 second-hand.", "car"),
+    (ENGLISH, "Odile brought home a Maine Coon last weekend.", "pets"),
+    (ENGLISH, "Odile rehomed the bearded dragon and got a pair of guinea pigs.", "pets"),
+    (ENGLISH, "Odile signed up for a water polo league.", "sport"),
+    (ENGLISH, "Odile got engaged to Linnea.", "partner"),
+    (PORTUGUESE, "A Odile comprou um Renault Zoe.", "car"),
+    (PORTUGUESE, "A Odile adotou um coelho.", "pets"),
+])
+def test_a_note_naming_only_the_make_the_animal_or_the_sport_states_the_attribute(
+        lexicon: Lexicon, text: str, attribute: str) -> None:
+    """A note names the car, the animal or the sport, not the attribute; those names are its cues.
+    A word as often something else is none: "squash merges", "running the migration", a VW Golf."""
+    from mcp_memory.graph.keys import cued_in
+
+    assert cued_in(text, lexicon) == {attribute}
+    assert cued_in("I prefer squash merges.", ENGLISH) == frozenset()
+    assert cued_in("Odile is running the migration.", ENGLISH) == frozenset()
+    assert cued_in("Odile drives a VW Golf.", ENGLISH) == {"car"}
+
+
+CAR_NOTES = [("Odile Brandt's birthday is on 30 September.", 1030), ("Odile Brandt has a job at Orchid Telecom.", 1022),
+             ("Odile Brandt left Orchid Telecom and joined Thistle & Co.", 955),
+             ("Odile Brandt is allergic to cats.", 939),
+             ("Odile Brandt laughed at my terrible pun during dinner.", 799),
+             ("Odile Brandt accepted an offer from Bramblecote.", 784),
+             ("Odile Brandt gets around in a Citroen Berlingo.", 759), ("Odile Brandt and Yuki are a couple.", 717),
+             ("Odile Brandt takes all the photos on a Nokia G42.", 660),
+             ("Odile Brandt finally replaced the Nokia G42 with a Sony Xperia 10.", 632),
+             ("Odile Brandt's first week at Ironbark Studios went well.", 614),
+             ("Odile Brandt dropped the Sony Xperia 10 in a lake and bought a OnePlus 12.", 577),
+             ("Odile Brandt said the new bakery on the corner is overrated.", 524),
+             ("Odile Brandt has a corn snake that sleeps on the sofa.", 497),
+             ("Odile Brandt is reading a thriller set in Iceland.", 493),
+             ("Odile Brandt upgraded to a Fairphone 5.", 384),
+             ("Odile Brandt picked up a Tesla Model 3 second-hand.", 381),
+             ("Odile Brandt brought home a bearded dragon last weekend.", 285),
+             ("Odile Brandt adopted a border collie from the shelter.", 275),
+             ("Odile Brandt and Yuki split up, and Odile Brandt is with Theo now.", 233),
+             ("Odile Brandt and Theo split up, and Odile Brandt is with Callum now.", 159)]
+
+
+async def test_a_car_named_by_its_make_alone_answers_what_someone_drives(service: MemoryService) -> None:
+    """"What is Odile Brandt driving at the moment?" got her newer partner first: her newest car
+    ("picked up a Tesla Model 3 second-hand.") says "car" nowhere, and the chain took her notes in
+    by their shape. The make states the car, so it answers wherever the chain was cut."""
+    p = principal()
+    now = datetime.now(UTC)
+    for text, days in CAR_NOTES:
+        await service.write(p, text, occurred_at=now - timedelta(days=days))
+    found = await service.search(p, "What is Odile Brandt driving at the moment?", explain=True)
+    assert found.hits[0].snippet == "Odile Brandt picked up a Tesla Model 3 second-hand."
+    assert found.hits[0].explain.get("states_asked_attribute")
 
 
 def test_a_verb_with_its_pronoun_after_a_hyphen_holds_the_verbs_cue() -> None:

@@ -10,6 +10,23 @@ from __future__ import annotations
 
 from . import Attribute, Lexicon
 
+# Values that say which attribute a note states: one names the car, the animal or the sport, not the
+# attribute ("picked up a Citroen Berlingo second-hand.", "brought home a Maine Coon.", "signed up
+# for a padel league."), as the package managers' names do below. Left out where a word is as often
+# something else: "golf" (a VW Golf), "squash" (squash merges), "running" (running a migration),
+# "mini", "seat", "boxer".
+CAR_MAKES = ("toyota", "honda", "mazda", "peugeot", "citroen", "tesla", "volvo", "kia", "hyundai", "volkswagen", "vw",
+             "subaru", "nissan", "skoda", "renault", "fiat", "ford", "bmw", "audi", "mercedes", "dacia", "opel",
+             "jeep", "porsche", "lexus", "chevrolet")
+PET_KINDS = ("tabby", "hamster", "rabbit", "parrot", "budgie", "cockatiel", "canary", "guinea pig", "chinchilla",
+             "gerbil", "tortoise", "turtle", "lizard", "gecko", "goldfish", "ferret", "bearded dragon", "corn snake",
+             "greyhound", "collie", "labrador", "retriever", "beagle", "spaniel", "terrier", "poodle", "dachshund",
+             "husky", "maine coon", "siamese cat", "pony")
+SPORTS = ("padel", "curling", "water polo", "table tennis", "tennis", "badminton", "bouldering", "climbing", "judo",
+          "karate", "swimming", "rowing", "cycling", "kayaking", "trail running", "football", "basketball",
+          "volleyball", "hockey", "rugby", "skiing", "surfing", "triathlon", "frisbee", "marathon", "pilates",
+          "yoga", "crossfit", "archery")
+
 ATTRIBUTES = (
     # where and how someone lives
     Attribute("home city", ("home city", "city", "town", "current city", "lives in", "living in", "where they live",
@@ -29,7 +46,8 @@ ATTRIBUTES = (
                           "married to", "dating", "fiance", "fiancee", "relationship", "in a relationship with",
                           "seeing"),
               ("partner", "spouse", "wife", "husband", "girlfriend", "boyfriend", "married", "dating",
-               "relationship"), kind="fact", answers="person"),
+               "relationship", "engaged", "going out with", "a couple", "broke up", "split up"), kind="fact",
+              answers="person"),
     Attribute("phone number", ("phone number", "phone", "mobile", "mobile number", "cell", "cell number",
                                "telephone", "contact number", "number"), ("phone", "mobile", "cell", "telephone"),
               kind="fact"),
@@ -39,9 +57,9 @@ ATTRIBUTES = (
               ("handset", "smartphone", "iphone", "android", "pixel", "galaxy"), named=True),
     Attribute("email", ("email", "email address", "e-mail", "mail"), ("email", "e-mail"), kind="fact"),
     Attribute("car", ("car", "vehicle", "drives", "what they drive", "auto", "automobile", "ride", "vehicle driven"),
-              ("car", "drive", "vehicle", "leasing"), kind="fact", named=True),
-    Attribute("pets", ("pets", "pet", "animals", "dogs", "cats"), ("pet", "dog", "cat", "animal", "puppy", "kitten"),
-              single=False, kind="fact"),
+              ("car", "drive", "vehicle", "leasing", *CAR_MAKES), kind="fact", named=True),
+    Attribute("pets", ("pets", "pet", "animals", "dogs", "cats"),
+              ("pet", "dog", "cat", "animal", "puppy", "kitten", *PET_KINDS), single=False, kind="fact"),
     Attribute("allergies", ("allergies", "allergy", "allergic to", "food allergies"), ("allergy", "allergic"),
               single=False, kind="fact"),
     # "language" is a program's (one at a time) unless the subject already has languages it speaks
@@ -53,7 +71,7 @@ ATTRIBUTES = (
     Attribute("hobbies", ("hobbies", "hobby", "pastimes", "interests"), ("hobby", "pastime"), single=False),
     Attribute("sport", ("sport", "sports", "exercise", "workout", "fitness", "training", "keeps fit with",
                         "how they keep fit", "athletic activity", "plays"),
-              ("sport", "exercise", "workout", "fit", "training", "play")),
+              ("sport", "exercise", "workout", "fit", "training", "play", *SPORTS)),
     Attribute("alma mater", ("alma mater", "school", "university", "college", "studied at", "education",
                              "graduated from", "degree from", "where they studied"),
               ("studied", "school", "university", "college", "graduated", "alma mater", "degree"), kind="fact",

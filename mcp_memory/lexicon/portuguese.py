@@ -14,6 +14,7 @@ rules were found on English notes."""
 from __future__ import annotations
 
 from . import Attribute, Lexicon
+from .english import CAR_MAKES  # makes are names, the same in every language
 
 ATTRIBUTES = (
     Attribute("home city", ("cidade", "cidade onde mora", "cidade atual", "mora em", "onde mora", "vive em",
@@ -34,9 +35,11 @@ ATTRIBUTES = (
     Attribute("email", ("email", "e-mail", "correio eletrónico", "correio eletrônico", "endereço de email"),
               ("email", "e-mail"), kind="fact"),
     Attribute("car", ("carro", "automóvel", "veículo", "o que conduz", "o que dirige", "conduz", "dirige"),
-              ("carro", "conduz", "conduzir", "dirige", "dirigir", "veículo", "automóvel"), kind="fact", named=True),
+              ("carro", "conduz", "conduzir", "dirige", "dirigir", "veículo", "automóvel", *CAR_MAKES), kind="fact",
+              named=True),
     Attribute("pets", ("animais de estimação", "animal de estimação", "animais", "cães", "gatos"),
-              ("animal", "animais", "cão", "cães", "gato", "gatos"), single=False, kind="fact"),
+              ("animal", "animais", "cão", "cães", "gato", "gatos", "cachorro", "coelho", "hamster", "papagaio",
+               "periquito", "tartaruga", "lagarto", "peixe-dourado", "furão"), single=False, kind="fact"),
     Attribute("allergies", ("alergias", "alergia", "alérgico a", "alérgica a"), ("alergia", "alérgico", "alérgica"),
               single=False, kind="fact"),
     Attribute("languages spoken", ("línguas", "idiomas", "línguas faladas", "fala"), ("fala", "idioma"),
