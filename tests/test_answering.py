@@ -84,18 +84,26 @@ NOTES = [('Ilse Varga has a border collie that sleeps on the sofa.', 1038),
          ('Ilse Varga signed up for a trail running league.', 220),
          ('Ilse Varga brought home a Maine Coon last weekend.', 213),
          ('Ilse Varga finally replaced the a Fairphone 5 with an iPhone 15.', 170)]
-PHONES = {"Ilse Varga finally replaced the a Galaxy S23 with a Fairphone 5.",
-          "Ilse Varga finally replaced the a Fairphone 5 with an iPhone 15."}
+# The histories the chain took in: the phone's last two versions (its first is not judged), the car
+# passed on from the VW Golf to the Citroen Berlingo, and the partner from Yuki to Noor.
+OTHER_HISTORIES = {"Ilse Varga finally replaced the a Galaxy S23 with a Fairphone 5.",
+                   "Ilse Varga finally replaced the a Fairphone 5 with an iPhone 15.",
+                   "Ilse Varga gave me a lift in their a VW Golf.",
+                   "Ilse Varga traded in the a VW Golf for a Subaru Outback.",
+                   "Ilse Varga's a Subaru Outback died, so they got a Citroen Berlingo.",
+                   "Ilse Varga and Yuki are a couple.", "Ilse Varga broke up with Yuki; now seeing Noor."}
 
 
 async def test_a_phones_newest_version_does_not_answer_what_pet_someone_has(
         service: MemoryService, alice: Principal) -> None:
     """The chain took in a friend's phone, replaced twice, by the notes' shape, and the newest phone
     came first for "What pet does Ilse Varga have these days?". Asked for 30 hits, the memories
-    judged hold the phone's last two versions (the first is not judged), and neither answers."""
+    judged hold the phone's last two versions, and neither answers; nor do her car's and her
+    partner's histories. Her newest car ("leasing a Mazda MX-5 now.") passes no value on: alone, it
+    stays an answer."""
     now = datetime.now(UTC)
     for text, days in NOTES:
         await service.write(alice, text, occurred_at=now - timedelta(days=days))
     found = await service.search(alice, "What pet does Ilse Varga have these days?", explain=True, limit=30)
     assert found.hits[0].snippet == "Ilse Varga brought home a Maine Coon last weekend."
-    assert {h.snippet for h in found.hits if h.explain.get("another_history")} == PHONES
+    assert {h.snippet for h in found.hits if h.explain.get("another_history")} == OTHER_HISTORIES
