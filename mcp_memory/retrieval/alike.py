@@ -4,7 +4,7 @@ on a subject's answers groups their vectors with the subject masked the same way
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import asyncpg
 import numpy as np
@@ -37,7 +37,13 @@ def groups(matrix: np.ndarray, threshold: float) -> list[list[int]]:
     if threshold >= 1:
         return []
     similar = matrix @ matrix.T >= threshold
-    group = list(range(len(matrix)))
+    return linked(len(matrix), ((int(a), int(b)) for a, b in zip(*np.nonzero(np.triu(similar, 1)), strict=True)))
+
+
+def linked(count: int, pairs: Iterable[tuple[int, int]]) -> list[list[int]]:
+    """Positions 0 .. `count` - 1 in groups of two or more joined by `pairs`, transitively
+    (union-find: one pass over the pairs)."""
+    group = list(range(count))
 
     def root(i: int) -> int:
         while group[i] != i:
@@ -45,9 +51,9 @@ def groups(matrix: np.ndarray, threshold: float) -> list[list[int]]:
             i = group[i]
         return i
 
-    for a, b in zip(*np.nonzero(np.triu(similar, 1)), strict=True):
-        group[root(int(a))] = root(int(b))
+    for a, b in pairs:
+        group[root(a)] = root(b)
     members: dict[int, list[int]] = {}
-    for k in range(len(matrix)):
+    for k in range(count):
         members.setdefault(root(k), []).append(k)
     return [positions for positions in members.values() if len(positions) > 1]

@@ -14,6 +14,8 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
+from .alike import linked
+
 
 @dataclass(frozen=True)
 class Closeness:
@@ -140,34 +142,20 @@ def another_history(found: set[UUID], start: UUID, closeness: dict[UUID, Closene
     workbench newest first (docs/benchmarks.md, seventy-third stop)."""
     top = closeness[start].question
     other: set[UUID] = set()
-    for history in _by_values_passed_on(set(closeness), closeness):
+    for history in _by_values_passed_on(closeness):
         said = frozenset.intersection(*(closeness[k].states_other for k in history))
-        if len(history) >= 2 and said and start not in history and \
-                max(closeness[k].question for k in history) < top:
+        if said and start not in history and max(closeness[k].question for k in history) < top:
             other |= history & found
     return other
 
 
-def _by_values_passed_on(keys: set[UUID], closeness: dict[UUID, Closeness]) -> list[set[UUID]]:
-    """`keys` in groups: two memories naming one value are in one group, transitively (union-find
-    over the values: one pass, however many memories a wide window judges)."""
-    parent = {k: k for k in keys}
-
-    def root(k: UUID) -> UUID:
-        while parent[k] != k:
-            parent[k] = parent[parent[k]]
-            k = parent[k]
-        return k
-
-    first_naming: dict[str, UUID] = {}
-    for k in keys:
-        for value in closeness[k].values:
-            other = first_naming.setdefault(value, k)
-            parent[root(k)] = root(other)
-    groups: dict[UUID, set[UUID]] = {}
-    for k in keys:
-        groups.setdefault(root(k), set()).add(k)
-    return list(groups.values())
+def _by_values_passed_on(closeness: dict[UUID, Closeness]) -> list[set[UUID]]:
+    """The judged memories in groups of two or more: two naming one value are in one group,
+    transitively (`alike.linked`)."""
+    keys = list(closeness)
+    first_naming: dict[str, int] = {}
+    pairs = [(i, first_naming.setdefault(value, i)) for i, k in enumerate(keys) for value in closeness[k].values]
+    return [{keys[i] for i in group} for group in linked(len(keys), pairs)]
 
 
 def answers_of(rows: Sequence[asyncpg.Record], closeness: dict[UUID, Closeness], margin: float) -> Answers:
