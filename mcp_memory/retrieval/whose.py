@@ -85,7 +85,8 @@ def subject_positions(rows: Sequence[asyncpg.Record],
         # "My wife Sara works at Feedzai." says who she is: "Sara started at Talkdesk." is hers too.
         called = named_as(person, [rows[i]["content"] for i in people], lexicon)
         if called:
-            people = [i for i in window if i in people or any(_whole(n).search(rows[i]["content"]) for n in called)]
+            by_role, by_name = set(people), [_whole(n) for n in called]
+            people = [i for i in window if i in by_role or any(n.search(rows[i]["content"]) for n in by_name)]
         if len(people) >= 2:
             return people, partial(_person_and_names, person=person, names=called)
     elif speaks_of_user(asked, lexicon):
