@@ -153,6 +153,9 @@ def test_values_a_memory_names() -> None:
     assert values_of("Moved the API off ca-central-1; it runs in MySQL 8.0. Tomorrow's plan: none",
                      ignore) == {"api", "ca-central-1", "mysql", "8.0"}  # sentence openers are no values
     assert values_of("someone's Standup is at nine.", ignore) == frozenset()  # the question's words are not
+    # A channel is a value whatever its case; a "#" within a word or doubled marks none.
+    assert values_of("someone archived #oncall; use #kestrel-ops.", ignore) == {"oncall", "kestrel-ops"}
+    assert values_of("#oncall is muted; someone writes C# and a#b ##x.", ignore) == {"oncall", "c"}
 
 
 def test_the_kinds_of_value_a_memory_names() -> None:
@@ -161,6 +164,7 @@ def test_the_kinds_of_value_a_memory_names() -> None:
     assert value_kinds("maintainer: Yaw Boateng, on a Framework 13 with MySQL 8.0 and an iPhone 15.") == {"name"}
     assert value_kinds("2024 was good.") == {"number"}  # a sentence's first word is no name
     assert value_kinds("nothing here") == frozenset()
+    assert value_kinds("someone talks in #triage.") == {"name"}
 
 
 def test_a_value_the_old_memory_says_anywhere_is_no_new_one() -> None:
@@ -509,6 +513,18 @@ def test_a_question_asking_no_attribute_asks_what_its_question_word_asks_for() -
     assert naming_nothing(frozenset(), NOTES, frozenset({MASK}), ENGLISH, "place") == {1, 2, 3}
     assert naming_nothing(frozenset(), NOTES, frozenset({MASK}), ENGLISH, "time") == set()
     assert naming_nothing(frozenset(), NOTES, frozenset({MASK}), ENGLISH) == set()
+
+
+def test_a_number_or_a_time_alone_names_no_place() -> None:
+    """A channel, an office, a region are places: a note naming only a time ("standup @ 9:30")
+    names none of them; one naming a channel does, in any case ("#oncall")."""
+    texts = ["Team someone standup @ 9:30.", "Team someone hangs out in #triage.",
+             "Team someone opened #oncall as the new home.", "Team someone check-in, 10:15 -> 10:30.",
+             "Prod for someone runs in eu-central-1."]
+    assert naming_nothing(asked_of_any("What's someone's current channel?", ENGLISH), texts, frozenset({MASK}),
+                          ENGLISH) == {0, 3}
+    assert naming_nothing(frozenset(), texts, frozenset({MASK}), ENGLISH, "place") == {0, 3}
+    assert naming_nothing(frozenset(), texts, frozenset({MASK}), ENGLISH, "time") == set()
 
 
 async def test_the_users_newest_note_naming_no_one_does_not_say_whom_they_answer_to(
@@ -1018,6 +1034,25 @@ async def test_an_update_naming_the_value_it_replaces_is_a_version(service: Memo
     assert [h.snippet for h in found.hits[:3]] == ["Team Kiln standup moved 9:45 -> 9:15.",
                                                    "Team Kiln syncs daily at 9:45.", "Team Kiln syncs daily at 10:30."]
     assert found.hits[0].id == newest.id
+
+
+@pytest.mark.parametrize("question, notes", [
+    ("Where does team Jackdaw chat at the moment?",
+     [("Team Jackdaw talks in #deploys.", 720), ("Team Jackdaw archived #deploys; use #oncall.", 540),
+      ("Team Jackdaw archived #oncall; use #kestrel-ops.", 460), ("Team Jackdaw standup @ 15:30.", 240),
+      ("#triage is currently muted by most people.", 280)]),
+    ("What's team Dunlin's current channel?",
+     [("Questions for team Dunlin -> #incidents-live.", 720), ("Questions for team Dunlin -> #kestrel-ops.", 480),
+      ("Team Dunlin opened #platform-help as the new home.", 280), ("Calendar: team Dunlin check-in, 10:15.", 180),
+      ("Team Upland posts release notes in #oncall these days.", 270)]),
+])
+async def test_the_newest_channel_first_above_a_newer_time(service: MemoryService, alice: Principal,
+                                                           question: str, notes: list[tuple[str, int]]) -> None:
+    """A team's channels were no values ("#oncall" is in lower case), so its versions named none and
+    the team's newer standup time, the only note naming a value, answered where it chats."""
+    written = await write_dated(service, alice, notes)
+    found = await service.search(alice, question, explain=True)
+    assert found.hits[0].id == written[2].id
 
 
 async def test_a_closest_memory_stating_another_attribute_does_not_start_the_answers(

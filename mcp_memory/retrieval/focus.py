@@ -73,7 +73,7 @@ from ..models import MOMENTS
 from .alike import groups
 from .answering import Closeness
 from .query import LABEL, NOT_NAMES, ParsedQuery
-from .values import value_runs, values_of, words_of
+from .values import is_number, value_runs, values_of, words_of
 from .whose import MASK, question_mask, subject_positions, without_names
 
 
@@ -169,19 +169,24 @@ def naming_nothing(attributes: frozenset[str], texts: Sequence[str], ignore: fro
     "moved"). A question asking no attribute by its words asks for what its question word does
     (`kind`: "Who do I answer to at the moment?", a person). A person's name holds no digit, so
     where each asks a person, values that all hold one are none of theirs ("someone switched to a
-    Sony Xperia 10." for "Who is someone dating?"); a place's may ("eu-central-1"). Read only to
-    take them out of the answers, not off the chain: off it, they moved the chain's cut, and life
-    lost two questions and ops three (docs/benchmarks.md, seventy-second stop)."""
+    Sony Xperia 10." for "Who is someone dating?"); a place's may ("eu-central-1"), but a number or a
+    time alone is no place ("Team someone standup @ 9:30." for "Where does team someone chat?"). Read
+    only to take them out of the answers, not off the chain: off it, they moved the chain's cut, and
+    life lost two questions and ops three (docs/benchmarks.md, seventy-second stop)."""
     by_name = phrasebook.by_name(lexicon)
     if attributes and not all(by_name[a].valued_by_names for a in attributes):
         return set()
     if not attributes and kind not in ("person", "place"):
         return set()
-    people = all(by_name[a].answers == "person" for a in attributes) if attributes else kind == "person"
+    answer = {by_name[a].answers for a in attributes} if attributes else {kind}
 
     def names_one(text: str) -> bool:
         runs = value_runs(text, ignore)
-        return any(not any(c.isdigit() for word in run for c in word) for run in runs) if people else bool(runs)
+        if answer == {"person"}:
+            return any(not any(c.isdigit() for word in run for c in word) for run in runs)
+        if answer == {"place"}:
+            return any(not all(is_number(word) for word in run) for run in runs)
+        return bool(runs)
 
     return {i for i, text in enumerate(texts) if not names_one(text) and not attributes & cued_in(text, lexicon)}
 

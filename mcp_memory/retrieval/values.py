@@ -13,10 +13,13 @@ from .query import LABEL
 from .whose import POSSESSIVE
 
 # What a memory names that could be the value of a fact: a number, a time or a version ("9:45",
-# "ca-central-1", "MySQL 8"), or a capitalised word within a sentence ("Brightwater Health").
+# "ca-central-1", "MySQL 8"), a capitalised word within a sentence ("Brightwater Health"), or a
+# channel ("#oncall", "#kestrel-ops": Slack's, IRC's, Matrix's mark, whatever the language).
 _TOKEN = re.compile(r"\w[\w'-]*(?:[:.]\d+)*")
 _SENTENCE_END = ".:;!?"
 _NUMBER = re.compile(r"\d+(?:[:.]\d+)*")
+# A channel's mark right before a token: not within a word ("C#", "a#b") nor doubled ("##").
+_CHANNEL = re.compile(r"(?<![\w#])#\w")
 
 
 def values_of(text: str, ignore: frozenset[str]) -> frozenset[str]:
@@ -47,8 +50,8 @@ def values_of_another_kind(new: str, old: str) -> bool:
 
 
 def _values(text: str) -> Iterator[tuple[str, str]]:
-    """Each value `text` names with its kind (`value_kinds`): a token with a digit, or a
-    capitalised word that does not open a sentence."""
+    """Each value `text` names with its kind (`value_kinds`): a token with a digit, a capitalised
+    word that does not open a sentence, or a channel's name (a name: "#oncall")."""
     for match, kind in _value_matches(text):
         yield match.group(), kind
 
@@ -67,9 +70,14 @@ def _value_matches(text: str) -> Iterator[tuple[re.Match[str], str]]:
             after_a_name = any(c.isupper() for c in last) and not gap  # "MySQL 8", "iPhone 15"
             yield match, ("name" if after_a_name or not (number or token.islower()) else
                           "number" if number else "code")
-        elif token[0].isupper() and not opens_sentence:
+        elif token[0].isupper() and not opens_sentence or _CHANNEL.match(text, max(match.start() - 1, 0)):
             yield match, "name"
         end, last = match.end(), token
+
+
+def is_number(value: str) -> bool:
+    """Whether a value (`values_of`) is a number or a time alone ("14", "9:30", "8.0")."""
+    return _NUMBER.fullmatch(value) is not None
 
 
 def words_of(text: str) -> frozenset[str]:
