@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from uuid import UUID, uuid4
 
 from mcp_memory.models import Principal
-from mcp_memory.retrieval.answering import Closeness, another_history, answering
+from mcp_memory.retrieval.answering import Closeness, another_history, answering, sharing_values
 from mcp_memory.service import MemoryService
 
 PHONE = frozenset({"phone"})
@@ -107,3 +107,34 @@ async def test_a_phones_newest_version_does_not_answer_what_pet_someone_has(
     found = await service.search(alice, "What pet does Ilse Varga have these days?", explain=True, limit=30)
     assert found.hits[0].snippet == "Ilse Varga brought home a Maine Coon last weekend."
     assert {h.snippet for h in found.hits if h.explain.get("another_history")} == OTHER_HISTORIES
+
+
+def test_where_an_answer_names_a_channel_every_memory_naming_one_is_a_version() -> None:
+    """"Team someone opened #oncall as the new home." shares no value and few words with the
+    channels before it, and the chain's cut left it out; a channel is said of where the team
+    talks. A memory stating another attribute (`off`) stays out, and without a channel among the
+    answers nothing comes in."""
+    triage, kestrel, oncall, standup, off = uuid4(), uuid4(), uuid4(), uuid4(), uuid4()
+    closeness = {triage: Closeness(0.26, 0, 1.0, frozenset({"triage"}), channel=True),
+                 kestrel: Closeness(0.10, 1, 0.27, frozenset({"kestrel-ops"}), channel=True),
+                 oncall: Closeness(0.04, 3, 0.27, frozenset({"oncall"}), channel=True),
+                 standup: Closeness(0.18, 2, 0.24, frozenset({"9:30"})),
+                 off: Closeness(0.05, 4, -1.0, frozenset({"eng-core"}), off=True, channel=True)}
+    assert sharing_values({triage}, closeness) == {triage, kestrel, oncall}
+    assert sharing_values({standup}, closeness) == {standup}
+
+
+async def test_a_teams_newest_channel_answers_where_it_talks_however_it_is_worded(
+        service: MemoryService, alice: Principal) -> None:
+    """The newest channel note ("opened #triage as the new home.") linked to the older ones no
+    closer than the team's standup note, the chain's cut left it out, and the older channels came
+    first for "Where should I post questions for team Ibis these days?"."""
+    now = datetime.now(UTC)
+    notes = [("Questions for team Ibis -> #kestrel-ops.", 720), ("Team Ibis relocated its channel to #oncall.", 530),
+             ("Team Ibis opened #triage as the new home.", 180), ("Team Ibis standup @ 9:30.", 20),
+             ("#eng-core is busy at the moment because of an incident.", 60)]
+    written = [(await service.write(alice, text, occurred_at=now - timedelta(days=days))).memory
+               for text, days in notes]
+    found = await service.search(alice, "Where should I post questions for team Ibis these days?", explain=True)
+    assert found.hits[0].id == written[2].id
+    assert [h.id for h in found.hits[:3]] == [written[2].id, written[1].id, written[0].id]

@@ -31,6 +31,7 @@ class Closeness:
     nameless: bool = False  #: it names no value of the asked attribute, whose values are names (`naming_nothing`)
     #: the attributes its words state (the lexicon's cues and phrases) where the question asks others, none of them
     states_other: frozenset[str] = frozenset()
+    channel: bool = False  #: it names a channel ("#oncall")
 
 
 class Answers(NamedTuple):
@@ -112,8 +113,13 @@ def sharing_values(answers: set[UUID], closeness: dict[UUID, Closeness]) -> set[
     other sets the same record by record). A value the question names decides nothing (life / ops /
     assistant newest first +.01 / +.02 / +.01, newest@1 unchanged / +.01 / +.01, dataset and
     workbench unchanged; without the narrowed subject above, ops newest@1 lost one: another API in
-    the same region)."""
+    the same region). Where one of them names a channel, every memory naming one is a version too:
+    what a channel is said of is where someone talks, however far the words around it ("opened
+    #oncall as the new home." after "hangs out in #triage.": ops newest first .910 -> .950, newest@1
+    .900 -> .940, the other sets the same record by record)."""
     answers = set(answers)
+    if any(closeness[k].channel for k in answers):
+        answers |= {k for k, c in closeness.items() if c.channel and not c.off}
     named = set().union(*(closeness[k].values for k in answers))
     groups = {closeness[k].alike for k in answers} - {None}
     grown = True

@@ -73,7 +73,7 @@ from ..models import MOMENTS
 from .alike import groups
 from .answering import Closeness
 from .query import LABEL, NOT_NAMES, ParsedQuery
-from .values import is_number, value_runs, values_of, words_of
+from .values import is_number, names_a_channel, value_runs, values_of, words_of
 from .whose import MASK, question_mask, subject_positions, without_names
 
 
@@ -156,7 +156,8 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
     return {rows[positions[i]]["id"]: Closeness(float(to_question[i]), step, links[step],
                                                 values_of(texts[i], ignore), i not in on, group.get(i),
                                                 bool(attributes & stated[i]), i in nameless,
-                                                stated[i] if attributes and not attributes & stated[i] else frozenset())
+                                                stated[i] if attributes and not attributes & stated[i] else frozenset(),
+                                                names_a_channel(texts[i]))
             for step, i in enumerate(order)}
 
 

@@ -75,6 +75,11 @@ def _value_matches(text: str) -> Iterator[tuple[re.Match[str], str]]:
         end, last = match.end(), token
 
 
+def names_a_channel(text: str) -> bool:
+    """Whether `text` names a channel ("#oncall")."""
+    return _CHANNEL.search(text) is not None
+
+
 def is_number(value: str) -> bool:
     """Whether a value (`values_of`) is a number or a time alone ("14", "9:30", "8.0")."""
     return _NUMBER.fullmatch(value) is not None
