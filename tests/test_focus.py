@@ -41,7 +41,7 @@ from mcp_memory.retrieval.focus import (
     versions_said,
 )
 from mcp_memory.retrieval.query import parse_query, phrases_of
-from mcp_memory.retrieval.values import names_its_value, value_kinds, value_runs, values_of
+from mcp_memory.retrieval.values import names_a_channel, names_its_value, value_kinds, value_runs, values_of
 from mcp_memory.retrieval.whose import MASK, named_as, subject_positions, without_names
 from mcp_memory.service import MemoryService
 
@@ -156,6 +156,9 @@ def test_values_a_memory_names() -> None:
     # A channel is a value whatever its case; a "#" within a word or doubled marks none.
     assert values_of("someone archived #oncall; use #kestrel-ops.", ignore) == {"oncall", "kestrel-ops"}
     assert values_of("#oncall is muted; someone writes C# and a#b ##x.", ignore) == {"oncall", "c"}
+    assert names_a_channel("someone archived #oncall.", ignore)
+    assert not names_a_channel("someone writes C# and a#b ##x.", ignore)
+    assert not names_a_channel("someone archived #oncall.", ignore | {"oncall"})  # the question's own
 
 
 def test_the_kinds_of_value_a_memory_names() -> None:

@@ -157,7 +157,7 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
                                                 values_of(texts[i], ignore), i not in on, group.get(i),
                                                 bool(attributes & stated[i]), i in nameless,
                                                 stated[i] if attributes and not attributes & stated[i] else frozenset(),
-                                                names_a_channel(texts[i]))
+                                                names_a_channel(texts[i], ignore))
             for step, i in enumerate(order)}
 
 

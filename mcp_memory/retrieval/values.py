@@ -75,9 +75,10 @@ def _value_matches(text: str) -> Iterator[tuple[re.Match[str], str]]:
         end, last = match.end(), token
 
 
-def names_a_channel(text: str) -> bool:
-    """Whether `text` names a channel ("#oncall")."""
-    return _CHANNEL.search(text) is not None
+def names_a_channel(text: str, ignore: frozenset[str]) -> bool:
+    """Whether `text` names a channel ("#oncall") other than those in `ignore` (as `values_of` reads it)."""
+    return "#" in text and any(_CHANNEL.match(text, max(m.start() - 1, 0)) for m in _TOKEN.finditer(text)
+                               if POSSESSIVE.sub("", m.group()).lower() not in ignore)
 
 
 def is_number(value: str) -> bool:
