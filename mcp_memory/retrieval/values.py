@@ -70,15 +70,20 @@ def _value_matches(text: str) -> Iterator[tuple[re.Match[str], str]]:
             after_a_name = any(c.isupper() for c in last) and not gap  # "MySQL 8", "iPhone 15"
             yield match, ("name" if after_a_name or not (number or token.islower()) else
                           "number" if number else "code")
-        elif token[0].isupper() and not opens_sentence or _CHANNEL.match(text, max(match.start() - 1, 0)):
+        elif token[0].isupper() and not opens_sentence or _a_channel(text, match.start()):
             yield match, "name"
         end, last = match.end(), token
 
 
 def names_a_channel(text: str, ignore: frozenset[str]) -> bool:
     """Whether `text` names a channel ("#oncall") other than those in `ignore` (as `values_of` reads it)."""
-    return "#" in text and any(_CHANNEL.match(text, max(m.start() - 1, 0)) for m in _TOKEN.finditer(text)
+    return "#" in text and any(_a_channel(text, m.start()) for m in _TOKEN.finditer(text)
                                if POSSESSIVE.sub("", m.group()).lower() not in ignore)
+
+
+def _a_channel(text: str, start: int) -> bool:
+    """Whether the token of `text` at `start` is a channel's name, the mark right before it."""
+    return _CHANNEL.match(text, max(start - 1, 0)) is not None
 
 
 def is_number(value: str) -> bool:
