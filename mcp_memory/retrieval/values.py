@@ -24,7 +24,7 @@ _CHANNEL = re.compile(r"(?<![\w#])#\w")
 
 def values_of(text: str, ignore: frozenset[str]) -> frozenset[str]:
     """The values `text` names, lower case, other than the words in `ignore`."""
-    return frozenset(word for token, _ in _values(text) if (word := POSSESSIVE.sub("", token).lower()) not in ignore)
+    return frozenset(word for token, _ in _values(text) if (word := _word(token)) not in ignore)
 
 
 def value_kinds(text: str) -> frozenset[str]:
@@ -78,12 +78,17 @@ def _value_matches(text: str) -> Iterator[tuple[re.Match[str], str]]:
 def names_a_channel(text: str, ignore: frozenset[str]) -> bool:
     """Whether `text` names a channel ("#oncall") other than those in `ignore` (as `values_of` reads it)."""
     return "#" in text and any(_a_channel(text, m.start()) for m in _TOKEN.finditer(text)
-                               if POSSESSIVE.sub("", m.group()).lower() not in ignore)
+                               if _word(m.group()) not in ignore)
 
 
 def _a_channel(text: str, start: int) -> bool:
     """Whether the token of `text` at `start` is a channel's name, the mark right before it."""
     return _CHANNEL.match(text, max(start - 1, 0)) is not None
+
+
+def _word(token: str) -> str:
+    """A token as values are compared: lower case, its possessive cut ("Priya's" is "priya")."""
+    return POSSESSIVE.sub("", token).lower()
 
 
 def is_number(value: str) -> bool:
@@ -93,7 +98,7 @@ def is_number(value: str) -> bool:
 
 def words_of(text: str) -> frozenset[str]:
     """Every word of `text` as `values_of` reads it (lower case, possessives cut), values or not."""
-    return frozenset(POSSESSIVE.sub("", m.group()).lower() for m in _TOKEN.finditer(text))
+    return frozenset(_word(m.group()) for m in _TOKEN.finditer(text))
 
 
 def names_its_value(new: str, old: str, ignore: frozenset[str]) -> bool:
@@ -120,6 +125,6 @@ def value_runs(text: str, ignore: frozenset[str]) -> set[tuple[str, ...]]:
     for match, _ in _value_matches(text):
         if end is None or text[end:match.start()].strip():
             runs.append([])
-        runs[-1].append(POSSESSIVE.sub("", match.group()).lower())
+        runs[-1].append(_word(match.group()))
         end = match.end()
     return {kept for run in runs if (kept := tuple(w for w in run if w not in ignore))}
