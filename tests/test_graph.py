@@ -70,6 +70,14 @@ async def count(service, p) -> tuple[int, int, int]:
     # Family said as a name is a name: the subject, and not the user (test_focus.py).
     ("Mom lives in Porto now.", "Mom", {"Porto"}),
     ("Ana (my sister) moved to Porto.", "Ana", {"the user", "Porto"}),
+    # A word that only opens the sentence (a time word, a conjunction, a preposition) is no part of
+    # the name after it: "Yesterday Ana Lima" was an entity of its own, and the note not hers.
+    ("Yesterday Ana Lima moved to Berlin.", "Ana Lima", {"Berlin"}),
+    ("Since March Ana Lima lives in Braga.", "Ana Lima", {"Braga"}),
+    ("So Tom Hale moved to Porto.", "Tom Hale", {"Porto"}),
+    # A name right after a preposition opening the sentence is its object, not its subject.
+    ("After Quebec City, Odalys Pellegrini ended up in Leipzig.", "Odalys Pellegrini", {"Quebec City", "Leipzig"}),
+    ("At Acme Corp, Ana Lima leads billing.", "Ana Lima", {"Acme Corp"}),
 ])
 def test_a_verb_after_the_opening_word_makes_it_the_subject(text: str, about: str | None, mentioned: set[str]) -> None:
     names = names_in(text)
@@ -322,6 +330,14 @@ async def test_entities_are_per_namespace_and_rls_keeps_them_apart(service) -> N
     other_project = principal("alice", project="proj-y")
     later = await service.write(other_project, "Greta lives in Paris.", about=["Greta"], key="home city")
     assert later.memory.replaced is None  # another project's Greta is another entity
+
+
+async def test_a_note_opening_on_a_time_word_is_about_the_person_named_after_it(service) -> None:
+    p = principal("alice")
+    await service.write(p, "Ana Lima lives in Rome.")
+    moved = await service.write(p, "Yesterday Ana Lima moved to Berlin.")
+    assert [c for _, c in await entities(service, p)] == ["ana lima", "berlin", "rome"]
+    assert (await service.get(p, [moved.memory.id])).memories[0].about == ["Ana Lima"]
 
 
 async def test_a_question_about_a_keyed_attribute_gets_the_current_value_first(service) -> None:

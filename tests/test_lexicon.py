@@ -141,6 +141,13 @@ def test_dates_and_names_are_read_in_the_language() -> None:
     # "Onde", "Quem" open a question and name no one, in Portuguese.
     assert parse_query("Onde mora a Greta?", PORTUGUESE).subject == ("Greta",)
     assert parse_query("Onde mora a Greta?").subject == ("Onde", "Greta")
+    # A word opening a sentence only as one does is no part of the name after it, in Portuguese.
+    assert [n.display for n in names_in("Ontem Ana Lima mudou-se para o Porto.", PORTUGUESE)
+            if n.role == "about"] == ["Ana Lima"]
+    assert [n.display for n in names_in("Também Ana Lima mora em Braga.", PORTUGUESE)
+            if n.role == "about"] == ["Ana Lima"]
+    assert [n.display for n in names_in("Em Nova Iorque, a Ana Lima conheceu o Rui.", PORTUGUESE)
+            if n.role == "about"] == ["Ana Lima"]
 
 
 def test_the_user_words_are_recognised() -> None:

@@ -86,6 +86,11 @@ def test_the_phrase_table_is_data() -> None:
     ("When did I move? Was it on a Monday in May?", ()),
     ("which region is billing-api deployed in now", ()),
     ("What is the staging database port", ()),
+    # A word that opens a question only as a sentence does, or an abbreviation spelling a common word
+    # ("his SO"), names no one: a memory had to name "According" (or "SO") too to count as theirs.
+    ("According to Greta, where does Tom live now?", ("Greta", "Tom")),
+    ("After the move, where does Ana Lima work?", ("Ana", "Lima")),
+    ("When did Evan get back from a vacation with his SO?", ("Evan",)),
 ])
 def test_the_names_a_question_is_about(query: str, subject: tuple[str, ...]) -> None:
     assert parse_query(query).subject == subject

@@ -250,6 +250,10 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
                 continue
             start, run = start + opening.end(), run[opening.end():]
         words = [_POSSESSIVE.sub("", w) for w in run.split()]
+        # A name right after a preposition opening the sentence is its object ("After Quebec City,
+        # ..."), not one after its object ("Since March Ana Lima lives ...").
+        object_of = (len(words) > 1 and words[0].lower() in lexicon.prepositions
+                     and words[1].lower() not in lexicon.not_names and opens_clause(text, start))
         # The words for the user are no one's name ("User's son Theo ...").
         words = [w for w in words if w.lower() not in lexicon.not_names and w.lower() not in lexicon.user_words
                  and len(w) > 1]
@@ -266,7 +270,7 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
             is_subject, sure = False, addressed(text, start, start + len(run), lexicon)
         else:
             # Between commas after their role ("My manager, Tom Hale, approved it") a name is apposed, not spoken to.
-            is_subject = (not subject_taken and start < early_end
+            is_subject = (not subject_taken and not object_of and start < early_end
                           and (start == apposed or not addressed(text, start, start + len(run), lexicon)))
             sure = True
         if key not in found:

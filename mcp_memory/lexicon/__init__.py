@@ -108,8 +108,12 @@ class Lexicon:
 
     # --- names (graph/names.py) -------------------------------------------------------------
     # Words that may open a clause capitalised without naming anyone: articles, pronouns,
-    # question words, auxiliaries, and the names of days and months.
+    # question words, auxiliaries, the names of days and months, and the prepositions, conjunctions
+    # and time words a sentence opens on before a name ("Yesterday Ana Lima moved ...").
     not_names: frozenset[str] = frozenset()
+    # Words a name opening a sentence is the object of, not its subject ("After Quebec City, Odalys
+    # Pellegrini ended up in Leipzig.", "At Acme Corp, Ana leads billing.").
+    prepositions: frozenset[str] = frozenset()
     # What makes a sentence's capitalised opening word its subject, sure to be a name, when it comes
     # next: a verb of these ("Alice is", "Diego took"), or a word ending so that is no other word
     # of the lexicon's ("Alice lives", "Bob moved"; not "Lunch with", "Escalations for").

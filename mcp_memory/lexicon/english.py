@@ -200,7 +200,16 @@ ENGLISH = Lexicon(
         monday tuesday wednesday thursday friday saturday sunday january february march april may june july
         august september october november december mondays tuesdays wednesdays thursdays fridays saturdays sundays
         everything everyone everybody nothing nobody something someone somebody
-        dr mr mrs ms prof""".split()),
+        dr mr mrs ms prof
+        after before during since until till although though because unless whereas whether while whilst once
+        around between among besides despite except unlike upon toward towards via per throughout amid according
+        based considering regarding concerning following including also then so yet nor however meanwhile
+        therefore thus anyway instead otherwise today yesterday tomorrow tonight recently lately soon later earlier
+        already finally eventually maybe perhaps probably actually apparently yes no not""".split()),
+    prepositions=frozenset("""in on at of for to from with by about after before during since until around
+        between among besides despite except unlike upon toward towards via per throughout amid into onto over
+        under across along behind beyond within without near through against following according regarding
+        concerning considering""".split()),
     opening_verbs=frozenset("""prefers prefer uses use likes loves hates dislikes enjoys wants needs works lives
         drives owns speaks plays reads writes codes runs deploys switched moved started stopped joined left bought
         sold quit avoids avoid keeps""".split()),

@@ -95,7 +95,11 @@ PORTUGUESE = Lexicon(
         segunda terça quarta quinta sexta sábado domingo segunda-feira terça-feira quarta-feira quinta-feira
         sexta-feira segundas terças quartas quintas sextas sábados domingos
         janeiro fevereiro março abril maio junho julho agosto setembro outubro novembro
-        dezembro""".split()),
+        dezembro
+        depois antes durante desde até embora enquanto entre além apesar exceto conforme considerando segundo
+        também então assim porém contudo portanto entretanto hoje ontem amanhã recentemente talvez sim não""".split()),
+    prepositions=frozenset("""em no na nos nas de do da dos das ao à aos às para por pelo pela com sem sobre
+        depois antes durante desde até entre além apesar exceto conforme segundo""".split()),
     opening_verbs=frozenset("""prefere usa gosta adora odeia quer precisa trabalha mora vive conduz fala joga lê
         escreve mudou começou deixou comprou vendeu evita""".split()),
     name_keys=("nome", "primeiro nome", "nome completo", "nome próprio", "alcunha"),
