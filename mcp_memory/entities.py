@@ -33,7 +33,7 @@ from .models import (
     ScopeInfo,
 )
 from .permissions import require
-from .repository import MemoryRepository, key_edits
+from .repository import MemoryRepository, about_edits, key_edits
 from .repository import entity_edits as edits
 from .repository import entity_pages as pages
 from .repository.deadlocks import again_if_stopped
@@ -121,7 +121,7 @@ class EntityEdit(BaseModel):
     """A person's correction of the graph, as recorded (entity_edits)."""
 
     id: UUID
-    kind: Literal["merge", "split", "key"]
+    kind: Literal["merge", "split", "key", "about"]
     summary: str
     entity: UUID
     other: UUID | None = None
@@ -165,6 +165,9 @@ def _summary(row: asyncpg.Record) -> str:
     if row["kind"] == "split":
         gone = f" ({r['rows_gone']} gone since: purged or read again)" if r["rows_gone"] else ""
         return f"split {r['source']['name']} off {r['target']['name']} again: {r['rows_back']} row(s) back{gone}"
+    if row["kind"] == "about":
+        facts = f", its keyed {r['facts'][0]['attribute']} with it" if r["facts"] else ""
+        return f"memory {row['memory_id']}: about {', '.join(r['names'])} now{facts}"
     before = sorted({f["attribute"] for f in r["before"]})
     after = r["after"]
     return (f"memory {row['memory_id']}: key {', '.join(before)} → {after['attribute']}" if after else
@@ -364,5 +367,8 @@ class Entities:
         await edits.later(conn, p, edit)
         if edit["kind"] == "merge":
             return _edit(await edits.split(conn, p, edit, why))
+        if edit["kind"] == "about":
+            await about_edits.undo_about(conn, p, edit)
+            return _edit(await edits.edit_row(conn, p, edit_id))
         await key_edits.undo_key(conn, p, edit)
         return _edit(await edits.edit_row(conn, p, edit_id))

@@ -218,10 +218,12 @@ class MemoryService(Writing, Forgetting, Searching):
                      pinned: bool | None = None, priority: int | None = None,
                      occurred_at: datetime | None = None, reason: str | None = None,
                      if_version: int | None = None, force: bool = False,
-                     request_id: str | None = None, key: str | None = None) -> UpdateResult:
+                     request_id: str | None = None, key: str | None = None,
+                     about: list[str] | None = None) -> UpdateResult:
         self.require(p, "write")
         reason = text("reason", reason) if reason is not None else None
         refiled = key_given(key, self.structure.lexicon) if key is not None else None
+        subjects = self.structure.about_given(about) if about is not None else None
         changes: dict[str, Any] = {}
         if content is not None:
             changes["content"] = self.check.content(content)
@@ -247,7 +249,7 @@ class MemoryService(Writing, Forgetting, Searching):
             changes["priority"] = priority
         if occurred_at is not None:
             changes["occurred_at"] = moment("occurred_at", occurred_at)
-        if not changes and refiled is None:
+        if not changes and refiled is None and subjects is None:
             raise InvalidInput("nothing to update: pass at least one field to change")
         await self._limit(p, "write")
         # A turn moved, or no longer a turn, leaves the one after it where it was: that one held it,
@@ -257,7 +259,7 @@ class MemoryService(Writing, Forgetting, Searching):
         memory, changed = await self.repo.update(
             p, memory_id, changes, reason=reason, if_version=if_version,
             may_override_pin=self._may_override_pin(p, force), request_id=request_id, read_names=self.structure.read,
-            key=refiled)
+            key=refiled, about=subjects)
         self._changed(int(changed))
         turn = "kind" in changes or memory.kind == "episode" and bool({"content", "occurred_at"} & changes.keys())
         if changed and turn and self.vectors is not None and self.vectors.turn_minutes > 0:

@@ -58,6 +58,17 @@ def _name_attributes(lexicon: Lexicon) -> frozenset[str]:
     return frozenset(k.attribute for word in lexicon.name_keys if (k := key_of(word, lexicon)) is not None)
 
 
+def _checked(about: list[str], where: str) -> None:
+    """A writer's `about` as the tools take it; a bad one names the argument."""
+    if len(about) > limits.MAX_ABOUT:
+        raise InvalidInput(f"{where}about has {len(about)} names; at most {limits.MAX_ABOUT}")
+    for i, name in enumerate(about):
+        if not isinstance(name, str) or not name.strip() or len(name) > limits.MAX_NAME_CHARS:
+            raise InvalidInput(f"{where}about[{i}] must be a name of 1-{limits.MAX_NAME_CHARS} characters "
+                               "(a person, 'me' for the user, a project, a place)")
+        text(f"{where}about[{i}]", name)
+
+
 class Structure:
     def __init__(self, repo: MemoryRepository, settings: Settings, lexicon: Lexicon, vectors: Vectors | None) -> None:
         self.repo, self.settings, self.lexicon, self.vectors = repo, settings, lexicon, vectors
@@ -67,13 +78,7 @@ class Structure:
         name the writer did not list is one it mentions); a bad one names the argument."""
         lexicon = self.lexicon
         if about is not None:
-            if len(about) > limits.MAX_ABOUT:
-                raise InvalidInput(f"{where}about has {len(about)} names; at most {limits.MAX_ABOUT}")
-            for i, name in enumerate(about):
-                if not isinstance(name, str) or not name.strip() or len(name) > limits.MAX_NAME_CHARS:
-                    raise InvalidInput(f"{where}about[{i}] must be a name of 1-{limits.MAX_NAME_CHARS} characters "
-                                       "(a person, 'me' for the user, a project, a place)")
-                text(f"{where}about[{i}]", name)
+            _checked(about, where)
         names = bounded(classified(with_text(classified(writer_names(about or [], lexicon.user_names), lexicon),
                                              read_names(content, kind, lexicon)), lexicon),
                         self.settings.graph_max_names)
@@ -92,6 +97,14 @@ class Structure:
                         names_subject=said_key is not None and said_key.attribute in _name_attributes(lexicon))
         read = key_in(content, lexicon, [n.display for n in names if not n.user])
         return Said(names, read, "writer" if about else "rules", replaces=rules == "replace", key_source="rules")
+
+    def about_given(self, about: list[str]) -> list[Name]:
+        """An update's `about`: whom the memory is about instead, each a name the writer is sure of."""
+        if not about:
+            raise InvalidInput("about: pass at least one name (a person, 'me' for the user, a project, a place); "
+                               "nothing was changed")
+        _checked(about, "")
+        return classified(writer_names(about, self.lexicon.user_names), self.lexicon)
 
     def began(self, content: str, kind: str, said: Said) -> datetime | None:
         """When a keyed memory's value became true by its own words, for a write that passes no

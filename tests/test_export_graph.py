@@ -66,6 +66,11 @@ async def test_a_store_moved_keeps_its_graph_and_a_persons_corrections_and_reads
                                 occurred_at=day("2025-07-01"))
     fixed = await service.entities.fix_key(alice, works.memory.id, "job title", reason="a title")
     await service.write(alice, "Tomasz Wolak plays chess on Sundays.")  # rules alone
+    moved = await service.write(alice, "Moved to Porto last spring.", about=["me"], key="home city",
+                                occurred_at=day("2025-05-01"))
+    await service.update(alice, moved.memory.id, about=["Tomasz Wolak"], reason="his move, not mine")
+    [refiled] = [e for e in (await service.entities.page(alice, await entity_id(service, alice, "Tomasz Wolak"))
+                             ).edits if e.kind == "about"]
     gone = (await service.write(alice, "Tomasz Wolak once lived in Gdansk.")).memory.id
     await service.forget(alice, [gone], reason="wrong")
     async with database.admin.acquire() as conn:
@@ -81,9 +86,9 @@ async def test_a_store_moved_keeps_its_graph_and_a_persons_corrections_and_reads
     db, target = fresh
     maintenance = MaintenanceRepository(db.admin)
     dry = await import_paths(target, maintenance, alice, [dump], progress=False, dry_run=True)
-    assert dry.created == 8 and not any((await graph_rows(db)).values())  # a dry run writes no entity either
+    assert dry.created == 9 and not any((await graph_rows(db)).values())  # a dry run writes no entity either
     report = await import_paths(target, maintenance, alice, [dump], progress=False)
-    assert (report.created, report.graph) == (8, [])
+    assert (report.created, report.graph) == (9, [])
     after = await graph_rows(db)
     assert after == before  # every row as it was, and nothing left for the rules to read
     await consistent(db)
@@ -94,7 +99,11 @@ async def test_a_store_moved_keeps_its_graph_and_a_persons_corrections_and_reads
     assert (await import_paths(target, maintenance, alice, [dump], progress=False)).created == 0
     assert await graph_rows(db) == before
 
+    assert await current(target, alice, "Tomasz Wolak", "home city") == [moved.memory.id]
+
     # The person's corrections can be undone there, as here.
+    await target.entities.undo(alice, refiled.id)
+    assert await current(target, alice, "the user", "home city") == [moved.memory.id]
     await target.entities.undo(alice, fixed.id)
     assert await current(target, alice, "Greta Ibarra", "employer") == [works.memory.id]
     await target.entities.split(alice, gigi, reason="not the same person")

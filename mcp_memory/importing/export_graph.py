@@ -87,7 +87,7 @@ class Edit(_Row):
     id: UUID
     agent_id: str | None = None
     project_id: str | None = None
-    kind: Literal["merge", "split", "key"]
+    kind: Literal["merge", "split", "key", "about"]
     entity_id: UUID
     other_id: UUID | None = None
     memory_id: UUID | None = None

@@ -1,10 +1,10 @@
 """A person's corrections of the graph, one transaction each, recorded in entity_edits with exactly
 the rows they moved or changed so that each can be undone: merge one entity into another, split a
-merge again, fix or remove the key of one memory. What keys cannot forbid is checked before the
-commit (no fact without its mention, no link to a merged entity or beyond its entity's namespace):
-an edit that would break it changes nothing. Rows in namespaces the session does not act in are
-counted through the read-only user-wide policy (rls.sql): an edit that would have to move them is
-refused, never done by half. A key fix is key_edits.py's."""
+merge again, fix or remove the key of one memory or whom it is about. What keys cannot forbid is
+checked before the commit (no fact without its mention, no link to a merged entity or beyond its
+entity's namespace): an edit that would break it changes nothing. Rows in namespaces the session
+does not act in are counted through the read-only user-wide policy (rls.sql): an edit that would
+have to move them is refused, never done by half. A key fix is key_edits.py's, an about fix about_edits.py's."""
 
 from __future__ import annotations
 
@@ -286,7 +286,7 @@ async def split(conn: asyncpg.Connection, p: Principal, edit: asyncpg.Record, re
                                     "AND memory_id = ANY($4::uuid[])", *args, mentions)).split()[-1])
     await conn.execute("UPDATE memory_entities SET role = 'mentioned' WHERE user_id = $1 AND entity_id = $2 "
                        "AND role = 'about' AND memory_id = ANY($3::uuid[])", p.user_id, into, promoted)
-    back += await _reinsert_mentions(conn, p, rows["mentions_dropped"])
+    back += await reinsert_mentions(conn, p, rows["mentions_dropped"])
     back += await reinsert_facts(conn, p, rows["facts_dropped"])
     await conn.execute("UPDATE entities SET aliases = array(SELECT a FROM unnest(aliases) a WHERE NOT a = ANY($3)), "
                        "updated_at = now() WHERE user_id = $1 AND id = $2", p.user_id, into, rows["aliases_added"])
@@ -309,7 +309,7 @@ def _ids(values: list[str]) -> list[UUID]:
     return [UUID(v) for v in values]
 
 
-async def _reinsert_mentions(conn: asyncpg.Connection, p: Principal, rows: list[Row]) -> int:
+async def reinsert_mentions(conn: asyncpg.Connection, p: Principal, rows: list[Row]) -> int:
     """Mention rows put back as they were (those of memories purged since are gone)."""
     status = await conn.execute(
         """INSERT INTO memory_entities (user_id, memory_id, entity_id, agent_id, project_id, role, source, created_at)
@@ -339,6 +339,9 @@ async def reinsert_facts(conn: asyncpg.Connection, p: Principal, rows: list[Row]
 # --- the record ------------------------------------------------------------------------------
 
 
+_WHAT = {"merge": "merge", "key": "key fix", "about": "fix of whom a memory is about"}
+
+
 async def edit_row(conn: asyncpg.Connection, p: Principal, edit: UUID, *, lock: bool = False) -> asyncpg.Record:
     q = Sql()
     row = await conn.fetchrow(f"SELECT * FROM entity_edits e WHERE {visible(q, p, 'e')} AND e.id = {q.arg(edit)}"
@@ -350,14 +353,15 @@ async def edit_row(conn: asyncpg.Connection, p: Principal, edit: UUID, *, lock: 
 
 async def later(conn: asyncpg.Connection, p: Principal, edit: asyncpg.Record) -> None:
     """An edit is undone only while no later live edit touches its entities: a merge of either, or
-    a key fix of their facts (of the same memory, when both fix keys). Splits do not count: they
-    only put back what a merge moved. Read over every namespace of the user, so that one made
-    elsewhere also counts, without showing what it was."""
+    a key fix of their facts (of the same memory, when both fix a memory's key or whom it is
+    about). Splits do not count: they only put back what a merge moved. Read over every namespace
+    of the user, so that one made elsewhere also counts, without showing what it was."""
     q = Sql()
     elsewhere = _outside(q, p, "e")
     touches = f"e.entity_ids && {q.arg(edit['entity_ids'])}::uuid[]"
-    if edit["kind"] == "key":
-        touches = f"CASE WHEN e.kind = 'key' THEN e.memory_id = {q.arg(edit['memory_id'])} ELSE {touches} END"
+    if edit["kind"] in ("key", "about"):
+        touches = (f"CASE WHEN e.kind IN ('key', 'about') THEN e.memory_id = {q.arg(edit['memory_id'])} "
+                   f"ELSE {touches} END")
     await _user_wide(conn, True)
     row = await conn.fetchrow(
         f"""SELECT e.kind, e.created_at, {elsewhere} AS elsewhere FROM entity_edits e
@@ -367,5 +371,5 @@ async def later(conn: asyncpg.Connection, p: Principal, edit: asyncpg.Record) ->
     await _user_wide(conn, False)
     if row is not None:
         what = "an edit in another namespace" if row["elsewhere"] else \
-            f"the later {'merge' if row['kind'] == 'merge' else 'key fix'} of {row['created_at']:%Y-%m-%d %H:%M UTC}"
+            f"the later {_WHAT[row['kind']]} of {row['created_at']:%Y-%m-%d %H:%M UTC}"
         raise Conflict(f"{what} touches the same entities: undo it first; nothing was changed")

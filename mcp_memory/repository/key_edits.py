@@ -17,7 +17,7 @@ from .entity_edits import consistent, mark_undone, record_edit, reinsert_facts
 from .sql import Sql, visible
 
 
-async def _memory(conn: asyncpg.Connection, p: Principal, memory: UUID, what: str) -> asyncpg.Record:
+async def editable_memory(conn: asyncpg.Connection, p: Principal, memory: UUID, what: str) -> asyncpg.Record:
     q = Sql()
     row = await conn.fetchrow(f"SELECT m.id, m.agent_id, m.project_id, m.deleted_at, m.pinned FROM memories m "
                               f"WHERE {visible(q, p)} AND m.id = {q.arg(memory)}", *q.args)
@@ -29,7 +29,7 @@ async def _memory(conn: asyncpg.Connection, p: Principal, memory: UUID, what: st
     return row
 
 
-async def _facts(conn: asyncpg.Connection, p: Principal, memory: UUID) -> list[asyncpg.Record]:
+async def keyed_facts(conn: asyncpg.Connection, p: Principal, memory: UUID) -> list[asyncpg.Record]:
     return await conn.fetch(
         """SELECT f.entity_id, f.attribute, f.key_words, f.single, to_jsonb(f) AS row FROM memory_facts f
            WHERE f.user_id = $1 AND f.memory_id = $2 ORDER BY f.entity_id FOR UPDATE""", p.user_id, memory)
@@ -40,10 +40,10 @@ async def fix_key(conn: asyncpg.Connection, p: Principal, memory: UUID, key: Key
     """The keyed facts of `memory` filed under `key` instead (None: removed). Which value is current
     follows by itself (validity is read off the live facts); which memory replaces which follows the
     attributes' values in order of valid time (fact_order.py `relink`), recorded for the undo."""
-    row = await _memory(conn, p, memory, "have its key fixed")
+    row = await editable_memory(conn, p, memory, "have its key fixed")
     if row["deleted_at"] is not None:
         raise Conflict(f"memory {memory} is forgotten: restore it first; nothing was changed")
-    facts = await _facts(conn, p, memory)
+    facts = await keyed_facts(conn, p, memory)
     if not facts:
         raise InvalidInput(f"memory {memory} states no keyed attribute: there is no key to fix (a memory is keyed "
                            "when written with about and key); nothing was changed")
@@ -74,8 +74,8 @@ async def undo_key(conn: asyncpg.Connection, p: Principal, edit: asyncpg.Record)
     still as the fix left them."""
     before, after = edit["rows"]["before"], edit["rows"]["after"]
     memory = edit["memory_id"]
-    await _memory(conn, p, memory, "have its key fixed")
-    now = await _facts(conn, p, memory)
+    await editable_memory(conn, p, memory, "have its key fixed")
+    now = await keyed_facts(conn, p, memory)
     expected = [] if after is None else [(UUID(r["entity_id"]), after["attribute"], after["key_words"],
                                           after["single"]) for r in before]
     if sorted((f["entity_id"], f["attribute"], f["key_words"], f["single"]) for f in now) != sorted(expected):

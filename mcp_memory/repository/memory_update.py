@@ -3,7 +3,7 @@ and one history row in the same transaction."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -15,7 +15,7 @@ from ..graph.keys import Key
 from ..graph.names import Name
 from ..models import Memory, Principal
 from ..validation import content_hash
-from . import graph, key_edits
+from . import about_edits, graph, key_edits
 from .deadlocks import again_if_stopped
 from .memory_rows import TRACKED, _own, _same, _snapshot, to_memory
 from .memory_store import MemoryStore, history
@@ -28,7 +28,7 @@ class MemoryUpdate(MemoryStore):
     async def update(self, p: Principal, memory_id: UUID, changes: dict[str, Any], *, reason: str | None,
                      if_version: int | None, may_override_pin: bool, request_id: str | None = None,
                      read_names: Callable[[str, str], list[Name]] | None = None,
-                     key: Key | None = None) -> tuple[Memory, bool]:
+                     key: Key | None = None, about: Sequence[Name] | None = None) -> tuple[Memory, bool]:
         """Apply the fields that differ; returns (memory, changed). A new text, kind or metadata gets
         its content hash from the memory as it will be (a turn's copy is known by its session and
         place too: validation.content_hash), read under the row's lock. A new text's names
@@ -38,14 +38,17 @@ class MemoryUpdate(MemoryStore):
         takes them the other way round: where PostgreSQL stops one of the two to break the wait, the
         update goes again from its start (nothing of it was kept). A `key` files its keyed facts
         under that attribute in the same transaction, as a person's key fix on the console does
-        (key_edits.py: recorded, undoable); one the fix refuses leaves the fields unchanged too."""
+        (key_edits.py: recorded, undoable); one the fix refuses leaves the fields unchanged too.
+        `about` (a writer's names) files the memory about them instead, before any `key` (about_edits.py,
+        recorded and undoable the same way)."""
         return await again_if_stopped(lambda: self._update(
             p, memory_id, changes, reason=reason, if_version=if_version, may_override_pin=may_override_pin,
-            request_id=request_id, read_names=read_names, key=key))
+            request_id=request_id, read_names=read_names, key=key, about=about))
 
     async def _update(self, p: Principal, memory_id: UUID, changes: dict[str, Any], *, reason: str | None,
                       if_version: int | None, may_override_pin: bool, request_id: str | None,
-                      read_names: Callable[[str, str], list[Name]] | None, key: Key | None) -> tuple[Memory, bool]:
+                      read_names: Callable[[str, str], list[Name]] | None, key: Key | None,
+                      about: Sequence[Name] | None) -> tuple[Memory, bool]:
         async with self.writing(p) as conn:
             rows = await self._fetch(conn, p, [memory_id], deleted=False, lock=True)
             if not rows:
@@ -57,9 +60,9 @@ class MemoryUpdate(MemoryStore):
                                "someone changed it since you read it; re-read and retry")
             diff = {k: v for k, v in changes.items() if k not in _DERIVED and not _same(row[k], v)}
             if not diff:
-                if key is None:
+                if key is None and about is None:
                     return to_memory(row), False
-                await key_edits.fix_key(conn, p, memory_id, key, reason)
+                await self._refile(conn, p, memory_id, key, about, reason)
                 return to_memory(row), True
             if {"content", "kind", "metadata"} & diff.keys():
                 after = {k: diff.get(k, row[k]) for k in ("content", "kind", "metadata")}
@@ -92,6 +95,14 @@ class MemoryUpdate(MemoryStore):
                           reason, request_id)
             names = read_names(updated["content"], updated["kind"]) if read_names and "content" in diff else None
             await graph.restate(conn, p, updated, names)
-            if key is not None:
-                await key_edits.fix_key(conn, p, memory_id, key, reason)
+            await self._refile(conn, p, memory_id, key, about, reason)
             return to_memory(updated), True
+
+    @staticmethod
+    async def _refile(conn: asyncpg.Connection, p: Principal, memory_id: UUID, key: Key | None,
+                      about: Sequence[Name] | None, reason: str | None) -> None:
+        """Whom the memory is about, then the attribute its keyed facts state, as given."""
+        if about is not None:
+            await about_edits.fix_about(conn, p, memory_id, about, reason)
+        if key is not None:
+            await key_edits.fix_key(conn, p, memory_id, key, reason)

@@ -208,13 +208,15 @@ async def memory_update(
     force: Force = False,
     key: Annotated[str | None, Field(max_length=limits.MAX_KEY_WORDS_CHARS, description=(
         "Files its keyed fact under this attribute instead ('job title'); recorded, undoable."))] = None,
+    about: Annotated[list[str] | None, Field(max_length=limits.MAX_ABOUT, description=(
+        "Whom it is about instead (names, 'me' for the user); its keyed fact moves too; recorded, undoable."))] = None,
 ) -> UpdateResult:
     """Change some fields of a memory; the old values stay in its history."""
     service, p = await bind(ctx)
     return await service.update(p, id, content=content, title=title, kind=kind, tags=tags, metadata=metadata,
                                 importance=importance, pinned=pinned, priority=priority,
                                 occurred_at=occurred_at, reason=reason, if_version=if_version, force=force,
-                                request_id=ctx.request_id, key=key)
+                                request_id=ctx.request_id, key=key, about=about)
 
 
 class ForgetConfirmation(BaseModel):
