@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from mcp_memory.errors import Conflict, InvalidInput, NotFound
+from mcp_memory.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 
 from .conftest import principal
 from .test_entity_edits import consistent, entity_id
@@ -121,3 +121,13 @@ async def test_an_about_fix_shows_on_the_entity_page_and_undoes_there(database, 
         assert client.post(f"/ui/entities/edits/{edit}/undo", data={"csrf": token}).status_code == 303
     assert await about_of(service, ALICE, note.memory.id) == ["the user"]
     await consistent(database)
+
+
+async def test_a_credential_confined_to_its_agent_refiles_no_user_wide_memory(service) -> None:
+    wide = principal(agent=None)
+    shared = (await service.write(wide, "Dana Ruiz works at Acme.", about=["Dana Ruiz"], key="employer",
+                                  scope="user")).memory.id
+    confined = principal().model_copy(update={"agent_confined": True})
+    with pytest.raises(PermissionDenied):
+        await service.update(confined, shared, about=["Rui Costa"])
+    assert await about_of(service, wide, shared) == ["Dana Ruiz"]
