@@ -184,12 +184,20 @@ async def test_a_local_model_s_doubtful_update_waits_for_the_user(database: Data
                                                                    chat: ChatAPI, alice: Principal) -> None:
     """Unset, the floor of a model on loopback is the stricter one: an update our check judges
     below it (applied at the floor of other models, test above) is only suggested."""
-    first, _, result = await decide(database, settings, chat, alice,
-                                    "Odalys Pellegrini has settled down in Quebec City.",
-                                    "After Quebec City, Odalys Pellegrini ended up in Leipzig.", UPDATE_1,
+    first, _, result = await decide(database, settings, chat, alice, "Thandiwe Nascimento's editor is Vim.",
+                                    "Thandiwe Nascimento switched over to IntelliJ.", UPDATE_1,
                                     decisions_guard_floor=None)
     assert first["superseded_by"] is None and result["applied"] == []
     assert f"< {guard.LOCAL_MODEL_FLOOR:.2f}" in result["suggested"][str(first["id"])]
+
+
+async def test_the_place_a_note_opens_on_is_the_value_it_left_not_whom_it_is_about() -> None:
+    """"After Quebec City, ..." opens on the value the note replaces: its subject is the person after
+    it, and the value named beside a new one makes it the version of "settled down in Quebec City"
+    at any floor. Read as about "Quebec City", it was another subject's note."""
+    [judged] = await guard.judge("After Quebec City, Odalys Pellegrini ended up in Leipzig.",
+                                 ["Odalys Pellegrini has settled down in Quebec City."], None, 0.95)
+    assert judged.other_subject is None and judged.names_value and judged.earlier
 
 
 def jobs_list(db_url: str, p: Principal) -> subprocess.CompletedProcess:

@@ -16,7 +16,8 @@ our job, not the model's, so before an UPDATE, DELETE or NONE is applied each ta
   manager", "Y's laptop") are two people's facts; a channel opening a note is a subject, a
   one-word label ("Calendar:") none, nor a name that is all a label is followed by ("Billing
   worker maintainer: Oskar Lund."), nor the word opening what a note tells of a name ("Office for
-  the Atlas team: ...");
+  the Atlas team: ..."), nor the object of the preposition a note opens on ("After Quebec City,
+  Odalys Pellegrini ended up in Leipzig.": the lexicon's `prepositions`, as graph/names.py reads it);
   the same words opening on another name, with another value further on, are another person's
   fact ("Kasimir replaced the MacBook Pro 14 with ..." / "Priya replaced the MacBook Pro 14 with
   ..."); between memories about no one (neither the user nor a full name among their first

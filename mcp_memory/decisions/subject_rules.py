@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from ..graph import subjects as stored_subjects
 from ..graph.about_user import about_someone_else, named_persons_relation, speaks_of_user, without_user
 from ..graph.names import RUN as _RUN
-from ..graph.names import SUBJECT_WITHIN, WORD, owned, runs
+from ..graph.names import SUBJECT_WITHIN, WORD, object_of_opening, owned, runs
 from ..graph.subjects import Subjects
 from ..retrieval.focus import MASK
 from ..retrieval.query import LABEL, word_pairs
@@ -70,6 +70,10 @@ def names(text: str, anywhere: bool = False) -> list[tuple[str, ...]]:
         if start >= limit:
             break
         if label is not None and start < label.end() or start == first and _OF_A_NAME.match(text):
+            continue
+        # The object of the preposition a sentence opens on is not whom it is about ("After Quebec
+        # City, Odalys Pellegrini ended up in Leipzig."); read anywhere, it is still a name.
+        if not anywhere and object_of_opening(run.split(), text, start):
             continue
         if valued is not None and start == valued.end() and not text[start + len(run):].strip(" .!"):
             continue

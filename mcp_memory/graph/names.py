@@ -250,10 +250,7 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
                 continue
             start, run = start + opening.end(), run[opening.end():]
         words = [_POSSESSIVE.sub("", w) for w in run.split()]
-        # A name right after a preposition opening the sentence is its object ("After Quebec City,
-        # ..."), not one after its object ("Since March Ana Lima lives ...").
-        object_of = (len(words) > 1 and words[0].lower() in lexicon.prepositions
-                     and words[1].lower() not in lexicon.not_names and opens_clause(text, start))
+        object_of = object_of_opening(words, text, start, lexicon)
         # The words for the user are no one's name ("User's son Theo ...").
         words = [w for w in words if w.lower() not in lexicon.not_names and w.lower() not in lexicon.user_words
                  and len(w) > 1]
@@ -286,6 +283,14 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
             names = [mentioned(n) for n in names]
         names.insert(0, Name(USER_NAME, USER, "about" if user_first else "mentioned", user=True))
     return names
+
+
+def object_of_opening(words: list[str], text: str, start: int, lexicon: Lexicon = ENGLISH) -> bool:
+    """Whether a run of capitalised `words` at `start` names the object of the preposition opening
+    its sentence ("After Quebec City, Odalys ..."), not the sentence's subject; a name after that
+    object is none ("Since March Ana Lima lives ...")."""
+    return (len(words) > 1 and words[0].lower() in lexicon.prepositions and words[1].lower() not in lexicon.not_names
+            and opens_clause(text, start))
 
 
 def opens_clause(text: str, start: int) -> bool:
