@@ -988,11 +988,12 @@ async def test_the_users_person_is_also_the_name_a_note_gives_them(service: Memo
     assert found.hits[1].snippet == "My wife Sara works at Feedzai."
 
 
-async def test_the_users_person_is_also_the_name_a_note_says_they_are(service: MemoryService,
-                                                                     alice: Principal) -> None:
+@pytest.mark.parametrize("says", ["My wife is Sara.", "My wife's name is Sara."])
+async def test_the_users_person_is_also_the_name_a_note_says_they_are(service: MemoryService, alice: Principal,
+                                                                     says: str) -> None:
     """"My wife is Sara." is the user's own fact, and says the wife's name: Sara's notes are hers."""
     await newest_first_only_with_the_rule(service, alice, [
-        ("My wife is Sara.", 500), ("Sara works at Feedzai.", 400), ("I live in Lisbon.", 380),
+        (says, 500), ("Sara works at Feedzai.", 400), ("I live in Lisbon.", 380),
         ("Sara loves hiking in Sintra.", 50), ("I drive a Renault Zoe.", 20), ("Sara started at Talkdesk.", 100)],
         "Where does my wife work now?")
 
@@ -1007,6 +1008,9 @@ def test_the_name_a_note_gives_the_users_person_beside_the_role() -> None:
     # A note saying who she is: the user's own fact, whose name is hers.
     assert named_as(wife, ["My wife is Sara Lopes."], ENGLISH) == ["Sara Lopes", "Sara"]
     assert named_as(wife, ["Sara is my wife.", "My brother is Rui.", "My wife is happy."], ENGLISH) == ["Sara"]
+    # Her name said as hers: not what else of hers a note says.
+    assert named_as(wife, ["My wife's name is Sara Lopes."], ENGLISH) == ["Sara Lopes", "Sara"]
+    assert named_as(wife, ["My wife's job is Nursing.", "My wife's name is hard to spell."], ENGLISH) == []
     sister = their_person("irmã", PORTUGUESE)
     assert named_as(sister, ["A minha irmã Ana mudou-se para o Porto."], PORTUGUESE) == ["Ana"]
     assert named_as(sister, ["A Ana é a minha irmã."], PORTUGUESE) == ["Ana"]

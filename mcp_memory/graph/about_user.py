@@ -127,13 +127,19 @@ def _patterns(lexicon: Lexicon) -> _Patterns:
     their_person = re.compile(r"(?i)" + _B + theirs + role)
     # Anywhere in a question: "Who is Omar Kim's mentor's manager?".
     named_persons_anywhere = re.compile(_B + their_own)
-    # Or a note saying who the user's person is ("My wife is Sara.", "Sara is my wife.", "A minha irmã é
-    # a Ana."): the user's own fact, whose name is that person's (retrieval/whose.py `named_as`).
+    # Or a note saying who the user's person is ("My wife is Sara.", "My wife's name is Sara.", "Sara is
+    # my wife.", "A minha irmã é a Ana."): the user's own fact, whose name is that person's
+    # (retrieval/whose.py `named_as`).
     person_is = re.compile(_NEVER)
     if lexicon.user_possessives and lexicon.naming_leaders:
         person = "(?i:" + opening + _role(lexicon.people + lexicon.leaders, possessive=False) + ")"
-        naming = r"\s+(?i:" + phrases_pattern(lexicon.naming_leaders) + r")\s+" + _optional(lexicon.articles)
-        person_is = re.compile(r"^\W*(?:(?P<role>" + person + ")" + naming + "(?P<name>" + _NAME
+        leaders = r"(?i:" + phrases_pattern(lexicon.naming_leaders) + ")"
+        naming = r"\s+" + leaders + r"\s+" + _optional(lexicon.articles)
+        # Their name said as theirs: "My wife's name is Sara" (the lexicon's `name_keys`).
+        owned = "" if not lexicon.name_keys else \
+            r"|\s+(?i:" + phrases_pattern(lexicon.name_keys) + r")\s+" + leaders + r"\s+"
+        owner = "(?i:" + opening + _role(lexicon.people + lexicon.leaders, possessive=bool(owned)) + ")"
+        person_is = re.compile(r"^\W*(?:(?P<role>" + owner + ")(?:" + naming + owned + ")(?P<name>" + _NAME
                                + r")(?=\s*[,;.!?(]|\s*$)|(?i:" + _optional(lexicon.articles) + ")(?P<name2>" + _NAME
                                + ")" + naming + "(?P<role2>" + person
                                + "))")
