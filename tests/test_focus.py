@@ -988,7 +988,7 @@ async def test_the_users_person_is_also_the_name_a_note_gives_them(service: Memo
     assert found.hits[1].snippet == "My wife Sara works at Feedzai."
 
 
-@pytest.mark.parametrize("says", ["My wife is Sara.", "My wife's name is Sara."])
+@pytest.mark.parametrize("says", ["My wife is Sara.", "My wife's name is Sara.", "My wife is called Sara."])
 async def test_the_users_person_is_also_the_name_a_note_says_they_are(service: MemoryService, alice: Principal,
                                                                      says: str) -> None:
     """"My wife is Sara." is the user's own fact, and says the wife's name: Sara's notes are hers."""
@@ -1014,6 +1014,7 @@ def test_the_name_a_note_gives_the_users_person_beside_the_role() -> None:
     sister = their_person("irmã", PORTUGUESE)
     assert named_as(sister, ["A minha irmã Ana mudou-se para o Porto."], PORTUGUESE) == ["Ana"]
     assert named_as(sister, ["A Ana é a minha irmã."], PORTUGUESE) == ["Ana"]
+    assert named_as(sister, ["A minha irmã chama-se Ana."], PORTUGUESE) == ["Ana"]
 
 
 async def test_a_kind_of_thing_named_is_narrowed_to_the_asked_one(service: MemoryService, alice: Principal) -> None:

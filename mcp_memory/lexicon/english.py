@@ -245,7 +245,7 @@ ENGLISH = Lexicon(
     ),
     leaders=("manager", "line manager", "boss", "lead", "team lead", "tech lead", "supervisor"),
     naming_leaders=("is", "was", "are", "were", "'s", "’s", "has been", "had been", "will be", "became",
-                    "changed to", "switched to", "moved to"),
+                    "changed to", "switched to", "moved to", "is called", "was called", "is named", "goes by"),
     third_persons=("she", "her", "hers", "herself", "he", "him", "his", "himself"),
     kin_names=("mom", "mum", "mommy", "mummy", "mama", "dad", "daddy", "papa", "grandma", "grandpa", "granny",
                "nana", "grandad", "granddad"),
