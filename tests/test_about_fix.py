@@ -75,6 +75,19 @@ async def test_an_undo_after_the_memory_changed_is_refused(service) -> None:
     assert await about_of(service, p, note.memory.id) == ["Rui Costa"]
 
 
+async def test_an_undo_after_the_text_was_read_again_is_refused(service) -> None:
+    """A new text read since names other things: putting back the mentions the fix found would undo
+    that reading too, so the undo says what changed and changes nothing."""
+    p = principal("alice")
+    note = await service.write(p, "Lives in Porto now.", about=["me"], key="home city")
+    await service.update(p, note.memory.id, about=["Ana Lima"])
+    [edit] = await edits_of(service, p, "Ana Lima")
+    await service.update(p, note.memory.id, content="Lives in Porto now, near Tomasz Wolak.")
+    with pytest.raises(Conflict, match="changed since this fix"):
+        await service.entities.undo(p, edit.id)
+    assert await about_of(service, p, note.memory.id) == ["Ana Lima"]
+
+
 async def test_memory_update_files_a_memory_about_someone_else_over_mcp(settings, database) -> None:
     """An agent that filed "Got promoted to staff engineer." about the user when it was her
     partner's news fixes it with memory_update's `about`; the user's title stays theirs. Too many
