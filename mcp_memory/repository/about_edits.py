@@ -55,38 +55,47 @@ async def fix_about(conn: asyncpg.Connection, p: Principal, memory: UUID, names:
         raise InvalidInput(f"about: memory {memory} is already about {', '.join(n.display for n in names)}; "
                            "nothing was changed")
     facts = await keyed_facts(conn, p, memory)
-    await conn.execute("UPDATE memory_entities SET role = 'mentioned' WHERE user_id = $1 AND memory_id = $2 "
-                       "AND role = 'about' AND entity_id <> ALL($3::uuid[])", p.user_id, memory, about)
-    await conn.execute(
-        """INSERT INTO memory_entities (user_id, memory_id, entity_id, agent_id, project_id, role, source)
-           SELECT $1, $2, e, $3, $4, 'about', 'writer' FROM unnest($5::uuid[]) e
-           ON CONFLICT (user_id, memory_id, entity_id) DO UPDATE SET role = 'about', source = 'writer'""",
-        p.user_id, memory, row["agent_id"], row["project_id"], about)
-    links: list[fact_order.Relinked] = []
-    if facts:
-        # One attribute a memory: its facts differ only by their subject.
-        kept = facts[0]
-        await conn.execute("DELETE FROM memory_facts WHERE user_id = $1 AND memory_id = $2", p.user_id, memory)
-        await conn.execute(
-            """INSERT INTO memory_facts (user_id, memory_id, entity_id, agent_id, project_id, attribute, key_words,
-                                         single, ended, valid_from, source, created_at)
-               SELECT f.user_id, f.memory_id, e, f.agent_id, f.project_id, f.attribute, f.key_words, f.single,
-                      f.ended, f.valid_from, f.source, f.created_at
-               FROM jsonb_populate_record(NULL::memory_facts, $2::jsonb) f, unnest($3::uuid[]) e
-               WHERE f.user_id = $1""", p.user_id, kept["row"], about)
-        left = list(dict.fromkeys((f["entity_id"], f["attribute"]) for f in facts))
-        joined = [(e, kept["attribute"]) for e in about]
-        links = await fact_order.relink(conn, p, memory, left + [g for g in joined if g not in left],
-                                        [g for g in left if g not in joined],
-                                        f"whom {memory} is about fixed: {', '.join(n.display for n in names)}")
+    await _about(conn, p, row, about)
+    links = await _move_facts(conn, p, memory, facts, about, f"whom {memory} is about fixed: "
+                              f"{', '.join(n.display for n in names)}") if facts else []
     touched = list(dict.fromkeys([*before, *about, *(f["entity_id"] for f in facts)]))
     await consistent(conn, p, touched)
     return await record_edit(conn, p, "about", row, entity=about[0], memory=memory, entities=touched,
                              rows={"mentions": [m["row"] for m in mentions], "facts": [f["row"] for f in facts],
                                    "about": [str(e) for e in about], "names": [n.display for n in names],
                                    "after": _named(await _mentions(conn, p, memory)),
-                                   "links": [[str(x) if x else None for x in (c.memory, c.before, c.after)]
-                                             for c in links]}, reason=reason)
+                                   "links": fact_order.as_rows(links)}, reason=reason)
+
+
+async def _about(conn: asyncpg.Connection, p: Principal, row: asyncpg.Record, about: list[UUID]) -> None:
+    """The memory (`row`) about the entities `about`, as its writer said; those it was about before
+    only mentioned."""
+    await conn.execute("UPDATE memory_entities SET role = 'mentioned' WHERE user_id = $1 AND memory_id = $2 "
+                       "AND role = 'about' AND entity_id <> ALL($3::uuid[])", p.user_id, row["id"], about)
+    await conn.execute(
+        """INSERT INTO memory_entities (user_id, memory_id, entity_id, agent_id, project_id, role, source)
+           SELECT $1, $2, e, $3, $4, 'about', 'writer' FROM unnest($5::uuid[]) e
+           ON CONFLICT (user_id, memory_id, entity_id) DO UPDATE SET role = 'about', source = 'writer'""",
+        p.user_id, row["id"], row["agent_id"], row["project_id"], about)
+
+
+async def _move_facts(conn: asyncpg.Connection, p: Principal, memory: UUID, facts: Sequence[asyncpg.Record],
+                      about: list[UUID], reason: str) -> list[fact_order.Relinked]:
+    """The memory's keyed `facts` stated of `about` instead, and the values of the attributes they
+    left and joined put in order of valid time; the links that changed."""
+    # One attribute a memory: its facts differ only by their subject.
+    kept = facts[0]
+    await conn.execute("DELETE FROM memory_facts WHERE user_id = $1 AND memory_id = $2", p.user_id, memory)
+    await conn.execute(
+        """INSERT INTO memory_facts (user_id, memory_id, entity_id, agent_id, project_id, attribute, key_words,
+                                     single, ended, valid_from, source, created_at)
+           SELECT f.user_id, f.memory_id, e, f.agent_id, f.project_id, f.attribute, f.key_words, f.single,
+                  f.ended, f.valid_from, f.source, f.created_at
+           FROM jsonb_populate_record(NULL::memory_facts, $2::jsonb) f, unnest($3::uuid[]) e
+           WHERE f.user_id = $1""", p.user_id, kept["row"], about)
+    left = list(dict.fromkeys((f["entity_id"], f["attribute"]) for f in facts))
+    joined = [(e, kept["attribute"]) for e in about]
+    return await fact_order.refiled(conn, p, memory, left, joined, reason)
 
 
 async def undo_about(conn: asyncpg.Connection, p: Principal, edit: asyncpg.Record) -> None:
@@ -106,7 +115,7 @@ async def undo_about(conn: asyncpg.Connection, p: Principal, edit: asyncpg.Recor
     if await reinsert_mentions(conn, p, rows["mentions"]) != len(rows["mentions"]) \
             or await reinsert_facts(conn, p, rows["facts"]) != len(rows["facts"]):
         raise Conflict(f"memory {memory} is gone; nothing was changed")
-    links = [fact_order.Relinked(*(UUID(x) if x else None for x in link)) for link in rows["links"]]
+    links = fact_order.from_rows(rows["links"])
     if not await fact_order.put_back(conn, p, links, f"the about fix of {memory} undone"):
         raise Conflict(f"which memories replace which changed since the about fix of {memory}; nothing was changed")
     await consistent(conn, p, list(edit["entity_ids"]))

@@ -55,11 +55,28 @@ class Relinked:
     after: UUID | None
 
 
+def as_rows(links: Sequence[Relinked]) -> list[list[str | None]]:
+    """`links` as an edit records them (entity_edits.rows, JSON), for `from_rows` to read back."""
+    return [[str(x) if x else None for x in (c.memory, c.before, c.after)] for c in links]
+
+
+def from_rows(rows: Sequence[Sequence[str | None]]) -> list[Relinked]:
+    return [Relinked(*(UUID(x) if x else None for x in link)) for link in rows]
+
+
 async def in_time_order(conn: asyncpg.Connection, p: Principal, memory_id: UUID,
                         groups: Sequence[Group]) -> list[Relinked]:
     """After `memory_id`'s facts' valid_from moved: the values of each attribute it states (`groups`,
     as the move returned them), in order of valid time (the module's docstring)."""
     return await relink(conn, p, memory_id, groups, (), f"in order of valid time after the date of {memory_id} moved")
+
+
+async def refiled(conn: asyncpg.Connection, p: Principal, memory_id: UUID, left: Sequence[Group],
+                  joined: Sequence[Group], reason: str) -> list[Relinked]:
+    """After `memory_id`'s facts moved from the (subject, attribute) groups `left` to `joined` (its
+    key or its subject fixed): the values of each in order of valid time (`relink`)."""
+    return await relink(conn, p, memory_id, [*left, *(g for g in joined if g not in left)],
+                        [g for g in left if g not in joined], reason)
 
 
 async def relink(conn: asyncpg.Connection, p: Principal, memory_id: UUID, groups: Sequence[Group],

@@ -58,14 +58,12 @@ async def fix_key(conn: asyncpg.Connection, p: Principal, memory: UUID, key: Key
     entities = [f["entity_id"] for f in facts]
     left = [(f["entity_id"], f["attribute"]) for f in facts]
     joined = [(e, key.attribute) for e in entities] if key is not None else []
-    links = await fact_order.relink(conn, p, memory, left + [g for g in joined if g not in left],
-                                    [g for g in left if g not in joined], f"its key fixed: {memory} "
-                                    f"{'is ' + repr(key.attribute) if key else 'states no keyed attribute'} now")
+    links = await fact_order.refiled(conn, p, memory, left, joined, f"its key fixed: {memory} "
+                                     f"{'is ' + repr(key.attribute) if key else 'states no keyed attribute'} now")
     after = None if key is None else {"attribute": key.attribute, "key_words": key.words, "single": key.single}
     return await record_edit(conn, p, "key", row, entity=entities[0], memory=memory, entities=entities,
                          rows={"before": [f["row"] for f in facts], "after": after,
-                               "links": [[str(x) if x else None for x in (c.memory, c.before, c.after)]
-                                         for c in links]}, reason=reason)
+                               "links": fact_order.as_rows(links)}, reason=reason)
 
 
 async def undo_key(conn: asyncpg.Connection, p: Principal, edit: asyncpg.Record) -> None:
@@ -83,7 +81,7 @@ async def undo_key(conn: asyncpg.Connection, p: Principal, edit: asyncpg.Record)
     await conn.execute("DELETE FROM memory_facts WHERE user_id = $1 AND memory_id = $2", p.user_id, memory)
     if await reinsert_facts(conn, p, before) != len(before):
         raise Conflict(f"memory {memory} is gone; nothing was changed")
-    links = [fact_order.Relinked(*(UUID(x) if x else None for x in link)) for link in edit["rows"].get("links", [])]
+    links = fact_order.from_rows(edit["rows"].get("links", []))
     if not await fact_order.put_back(conn, p, links, f"the key fix of {memory} undone"):
         raise Conflict(f"which memories replace which changed since the key fix of {memory}; nothing was changed")
     await consistent(conn, p, [UUID(r["entity_id"]) for r in before])
