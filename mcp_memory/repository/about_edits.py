@@ -43,9 +43,7 @@ async def fix_about(conn: asyncpg.Connection, p: Principal, memory: UUID, names:
                     reason: str | None) -> asyncpg.Record:
     """`memory` filed about `names` (a writer's `about`, each a name it is sure of) instead of what it
     was about. Returns the edit's row."""
-    row = await editable_memory(conn, p, memory, "be filed about another")
-    if row["deleted_at"] is not None:
-        raise Conflict(f"memory {memory} is forgotten: restore it first; nothing was changed")
+    row = await editable_memory(conn, p, memory, "be filed about another", live=True)
     await lock_names(conn, p.user_id, [Said(list(names))])
     ids, _ = await resolve(conn, p.user_id, row["agent_id"], row["project_id"], names)
     about = list(dict.fromkeys(ids[n.canonical] for n in names if n.canonical in ids))

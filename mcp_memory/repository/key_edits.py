@@ -17,7 +17,10 @@ from .entity_edits import consistent, mark_undone, record_edit, reinsert_facts
 from .sql import Sql, visible
 
 
-async def editable_memory(conn: asyncpg.Connection, p: Principal, memory: UUID, what: str) -> asyncpg.Record:
+async def editable_memory(conn: asyncpg.Connection, p: Principal, memory: UUID, what: str, *,
+                          live: bool = False) -> asyncpg.Record:
+    """`memory` as this session may fix it (`what` it would have done to it); `live`: not forgotten
+    either (a fix; an undo puts back what it changed whatever became of the memory since)."""
     q = Sql()
     row = await conn.fetchrow(f"SELECT m.id, m.agent_id, m.project_id, m.deleted_at, m.pinned FROM memories m "
                               f"WHERE {visible(q, p)} AND m.id = {q.arg(memory)}", *q.args)
@@ -26,6 +29,8 @@ async def editable_memory(conn: asyncpg.Connection, p: Principal, memory: UUID, 
     if (p.agent_confined and row["agent_id"] is None) or (p.project_confined and row["project_id"] is None):
         raise PermissionDenied(f"memory {memory} is shared beyond this credential's agents and projects; it cannot "
                                f"{what}. Nothing was changed")
+    if live and row["deleted_at"] is not None:
+        raise Conflict(f"memory {memory} is forgotten: restore it first; nothing was changed")
     return row
 
 
@@ -40,9 +45,7 @@ async def fix_key(conn: asyncpg.Connection, p: Principal, memory: UUID, key: Key
     """The keyed facts of `memory` filed under `key` instead (None: removed). Which value is current
     follows by itself (validity is read off the live facts); which memory replaces which follows the
     attributes' values in order of valid time (fact_order.py `relink`), recorded for the undo."""
-    row = await editable_memory(conn, p, memory, "have its key fixed")
-    if row["deleted_at"] is not None:
-        raise Conflict(f"memory {memory} is forgotten: restore it first; nothing was changed")
+    row = await editable_memory(conn, p, memory, "have its key fixed", live=True)
     facts = await keyed_facts(conn, p, memory)
     if not facts:
         raise InvalidInput(f"memory {memory} states no keyed attribute: there is no key to fix (a memory is keyed "
