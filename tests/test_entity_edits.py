@@ -331,3 +331,11 @@ async def test_row_level_security_alone_keeps_edits_apart(service, database, mon
         assert await conn.fetchval("SELECT count(*) FROM entity_edits") == 0
     async with database.admin.acquire() as conn:
         assert await conn.fetchval("SELECT count(*) FROM entity_edits") == 3
+
+
+async def test_a_forgotten_memorys_key_is_not_fixed(service) -> None:
+    p = principal("alice")
+    note = (await service.write(p, "Greta works at Ironbark.", about=["Greta"], key="employer")).memory.id
+    await service.forget(p, ids=[note])
+    with pytest.raises(Conflict, match="forgotten: restore it first"):
+        await service.entities.fix_key(p, note, "job title")
