@@ -304,6 +304,9 @@ def opens_clause(text: str, start: int) -> bool:
     return _CLAUSE_START.search(text, at, start) is not None
 
 
+# How many of the lexicon's `verb_adverbs` may stand between a name and its verb ("Ana has just
+# finally moved" reads "has" first).
+ADVERBS_BEFORE_VERB = 2
 _NEXT_WORD = re.compile(r"\s+([a-z][\w'-]*)(?![\w'-]|:)")
 
 
@@ -314,6 +317,10 @@ def verb_follows(text: str, end: int, lexicon: Lexicon = ENGLISH) -> bool:
     and an owner ("Upgraded billing-service's database") are none. A sentence's capitalised opening
     word is its subject then, sure to be a name."""
     m = _NEXT_WORD.match(text, end)
+    for _ in range(ADVERBS_BEFORE_VERB):  # "Oskar just settled in Lisbon"
+        if m is None or m.group(1) not in lexicon.verb_adverbs:
+            break
+        m = _NEXT_WORD.match(text, m.end())
     if m is None:
         return False
     word = m.group(1)

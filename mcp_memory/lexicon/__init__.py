@@ -119,6 +119,9 @@ class Lexicon:
     # of the lexicon's ("Alice lives", "Bob moved"; not "Lunch with", "Escalations for").
     subject_verbs: frozenset[str] = frozenset()
     subject_verb_endings: tuple[str, ...] = ()
+    # Words that may stand between a subject and its verb ("Oskar just settled in Lisbon", "Ana
+    # finally moved"): read past when looking for the verb.
+    verb_adverbs: frozenset[str] = frozenset()
     # Verbs an agent's note opens on with its subject unsaid ("Prefers Helix", "Uses pnpm", "Use
     # Helix for editing"): never a name, and no name after them is the note's subject. No word that
     # is also a name ("Will", "Mark").

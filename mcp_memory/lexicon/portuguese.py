@@ -105,6 +105,8 @@ PORTUGUESE = Lexicon(
     name_keys=("nome", "primeiro nome", "nome completo", "nome próprio", "alcunha"),
     subject_verbs=frozenset("""é era foi tem tinha está estava vai vive mora trabalha fez disse""".split()),
     subject_verb_endings=("ou", "eu", "iu", "a", "e"),
+    verb_adverbs=frozenset("""também já ainda finalmente recentemente nunca sempre agora só logo entretanto
+        afinal""".split()),
     # Not "nos" (also "em" + "os": "nos Estados Unidos") nor the clitic "-me" (no whole word).
     user_words=("eu", "me", "mim", "comigo", "meu", "minha", "meus", "minhas", "nós", "nosso", "nossa", "nossos",
                 "nossas", "o usuário", "a usuária", "usuário", "usuária", "o utilizador", "a utilizadora",
