@@ -159,6 +159,16 @@ def their_person(role: str, lexicon: Lexicon = ENGLISH) -> re.Pattern[str]:
     return re.compile(r"(?i)" + _B + _patterns(lexicon).theirs + _role((role,), prefixed=False))
 
 
+@functools.lru_cache(maxsize=8)
+def anyone_of_theirs(lexicon: Lexicon = ENGLISH) -> re.Pattern[str]:
+    """Any person in the user's life as a memory names them by their role, a leader too ("my
+    brother", "the user's manager")."""
+    if not lexicon.user_possessives:
+        return re.compile(_NEVER)
+    return re.compile(r"(?i)" + _B + "(?:" + _alternatives(lexicon.user_possessives) + ")"
+                      + _role(lexicon.people + lexicon.leaders))
+
+
 def named_persons_relation(text: str, lexicon: Lexicon = ENGLISH) -> str | None:
     """The role of the person a memory is about when that is someone in a named person's life
     ("Kenji Chaudhry's brother has the phone number ..." -> "brother"), or None ("Kenji

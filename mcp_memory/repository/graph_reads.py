@@ -289,5 +289,26 @@ async def described(conn: asyncpg.Connection, p: Principal, memories: Sequence[U
     return frozenset(r["memory_id"] for r in rows)
 
 
+async def subjects_named(conn: asyncpg.Connection, p: Principal, memories: Sequence[UUID], most: int
+                         ) -> list[asyncpg.Record]:
+    """For each of `memories`, the named entities the graph files it about (memory_id, name), each
+    with what the first `most` live memories the session sees that name that entity say of it
+    (content): how they were introduced ("My brother Oskar Brandt lives in Turin.")."""
+    q = Sql()
+    user = q.arg(p.user_id)
+    return await conn.fetch(
+        f"""SELECT s.memory_id, s.name, t.content
+            FROM (SELECT DISTINCT me.memory_id, e.id, e.name
+                  FROM memory_entities me
+                  JOIN entities e ON e.user_id = me.user_id AND e.id = me.entity_id
+                   AND e.kind = 'named' AND e.merged_into IS NULL
+                  WHERE me.user_id = {user} AND me.memory_id = ANY({q.arg(list(memories))}::uuid[])
+                    AND me.role = 'about') s
+            CROSS JOIN LATERAL (
+                SELECT m.content FROM memory_entities x JOIN memories m ON m.user_id = x.user_id AND m.id = x.memory_id
+                WHERE x.user_id = {user} AND x.entity_id = s.id AND {" AND ".join(live(q, p))}
+                ORDER BY m.occurred_at, m.id LIMIT {q.arg(most)}) t""", *q.args)
+
+
 __all__ = ["current_facts", "described", "entities_by_name", "entities_named", "entity_rows", "facts_of",
-           "mentioned_in", "neighbours_of", "structure_of", "subject_facts", "subjects_of"]
+           "mentioned_in", "neighbours_of", "structure_of", "subject_facts", "subjects_named", "subjects_of"]

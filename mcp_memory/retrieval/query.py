@@ -13,6 +13,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 from typing import Literal
+from uuid import UUID
 
 from ..graph.about_user import asks_of_user_alone, without_user
 from ..graph.names import NOT_NAMES, WORD, full_names_of, slugs, subject_of
@@ -65,6 +66,9 @@ class ParsedQuery:
     # ("Who is Acme's CEO?", keyed "ceo"; "Which car do I have?"): a question about now (focus.py
     # `applies`, `similarities`; set once the facts are read, keyed.py `asked_now`).
     keyed_now: bool = False
+    # Of a question about the user alone: the memories among the best results that the graph files
+    # about someone in the user's life (whose.py `about_their_people`), none of them the user's.
+    about_their_people: frozenset[UUID] = frozenset()
 
     @property
     def matched(self) -> str:

@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
+import asyncpg
+
 from ..config import Settings
+from ..graph.about_user import asks_of_user_alone
 from ..lexicon import Lexicon
 from ..lexicon.english import ENGLISH
 from ..models import MemoryFilter, Principal, SearchHit, SearchReading
 from ..repository import MemoryRepository
-from ..repository.graph_reads import described
+from ..repository.graph_reads import described, subjects_named
 from ..repository.sql import fetch_on_kept_plan
 from . import focus, then, whose
 from .broad_names import broad_names, speakers, spoken_shares, without_names
@@ -30,6 +34,21 @@ from .statement import SearchStatement, build_search, text_search
 from .summaries import sources_of, summaries_first
 
 __all__ = ["SearchStatement", "build_search", "plan", "search"]
+
+
+# How many memories naming each subject of a result are read for how it was introduced
+# (`_their_people_read`): someone in the user's life is named so in their first notes.
+SUBJECT_TEXTS_READ = 5
+
+
+async def _their_people_read(conn: asyncpg.Connection, p: Principal, parsed: ParsedQuery,
+                             rows: Sequence[asyncpg.Record]) -> ParsedQuery:
+    """`parsed`, told which of the best `rows` are about someone in the user's life by the graph
+    (whose.py `about_their_people`), where it asks of the user alone."""
+    if not asks_of_user_alone(parsed.asked or parsed.text, parsed.lexicon):
+        return parsed
+    subjects = await subjects_named(conn, p, [r["id"] for r in rows[:whose.WINDOW]], SUBJECT_TEXTS_READ)
+    return replace(parsed, about_their_people=whose.about_their_people(subjects, parsed.lexicon))
 
 
 async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *,
@@ -120,6 +139,8 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
         # (keyed.py `newer_unsaid`: a question about now, whose answers the focus finds).
         follows = bool(facts) and hop is None and settings.present_focus and focus.applies(parsed)
         said = await described(conn, p, [r["id"] for r in rows]) if follows else frozenset()
+        if settings.present_focus and focus.applies(parsed):
+            parsed = await _their_people_read(conn, p, parsed, rows)
         summed_up = await sources_of(conn, p, rows) if min_similarity is None else {}
     ordered = await after_sql(rows, parsed, past=statement.past, conflict=statement.conflict, settings=settings,
                               explain=explain, vectors=vectors, listing=min_similarity is not None)

@@ -7,11 +7,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from functools import partial
+from uuid import UUID
 
 import asyncpg
 
 from ..graph.about_user import (
     about_someone_else,
+    anyone_of_theirs,
     named_beside_their_person,
     named_persons_asked_about,
     named_persons_relation,
@@ -90,7 +92,9 @@ def subject_positions(rows: Sequence[asyncpg.Record],
         if len(people) >= 2:
             return people, partial(_person_and_names, person=person, names=called)
     elif speaks_of_user(asked, lexicon):
-        users = [i for i in window if not about_someone_else(rows[i]["content"], lexicon)]
+        theirs = parsed.about_their_people
+        users = [i for i in window if not about_someone_else(rows[i]["content"], lexicon)
+                 and not (rows[i]["id"] in theirs and not speaks_of_user(rows[i]["content"], lexicon))]
         if len(users) >= 2:
             return users, partial(without_user, mask=MASK, lexicon=lexicon)
     for run in filter(whom, phrases_of(parsed.text, lexicon)):
@@ -99,6 +103,17 @@ def subject_positions(rows: Sequence[asyncpg.Record],
         if len(positions) >= 2:
             return positions, partial(pattern.sub, MASK)
     return [], str
+
+
+def about_their_people(subjects: Sequence[asyncpg.Record], lexicon: Lexicon) -> frozenset[UUID]:
+    """Which memories the graph files about someone in the user's life (`subjects`: each memory's
+    entity with what memories naming it say, repository `subjects_named`): one of those gives that
+    entity's name to one of the user's people ("My brother Oskar Brandt lives in Turin.", "My
+    manager is Tom Hale."). Then "Oskar left Hospital Santa Maria; now at Cedar Health." is his
+    news, no answer to "Where do I work now?", though it names no role and no word for him."""
+    anyone = anyone_of_theirs(lexicon)
+    return frozenset(r["memory_id"] for r in subjects
+                     if {r["name"], r["name"].split()[0]} & set(named_as(anyone, [r["content"]], lexicon)))
 
 
 def named_as(person: re.Pattern[str], texts: Sequence[str], lexicon: Lexicon) -> list[str]:

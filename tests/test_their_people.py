@@ -1,0 +1,86 @@
+"""A personal store holds the user's facts beside the news of the people in their life: a note about
+someone the store introduced as one of the user's people ("My brother Oskar Lindgren lives in
+Nantes.", "My manager is Tom Hale.") is theirs, never an answer about the user, though it names
+no role and no word for them ("Oskar just settled in Lisbon.")."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from uuid import uuid4
+
+from mcp_memory.lexicon.english import ENGLISH
+from mcp_memory.lexicon.portuguese import PORTUGUESE
+from mcp_memory.models import Principal
+from mcp_memory.repository.graph_reads import subjects_named
+from mcp_memory.retrieval.whose import about_their_people
+from mcp_memory.service import MemoryService
+
+from .conftest import principal
+
+
+async def _write_dated(service: MemoryService, p: Principal, texts: list[tuple[str, int]], **kw: object) -> list:
+    now = datetime.now(UTC)
+    return [(await service.write(p, text, occurred_at=now - timedelta(days=days), **kw)).memory
+            for text, days in texts]
+
+
+async def test_whom_the_user_reports_to_now_among_notes_about_their_people(service: MemoryService,
+                                                                           alice: Principal) -> None:
+    """The newest note chained to "My manager is Tom Hale." was the billing service's, since every
+    note not naming a role counted as the user's: Clara's move, Tom's habits, the service's host."""
+    await _write_dated(service, alice, [
+        ("My sister Clara lives in Porto.", 280), ("Clara works as a nurse at Hospital São João.", 279),
+        ("My manager is Tom Hale.", 276), ("Tom Hale prefers updates on Slack, not email.", 272),
+        ("Clara moved to Lisbon last week.", 240), ("Starting Monday I report to Priya Nair instead of Tom.", 220),
+        ("I'm allergic to penicillin.", 218), ("Clara got a new job at CUF Descobertas as head nurse.", 200),
+        ("Our team moved the billing service from Heroku to Fly.io.", 187),
+        ("Priya wants the Q3 roadmap draft by July 10.", 175), ("I also became allergic to shellfish, apparently.", 159),
+        ("Clara and her husband Rui adopted a dog named Bolt.", 118),
+        ("The billing service now runs on AWS ECS; Fly.io was too flaky.", 97)])
+    found = await service.search(alice, "Who is my manager?")
+    assert found.hits[0].snippet == "Starting Monday I report to Priya Nair instead of Tom."
+
+
+async def test_a_brothers_move_does_not_say_where_the_user_works(service: MemoryService, alice: Principal) -> None:
+    """"Oskar just settled in Lisbon." is his news: the store named him the user's brother."""
+    await _write_dated(service, alice, [
+        ("User is on the payroll of Tessellate.", 500), ("My brother Oskar Lindgren lives in Nantes.", 400),
+        ("We host the reporting pipeline on a Hetzner box.", 300), ("User plays rowing twice a week.", 250),
+        ("User accepted an offer from Halcyon Air.", 120), ("I prefer meetings after 10.", 60),
+        ("Oskar just settled in Lisbon.", 30)])
+    found = await service.search(alice, "Where am I working these days?")
+    assert found.hits[0].snippet == "User accepted an offer from Halcyon Air."
+
+
+async def test_a_note_about_them_that_speaks_of_the_user_stays_the_users(service: MemoryService,
+                                                                         alice: Principal) -> None:
+    await _write_dated(service, alice, [
+        ("My brother Oskar Lindgren lives in Nantes.", 400), ("I live in Porto.", 300),
+        ("Oskar helped me move to Lisbon.", 20)])
+    found = await service.search(alice, "Where do I live now?")
+    assert found.hits[0].snippet == "Oskar helped me move to Lisbon."
+
+
+def test_someone_in_the_users_life_by_how_a_note_names_them() -> None:
+    """Named beside a role of the user's, or said to be one; the name must be the entity's."""
+    oskar, tom, lisbon, ana = uuid4(), uuid4(), uuid4(), uuid4()
+    rows = [{"memory_id": oskar, "name": "Oskar Lindgren", "content": "My brother Oskar Lindgren lives in Nantes."},
+            {"memory_id": tom, "name": "Tom Hale", "content": "My manager is Tom Hale."},
+            # Named beside the role, but not the entity asked about.
+            {"memory_id": lisbon, "name": "Lisbon", "content": "My sister Clara moved to Lisbon."},
+            {"memory_id": ana, "name": "Ana Lima", "content": "Ana Lima leads billing."}]
+    assert about_their_people(rows, ENGLISH) == {oskar, tom}
+    pt = [{"memory_id": ana, "name": "Ana", "content": "A minha irmã Ana mudou-se para Lisboa."}]
+    assert about_their_people(pt, PORTUGUESE) == {ana}
+
+
+async def test_how_they_were_introduced_is_read_only_where_the_session_sees_it(service: MemoryService) -> None:
+    """A key confined to another agent reads nothing of what an agent's own notes say of someone."""
+    a, b = principal(agent="agent-a"), principal(agent="agent-b")
+    await service.write(a, "My brother Oskar Lindgren lives in Nantes.", scope="agent")
+    news = (await service.write(a, "Oskar just settled in Lisbon.", scope="agent")).memory
+    async with service.repo.reading(a) as conn:
+        assert {r["content"] for r in await subjects_named(conn, a, [news.id], 5)} == {
+            "My brother Oskar Lindgren lives in Nantes.", "Oskar just settled in Lisbon."}
+    async with service.repo.reading(b) as conn:
+        assert await subjects_named(conn, b, [news.id], 5) == []
