@@ -78,6 +78,9 @@ async def count(service, p) -> tuple[int, int, int]:
     # A name right after a preposition opening the sentence is its object, not its subject.
     ("After Quebec City, Odalys Pellegrini ended up in Leipzig.", "Odalys Pellegrini", {"Quebec City", "Leipzig"}),
     ("At Acme Corp, Ana Lima leads billing.", "Ana Lima", {"Acme Corp"}),
+    # An adverb between the name and its verb: "Oskar just settled" was no verb, and Lisbon the subject.
+    ("Oskar just settled in Lisbon.", "Oskar", {"Lisbon"}),
+    ("Rui still works at Feedzai.", "Rui", {"Feedzai"}),
 ])
 def test_a_verb_after_the_opening_word_makes_it_the_subject(text: str, about: str | None, mentioned: set[str]) -> None:
     names = names_in(text)
