@@ -317,6 +317,7 @@ def test_an_idiom_holding_an_attributes_word_states_none(lexicon: Lexicon, idiom
     (ENGLISH, "Odile rehomed the bearded dragon and got a pair of guinea pigs.", "pets"),
     (ENGLISH, "Odile signed up for a water polo league.", "sport"),
     (ENGLISH, "Odile got engaged to Linnea.", "partner"),
+    (ENGLISH, "Odile was reassigned to Ember.", "project"),  # as "assigned" is
     (PORTUGUESE, "A Odile comprou um Renault Zoe.", "car"),
     (PORTUGUESE, "A Odile adotou um coelho.", "pets"),
 ])
