@@ -34,7 +34,8 @@ async def test_whom_the_user_reports_to_now_among_notes_about_their_people(servi
         ("Clara moved to Lisbon last week.", 240), ("Starting Monday I report to Priya Nair instead of Tom.", 220),
         ("I'm allergic to penicillin.", 218), ("Clara got a new job at CUF Descobertas as head nurse.", 200),
         ("Our team moved the billing service from Heroku to Fly.io.", 187),
-        ("Priya wants the Q3 roadmap draft by July 10.", 175), ("I also became allergic to shellfish, apparently.", 159),
+        ("Priya wants the Q3 roadmap draft by July 10.", 175),
+        ("I also became allergic to shellfish, apparently.", 159),
         ("Clara and her husband Rui adopted a dog named Bolt.", 118),
         ("The billing service now runs on AWS ECS; Fly.io was too flaky.", 97)])
     found = await service.search(alice, "Who is my manager?")

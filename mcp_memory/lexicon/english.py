@@ -104,7 +104,8 @@ ATTRIBUTES = (
     Attribute("team lead", ("team lead", "lead", "tech lead", "leader", "led by"), ("lead", "leads"), kind="fact",
               answers="person"),
     Attribute("project", ("project", "working on", "current project", "assignment", "workstream", "initiative",
-                          "focus", "owns"), ("project", "working on", "assigned", "reassigned", "workstream", "initiative"),
+                          "focus", "owns"),
+              ("project", "working on", "assigned", "reassigned", "workstream", "initiative"),
               named=True),
     # "based in" and "location" name a person's city or a team's office: the subject's facts decide.
     # A company's headquarters is its office ("hq city": its place, by `value_words`).
