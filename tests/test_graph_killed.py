@@ -234,6 +234,39 @@ async def test_a_server_killed_mid_write_leaves_a_consistent_graph(db_url: str) 
         assert hits[0]["id"] == newest["memory"]["id"]
 
 
+def initialized(server: Server) -> None:
+    server.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "killed", "version": "0"}}})
+    assert server.wait_for(1) == 1, "the server did not start"
+    server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+
+async def killed_while_waiting(server: Server, holder: asyncpg.Connection, watcher: asyncpg.Connection,
+                               lock: str, call_id: int, tool: str, arguments: dict[str, Any]) -> str:
+    """`tool` called while `holder` holds the rows `lock` selects FOR UPDATE, the server killed once
+    its transaction waits for them; the lock released, that transaction is aborted. Returns the
+    statement that waited."""
+    held = holder.transaction()
+    await held.start()
+    await holder.execute(lock)
+    server.send({"jsonrpc": "2.0", "id": call_id, "method": "tools/call",
+                 "params": {"name": tool, "arguments": arguments}})
+    caught = await held_up(watcher)
+    waiting = await watcher.fetchval(
+        """SELECT query FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
+           AND backend_xid IS NOT NULL""")
+    server.proc.send_signal(signal.SIGKILL)
+    assert server.proc.wait(timeout=30) == -signal.SIGKILL
+    await held.rollback()
+    with anyio.fail_after(30):
+        while True:
+            if not await open_write_transactions(watcher):
+                break
+            await anyio.sleep(0.05)
+    assert {await watcher.fetchval("SELECT pg_xact_status($1::text::xid8)", x) for x in caught} == {"aborted"}
+    return str(waiting)
+
+
 async def test_a_server_killed_while_it_refiles_a_subjects_facts_leaves_them_as_they_were(db_url: str) -> None:
     """A key that says which attribute a subject's earlier value was ("works from": an office) files
     the facts the lexicon's order alone placed ("based in": a home city) under it, in the write's
@@ -246,34 +279,15 @@ async def test_a_server_killed_while_it_refiles_a_subjects_facts_leaves_them_as_
     server = Server(db_url)
     holder, watcher = await asyncpg.connect(db_url), await asyncpg.connect(db_url)
     try:
-        server.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "killed", "version": "0"}}})
-        assert server.wait_for(1) == 1, "the server did not start"
-        server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        initialized(server)
         server.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                      "params": {"name": "memory_write", "arguments": based}})
         assert server.wait_for(2) == 2 and not server.replies[1]["result"]["isError"]
         assert await watcher.fetchval("SELECT attribute FROM memory_facts") == "home city"
         # The earlier fact's row held: the new fact is inserted, the refile's UPDATE waits for it.
-        held = holder.transaction()
-        await held.start()
-        await holder.execute("SELECT 1 FROM memory_facts FOR UPDATE")
-        server.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                     "params": {"name": "memory_write", "arguments": moved}})
-        caught = await held_up(watcher)
-        waiting = await watcher.fetchval(
-            """SELECT query FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
-               AND backend_xid IS NOT NULL""")
+        waiting = await killed_while_waiting(server, holder, watcher, "SELECT 1 FROM memory_facts FOR UPDATE", 2,
+                                             "memory_write", moved)
         assert "UPDATE memory_facts" in waiting, waiting
-        server.proc.send_signal(signal.SIGKILL)
-        assert server.proc.wait(timeout=30) == -signal.SIGKILL
-        await held.rollback()
-        with anyio.fail_after(30):
-            while True:
-                if not await open_write_transactions(watcher):
-                    break
-                await anyio.sleep(0.05)
-        assert {await watcher.fetchval("SELECT pg_xact_status($1::text::xid8)", x) for x in caught} == {"aborted"}
         rows = await watcher.fetch("""SELECT m.content, m.superseded_by, f.attribute FROM memories m
                                       LEFT JOIN memory_facts f ON f.user_id = m.user_id AND f.memory_id = m.id""")
         assert [tuple(r) for r in rows] == [(based["content"], None, "home city")]
@@ -292,3 +306,46 @@ async def test_a_server_killed_while_it_refiles_a_subjects_facts_leaves_them_as_
         assert again["memory"]["key"] == "office" and len(again["memory"]["replaced"]) == 1
         hits = (await call(client, "memory_search", {"query": "Where is Fenna Kuznetsov based?"}))["hits"]
         assert hits[0]["id"] == again["memory"]["id"]
+
+
+async def test_a_server_killed_while_it_fixes_whom_a_memory_is_about_leaves_it_as_it_was(db_url: str) -> None:
+    """An about fix moves the memory's mentions and its keyed fact in one transaction: killed while it
+    waits to record the fix, all else done, the memory is about the user as before, its fact the user's, no edit is
+    recorded and no entity is left of the names given; the same fix again goes through."""
+    promoted = {"content": "Got promoted to staff engineer.", "about": ["the user"], "key": "job title",
+                "occurred_at": "2025-01-01T00:00:00+00:00"}
+    server = Server(db_url)
+    holder, watcher = await asyncpg.connect(db_url), await asyncpg.connect(db_url)
+    try:
+        initialized(server)
+        server.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                     "params": {"name": "memory_write", "arguments": promoted}})
+        assert server.wait_for(2) == 2 and not server.replies[1]["result"]["isError"]
+        memory = server.replies[1]["result"]["structuredContent"]["memory"]["id"]
+        before = [tuple(r) for r in await watcher.fetch(
+            """SELECT e.kind, e.name, x.role FROM memory_entities x JOIN entities e ON e.id = x.entity_id
+               ORDER BY e.name""")]
+        # The edit's record is written last, once the mentions and the fact have moved: it waits there.
+        waiting = await killed_while_waiting(server, holder, watcher, "LOCK TABLE entity_edits IN SHARE MODE", 2,
+                                             "memory_update", {"id": memory, "about": ["Rui Costa"]})
+        assert "INSERT INTO entity_edits" in waiting, waiting
+        assert [tuple(r) for r in await watcher.fetch(
+            """SELECT e.kind, e.name, x.role FROM memory_entities x JOIN entities e ON e.id = x.entity_id
+               ORDER BY e.name""")] == before
+        assert await watcher.fetchval("""SELECT e.kind FROM memory_facts f JOIN entities e ON e.id = f.entity_id""") \
+            == "user"
+        assert await watcher.fetchval("SELECT count(*) FROM entity_edits") == 0
+        assert await watcher.fetchval("SELECT count(*) FROM entities WHERE name = 'Rui Costa'") == 0
+        assert await inconsistencies(watcher) == {name: 0 for name in await inconsistencies(watcher)}
+    finally:
+        await holder.close()
+        await watcher.close()
+        if server.proc.poll() is None:
+            server.proc.kill()
+            server.proc.wait(timeout=30)
+
+    params = StdioServerParameters(command=SERVE, args=["serve"], env={
+        "MCP_MEMORY_DATABASE_URL": db_url, "MCP_MEMORY_USER": "alice", "MCP_MEMORY_PROJECT": "demo"})
+    async with Client(params, mode="legacy") as client:
+        fixed = await call(client, "memory_update", {"id": memory, "about": ["Rui Costa"]})
+        assert fixed["memory"]["about"] == ["Rui Costa"]
