@@ -318,12 +318,14 @@ def test_an_idiom_holding_an_attributes_word_states_none(lexicon: Lexicon, idiom
     (ENGLISH, "Odile signed up for a water polo league.", "sport"),
     (ENGLISH, "Odile got engaged to Linnea.", "partner"),
     (ENGLISH, "Odile was reassigned to Ember.", "project"),  # as "assigned" is
+    (ENGLISH, "Odile switched to Helix last week.", "editor"),
+    (PORTUGUESE, "A Odile usa o Neovim.", "editor"),
     (PORTUGUESE, "A Odile comprou um Renault Zoe.", "car"),
     (PORTUGUESE, "A Odile adotou um coelho.", "pets"),
 ])
 def test_a_note_naming_only_the_make_the_animal_or_the_sport_states_the_attribute(
         lexicon: Lexicon, text: str, attribute: str) -> None:
-    """A note names the car, the animal or the sport, not the attribute; those names are its cues.
+    """A note names the car, the animal, the sport or the editor, not the attribute; those names are its cues.
     A word as often something else is none: "squash merges", "running the migration", a VW Golf."""
     from mcp_memory.graph.keys import cued_in
 

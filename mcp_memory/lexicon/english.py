@@ -22,6 +22,10 @@ PET_KINDS = ("tabby", "hamster", "rabbit", "parrot", "budgie", "cockatiel", "can
              "gerbil", "tortoise", "turtle", "lizard", "gecko", "goldfish", "ferret", "bearded dragon", "corn snake",
              "greyhound", "collie", "labrador", "retriever", "beagle", "spaniel", "terrier", "poodle", "dachshund",
              "husky", "maine coon", "siamese cat", "pony")
+# Editors a note names instead of saying "editor" ("Switched to Helix last week."): cues of the editor.
+# Tried at the fifty-ninth stop and not kept (another's note came first as often as they helped); since
+# a question about the user reads whom the graph files a note about, they only helped (seventy-sixth stop).
+EDITORS = ("vim", "neovim", "emacs", "vs code", "helix", "intellij", "zed", "sublime", "pycharm")
 SPORTS = ("padel", "curling", "water polo", "table tennis", "tennis", "badminton", "bouldering", "climbing", "judo",
           "karate", "swimming", "rowing", "cycling", "kayaking", "trail running", "football", "basketball",
           "volleyball", "hockey", "rugby", "skiing", "surfing", "triathlon", "frisbee", "marathon", "pilates",
@@ -121,13 +125,14 @@ ATTRIBUTES = (
     Attribute("laptop", ("laptop", "computer", "machine", "notebook", "work laptop", "work machine"),
               ("laptop", "computer", "machine", "notebook"), named=True),
     Attribute("editor", ("editor", "text editor", "code editor", "ide", "favourite editor", "favorite editor"),
-              ("editor", "ide"), kind="preference"),
+              ("editor", "ide", *EDITORS), kind="preference"),
     Attribute("shell", ("shell", "default shell", "terminal shell", "command line shell", "command-line shell"),
               ("shell",), kind="preference"),
     # Its values are few and well known, and a note names the one in use, not the attribute ("Lockfile is
-    # from pnpm."): the embedder could not tell such a note from the user's other tools. The shells', editors'
-    # and laptops' names were tried the same way and are not here: they put another person's ("Priya is selling
-    # her ThinkPad T14.") first about as often as they helped (docs/benchmarks.md, fifty-ninth stop).
+    # from pnpm."): the embedder could not tell such a note from the user's other tools. The shells' and
+    # laptops' names were tried the same way and are not here: they put another person's ("Priya is selling
+    # her ThinkPad T14.") first about as often as they helped (docs/benchmarks.md, fifty-ninth stop); the
+    # editors' are, since the seventy-sixth stop (EDITORS).
     Attribute("package manager", ("package manager", "js package manager", "dependency manager",
                                   "node package manager", "package tool"),
               ("package", "npm", "pnpm", "yarn", "bun", "deno", "pip", "conda", "homebrew")),

@@ -14,7 +14,7 @@ rules were found on English notes."""
 from __future__ import annotations
 
 from . import Attribute, Lexicon
-from .english import CAR_MAKES  # makes are names, the same in every language
+from .english import CAR_MAKES, EDITORS  # makes and editors are names, the same in every language
 
 ATTRIBUTES = (
     Attribute("home city", ("cidade", "cidade onde mora", "cidade atual", "mora em", "onde mora", "vive em",
@@ -54,7 +54,8 @@ ATTRIBUTES = (
               kind="fact", answers="person"),
     Attribute("team", ("equipa", "equipe", "departamento", "grupo"), ("equipa", "equipe", "departamento"), kind="fact",
               named=True),
-    Attribute("editor", ("editor", "editor de texto", "editor de código", "ide"), ("editor",), kind="preference"),
+    Attribute("editor", ("editor", "editor de texto", "editor de código", "ide"), ("editor", *EDITORS),
+              kind="preference"),
     Attribute("favourite food", ("comida favorita", "comida preferida", "prato favorito", "prato preferido",
                                  "cozinha"), ("comida", "prato", "cozinha"), kind="preference"),
     Attribute("favourite drink", ("bebida favorita", "bebida preferida", "bebida"), ("bebida",), kind="preference"),

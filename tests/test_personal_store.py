@@ -1,7 +1,8 @@
-"""A personal store holds the user's facts beside the news of the people in their life: a note about
-someone the store introduced as one of the user's people ("My brother Oskar Lindgren lives in
-Nantes.", "My manager is Tom Hale.") is theirs, never an answer about the user, though it names
-no role and no word for them ("Oskar just settled in Lisbon.")."""
+"""A personal store, as a user's assistant keeps it: the user's facts beside the news of the people
+in their life and of the things they work on. A note about someone the store introduced as one of
+the user's people ("My brother Oskar Lindgren lives in Nantes.", "My manager is Tom Hale.") is
+theirs, never an answer about the user, though it names no role and no word for them ("Oskar just
+settled in Lisbon."); a note naming the user's editor, not the word, states it."""
 
 from __future__ import annotations
 
@@ -85,3 +86,13 @@ async def test_how_they_were_introduced_is_read_only_where_the_session_sees_it(s
             "My brother Oskar Lindgren lives in Nantes.", "Oskar just settled in Lisbon."}
     async with service.repo.reading(b) as conn:
         assert await subjects_named(conn, b, [news.id], 5) == []
+
+
+async def test_the_editor_a_note_switched_to_without_saying_editor(service: MemoryService, alice: Principal) -> None:
+    """"Switched to Helix last week." names the editor, not the word: it is the newest version."""
+    await _write_dated(service, alice, [
+        ("I'm a backend engineer at Korvex, mostly Go.", 300), ("I use Neovim with LazyVim.", 250),
+        ("My teammate Ana Ruiz owns the payments service.", 280), ("Ana prefers PRs under 300 lines.", 270),
+        ("Switched to Helix last week; Neovim config was too fragile.", 150), ("Prod is on AWS ECS now.", 40)])
+    found = await service.search(alice, "Which editor do I use?")
+    assert found.hits[0].snippet == "Switched to Helix last week; Neovim config was too fragile."
