@@ -289,25 +289,35 @@ async def described(conn: asyncpg.Connection, p: Principal, memories: Sequence[U
     return frozenset(r["memory_id"] for r in rows)
 
 
+# How many of an entity's mentions `subjects_named` reads for its first notes, its earliest written
+# first as the index keeps them: bounded, so a name in thousands of notes ("Slack") costs no more.
+MENTIONS_SCANNED = 100
+
+
 async def subjects_named(conn: asyncpg.Connection, p: Principal, memories: Sequence[UUID], most: int
                          ) -> list[asyncpg.Record]:
     """For each of `memories`, the named entities the graph files it about (memory_id, name), each
     with what the first `most` live memories the session sees that name that entity say of it
-    (content): how they were introduced ("My brother Oskar Brandt lives in Turin.")."""
+    (content): how they were introduced ("My brother Oskar Brandt lives in Turin."). Each entity's
+    notes are read once, among its first `MENTIONS_SCANNED` mentions."""
     q = Sql()
     user = q.arg(p.user_id)
     return await conn.fetch(
-        f"""SELECT s.memory_id, s.name, t.content
-            FROM (SELECT DISTINCT me.memory_id, e.id, e.name
-                  FROM memory_entities me
-                  JOIN entities e ON e.user_id = me.user_id AND e.id = me.entity_id
-                   AND e.kind = 'named' AND e.merged_into IS NULL
-                  WHERE me.user_id = {user} AND me.memory_id = ANY({q.arg(list(memories))}::uuid[])
-                    AND me.role = 'about') s
-            CROSS JOIN LATERAL (
-                SELECT m.content FROM memory_entities x JOIN memories m ON m.user_id = x.user_id AND m.id = x.memory_id
-                WHERE x.user_id = {user} AND x.entity_id = s.id AND {" AND ".join(live(q, p))}
-                ORDER BY m.occurred_at, m.id LIMIT {q.arg(most)}) t""", *q.args)
+        f"""WITH s AS (SELECT DISTINCT me.memory_id, e.id, e.name
+                       FROM memory_entities me
+                       JOIN entities e ON e.user_id = me.user_id AND e.id = me.entity_id
+                        AND e.kind = 'named' AND e.merged_into IS NULL
+                       WHERE me.user_id = {user} AND me.memory_id = ANY({q.arg(list(memories))}::uuid[])
+                         AND me.role = 'about'),
+            t AS (SELECT e.id, c.content FROM (SELECT DISTINCT id FROM s) e
+                  CROSS JOIN LATERAL (
+                      SELECT m.content
+                      FROM (SELECT x.memory_id FROM memory_entities x WHERE x.user_id = {user} AND x.entity_id = e.id
+                            LIMIT {q.arg(MENTIONS_SCANNED)}) x
+                      JOIN memories m ON m.user_id = {user} AND m.id = x.memory_id
+                      WHERE {" AND ".join(live(q, p))}
+                      ORDER BY m.occurred_at, m.id LIMIT {q.arg(most)}) c)
+            SELECT s.memory_id, s.name, t.content FROM s JOIN t ON t.id = s.id""", *q.args)
 
 
 __all__ = ["current_facts", "described", "entities_by_name", "entities_named", "entity_rows", "facts_of",
