@@ -66,13 +66,14 @@ async def test_a_note_about_them_that_speaks_of_the_user_stays_the_users(service
 def test_someone_in_the_users_life_by_how_a_note_names_them() -> None:
     """Named beside a role of the user's, or said to be one; the name must be the entity's."""
     oskar, tom, lisbon, ana = uuid4(), uuid4(), uuid4(), uuid4()
-    rows = [{"memory_id": oskar, "name": "Oskar Lindgren", "content": "My brother Oskar Lindgren lives in Nantes."},
-            {"memory_id": tom, "name": "Tom Hale", "content": "My manager is Tom Hale."},
+    rows = [{"memory_id": oskar, "entity_id": 1, "name": "Oskar Lindgren",
+             "contents": ["My brother Oskar Lindgren lives in Nantes.", "Oskar just settled in Lisbon."]},
+            {"memory_id": tom, "entity_id": 2, "name": "Tom Hale", "contents": ["My manager is Tom Hale."]},
             # Named beside the role, but not the entity asked about.
-            {"memory_id": lisbon, "name": "Lisbon", "content": "My sister Clara moved to Lisbon."},
-            {"memory_id": ana, "name": "Ana Lima", "content": "Ana Lima leads billing."}]
+            {"memory_id": lisbon, "entity_id": 3, "name": "Lisbon", "contents": ["My sister Clara moved to Lisbon."]},
+            {"memory_id": ana, "entity_id": 4, "name": "Ana Lima", "contents": ["Ana Lima leads billing."]}]
     assert about_their_people(rows, ENGLISH) == {oskar, tom}
-    pt = [{"memory_id": ana, "name": "Ana", "content": "A minha irmã Ana mudou-se para Lisboa."}]
+    pt = [{"memory_id": ana, "entity_id": 5, "name": "Ana", "contents": ["A minha irmã Ana mudou-se para Lisboa."]}]
     assert about_their_people(pt, PORTUGUESE) == {ana}
 
 
@@ -82,8 +83,8 @@ async def test_how_they_were_introduced_is_read_only_where_the_session_sees_it(s
     await service.write(a, "My brother Oskar Lindgren lives in Nantes.", scope="agent")
     news = (await service.write(a, "Oskar just settled in Lisbon.", scope="agent")).memory
     async with service.repo.reading(a) as conn:
-        assert {r["content"] for r in await subjects_named(conn, a, [news.id], 5)} == {
-            "My brother Oskar Lindgren lives in Nantes.", "Oskar just settled in Lisbon."}
+        assert [r["contents"] for r in await subjects_named(conn, a, [news.id], 5)] == [
+            ["My brother Oskar Lindgren lives in Nantes.", "Oskar just settled in Lisbon."]]
     async with service.repo.reading(b) as conn:
         assert await subjects_named(conn, b, [news.id], 5) == []
 

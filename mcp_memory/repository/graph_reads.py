@@ -296,10 +296,10 @@ MENTIONS_SCANNED = 100
 
 async def subjects_named(conn: asyncpg.Connection, p: Principal, memories: Sequence[UUID], most: int
                          ) -> list[asyncpg.Record]:
-    """For each of `memories`, the named entities the graph files it about (memory_id, name), each
-    with what the first `most` live memories the session sees that name that entity say of it
-    (content): how they were introduced ("My brother Oskar Brandt lives in Turin."). Each entity's
-    notes are read once, among its first `MENTIONS_SCANNED` mentions."""
+    """For each of `memories`, the named entities the graph files it about (memory_id, entity_id,
+    name), each with what the first `most` live memories the session sees that name that entity say
+    of it (contents, oldest first): how they were introduced ("My brother Oskar Brandt lives in
+    Turin."). Each entity's notes are read once, among its first `MENTIONS_SCANNED` mentions."""
     q = Sql()
     user = q.arg(p.user_id)
     return await conn.fetch(
@@ -309,15 +309,18 @@ async def subjects_named(conn: asyncpg.Connection, p: Principal, memories: Seque
                         AND e.kind = 'named' AND e.merged_into IS NULL
                        WHERE me.user_id = {user} AND me.memory_id = ANY({q.arg(list(memories))}::uuid[])
                          AND me.role = 'about'),
-            t AS (SELECT e.id, c.content FROM (SELECT DISTINCT id FROM s) e
-                  CROSS JOIN LATERAL (
-                      SELECT m.content
-                      FROM (SELECT x.memory_id FROM memory_entities x WHERE x.user_id = {user} AND x.entity_id = e.id
-                            LIMIT {q.arg(MENTIONS_SCANNED)}) x
-                      JOIN memories m ON m.user_id = {user} AND m.id = x.memory_id
-                      WHERE {" AND ".join(live(q, p))}
-                      ORDER BY m.occurred_at, m.id LIMIT {q.arg(most)}) c)
-            SELECT s.memory_id, s.name, t.content FROM s JOIN t ON t.id = s.id""", *q.args)
+            t AS MATERIALIZED (
+                SELECT e.id, c.contents FROM (SELECT DISTINCT id FROM s) e
+                CROSS JOIN LATERAL (
+                    SELECT array_agg(y.content ORDER BY y.occurred_at, y.id) AS contents
+                    FROM (SELECT m.content, m.occurred_at, m.id
+                          FROM (SELECT x.memory_id FROM memory_entities x
+                                WHERE x.user_id = {user} AND x.entity_id = e.id LIMIT {q.arg(MENTIONS_SCANNED)}) x
+                          JOIN memories m ON m.user_id = {user} AND m.id = x.memory_id
+                          WHERE {" AND ".join(live(q, p))}
+                          ORDER BY m.occurred_at, m.id LIMIT {q.arg(most)}) y) c
+                WHERE c.contents IS NOT NULL)
+            SELECT s.memory_id, s.id AS entity_id, s.name, t.contents FROM s JOIN t ON t.id = s.id""", *q.args)
 
 
 __all__ = ["current_facts", "described", "entities_by_name", "entities_named", "entity_rows", "facts_of",

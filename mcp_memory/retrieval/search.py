@@ -13,10 +13,10 @@ from uuid import UUID
 import asyncpg
 
 from ..config import Settings
-from ..graph.about_user import asks_of_user_alone
+from ..graph.about_user import about_someone_else, asks_of_user_alone, speaks_of_user
 from ..lexicon import Lexicon
 from ..lexicon.english import ENGLISH
-from ..models import MemoryFilter, Principal, SearchHit, SearchReading
+from ..models import MOMENTS, MemoryFilter, Principal, SearchHit, SearchReading
 from ..repository import MemoryRepository
 from ..repository.graph_reads import described, subjects_named
 from ..repository.sql import fetch_on_kept_plan
@@ -44,11 +44,18 @@ SUBJECT_TEXTS_READ = 5
 async def _their_people_read(conn: asyncpg.Connection, p: Principal, parsed: ParsedQuery,
                              rows: Sequence[asyncpg.Record]) -> ParsedQuery:
     """`parsed`, told which of the best `rows` are about someone in the user's life by the graph
-    (whose.py `about_their_people`), where it asks of the user alone."""
-    if not asks_of_user_alone(parsed.asked or parsed.text, parsed.lexicon):
+    (whose.py `about_their_people`), where it asks of the user alone. Only notes whose words leave it
+    open are read for: not a moment, not speaking of the user, not about someone in their life by
+    their words ("My sister moved to Oslo.")."""
+    lexicon = parsed.lexicon
+    if not asks_of_user_alone(parsed.asked or parsed.text, lexicon):
         return parsed
-    subjects = await subjects_named(conn, p, [r["id"] for r in rows[:whose.WINDOW]], SUBJECT_TEXTS_READ)
-    return replace(parsed, about_their_people=whose.about_their_people(subjects, parsed.lexicon))
+    open_ = [r["id"] for r in rows[:whose.WINDOW] if r["kind"] not in MOMENTS
+             and not speaks_of_user(r["content"], lexicon) and not about_someone_else(r["content"], lexicon)]
+    if not open_:
+        return parsed
+    subjects = await subjects_named(conn, p, open_, SUBJECT_TEXTS_READ)
+    return replace(parsed, about_their_people=whose.about_their_people(subjects, lexicon))
 
 
 async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: MemoryFilter | None, *,

@@ -107,13 +107,15 @@ def subject_positions(rows: Sequence[asyncpg.Record],
 
 def about_their_people(subjects: Sequence[asyncpg.Record], lexicon: Lexicon) -> frozenset[UUID]:
     """Which memories the graph files about someone in the user's life (`subjects`: each memory's
-    entity with what memories naming it say, repository `subjects_named`): one of those gives that
+    entity with what the first memories naming it say, repository `subjects_named`): one of those gives that
     entity's name to one of the user's people ("My brother Oskar Brandt lives in Turin.", "My
     manager is Tom Hale."). Then "Oskar left Hospital Santa Maria; now at Cedar Health." is his
     news, no answer to "Where do I work now?", though it names no role and no word for him."""
     anyone = anyone_of_theirs(lexicon)
-    return frozenset(r["memory_id"] for r in subjects
-                     if {r["name"], r["name"].split()[0]} & set(named_as(anyone, [r["content"]], lexicon)))
+    entities = {r["entity_id"]: r for r in subjects}  # a memory each, the same entity's notes
+    theirs = {e for e, r in entities.items()
+              if {r["name"], r["name"].split()[0]} & set(named_as(anyone, r["contents"], lexicon))}
+    return frozenset(r["memory_id"] for r in subjects if r["entity_id"] in theirs)
 
 
 def named_as(person: re.Pattern[str], texts: Sequence[str], lexicon: Lexicon) -> list[str]:
