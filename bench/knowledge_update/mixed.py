@@ -18,7 +18,8 @@ then named alone), one service with a changing fact, a stable fact of the user's
 Every changing fact has 2-3 versions, each drawn from several templates with their own verbs.
 
 Output: bench/knowledge_update/mixed.jsonl, the schema of assistant.jsonl (`entity` names whom a
-record is about: "the user", a person's full name, or the service).
+record is about: "the user", a person's full name, or the service). The writer's forms of each
+(`--writer`) are writer_words.json's and writer_words_heldout.json's `entities.mixed`.
 
 Deterministic: `python bench/knowledge_update/mixed.py [--seed 4242] [--households 40]`.
 """
@@ -138,7 +139,7 @@ def household(rng: random.Random, index: int) -> list[dict]:
     service = rng.choice(SERVICES)
     hosts = rng.sample(HOSTS, rng.choice((2, 3)))
     versions = _versions(rng, f"{scope}.s0", SERVICE_FIRST, SERVICE_LATER, hosts, [{"s": service}] * len(hosts))
-    records.append(_record(scope, f"{scope}.s0", f"the {service}", "deploy target",
+    records.append(_record(scope, f"{scope}.s0", service, "deploy target",
                            rng.choice(SERVICE_QUESTIONS).format(s=service), versions, hosts[-1]))
     question, statement, values = rng.choice(STABLE)
     stable = {"key": f"{scope}.st.v1", "content": statement.format(v=rng.choice(values)),
