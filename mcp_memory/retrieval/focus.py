@@ -12,8 +12,9 @@ Those go first, newest first; other facts about the subject (and stable ones, wh
 version contradicts) and everything else follow in their order.
 
 A question that names nobody but speaks of the user an agent works for ("What car do I drive
-now?") is about every result not about someone in the user's life, the words for the user
-masked (graph/about_user.py); one about someone in the user's life ("Where does my sister
+now?") is about every result not about someone in the user's life (by its words, or by whom the
+graph files it about: whose.py `about_their_people`), the words for the user masked
+(graph/about_user.py); one about someone in the user's life ("Where does my sister
 live now?") is about the results that name them so. Any other question that names nobody
 ("What is the coupons pipeline persisting to these days?") is about the longest run of its words
 that at least two of the results share ("coupons pipeline"), masked the same way.
