@@ -50,11 +50,11 @@ async def _their_people_read(conn: asyncpg.Connection, p: Principal, parsed: Par
     lexicon = parsed.lexicon
     if not asks_of_user_alone(parsed.asked or parsed.text, lexicon):
         return parsed
-    open_ = [r["id"] for r in rows[:whose.WINDOW] if r["kind"] not in MOMENTS
-             and not speaks_of_user(r["content"], lexicon) and not about_someone_else(r["content"], lexicon)]
-    if not open_:
+    undecided = [r["id"] for r in rows[:whose.WINDOW] if r["kind"] not in MOMENTS
+                 and not speaks_of_user(r["content"], lexicon) and not about_someone_else(r["content"], lexicon)]
+    if not undecided:
         return parsed
-    subjects = await subjects_named(conn, p, open_, SUBJECT_TEXTS_READ)
+    subjects = await subjects_named(conn, p, undecided, SUBJECT_TEXTS_READ)
     return replace(parsed, about_their_people=whose.about_their_people(subjects, lexicon))
 
 
@@ -144,9 +144,10 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
         hop = await one_hop(conn, p, parsed, [*facts, *owners], f) if facts or owners else None
         # Which of the rows someone described, where a newer plain memory may go before a keyed value
         # (keyed.py `newer_unsaid`: a question about now, whose answers the focus finds).
-        follows = bool(facts) and hop is None and settings.present_focus and focus.applies(parsed)
+        about_now = settings.present_focus and focus.applies(parsed)
+        follows = bool(facts) and hop is None and about_now
         said = await described(conn, p, [r["id"] for r in rows]) if follows else frozenset()
-        if settings.present_focus and focus.applies(parsed):
+        if about_now:
             parsed = await _their_people_read(conn, p, parsed, rows)
         summed_up = await sources_of(conn, p, rows) if min_similarity is None else {}
     ordered = await after_sql(rows, parsed, past=statement.past, conflict=statement.conflict, settings=settings,

@@ -92,9 +92,8 @@ def subject_positions(rows: Sequence[asyncpg.Record],
         if len(people) >= 2:
             return people, partial(_person_and_names, person=person, names=called)
     elif speaks_of_user(asked, lexicon):
-        theirs = parsed.about_their_people
         users = [i for i in window if not about_someone_else(rows[i]["content"], lexicon)
-                 and not (rows[i]["id"] in theirs and not speaks_of_user(rows[i]["content"], lexicon))]
+                 and rows[i]["id"] not in parsed.about_their_people]
         if len(users) >= 2:
             return users, partial(without_user, mask=MASK, lexicon=lexicon)
     for run in filter(whom, phrases_of(parsed.text, lexicon)):
@@ -107,10 +106,12 @@ def subject_positions(rows: Sequence[asyncpg.Record],
 
 def about_their_people(subjects: Sequence[asyncpg.Record], lexicon: Lexicon) -> frozenset[UUID]:
     """Which memories the graph files about someone in the user's life (`subjects`: each memory's
-    entity with what the first memories naming it say, repository `subjects_named`): one of those gives that
-    entity's name to one of the user's people ("My brother Oskar Brandt lives in Turin.", "My
-    manager is Tom Hale."). Then "Oskar left Hospital Santa Maria; now at Cedar Health." is his
-    news, no answer to "Where do I work now?", though it names no role and no word for him."""
+    entity with what the first memories naming it say, repository `subjects_named`): one of those
+    gives that entity's name to one of the user's people ("My brother Oskar Brandt lives in
+    Turin.", "My manager is Tom Hale."). Then "Oskar left Hospital Santa Maria; now at Cedar
+    Health." is his news, no answer to "Where do I work now?", though it names no role and no word
+    for him. The memories read are those whose own words leave it open (search.py: a note speaking
+    of the user too, "Oskar helped me move.", stays the user's)."""
     anyone = anyone_of_theirs(lexicon)
     entities = {r["entity_id"]: r for r in subjects}  # a memory each, the same entity's notes
     theirs = {e for e, r in entities.items()
