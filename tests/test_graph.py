@@ -89,6 +89,19 @@ def test_a_verb_after_the_opening_word_makes_it_the_subject(text: str, about: st
     assert all(n.sure for n in names if n.role == "about")
 
 
+@pytest.mark.parametrize(("text", "about"), [
+    # Two names joined before one verb are both whom the note is about.
+    ("Clara and her husband Rui adopted a dog named Bolt.", ["Clara", "Rui"]),
+    ("Ana and Rui moved to Porto.", ["Ana", "Rui"]),
+    ("Ana Lima & Rui Costa moved to Porto.", ["Ana Lima", "Rui Costa"]),
+    # Not the user joined to a name (the user's note), nor words joined with no name and verb after.
+    ("Ana and I moved to Porto.", ["the user"]),
+    ("Lunch and learn on Friday.", []),
+])
+def test_names_joined_before_one_verb_are_both_its_subjects(text: str, about: list[str]) -> None:
+    assert [n.display for n in names_in(text) if n.role == "about"] == about
+
+
 def test_keys_in_other_words_are_one_attribute_and_others_never_merge() -> None:
     city = {key_of(k, ENGLISH).attribute for k in ("home city", "lives in", "where they live", "Their current city")}
     assert city == {"home city"}

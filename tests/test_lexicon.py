@@ -126,6 +126,7 @@ def test_a_verb_after_the_opening_name_is_read_in_the_language() -> None:
     assert about("A Greta mora em Lisboa.", PORTUGUESE) == ["Greta"]
     assert about("Greta mudou-se para o Porto.", PORTUGUESE) == ["Greta"]
     assert about("Greta já mora no Porto.", PORTUGUESE) == ["Greta"]  # an adverb before the verb
+    assert about("A Greta e o Rui mudaram-se para o Porto.", PORTUGUESE) == ["Greta", "Rui"]  # joined
     assert about("A Greta mora em Lisboa.", ENGLISH) == ["Lisboa"]
     # A note opening on its verb leaves its subject unsaid, in the language's verbs.
     assert about("Trabalha na Globex agora.", PORTUGUESE) == [] and about("Works at Globex now.", ENGLISH) == []

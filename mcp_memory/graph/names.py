@@ -234,6 +234,7 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
     apposed, role_named = named_beside_their_person(text, lexicon) or (None, False)
     led = led_by_their_person(text, lexicon) or role_named
     subject_taken = led and not role_named
+    joined: int | None = None  # where a name conjoined with the opening one starts
     for start, run in runs(text):
         # A greeting opening the run greets the name after it ("Hey Mel", "Thanks Greta"): no name itself.
         greeting = _FIRST_WORD.match(run)
@@ -260,10 +261,14 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
         key = canonical(display)
         if subject_taken and key in found:  # named before, and the subject known: nothing to add
             continue
-        lone_opener = (len(words) == 1 and not run.endswith("'s") and start != apposed
+        second = (conjoined_with(text, start + len(run), lexicon)
+                  if not subject_taken and start != apposed and opens_clause(text, start) else None)
+        lone_opener = (len(words) == 1 and not run.endswith("'s") and start != apposed and second is None
                        and opens_clause(text, start)
                        and not verb_follows(text, start + len(run), lexicon))
-        if lone_opener:  # sure only when spoken to, and no subject either way
+        if second is not None or start == joined:  # "Ana and Rui moved": both are whom it is about
+            is_subject, sure, joined = True, True, second if second is not None else joined
+        elif lone_opener:  # sure only when spoken to, and no subject either way
             is_subject, sure = False, addressed(text, start, start + len(run), lexicon)
         else:
             # Between commas after their role ("My manager, Tom Hale, approved it") a name is apposed, not spoken to.
@@ -283,6 +288,31 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
             names = [mentioned(n) for n in names]
         names.insert(0, Name(USER_NAME, USER, "about" if user_first else "mentioned", user=True))
     return names
+
+
+# How many lower-case words may stand between a subject joiner and the second name ("Clara and her
+# husband Rui adopted a dog").
+JOINED_WITHIN = 3
+
+
+@functools.lru_cache(maxsize=8)
+def _joined(lexicon: Lexicon) -> re.Pattern[str]:
+    if not lexicon.subject_joiners:
+        return re.compile(r"(?!)")
+    joiners = "|".join(re.escape(j) for j in lexicon.subject_joiners)
+    return re.compile(r"\s+(?:" + joiners + r")\s+(?:[a-z][\w'-]*\s+){0," + str(JOINED_WITHIN) + "}")
+
+
+def conjoined_with(text: str, end: int, lexicon: Lexicon = ENGLISH) -> int | None:
+    """Where the name joined to the one ending at `end` starts, where the two are one verb's subjects
+    ("Ana and Rui moved to Porto", "Clara and her husband Rui adopted a dog": one of the lexicon's
+    `subject_joiners`, a few words in lower case, then a name a verb follows); None otherwise ("Lunch
+    and learn on Friday", "Ana and I moved": the user is no name)."""
+    joiner = _joined(lexicon).match(text, end)
+    second = RUN.match(text, joiner.end()) if joiner else None
+    if second is None or second.group().split()[0].lower() in lexicon.user_words:
+        return None
+    return second.start() if verb_follows(text, second.end(), lexicon) else None
 
 
 def object_of_opening(words: list[str], text: str, start: int, lexicon: Lexicon = ENGLISH) -> bool:

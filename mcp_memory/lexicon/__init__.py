@@ -122,6 +122,8 @@ class Lexicon:
     # Words that may stand between a subject and its verb ("Oskar just settled in Lisbon", "Ana
     # finally moved"): read past when looking for the verb.
     verb_adverbs: frozenset[str] = frozenset()
+    # Words joining two subjects of one verb ("Ana and Rui moved to Porto"): both are whom it is about.
+    subject_joiners: tuple[str, ...] = ()
     # Verbs an agent's note opens on with its subject unsaid ("Prefers Helix", "Uses pnpm", "Use
     # Helix for editing"): never a name, and no name after them is the note's subject. No word that
     # is also a name ("Will", "Mark").

@@ -225,6 +225,7 @@ ENGLISH = Lexicon(
         kept found gave sold won lost wrote drove flew grew knew saw thought brought built spent sent felt held
         led paid put read quit sat stood taught wore broke chose forgot hired fell""".split()),
     subject_verb_endings=("s", "ed"),
+    subject_joiners=("and", "&"),
     verb_adverbs=frozenset("""just also finally recently still already never always often now soon then suddenly
         eventually officially apparently actually really only even quietly""".split()),
     user_words=("i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "myself", "we", "we're", "we've", "our",

@@ -106,6 +106,7 @@ PORTUGUESE = Lexicon(
     name_keys=("nome", "primeiro nome", "nome completo", "nome próprio", "alcunha"),
     subject_verbs=frozenset("""é era foi tem tinha está estava vai vive mora trabalha fez disse""".split()),
     subject_verb_endings=("ou", "eu", "iu", "a", "e"),
+    subject_joiners=("e", "&"),
     verb_adverbs=frozenset("""também já ainda finalmente recentemente nunca sempre agora só logo entretanto
         afinal""".split()),
     # Not "nos" (also "em" + "os": "nos Estados Unidos") nor the clitic "-me" (no whole word).
