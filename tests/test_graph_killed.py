@@ -8,12 +8,14 @@ nothing, and a new server on the same database replaces the newest value."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import threading
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -223,15 +225,36 @@ async def test_a_server_killed_mid_write_leaves_a_consistent_graph(db_url: str) 
     assert graph.startswith("[ok  ]") and "consistent" in graph, report
 
     # A new server on the same database: the newest value of a person's city is replaced as ever.
-    params = StdioServerParameters(command=SERVE, args=["serve"], env={
-        "MCP_MEMORY_DATABASE_URL": db_url, "MCP_MEMORY_USER": "alice", "MCP_MEMORY_PROJECT": "demo"})
-    async with Client(params, mode="legacy") as client:
+    async with restarted(db_url) as client:
         # Dated now, after every value of the workload (a value dated ahead would be upcoming).
         newest = await call(client, "memory_write", {
             "content": "Tomasz moved to Reykjavík.", "about": ["Tomasz"], "key": "home city"})
         assert len(newest["memory"]["replaced"]) == 1
         hits = (await call(client, "memory_search", {"query": "Where does Tomasz Wolak live now?"}))["hits"]
         assert hits[0]["id"] == newest["memory"]["id"]
+
+
+@contextlib.asynccontextmanager
+async def killable(db_url: str) -> AsyncIterator[tuple[Server, asyncpg.Connection, asyncpg.Connection]]:
+    """A server, initialized, with a connection to hold rows (`holder`) and one to watch (`watcher`);
+    all closed, and the server killed if it still runs, after."""
+    server = Server(db_url)
+    holder, watcher = await asyncpg.connect(db_url), await asyncpg.connect(db_url)
+    try:
+        initialized(server)
+        yield server, holder, watcher
+    finally:
+        await holder.close()
+        await watcher.close()
+        if server.proc.poll() is None:
+            server.proc.kill()
+            server.proc.wait(timeout=30)
+
+
+def restarted(db_url: str) -> Client:
+    """A new server on the same database, as the harness starts it again."""
+    return Client(StdioServerParameters(command=SERVE, args=["serve"], env={
+        "MCP_MEMORY_DATABASE_URL": db_url, "MCP_MEMORY_USER": "alice", "MCP_MEMORY_PROJECT": "demo"}), mode="legacy")
 
 
 def initialized(server: Server) -> None:
@@ -276,10 +299,7 @@ async def test_a_server_killed_while_it_refiles_a_subjects_facts_leaves_them_as_
              "key": "based in", "occurred_at": "2024-01-01T00:00:00+00:00"}
     moved = {"content": "1:1 notes: Fenna is remote from Zurich now.", "about": ["Fenna Kuznetsov"],
              "key": "works from", "occurred_at": "2025-01-01T00:00:00+00:00"}
-    server = Server(db_url)
-    holder, watcher = await asyncpg.connect(db_url), await asyncpg.connect(db_url)
-    try:
-        initialized(server)
+    async with killable(db_url) as (server, holder, watcher):
         server.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                      "params": {"name": "memory_write", "arguments": based}})
         assert server.wait_for(2) == 2 and not server.replies[1]["result"]["isError"]
@@ -292,16 +312,8 @@ async def test_a_server_killed_while_it_refiles_a_subjects_facts_leaves_them_as_
                                       LEFT JOIN memory_facts f ON f.user_id = m.user_id AND f.memory_id = m.id""")
         assert [tuple(r) for r in rows] == [(based["content"], None, "home city")]
         assert await inconsistencies(watcher) == {name: 0 for name in await inconsistencies(watcher)}
-    finally:
-        await holder.close()
-        await watcher.close()
-        if server.proc.poll() is None:
-            server.proc.kill()
-            server.proc.wait(timeout=30)
 
-    params = StdioServerParameters(command=SERVE, args=["serve"], env={
-        "MCP_MEMORY_DATABASE_URL": db_url, "MCP_MEMORY_USER": "alice", "MCP_MEMORY_PROJECT": "demo"})
-    async with Client(params, mode="legacy") as client:
+    async with restarted(db_url) as client:
         again = await call(client, "memory_write", moved)
         assert again["memory"]["key"] == "office" and len(again["memory"]["replaced"]) == 1
         hits = (await call(client, "memory_search", {"query": "Where is Fenna Kuznetsov based?"}))["hits"]
@@ -310,14 +322,12 @@ async def test_a_server_killed_while_it_refiles_a_subjects_facts_leaves_them_as_
 
 async def test_a_server_killed_while_it_fixes_whom_a_memory_is_about_leaves_it_as_it_was(db_url: str) -> None:
     """An about fix moves the memory's mentions and its keyed fact in one transaction: killed while it
-    waits to record the fix, all else done, the memory is about the user as before, its fact the user's, no edit is
-    recorded and no entity is left of the names given; the same fix again goes through."""
+    waits to record the fix, all else done, the memory is about the user as before, its fact the
+    user's, no edit is recorded and no entity is left of the names given; the same fix again goes
+    through."""
     promoted = {"content": "Got promoted to staff engineer.", "about": ["the user"], "key": "job title",
                 "occurred_at": "2025-01-01T00:00:00+00:00"}
-    server = Server(db_url)
-    holder, watcher = await asyncpg.connect(db_url), await asyncpg.connect(db_url)
-    try:
-        initialized(server)
+    async with killable(db_url) as (server, holder, watcher):
         server.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                      "params": {"name": "memory_write", "arguments": promoted}})
         assert server.wait_for(2) == 2 and not server.replies[1]["result"]["isError"]
@@ -337,15 +347,7 @@ async def test_a_server_killed_while_it_fixes_whom_a_memory_is_about_leaves_it_a
         assert await watcher.fetchval("SELECT count(*) FROM entity_edits") == 0
         assert await watcher.fetchval("SELECT count(*) FROM entities WHERE name = 'Rui Costa'") == 0
         assert await inconsistencies(watcher) == {name: 0 for name in await inconsistencies(watcher)}
-    finally:
-        await holder.close()
-        await watcher.close()
-        if server.proc.poll() is None:
-            server.proc.kill()
-            server.proc.wait(timeout=30)
 
-    params = StdioServerParameters(command=SERVE, args=["serve"], env={
-        "MCP_MEMORY_DATABASE_URL": db_url, "MCP_MEMORY_USER": "alice", "MCP_MEMORY_PROJECT": "demo"})
-    async with Client(params, mode="legacy") as client:
+    async with restarted(db_url) as client:
         fixed = await call(client, "memory_update", {"id": memory, "about": ["Rui Costa"]})
         assert fixed["memory"]["about"] == ["Rui Costa"]
