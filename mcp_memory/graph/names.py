@@ -262,12 +262,13 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
         if subject_taken and key in found:  # named before, and the subject known: nothing to add
             continue
         second = (conjoined_with(text, start + len(run), lexicon)
-                  if not subject_taken and start != apposed and opens_clause(text, start) else None)
+                  if not subject_taken and not object_of and start != apposed and opens_clause(text, start) else None)
+        joined = second if second is not None else joined
         lone_opener = (len(words) == 1 and not run.endswith("'s") and start != apposed and second is None
                        and opens_clause(text, start)
                        and not verb_follows(text, start + len(run), lexicon))
-        if second is not None or start == joined:  # "Ana and Rui moved": both are whom it is about
-            is_subject, sure, joined = True, True, second if second is not None else joined
+        if start == joined or second is not None:  # "Ana and Rui moved": both are whom it is about
+            is_subject, sure = True, True
         elif lone_opener:  # sure only when spoken to, and no subject either way
             is_subject, sure = False, addressed(text, start, start + len(run), lexicon)
         else:
