@@ -32,7 +32,7 @@ async def seed(service: MemoryService) -> dict[str, uuid.UUID]:
             ("oslo", "Greta Ibarra lives in Oslo.", ["Greta Ibarra"], "home city", "2024-01-01"),
             ("works", "Greta works at Ironbark Studios.", ["Greta"], "employer", "2024-02-01"),
             ("lisbon", "Gigi moved to Lisbon.", ["Gigi"], "where she lives", "2025-03-01"),
-            ("lunch", "Greta Ibarra and Gigi had lunch <script>alert(1)</script> by the harbour.", None, None,
+            ("lunch", "Greta Ibarra had lunch with Gigi <script>alert(1)</script> by the harbour.", None, None,
              "2025-04-01"),
             ("title", "Greta is now lead designer.", ["Greta"], "employer", "2025-05-01")):
         ids[name] = (await service.write(ALICE, content, about=about, key=key, occurred_at=day(when))).memory.id
