@@ -367,8 +367,6 @@ class Entities:
         await edits.later(conn, p, edit)
         if edit["kind"] == "merge":
             return _edit(await edits.split(conn, p, edit, why))
-        if edit["kind"] == "about":
-            await about_edits.undo_about(conn, p, edit)
-            return _edit(await edits.edit_row(conn, p, edit_id))
-        await key_edits.undo_key(conn, p, edit)
+        undo = about_edits.undo_about if edit["kind"] == "about" else key_edits.undo_key
+        await undo(conn, p, edit)
         return _edit(await edits.edit_row(conn, p, edit_id))
