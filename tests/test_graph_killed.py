@@ -89,6 +89,10 @@ class Server:
         self.proc.stdin.write(json.dumps(message) + "\n")
         self.proc.stdin.flush()
 
+    def call(self, call_id: int, tool: str, arguments: dict[str, Any]) -> None:
+        self.send({"jsonrpc": "2.0", "id": call_id, "method": "tools/call",
+                   "params": {"name": tool, "arguments": arguments}})
+
     def wait_for(self, count: int, timeout: float = 60) -> int:
         with self.arrived:
             self.arrived.wait_for(lambda: len(self.replies) >= count or self.proc.poll() is not None, timeout)
@@ -98,8 +102,7 @@ class Server:
         """Each call once the one before is answered, as one agent makes them, until the server dies."""
         for i, (tool, args, _) in enumerate(sent, start=1):
             try:
-                self.send({"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                           "params": {"name": tool, "arguments": args}})
+                self.call(i, tool, args)
             except (BrokenPipeError, ValueError):
                 return
             if self.wait_for(i + 1) <= i:
@@ -113,6 +116,16 @@ async def open_write_transactions(conn: asyncpg.Connection, *, waiting: bool = F
                                AND pid <> pg_backend_pid() AND backend_xid IS NOT NULL
                                AND (NOT $1 OR wait_event_type = 'Lock')""", waiting)
     return [r[0] for r in rows]
+
+
+async def rolled_back(conn: asyncpg.Connection, caught: list[str]) -> None:
+    """Once the killed server's sessions are gone, its write transactions `caught` open were aborted."""
+    with anyio.fail_after(30):
+        while True:
+            if not await open_write_transactions(conn):
+                break
+            await anyio.sleep(0.05)
+    assert {await conn.fetchval("SELECT pg_xact_status($1::text::xid8)", x) for x in caught} == {"aborted"}
 
 
 async def held_up(conn: asyncpg.Connection) -> list[str]:
@@ -159,14 +172,8 @@ async def test_a_server_killed_mid_write_leaves_a_consistent_graph(db_url: str) 
 
     conn = await asyncpg.connect(db_url)
     try:
-        # PostgreSQL has ended the killed server's sessions (their transactions rolled back).
-        with anyio.fail_after(30):
-            while True:
-                if not await open_write_transactions(conn):
-                    break
-                await anyio.sleep(0.05)
-        # The write the kill cut short was rolled back whole.
-        assert {await conn.fetchval("SELECT pg_xact_status($1::text::xid8)", x) for x in caught} == {"aborted"}
+        # PostgreSQL has ended the killed server's sessions; the write the kill cut short was rolled back whole.
+        await rolled_back(conn, caught)
         rows = await conn.fetch("SELECT id, content, superseded_by FROM memories")
         stored = {r["content"]: r for r in rows}
         # Killed mid-way: some of the calls were answered, not all were written.
@@ -272,8 +279,7 @@ async def killed_while_waiting(server: Server, holder: asyncpg.Connection, watch
     held = holder.transaction()
     await held.start()
     await holder.execute(lock)
-    server.send({"jsonrpc": "2.0", "id": call_id, "method": "tools/call",
-                 "params": {"name": tool, "arguments": arguments}})
+    server.call(call_id, tool, arguments)
     caught = await held_up(watcher)
     waiting = await watcher.fetchval(
         """SELECT query FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
@@ -281,12 +287,7 @@ async def killed_while_waiting(server: Server, holder: asyncpg.Connection, watch
     server.proc.send_signal(signal.SIGKILL)
     assert server.proc.wait(timeout=30) == -signal.SIGKILL
     await held.rollback()
-    with anyio.fail_after(30):
-        while True:
-            if not await open_write_transactions(watcher):
-                break
-            await anyio.sleep(0.05)
-    assert {await watcher.fetchval("SELECT pg_xact_status($1::text::xid8)", x) for x in caught} == {"aborted"}
+    await rolled_back(watcher, caught)
     return str(waiting)
 
 
@@ -300,8 +301,7 @@ async def test_a_server_killed_while_it_refiles_a_subjects_facts_leaves_them_as_
     moved = {"content": "1:1 notes: Fenna is remote from Zurich now.", "about": ["Fenna Kuznetsov"],
              "key": "works from", "occurred_at": "2025-01-01T00:00:00+00:00"}
     async with killable(db_url) as (server, holder, watcher):
-        server.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                     "params": {"name": "memory_write", "arguments": based}})
+        server.call(1, "memory_write", based)
         assert server.wait_for(2) == 2 and not server.replies[1]["result"]["isError"]
         assert await watcher.fetchval("SELECT attribute FROM memory_facts") == "home city"
         # The earlier fact's row held: the new fact is inserted, the refile's UPDATE waits for it.
@@ -328,8 +328,7 @@ async def test_a_server_killed_while_it_fixes_whom_a_memory_is_about_leaves_it_a
     promoted = {"content": "Got promoted to staff engineer.", "about": ["the user"], "key": "job title",
                 "occurred_at": "2025-01-01T00:00:00+00:00"}
     async with killable(db_url) as (server, holder, watcher):
-        server.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                     "params": {"name": "memory_write", "arguments": promoted}})
+        server.call(1, "memory_write", promoted)
         assert server.wait_for(2) == 2 and not server.replies[1]["result"]["isError"]
         memory = server.replies[1]["result"]["structuredContent"]["memory"]["id"]
         before = [tuple(r) for r in await watcher.fetch(
