@@ -267,6 +267,35 @@ async def test_a_newer_plain_memory_goes_before_a_keyed_value_under_row_level_se
     assert [h.id for h in hits[:2]] == [plain.memory.id, oslo.memory.id] and hits[0].explain["newer_than_fact"]
 
 
+async def test_whom_the_users_results_are_about_is_read_under_row_level_security_alone_on_an_external_server(
+        external, monkeypatch) -> None:
+    """How the store introduced a result's subject is read through row-level security alone: alice's
+    brother's news is no answer about her (bob's note naming an Oskar his brother beside it); what an
+    agent's own notes say of someone is read by that agent, and by no key confined to another of
+    alice's agents nor by bob."""
+    service, _ = await rls_alone(external, monkeypatch)
+    alice, bob, other_agent = principal("alice"), principal("bob"), principal("alice", agent="agent-b")
+    question = "Where am I working these days?"
+    await service.write(bob, "My brother Oskar Lindgren lives in Nantes.", occurred_at=day("2024-01-01"))
+    for text, when in (("User is on the payroll of Tessellate.", "2024-02-01"),
+                       ("My brother Oskar Lindgren lives in Nantes.", "2024-03-01"),
+                       ("We host the reporting pipeline on a Hetzner box.", "2024-06-01"),
+                       ("User plays rowing twice a week.", "2024-09-01"),
+                       ("User accepted an offer from Halcyon Air.", "2025-06-01"),
+                       ("I prefer meetings after 10.", "2025-08-01"), ("Oskar just settled in Lisbon.", "2025-09-01")):
+        await service.write(alice, text, occurred_at=day(when))
+    assert (await service.search(alice, question)).hits[0].snippet == "User accepted an offer from Halcyon Air."
+    secret = await service.write(alice, "Ines Moreau, my cousin, moved to Porto.", scope="agent")
+    news = await service.write(alice, "Ines just settled in Lisbon.", scope="agent")
+    async with service.repo.reading(alice) as conn:
+        assert [r["contents"] for r in await graph_reads.subjects_named(conn, alice, [news.memory.id], 5)] == [
+            ["Ines Moreau, my cousin, moved to Porto.", "Ines just settled in Lisbon."]]
+    async with service.repo.reading(other_agent) as conn:
+        assert await graph_reads.subjects_named(conn, other_agent, [news.memory.id, secret.memory.id], 5) == []
+    async with service.repo.reading(bob) as conn:
+        assert await graph_reads.subjects_named(conn, bob, [news.memory.id], 5) == []
+
+
 async def test_a_speakers_share_is_counted_in_the_sessions_own_memories_on_an_external_server(
         external, monkeypatch) -> None:
     """Ana speaks half of alice's turns, so alice's question is embedded without her name; bob's
