@@ -442,7 +442,8 @@ async def test_the_person_asked_about_outranks_namesakes_and_shared_words(servic
     own = await service.write(alice, "Pavel Jankowski plays squash twice a week to stay fit.")
     found = await service.search(alice, "How does Pavel Jankowski stay fit currently?", explain=True)
     assert found.hits[0].id == own.memory.id, [h.snippet for h in found.hits]
-    assert found.hits[0].explain["subject"] > 1 and found.hits[1].explain["subject"] == 1
+    # The namesakes' notes are about someone else the graph knows: they lose as much.
+    assert found.hits[0].explain["subject"] > 1 and found.hits[1].explain["subject"] < 1
 
 
 def test_word_pairs_join_content_words_across_one_word() -> None:

@@ -1,6 +1,6 @@
 """The subject factor on a real database: a memory that speaks of everyone a question names gains
 over one that only shares its other words; one that merely addresses them ("Thanks, Mel!") does
-not gain."""
+not gain; one the graph files about someone else, naming none of them, loses as much."""
 
 from __future__ import annotations
 
@@ -40,7 +40,10 @@ async def test_a_memory_that_only_addresses_someone_is_not_about_them(
         service: MemoryService, alice: Principal, settings: Settings, text: str, about: bool) -> None:
     factors = await _factors(service, alice, [text, "Jon painted a boat."])
     assert factors[text] == pytest.approx(settings.subject_boost if about else 1.0)
-    assert factors["Jon painted a boat."] == 1.0
+    # Jon's own note loses the factor where the graph knows a Melanie ("Melanie: I painted ..." is
+    # filed about the user who says "I").
+    known = not text.startswith("Melanie:")
+    assert factors["Jon painted a boat."] == pytest.approx(1 / settings.subject_boost if known else 1.0, abs=1e-4)
 
 
 @pytest.mark.parametrize(("text", "about"), [
@@ -58,7 +61,9 @@ async def test_a_person_named_in_full_may_be_called_by_the_first_name(
     hits = (await service.search(alice, "Which project did Benedikt Pereira pick up?", limit=20, explain=True)).hits
     factors = {h.snippet: h.explain["subject"] for h in hits}
     assert factors[text] == pytest.approx(settings.subject_boost if about else 1.0)
-    assert factors["Jon picked up Osprey."] == 1.0
+    # Only a Benedikt Pereira known to the graph takes Jon's down: "Benedikt" alone is no one in particular.
+    known = text.startswith("Benedikt Pereira")
+    assert factors["Jon picked up Osprey."] == pytest.approx(1 / settings.subject_boost if known else 1.0, abs=1e-4)
 
 
 def test_full_names_are_the_names_written_together() -> None:
@@ -105,3 +110,33 @@ async def test_in_a_store_about_many_people_the_named_ones_answer_before_another
             await service.write(alice, f"{who}: {said}.", kind="episode", occurred_at=now - timedelta(days=3, hours=n))
     hits = (await service.search(alice, "Which countries has Nadia visited?", limit=5)).hits
     assert hits[0].snippet == hers
+
+
+async def test_a_note_the_graph_files_about_someone_else_goes_below_the_named_ones(
+        service: MemoryService, alice: Principal, settings: Settings) -> None:
+    """A team lead's notes on two colleagues: "Which office is Kenji in?" shares "office" with
+    Dana's notes and no word with Kenji's move, and Dana's came first and second. A note about
+    someone else loses what the named one's gain; one naming Kenji too keeps the gain, one about
+    no one keeps its score, and a conversation's turn is left to the conversation's factor."""
+    start = datetime.now(UTC) - timedelta(days=200)
+    notes = ["Dana Okafor is based in the Lagos office.",
+             "Dana moved to London this summer, working from the London office now.",
+             "Kenji Sato started as our new SRE; he sits in Tokyo.",
+             "Kenji is on the database on-call rotation.",
+             "Kenji Sato relocated to Singapore.",
+             "Dana and Kenji share the office plants rota.",
+             "The office closes early on Fridays."]
+    for i, text in enumerate(notes):
+        await service.write(alice, text, kind="note", occurred_at=start + timedelta(days=20 * i))
+    turn = "Dana: the Lagos office has the best coffee."
+    await service.write(alice, turn, kind="episode", occurred_at=start)
+    hits = (await service.search(alice, "Which office is Kenji in?", limit=20, explain=True)).hits
+    factors = {h.snippet: h.explain["subject"] for h in hits}
+    assert factors[notes[0]] == factors[notes[1]] == pytest.approx(1 / settings.subject_boost, abs=1e-4)
+    assert factors[notes[4]] == factors[notes[5]] == pytest.approx(settings.subject_boost)
+    assert factors[notes[6]] == factors[turn] == 1.0
+    kenji = {notes[2], notes[3], notes[4], notes[5]}
+    assert {h.snippet for h in hits[:4]} == kenji
+    # Naming nobody the store knows, a question ranks as before: nothing is taken down.
+    hits = (await service.search(alice, "Which office has the best coffee?", limit=20, explain=True)).hits
+    assert {h.explain["subject"] for h in hits} == {1.0}

@@ -15,7 +15,7 @@ from uuid import UUID
 from ..config import RankingSettings
 from ..embeddings import conflict_similarity
 from ..lexicon import Lexicon
-from ..models import MemoryFilter, Principal
+from ..models import MOMENTS, MemoryFilter, Principal
 from ..repository import Sql, filtered, live, scope_vectors
 from ..repository.embeddings import exact_distance, model_literal, walk_distance
 from .conversations import WALK_COLUMNS, other_conversation
@@ -318,7 +318,14 @@ WHERE x.key < w.worst"""
     named = f"CASE WHEN {names} THEN {q.arg(settings.subject_boost)}::float8 ELSE 1 END" if names else "1"
     spoken_of = naming(q, text, subject, parsed.full_names, partial(speaks_of, greetings=parsed.lexicon.greetings),
                         linked.about() if linked is not None else None)
-    about = f"CASE WHEN m.named > 1 AND {spoken_of} THEN m.named ELSE 1 END" if spoken_of else "m.named"
+    # A note the graph files about someone else, naming none of them, loses what theirs gain: a
+    # colleague's "based in the Lagos office" shares more words with "Which office is Kenji in?"
+    # than Kenji's own "relocated to Singapore" does.
+    elsewhere_about = (f"WHEN m.named = 1 AND {linked.about_another(q, sorted(MOMENTS))} "
+                       f"THEN 1 / {q.arg(settings.subject_boost)}::float8 "
+                       if linked is not None and any(linked.entities.values()) and names else "")
+    about = (f"CASE WHEN m.named > 1 AND {spoken_of} THEN m.named {elsewhere_about}ELSE 1 END" if spoken_of
+             else "m.named")
     window = limit + ADDRESSED_WINDOW if spoken_of else limit
     # A query that names a period is about what was written in it (retrieval/dates.py).
     period = (f"CASE WHEN {_in_period(q, parsed.period, settings.period_after_days)} "
