@@ -235,6 +235,20 @@ async def test_a_move_said_with_a_reflexive_verb_is_where_she_lives_now(portugue
     assert found.hits[0].explain.get("states_asked_attribute")
 
 
+async def test_the_users_dentist_after_switching_in_portuguese(portuguese: MemoryService) -> None:
+    """As in English (test_personal_store.py): naming the user's dentist is the user's own fact, one
+    at a time, and the switch is the answer."""
+    p = principal("alice")
+    now = datetime.now(UTC)
+    for text, days in [("A minha irmã Lena mora em Viena.", 330), ("O meu dentista é o Dr. Brandt.", 300),
+                       ("Comecei a trabalhar na Sonae em Lisboa.", 250),
+                       ("Mudei de dentista: agora é a Dra. Koller.", 150),
+                       ("O meu parceiro Sam começou a aprender alemão.", 90)]:
+        await portuguese.write(p, text, occurred_at=now - timedelta(days=days))
+    found = await portuguese.search(p, "Quem é o meu dentista?")
+    assert found.hits[0].snippet == "Mudei de dentista: agora é a Dra. Koller."
+
+
 async def test_a_question_that_chains_two_things_hops_in_portuguese(portuguese: MemoryService) -> None:
     """"Onde mora o gerente do Kwame?": the possessive is the lexicon's words ("do"), not English's
     "'s"; the hop reaches the manager's home city as it does in English (test_graph.py)."""

@@ -97,3 +97,20 @@ async def test_the_editor_a_note_switched_to_without_saying_editor(service: Memo
         ("Switched to Helix last week; Neovim config was too fragile.", 150), ("Prod is on AWS ECS now.", 40)])
     found = await service.search(alice, "Which editor do I use?")
     assert found.hits[0].snippet == "Switched to Helix last week; Neovim config was too fragile."
+
+
+async def test_who_the_users_doctor_and_dentist_are_after_switching(service: MemoryService, alice: Principal) -> None:
+    """A doctor, a dentist, a therapist: one at a time, and naming them is the user's own fact, as a
+    manager's is; told long ago, where recency no longer tells the notes apart. "Who is my
+    dentist?" put "My dentist is Dr. Brandt in Neubau." above the switch ("dentist" was no role at
+    all, "doctor" one of the user's people, whose own news a note is)."""
+    await _write_dated(service, alice, [
+        ("My sister Lena lives in Vienna.", 700), ("I'm allergic to penicillin.", 685),
+        ("My doctor is Dr. Weber on Kaiserstrasse.", 670), ("My dentist is Dr. Brandt in Neubau.", 669),
+        ("I started at Google in the Zurich office.", 620),
+        ("Switched doctors: now seeing Dr. Aydin near the office.", 520),
+        ("Changed dentists, Dr. Koller from now on.", 519), ("My partner Sam started learning Portuguese.", 460)])
+    for question, newest in (("Who is my doctor?", "Switched doctors: now seeing Dr. Aydin near the office."),
+                             ("Who is my dentist?", "Changed dentists, Dr. Koller from now on.")):
+        found = await service.search(alice, question)
+        assert found.hits[0].snippet == newest, question

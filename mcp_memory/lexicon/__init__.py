@@ -155,9 +155,10 @@ class Lexicon:
     # of that person, not of the user. A role whose facts are the user's own ("manager", "team")
     # is not one.
     people: tuple[str, ...] = ()
-    # Roles whose naming is the user's own fact ("My boss is Ahmed Saleh", "My manager changed to
-    # Ruth Okonkwo") and who are the subject of anything else said of them ("My manager works Brazil
-    # time hours"): `naming_leaders`, then a name, say which.
+    # Roles held by one person at a time whose naming is the user's own fact ("My boss is Ahmed
+    # Saleh", "My manager changed to Ruth Okonkwo", "My dentist is Dr. Brandt") and who are the
+    # subject of anything else said of them ("My manager works Brazil time hours"):
+    # `naming_leaders`, then a name, say which.
     leaders: tuple[str, ...] = ()
     naming_leaders: tuple[str, ...] = ()
     # Words for a person other than the speaker ("her", "his"): a note opening on a name that speaks of

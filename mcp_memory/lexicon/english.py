@@ -103,6 +103,11 @@ ATTRIBUTES = (
                           "direct manager", "reporting line", "skip-level"),
               ("manager", "boss", "report to", "supervise", "supervisor", "in charge of"), kind="fact",
               answers="person"),
+    Attribute("doctor", ("doctor", "gp", "physician", "family doctor"), ("doctor", "gp", "physician"), kind="fact",
+              answers="person"),
+    Attribute("dentist", ("dentist",), ("dentist",), kind="fact", answers="person"),
+    Attribute("therapist", ("therapist", "counsellor", "counselor"), ("therapist", "counsellor", "counselor"),
+              kind="fact", answers="person"),
     Attribute("team", ("team", "squad", "department", "group", "unit", "org", "belongs to", "member of"),
               ("team", "squad", "department"), kind="fact", named=True),
     Attribute("team lead", ("team lead", "lead", "tech lead", "leader", "led by"), ("lead", "leads"), kind="fact",
@@ -238,7 +243,8 @@ ENGLISH = Lexicon(
     articles=("the", "a", "an"),
     with_user=("and i", "and me", "and we", "and the user", "and user"),
     # Not here: "manager", "boss", "lead" ("My boss is Ahmed Saleh" is the user's own fact: they are
-    # `leaders`) and "team" (an agent's "the team" is the user's).
+    # `leaders`), nor a doctor, dentist or therapist, whom one sees one at a time ("Changed dentists,
+    # Dr. Koller from now on." is the user's news too), and "team" (an agent's "the team" is the user's).
     people=(
         # family and home
         "friend", "best friend", "neighbour", "neighbor", "partner", "wife", "husband", "spouse", "fiancé",
@@ -249,10 +255,11 @@ ENGLISH = Lexicon(
         # work and school
         "colleague", "coworker", "co-worker", "teammate", "classmate", "cofounder", "co-founder", "founder",
         "designer", "engineer", "developer", "intern", "contractor", "consultant", "client", "customer", "mentor",
-        "mentee", "student", "teacher", "doctor", "therapist", "coach", "assistant", "direct report", "new hire",
+        "mentee", "student", "teacher", "coach", "assistant", "direct report", "new hire",
         "recruiter", "investor", "vendor", "accountant", "lawyer",
     ),
-    leaders=("manager", "line manager", "boss", "lead", "team lead", "tech lead", "supervisor"),
+    leaders=("manager", "line manager", "boss", "lead", "team lead", "tech lead", "supervisor", "doctor", "dentist",
+             "therapist"),
     naming_leaders=("is", "was", "are", "were", "'s", "’s", "has been", "had been", "will be", "became",
                     "changed to", "switched to", "moved to", "is called", "was called", "is named", "goes by"),
     third_persons=("she", "her", "hers", "herself", "he", "him", "his", "himself"),
