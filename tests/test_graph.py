@@ -81,6 +81,14 @@ async def count(service, p) -> tuple[int, int, int]:
     # An adverb between the name and its verb: "Oskar just settled" was no verb, and Lisbon the subject.
     ("Oskar just settled in Lisbon.", "Oskar", {"Lisbon"}),
     ("Rui still works at Feedzai.", "Rui", {"Feedzai"}),
+    # An agent's note opening on an adverb or a verb in the past leaves its subject unsaid: "Just" and
+    # "Booked" were entities the notes were about.
+    ("Just landed in Lisbon.", None, {"Lisbon"}),
+    ("Really enjoyed the Porto trip.", None, {"Porto"}),
+    ("Booked flights to Lisbon for the 12th.", None, {"Lisbon"}),
+    ("Met Ana Lima at the conference.", None, {"Ana Lima"}),
+    # An adverb before the subject is no part of it.
+    ("Finally Ana Lima moved to Porto.", "Ana Lima", {"Porto"}),
 ])
 def test_a_verb_after_the_opening_word_makes_it_the_subject(text: str, about: str | None, mentioned: set[str]) -> None:
     names = names_in(text)

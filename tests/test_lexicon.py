@@ -235,6 +235,19 @@ async def test_a_move_said_with_a_reflexive_verb_is_where_she_lives_now(portugue
     assert found.hits[0].explain.get("states_asked_attribute")
 
 
+@pytest.mark.parametrize(("text", "about", "mentioned"), [
+    # Opening on a verb in the first person, or an adverb, the note leaves its subject unsaid.
+    ("Comprei bilhetes para Lisboa.", [], ["Lisboa"]),
+    ("Já cheguei a Lisboa.", [], ["Lisboa"]),
+    # An adverb before an article and the subject is no part of it.
+    ("Finalmente a Ana mudou-se para o Porto.", ["Ana"], ["Porto"]),
+])
+def test_an_opening_verb_or_adverb_in_portuguese_is_no_name(text: str, about: list[str], mentioned: list[str]) -> None:
+    names = names_in(text, PORTUGUESE)
+    assert [n.display for n in names if n.role == "about"] == about
+    assert [n.display for n in names if n.role == "mentioned" and n.sure][:len(mentioned)] == mentioned
+
+
 async def test_the_users_dentist_after_switching_in_portuguese(portuguese: MemoryService) -> None:
     """As in English (test_personal_store.py): naming the user's dentist is the user's own fact, one
     at a time, and the switch is the answer."""

@@ -245,9 +245,19 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
         # An agent's note with its subject unsaid opens on its verb ("Prefers Helix as the editor.",
         # "Works at Globex now."): the verb is no name, and no name after it is the subject.
         opening = _FIRST_WORD.match(run)
-        if (opening.group(1) if opening else run).lower() in lexicon.opening_verbs and opens_clause(text, start):
+        first = (opening.group(1) if opening else run).lower()
+        if first in lexicon.opening_verbs and opens_clause(text, start):
             subject_taken = True
             if opening is None:
+                continue
+            start, run = start + opening.end(), run[opening.end():]
+        elif first in lexicon.verb_adverbs and opens_clause(text, start):
+            # Nor an adverb: "Just landed in Lisbon." opens on one, its subject unsaid as well (a word in
+            # lower case follows it, not an article: "Já cheguei a Lisboa."), "Finally Ana moved" and
+            # "Finalmente a Ana mudou-se" before the subject.
+            if opening is None:
+                after = _NEXT_WORD.match(text, start + len(run))
+                subject_taken = subject_taken or (after is not None and after.group(1) not in lexicon.articles)
                 continue
             start, run = start + opening.end(), run[opening.end():]
         words = [_POSSESSIVE.sub("", w) for w in run.split()]

@@ -223,7 +223,9 @@ ENGLISH = Lexicon(
         concerning considering""".split()),
     opening_verbs=frozenset("""prefers prefer uses use likes loves hates dislikes enjoys wants needs works lives
         drives owns speaks plays reads writes codes runs deploys switched moved started stopped joined left bought
-        sold quit avoids avoid keeps""".split()),
+        sold quit avoids avoid keeps booked changed landed finished shipped fixed merged migrated upgraded renewed
+        cancelled canceled visited tried adopted signed picked dropped ordered paid called emailed went got met
+        took spent""".split()),
     name_keys=("name", "first name", "full name", "given name", "real name", "nickname", "goes by"),
     subject_verbs=frozenset("""is was has had will would can could does did should must might may isn't wasn't
         hasn't doesn't didn't won't can't took went left got became bought met said told made ran came began
