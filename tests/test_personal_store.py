@@ -114,3 +114,21 @@ async def test_who_the_users_doctor_and_dentist_are_after_switching(service: Mem
                              ("Who is my dentist?", "Changed dentists, Dr. Koller from now on.")):
         found = await service.search(alice, question)
         assert found.hits[0].snippet == newest, question
+
+
+async def test_a_note_about_their_people_goes_below_the_users_own_where_nothing_is_compared(
+        service: MemoryService, alice: Principal) -> None:
+    """Where fewer than two of the user's notes say the asked attribute, the focus compares nothing
+    and the statement's order stands: the brother's and the sister's jobs shared "job" with the
+    question and came first. A note about someone in the user's life, by its words or by whom the
+    graph files it about, goes after the user's own."""
+    await _write_dated(service, alice, [
+        ("My sister Lena lives in Vienna.", 400), ("Lena got a new job at Siemens.", 300),
+        ("I work at Fernwood these days.", 200), ("My brother's job is in Graz now.", 100),
+        ("My sister gave me a bike.", 50)])
+    found = await service.search(alice, "Where is my job?", explain=True)
+    assert found.hits[0].snippet == "I work at Fernwood these days.", [h.snippet for h in found.hits]
+    factors = {h.snippet: h.explain["subject"] for h in found.hits}
+    assert factors["Lena got a new job at Siemens."] < 1 and factors["My brother's job is in Graz now."] < 1
+    # Speaking of the user past the possessive naming the sister, the note is the user's news too.
+    assert factors["I work at Fernwood these days."] == factors["My sister gave me a bike."] == 1

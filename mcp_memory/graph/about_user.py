@@ -189,6 +189,14 @@ def speaks_of_user(text: str, lexicon: Lexicon = ENGLISH) -> bool:
     return _patterns(lexicon).user.search(text) is not None
 
 
+def speaks_of_user_again(text: str, lexicon: Lexicon = ENGLISH) -> bool:
+    """Whether `text` speaks of the user twice: past the possessive that names their person ("My
+    sister gave me a bike.": the user's news too; "My sister lives in Porto.": hers alone)."""
+    user = _patterns(lexicon).user
+    first = user.search(text)
+    return first is not None and user.search(text, first.end()) is not None
+
+
 def asks_of_user_alone(question: str, lexicon: Lexicon = ENGLISH) -> bool:
     """Whether `question` speaks of the user and of nobody in their life ("Which framework do we
     write end-to-end tests in?", not "Where does my sister live?")."""

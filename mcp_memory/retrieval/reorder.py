@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Sequence
+from typing import NamedTuple
 from uuid import UUID
 
 import asyncpg
@@ -13,11 +13,8 @@ from ..models import ScopeInfo, SearchHit, human_age, memory_uri
 from . import answering, focus, then
 from .dates import Period
 from .query import ParsedQuery
+from .statement import Row
 from .versions import newest_of_conflicts, successors_first
-
-# A row of the SQL stage: an asyncpg record, or a mapping with its columns (a benchmark replaying
-# captured rows, bench/after_sql.py).
-Row = asyncpg.Record | Mapping[str, Any]
 
 
 def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool,

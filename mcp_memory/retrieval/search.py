@@ -147,9 +147,10 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
         about_now = settings.present_focus and focus.applies(parsed)
         follows = bool(facts) and hop is None and about_now
         said = await described(conn, p, [r["id"] for r in rows]) if follows else frozenset()
-        if about_now:
-            parsed = await _their_people_read(conn, p, parsed, rows)
+        parsed = await _their_people_read(conn, p, parsed, rows) if min_similarity is None else parsed
         summed_up = await sources_of(conn, p, rows) if min_similarity is None else {}
+    if min_similarity is None and settings.subject_boost != 1:
+        rows = whose.theirs_after(rows, parsed, settings.subject_boost)
     ordered = await after_sql(rows, parsed, past=statement.past, conflict=statement.conflict, settings=settings,
                               explain=explain, vectors=vectors, listing=min_similarity is not None)
     hits = ordered.hits

@@ -6,11 +6,13 @@ question's subject."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 from uuid import UUID
+
+import asyncpg
 
 from ..config import RankingSettings
 from ..embeddings import conflict_similarity
@@ -175,6 +177,11 @@ def _replies(q: Sql, p: Principal, where: str, f: MemoryFilter | None, settings:
               SELECT id, s, NULL, NULL, NULL, NULL, s FROM replies) u
         GROUP BY id
     ),"""
+
+
+# A row of the SQL stage: an asyncpg record, or a mapping with its columns (a benchmark replaying
+# captured rows, bench/after_sql.py; a row whose factor the Python stage changed, whose.py).
+Row = asyncpg.Record | Mapping[str, Any]
 
 
 @dataclass

@@ -14,12 +14,14 @@ import asyncpg
 from ..graph.about_user import (
     about_someone_else,
     anyone_of_theirs,
+    asks_of_user_alone,
     named_beside_their_person,
     named_persons_asked_about,
     named_persons_relation,
     person_asked_about,
     said_to_be,
     speaks_of_user,
+    speaks_of_user_again,
     their_person,
     without_user,
 )
@@ -28,6 +30,7 @@ from ..graph.questions import words_of_asked
 from ..lexicon import Lexicon
 from ..models import MOMENTS
 from .query import ParsedQuery, phrases_of
+from .statement import Row
 
 # The subject's memories among this many top results are the ones compared: each one compared is a
 # text to embed the first time, and where someone has fifteen memories the answer was often past
@@ -102,6 +105,29 @@ def subject_positions(rows: Sequence[asyncpg.Record],
         if len(positions) >= 2:
             return positions, partial(pattern.sub, MASK)
     return [], str
+
+
+def theirs_after(rows: Sequence[Row], parsed: ParsedQuery, boost: float) -> list[Row]:
+    """`rows`, where the question asks of the user alone ("Where is my job?"), with the notes about
+    someone in the user's life after the user's own: by their words ("My brother's job is in Graz
+    now.") or by whom the graph files them about (`ParsedQuery.about_their_people`: "Lena got a new
+    job at Siemens."), and not speaking of the user past the possessive naming that person ("My
+    sister gave me a bike." stays where it ranks). Only the focus read them so, and where it compares
+    nothing (fewer than two notes say the asked attribute in the lexicon's words) the brother's job
+    came first, the user's "I work at Fernwood these days." third. Their factor shows it: the
+    inverse of the subject factor's gain (`boost`). A conversation's turns are left as they are."""
+    lexicon = parsed.lexicon
+    if not asks_of_user_alone(parsed.asked or parsed.text, lexicon):
+        return list(rows)
+
+    def theirs(row: Row) -> bool:
+        return row["kind"] not in MOMENTS and (
+            row["id"] in parsed.about_their_people
+            or about_someone_else(row["content"], lexicon) and not speaks_of_user_again(row["content"], lexicon))
+
+    marked = [({**dict(r), "score": r["score"] / boost, "about": r["about"] / boost}, True) if theirs(r) else (r, False)
+              for r in rows]
+    return [r for r, _ in sorted(marked, key=lambda pair: pair[1])]
 
 
 def about_their_people(subjects: Sequence[asyncpg.Record], lexicon: Lexicon) -> frozenset[UUID]:
