@@ -143,7 +143,8 @@ class SearchHit(BaseModel):
         default=None, description="explain=true: rank in each candidate list (null: not a candidate there), "
         "the fused score before recency, the part of it passed on from neighbouring episodes (reply: from the "
         "question this one answers or the question following it up), the recency factor, the subject "
-        "factor (>1: it speaks of everyone the question names, not only to them), the period factor "
+        "factor (>1: it speaks of everyone the question names, not only to them; <1: it is about someone "
+        "else), the period factor "
         "(>1: written in the period the query names), conversation (<1: a turn of a conversation the speaker "
         "the question names took no part in; shown only then) and sql_score: the score before versions of a fact "
         "were put newest first (`score` is that of the place the hit holds).")

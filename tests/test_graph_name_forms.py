@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from mcp_memory.graph.names import name_words
 from mcp_memory.retrieval.versions import masked_pair
 
@@ -79,6 +81,10 @@ async def test_a_thing_named_as_a_slug_in_lower_case_is_found_in_a_question_and_
     assert hits[0].explain["newer_than_fact"] is True and hits[1].explain["fact"] == 1
     hits = (await service.search(p, "What database does billing-service use now?", explain=True)).hits
     assert hits[0].id == upgraded and hits[0].explain["newer_than_fact"] is True
+    # Placed again by the graph's stage, each hit still shows the score the statement gave it.
+    live = [h for h in hits if h.superseded_by is None]
+    assert live and all(h.explain["sql_score"] == pytest.approx(
+        h.explain["fused"] * h.explain["recency"] * h.explain["subject"] * h.explain["period"], rel=1e-3) for h in live)
 
 
 def test_a_question_of_many_slugs_looks_up_a_bounded_few() -> None:

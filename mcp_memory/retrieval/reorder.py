@@ -115,8 +115,8 @@ def placed_scores(hits: list[SearchHit]) -> list[SearchHit]:
     to the hits in their final order. A superseded memory moved below its successor, or an older
     version below the newest, showed its own score (0.80 under a 0.52): a caller cutting at a
     score, or reading one as confidence, was told the opposite of the order. `explain.sql_score`
-    keeps the score the SQL stage gave it."""
+    keeps the score the SQL stage gave it, where a later stage places the hits again (keyed.py) too."""
     places = sorted((h.score for h in hits), reverse=True)
-    return [h.model_copy(update={"score": score, "explain": h.explain and {**h.explain, "sql_score": h.score}})
+    return [h.model_copy(update={"score": score, "explain": h.explain and {"sql_score": h.score, **h.explain}})
             if h.score != score or h.explain else h
             for h, score in zip(hits, places, strict=True)]
