@@ -78,15 +78,19 @@ class Linked:
     def about(self) -> Linked:
         return replace(self, role="about")
 
-    def about_another(self, q: Sql, moments: Sequence[str]) -> str:
+    def about_another(self, q: Sql, moments: Sequence[str], *, user_asked: bool) -> str:
         """A condition: the memory (m) is not a moment and the graph files it about an entity none
         of the question's names is ("Dana Okafor is based in the Lagos office." for "Which office
-        is Kenji in?"). A conversation's turn is about its speaker and answers questions about the
-        other as often: moments are left to the conversation's own factor."""
+        is Kenji in?"), nor the user where the question speaks of them too ("What CI do we use?":
+        "We use Postgres 14 ..." is the user's). A conversation's turn is about its speaker and
+        answers questions about the other as often: moments are left to the conversation's own
+        factor."""
         ids = sorted({i for found in self.entities.values() for i in found})
+        user = (" AND NOT EXISTS (SELECT 1 FROM entities e WHERE e.user_id = me.user_id AND e.id = me.entity_id "
+                "AND e.kind = 'user')" if user_asked else "")
         return (f"m.kind <> ALL({q.arg(list(moments))}::text[]) AND EXISTS (SELECT 1 FROM memory_entities me "
                 f"WHERE me.user_id = {q.arg(self.user_id)} AND me.memory_id = m.id AND me.role = 'about' "
-                f"AND me.entity_id <> ALL({q.arg(ids)}::uuid[]))")
+                f"AND me.entity_id <> ALL({q.arg(ids)}::uuid[]){user})")
 
     def condition(self, q: Sql, name: str) -> str:
         role = f" AND me.role = {q.arg(self.role)}" if self.role else ""

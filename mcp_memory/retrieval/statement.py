@@ -16,6 +16,7 @@ import asyncpg
 
 from ..config import RankingSettings
 from ..embeddings import conflict_similarity
+from ..graph.about_user import speaks_of_user
 from ..lexicon import Lexicon
 from ..models import MOMENTS, MemoryFilter, Principal
 from ..repository import Sql, filtered, live, scope_vectors
@@ -328,7 +329,8 @@ WHERE x.key < w.worst"""
     # A note the graph files about someone else, naming none of them, loses what theirs gain: a
     # colleague's "based in the Lagos office" shares more words with "Which office is Kenji in?"
     # than Kenji's own "relocated to Singapore" does.
-    elsewhere_about = (f"WHEN m.named = 1 AND {linked.about_another(q, sorted(MOMENTS))} "
+    user_asked = speaks_of_user(parsed.asked or parsed.text, parsed.lexicon)
+    elsewhere_about = (f"WHEN m.named = 1 AND {linked.about_another(q, sorted(MOMENTS), user_asked=user_asked)} "
                        f"THEN 1 / {q.arg(settings.subject_boost)}::float8 "
                        if linked is not None and any(linked.entities.values()) and names else "")
     about = (f"CASE WHEN m.named > 1 AND {spoken_of} THEN m.named {elsewhere_about}ELSE 1 END" if spoken_of

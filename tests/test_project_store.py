@@ -1,0 +1,40 @@
+"""A project's store, as a coding agent keeps it: the team's hosts, tools and owners, changed over
+time, written with the subject unsaid or as "we", nobody passing `about` or `key`."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from mcp_memory.models import Principal
+from mcp_memory.service import MemoryService
+
+NOTES = [("The API is deployed on Heroku.", 700), ("We use Postgres 14 for the main database.", 698),
+         ("Priya owns the billing service.", 680), ("Tests run with pytest; CI is on GitHub Actions.", 666),
+         ("Ana prefers small PRs, under 300 lines.", 650), ("Migrated the API from Heroku to Fly.io.", 600),
+         ("Upgraded Postgres to 16 over the weekend.", 585), ("Billing service ownership moved to Marco.", 560),
+         ("Moved CI to Buildkite; GitHub Actions was too slow.", 520), ("Staging URL is staging.example.com.", 500)]
+
+
+async def _store(service: MemoryService, p: Principal) -> None:
+    now = datetime.now(UTC)
+    for text, days in NOTES:
+        await service.write(p, text, occurred_at=now - timedelta(days=days))
+
+
+async def test_who_owns_a_service_after_its_ownership_moved(service: MemoryService, alice: Principal) -> None:
+    """"ownership" said nothing of an owner in the lexicon's words, so one note stated the asked
+    attribute, nothing was compared, and "Priya owns the billing service." came first."""
+    await _store(service, alice)
+    found = await service.search(alice, "Who owns the billing service?")
+    assert [h.snippet for h in found.hits[:2]] == ["Billing service ownership moved to Marco.",
+                                                    "Priya owns the billing service."]
+
+
+async def test_the_ci_the_team_moved_to(service: MemoryService, alice: Principal) -> None:
+    """A CI system is an attribute whose names say it, as an editor's do. "What CI do we use?" speaks
+    of the user, so the user's "We use Postgres 14 ..." is no one else's note (it was taken down as
+    if it were, and still came first by its words)."""
+    await _store(service, alice)
+    found = await service.search(alice, "What CI do we use?", explain=True)
+    assert found.hits[0].snippet == "Moved CI to Buildkite; GitHub Actions was too slow."
+    assert {h.snippet: h.explain["subject"] for h in found.hits}["We use Postgres 14 for the main database."] == 1
