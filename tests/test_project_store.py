@@ -38,3 +38,15 @@ async def test_the_ci_the_team_moved_to(service: MemoryService, alice: Principal
     found = await service.search(alice, "What CI do we use?", explain=True)
     assert found.hits[0].snippet == "Moved CI to Buildkite; GitHub Actions was too slow."
     assert {h.snippet: h.explain["subject"] for h in found.hits}["We use Postgres 14 for the main database."] == 1
+
+
+async def test_what_held_before_a_value_later_notes_name_again(service: MemoryService, alice: Principal) -> None:
+    """Three notes name Fly.io, and the bound's value was read only where one did: the value held
+    from the first of them, and what held before it is Heroku."""
+    await _store(service, alice)
+    now = datetime.now(UTC)
+    for text, days in [("Fly.io had an outage; considering Render for the API.", 480),
+                       ("Decided to stay on Fly.io after all.", 450)]:
+        await service.write(alice, text, occurred_at=now - timedelta(days=days))
+    found = await service.search(alice, "Where was the API hosted before Fly.io?", explain=True)
+    assert found.hits[0].snippet == "The API is deployed on Heroku." and found.hits[0].explain["answers_then"]

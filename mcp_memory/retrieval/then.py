@@ -112,17 +112,19 @@ def held_first(rows: list[Any], answers: set[UUID], end: datetime | None) -> tup
 
 def beside_first(rows: list[Any], answers: set[UUID], judged: Collection[UUID],
                  beside: Beside) -> tuple[list[Any], set[UUID]]:
-    """`rows` with the `answers` written before the one subject's memory (of `judged`) that names
+    """`rows` with the `answers` written before the first subject's memory (of `judged`) that names
     the bound's value first, the latest first (after or since it: those written after it, the
-    earliest first), and the rest in their order; and the answers so placed. Where no memory or
-    several name the value, or no answer lies that way, nothing says what the answer is: `rows` as
-    they were, and none."""
+    earliest first), and the rest in their order; and the answers so placed. The value held from
+    the first memory naming it: "Where was the API hosted before Fly.io?" is before "Migrated the
+    API from Heroku to Fly.io.", whatever later notes say of Fly.io ("Fly.io had an outage"), and the
+    value after Vim is the one the first note naming Vim gave way to. Where no memory names the
+    value, or no answer lies that way, nothing says what the answer is: `rows` as they were, and none."""
     words = beside.asked.lexicon.words
-    naming = [r for r in rows if r["id"] in judged and beside.bound.word in words(r["content"])]
-    if len(naming) != 1:
+    naming = [r["occurred_at"] for r in rows if r["id"] in judged and beside.bound.word in words(r["content"])]
+    if not naming:
         return rows, set()
     placed = beside.bound.nearest_first((r for r in rows if r["id"] in answers), lambda r: r["occurred_at"],
-                                        naming[0]["occurred_at"])
+                                        min(naming))
     if not placed:
         return rows, set()
     ids = {r["id"] for r in placed}
