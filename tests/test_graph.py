@@ -89,6 +89,9 @@ async def count(service, p) -> tuple[int, int, int]:
     ("Met Ana Lima at the conference.", None, {"Ana Lima"}),
     # An adverb before the subject is no part of it.
     ("Finally Ana Lima moved to Porto.", "Ana Lima", {"Porto"}),
+    # A title's full stop ends no sentence: the name after it is surely one ("Weber" was a lone
+    # capitalised word opening one, and no entity).
+    ("My doctor is Dr. Weber on Kaiserstrasse.", "the user", {"Weber", "Kaiserstrasse"}),
 ])
 def test_a_verb_after_the_opening_word_makes_it_the_subject(text: str, about: str | None, mentioned: set[str]) -> None:
     names = names_in(text)

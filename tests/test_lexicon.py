@@ -241,6 +241,8 @@ async def test_a_move_said_with_a_reflexive_verb_is_where_she_lives_now(portugue
     ("Já cheguei a Lisboa.", [], ["Lisboa"]),
     # An adverb before an article and the subject is no part of it.
     ("Finalmente a Ana mudou-se para o Porto.", ["Ana"], ["Porto"]),
+    # A title's full stop ends no sentence.
+    ("Mudei de dentista: agora é a Dra. Koller.", [], ["Koller"]),
 ])
 def test_an_opening_verb_or_adverb_in_portuguese_is_no_name(text: str, about: list[str], mentioned: list[str]) -> None:
     names = names_in(text, PORTUGUESE)

@@ -275,7 +275,7 @@ def names_in(text: str, lexicon: Lexicon = ENGLISH) -> list[Name]:
                   if not subject_taken and not object_of and start != apposed and opens_clause(text, start) else None)
         joined = second if second is not None else joined
         lone_opener = (len(words) == 1 and not run.endswith("'s") and start != apposed and second is None
-                       and opens_clause(text, start)
+                       and opens_clause(text, start) and not after_title(text, start, lexicon)
                        and not verb_follows(text, start + len(run), lexicon))
         if start == joined or second is not None:  # "Ana and Rui moved": both are whom it is about
             is_subject, sure = True, True
@@ -332,6 +332,16 @@ def object_of_opening(words: list[str], text: str, start: int, lexicon: Lexicon 
     object is none ("Since March Ana Lima lives ...")."""
     return (len(words) > 1 and words[0].lower() in lexicon.prepositions and words[1].lower() not in lexicon.not_names
             and opens_clause(text, start))
+
+
+_TITLE_BEFORE = re.compile(r"(?<![\w'-])([A-Z][a-z]{1,4})\.\s+$")
+
+
+def after_title(text: str, start: int, lexicon: Lexicon = ENGLISH) -> bool:
+    """Whether the name at `start` follows a title's abbreviation ("Dr. Weber", "Dra. Koller": one
+    of the lexicon's `not_names`), whose full stop ends no sentence."""
+    title = _TITLE_BEFORE.search(text, max(0, start - 8), start)
+    return title is not None and title.group(1).lower() in lexicon.not_names
 
 
 def opens_clause(text: str, start: int) -> bool:
