@@ -277,6 +277,8 @@ def test_a_question_about_the_user_and_who_else_a_memory_is_about() -> None:
                   "User's team lead uses Neovim.", "my boss is based in Berlin",
                   # A name, then that person as "her" / "his", the user not spoken of.
                   "Priya is selling her ThinkPad T14.", "Ines Moreau moved to Lisbon with her wife.",
+                  # The third person opening the note: whoever it is, not the user.
+                  "She moved to Graz in June.", "He started a new job at Siemens.",
                   # A group the user was in once.
                   "My old team deploys to Cloud Run.", "Our former squad still uses Jira.",
                   "The user's previous project runs on Heroku.", "My ex-team moved to Go.",
@@ -305,7 +307,8 @@ def test_a_question_about_the_user_and_who_else_a_memory_is_about() -> None:
                 "My team deploys to Fly.io.", "My old laptop was a ThinkPad.", "My old team and I moved to Go.",
                 "My e-bike is a Cowboy 4.", "My ex and I sold the flat.", "My exam is on Friday.",
                 "Mom and I moved to Porto.", "Dad, I moved to Porto.", "Momentum is key.",
-                "His wife and I met in Porto."):
+                "His wife and I met in Porto.", "He and I went to Porto.", "Shell scripts live in bin/.",
+                "Herbs grow on the balcony."):
         assert not about_someone_else(own), own
     # Someone in a named person's life: a name with an apostrophe is a name too.
     for note, relation in (("Kenji Chaudhry's brother lives in Cork.", "brother"),

@@ -132,3 +132,15 @@ async def test_a_note_about_their_people_goes_below_the_users_own_where_nothing_
     assert factors["Lena got a new job at Siemens."] < 1 and factors["My brother's job is in Graz now."] < 1
     # Speaking of the user past the possessive naming the sister, the note is the user's news too.
     assert factors["I work at Fernwood these days."] == factors["My sister gave me a bike."] == 1
+
+
+async def test_a_note_opening_on_she_or_he_is_not_the_users(service: MemoryService, alice: Principal) -> None:
+    """"She moved to Graz in June." after a note on the user's sister counted as the user's own (it
+    names no one) and answered "Where do I live?"; "He started a new job at Siemens." answered
+    "Where do I work?"."""
+    await _write_dated(service, alice, [
+        ("I live in Porto.", 700), ("My sister Lena lives in Vienna.", 690), ("I work at Farfetch.", 650),
+        ("She moved to Graz in June.", 500), ("He started a new job at Siemens.", 480)])
+    for question, mine in (("Where do I live?", "I live in Porto."), ("Where do I work?", "I work at Farfetch.")):
+        found = await service.search(alice, question)
+        assert found.hits[0].snippet == mine, (question, [h.snippet for h in found.hits])

@@ -98,6 +98,10 @@ def _patterns(lexicon: Lexicon) -> _Patterns:
         # Someone else's person ("Her husband works at Google", "His manager ..."): whoever "her" is, not the user.
         someone_else += ("|(?:" + phrases_pattern(lexicon.third_persons) + ")" + _role(lexicon.people + lexicon.leaders)
                          + with_user)
+    if lexicon.third_person_subjects:
+        # Or the third person themselves, the note's subject ("She moved to Graz in June.", "He started a
+        # new job at Siemens."): whoever it is, not the user an agent writes of as "I" or "the user".
+        someone_else += "|(?:" + phrases_pattern(lexicon.third_person_subjects) + ")" + _E + with_user
     someone_else = re.compile(r"(?i)^\W*(?:" + someone_else + ")")
     # Family said as a name ("Mom lives in Porto now"): no possessive, no article; not spoken to ("Dad,
     # I moved to Porto"). The name is the subject, as any name opening a note is (graph/names.py).

@@ -164,6 +164,9 @@ class Lexicon:
     # Words for a person other than the speaker ("her", "his"): a note opening on a name that speaks of
     # them so, and of the user not at all, is that person's ("Priya is selling her ThinkPad T14").
     third_persons: tuple[str, ...] = ()
+    # Of those, the ones a sentence's subject takes ("she", "he"): a note opening on one is someone
+    # else's, whoever it is ("She moved to Graz in June.").
+    third_person_subjects: tuple[str, ...] = ()
     # Words for family said as a name, with no possessive ("Mom lives in Porto now", "Grandpa ..."):
     # a memory opening on one is that person's.
     kin_names: tuple[str, ...] = ()

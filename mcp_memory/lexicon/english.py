@@ -270,6 +270,7 @@ ENGLISH = Lexicon(
     naming_leaders=("is", "was", "are", "were", "'s", "’s", "has been", "had been", "will be", "became",
                     "changed to", "switched to", "moved to", "is called", "was called", "is named", "goes by"),
     third_persons=("she", "her", "hers", "herself", "he", "him", "his", "himself"),
+    third_person_subjects=("she", "he"),
     kin_names=("mom", "mum", "mommy", "mummy", "mama", "dad", "daddy", "papa", "grandma", "grandpa", "granny",
                "nana", "grandad", "granddad"),
     present=("now", "right now", "currently", "these days", "at the moment", "nowadays", "at present",

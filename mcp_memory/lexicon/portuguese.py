@@ -142,6 +142,7 @@ PORTUGUESE = Lexicon(
     naming_leaders=("é", "era", "foi", "são", "eram", "foram", "será", "passou a ser", "mudou para", "chama-se",
                     "se chama"),
     third_persons=("ela", "dela", "ele", "dele"),
+    third_person_subjects=("ela", "ele"),
     kin_names=("mãe", "mamã", "mamãe", "pai", "papá", "papai", "avó", "avô", "vovó", "vovô"),
     present=("agora", "neste momento", "de momento", "no momento", "atualmente", "hoje em dia", "nos dias de hoje",
              "presentemente", "ainda", "já não", "mais recente", "hoje", "até agora", "até hoje", "por agora"),
