@@ -144,3 +144,13 @@ async def test_a_note_opening_on_she_or_he_is_not_the_users(service: MemoryServi
     for question, mine in (("Where do I live?", "I live in Porto."), ("Where do I work?", "I work at Farfetch.")):
         found = await service.search(alice, question)
         assert found.hits[0].snippet == mine, (question, [h.snippet for h in found.hits])
+
+
+async def test_a_new_role_at_a_company_is_where_the_user_works(service: MemoryService, alice: Principal) -> None:
+    """"a new role at Talkdesk" says the employer as "work at" does: with one note stating it in the
+    lexicon's words the user's notes were not compared, and the older employer came first."""
+    await _write_dated(service, alice, [
+        ("I live in Porto.", 700), ("I work at Farfetch.", 650), ("My sister Lena lives in Vienna.", 640),
+        ("I moved to Lisbon for a new role at Talkdesk.", 400)])
+    found = await service.search(alice, "Where do I work?")
+    assert found.hits[0].snippet == "I moved to Lisbon for a new role at Talkdesk."
