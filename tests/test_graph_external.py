@@ -296,6 +296,26 @@ async def test_whom_the_users_results_are_about_is_read_under_row_level_security
         assert await graph_reads.subjects_named(conn, bob, [news.memory.id], 5) == []
 
 
+async def test_a_note_about_someone_else_is_taken_down_under_row_level_security_alone_on_an_external_server(
+        external, monkeypatch) -> None:
+    """Which entities a note is filed about is read through row-level security alone: alice's notes on
+    Dana go below her notes on Kenji; bob's Kenji, another entity in his store, takes nothing down
+    of hers nor lifts his note into her results."""
+    service, _ = await rls_alone(external, monkeypatch)
+    alice, bob = principal("alice"), principal("bob")
+    await service.write(bob, "Kenji Sato works from the Berlin office.", occurred_at=day("2025-01-01"))
+    for text, when in (("Dana Okafor is based in the Lagos office.", "2025-03-10"),
+                       ("Kenji Sato started as our new SRE; he sits in Tokyo.", "2025-07-03"),
+                       ("Dana moved to London, working from the London office now.", "2025-08-12"),
+                       ("Kenji Sato relocated to Singapore.", "2025-11-20")):
+        await service.write(alice, text, occurred_at=day(when))
+    hits = (await service.search(alice, "Which office is Kenji in?", explain=True)).hits
+    assert {h.snippet for h in hits[:2]} == {"Kenji Sato relocated to Singapore.",
+                                             "Kenji Sato started as our new SRE; he sits in Tokyo."}
+    assert all(h.explain["subject"] < 1 for h in hits if h.snippet.startswith("Dana"))
+    assert all("Berlin" not in h.snippet for h in hits)
+
+
 async def test_a_speakers_share_is_counted_in_the_sessions_own_memories_on_an_external_server(
         external, monkeypatch) -> None:
     """Ana speaks half of alice's turns, so alice's question is embedded without her name; bob's
