@@ -144,8 +144,7 @@ async def search(repo: MemoryRepository, p: Principal, parsed: ParsedQuery, f: M
         hop = await one_hop(conn, p, parsed, [*facts, *owners], f) if facts or owners else None
         # Which of the rows someone described, where a newer plain memory may go before a keyed value
         # (keyed.py `newer_unsaid`: a question about now, whose answers the focus finds).
-        about_now = settings.present_focus and focus.applies(parsed)
-        follows = bool(facts) and hop is None and about_now
+        follows = bool(facts) and hop is None and settings.present_focus and focus.applies(parsed)
         said = await described(conn, p, [r["id"] for r in rows]) if follows else frozenset()
         parsed = await _their_people_read(conn, p, parsed, rows) if min_similarity is None else parsed
         summed_up = await sources_of(conn, p, rows) if min_similarity is None else {}

@@ -329,10 +329,11 @@ WHERE x.key < w.worst"""
     # A note the graph files about someone else, naming none of them, loses what theirs gain: a
     # colleague's "based in the Lagos office" shares more words with "Which office is Kenji in?"
     # than Kenji's own "relocated to Singapore" does.
-    user_asked = speaks_of_user(parsed.asked or parsed.text, parsed.lexicon)
-    elsewhere_about = (f"WHEN m.named = 1 AND {linked.about_another(q, sorted(MOMENTS), user_asked=user_asked)} "
-                       f"THEN 1 / {q.arg(settings.subject_boost)}::float8 "
-                       if linked is not None and any(linked.entities.values()) and names else "")
+    elsewhere_about = ""
+    if linked is not None and any(linked.entities.values()) and names:
+        user_asked = speaks_of_user(parsed.asked or parsed.text, parsed.lexicon)
+        elsewhere_about = (f"WHEN m.named = 1 AND {linked.about_another(q, sorted(MOMENTS), user_asked=user_asked)} "
+                           f"THEN 1 / {q.arg(settings.subject_boost)}::float8 ")
     about = (f"CASE WHEN m.named > 1 AND {spoken_of} THEN m.named {elsewhere_about}ELSE 1 END" if spoken_of
              else "m.named")
     window = limit + ADDRESSED_WINDOW if spoken_of else limit
