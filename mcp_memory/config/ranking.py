@@ -26,7 +26,9 @@ class RankingSettings(BaseModel):
         "this many days past its end count as in it."))
     subject_boost: float = Field(default=1.5, ge=1, le=10, description=(
         "Score factor for a memory naming every person or thing the question names (capitalised words), "
-        "other than only addressing them (\"Thanks, Mel!\")."))
+        "other than only addressing them (\"Thanks, Mel!\"); a note the graph files about someone else, naming "
+        "none of them, gets its inverse, and for a question about the user alone notes about their people go "
+        "after the user's. 1 turns all of it off."))
     vector_name_share: float = Field(default=0.3, gt=0, le=1, description=(
         "A name the question holds whose turns are at least this share of the memories around them (the "
         "turns within reply_gap_minutes of theirs, and every memory that is no turn: a conversation's speaker) "
