@@ -92,6 +92,13 @@ async def count(service, p) -> tuple[int, int, int]:
     # A title's full stop ends no sentence: the name after it is surely one ("Weber" was a lone
     # capitalised word opening one, and no entity).
     ("My doctor is Dr. Weber on Kaiserstrasse.", "the user", {"Weber", "Kaiserstrasse"}),
+    # A dot with a word in lower case or an acronym after it goes on with the name ("Fly.io" was
+    # "Fly", "Socket.IO" "IO"); a capitalised word after it starts a sentence. A coding agent's
+    # verbs in the past open notes too ("Bumped Node" was a name).
+    ("Migrated the API from Heroku to Fly.io.", None, {"API", "Heroku", "Fly.io"}),
+    ("Bumped Node.js to 20 on the build box.", None, {"Node.js"}),
+    ("Replaced Socket.IO with server-sent events.", None, {"Socket.IO"}),
+    ("Ana Lima landed in Lisbon.Then Rui Costa called.", "Ana Lima", {"Lisbon", "Rui Costa"}),
 ])
 def test_a_verb_after_the_opening_word_makes_it_the_subject(text: str, about: str | None, mentioned: set[str]) -> None:
     names = names_in(text)

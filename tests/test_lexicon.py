@@ -239,6 +239,7 @@ async def test_a_move_said_with_a_reflexive_verb_is_where_she_lives_now(portugue
     # Opening on a verb in the first person, or an adverb, the note leaves its subject unsaid.
     ("Comprei bilhetes para Lisboa.", [], ["Lisboa"]),
     ("Já cheguei a Lisboa.", [], ["Lisboa"]),
+    ("Atualizei o Node.js para a versão 22.", [], ["Node.js"]),
     # An adverb before an article and the subject is no part of it.
     ("Finalmente a Ana mudou-se para o Porto.", ["Ana"], ["Porto"]),
     # A title's full stop ends no sentence.

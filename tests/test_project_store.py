@@ -50,3 +50,31 @@ async def test_what_held_before_a_value_later_notes_name_again(service: MemorySe
         await service.write(alice, text, occurred_at=now - timedelta(days=days))
     found = await service.search(alice, "Where was the API hosted before Fly.io?", explain=True)
     assert found.hits[0].snippet == "The API is deployed on Heroku." and found.hits[0].explain["answers_then"]
+
+
+# A frontend's notes: tools named with a dot, a version written after the name, a thing named by one
+# word in lower case.
+FRONTEND = [("The frontend is built with Next.js 13 and deployed on Vercel.", 330),
+            ("Node.js 18 on the build box.", 329), ("Socket.IO handles the live chat.", 302),
+            ("Upgraded Next.js to 14; the app router is in.", 244), ("Bumped Node.js to 20 on the build box.", 206),
+            ("Frontend moved from Vercel to Netlify to cut costs.", 170),
+            ("Replaced Socket.IO with server-sent events for the chat.", 154), ("Node.js 22 is now the minimum.", 83)]
+
+
+async def _frontend(service: MemoryService, p: Principal) -> None:
+    now = datetime.now(UTC)
+    for text, days in FRONTEND:
+        await service.write(p, text, occurred_at=now - timedelta(days=days))
+
+
+async def test_a_name_with_a_dot_is_one_entity_found_by_its_head_too(service: MemoryService, alice: Principal) -> None:
+    """"Socket.IO" was stored as an entity named "IO", "Node.js" as "Node" and "Bumped Node", "Next.js"
+    as "Next": a name stopped at the dot, and a note opening on a verb in the past named the verb."""
+    await _frontend(service, alice)
+    names = {e.name for e in (await service.entities.list(alice)).entities}
+    assert {"Next.js", "Node.js", "Socket.IO", "Vercel", "Netlify"} <= names
+    assert not names & {"IO", "Next", "Node", "Bumped Node", "Replaced Socket"}
+    node = await service.entities.profile(alice, "Node")  # "Which Node version ..." asks of it
+    assert node.entity.name == "Node.js" and node.entity.memories == 2
+    await service.write(alice, "Node 24 lands on the build box next month.")
+    assert {e.name for e in (await service.entities.list(alice)).entities} == names  # no second entity

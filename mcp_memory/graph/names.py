@@ -18,10 +18,14 @@ from .about_user import led_by_their_person, named_beside_their_person, speaks_o
 # Capitalised words that are not names (the lexicon's `not_names`): English's, for the readers that
 # are given no lexicon.
 NOT_NAMES = ENGLISH.not_names
-_NAME = re.compile(r"(?<![\w'])([A-Z][\w]*(?:[-'][A-Z]?[\w]+)*)")
+# A dot inside a name goes on with it where a word in lower case or an acronym follows with no space
+# ("Fly.io", "Node.js", "Socket.IO"); a capitalised word after a dot starts a sentence ("Lisbon.Then").
+_DOTTED = r"\.(?=[a-z]|[A-Z]{2,}\b)"
+_NAME = re.compile(r"(?<![\w'])([A-Z][\w]*(?:(?:[-'][A-Z]?|" + _DOTTED + r")[\w]+)*)")
 # A run of capitalised words ("Greta Ibarra", "Remind Greta Ibarra"), and a subject comes early in a
 # memory: within its first SUBJECT_WITHIN words.
-RUN = re.compile(r"(?<![\w'-])[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*")
+_RUN_WORD = r"[A-Z][\w'-]*(?:" + _DOTTED + r"[\w'-]+)*"
+RUN = re.compile(r"(?<![\w'-])" + _RUN_WORD + r"(?:\s+" + _RUN_WORD + ")*")
 SUBJECT_WITHIN = 5
 # A word as the name rules count words (a possessive and a hyphenated word one word each).
 WORD = re.compile(r"\w[\w'-]*")
@@ -152,19 +156,27 @@ class Name:
         return not self.user and len(self.display.split()) == 1
 
 
+def dotted_head(canonical_name: str) -> str | None:
+    """What a name of one word with a dot in it is called without its tail ("node.js": "node",
+    "fly.io": "fly"), or None."""
+    head, dot, _ = canonical_name.partition(".")
+    return head if dot and head and " " not in canonical_name else None
+
+
 @functools.lru_cache(maxsize=65536)
 def forms_of(canonical_name: str, classifiers: frozenset[str]) -> tuple[str, ...]:
     """The other canonical names `canonical_name` may be known by: without its classifier words
     ("team dotterel": "dotterel"), or a bare name with each of them ("dotterel": "team dotterel",
-    "project dotterel": which one is for the entities known to say). A classifier alone names
-    nothing."""
+    "project dotterel": which one is for the entities known to say), and a dotted name without its
+    tail ("node.js": "node", `dotted_head`). A classifier alone names nothing."""
     words = canonical_name.split()
     core = [w for w in words if w not in classifiers]
     if not core:
         return ()
     if len(core) < len(words):
         return (" ".join(core),)
-    return tuple(sorted(f"{k} {canonical_name}" for k in classifiers))
+    head = dotted_head(canonical_name)
+    return tuple(sorted(f"{k} {canonical_name}" for k in classifiers)) + ((head,) if head else ())
 
 
 def classified(names: list[Name], lexicon: Lexicon) -> list[Name]:

@@ -230,7 +230,8 @@ ENGLISH = Lexicon(
         drives owns speaks plays reads writes codes runs deploys switched moved started stopped joined left bought
         sold quit avoids avoid keeps booked changed landed finished shipped fixed merged migrated upgraded renewed
         cancelled canceled visited tried adopted signed picked dropped ordered paid called emailed went got met
-        took spent""".split()),
+        took spent bumped replaced swapped added removed deployed released pinned reverted downgraded installed
+        uninstalled enabled disabled renamed rewrote deleted archived rolled""".split()),
     name_keys=("name", "first name", "full name", "given name", "real name", "nickname", "goes by"),
     subject_verbs=frozenset("""is was has had will would can could does did should must might may isn't wasn't
         hasn't doesn't didn't won't can't took went left got became bought met said told made ran came began

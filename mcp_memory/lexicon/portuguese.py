@@ -108,7 +108,7 @@ PORTUGUESE = Lexicon(
         depois antes durante desde até entre além apesar exceto conforme segundo""".split()),
     opening_verbs=frozenset("""prefere usa gosta adora odeia quer precisa trabalha mora vive conduz fala joga lê
         escreve mudou começou deixou comprou vendeu evita mudei comecei deixei comprei vendi acabei cheguei fui
-        tive fiz troquei marquei reservei voltei liguei""".split()),
+        tive fiz troquei marquei reservei voltei liguei atualizei instalei removi substituí""".split()),
     name_keys=("nome", "primeiro nome", "nome completo", "nome próprio", "alcunha"),
     subject_verbs=frozenset("""é era foi tem tinha está estava vai vive mora trabalha fez disse""".split()),
     subject_verb_endings=("ou", "eu", "iu", "a", "e"),

@@ -14,7 +14,7 @@ from uuid import UUID
 import asyncpg
 
 from ..graph import Key, Said
-from ..graph.names import USER, Name, begins, first_name, word_set
+from ..graph.names import USER, Name, begins, dotted_head, first_name, word_set
 from ..models import Principal
 from .entity_edits import first_name_taken_in, name_given
 from .fact_order import Relinked, held_for_another, in_time_order, write_links
@@ -191,13 +191,13 @@ async def resolve(conn: asyncpg.Connection, user_id: str, agent_id: str | None, 
         created = await conn.fetch(
             """INSERT INTO entities (user_id, agent_id, project_id, kind, name, canonical, aliases)
                SELECT $1, $2, $3, n.kind, n.name, n.canonical,
-                      CASE WHEN n.words <> n.canonical THEN ARRAY[n.words] ELSE '{}' END
-               FROM unnest($4::text[], $5::text[], $6::text[], $7::text[]) n(kind, name, canonical, words)
+                      CASE WHEN n.alias <> n.canonical THEN ARRAY[n.alias] ELSE '{}' END
+               FROM unnest($4::text[], $5::text[], $6::text[], $7::text[]) n(kind, name, canonical, alias)
                ON CONFLICT (user_id, coalesce(agent_id, ''), coalesce(project_id, ''), canonical)
                    WHERE merged_into IS NULL DO NOTHING
                RETURNING id, canonical, name, aliases, agent_id, project_id""",
             user_id, agent_id, project_id, ["user" if n.user else "named" for n in new],
-            [n.display for n in new], [n.canonical for n in new], [word_set(n.canonical) for n in new])
+            [n.display for n in new], [n.canonical for n in new], [_alias(n.canonical) for n in new])
         if batch is not None:
             batch.created(created)
         found |= {r["canonical"]: r["id"] for r in created}
@@ -213,11 +213,20 @@ async def resolve(conn: asyncpg.Connection, user_id: str, agent_id: str | None, 
     return found, {}
 
 
+def _alias(canonical_name: str) -> str:
+    """The other name a new entity is found by, or its canonical name for none: its words in order
+    of the alphabet ("argon team" for "team argon"), or a dotted name's head ("node" for "node.js":
+    "Which Node version ..." asks of it)."""
+    ordered = word_set(canonical_name)
+    return ordered if ordered != canonical_name else dotted_head(canonical_name) or canonical_name
+
+
 def _lock_word(name: Name) -> str:
-    """What a name's lock is taken on: its first word past any classifier, so every name an entity
-    may be written by ("Greta", "Greta Ibarra"; "team Dotterel", "Dotterel") takes one lock."""
+    """What a name's lock is taken on: its first word past any classifier and a dot's tail, so every
+    name an entity may be written by ("Greta", "Greta Ibarra"; "team Dotterel", "Dotterel"; "Node",
+    "Node.js") takes one lock."""
     words = min((f.split() for f in (name.canonical, *name.forms)), key=len)
-    return words[0] if words else name.canonical
+    return (dotted_head(words[0]) or words[0]) if words else name.canonical
 
 
 async def lock_names(conn: asyncpg.Connection, user_id: str, saids: Sequence[Said | None]) -> None:
