@@ -78,3 +78,20 @@ async def test_a_name_with_a_dot_is_one_entity_found_by_its_head_too(service: Me
     assert node.entity.name == "Node.js" and node.entity.memories == 2
     await service.write(alice, "Node 24 lands on the build box next month.")
     assert {e.name for e in (await service.entities.list(alice)).entities} == names  # no second entity
+
+
+async def test_a_version_written_right_after_the_name(service: MemoryService, alice: Principal) -> None:
+    """"Node.js 22 is now the minimum." states Node.js's version in no word of the lexicon, and linked
+    to the other two less than they to each other, so the chain left it out and 20 came first."""
+    await _frontend(service, alice)
+    found = await service.search(alice, "Which Node.js version does the build box run?", explain=True)
+    assert found.hits[0].snippet == "Node.js 22 is now the minimum." and found.hits[0].explain["states_asked_attribute"]
+
+
+async def test_a_question_naming_what_it_asks_of_is_not_the_users_alone(service: MemoryService,
+                                                                         alice: Principal) -> None:
+    """"What version of Next.js are we on?" speaks of "we", so the focus asked two notes to state the
+    version in the lexicon's words, as of the user's own facts, and compared none: 13 came first."""
+    await _frontend(service, alice)
+    found = await service.search(alice, "What version of Next.js are we on?")
+    assert found.hits[0].snippet == "Upgraded Next.js to 14; the app router is in."

@@ -46,7 +46,9 @@ class Attribute:
     word asks for them (`Lexicon.question_words`: a manager is a person, a home city a place, a
     standup time a time), None where no question word asks for it alone; `named`: its values are
     names, written with a capital (a car's make, a project's, a team's), as a person's and a place's
-    are, so a memory naming none states no value of it (retrieval/focus.py `naming_nothing`)."""
+    are, so a memory naming none states no value of it (retrieval/focus.py `naming_nothing`);
+    `numbered`: its values are numbers written right after the name of what holds them ("Postgres
+    16", "Node.js 22": a version), so a memory naming its subject so states it (retrieval/focus.py)."""
 
     name: str
     phrases: tuple[str, ...]
@@ -56,6 +58,7 @@ class Attribute:
     settled: bool = False
     answers: Answer | None = None
     named: bool = False
+    numbered: bool = False
 
     @property
     def valued_by_names(self) -> bool:

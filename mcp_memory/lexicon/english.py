@@ -172,7 +172,8 @@ ATTRIBUTES = (
               answers="place"),
     Attribute("sprint length", ("sprint length", "sprint", "sprint duration", "iteration length", "sprint cadence"),
               ("sprint", "iteration")),
-    Attribute("version", ("version", "postgres version", "database version", "release"), ("version", "release")),
+    Attribute("version", ("version", "postgres version", "database version", "release"), ("version", "release"),
+              numbered=True),
     # "backing store" was a shop's store by its head word.
     Attribute("database", ("database", "db", "datastore", "data store", "persists to", "backing store",
                            "stores data in"), ("database", "datastore")),

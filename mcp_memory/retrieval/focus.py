@@ -56,6 +56,7 @@ kept in the embedding cache."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Protocol
@@ -75,7 +76,7 @@ from .alike import groups
 from .answering import Closeness
 from .query import LABEL, NOT_NAMES, ParsedQuery
 from .values import is_number, names_a_channel, value_runs, values_of, words_of
-from .whose import MASK, question_mask, subject_positions, without_names
+from .whose import MASK, names_its_subject, question_mask, subject_positions, without_names
 
 
 class TextVectors(Protocol):
@@ -126,8 +127,10 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
     texts = [compared(rows[i]["content"], unnamed, parsed.lexicon) for i in positions]
     # The words decide before anything is embedded: a masked question is a text no search has
     # asked, so its vector is a model run of its own (bench/stdio_latency.py's new questions).
-    # Of the user, two must state the attribute, unless the user's keyed facts say it has values.
-    stated_only = not sequence and not parsed.keyed_now and asks_of_user_alone(parsed.text, parsed.lexicon)
+    # Of the user, two must state the attribute, unless the user's keyed facts say it has values; a
+    # question naming what it asks of ("What version of Next.js are we on?") is of that.
+    stated_only = (not sequence and not parsed.keyed_now and asks_of_user_alone(parsed.text, parsed.lexicon)
+                   and not names_its_subject(parsed))
     if parsed.tense != "present" and not versions_said(masked, texts, parsed.lexicon, stated_only=stated_only):
         return {}
     # Both at once: the masked texts' lookup in the embedding cache while the question embeds.
@@ -153,13 +156,28 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
     group = {i: g for g, members in enumerate(together) for i in members}
     attributes = asked_of_any(masked, parsed.lexicon)
     nameless = naming_nothing(attributes, texts, ignore, parsed.lexicon, asked_kind(masked, parsed.lexicon))
-    stated = [cued_in(text, parsed.lexicon) for text in texts]
+    stated = [stated_in(text, parsed.lexicon) for text in texts]
     return {rows[positions[i]]["id"]: Closeness(float(to_question[i]), step, links[step],
                                                 values_of(texts[i], ignore), i not in on, group.get(i),
                                                 bool(attributes & stated[i]), i in nameless,
                                                 stated[i] if attributes and not attributes & stated[i] else frozenset(),
                                                 names_a_channel(texts[i], ignore))
             for step, i in enumerate(order)}
+
+
+# A number right after the subject, masked ("someone 22 is now the minimum."): what `Attribute.numbered`
+# values are written so.
+_NUMBERED = re.compile(rf"(?<![\w'-]){MASK}\s+v?\d", re.IGNORECASE)
+
+
+def stated_in(text: str, lexicon: Lexicon) -> frozenset[str]:
+    """What a subject's memory, names masked, states by the lexicon's words (graph/keys.py `cued_in`)
+    or by a number right after the subject ("Node.js 22 is now the minimum." states a version,
+    `Attribute.numbered`)."""
+    cued = cued_in(text, lexicon)
+    if _NUMBERED.search(text):
+        cued |= {a.name for a in lexicon.attributes if a.numbered}
+    return cued
 
 
 def naming_nothing(attributes: frozenset[str], texts: Sequence[str], ignore: frozenset[str],
@@ -190,7 +208,7 @@ def naming_nothing(attributes: frozenset[str], texts: Sequence[str], ignore: fro
             return any(not all(is_number(word) for word in run) for run in runs)
         return bool(runs)
 
-    return {i for i, text in enumerate(texts) if not names_one(text) and not attributes & cued_in(text, lexicon)}
+    return {i for i, text in enumerate(texts) if not names_one(text) and not attributes & stated_in(text, lexicon)}
 
 
 def _asked_without(parsed: ParsedQuery, unnamed: Callable[[str], str]) -> str:
@@ -258,7 +276,7 @@ def versions_said(question: str, texts: Sequence[str], lexicon: Lexicon, *, stat
     any note stating nothing counted, "Where is home for me?" got the employer first
     (docs/benchmarks.md, sixty-third stop)."""
     asked = asked_of_any(question, lexicon)
-    return sum(1 for text in texts if (stated := cued_in(text, lexicon)) & asked or not (stated or stated_only)) >= 2
+    return sum(1 for text in texts if (stated := stated_in(text, lexicon)) & asked or not (stated or stated_only)) >= 2
 
 
 def chain_start(to_question: np.ndarray, texts: Sequence[str], question: str, lexicon: Lexicon) -> int:
@@ -279,10 +297,10 @@ def chain_start(to_question: np.ndarray, texts: Sequence[str], question: str, le
     asked = asked_of_any(question, lexicon)
     if not asked:
         return closest
-    stated = cued_in(texts[closest], lexicon)
+    stated = stated_in(texts[closest], lexicon)
     if stated & asked or not stated and _shares_a_word(question, texts[closest], lexicon):
         return closest
-    saying = [i for i, text in enumerate(texts) if asked & cued_in(text, lexicon)]
+    saying = [i for i, text in enumerate(texts) if asked & stated_in(text, lexicon)]
     return max(saying, key=lambda i: float(to_question[i])) if saying else closest
 
 
@@ -322,7 +340,7 @@ def stating_another(question: str, texts: Sequence[str], lexicon: Lexicon) -> se
         return set()
     cued: list[frozenset[str]] = []
     for text in texts:
-        stated = cued_in(text, lexicon)
+        stated = stated_in(text, lexicon)
         if not stated or any(stated & c for c in cued):
             return set()
         cued.append(stated)

@@ -193,6 +193,13 @@ def _subject_names(parsed: ParsedQuery, attribute: frozenset[str]) -> tuple[list
     return [name for name in parsed.subject if whom(name)], whom
 
 
+def names_its_subject(parsed: ParsedQuery) -> bool:
+    """Whether the question names whom it asks of by a name not of the asked attribute's words ("What
+    version of Next.js are we on?" asks of Next.js, not of the user; "What CI do we use?" of the user)."""
+    asked = parsed.asked or parsed.text
+    return bool(_subject_names(parsed, words_of_asked(asked, parsed.lexicon))[0])
+
+
 def question_mask(parsed: ParsedQuery) -> Callable[[str], str] | None:
     """How `subject_positions` takes the subject out where the question alone tells whom it asks
     about (a person's full name, someone in the user's life, the user), so the question without its
