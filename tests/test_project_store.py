@@ -95,3 +95,12 @@ async def test_a_question_naming_what_it_asks_of_is_not_the_users_alone(service:
     await _frontend(service, alice)
     found = await service.search(alice, "What version of Next.js are we on?")
     assert found.hits[0].snippet == "Upgraded Next.js to 14; the app router is in."
+
+
+async def test_a_thing_the_question_names_by_one_word_in_lower_case(service: MemoryService, alice: Principal) -> None:
+    """No run of two words of "Where is the frontend deployed?" is in two notes, so nothing was
+    compared and the older "... deployed on Vercel." came first by its words."""
+    await _frontend(service, alice)
+    found = await service.search(alice, "Where is the frontend deployed?", explain=True)
+    assert found.hits[0].snippet == "Frontend moved from Vercel to Netlify to cut costs."
+    assert found.hits[0].explain["answers_now"]

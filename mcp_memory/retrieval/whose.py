@@ -25,7 +25,7 @@ from ..graph.about_user import (
     their_person,
     without_user,
 )
-from ..graph.names import NAMES_WITHIN_CHARS, RUN, owned
+from ..graph.names import NAMES_WITHIN_CHARS, RUN, WORD, owned
 from ..graph.questions import words_of_asked
 from ..lexicon import Lexicon
 from ..models import MOMENTS
@@ -104,7 +104,27 @@ def subject_positions(rows: Sequence[asyncpg.Record],
         positions = [i for i in window if pattern.search(rows[i]["content"])]
         if len(positions) >= 2:
             return positions, partial(pattern.sub, MASK)
-    return [], str
+    return _by_one_word(rows, window, parsed, whom)
+
+
+def _by_one_word(rows: Sequence[asyncpg.Record], window: Sequence[int], parsed: ParsedQuery,
+                 whom: Callable[[str], bool]) -> tuple[list[int], Callable[[str], str]]:
+    """Where no run of the question's words is shared, the memories sharing one of its content words
+    ("frontend" of "Where is the frontend deployed?": "The frontend is built with Next.js ..." and
+    "Frontend moved from Vercel to Netlify."): of the words at least two of them share, the one the
+    fewest share, the most particular; of as many, the later in the question. None of the asked
+    attribute's words (`whom`), nor a word no question is about."""
+    lexicon = parsed.lexicon
+    best: tuple[int, int, list[int], re.Pattern[str]] | None = None
+    for at, word in enumerate(WORD.findall(parsed.text)):
+        word = POSSESSIVE.sub("", word)
+        if word.lower() in lexicon.not_names or word.lower() in lexicon.stop_words or not whom(word):
+            continue
+        pattern = _whole(word, re.IGNORECASE)
+        positions = [i for i in window if pattern.search(rows[i]["content"])]
+        if len(positions) >= 2 and (best is None or (len(positions), -at) <= best[:2]):
+            best = (len(positions), -at, positions, pattern)
+    return ([], str) if best is None else (best[2], partial(best[3].sub, MASK))
 
 
 def theirs_after(rows: Sequence[Row], parsed: ParsedQuery, boost: float) -> list[Row]:
