@@ -104,3 +104,16 @@ async def test_a_thing_the_question_names_by_one_word_in_lower_case(service: Mem
     found = await service.search(alice, "Where is the frontend deployed?", explain=True)
     assert found.hits[0].snippet == "Frontend moved from Vercel to Netlify to cut costs."
     assert found.hits[0].explain["answers_now"]
+
+
+async def test_the_formatter_a_project_moved_to(service: MemoryService, alice: Principal) -> None:
+    """A formatter and a linter are attributes whose tools' names say them: "formatting" was no
+    attribute's word, nothing was compared, and "... done with black." came first by its words."""
+    now = datetime.now(UTC)
+    for text, days in [("Python formatting is done with black.", 300), ("Line length limit is 100.", 299),
+                       ("Decision: REST for the public API, gRPC internally.", 280),
+                       ("Python code now uses ruff instead of black and flake8.", 150)]:
+        await service.write(alice, text, occurred_at=now - timedelta(days=days))
+    found = await service.search(alice, "What do we use for Python formatting?", explain=True)
+    assert found.hits[0].snippet == "Python code now uses ruff instead of black and flake8."
+    assert found.hits[0].explain["states_asked_attribute"]

@@ -147,6 +147,14 @@ ATTRIBUTES = (
                                  "testing library", "tests", "testing"),
               ("test framework", "testing framework", "test runner", "pytest", "unittest", "vitest", "junit",
                "rspec")),
+    # A formatter and a linter are named more often than said ("now uses ruff instead of black"); ruff
+    # and biome are both. "black" is left out: a colour as often.
+    Attribute("formatter", ("formatter", "code formatter", "formatting", "autoformatter", "auto-formatter"),
+              ("formatter", "formatting", "prettier", "gofmt", "rustfmt", "yapf", "autopep8", "clang-format",
+               "ruff", "biome")),
+    Attribute("linter", ("linter", "linting", "lint tool", "static analysis"),
+              ("linter", "linting", "eslint", "flake8", "pylint", "ruff", "biome", "rubocop", "clippy",
+               "golangci-lint")),
     Attribute("notes app", ("notes app", "note app", "note-taking app", "note taking app", "note-taking",
                             "note taking", "notes tool", "note-taking tool"),
               ("note-taking", "note taking", "notes app", "evernote", "onenote"), kind="preference"),
