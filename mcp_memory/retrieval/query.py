@@ -136,12 +136,15 @@ def phrases_of(text: str, lexicon: Lexicon = ENGLISH) -> list[str]:
     return word_runs(text, lexicon) + slugs(text, lexicon)
 
 
+RUN_WORDS = 4  # the most words a run of a question's words holds
+
+
 def word_runs(text: str, lexicon: Lexicon = ENGLISH) -> list[str]:
-    """Runs of two to four words that begin and end with a content word ("coupons pipeline",
+    """Runs of two to `RUN_WORDS` words that begin and end with a content word ("coupons pipeline",
     "team Umbra"), longest first."""
     words = WORD.findall(text)
     runs = []
-    for n in (4, 3, 2):
+    for n in range(RUN_WORDS, 1, -1):
         for i in range(len(words) - n + 1):
             run = words[i:i + n]
             if run[0].lower() not in lexicon.not_names and run[-1].lower() not in lexicon.not_names:

@@ -29,7 +29,7 @@ from ..graph.names import NAMES_WITHIN_CHARS, RUN, WORD, owned
 from ..graph.questions import words_of_asked
 from ..lexicon import Lexicon
 from ..models import MOMENTS
-from .query import ParsedQuery, phrases_of
+from .query import RUN_WORDS, ParsedQuery, phrases_of
 from .statement import Row
 
 # The subject's memories among this many top results are the ones compared: each one compared is a
@@ -99,15 +99,35 @@ def subject_positions(rows: Sequence[asyncpg.Record],
                  and rows[i]["id"] not in parsed.about_their_people]
         if len(users) >= 2:
             return users, partial(without_user, mask=MASK, lexicon=lexicon)
+    tokens = {i: _tokens(rows[i]["content"]) for i in window}
     for run in filter(whom, phrases_of(parsed.text, lexicon)):
         pattern = _whole(POSSESSIVE.sub("", run), re.IGNORECASE)
-        positions = [i for i in window if pattern.search(rows[i]["content"])]
+        positions = _sharing(run, pattern, rows, tokens)
         if len(positions) >= 2:
             return positions, partial(pattern.sub, MASK)
-    return _by_one_word(rows, window, parsed, whom)
+    return _by_one_word(rows, tokens, parsed, whom)
 
 
-def _by_one_word(rows: Sequence[asyncpg.Record], window: Sequence[int], parsed: ParsedQuery,
+def _tokens(text: str) -> frozenset[str]:
+    """Each run of up to `RUN_WORDS` words of `text` in a row (`_plain`)."""
+    words = [_plain(w) for w in WORD.findall(text)]
+    return frozenset(" ".join(words[i:i + n]) for n in range(1, RUN_WORDS + 1) for i in range(len(words) - n + 1))
+
+
+def _plain(word: str) -> str:
+    return POSSESSIVE.sub("", word.lower())
+
+
+def _sharing(words: str, pattern: re.Pattern[str], rows: Sequence[asyncpg.Record],
+             tokens: dict[int, frozenset[str]]) -> list[int]:
+    """The positions in `tokens` of the rows `pattern` (`words` as whole words) finds. Only those
+    holding the words in a row are searched: a long question of many words against long memories
+    that hold them all, apart, cost seconds of searching each memory for each run of them."""
+    needed = " ".join(_plain(w) for w in words.split())
+    return [i for i, held in tokens.items() if needed in held and pattern.search(rows[i]["content"])]
+
+
+def _by_one_word(rows: Sequence[asyncpg.Record], tokens: dict[int, frozenset[str]], parsed: ParsedQuery,
                  whom: Callable[[str], bool]) -> tuple[list[int], Callable[[str], str]]:
     """Where no run of the question's words is shared, the memories sharing one of its content words
     ("frontend" of "Where is the frontend deployed?": "The frontend is built with Next.js ..." and
@@ -116,12 +136,12 @@ def _by_one_word(rows: Sequence[asyncpg.Record], window: Sequence[int], parsed: 
     attribute's words (`whom`), nor a word no question is about."""
     lexicon = parsed.lexicon
     best: tuple[int, int, list[int], re.Pattern[str]] | None = None
-    for at, word in enumerate(WORD.findall(parsed.text)):
-        word = POSSESSIVE.sub("", word)
+    words = dict.fromkeys(POSSESSIVE.sub("", w) for w in WORD.findall(parsed.text))
+    for at, word in enumerate(words):
         if word.lower() in lexicon.not_names or word.lower() in lexicon.stop_words or not whom(word):
             continue
         pattern = _whole(word, re.IGNORECASE)
-        positions = [i for i in window if pattern.search(rows[i]["content"])]
+        positions = _sharing(word, pattern, rows, tokens)
         if len(positions) >= 2 and (best is None or (len(positions), -at) <= best[:2]):
             best = (len(positions), -at, positions, pattern)
     return ([], str) if best is None else (best[2], partial(best[3].sub, MASK))
@@ -254,6 +274,7 @@ def _narrowed(rows: Sequence[asyncpg.Record], named: list[int], names: list[str]
     standup moved to 10:30" is the Payments team's, as names are resolved."""
     patterns = [_whole(name) for name in names]
     named_words = {w.lower() for name in names for w in name.split()}
+    tokens = {i: _tokens(rows[i]["content"]) for i in named}
     for run in phrases_of(text):
         if len(run.split()) <= sum(len(name.split()) for name in names):
             break  # runs come longest first: the rest are no longer than the names themselves
@@ -261,7 +282,7 @@ def _narrowed(rows: Sequence[asyncpg.Record], named: list[int], names: list[str]
             pattern = _whole(POSSESSIVE.sub("", run), re.IGNORECASE)
             if _named_with_classifier(run, named_words, lexicon):
                 return named, partial(_run_and_names, run=pattern, names=names)
-            positions = [i for i in named if pattern.search(rows[i]["content"])]
+            positions = _sharing(run, pattern, rows, tokens)
             if len(positions) >= 2:
                 return positions, partial(pattern.sub, MASK)
     return None
