@@ -117,3 +117,27 @@ async def test_the_formatter_a_project_moved_to(service: MemoryService, alice: P
     found = await service.search(alice, "What do we use for Python formatting?", explain=True)
     assert found.hits[0].snippet == "Python code now uses ruff instead of black and flake8."
     assert found.hits[0].explain["states_asked_attribute"]
+
+
+async def test_a_secrets_managers_history_is_no_answer_about_the_package_manager(service: MemoryService,
+                                                                               alice: Principal) -> None:
+    """Every note of a project's store is the user's, so the focus compares them all: "secrets live in
+    Doppler" was taken in by its shape, "Moved secrets from Doppler to 1Password." with it by the
+    value they share, and the newest of them came first for the package manager. Known as a
+    secrets manager's history, they are no answer."""
+    now = datetime.now(UTC)
+    for text, days in [("Decided: use pnpm for all new packages.", 330),
+                       ("Prefer functional components over class components.", 328),
+                       ("Ana's review rule: always add tests for bug fixes.", 320),
+                       ("Decision: REST for the public API, gRPC internally.", 306),
+                       ("Don't commit .env files; secrets live in Doppler.", 294),
+                       ("Python formatting is done with black.", 280), ("Line length limit is 100.", 279),
+                       ("Switched from pnpm to bun for the monorepo.", 200),
+                       ("Moved secrets from Doppler to 1Password.", 180),
+                       ("Python code now uses ruff instead of black and flake8.", 150),
+                       ("Raised the line length limit to 120.", 100)]:
+        await service.write(alice, text, occurred_at=now - timedelta(days=days))
+    found = await service.search(alice, "Which package manager do we use?")
+    assert found.hits[0].snippet == "Switched from pnpm to bun for the monorepo."
+    found = await service.search(alice, "Where do we keep secrets?")
+    assert found.hits[0].snippet == "Moved secrets from Doppler to 1Password."

@@ -158,6 +158,11 @@ ATTRIBUTES = (
     Attribute("notes app", ("notes app", "note app", "note-taking app", "note taking app", "note-taking",
                             "note taking", "notes tool", "note-taking tool"),
               ("note-taking", "note taking", "notes app", "evernote", "onenote"), kind="preference"),
+    # Where a team's or a person's secrets are kept, named by the tool more often than said.
+    Attribute("secrets manager", ("secrets manager", "secret manager", "secrets store", "secret store",
+                                  "password manager", "where secrets live", "secrets storage", "vault"),
+              ("secrets", "secrets manager", "password manager", "vault", "1password", "bitwarden", "lastpass",
+               "doppler", "keepass")),
     # systems and teams
     Attribute("deploy target", ("deploy target", "deployment target", "hosting", "host", "hosted on", "deployed to",
                                 "deploys to", "platform", "runs on", "where it runs", "hosting provider"),
@@ -206,7 +211,7 @@ ENGLISH = Lexicon(
         would should will shall may might must""".split()),
     user_names=frozenset({"me", "i", "myself", "the user", "user", "the user's", "my", "you", "yourself"}),
     attributes=ATTRIBUTES,
-    whole_words=frozenset({"dating", "seeing", "building", "training", "designation"}),
+    whole_words=frozenset({"dating", "seeing", "building", "training", "designation", "secrets"}),
     idioms=("at home", "brought home", "bring home", "brings home", "came home", "come home", "got home",
             "went home", "go home", "home from"),
     past_qualifiers=frozenset({"previous", "former", "old", "ex", "prior", "past", "earlier", "one-time"}),
