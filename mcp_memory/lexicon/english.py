@@ -95,7 +95,7 @@ ATTRIBUTES = (
     Attribute("employer", ("employer", "company", "works at", "works for", "workplace", "firm", "employed by",
                            "organisation", "organization", "where they work", "current employer", "job"),
               ("employer", "employs", "company", "firm", "organisation", "organization", "work at", "work for",
-               "work", "job at", "role at", "position at"), kind="fact", answers="place"),
+               "work", "job at", "role at", "position at", "startup"), kind="fact", answers="place"),
     Attribute("job title", ("job title", "title", "role", "position", "job role", "designation", "rank", "job",
                             "occupation", "for a living"),
               ("title", "role", "position", "promoted", "occupation", "for a living"), kind="fact"),
