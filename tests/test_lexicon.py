@@ -265,6 +265,18 @@ async def test_the_users_dentist_after_switching_in_portuguese(portuguese: Memor
     assert found.hits[0].snippet == "Mudei de dentista: agora é a Dra. Koller."
 
 
+async def test_where_someone_works_stated_once_in_portuguese(portuguese: MemoryService) -> None:
+    """"arranjou emprego" states an employer as "got a job" does; the other notes of Lena's state where
+    she lives, and the one stating the employer answers (test_personal_store.py)."""
+    p = principal("alice")
+    now = datetime.now(UTC)
+    for text, days in [("A minha irmã Lena mora em Viena.", 330), ("A Lena arranjou emprego na Siemens.", 280),
+                       ("A Lena mudou-se para Graz.", 200)]:
+        await portuguese.write(p, text, occurred_at=now - timedelta(days=days))
+    found = await portuguese.search(p, "Onde trabalha a Lena?")
+    assert found.hits[0].snippet == "A Lena arranjou emprego na Siemens."
+
+
 async def test_a_question_that_chains_two_things_hops_in_portuguese(portuguese: MemoryService) -> None:
     """"Onde mora o gerente do Kwame?": the possessive is the lexicon's words ("do"), not English's
     "'s"; the hop reaches the manager's home city as it does in English (test_graph.py)."""

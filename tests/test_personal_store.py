@@ -154,3 +154,19 @@ async def test_a_new_role_at_a_company_is_where_the_user_works(service: MemorySe
         ("I moved to Lisbon for a new role at Talkdesk.", 400)])
     found = await service.search(alice, "Where do I work?")
     assert found.hits[0].snippet == "I moved to Lisbon for a new role at Talkdesk."
+
+
+async def test_where_someone_works_stated_once_beside_where_they_moved(service: MemoryService,
+                                                                        alice: Principal) -> None:
+    """One of Lena's notes states an employer, the others where she lives: no two may be versions of
+    it, so nothing was compared and the newest, "Lena moved to Graz.", came first by its words."""
+    await _write_dated(service, alice, [("My sister Lena lives in Vienna.", 330), ("I work at Farfetch.", 320),
+                                        ("Lena got a job at Siemens.", 280), ("Lena moved to Graz.", 200),
+                                        ("I moved to Lisbon.", 150)])
+    found = await service.search(alice, "Where does Lena work?", explain=True)
+    assert found.hits[0].snippet == "Lena got a job at Siemens." and found.hits[0].explain["states_asked_attribute"]
+    assert found.hits[1].explain["states_another_attribute"]
+    # Of the user, a note stating nothing in the lexicon's words may be a version: none is chosen.
+    await _write_dated(service, alice, [("I'm in Porto these days.", 100)])
+    found = await service.search(alice, "Where do I live?", explain=True)
+    assert "states_another_attribute" not in {h.snippet: h.explain for h in found.hits}["I'm in Porto these days."]

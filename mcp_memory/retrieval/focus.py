@@ -131,15 +131,20 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
     # question naming what it asks of ("What version of Next.js are we on?") is of that.
     stated_only = (not sequence and not parsed.keyed_now and asks_of_user_alone(parsed.text, parsed.lexicon)
                    and not names_its_subject(parsed))
+    sole: int | None = None
     if parsed.tense != "present" and not versions_said(masked, texts, parsed.lexicon, stated_only=stated_only):
-        return {}
+        # No two may be versions of it; where one alone states it and the rest other attributes, it
+        # answers and they do not ("Lena moved to Graz." came first for "Where does Lena work?").
+        sole = sole_statement(masked, texts, parsed.lexicon)
+        if sole is None:
+            return {}
     # Both at once: the masked texts' lookup in the embedding cache while the question embeds.
     question, documents = await asyncio.gather(vectors.query(masked), vectors.documents_or_none(texts))
     if question is None or documents is None:
         return {}
     matrix = np.asarray(documents)
     to_question = matrix @ np.asarray(question)
-    off = stating_another(masked, texts, parsed.lexicon)
+    off = stating_another(masked, texts, parsed.lexicon) if sole is None else set(range(len(texts))) - {sole}
     on = [i for i in range(len(positions)) if i not in off] or list(range(len(positions)))
     within = matrix[on]
     start = chain_start(to_question[on], [texts[i] for i in on], masked, parsed.lexicon)
@@ -277,6 +282,18 @@ def versions_said(question: str, texts: Sequence[str], lexicon: Lexicon, *, stat
     (docs/benchmarks.md, sixty-third stop)."""
     asked = asked_of_any(question, lexicon)
     return sum(1 for text in texts if (stated := stated_in(text, lexicon)) & asked or not (stated or stated_only)) >= 2
+
+
+def sole_statement(question: str, texts: Sequence[str], lexicon: Lexicon) -> int | None:
+    """The one of `texts` stating the attribute `question` asks in the lexicon's words, where it is
+    the only one and every other states another; None otherwise. Read where no two of them may be
+    versions of it (`versions_said`): then a question with no time word asks a fact stated once, as
+    a stable one is. A user's note stating nothing ("I'm in Lisbon these days.") may yet be a
+    version: none is chosen over it."""
+    asked = asked_of_any(question, lexicon)
+    stated = [stated_in(text, lexicon) for text in texts]
+    saying = [i for i, said in enumerate(stated) if asked & said]
+    return saying[0] if asked and len(saying) == 1 and all(stated) else None
 
 
 def chain_start(to_question: np.ndarray, texts: Sequence[str], question: str, lexicon: Lexicon) -> int:
