@@ -342,6 +342,7 @@ def test_an_attribute_says_the_kind_of_memory_stating_it_where_its_words_agree()
     (ENGLISH, "Greta keeps two budgies at home.", "Home for Greta is Berlin."),
     (ENGLISH, "Greta brought home a rescue greyhound.", "Greta lives at home in Porto."),
     (PORTUGUESE, "A Greta mudou de ideias sobre o jantar.", "A Greta mudou de casa."),
+    (ENGLISH, "Greta's practice moved to Sundays at 9.", "Greta moved to Madrid in March."),
 ])
 def test_an_idiom_holding_an_attributes_word_states_none(lexicon: Lexicon, idiom: str, statement: str) -> None:
     """"at home" and "mudou de ideias" hold a home's words and state no home; the same words

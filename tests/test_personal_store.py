@@ -170,3 +170,13 @@ async def test_where_someone_works_stated_once_beside_where_they_moved(service: 
     await _write_dated(service, alice, [("I'm in Porto these days.", 100)])
     found = await service.search(alice, "Where do I live?", explain=True)
     assert "states_another_attribute" not in {h.snippet: h.explain for h in found.hits}["I'm in Porto these days."]
+
+
+async def test_a_practice_moved_to_another_day_is_its_new_time(service: MemoryService, alice: Principal) -> None:
+    """"Leo's practice moved to Sundays at 9." stated a home city by "moved to", so each of Leo's notes
+    stated another attribute and the move was no answer: Saturdays came first."""
+    await _write_dated(service, alice, [("Our son Leo is allergic to peanuts.", 300),
+                                        ("Leo's football practice is on Saturdays at 10.", 260),
+                                        ("Leo's practice moved to Sundays at 9.", 120)])
+    found = await service.search(alice, "When is Leo's football practice?")
+    assert found.hits[0].snippet == "Leo's practice moved to Sundays at 9."

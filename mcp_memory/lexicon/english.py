@@ -31,6 +31,13 @@ SPORTS = ("padel", "curling", "water polo", "table tennis", "tennis", "badminton
           "volleyball", "hockey", "rugby", "skiing", "surfing", "triathlon", "frisbee", "marathon", "pilates",
           "yoga", "crossfit", "archery")
 
+# A thing moved to a day or a month is rescheduled, not relocated ("practice moved to Sundays at 9."):
+# no home city's "moved to".
+RESCHEDULED = tuple(f"moved to {when}" for when in (
+    "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "tomorrow", "next week",
+    "next month", "january", "february", "march", "april", "june", "july", "august", "september", "october",
+    "november", "december"))
+
 ATTRIBUTES = (
     # where and how someone lives
     Attribute("home city", ("home city", "city", "town", "current city", "lives in", "living in", "where they live",
@@ -213,7 +220,7 @@ ENGLISH = Lexicon(
     attributes=ATTRIBUTES,
     whole_words=frozenset({"dating", "seeing", "building", "training", "designation", "secrets"}),
     idioms=("at home", "brought home", "bring home", "brings home", "came home", "come home", "got home",
-            "went home", "go home", "home from"),
+            "went home", "go home", "home from", *RESCHEDULED),
     past_qualifiers=frozenset({"previous", "former", "old", "ex", "prior", "past", "earlier", "one-time"}),
     value_words=frozenset({"name", "city", "location", "model", "brand", "make", "type", "kind"}),
     question_words={"who": "person", "whom": "person", "who's": "person", "who’s": "person", "where": "place",
