@@ -30,6 +30,15 @@ async def test_who_owns_a_service_after_its_ownership_moved(service: MemoryServi
                                                     "Priya owns the billing service."]
 
 
+async def test_who_owned_a_thing_named_by_one_word_before_its_owner_now(service: MemoryService,
+                                                                        alice: Principal) -> None:
+    """"billing" alone is no run of two words, so the question was about no one, nothing was
+    compared, and the note naming Marco came first for what held before him."""
+    await _store(service, alice)
+    found = await service.search(alice, "Who owned billing before Marco?", explain=True)
+    assert found.hits[0].snippet == "Priya owns the billing service." and found.hits[0].explain["answers_then"]
+
+
 async def test_the_ci_the_team_moved_to(service: MemoryService, alice: Principal) -> None:
     """A CI system is an attribute whose names say it, as an editor's do. "What CI do we use?" speaks
     of the user, so the user's "We use Postgres 14 ..." is no one else's note (it was taken down as
