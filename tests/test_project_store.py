@@ -89,6 +89,16 @@ async def test_a_name_with_a_dot_is_one_entity_found_by_its_head_too(service: Me
     assert {e.name for e in (await service.entities.list(alice)).entities} == names  # no second entity
 
 
+async def test_a_dotted_name_joins_the_entity_an_older_store_named_by_its_head(service: MemoryService,
+                                                                                alice: Principal) -> None:
+    """A store written before names went on past a dot holds "Node"; "Node.js" is a form of it, not
+    a second thing."""
+    await service.write(alice, "We run Node 18 on the build box.")
+    await service.write(alice, "Bumped Node.js to 20 on the build box.")
+    entities = {e.name: e.memories for e in (await service.entities.list(alice)).entities}
+    assert entities.get("Node") == 2 and "Node.js" not in entities
+
+
 async def test_a_version_written_right_after_the_name(service: MemoryService, alice: Principal) -> None:
     """"Node.js 22 is now the minimum." states Node.js's version in no word of the lexicon, and linked
     to the other two less than they to each other, so the chain left it out and 20 came first."""
