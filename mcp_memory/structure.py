@@ -88,7 +88,7 @@ class Structure:
             if said_key is None:
                 raise InvalidInput(f"{where}key '{key}' names no attribute: say which, in a few words ('home city')")
             if not any(n.role == "about" for n in names):
-                raise InvalidInput(f"{where}key '{key}' needs whom it is about, and the text names no one: pass "
+                raise InvalidInput(f"{where}key '{key}' needs whom it is about, and the text does not say: pass "
                                    "about (e.g. ['me'] for the user, or a name)")
             said_key = cued_by(said_key, content, lexicon)
         rules = self.settings.graph_rules_keys

@@ -250,6 +250,9 @@ async def test_a_keyed_note_with_its_subject_unsaid_is_refused_and_names_what_to
     with pytest.raises(InvalidInput, match="needs whom it is about"):
         await service.write(p, "Prefers Helix as the editor.", key="editor")
     assert await entities(service, p) == []
+    # A text naming something, not as its subject, does not say whose version it is either.
+    with pytest.raises(InvalidInput, match="needs whom it is about, and the text does not say: pass about"):
+        await service.write(p, "Bumped Node.js to 20.", key="version")
     mine = await service.write(p, "Prefers Helix as the editor.", about=["me"], key="editor")
     assert mine.memory.about == ["the user"] and mine.memory.key == "editor"
 
