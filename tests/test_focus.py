@@ -100,21 +100,18 @@ def test_a_question_naming_nobody_by_one_word_is_about_the_word_results_share() 
     """No run of two words of the question is in two results: the content word two of them share
     is the subject, as a word (not inside "frontend-facing"), and a run is one only with nothing but
     white space between its words ("coupons, pipeline" is none)."""
-    rows = [_row("The frontend is built with Next.js 13 and deployed on Vercel.", 300),
-            _row("Frontend moved from Vercel to Netlify to cut costs.", 100),
-            _row("The frontend-facing API is deployed on Fly.io.", 50),
-            _row("Node.js 22 is now the minimum.", 20)]
-    for r in rows:
-        r["content"] = r["name"]
+    rows = _rows("The frontend is built with Next.js 13 and deployed on Vercel.",
+                 "Frontend moved from Vercel to Netlify to cut costs.",
+                 "The frontend-facing API is deployed on Fly.io.", "Node.js 22 is now the minimum.")
     positions, unnamed = subject_positions(rows, parse_query("Where is the frontend deployed now?"))
     assert positions == [0, 1]
     assert unnamed(rows[1]["content"]) == "someone moved from Vercel to Netlify to cut costs."
-    rows[3]["content"] = "Rolled back the coupons, pipeline first."
-    rows[2]["content"] = "The coupons pipeline's state lives in Cassandra."
+    rows = _rows("The coupons pipeline's state lives in Cassandra.", "Rolled back the coupons, pipeline first.",
+                 "Node.js 22 is now the minimum.")
     positions, unnamed = subject_positions(rows, parse_query("What is the coupons pipeline persisting to now?"))
     # One says "coupons pipeline", the other "coupons, pipeline": the later of the two words they share.
-    assert positions == [2, 3]
-    assert unnamed(rows[2]["content"]) == "The coupons someone state lives in Cassandra."
+    assert positions == [0, 1]
+    assert unnamed(rows[0]["content"]) == "The coupons someone state lives in Cassandra."
 
 
 def test_a_capitalised_word_no_memory_shares_is_no_subject() -> None:

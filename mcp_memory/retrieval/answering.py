@@ -32,6 +32,7 @@ class Closeness:
     #: the attributes its words state (the lexicon's cues and phrases) where the question asks others, none of them
     states_other: frozenset[str] = frozenset()
     channel: bool = False  #: it names a channel ("#oncall")
+    compared: bool = True  #: its cosines were measured (False: the words alone decided, focus.stated_alone)
 
 
 class Answers(NamedTuple):

@@ -131,28 +131,27 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
     # question naming what it asks of ("What version of Next.js are we on?") is of that.
     stated_only = (not sequence and not parsed.keyed_now and asks_of_user_alone(parsed.text, parsed.lexicon)
                    and not names_its_subject(parsed))
-    sole: int | None = None
+    asked = words_of(parsed.asked or parsed.text)
+    ignore = asked | NOT_NAMES | {MASK}
     if parsed.tense != "present" and not versions_said(masked, texts, parsed.lexicon, stated_only=stated_only):
         # No two may be versions of it; where one alone states it and the rest other attributes, it
         # answers and they do not ("Lena moved to Graz." came first for "Where does Lena work?").
         sole = sole_statement(masked, texts, parsed.lexicon)
-        if sole is None:
-            return {}
+        return {} if sole is None else stated_alone([rows[i]["id"] for i in positions], texts, sole, ignore,
+                                                    parsed.lexicon)
     # Both at once: the masked texts' lookup in the embedding cache while the question embeds.
     question, documents = await asyncio.gather(vectors.query(masked), vectors.documents_or_none(texts))
     if question is None or documents is None:
         return {}
     matrix = np.asarray(documents)
     to_question = matrix @ np.asarray(question)
-    off = stating_another(masked, texts, parsed.lexicon) if sole is None else set(range(len(texts))) - {sole}
+    off = stating_another(masked, texts, parsed.lexicon)
     on = [i for i in range(len(positions)) if i not in off] or list(range(len(positions)))
     within = matrix[on]
     start = chain_start(to_question[on], [texts[i] for i in on], masked, parsed.lexicon)
     order_on, links = chain(within @ within.T, start)
     order = [on[j] for j in order_on] + [i for i in range(len(positions)) if i not in on]
     links = links + [-1.0] * (len(order) - len(links))
-    asked = words_of(parsed.asked or parsed.text)
-    ignore = asked | NOT_NAMES | {MASK}
     # The versions rule's groups answer only a question with no time word (the module's docstring),
     # read from the masked vectors: by their stored ones a colleague's short notes were one group by
     # the name they share (his office, the language he speaks, where he studied), and an answer among
@@ -282,6 +281,19 @@ def versions_said(question: str, texts: Sequence[str], lexicon: Lexicon, *, stat
     (docs/benchmarks.md, sixty-third stop)."""
     asked = asked_of_any(question, lexicon)
     return sum(1 for text in texts if (stated := stated_in(text, lexicon)) & asked or not (stated or stated_only)) >= 2
+
+
+def stated_alone(ids: Sequence[UUID], texts: Sequence[str], sole: int, ignore: frozenset[str],
+                 lexicon: Lexicon) -> dict[UUID, Closeness]:
+    """The subject's memories (`ids`, their masked `texts`) where one alone states the asked attribute
+    (`sole_statement`): it answers, the others state another attribute and do not. The words decide,
+    so nothing is embedded: no cosine is measured (`Closeness.compared`)."""
+    order = [sole, *(i for i in range(len(texts)) if i != sole)]
+    return {ids[i]: Closeness(0.0, step, 1.0 if i == sole else -1.0, values_of(texts[i], ignore), off=i != sole,
+                              says_asked=i == sole,
+                              states_other=frozenset() if i == sole else stated_in(texts[i], lexicon),
+                              compared=False)
+            for step, i in enumerate(order)}
 
 
 def sole_statement(question: str, texts: Sequence[str], lexicon: Lexicon) -> int | None:

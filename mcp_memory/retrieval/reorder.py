@@ -43,7 +43,7 @@ def _hit(row: asyncpg.Record, snippet_chars: int, explain: bool,
                  "period": round(row["period"], 4),
                  **({"conversation": round(row["conversation"], 4)} if row["conversation"] != 1 else {}),
                  **({"on_topic": round(on_topic.question, 4), "linked": round(on_topic.link, 4)}
-                    if on_topic is not None else {}),
+                    if on_topic is not None and on_topic.compared else {}),
                  **({"states_another_attribute": True} if on_topic is not None and on_topic.off else {}),
                  **({"states_asked_attribute": True} if on_topic is not None and on_topic.says_asked else {}),
                  **({"names_no_value": True} if on_topic is not None and on_topic.nameless else {}),
