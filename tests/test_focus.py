@@ -97,15 +97,18 @@ def test_a_question_naming_nobody_is_about_the_run_of_words_results_share() -> N
 
 
 def test_a_question_naming_nobody_by_one_word_is_about_the_word_results_share() -> None:
-    """No run of two words of the question is in two results: the content word two of them share
-    is the subject, as a word (not inside "frontend-facing"), and a run is one only with nothing but
-    white space between its words ("coupons, pipeline" is none)."""
+    """No run of two words of the question is in two results: the content word the best of them
+    holds and another shares is the subject, as a word (not inside "frontend-facing"), and a run is
+    one only with nothing but white space between its words ("coupons, pipeline" is none)."""
     rows = _rows("The frontend is built with Next.js 13 and deployed on Vercel.",
                  "Frontend moved from Vercel to Netlify to cut costs.",
                  "The frontend-facing API is deployed on Fly.io.", "Node.js 22 is now the minimum.")
     positions, unnamed = subject_positions(rows, parse_query("Where is the frontend deployed now?"))
     assert positions == [0, 1]
     assert unnamed(rows[1]["content"]) == "someone moved from Vercel to Netlify to cut costs."
+    # A word the best result does not hold is no subject, however many others share it.
+    positions, _ = subject_positions(rows[2:] + rows[:2], parse_query("Where is the frontend deployed now?"))
+    assert positions == []
     rows = _rows("The coupons pipeline's state lives in Cassandra.", "Rolled back the coupons, pipeline first.",
                  "Node.js 22 is now the minimum.")
     positions, unnamed = subject_positions(rows, parse_query("What is the coupons pipeline persisting to now?"))

@@ -131,18 +131,22 @@ def _by_one_word(rows: Sequence[asyncpg.Record], tokens: dict[int, frozenset[str
                  whom: Callable[[str], bool]) -> tuple[list[int], Callable[[str], str]]:
     """Where no run of the question's words is shared, the memories sharing one of its content words
     ("frontend" of "Where is the frontend deployed?": "The frontend is built with Next.js ..." and
-    "Frontend moved from Vercel to Netlify."): of the words at least two of them share, the one the
-    fewest share, the most particular; of as many, the later in the question. None of the asked
-    attribute's words (`whom`), nor a word no question is about."""
+    "Frontend moved from Vercel to Netlify."): of the words the best of them holds and at least one
+    other shares, the one the fewest share, the most particular; of as many, the later in the
+    question. A word the best result does not hold is not what the search found the question about:
+    in a store of 400 "Weekly meeting N: ..." notes, "meeting" made them the subject of a question
+    the one note on "kestrel" answered. None of the asked attribute's words (`whom`), nor a word no
+    question is about."""
     lexicon = parsed.lexicon
     best: tuple[int, int, list[int], re.Pattern[str]] | None = None
+    first = next(iter(tokens), None)
     words = dict.fromkeys(POSSESSIVE.sub("", w) for w in WORD.findall(parsed.text))
     for at, word in enumerate(words):
         if word.lower() in lexicon.not_names or word.lower() in lexicon.stop_words or not whom(word):
             continue
         pattern = _whole(word, re.IGNORECASE)
         positions = _sharing(word, pattern, rows, tokens)
-        if len(positions) >= 2 and (best is None or (len(positions), -at) <= best[:2]):
+        if first in positions and len(positions) >= 2 and (best is None or (len(positions), -at) <= best[:2]):
             best = (len(positions), -at, positions, pattern)
     return ([], str) if best is None else (best[2], partial(best[3].sub, MASK))
 
