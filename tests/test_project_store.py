@@ -15,10 +15,15 @@ NOTES = [("The API is deployed on Heroku.", 700), ("We use Postgres 14 for the m
          ("Moved CI to Buildkite; GitHub Actions was too slow.", 520), ("Staging URL is staging.example.com.", 500)]
 
 
-async def _store(service: MemoryService, p: Principal) -> None:
+async def _written(service: MemoryService, p: Principal, notes: list[tuple[str, int]]) -> None:
+    """`notes`, each written so many days ago."""
     now = datetime.now(UTC)
-    for text, days in NOTES:
+    for text, days in notes:
         await service.write(p, text, occurred_at=now - timedelta(days=days))
+
+
+async def _store(service: MemoryService, p: Principal) -> None:
+    await _written(service, p, NOTES)
 
 
 async def test_who_owns_a_service_after_its_ownership_moved(service: MemoryService, alice: Principal) -> None:
@@ -53,10 +58,8 @@ async def test_what_held_before_a_value_later_notes_name_again(service: MemorySe
     """Three notes name Fly.io, and the bound's value was read only where one did: the value held
     from the first of them, and what held before it is Heroku."""
     await _store(service, alice)
-    now = datetime.now(UTC)
-    for text, days in [("Fly.io had an outage; considering Render for the API.", 480),
-                       ("Decided to stay on Fly.io after all.", 450)]:
-        await service.write(alice, text, occurred_at=now - timedelta(days=days))
+    await _written(service, alice, [("Fly.io had an outage; considering Render for the API.", 480),
+                                    ("Decided to stay on Fly.io after all.", 450)])
     found = await service.search(alice, "Where was the API hosted before Fly.io?", explain=True)
     assert found.hits[0].snippet == "The API is deployed on Heroku." and found.hits[0].explain["answers_then"]
 
@@ -71,9 +74,7 @@ FRONTEND = [("The frontend is built with Next.js 13 and deployed on Vercel.", 33
 
 
 async def _frontend(service: MemoryService, p: Principal) -> None:
-    now = datetime.now(UTC)
-    for text, days in FRONTEND:
-        await service.write(p, text, occurred_at=now - timedelta(days=days))
+    await _written(service, p, FRONTEND)
 
 
 async def test_a_name_with_a_dot_is_one_entity_found_by_its_head_too(service: MemoryService, alice: Principal) -> None:
@@ -128,11 +129,9 @@ async def test_a_thing_the_question_names_by_one_word_in_lower_case(service: Mem
 async def test_the_formatter_a_project_moved_to(service: MemoryService, alice: Principal) -> None:
     """A formatter and a linter are attributes whose tools' names say them: "formatting" was no
     attribute's word, nothing was compared, and "... done with black." came first by its words."""
-    now = datetime.now(UTC)
-    for text, days in [("Python formatting is done with black.", 300), ("Line length limit is 100.", 299),
-                       ("Decision: REST for the public API, gRPC internally.", 280),
-                       ("Python code now uses ruff instead of black and flake8.", 150)]:
-        await service.write(alice, text, occurred_at=now - timedelta(days=days))
+    await _written(service, alice, [("Python formatting is done with black.", 300), ("Line length limit is 100.", 299),
+                                    ("Decision: REST for the public API, gRPC internally.", 280),
+                                    ("Python code now uses ruff instead of black and flake8.", 150)])
     found = await service.search(alice, "What do we use for Python formatting?", explain=True)
     assert found.hits[0].snippet == "Python code now uses ruff instead of black and flake8."
     assert found.hits[0].explain["states_asked_attribute"]
@@ -144,18 +143,14 @@ async def test_a_secrets_managers_history_is_no_answer_about_the_package_manager
     Doppler" was taken in by its shape, "Moved secrets from Doppler to 1Password." with it by the
     value they share, and the newest of them came first for the package manager. Known as a
     secrets manager's history, they are no answer."""
-    now = datetime.now(UTC)
-    for text, days in [("Decided: use pnpm for all new packages.", 330),
-                       ("Prefer functional components over class components.", 328),
-                       ("Ana's review rule: always add tests for bug fixes.", 320),
-                       ("Decision: REST for the public API, gRPC internally.", 306),
-                       ("Don't commit .env files; secrets live in Doppler.", 294),
-                       ("Python formatting is done with black.", 280), ("Line length limit is 100.", 279),
-                       ("Switched from pnpm to bun for the monorepo.", 200),
-                       ("Moved secrets from Doppler to 1Password.", 180),
-                       ("Python code now uses ruff instead of black and flake8.", 150),
-                       ("Raised the line length limit to 120.", 100)]:
-        await service.write(alice, text, occurred_at=now - timedelta(days=days))
+    await _written(service, alice, [
+        ("Decided: use pnpm for all new packages.", 330), ("Prefer functional components over class components.", 328),
+        ("Ana's review rule: always add tests for bug fixes.", 320),
+        ("Decision: REST for the public API, gRPC internally.", 306),
+        ("Don't commit .env files; secrets live in Doppler.", 294), ("Python formatting is done with black.", 280),
+        ("Line length limit is 100.", 279), ("Switched from pnpm to bun for the monorepo.", 200),
+        ("Moved secrets from Doppler to 1Password.", 180),
+        ("Python code now uses ruff instead of black and flake8.", 150), ("Raised the line length limit to 120.", 100)])
     found = await service.search(alice, "Which package manager do we use?")
     assert found.hits[0].snippet == "Switched from pnpm to bun for the monorepo."
     found = await service.search(alice, "Where do we keep secrets?")
