@@ -17,7 +17,8 @@ from pydantic import BaseModel
 
 from .errors import Conflict, InvalidInput, NotFound
 from .graph.keys import Key, key_of
-from .graph.names import classified, entity_name, writer_names
+from .graph.name_forms import classified
+from .graph.names import entity_name, writer_names
 from .graph.validity import Held, at, held
 from .lexicon import Lexicon
 from .lexicon.english import ENGLISH

@@ -31,7 +31,8 @@ from .graph.keys import (
     qualified,
     qualifier_in,
 )
-from .graph.names import Name, bounded, classified, read_names, with_text, writer_names
+from .graph.name_forms import Name, classified
+from .graph.names import bounded, read_names, with_text, writer_names
 from .lexicon import Lexicon, phrases_pattern
 from .models import Memory, Principal, RelatedMemory
 from .repository import MemoryRepository

@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 from mcp_memory.config import Settings
 from mcp_memory.db import Database
-from mcp_memory.graph.names import Name, read_names
+from mcp_memory.graph.name_forms import Name
+from mcp_memory.graph.names import read_names
 from mcp_memory.lexicon.english import ENGLISH
 from mcp_memory.models import Principal, WriteItem
 from mcp_memory.retrieval.focus import forms_of

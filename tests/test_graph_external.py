@@ -26,7 +26,7 @@ from mcp_memory.db.doctor import diagnose
 from mcp_memory.db.embedded import EmbeddedPostgres
 from mcp_memory.db.migrate import migrate
 from mcp_memory.errors import NotFound
-from mcp_memory.graph.names import Name
+from mcp_memory.graph.name_forms import Name
 from mcp_memory.models import WriteItem
 from mcp_memory.repository import graph, graph_checks, graph_reads
 from mcp_memory.service import MemoryService

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from mcp_memory.graph.names import name_words
+from mcp_memory.graph.name_forms import name_words
 from mcp_memory.retrieval.versions import masked_pair
 
 from .conftest import principal

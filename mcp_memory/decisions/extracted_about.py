@@ -9,7 +9,8 @@ import re
 from typing import TYPE_CHECKING
 
 from ..graph.keys import in_lexicon, key_of, phrase_of
-from ..graph.names import NAMES_WITHIN_CHARS, canonical, names_in, owned
+from ..graph.name_forms import canonical
+from ..graph.names import NAMES_WITHIN_CHARS, names_in, owned
 
 if TYPE_CHECKING:
     from ..lexicon import Lexicon

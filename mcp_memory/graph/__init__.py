@@ -11,7 +11,7 @@ from typing import Literal
 from uuid import UUID
 
 from .keys import Key
-from .names import Name
+from .name_forms import Name
 
 Source = Literal["writer", "rules", "model"]
 

@@ -15,7 +15,7 @@ import asyncpg
 
 from ..errors import Conflict, InvalidInput
 from ..graph import Said
-from ..graph.names import Name
+from ..graph.name_forms import Name
 from ..models import Principal
 from . import fact_order
 from .entity_edits import consistent, mark_undone, record_edit, reinsert_facts, reinsert_mentions

@@ -15,7 +15,8 @@ from uuid import UUID
 import asyncpg
 
 from ..errors import Conflict, InvalidInput, NotFound, PermissionDenied
-from ..graph.names import begins, entity_name
+from ..graph.name_forms import begins
+from ..graph.names import entity_name
 from ..models import Principal
 from .sql import Sql, visible
 

@@ -14,7 +14,8 @@ from uuid import UUID
 import asyncpg
 
 from ..graph import Key, Said
-from ..graph.names import USER, Name, begins, dotted_head, first_name, word_set
+from ..graph.name_forms import Name, begins, dotted_head, first_name, word_set
+from ..graph.names import USER
 from ..models import Principal
 from .entity_edits import first_name_taken_in, name_given
 from .fact_order import Relinked, held_for_another, in_time_order, write_links

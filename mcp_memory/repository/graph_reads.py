@@ -11,7 +11,8 @@ from uuid import UUID
 
 import asyncpg
 
-from ..graph.names import Name, entity_name
+from ..graph.name_forms import Name
+from ..graph.names import entity_name
 from ..graph.subjects import Subjects
 from ..models import KINDS, MemoryEdge, MemoryFilter, Principal
 from .graph import choose, named_rows

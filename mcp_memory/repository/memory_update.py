@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import Conflict, NotFound, PermissionDenied
 from ..graph.keys import Key
-from ..graph.names import Name
+from ..graph.name_forms import Name
 from ..models import Memory, Principal
 from ..validation import content_hash
 from . import about_edits, graph, key_edits

@@ -68,7 +68,7 @@ import numpy as np
 from ..graph import phrasebook
 from ..graph.about_user import asks_of_user_alone, without_user
 from ..graph.keys import cued_in
-from ..graph.names import Name
+from ..graph.name_forms import Name
 from ..graph.questions import asked_kind, asked_of_any
 from ..lexicon import Answer, Lexicon
 from ..models import MOMENTS

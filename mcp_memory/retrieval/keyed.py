@@ -16,7 +16,8 @@ import asyncpg
 
 from ..graph.about_user import about_someone_else, person_asked_about, speaks_of_user
 from ..graph.keys import cued_in, in_lexicon
-from ..graph.names import USER, USER_NAME, Name, canonical, classified, entity_name, slugs
+from ..graph.name_forms import Name, canonical, classified
+from ..graph.names import USER, USER_NAME, entity_name, slugs
 from ..graph.questions import asked, asked_for
 from ..graph.validity import Held, at, held, held_within
 from ..lexicon import Lexicon

@@ -15,8 +15,9 @@ import numpy as np
 
 from ..graph import subjects as stored
 from ..graph.about_user import about_someone_else, speaks_of_user, without_user
+from ..graph.name_forms import name_words
 from ..graph.names import RUN as _RUN
-from ..graph.names import SUBJECT_WITHIN, USER_NAME, WORD, name_words
+from ..graph.names import SUBJECT_WITHIN, USER_NAME, WORD
 from ..models import SearchHit
 from .alike import alike
 from .focus import MASK, TextVectors
