@@ -15,7 +15,6 @@ from ..lexicon import Lexicon
 POSSESSIVE = re.compile(r"['’]s$")
 
 _JOINERS = re.compile(r"(?<=\w)[-_](?=\w)")
-_JOINED = re.compile(r"\w[-_]\w")
 _LEADING_ARTICLE = re.compile(r"^(?:the|a|an)\s+(?=\S)")
 
 
