@@ -31,12 +31,13 @@ SPORTS = ("padel", "curling", "water polo", "table tennis", "tennis", "badminton
           "volleyball", "hockey", "rugby", "skiing", "surfing", "triathlon", "frisbee", "marathon", "pilates",
           "yoga", "crossfit", "archery")
 
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+          "november", "december")
 # A thing moved to a day or a month is rescheduled, not relocated ("practice moved to Sundays at 9."):
-# no home city's "moved to".
-RESCHEDULED = tuple(f"moved to {when}" for when in (
-    "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "tomorrow", "next week",
-    "next month", "january", "february", "march", "april", "june", "july", "august", "september", "october",
-    "november", "december"))
+# no home city's "moved to". Not "may", a verb too.
+RESCHEDULED = tuple(f"moved to {when}" for when in (*WEEKDAYS, "tomorrow", "next week", "next month",
+                                                      *(m for m in MONTHS if m != "may")))
 
 ATTRIBUTES = (
     # where and how someone lives
@@ -301,8 +302,7 @@ ENGLISH = Lexicon(
     past=("used to", "before", "previously", "originally", "formerly", "in the past", "back then", "at first",
           "at the time", "in those days", "last year", "years ago", "earlier", "initially", "prior"),
     past_auxiliaries=frozenset({"did", "was", "were", "had"}),
-    months={m: n for n, m in enumerate("""january february march april may june july august september october
-        november december""".split(), start=1)},
+    months={m: n for n, m in enumerate(MONTHS, start=1)},
     month_abbreviations={**{m: n for n, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(),
                                                         start=1)}, "sept": 9},
     date_bounds={"before": "before", "prior to": "before", "until": "until", "till": "until", "by": "until",
@@ -313,7 +313,7 @@ ENGLISH = Lexicon(
     day_suffixes=("st", "nd", "rd", "th"),
     day_month_joiners=("of",),
     days_from_today={"yesterday": -1, "tomorrow": 1},
-    weekdays={"monday": 0, "tuesday": 1, "wednesday": 2, "thursday": 3, "friday": 4, "saturday": 5, "sunday": 6},
+    weekdays={d: n for n, d in enumerate(WEEKDAYS)},
     time_units={"day": "day", "days": "day", "week": "week", "weeks": "week", "month": "month", "months": "month",
                 "year": "year", "years": "year"},
     counts={"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
