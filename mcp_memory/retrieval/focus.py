@@ -133,12 +133,13 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
                    and not names_its_subject(parsed))
     asked = words_of(parsed.asked or parsed.text)
     ignore = asked | NOT_NAMES | {MASK}
+    attributes = asked_of_any(masked, parsed.lexicon)
+    stated = [stated_in(text, parsed.lexicon) for text in texts]
     if parsed.tense != "present" and not versions_said(masked, texts, parsed.lexicon, stated_only=stated_only):
         # No two may be versions of it; where one alone states it and the rest other attributes, it
         # answers and they do not ("Lena moved to Graz." came first for "Where does Lena work?").
-        sole = sole_statement(masked, texts, parsed.lexicon)
-        return {} if sole is None else stated_alone([rows[i]["id"] for i in positions], texts, sole, ignore,
-                                                    parsed.lexicon)
+        sole = sole_statement(attributes, stated)
+        return {} if sole is None else stated_alone([rows[i]["id"] for i in positions], texts, stated, sole, ignore)
     # Both at once: the masked texts' lookup in the embedding cache while the question embeds.
     question, documents = await asyncio.gather(vectors.query(masked), vectors.documents_or_none(texts))
     if question is None or documents is None:
@@ -158,9 +159,7 @@ async def similarities(rows: Sequence[asyncpg.Record], parsed: ParsedQuery,
     # them brought in the rest.
     together = groups(matrix, conflict) if parsed.tense != "present" else []
     group = {i: g for g, members in enumerate(together) for i in members}
-    attributes = asked_of_any(masked, parsed.lexicon)
     nameless = naming_nothing(attributes, texts, ignore, parsed.lexicon, asked_kind(masked, parsed.lexicon))
-    stated = [stated_in(text, parsed.lexicon) for text in texts]
     return {rows[positions[i]]["id"]: Closeness(float(to_question[i]), step, links[step],
                                                 values_of(texts[i], ignore), i not in on, group.get(i),
                                                 bool(attributes & stated[i]), i in nameless,
@@ -283,27 +282,25 @@ def versions_said(question: str, texts: Sequence[str], lexicon: Lexicon, *, stat
     return sum(1 for text in texts if (stated := stated_in(text, lexicon)) & asked or not (stated or stated_only)) >= 2
 
 
-def stated_alone(ids: Sequence[UUID], texts: Sequence[str], sole: int, ignore: frozenset[str],
-                 lexicon: Lexicon) -> dict[UUID, Closeness]:
-    """The subject's memories (`ids`, their masked `texts`) where one alone states the asked attribute
-    (`sole_statement`): it answers, the others state another attribute and do not. The words decide,
-    so nothing is embedded: no cosine is measured (`Closeness.compared`)."""
+def stated_alone(ids: Sequence[UUID], texts: Sequence[str], stated: Sequence[frozenset[str]], sole: int,
+                 ignore: frozenset[str]) -> dict[UUID, Closeness]:
+    """The subject's memories (`ids`, their masked `texts` and what each states, `stated_in`) where
+    one alone states the asked attribute (`sole_statement`): it answers, the others state another
+    attribute and do not. The words decide, so nothing is embedded: no cosine is measured
+    (`Closeness.compared`)."""
     order = [sole, *(i for i in range(len(texts)) if i != sole)]
     return {ids[i]: Closeness(0.0, step, 1.0 if i == sole else -1.0, values_of(texts[i], ignore), off=i != sole,
-                              says_asked=i == sole,
-                              states_other=frozenset() if i == sole else stated_in(texts[i], lexicon),
+                              says_asked=i == sole, states_other=frozenset() if i == sole else stated[i],
                               compared=False)
             for step, i in enumerate(order)}
 
 
-def sole_statement(question: str, texts: Sequence[str], lexicon: Lexicon) -> int | None:
-    """The one of `texts` stating the attribute `question` asks in the lexicon's words, where it is
-    the only one and every other states another; None otherwise. Read where no two of them may be
-    versions of it (`versions_said`): then a question with no time word asks a fact stated once, as
-    a stable one is. A user's note stating nothing ("I'm in Lisbon these days.") may yet be a
-    version: none is chosen over it."""
-    asked = asked_of_any(question, lexicon)
-    stated = [stated_in(text, lexicon) for text in texts]
+def sole_statement(asked: frozenset[str], stated: Sequence[frozenset[str]]) -> int | None:
+    """Of a subject's memories, by what each states (`stated_in`), the one stating an `asked`
+    attribute, where it is the only one and every other states another; None otherwise. Read where
+    no two of them may be versions of it (`versions_said`): then a question with no time word asks a
+    fact stated once, as a stable one is. A user's note stating nothing ("I'm in Lisbon these
+    days.") may yet be a version: none is chosen over it."""
     saying = [i for i, said in enumerate(stated) if asked & said]
     return saying[0] if asked and len(saying) == 1 and all(stated) else None
 
