@@ -237,11 +237,15 @@ def _subject_names(parsed: ParsedQuery, attribute: frozenset[str]) -> tuple[list
     return [name for name in parsed.subject if whom(name)], whom
 
 
+def _question_names(parsed: ParsedQuery) -> list[str]:
+    """The question's names that may name its subject (`_subject_names`, against the asked attribute's words)."""
+    return _subject_names(parsed, words_of_asked(parsed.asked or parsed.text, parsed.lexicon))[0]
+
+
 def names_its_subject(parsed: ParsedQuery) -> bool:
     """Whether the question names whom it asks of by a name not of the asked attribute's words ("What
     version of Next.js are we on?" asks of Next.js, not of the user; "What CI do we use?" of the user)."""
-    asked = parsed.asked or parsed.text
-    return bool(_subject_names(parsed, words_of_asked(asked, parsed.lexicon))[0])
+    return bool(_question_names(parsed))
 
 
 def question_mask(parsed: ParsedQuery) -> Callable[[str], str] | None:
@@ -253,7 +257,7 @@ def question_mask(parsed: ParsedQuery) -> Callable[[str], str] | None:
     was the one the focus asked for (ops's "coupons API" and "team Umbra" are left to the results)."""
     lexicon = parsed.lexicon
     asked = parsed.asked or parsed.text
-    names, _ = _subject_names(parsed, words_of_asked(asked, lexicon))
+    names = _question_names(parsed)
     if names:
         # A name of one word may stand for a kind of thing the results narrow to a longer run ("API"
         # of "the coupons API", "Umbra" of "team Umbra"); a person's full name the results keep.
