@@ -139,7 +139,7 @@ def _by_one_word(rows: Sequence[asyncpg.Record], tokens: dict[int, frozenset[str
     question is about."""
     lexicon = parsed.lexicon
     best: tuple[int, int, list[int], re.Pattern[str]] | None = None
-    first = next(iter(tokens), None)
+    first = next(iter(tokens), None)  # the best result: `tokens` is keyed by the window in its order
     words = dict.fromkeys(POSSESSIVE.sub("", w) for w in WORD.findall(parsed.text))
     for at, word in enumerate(words):
         if word.lower() in lexicon.not_names or word.lower() in lexicon.stop_words or not whom(word):
