@@ -99,6 +99,15 @@ ATTRIBUTES = (
     # Without it "internet provider" was plainly a "hosting provider" (a deploy target) to the embedder.
     Attribute("internet provider", ("internet provider", "isp", "internet service provider", "broadband",
                                     "broadband provider", "internet"), ("broadband", "isp"), kind="fact"),
+    # Who insures the car, the home, one's health. No phrase names the insured thing ("car insurance"):
+    # its words would name no subject (whose.py), and "the car" of "Who insures the car?" is one.
+    Attribute("insurer", ("insurer", "insurance", "insurance provider", "insurance company", "insured with",
+                          "insured by", "insures", "who insures"),
+              ("insurer", "insurance", "insured", "insures"), kind="fact"),
+    # "energy" alone is as often someone's ("more energy after the run").
+    Attribute("energy supplier", ("energy supplier", "energy provider", "energy company", "electricity supplier",
+                                  "electricity provider", "gas supplier", "power company"),
+              ("energy supplier", "electricity", "tariff"), kind="fact"),
     # work
     Attribute("employer", ("employer", "company", "works at", "works for", "workplace", "firm", "employed by",
                            "organisation", "organization", "where they work", "current employer", "job"),
