@@ -15,7 +15,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_memory.errors import InvalidInput, NotFound
 from mcp_memory.graph.keys import cued_by, in_lexicon, key_of, kind_of, qualifier_in
 from mcp_memory.graph.names import names_in
-from mcp_memory.graph.questions import asked
+from mcp_memory.graph.questions import asked, asked_of_any
 from mcp_memory.lexicon.english import ENGLISH
 from mcp_memory.models import MemoryFilter, WriteItem
 
@@ -184,6 +184,20 @@ def test_keys_in_other_words_are_one_attribute_and_others_never_merge() -> None:
     assert own.attribute == key_of("favourite colours", ENGLISH).attribute and own.single
     assert not key_of("favourite colours", ENGLISH).single
     assert key_of("the their", ENGLISH) is None
+
+
+def test_of_two_attributes_a_question_names_alike_the_one_after_a_determiner_is_what_it_asks_of() -> None:
+    """"Who insures the car?" names the car and the insurer by one word each: the car is what the
+    question asks of, and a tie read as both left no word to name the subject by (whose.py)."""
+    assert asked_of_any("Who insures the car?", ENGLISH) == {"insurer"}
+    assert asked_of_any("Who is our car insurer?", ENGLISH) == {"insurer"}
+    assert asked_of_any("Who is someone car insurer?", ENGLISH) == {"insurer"}  # the user masked (focus.py)
+    assert asked_of_any("Who manages the team now?", ENGLISH) == {"manager"}
+    assert asked_of_any("What laptop does the team use?", ENGLISH) == {"laptop"}
+    assert asked_of_any("When did Ana join the company?", ENGLISH) == {"start year"}
+    # no determiner, or one before each: both, as before
+    assert asked_of_any("Which phone does Ana have?", ENGLISH) == {"phone", "phone number"}
+    assert asked_of_any("What is the car?", ENGLISH) == {"car"}
 
 
 def test_a_question_asks_for_one_of_the_subjects_attributes() -> None:

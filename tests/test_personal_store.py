@@ -180,3 +180,22 @@ async def test_a_practice_moved_to_another_day_is_its_new_time(service: MemorySe
                                         ("Leo's practice moved to Sundays at 9.", 120)])
     found = await service.search(alice, "When is Leo's football practice?")
     assert found.hits[0].snippet == "Leo's practice moved to Sundays at 9."
+
+
+async def test_who_insures_the_car_and_who_supplies_energy_after_switching(service: MemoryService,
+                                                                           alice: Principal) -> None:
+    """A household's providers change as a job does. "Who insures the car?" asked the car as much as
+    the insurer, so "car" named no subject and nothing was compared: Admiral came first; "Who is our
+    car insurer?" put "The car is a 2019 Skoda Octavia." first (it stated the car); an energy
+    supplier was no attribute at all."""
+    await _write_dated(service, alice, [
+        ("Car insurance is with Admiral, renews in June.", 400), ("Home insurance is with Aviva.", 390),
+        ("Our energy supplier is Octopus.", 380), ("Car insurance moved to Direct Line this year.", 60),
+        ("Switched energy to EDF on a fixed tariff.", 50), ("The car is a 2019 Skoda Octavia.", 40)])
+    for question, newest in (("Who insures the car?", "Car insurance moved to Direct Line this year."),
+                             ("Who insures the car now?", "Car insurance moved to Direct Line this year."),
+                             ("Who is our car insurer?", "Car insurance moved to Direct Line this year."),
+                             ("Who is our energy supplier?", "Switched energy to EDF on a fixed tariff."),
+                             ("What car do we drive?", "The car is a 2019 Skoda Octavia.")):
+        found = await service.search(alice, question)
+        assert found.hits[0].snippet == newest, question

@@ -13,6 +13,9 @@ from typing import Literal
 from ..lexicon import Lexicon
 
 POSSESSIVE = re.compile(r"['’]s$")
+# What a name is replaced by where a text is read without whom it is about ("someone moved to Graz."):
+# a subject, owning what follows it as a possessive does.
+MASK = "someone"
 
 _JOINERS = re.compile(r"(?<=\w)[-_](?=\w)")
 _LEADING_ARTICLE = re.compile(r"^(?:the|a|an)\s+(?=\S)")

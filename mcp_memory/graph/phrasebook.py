@@ -130,6 +130,12 @@ def held(stems: tuple[str, ...], lexicon: Lexicon, head: str | None = None) -> d
     return held
 
 
+def found_at(stems: tuple[str, ...], lexicon: Lexicon, name: str, length: int) -> list[int]:
+    """Where in `stems` a cue or phrase of the attribute `name`, `length` stems long, begins."""
+    sized = [part for part in parts(lexicon, by_name(lexicon)[name]) if len(part) == length]
+    return [at for at in range(len(stems)) for part in sized if stems[at:at + length] == part]
+
+
 def phrased(stems: tuple[str, ...], lexicon: Lexicon) -> frozenset[str]:
     """The attributes one of whose phrases (not cues) `stems` hold."""
     return frozenset(name for phrase, names in _phrases(lexicon).items() if phrase and contains(stems, phrase)

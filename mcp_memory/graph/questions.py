@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 from ..lexicon import Answer, Lexicon
 from . import phrasebook
+from .name_forms import MASK
 
 
 def asked(question: str, lexicon: Lexicon, known: dict[str, list[str]]) -> str | None:
@@ -120,9 +121,21 @@ def asked_of_any(question: str, lexicon: Lexicon) -> frozenset[str]:
     """Which of all the lexicon's attributes `question` asks about by their cues and phrases, the
     longest match winning, all of them on a tie ("Which phone ...": a handset or a number); none
     when none."""
-    held = phrasebook.held(lexicon.stems(question), lexicon)
+    stems = lexicon.stems(question)
+    held = phrasebook.held(stems, lexicon)
     longest = max(held.values(), default=0)
-    return frozenset(name for name, length in held.items() if length == longest)
+    tied = frozenset(name for name, length in held.items() if length == longest)
+    if len(tied) < 2:
+        return tied
+    # On a tie, an attribute named only right after a determiner or an owner names what the question
+    # asks of, not what it asks ("Who insures the car?", "Who manages the team?", "What laptop does the
+    # team use?"; "Who is someone car insurer?", the user masked).
+    leads = {lexicon.stems(w)[0] for w in (*lexicon.determiners, *lexicon.user_possessives, MASK)
+             if len(w.split()) == 1}
+    asked = frozenset(name for name in tied
+                      if any(at == 0 or stems[at - 1] not in leads
+                             for at in phrasebook.found_at(stems, lexicon, name, longest)))
+    return asked or tied
 
 
 @functools.lru_cache(maxsize=1024)

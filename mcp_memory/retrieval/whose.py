@@ -25,6 +25,7 @@ from ..graph.about_user import (
     their_person,
     without_user,
 )
+from ..graph.name_forms import MASK
 from ..graph.names import NAMES_WITHIN_CHARS, RUN, WORD, owned
 from ..graph.questions import words_of_asked
 from ..lexicon import Lexicon
@@ -37,7 +38,6 @@ from .statement import Row
 # the first ten (crm, rules only: its newest version ranked 11-21 for 35 of the 127 questions the focus
 # missed at ten; docs/benchmarks.md, fifty-second stop).
 WINDOW = 20
-MASK = "someone"
 POSSESSIVE = re.compile(r"'s$")
 
 
