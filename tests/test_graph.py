@@ -17,6 +17,7 @@ from mcp_memory.graph.keys import cued_by, in_lexicon, key_of, kind_of, qualifie
 from mcp_memory.graph.names import names_in
 from mcp_memory.graph.questions import asked, asked_of_any
 from mcp_memory.lexicon.english import ENGLISH
+from mcp_memory.lexicon.portuguese import PORTUGUESE
 from mcp_memory.models import MemoryFilter, WriteItem
 
 from .conftest import principal
@@ -198,6 +199,12 @@ def test_of_two_attributes_a_question_names_alike_the_one_after_a_determiner_is_
     # no determiner, or one before each: both, as before
     assert asked_of_any("Which phone does Ana have?", ENGLISH) == {"phone", "phone number"}
     assert asked_of_any("What is the car?", ENGLISH) == {"car"}
+    # in Portuguese, where each follows an article, the one after an owner's word is what it asks of
+    assert asked_of_any("Qual é a seguradora do carro?", PORTUGUESE) == {"insurer"}
+    assert asked_of_any("Qual é o nosso fornecedor de energia?", PORTUGUESE) == {"energy supplier"}
+    # "seguro" is also "safe", and "comida" no "com" ("with"): neither asks an insurer or a food
+    assert asked_of_any("Onde é seguro estacionar?", PORTUGUESE) == frozenset()
+    assert asked_of_any("Com quem está a Greta agora?", PORTUGUESE) == frozenset()
 
 
 def test_a_question_asks_for_one_of_the_subjects_attributes() -> None:

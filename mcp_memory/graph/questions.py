@@ -129,13 +129,20 @@ def asked_of_any(question: str, lexicon: Lexicon) -> frozenset[str]:
         return tied
     # On a tie, an attribute named only right after a determiner or an owner names what the question
     # asks of, not what it asks ("Who insures the car?", "Who manages the team?", "What laptop does the
-    # team use?"; "Who is someone car insurer?", the user masked).
-    leads = {lexicon.stems(w)[0] for w in (*lexicon.determiners, *lexicon.user_possessives, MASK)
-             if len(w.split()) == 1}
-    asked = frozenset(name for name in tied
-                      if any(at == 0 or stems[at - 1] not in leads
-                             for at in phrasebook.found_at(stems, lexicon, name, longest)))
-    return asked or tied
+    # team use?"; "Who is someone car insurer?", the user masked); where each is, the one after an
+    # owner's word ("a seguradora do carro").
+    owners = {lexicon.stems(w)[0] for w in lexicon.possessive_words}
+    leads = owners | {lexicon.stems(w)[0] for w in (*lexicon.determiners, *lexicon.user_possessives, MASK)
+                      if len(w.split()) == 1}
+    return _not_only_after(tied, leads, stems, longest, lexicon) or _not_only_after(tied, owners, stems, longest,
+                                                                                   lexicon) or tied
+
+
+def _not_only_after(names: frozenset[str], leads: set[str], stems: tuple[str, ...], length: int,
+                    lexicon: Lexicon) -> frozenset[str]:
+    """Those of the attributes `names` that `stems` name somewhere other than right after one of `leads`."""
+    return frozenset(name for name in names if any(at == 0 or stems[at - 1] not in leads
+                                                   for at in phrasebook.found_at(stems, lexicon, name, length)))
 
 
 @functools.lru_cache(maxsize=1024)

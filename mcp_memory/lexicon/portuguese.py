@@ -69,6 +69,13 @@ ATTRIBUTES = (
               answers="place"),
     Attribute("internet provider", ("fornecedor de internet", "operadora de internet", "provedor de internet",
                                     "internet", "banda larga"), ("internet",), kind="fact"),
+    # "seguro" and "segura" are also "safe" ("Onde é seguro estacionar?"): the insurer's own word and
+    # the policy name it.
+    Attribute("insurer", ("seguradora", "companhia de seguros"),
+              ("seguradora", "apólice"), kind="fact"),
+    Attribute("energy supplier", ("fornecedor de energia", "fornecedor de eletricidade", "comercializadora de energia",
+                                  "comercializador de eletricidade"),
+              ("fornecedor de energia", "eletricidade", "tarifa"), kind="fact"),
 )
 
 PORTUGUESE = Lexicon(
@@ -84,7 +91,7 @@ PORTUGUESE = Lexicon(
     user_names=frozenset({"eu", "mim", "me", "comigo", "o usuário", "a usuária", "usuário", "usuária",
                           "o utilizador", "a utilizadora", "utilizador", "utilizadora", "você", "meu", "minha"}),
     attributes=ATTRIBUTES,
-    whole_words=frozenset({"casado", "casada"}),
+    whole_words=frozenset({"casado", "casada", "seguradora", "seguradoras", "comida", "comidas"}),
     clitics=("-se", "-me", "-te", "-nos", "-vos", "-lhe", "-lhes"),
     idioms=("mudou de ideias", "mudou de ideia", "mudou de opinião", "mudar de ideias", "mudar de ideia",
             "mudar de opinião"),
