@@ -134,8 +134,8 @@ def asked_of_any(question: str, lexicon: Lexicon) -> frozenset[str]:
     owners = {lexicon.stems(w)[0] for w in lexicon.possessive_words}
     leads = owners | {lexicon.stems(w)[0] for w in (*lexicon.determiners, *lexicon.user_possessives, MASK)
                       if len(w.split()) == 1}
-    return _not_only_after(tied, leads, stems, longest, lexicon) or _not_only_after(tied, owners, stems, longest,
-                                                                                   lexicon) or tied
+    return (_not_only_after(tied, leads, stems, longest, lexicon)
+            or _not_only_after(tied, owners, stems, longest, lexicon) or tied)
 
 
 def _not_only_after(names: frozenset[str], leads: set[str], stems: tuple[str, ...], length: int,
