@@ -73,9 +73,6 @@ ATTRIBUTES = (
     # the policy name it.
     Attribute("insurer", ("seguradora", "companhia de seguros"),
               ("seguradora", "apólice"), kind="fact"),
-    Attribute("energy supplier", ("fornecedor de energia", "fornecedor de eletricidade", "comercializadora de energia",
-                                  "comercializador de eletricidade"),
-              ("fornecedor de energia", "eletricidade", "tarifa"), kind="fact"),
 )
 
 PORTUGUESE = Lexicon(
