@@ -196,8 +196,10 @@ def test_of_two_attributes_a_question_names_alike_the_one_after_a_determiner_is_
     assert asked_of_any("Who manages the team now?", ENGLISH) == {"manager"}
     assert asked_of_any("What laptop does the team use?", ENGLISH) == {"laptop"}
     assert asked_of_any("When did Ana join the company?", ENGLISH) == {"start year"}
-    # no determiner, or one before each: both, as before
+    # no determiner before either, or one before each in a language with no owner's word: both, as
+    # before; one attribute alone is asked, a determiner or not
     assert asked_of_any("Which phone does Ana have?", ENGLISH) == {"phone", "phone number"}
+    assert asked_of_any("Who is the insurer of the car?", ENGLISH) == {"car", "insurer"}
     assert asked_of_any("What is the car?", ENGLISH) == {"car"}
     # in Portuguese, where each follows an article, the one after an owner's word is what it asks of
     assert asked_of_any("Qual é a seguradora do carro?", PORTUGUESE) == {"insurer"}
