@@ -88,7 +88,7 @@ def qualifier_in(text: str, head: str, lexicon: Lexicon) -> frozenset[str]:
     function word, filler ("my new laptop": the one in use) or earlier value ("the old laptop")."""
     words = lexicon.tokens(text[:CUES_WITHIN_CHARS])
     skip = lexicon.stop_words | lexicon.key_fillers | lexicon.past_qualifiers
-    leads = {*lexicon.determiners, *(w for p in lexicon.user_possessives for w in lexicon.words(p))}
+    leads = phrasebook.leading_words(lexicon)
     found: set[str] = set()
     for at, word in enumerate(words):
         if lexicon.stems(word) != (head,):

@@ -130,6 +130,13 @@ def held(stems: tuple[str, ...], lexicon: Lexicon, head: str | None = None) -> d
     return held
 
 
+@functools.lru_cache(maxsize=8)
+def leading_words(lexicon: Lexicon) -> frozenset[str]:
+    """The words that lead a noun as its determiner or the user's possessive ("the", "our", "user's";
+    "o", "nosso"): what follows them is a thing, named or owned, not a verb or a value."""
+    return frozenset({*lexicon.determiners, *(w for p in lexicon.user_possessives for w in lexicon.words(p))})
+
+
 def found_at(stems: tuple[str, ...], lexicon: Lexicon, name: str, length: int) -> list[int]:
     """Where in `stems` a cue or phrase of the attribute `name`, `length` stems long, begins."""
     sized = [part for part in parts(lexicon, by_name(lexicon)[name]) if len(part) == length]

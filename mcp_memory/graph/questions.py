@@ -132,8 +132,7 @@ def asked_of_any(question: str, lexicon: Lexicon) -> frozenset[str]:
     # team use?"; "Who is someone car insurer?", the user masked); where each is, the one after an
     # owner's word ("a seguradora do carro").
     owners = {lexicon.stems(w)[0] for w in lexicon.possessive_words}
-    leads = owners | {lexicon.stems(w)[0] for w in (*lexicon.determiners, *lexicon.user_possessives, MASK)
-                      if len(w.split()) == 1}
+    leads = owners | {lexicon.stems(w)[0] for w in (*phrasebook.leading_words(lexicon), MASK)}
     return (_not_only_after(tied, leads, stems, longest, lexicon)
             or _not_only_after(tied, owners, stems, longest, lexicon) or tied)
 
